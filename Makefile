@@ -1,0 +1,34 @@
+# The two commands a new user needs: `make demo` and `make test`. Both set everything up first.
+SHELL := /bin/bash
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+export TIERLENS_HOME ?= $(CURDIR)/.tierlens
+export DBT_SEND_ANONYMOUS_USAGE_STATS := False
+export DO_NOT_TRACK := 1
+
+.PHONY: demo test bench setup clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "tierlens needs Python 3.11 or newer as $(PYTHON)"; exit 1; }
+	@$(PYTHON) -m venv --help >/dev/null 2>&1 && $(PYTHON) -c 'import ensurepip' 2>/dev/null || \
+	  { echo "installing python3-venv (needs root)"; apt-get update -q && apt-get install -y -q python3-venv; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+demo: setup
+	$(BIN)/tierlens demo
+
+test: setup
+	$(BIN)/pytest
+
+bench: setup
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .tierlens .pytest_cache

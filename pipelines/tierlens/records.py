@@ -1,0 +1,282 @@
+"""The canonical records: the only contract between tierlens stages.
+
+Every stage (scheduler plugins' spool, batch-system sources, the XRootD collector, the
+synthetic site, the simulator) produces Arrow tables with exactly these schemas, and the
+warehouse stores them unchanged in its raw tables. Units are part of the field name or stated
+in the field's ``doc`` metadata: seconds are float64, bytes int64, times UTC timestamps in
+microseconds, cores int32.
+
+Besides the schemas this module owns, per record kind:
+
+* the natural key that makes loading idempotent,
+* the time column that places a row in a day partition of the Parquet lake,
+* the validation rules a row must pass before it reaches a raw table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+import pyarrow as pa
+
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+#: Storage types a scheduler plugin may report for a job's scratch space (DESIGN.md).
+STORAGE_TYPES: tuple[str, ...] = (
+    "hdd", "ssd", "nvme", "raid0", "raid1", "raid5", "raid6", "raid10",
+    "tmpfs", "nfs", "lustre", "gpfs", "cephfs", "other",
+)
+
+#: Roles an XRootD server plays in a file access.
+SERVER_ROLES: tuple[str, ...] = ("origin", "cache")
+
+
+def _f(name: str, type_: pa.DataType, doc: str, unit: str = "", nullable: bool = True) -> pa.Field:
+    meta = {"doc": doc}
+    if unit:
+        meta["unit"] = unit
+    return pa.field(name, type_, nullable=nullable, metadata=meta)
+
+
+JOB = pa.schema([
+    _f("batch_system", pa.string(), "Batch system that ran the job: slurm, htcondor or synthetic.", nullable=False),
+    _f("cluster", pa.string(), "Site or cluster name as the batch system reports it (Slurm ClusterName, HTCondor schedd pool).", nullable=False),
+    _f("job_id", pa.string(), "Job id within the cluster (Slurm JobID, HTCondor GlobalJobId).", nullable=False),
+    _f("step_id", pa.string(), "Step within the job; empty string for the whole job (batch systems without steps always use it).", nullable=False),
+    _f("job_identity", pa.string(), "Identity the scheduler plugin handed the job in XRD_MONINFO, '<batch_system>.<cluster>.<job_id>'; joins file accesses to the job exactly."),
+    _f("user_name", pa.string(), "Unix user (Slurm User, HTCondor Owner)."),
+    _f("account", pa.string(), "Accounting account or group (Slurm Account, HTCondor AccountingGroup)."),
+    _f("vo", pa.string(), "Virtual organisation the account belongs to, e.g. atlas, cms; null when unknown."),
+    _f("job_class", pa.string(), "Kind of work, e.g. analysis or production, when the source can tell; null otherwise."),
+    _f("partition", pa.string(), "Partition (Slurm) or queue the job ran in."),
+    _f("node", pa.string(), "First (or only) node the job ran on."),
+    _f("node_list", pa.string(), "All nodes the job ran on, comma separated, as the batch system reports them."),
+    _f("submit_time", TIMESTAMP, "When the job was submitted.", "UTC"),
+    _f("start_time", TIMESTAMP, "When the job (or step) started running.", "UTC"),
+    _f("end_time", TIMESTAMP, "When the job (or step) ended; null while running.", "UTC"),
+    _f("allocated_cores", pa.int32(), "Cores allocated to the job (Slurm AllocCPUS, HTCondor RequestCpus/CpusProvisioned).", "cores"),
+    _f("cpu_user_seconds", pa.float64(), "CPU time spent in user mode, summed over all cores.", "s"),
+    _f("cpu_system_seconds", pa.float64(), "CPU time spent in kernel mode, summed over all cores.", "s"),
+    _f("wall_seconds", pa.float64(), "Elapsed wall-clock time from start to end.", "s"),
+    _f("state", pa.string(), "Final state in upper case, e.g. COMPLETED, FAILED, CANCELLED, TIMEOUT."),
+    _f("exit_code", pa.int32(), "Exit code of the job's main process; null when unknown."),
+    _f("bytes_read", pa.int64(), "Bytes read by the job where the batch system measures it (Slurm fs/disk rchar); null otherwise.", "bytes"),
+    _f("bytes_written", pa.int64(), "Bytes written by the job where the batch system measures it (Slurm fs/disk wchar); null otherwise.", "bytes"),
+])
+
+JOB_TAG = pa.schema([
+    _f("batch_system", pa.string(), "Batch system of the tagged job.", nullable=False),
+    _f("cluster", pa.string(), "Cluster of the tagged job.", nullable=False),
+    _f("job_id", pa.string(), "Job id of the tagged job.", nullable=False),
+    _f("step_id", pa.string(), "Step of the tagged job; empty string for the whole job.", nullable=False),
+    _f("node", pa.string(), "Node the tag was recorded on.", nullable=False),
+    _f("storage_type", pa.string(), "Storage type under the job's scratch directory; one of STORAGE_TYPES.", nullable=False),
+    _f("device_models", pa.list_(pa.string()), "Model strings of the block devices under the scratch directory (RAID members listed individually)."),
+    _f("scratch_path", pa.string(), "Scratch directory the plugin inspected (TMPDIR or the configured path)."),
+    _f("ab_arm", pa.string(), "A/B arm the job was given, e.g. A or B; null outside a trial."),
+    _f("cache_route", pa.string(), "Where the job's remote reads were sent, e.g. 'cache:xcache01:1094' or 'direct'; null when not set."),
+    _f("tagged_at", TIMESTAMP, "When the plugin recorded the tag.", "UTC"),
+    _f("tagger", pa.string(), "What wrote the tag: slurm-spank, htcondor-startd-cron or synthetic."),
+])
+
+FILE_ACCESS = pa.schema([
+    _f("server_host", pa.string(), "XRootD server or cache that served the file.", nullable=False),
+    _f("unique_id", pa.string(), "Identifier of this open-close, unique per server (SLAC record unique_id).", nullable=False),
+    _f("server_role", pa.string(), "origin or cache; one of SERVER_ROLES."),
+    _f("file_lfn", pa.string(), "Logical file name as opened.", nullable=False),
+    _f("file_size_bytes", pa.int64(), "File size at open.", "bytes"),
+    _f("start_time", TIMESTAMP, "Open time.", "UTC"),
+    _f("end_time", TIMESTAMP, "Close time, or the time the record was given up as unclosed.", "UTC"),
+    _f("read_single_average_bytes", pa.float64(), "Mean size of a single (non-vector) read.", "bytes"),
+    _f("read_vector_average_bytes", pa.float64(), "Mean size of a vector read (readv), over all its segments.", "bytes"),
+    _f("write_average_bytes", pa.float64(), "Mean size of a write.", "bytes"),
+    _f("read_bytes_at_close", pa.int64(), "Bytes read (single and vector) when the file was closed.", "bytes"),
+    _f("write_bytes_at_close", pa.int64(), "Bytes written when the file was closed.", "bytes"),
+    _f("read_bytes", pa.int64(), "Bytes read by single reads.", "bytes"),
+    _f("readv_bytes", pa.int64(), "Bytes read by vector reads.", "bytes"),
+    _f("write_bytes", pa.int64(), "Bytes written.", "bytes"),
+    _f("read_ops", pa.int64(), "Number of single reads.", "operations"),
+    _f("readv_ops", pa.int64(), "Number of vector reads.", "operations"),
+    _f("write_ops", pa.int64(), "Number of writes.", "operations"),
+    _f("client_host", pa.string(), "Host the client connected from."),
+    _f("client_pid", pa.int32(), "Process id of the client on client_host, when known."),
+    _f("app_name", pa.string(), "Application name the client sent (XRD_APPNAME, the &x= login field)."),
+    _f("job_identity", pa.string(), "Job identity the client sent (XRD_MONINFO, the &y= login field); see JOB.job_identity."),
+    _f("cache_hit_bytes", pa.int64(), "Bytes served from the cache's own storage; null when the server is not a cache.", "bytes"),
+    _f("cache_miss_bytes", pa.int64(), "Bytes the cache fetched from its origin to serve this access (staged in); null when not a cache.", "bytes"),
+    _f("cache_bypass_bytes", pa.int64(), "Bytes passed through the cache without being stored; null when not a cache.", "bytes"),
+    _f("close_seen", pa.bool_(), "True when the close was observed; false for records emitted as unclosed.", nullable=False),
+])
+
+NODE = pa.schema([
+    _f("cluster", pa.string(), "Cluster the node belongs to.", nullable=False),
+    _f("node", pa.string(), "Node host name.", nullable=False),
+    _f("storage_type", pa.string(), "Storage type of the node's job scratch; one of STORAGE_TYPES.", nullable=False),
+    _f("device_models", pa.list_(pa.string()), "Model strings of the scratch devices."),
+    _f("device_count", pa.int32(), "Number of physical devices under the scratch space.", "devices"),
+    _f("job_slots", pa.int32(), "Cores the batch system may allocate to jobs on the node.", "cores"),
+    _f("nic_gbps", pa.float64(), "Network interface speed.", "Gbit/s"),
+    _f("ab_arm", pa.string(), "A/B arm the node serves when arms are fixed per node; null otherwise."),
+])
+
+STORAGE_CATALOG = pa.schema([
+    _f("config_name", pa.string(), "Name of the device or configuration, e.g. '2xHDD RAID0'.", nullable=False),
+    _f("storage_type", pa.string(), "Storage type the configuration provides; one of STORAGE_TYPES.", nullable=False),
+    _f("device_model", pa.string(), "Device model the configuration is built from."),
+    _f("devices_per_node", pa.int32(), "Devices one worker node needs for this configuration.", "devices"),
+    _f("unit_price", pa.float64(), "Price of one device.", "currency units"),
+    _f("currency", pa.string(), "ISO 4217 currency of unit_price, e.g. GBP."),
+    _f("capacity_bytes", pa.int64(), "Usable capacity of one device.", "bytes"),
+    _f("endurance_tbw", pa.float64(), "Rated write endurance of one device; null for HDDs.", "TB written"),
+])
+
+
+class RecordKind(str, Enum):
+    """Each canonical record and the raw warehouse table that holds it."""
+
+    JOB = "job"
+    JOB_TAG = "job_tag"
+    FILE_ACCESS = "file_access"
+    NODE = "node"
+    STORAGE_CATALOG = "storage_catalog"
+
+    @property
+    def table(self) -> str:
+        return f"raw_{self.value}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A validation rule: rows for which ``violated_when`` (DuckDB SQL) is true are rejected."""
+
+    field: str
+    violated_when: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RecordSpec:
+    kind: RecordKind
+    schema: pa.Schema
+    natural_key: tuple[str, ...]
+    #: Column whose UTC day places the row in a lake partition.
+    day_column: str | None
+    rules: tuple[Rule, ...] = field(default_factory=tuple)
+
+
+def _in_list(values: tuple[str, ...]) -> str:
+    return ", ".join(f"'{v}'" for v in values)
+
+
+def _required(*names: str) -> tuple[Rule, ...]:
+    return tuple(Rule(n, f"{n} IS NULL OR CAST({n} AS VARCHAR) = ''", "missing") for n in names)
+
+
+SPECS: dict[RecordKind, RecordSpec] = {
+    RecordKind.JOB: RecordSpec(
+        RecordKind.JOB, JOB, ("batch_system", "cluster", "job_id", "step_id"), "start_time",
+        _required("batch_system", "cluster", "job_id") + (
+            Rule("step_id", "step_id IS NULL", "missing (use '' for the whole job)"),
+            Rule("start_time", "start_time IS NULL AND end_time IS NOT NULL", "missing while end_time is set"),
+            Rule("end_time", "end_time < start_time", "before start_time"),
+            Rule("allocated_cores", "allocated_cores IS NULL OR allocated_cores < 1", "missing or below 1 core"),
+            Rule("cpu_user_seconds", "cpu_user_seconds < 0", "negative"),
+            Rule("cpu_system_seconds", "cpu_system_seconds < 0", "negative"),
+            Rule("wall_seconds", "wall_seconds < 0", "negative"),
+            Rule("bytes_read", "bytes_read < 0", "negative"),
+            Rule("bytes_written", "bytes_written < 0", "negative"),
+        ),
+    ),
+    RecordKind.JOB_TAG: RecordSpec(
+        RecordKind.JOB_TAG, JOB_TAG, ("batch_system", "cluster", "job_id", "step_id"), "tagged_at",
+        _required("batch_system", "cluster", "job_id", "node") + (
+            Rule("step_id", "step_id IS NULL", "missing (use '' for the whole job)"),
+            Rule("storage_type", f"storage_type IS NULL OR storage_type NOT IN ({_in_list(STORAGE_TYPES)})",
+                 "not a known storage type"),
+        ),
+    ),
+    RecordKind.FILE_ACCESS: RecordSpec(
+        RecordKind.FILE_ACCESS, FILE_ACCESS, ("server_host", "unique_id"), "start_time",
+        _required("server_host", "unique_id", "file_lfn") + (
+            Rule("server_role", f"server_role IS NOT NULL AND server_role NOT IN ({_in_list(SERVER_ROLES)})",
+                 "not origin or cache"),
+            Rule("start_time", "start_time IS NULL", "missing"),
+            Rule("end_time", "end_time < start_time", "before start_time"),
+            Rule("file_size_bytes", "file_size_bytes < 0", "negative"),
+            Rule("read_bytes_at_close", "read_bytes_at_close < 0", "negative"),
+            Rule("write_bytes_at_close", "write_bytes_at_close < 0", "negative"),
+            Rule("close_seen", "close_seen IS NULL", "missing"),
+        ),
+    ),
+    RecordKind.NODE: RecordSpec(
+        RecordKind.NODE, NODE, ("cluster", "node"), None,
+        _required("cluster", "node") + (
+            Rule("storage_type", f"storage_type IS NULL OR storage_type NOT IN ({_in_list(STORAGE_TYPES)})",
+                 "not a known storage type"),
+            Rule("job_slots", "job_slots IS NULL OR job_slots < 1", "missing or below 1"),
+        ),
+    ),
+    RecordKind.STORAGE_CATALOG: RecordSpec(
+        RecordKind.STORAGE_CATALOG, STORAGE_CATALOG, ("config_name",), None,
+        _required("config_name") + (
+            Rule("storage_type", f"storage_type IS NULL OR storage_type NOT IN ({_in_list(STORAGE_TYPES)})",
+                 "not a known storage type"),
+            Rule("unit_price", "unit_price < 0", "negative"),
+            Rule("capacity_bytes", "capacity_bytes <= 0", "zero or negative"),
+        ),
+    ),
+}
+
+
+def job_identity(batch_system: str, cluster: str, job_id: str) -> str:
+    """The identity a scheduler plugin puts in XRD_MONINFO; the collector copies it verbatim."""
+    return f"{batch_system}.{cluster}.{job_id}"
+
+
+@dataclass(frozen=True)
+class Reject:
+    """A record a source could not turn into a canonical row (it never reached Arrow).
+
+    ``location`` names where it came from: 'FILE:line N' or 'FILE:offset N'.
+    """
+
+    kind: RecordKind
+    source: str
+    location: str
+    field: str
+    reason: str
+    raw: str
+
+
+@dataclass
+class Batch:
+    """What a source hands the warehouse: one record kind, rows in its schema, and provenance.
+
+    ``locations`` has one entry per row (e.g. 'sacct.json:line 12') so a row that fails a rule
+    can be traced; ``rejects`` carries records the source could not parse at all.
+    """
+
+    kind: RecordKind
+    table: pa.Table
+    source: str
+    locations: list[str] | None = None
+    rejects: list[Reject] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        expected = SPECS[self.kind].schema
+        if not self.table.schema.equals(expected, check_metadata=False):
+            self.table = self.table.select(expected.names).cast(expected)
+        if self.locations is not None and len(self.locations) != self.table.num_rows:
+            raise ValueError(
+                f"{self.source}: {len(self.locations)} locations for {self.table.num_rows} rows"
+            )
+
+
+def describe(kind: RecordKind) -> list[tuple[str, str, str, str]]:
+    """(name, type, unit, doc) per field, for docs and `tierlens schema`."""
+    rows = []
+    for f in SPECS[kind].schema:
+        meta = {k.decode(): v.decode() for k, v in (f.metadata or {}).items()}
+        rows.append((f.name, str(f.type), meta.get("unit", ""), meta.get("doc", "")))
+    return rows
