@@ -1,0 +1,298 @@
+"""Ingest benchmark: tierlens' Warehouse.load against DuckDB's own Parquet import.
+
+    .venv/bin/python bench/ingest_bench.py                      # 1 M jobs, 10 M file accesses
+    .venv/bin/python bench/ingest_bench.py --jobs 100000 --accesses 1000000
+
+The input is generated once (seeded, vectorised) into bench/out/ as Parquet files of at most
+1 M rows each and reused while its size matches. Each measurement then runs in its own
+subprocess, into a fresh DuckDB file, so its peak RSS (from wait4) is its own:
+
+* floor:    ``CREATE TABLE t AS SELECT * FROM read_parquet(...)``, the fastest way DuckDB itself
+            gets the same files into a database file;
+* tierlens: each Parquet file read with pyarrow in bounded batches, wrapped as a ``Batch`` and
+            handed to ``Warehouse.load`` (validation, rejects, in-batch dedup, upsert by natural
+            key, one transaction per batch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tierlens.records import FILE_ACCESS, JOB, RecordKind
+
+OUT = Path(__file__).resolve().parent / "out"
+FILE_ROWS = 1_000_000
+BATCH_ROWS = 1_000_000
+SEED = 20240501
+EPOCH_US = 1_714_521_600_000_000  # 2024-05-01T00:00:00Z
+DAYS = 30
+DAY_US = 86_400 * 1_000_000
+
+
+# ----------------------------------------------------------------------------- generation
+
+
+def _strings(prefix: str, numbers: np.ndarray) -> pa.Array:
+    """prefix + decimal number, without a Python loop."""
+    return pc.binary_join_element_wise(prefix, pc.cast(pa.array(numbers), pa.string()), "")
+
+
+def _pick(pool: pa.Array, rng: np.random.Generator, n: int) -> pa.Array:
+    return pool.take(pa.array(rng.integers(0, len(pool), n)))
+
+
+def _timestamps(us: np.ndarray) -> pa.Array:
+    return pa.array(us.astype("datetime64[us]"), pa.timestamp("us", tz="UTC"))
+
+
+def job_table(first: int, n: int, rng: np.random.Generator) -> pa.Table:
+    ids = np.arange(first, first + n)
+    htcondor = rng.random(n) < 0.3
+    batch_system = pc.if_else(pa.array(htcondor), "htcondor", "slurm")
+    cluster = pc.if_else(pa.array(htcondor), "ce01.example.org", "t2example")
+    job_id = _strings("", ids)
+    identity = pc.binary_join_element_wise(batch_system, cluster, job_id, ".")
+    nodes = _strings("wn", np.arange(400))
+    node = _pick(nodes, rng, n)
+    users = _strings("user", np.arange(300))
+    vos = pa.array(["atlas", "cms", "lhcb", "alice"])
+    vo_idx = pa.array(rng.integers(0, 4, n))
+    cores = rng.choice(np.array([1, 4, 8], dtype=np.int32), n, p=[0.3, 0.2, 0.5])
+    start = EPOCH_US + rng.integers(0, DAYS * DAY_US, n)
+    wall_s = rng.gamma(2.0, 3600.0, n)
+    submit = start - rng.integers(0, 3_600_000_000, n)
+    end = start + (wall_s * 1e6).astype(np.int64)
+    eff = rng.beta(8, 2, n)
+    cpu = wall_s * cores * eff
+    running = rng.random(n) < 0.01
+    states = pa.array(["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"]).take(
+        pa.array(rng.choice(4, n, p=[0.9, 0.06, 0.03, 0.01])))
+    columns = {
+        "batch_system": batch_system,
+        "cluster": cluster,
+        "job_id": job_id,
+        "step_id": pa.array([""] * 1).take(pa.array(np.zeros(n, dtype=np.int64))),
+        "job_identity": identity,
+        "user_name": _pick(users, rng, n),
+        "account": vos.take(vo_idx),
+        "vo": vos.take(vo_idx),
+        "job_class": pa.array(["analysis", "production"]).take(pa.array(rng.integers(0, 2, n))),
+        "partition": pa.array(["grid", "long", "short"]).take(pa.array(rng.integers(0, 3, n))),
+        "node": node,
+        "node_list": node,
+        "submit_time": _timestamps(submit),
+        "start_time": _timestamps(start),
+        "end_time": pc.if_else(pa.array(running), pa.scalar(None, JOB.field("end_time").type),
+                               _timestamps(end)),
+        "allocated_cores": pa.array(cores),
+        "cpu_user_seconds": pa.array(cpu * 0.95),
+        "cpu_system_seconds": pa.array(cpu * 0.05),
+        "wall_seconds": pa.array(wall_s),
+        "state": states,
+        "exit_code": pa.array(np.where(rng.random(n) < 0.93, 0, 1).astype(np.int32)),
+        "bytes_read": pa.array(rng.integers(0, 50 << 30, n)),
+        "bytes_written": pa.array(rng.integers(0, 5 << 30, n)),
+    }
+    return pa.table(columns).cast(JOB)
+
+
+def file_access_table(first: int, n: int, rng: np.random.Generator) -> pa.Table:
+    servers = pa.array([f"xrootd{i:02d}.example.org" for i in range(16)]
+                       + [f"xcache{i:02d}.example.org" for i in range(4)])
+    server_idx = rng.integers(0, len(servers), n)
+    is_cache = server_idx >= 16
+    # The collector's unique id is '<server start time, hex>.<file dict id>': unique per server.
+    unique_id = _strings("6631f2a0.", np.arange(first, first + n))
+    lfns = pc.binary_join_element_wise(
+        "/store/mc/Run3/dataset", pc.cast(pa.array(np.arange(200_000) // 100), pa.string()),
+        "/file", pc.cast(pa.array(np.arange(200_000)), pa.string()), ".root", "")
+    lfn_idx = np.minimum(rng.zipf(1.3, n) - 1, len(lfns) - 1)
+    size = rng.integers(100 << 20, 4 << 30, n)
+    start = EPOCH_US + rng.integers(0, DAYS * DAY_US, n)
+    end = start + rng.integers(1_000_000, 7_200_000_000, n)
+    read_ops = rng.integers(0, 5000, n)
+    readv_ops = rng.integers(0, 500, n)
+    read_b = read_ops * rng.integers(4096, 1 << 20, n)
+    readv_b = readv_ops * rng.integers(1 << 16, 8 << 20, n)
+    total = read_b + readv_b
+    hit = (total * rng.random(n)).astype(np.int64)
+    no_cache = pa.array(~is_cache)
+    null64 = pa.scalar(None, pa.int64())
+    jobs = rng.integers(0, 1_000_000, n)
+    columns = {
+        "server_host": servers.take(pa.array(server_idx)),
+        "unique_id": unique_id,
+        "server_role": pc.if_else(pa.array(is_cache), "cache", "origin"),
+        "file_lfn": lfns.take(pa.array(lfn_idx)),
+        "file_size_bytes": pa.array(size),
+        "start_time": _timestamps(start),
+        "end_time": _timestamps(end),
+        "read_single_average_bytes": pa.array(np.where(read_ops > 0, read_b / np.maximum(read_ops, 1), 0.0)),
+        "read_vector_average_bytes": pa.array(np.where(readv_ops > 0, readv_b / np.maximum(readv_ops, 1), 0.0)),
+        "write_average_bytes": pa.array(np.zeros(n)),
+        "read_bytes_at_close": pa.array(total),
+        "write_bytes_at_close": pa.array(np.zeros(n, dtype=np.int64)),
+        "read_bytes": pa.array(read_b),
+        "readv_bytes": pa.array(readv_b),
+        "write_bytes": pa.array(np.zeros(n, dtype=np.int64)),
+        "read_ops": pa.array(read_ops),
+        "readv_ops": pa.array(readv_ops),
+        "write_ops": pa.array(np.zeros(n, dtype=np.int64)),
+        "client_host": _strings("wn", rng.integers(0, 400, n)),
+        "client_pid": pa.array(rng.integers(1000, 4_000_000, n).astype(np.int32)),
+        "app_name": pa.array(["cmsRun", "athena", "xrdcp"]).take(pa.array(rng.integers(0, 3, n))),
+        "job_identity": pc.binary_join_element_wise(
+            pa.array(["slurm.t2example."] * 1).take(pa.array(np.zeros(n, dtype=np.int64))),
+            _strings("", jobs), ""),
+        "cache_hit_bytes": pc.if_else(no_cache, null64, pa.array(hit)),
+        "cache_miss_bytes": pc.if_else(no_cache, null64, pa.array(total - hit)),
+        "cache_bypass_bytes": pc.if_else(no_cache, null64, pa.array(np.zeros(n, dtype=np.int64))),
+        "close_seen": pa.array(rng.random(n) < 0.995),
+    }
+    return pa.table(columns).cast(FILE_ACCESS)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    kind: RecordKind
+    files: tuple[Path, ...]
+    rows: int
+
+
+def _generate(kind: RecordKind, rows: int, seed: int) -> Dataset:
+    make = job_table if kind is RecordKind.JOB else file_access_table
+    folder = OUT / "input" / kind.value
+    stamp = folder / "ROWS"
+    files = tuple(folder / f"part-{i:03d}.parquet" for i in range((rows + FILE_ROWS - 1) // FILE_ROWS))
+    if stamp.exists() and stamp.read_text() == str(rows) and all(f.exists() for f in files):
+        return Dataset(kind, files, rows)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(seed)
+    for i, path in enumerate(files):
+        first = i * FILE_ROWS
+        pq.write_table(make(first, min(FILE_ROWS, rows - first), rng), path, row_group_size=122_880)
+    stamp.write_text(str(rows))
+    return Dataset(kind, files, rows)
+
+
+def generate(jobs: int, accesses: int) -> list[Dataset]:
+    return [_generate(RecordKind.JOB, jobs, SEED), _generate(RecordKind.FILE_ACCESS, accesses, SEED + 1)]
+
+
+# ----------------------------------------------------------------------------- measurements
+# Each runs in a child process (``_child``) that prints one JSON line; the parent takes the
+# child's peak RSS from wait4 so no measurement inherits another's high-water mark.
+
+
+def measure_floor(datasets: list[Dataset], db: Path) -> None:
+    import duckdb
+
+    con = duckdb.connect(str(db))
+    for ds in datasets:
+        files = ", ".join(f"'{f}'" for f in ds.files)
+        con.execute(f"CREATE TABLE raw_{ds.kind.value} AS SELECT * FROM read_parquet([{files}])")
+    con.close()
+
+
+def measure_tierlens(datasets: list[Dataset], db: Path) -> None:
+    from tierlens.records import Batch
+    from tierlens.warehouse import Warehouse
+
+    with Warehouse(db) as wh:
+        for ds in datasets:
+            for path in ds.files:
+                reader = pq.ParquetFile(path)
+                for rb in reader.iter_batches(batch_size=BATCH_ROWS):
+                    wh.load(Batch(ds.kind, pa.Table.from_batches([rb]), source=path.name))
+
+
+MEASUREMENTS = {"floor": measure_floor, "tierlens": measure_tierlens}
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    rows: int
+    seconds: float
+    peak_rss_mib: float
+    db_mib: float
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.rows / self.seconds
+
+
+def _child(name: str, datasets_json: str, db: str) -> None:
+    datasets = [Dataset(RecordKind(d["kind"]), tuple(Path(f) for f in d["files"]), d["rows"])
+                for d in json.loads(datasets_json)]
+    started = time.perf_counter()
+    MEASUREMENTS[name](datasets, Path(db))
+    print(json.dumps({"seconds": time.perf_counter() - started}))
+
+
+def run(name: str, datasets: list[Dataset]) -> Figure:
+    db = OUT / f"{name}.duckdb"
+    for stale in (db, db.with_suffix(".duckdb.wal")):
+        stale.unlink(missing_ok=True)
+    payload = json.dumps([{"kind": d.kind.value, "files": [str(f) for f in d.files], "rows": d.rows}
+                          for d in datasets])
+    proc = subprocess.Popen([sys.executable, __file__, "--child", name, payload, str(db)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{name} measurement failed with exit code {proc.returncode}")
+    seconds = json.loads(out.strip().splitlines()[-1])["seconds"]
+    rows = sum(d.rows for d in datasets)
+    size = db.stat().st_size / 2**20
+    db.unlink()
+    return Figure(name, rows, seconds, usage.ru_maxrss / 1024, size)
+
+
+def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        _child(*sys.argv[2:])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=1_000_000)
+    parser.add_argument("--accesses", type=int, default=10_000_000)
+    parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the best is kept")
+    parser.add_argument("--only", choices=sorted(MEASUREMENTS), help="run one measurement only")
+    args = parser.parse_args()
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    datasets = generate(args.jobs, args.accesses)
+    print(f"input: {args.jobs:,} job rows, {args.accesses:,} file_access rows "
+          f"({time.perf_counter() - t0:.1f} s to generate or check) in {OUT / 'input'}")
+    figures: dict[str, Figure] = {}
+    for name in [args.only] if args.only else list(MEASUREMENTS):
+        runs = [run(name, datasets) for _ in range(args.repeat)]
+        best = min(runs, key=lambda f: f.seconds)
+        figures[name] = best
+        print(f"{name:9s} {best.seconds:8.2f} s  {best.rows_per_s / 1e6:6.2f} M rows/s  "
+              f"peak RSS {best.peak_rss_mib:7.0f} MiB  db {best.db_mib:6.0f} MiB"
+              + (f"  (runs: {', '.join(f'{r.seconds:.2f}' for r in runs)} s)" if args.repeat > 1 else ""))
+    if len(figures) == 2:
+        print(f"ratio tierlens/floor: {figures['tierlens'].seconds / figures['floor'].seconds:.2f}x")
+    (OUT / "last.json").write_text(json.dumps({k: asdict(v) for k, v in figures.items()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+-- Occupancy of each node per UTC hour: core-seconds allocated to finished jobs overlapping the
+-- hour (allocated_cores x overlap seconds) against job_slots x 3600.
+-- Every hour from a node's first job start to its last job end is present (idle hours have 0).
+-- Jobs count on their first node (job.node) only; running jobs (no end_time) are not counted.
+with jobs as (
+    select
+        cluster,
+        node,
+        allocated_cores,
+        {{ utc('start_time') }} as start_utc,
+        {{ utc('end_time') }}   as end_utc
+    from {{ ref('int_job_tagged') }}
+    where node is not null
+      and start_time is not null
+      and end_time > start_time
+),
+
+job_hours as (
+    select
+        jobs.*,
+        unnest(range(date_trunc('hour', start_utc), end_utc, interval 1 hour)) as hour_utc
+    from jobs
+),
+
+usage as (
+    select
+        cluster,
+        node,
+        hour_utc,
+        count(*) as jobs,
+        sum(
+            allocated_cores
+            * {{ seconds_between('greatest(start_utc, hour_utc)', 'least(end_utc, hour_utc + interval 1 hour)') }}
+        ) as allocated_core_seconds
+    from job_hours
+    group by cluster, node, hour_utc
+),
+
+node_span as (
+    select
+        cluster,
+        node,
+        min(hour_utc) as first_hour,
+        max(hour_utc) as last_hour
+    from usage
+    group by cluster, node
+),
+
+spine as (
+    select
+        cluster,
+        node,
+        unnest(range(first_hour, last_hour + interval 1 hour, interval 1 hour)) as hour_utc
+    from node_span
+),
+
+final as (
+    select
+        spine.cluster,
+        spine.node,
+        spine.hour_utc at time zone 'UTC'                        as hour,
+        config.storage_type,
+        config.job_slots,
+        coalesce(usage.jobs, 0)                                  as jobs,
+        coalesce(usage.allocated_core_seconds, 0)                as allocated_core_seconds,
+        config.job_slots * 3600.0                                as capacity_core_seconds,
+        coalesce(usage.allocated_core_seconds, 0)
+            / nullif(config.job_slots * 3600.0, 0)               as occupancy
+    from spine
+    left join usage
+        on  usage.cluster = spine.cluster
+        and usage.node = spine.node
+        and usage.hour_utc = spine.hour_utc
+    left join {{ ref('int_node_config') }} as config
+        on  config.cluster = spine.cluster
+        and config.node = spine.node
+)
+
+select * from final

@@ -1,0 +1,62 @@
+-- CPU efficiency per period (UTC day and ISO week of end_time) and per combination of
+-- storage_type x ab_arm x account x job_class that has jobs in the period.
+-- efficiency = Σ cpu / Σ (wall x cores); mean_job_efficiency = mean of per-job efficiencies.
+-- cpu_hours, wall_hours, core_wall_hours and jobs add up across rows; efficiencies do not:
+-- re-aggregate as Σ cpu_hours / Σ core_wall_hours.
+with jobs as (
+    select
+        day,
+        week,
+        storage_type,
+        ab_arm,
+        coalesce(account, 'unknown') as account,
+        job_class,
+        cpu_seconds,
+        wall_seconds,
+        core_wall_seconds,
+        efficiency,
+        efficiency_above_one
+    from {{ ref('job_efficiency') }}
+),
+
+by_period as (
+    select 'day' as period_grain, day as period_start, * exclude (day, week) from jobs
+    union all
+    select 'week' as period_grain, week as period_start, * exclude (day, week) from jobs
+),
+
+aggregated as (
+    select
+        period_grain,
+        period_start,
+        storage_type,
+        ab_arm,
+        account,
+        job_class,
+        count(*)                                            as jobs,
+        sum(cpu_seconds) / 3600.0                           as cpu_hours,
+        sum(wall_seconds) / 3600.0                          as wall_hours,
+        sum(core_wall_seconds) / 3600.0                     as core_wall_hours,
+        sum(cpu_seconds) / nullif(sum(core_wall_seconds), 0) as efficiency,
+        avg(efficiency)                                     as mean_job_efficiency,
+        count(*) filter (where efficiency_above_one)        as jobs_above_one
+    from by_period
+    group by period_grain, period_start, storage_type, ab_arm, account, job_class
+)
+
+select
+    period_grain,
+    cast(period_start as date)                   as period_start,
+    storage_type,
+    ab_arm,
+    account,
+    job_class,
+    jobs,
+    cpu_hours,
+    wall_hours,
+    core_wall_hours,
+    efficiency,
+    mean_job_efficiency,
+    jobs_above_one,
+    coalesce(efficiency > 1, false)              as efficiency_above_one
+from aggregated

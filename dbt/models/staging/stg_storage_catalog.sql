@@ -1,0 +1,34 @@
+-- The storage price catalog: the seed storage_catalog (what a site edits in the repository)
+-- overridden and extended by rows loaded into raw_storage_catalog (raw wins on config_name).
+with warehouse_rows as (
+    select
+        cast(config_name as varchar)                     as config_name,
+        lower(trim(storage_type))                        as storage_type,
+        nullif(trim(device_model), '')                   as device_model,
+        cast(devices_per_node as integer)                as devices_per_node,
+        cast(unit_price as double)                       as unit_price,
+        upper(nullif(trim(currency), ''))                as currency,
+        cast(capacity_bytes as bigint)                   as capacity_bytes,
+        cast(endurance_tbw as double)                    as endurance_tbw,
+        'warehouse'                                      as catalog_source
+    from {{ source('raw', 'raw_storage_catalog') }}
+),
+
+seed_rows as (
+    select
+        cast(config_name as varchar)                     as config_name,
+        lower(trim(storage_type))                        as storage_type,
+        nullif(trim(device_model), '')                   as device_model,
+        cast(devices_per_node as integer)                as devices_per_node,
+        cast(unit_price as double)                       as unit_price,
+        upper(nullif(trim(currency), ''))                as currency,
+        cast(capacity_bytes as bigint)                   as capacity_bytes,
+        cast(endurance_tbw as double)                    as endurance_tbw,
+        'seed'                                           as catalog_source
+    from {{ ref('storage_catalog') }}
+    where config_name not in (select config_name from warehouse_rows)
+)
+
+select * from warehouse_rows
+union all
+select * from seed_rows

@@ -1,0 +1,735 @@
+"""Build the site report from the marts of a tierlens DuckDB warehouse.
+
+One self-contained HTML page (inline CSS, figures embedded as base64 PNG, no external URL) and,
+beside it, one CSV file per table shown and per figure's data, with the numbers at full precision.
+Every section reads its own mart and says "no data" when the mart is missing, empty or unreadable,
+so a warehouse that has only seen part of the pipeline still gets a report.
+
+Efficiency is always a ratio of sums, Σcpu / Σ(wall × cores) (DESIGN.md), computed here from the
+sums the marts carry; the mean of per-job efficiencies is shown beside it, weighted by jobs.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import jinja2
+
+from . import fmt, plots
+
+TEMPLATE_DIR = Path(__file__).with_name("templates")
+TEMPLATE_NAME = "report.html.j2"
+HTML_NAME = "report.html"
+
+#: Section ids, in the order the report shows them.
+SECTION_IDS = ("summary", "efficiency", "ab", "cache", "price_performance")
+
+#: Every CSV file the report may write. Files of this list that a run does not produce (their
+#: section had no data) are removed from the output folder, so no stale numbers stay behind.
+CSV_NAMES = (
+    "summary.csv",
+    "rejects_by_reason.csv",
+    "efficiency_by_storage.csv",
+    "efficiency_by_job_class.csv",
+    "efficiency_flagged_groups.csv",
+    "ab_overall.csv",
+    "ab_weekly.csv",
+    "ab_daily.csv",
+    "cache_hourly.csv",
+    "cache_by_server.csv",
+    "storage_price_performance.csv",
+)
+
+
+@dataclass
+class ReportResult:
+    html_path: Path
+    csv_paths: list[Path]
+    #: Ids of the sections in the report, in order (see ``SECTION_IDS``).
+    sections: list[str]
+    #: Ids of the sections that said "no data" (their mart missing, empty or unreadable).
+    no_data: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- page model
+
+
+@dataclass
+class Column:
+    key: str
+    label: str
+    kind: str = "text"  # a key of fmt.FORMATTERS
+    null_text: str = fmt.MISSING
+
+    def cell(self, row: dict[str, Any]) -> str:
+        value = row.get(self.key)
+        if value is None and self.kind != "flag":
+            return self.null_text
+        return fmt.FORMATTERS[self.kind](value)
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind not in ("text", "flag")
+
+
+@dataclass
+class Table:
+    """A table shown in the page (``shown``) or only the data behind a figure; always a CSV."""
+
+    name: str
+    caption: str
+    columns: list[Column]
+    rows: list[dict[str, Any]]
+    flag_key: str | None = None
+    shown: bool = True
+
+    @property
+    def csv_name(self) -> str:
+        return f"{self.name}.csv"
+
+    def html_rows(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "flagged": bool(self.flag_key and row.get(self.flag_key)),
+                "total": bool(row.get("_total")),
+                "cells": [(c.cell(row), c.numeric) for c in self.columns],
+            }
+            for row in self.rows
+        ]
+
+    def csv_text(self) -> str:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow([c.key for c in self.columns])
+        for row in self.rows:
+            writer.writerow([fmt.csv_value(row.get(c.key)) for c in self.columns])
+        return buf.getvalue()
+
+
+@dataclass
+class FigureBlock:
+    uri: str
+    alt: str
+    caption: str
+    data_csv: str | None = None
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    intro: str = ""
+    no_data: list[str] = field(default_factory=list)
+    facts: list[tuple[str, str]] = field(default_factory=list)
+    figures: list[FigureBlock] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_data(self) -> bool:
+        return not self.no_data
+
+
+# --------------------------------------------------------------------------- warehouse access
+
+
+class _Warehouse:
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        found = con.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            "WHERE table_catalog = current_database()"
+        ).fetchall()
+        self._relations = {(s.lower(), n.lower()) for s, n in found}
+
+    def has(self, schema: str, name: str) -> bool:
+        return (schema.lower(), name.lower()) in self._relations
+
+    def rows(self, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]:
+        cur = self.con.execute(sql, list(params) if params is not None else None)
+        names = [d[0] for d in cur.description]
+        return [
+            {k: (float(v) if isinstance(v, Decimal) else v) for k, v in zip(names, values)}
+            for values in cur.fetchall()
+        ]
+
+    def scalar(self, sql: str) -> Any:
+        return self.con.execute(sql).fetchone()[0]
+
+    def mart_missing(self, name: str) -> str | None:
+        """Why marts.<name> cannot give data, or None when it has rows."""
+        if not self.has("marts", name):
+            return f"marts.{name} is not in the warehouse (has `dbt build` run?)."
+        if self.scalar(f"SELECT count(*) FROM marts.{name}") == 0:
+            return f"marts.{name} is empty."
+        return None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _summary(wh: _Warehouse) -> Section:
+    s = Section(
+        "summary", "Summary",
+        "What the warehouse holds: the jobs measured, their core-hours and CPU efficiency "
+        "(Σcpu / Σ(wall × cores) over all jobs, with the mean of per-job efficiencies beside it).",
+    )
+    facts: list[tuple[str, str, Any]] = []  # label, shown, raw
+
+    why_jobs = wh.mart_missing("job_efficiency")
+    totals: dict[str, Any] | None = None
+    if why_jobs is None:
+        totals = wh.rows("""
+            SELECT min("day") AS first_day, max("day") AS last_day, count(*) AS jobs,
+                   sum(core_wall_seconds) / 3600.0 AS core_hours,
+                   sum(cpu_seconds) / 3600.0 AS cpu_hours,
+                   sum(cpu_seconds) FILTER (WHERE cpu_seconds IS NOT NULL AND core_wall_seconds > 0)
+                     / nullif(sum(core_wall_seconds)
+                              FILTER (WHERE cpu_seconds IS NOT NULL AND core_wall_seconds > 0), 0)
+                     AS efficiency,
+                   avg(efficiency) AS mean_job_efficiency,
+                   count(*) FILTER (WHERE efficiency > 1) AS jobs_above_one
+            FROM marts.job_efficiency
+        """)[0]
+        source = "marts.job_efficiency"
+    elif wh.mart_missing("efficiency_by_group") is None:
+        grain = _group_grain(wh)
+        totals = wh.rows(f"""
+            SELECT min(period_start) AS first_day,
+                   max(period_start) AS last_period_start,
+                   sum(jobs) AS jobs, sum(core_wall_hours) AS core_hours, sum(cpu_hours) AS cpu_hours,
+                   sum(cpu_hours) / nullif(sum(core_wall_hours), 0) AS efficiency,
+                   sum(mean_job_efficiency * jobs)
+                     / nullif(sum(jobs) FILTER (WHERE mean_job_efficiency IS NOT NULL), 0)
+                     AS mean_job_efficiency,
+                   sum(jobs_above_one) AS jobs_above_one
+            FROM marts.efficiency_by_group WHERE period_grain = '{grain}'
+        """)[0]
+        last = totals.pop("last_period_start")
+        if last is not None:
+            totals["last_day"] = last + dt.timedelta(days=6 if grain == "week" else 0)
+        source = f"marts.efficiency_by_group ({grain} grain; marts.job_efficiency: {why_jobs})"
+    else:
+        s.no_data.append(f"No job data: {why_jobs}")
+
+    if totals is not None and totals.get("jobs"):
+        first, last = totals.get("first_day"), totals.get("last_day")
+        if first is not None and last is not None:
+            n_days = (last - first).days + 1
+            period = f"{fmt.text(first)} to {fmt.text(last)} ({n_days} day{'s' if n_days != 1 else ''})"
+        else:
+            period = fmt.MISSING
+        facts += [
+            ("Period covered", period, f"{fmt.csv_value(first)}/{fmt.csv_value(last)}"),
+            ("Jobs", fmt.integer(totals["jobs"]), totals["jobs"]),
+            ("Core-hours (wall × cores)", fmt.hours(totals["core_hours"]), totals["core_hours"]),
+            ("CPU hours", fmt.hours(totals["cpu_hours"]), totals["cpu_hours"]),
+            ("CPU efficiency, Σcpu / Σ(wall × cores)", fmt.pct(totals["efficiency"]), totals["efficiency"]),
+            ("Mean job efficiency", fmt.pct(totals["mean_job_efficiency"]), totals["mean_job_efficiency"]),
+            ("Jobs with efficiency above 100 % (flagged, not clipped)",
+             fmt.integer(totals["jobs_above_one"]), totals["jobs_above_one"]),
+        ]
+        s.notes.append(f"Job figures from {source}.")
+    elif totals is not None:
+        s.no_data.append("No job data: the job marts have no jobs.")
+
+    # Rejects and batches: raw tables, shown whether or not the marts exist.
+    if wh.has("main", "raw_rejects"):
+        n_rejects = wh.scalar("SELECT count(*) FROM main.raw_rejects")
+        facts.append(("Rejected records", fmt.integer(n_rejects), n_rejects))
+        if n_rejects:
+            rows = wh.rows("""
+                SELECT record_kind, reason, count(*) AS records
+                FROM main.raw_rejects GROUP BY ALL ORDER BY records DESC, record_kind, reason LIMIT 25
+            """)
+            s.tables.append(Table(
+                "rejects_by_reason", "Rejected records by kind and reason (the 25 most frequent)",
+                [Column("record_kind", "record kind"), Column("reason", "reason"),
+                 Column("records", "records", "int")],
+                rows,
+            ))
+        s.notes.append(
+            "Every rejected record is kept with where it came from and why: "
+            "SELECT record_kind, source, location, field, reason FROM main.raw_rejects;"
+        )
+    else:
+        facts.append(("Rejected records", "no data (main.raw_rejects is not in the warehouse)", None))
+    if wh.has("main", "raw_batches"):
+        n_batches = wh.scalar("SELECT count(*) FROM main.raw_batches")
+        facts.append(("Batches loaded (main.raw_batches)", fmt.integer(n_batches), n_batches))
+
+    s.facts = [(label, shown) for label, shown, _ in facts]
+    s.tables.insert(0, Table(
+        "summary", "Summary", [Column("metric", "metric"), Column("value", "value")],
+        [{"metric": label, "value": raw} for label, _, raw in facts], shown=False,
+    ))
+    return s
+
+
+def _group_grain(wh: _Warehouse) -> str:
+    """Week grain when efficiency_by_group has it, else day (the sums are the same)."""
+    grains = {r["period_grain"] for r in wh.rows(
+        "SELECT DISTINCT period_grain FROM marts.efficiency_by_group")}
+    return "week" if "week" in grains or "day" not in grains else "day"
+
+
+_GROUP_SUMS = """
+    sum(jobs) AS jobs,
+    sum(cpu_hours) AS cpu_hours,
+    sum(wall_hours) AS wall_hours,
+    sum(core_wall_hours) AS core_wall_hours,
+    sum(cpu_hours) / nullif(sum(core_wall_hours), 0) AS efficiency,
+    sum(mean_job_efficiency * jobs)
+      / nullif(sum(jobs) FILTER (WHERE mean_job_efficiency IS NOT NULL), 0) AS mean_job_efficiency,
+    sum(jobs_above_one) AS jobs_above_one
+"""
+
+
+def _storage_label(value: Any) -> str:
+    return "untagged" if value is None else str(value)
+
+
+def _arm_label(value: Any) -> str:
+    return "no arm" if value is None else f"arm {value}"
+
+
+def _efficiency_columns(*leading: Column) -> list[Column]:
+    return [
+        *leading,
+        Column("jobs", "jobs", "int"),
+        Column("cpu_hours", "CPU hours", "hours"),
+        Column("wall_hours", "wall hours", "hours"),
+        Column("core_wall_hours", "core-hours (wall × cores)", "hours"),
+        Column("efficiency", "efficiency Σcpu/Σ(wall×cores)", "pct"),
+        Column("mean_job_efficiency", "mean job efficiency", "pct"),
+        Column("jobs_above_one", "jobs > 100 %", "int"),
+        Column("efficiency_above_one", "group > 100 %", "flag"),
+    ]
+
+
+def _mark_above_one(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for row in rows:
+        row["efficiency_above_one"] = row["efficiency"] is not None and row["efficiency"] > 1
+    return rows
+
+
+def _efficiency(wh: _Warehouse) -> Section:
+    s = Section(
+        "efficiency", "Efficiency by storage type and A/B arm",
+        "CPU efficiency of each group of jobs as Σcpu hours / Σ(wall hours × cores) — a ratio of "
+        "sums, never a mean of ratios — with the mean of per-job efficiencies (weighted by jobs) "
+        "beside it. Groups above 100 % are flagged, not clipped.",
+    )
+    why = wh.mart_missing("efficiency_by_group")
+    if why:
+        s.no_data.append(why)
+        return s
+    grain = _group_grain(wh)
+    by_storage = _mark_above_one(wh.rows(f"""
+        SELECT storage_type, ab_arm, {_GROUP_SUMS}
+        FROM marts.efficiency_by_group WHERE period_grain = ?
+        GROUP BY ALL ORDER BY storage_type NULLS LAST, ab_arm NULLS LAST
+    """, [grain]))
+    if not by_storage:
+        s.no_data.append(f"marts.efficiency_by_group has no {grain}-grain rows.")
+        return s
+    by_class = _mark_above_one(wh.rows(f"""
+        SELECT storage_type, ab_arm, job_class, {_GROUP_SUMS}
+        FROM marts.efficiency_by_group WHERE period_grain = ?
+        GROUP BY ALL ORDER BY storage_type NULLS LAST, ab_arm NULLS LAST, job_class NULLS LAST
+    """, [grain]))
+    flagged = wh.rows("""
+        SELECT period_start, storage_type, ab_arm, account, job_class, jobs, cpu_hours,
+               core_wall_hours, efficiency, jobs_above_one
+        FROM marts.efficiency_by_group
+        WHERE period_grain = ? AND (efficiency_above_one OR efficiency > 1)
+        ORDER BY efficiency DESC, period_start, storage_type, ab_arm, account, job_class
+        LIMIT 50
+    """, [grain])
+
+    chart_rows = [
+        {**r, "storage_label": _storage_label(r["storage_type"]), "arm_label": _arm_label(r["ab_arm"])}
+        for r in by_storage
+    ]
+    s.figures.append(FigureBlock(
+        plots.efficiency_by_storage(chart_rows),
+        "Bar chart of CPU efficiency per storage type and A/B arm",
+        "Bars: Σcpu / Σ(wall × cores) per storage type and arm. Diamonds: mean job efficiency "
+        "weighted by jobs. Dashed line: 100 %.",
+        "efficiency_by_storage.csv",
+    ))
+    storage_col = Column("storage_type", "storage type", null_text="untagged")
+    arm_col = Column("ab_arm", "A/B arm", null_text="no arm")
+    s.tables.append(Table(
+        "efficiency_by_storage", "By storage type and arm",
+        _efficiency_columns(storage_col, arm_col), by_storage, flag_key="efficiency_above_one",
+    ))
+    s.tables.append(Table(
+        "efficiency_by_job_class", "By storage type, arm and job class",
+        _efficiency_columns(storage_col, arm_col, Column("job_class", "job class", null_text="unknown")),
+        by_class, flag_key="efficiency_above_one",
+    ))
+    if flagged:
+        s.tables.append(Table(
+            "efficiency_flagged_groups",
+            f"Groups ({grain} × storage × arm × account × job class) with efficiency above 100 %"
+            + (" — the 50 highest" if len(flagged) == 50 else ""),
+            [Column("period_start", f"{grain} starting"), storage_col, arm_col,
+             Column("account", "account"), Column("job_class", "job class", null_text="unknown"),
+             Column("jobs", "jobs", "int"), Column("cpu_hours", "CPU hours", "hours"),
+             Column("core_wall_hours", "core-hours", "hours"), Column("efficiency", "efficiency", "pct"),
+             Column("jobs_above_one", "jobs > 100 %", "int")],
+            flagged,
+        ))
+        s.notes.append(
+            "Efficiency above 100 % means a job used more CPU than its allocated cores account for "
+            "(unbounded threads, or a wrong core count from the batch system): worth a look."
+        )
+    else:
+        s.notes.append(f"No {grain}ly group has efficiency above 100 %.")
+    s.notes.append(f"Source: marts.efficiency_by_group, {grain} grain, summed over all periods.")
+    return s
+
+
+def _ab(wh: _Warehouse) -> Section:
+    s = Section(
+        "ab", "A/B comparison over time",
+        "Two groups of jobs on identical hardware that differ in one storage or cache setting "
+        "(the A/B arm a scheduler plugin tagged). As in the SLAC SSD-cache study: compare the "
+        "CPU and wall hours each arm contributed, and their CPU/wall, over the same period.",
+    )
+    why = wh.mart_missing("ab_comparison")
+    if why:
+        s.no_data.append(why + " (No jobs carry an A/B arm tag, or dbt has not run.)")
+        return s
+
+    overall = wh.rows("""
+        SELECT * FROM marts.ab_comparison WHERE period_grain = 'all' ORDER BY period_start
+    """)
+    days = wh.rows("""
+        SELECT period_start, period_end, jobs_a, jobs_b, cpu_hours_a, cpu_hours_b,
+               core_wall_hours_a, core_wall_hours_b, efficiency_a, efficiency_b,
+               cpu_per_wall_a, cpu_per_wall_b, efficiency_b - efficiency_a AS efficiency_b_minus_a
+        FROM marts.ab_comparison WHERE period_grain = 'day' ORDER BY period_start
+    """)
+    weeks = wh.rows("""
+        SELECT period_start, period_end, jobs_a, efficiency_a, cpu_per_wall_a,
+               jobs_b, efficiency_b, cpu_per_wall_b, efficiency_b - efficiency_a AS efficiency_b_minus_a
+        FROM marts.ab_comparison WHERE period_grain = 'week' ORDER BY period_start
+    """)
+
+    if days:
+        s.figures.append(FigureBlock(
+            plots.ab_daily(days),
+            "Line chart of daily CPU efficiency of arm A and arm B",
+            "Daily CPU efficiency, Σcpu / Σ(wall × cores), of arm A and arm B "
+            "(marts.ab_comparison, day grain). Gaps: no jobs of that arm that day.",
+            "ab_daily.csv",
+        ))
+        s.tables.append(Table(
+            "ab_daily", "A/B per day",
+            [Column("period_start", "day"), Column("jobs_a", "jobs A", "int"),
+             Column("cpu_hours_a", "CPU hours A", "hours"),
+             Column("core_wall_hours_a", "core-hours A", "hours"),
+             Column("efficiency_a", "efficiency A", "pct"), Column("cpu_per_wall_a", "CPU/wall A", "ratio"),
+             Column("jobs_b", "jobs B", "int"), Column("cpu_hours_b", "CPU hours B", "hours"),
+             Column("core_wall_hours_b", "core-hours B", "hours"),
+             Column("efficiency_b", "efficiency B", "pct"), Column("cpu_per_wall_b", "CPU/wall B", "ratio"),
+             Column("efficiency_b_minus_a", "efficiency B − A", "pct")],
+            days, shown=False,
+        ))
+    else:
+        s.notes.append("No day-grain rows in marts.ab_comparison: no daily plot.")
+
+    if overall:
+        table_rows: list[dict[str, Any]] = []
+        for o in overall:
+            period = f"{fmt.text(o.get('period_start'))} to {fmt.text(o.get('period_end'))}"
+            for arm in ("a", "b"):
+                table_rows.append({
+                    "period": period, "group": f"arm {arm.upper()}",
+                    "jobs": o.get(f"jobs_{arm}"),
+                    "cpu_hours": o.get(f"cpu_hours_{arm}"), "wall_hours": o.get(f"wall_hours_{arm}"),
+                    "cpu_per_wall": o.get(f"cpu_per_wall_{arm}"),
+                    "core_wall_hours": o.get(f"core_wall_hours_{arm}"),
+                    "efficiency": o.get(f"efficiency_{arm}"),
+                })
+            a, b = table_rows[-2], table_rows[-1]
+            table_rows.append({
+                "period": period, "group": "B − A", "_total": True,
+                "cpu_per_wall": _diff(b["cpu_per_wall"], a["cpu_per_wall"]),
+                "efficiency": _diff(b["efficiency"], a["efficiency"]),
+            })
+        s.tables.insert(0, Table(
+            "ab_overall", "Whole period (SLAC-style table)",
+            [Column("period", "period"), Column("group", "group"), Column("jobs", "jobs", "int"),
+             Column("cpu_hours", "CPU hours", "hours"), Column("wall_hours", "wall hours", "hours"),
+             Column("cpu_per_wall", "CPU/wall", "ratio"),
+             Column("core_wall_hours", "core-hours (wall × cores)", "hours"),
+             Column("efficiency", "efficiency Σcpu/Σ(wall×cores)", "pct")],
+            table_rows,
+        ))
+        s.notes.append(
+            "CPU/wall is Σcpu hours / Σwall hours as in the SLAC tables (it exceeds 1 for multi-core "
+            "jobs); efficiency divides by wall × allocated cores. B − A is computed here from the two arms."
+        )
+    else:
+        s.notes.append("No 'all' row in marts.ab_comparison: no whole-period table.")
+
+    if weeks:
+        s.tables.append(Table(
+            "ab_weekly", "Per week",
+            [Column("period_start", "week start"), Column("period_end", "week end"),
+             Column("jobs_a", "jobs A", "int"), Column("efficiency_a", "efficiency A", "pct"),
+             Column("cpu_per_wall_a", "CPU/wall A", "ratio"),
+             Column("jobs_b", "jobs B", "int"), Column("efficiency_b", "efficiency B", "pct"),
+             Column("cpu_per_wall_b", "CPU/wall B", "ratio"),
+             Column("efficiency_b_minus_a", "efficiency B − A", "pct")],
+            weeks,
+        ))
+    if not (days or overall or weeks):
+        s.no_data.append("marts.ab_comparison has no rows of grain 'day', 'week' or 'all'.")
+    return s
+
+
+def _diff(b: Any, a: Any) -> float | None:
+    return None if a is None or b is None else float(b) - float(a)
+
+
+def _cache(wh: _Warehouse) -> Section:
+    s = Section(
+        "cache", "Cache: delivered vs staged in, hit ratio",
+        "Per hour, summed over all cache servers: GB the cache delivered to clients from its "
+        "storage (blue) against GB it staged in from the origin (green), as in the SLAC SSD-cache "
+        "plot. A cache that stages in about as much as it delivers is not acting as a cache.",
+    )
+    why = wh.mart_missing("cache_hourly")
+    if why:
+        s.no_data.append(why + " (No cache servers are monitored, or dbt has not run.)")
+        return s
+    wh.con.execute("SET TimeZone = 'UTC'")
+    ratios = """
+        sum(hit_accesses)::DOUBLE / nullif(sum(accesses), 0) AS hit_ratio_requests,
+        sum(gb_delivered_from_cache) / nullif(sum(gb_read), 0) AS hit_ratio_bytes
+    """
+    hourly = wh.rows(f"""
+        SELECT timezone('UTC', CAST("hour" AS TIMESTAMPTZ)) AS "hour",
+               sum(accesses) AS accesses, sum(hit_accesses) AS hit_accesses,
+               sum(gb_read) AS gb_read, sum(gb_delivered_from_cache) AS gb_delivered_from_cache,
+               sum(gb_staged_in) AS gb_staged_in, sum(gb_bypassed) AS gb_bypassed, {ratios}
+        FROM marts.cache_hourly GROUP BY 1 ORDER BY 1
+    """)
+    servers = wh.rows(f"""
+        SELECT CASE WHEN grouping(server_host) = 1 THEN 'all servers' ELSE server_host END AS server_host,
+               grouping(server_host) = 1 AS _total,
+               count(DISTINCT "hour") AS hours,
+               sum(accesses) AS accesses, sum(hit_accesses) AS hit_accesses,
+               sum(gb_read) AS gb_read, sum(gb_delivered_from_cache) AS gb_delivered_from_cache,
+               sum(gb_staged_in) AS gb_staged_in, sum(gb_bypassed) AS gb_bypassed, {ratios}
+        FROM marts.cache_hourly
+        GROUP BY GROUPING SETS ((server_host), ())
+        ORDER BY grouping(server_host), server_host
+    """)
+    total = next((r for r in servers if r["_total"]), None)
+    if total is not None:
+        s.facts = [
+            ("Hours covered (UTC)",
+             f"{fmt.text(hourly[0]['hour'])} to {fmt.text(hourly[-1]['hour'])} ({len(hourly)} hours with data)"),
+            ("GB read by clients", fmt.gb(total["gb_read"])),
+            ("GB delivered from cache", fmt.gb(total["gb_delivered_from_cache"])),
+            ("GB staged in", fmt.gb(total["gb_staged_in"])),
+            ("GB bypassed", fmt.gb(total["gb_bypassed"])),
+            ("Hit ratio by requests", fmt.pct(total["hit_ratio_requests"])),
+            ("Hit ratio by bytes", fmt.pct(total["hit_ratio_bytes"])),
+        ]
+    s.figures.append(FigureBlock(
+        plots.cache_gb_per_hour(hourly),
+        "Line chart of GB per hour delivered from cache and staged in",
+        "GB/hour delivered from the cache (blue) and staged into it (green), each point one hour (UTC).",
+        "cache_hourly.csv",
+    ))
+    s.figures.append(FigureBlock(
+        plots.cache_hit_ratio(hourly),
+        "Line chart of hourly cache hit ratio by requests and by bytes",
+        "Hit ratio per hour by requests (hit accesses / accesses) and by bytes "
+        "(GB delivered from cache / GB read).",
+        "cache_hourly.csv",
+    ))
+    s.tables.append(Table(
+        "cache_hourly", "Per hour",
+        [Column("hour", "hour (UTC)"), Column("accesses", "accesses", "int"),
+         Column("hit_accesses", "hit accesses", "int"), Column("gb_read", "GB read", "gb"),
+         Column("gb_delivered_from_cache", "GB from cache", "gb"),
+         Column("gb_staged_in", "GB staged in", "gb"), Column("gb_bypassed", "GB bypassed", "gb"),
+         Column("hit_ratio_requests", "hit ratio (requests)", "pct"),
+         Column("hit_ratio_bytes", "hit ratio (bytes)", "pct")],
+        hourly, shown=False,
+    ))
+    s.tables.append(Table(
+        "cache_by_server", "By cache server, whole period",
+        [Column("server_host", "server"), Column("hours", "hours", "int"),
+         Column("accesses", "accesses", "int"), Column("hit_accesses", "hit accesses", "int"),
+         Column("gb_read", "GB read", "gb"), Column("gb_delivered_from_cache", "GB from cache", "gb"),
+         Column("gb_staged_in", "GB staged in", "gb"), Column("gb_bypassed", "GB bypassed", "gb"),
+         Column("hit_ratio_requests", "hit ratio (requests)", "pct"),
+         Column("hit_ratio_bytes", "hit ratio (bytes)", "pct")],
+        servers,
+    ))
+    s.notes.append(
+        "Hit ratios here are ratios of sums over servers and hours: Σhit accesses / Σaccesses, and "
+        "ΣGB delivered from cache / ΣGB read."
+    )
+    return s
+
+
+def _price_performance(wh: _Warehouse) -> Section:
+    s = Section(
+        "price_performance", "Storage price / performance",
+        "What each worker-node storage configuration costs against what it delivered, in the "
+        "style of Table 4 of the Glasgow SSD study: unit price, price per unit of node throughput "
+        "and price per GB, with the efficiency and node throughput measured here. Configurations "
+        "in the catalogue that no node runs show \"not measured\".",
+    )
+    why = wh.mart_missing("storage_price_performance")
+    if why:
+        s.no_data.append(why + " (Load a storage catalogue, or dbt has not run.)")
+        return s
+    rows = wh.rows("""
+        SELECT config_name, storage_type, device_model, devices_per_node, unit_price, currency,
+               price_per_node, capacity_gb_per_node, price_per_gb, price_per_throughput,
+               efficiency, node_throughput, nodes, jobs
+        FROM marts.storage_price_performance
+        ORDER BY price_per_throughput NULLS LAST, config_name
+    """)
+    nm = fmt.NOT_MEASURED
+    s.tables.append(Table(
+        "storage_price_performance", "Price / performance per configuration",
+        [Column("config_name", "configuration"), Column("storage_type", "storage type"),
+         Column("device_model", "device"), Column("devices_per_node", "devices / node", "int"),
+         Column("unit_price", "unit price", "money"), Column("currency", "currency"),
+         Column("price_per_node", "price / node", "money"),
+         Column("capacity_gb_per_node", "GB / node", "num"),
+         Column("price_per_gb", "price / GB", "money"),
+         Column("price_per_throughput", "price / throughput", "money", nm),
+         Column("efficiency", "measured efficiency", "pct", nm),
+         Column("node_throughput", "node throughput", "num", nm),
+         Column("nodes", "nodes", "int", nm), Column("jobs", "jobs", "int", nm)],
+        rows,
+    ))
+    currencies = {r["currency"] for r in rows if r["currency"]}
+    if len(currencies) > 1:
+        s.notes.append(
+            f"Prices are in several currencies ({', '.join(sorted(currencies))}): compare rows of the "
+            "same currency only."
+        )
+    s.notes.append(
+        "Price / throughput = price per node / node throughput; price / GB = price per node / GB "
+        "per node (as computed by marts.storage_price_performance)."
+    )
+    return s
+
+
+_SECTIONS: tuple[tuple[str, str, Callable[[_Warehouse], Section]], ...] = (
+    ("summary", "Summary", _summary),
+    ("efficiency", "Efficiency by storage type and A/B arm", _efficiency),
+    ("ab", "A/B comparison over time", _ab),
+    ("cache", "Cache: delivered vs staged in, hit ratio", _cache),
+    ("price_performance", "Storage price / performance", _price_performance),
+)
+
+
+def _guarded(wh: _Warehouse, section_id: str, title: str,
+             build: Callable[[_Warehouse], Section]) -> Section:
+    try:
+        return build(wh)
+    except duckdb.Error as exc:  # a mart of the wrong shape, a view over missing files, ...
+        return Section(section_id, title, no_data=[f"The warehouse could not be read: {_first_line(exc)}"])
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _atomic_write(path: Path, data: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _render(title: str, warehouse: Path, sections: list[Section]) -> str:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    from tierlens import __version__
+
+    return env.get_template(TEMPLATE_NAME).render(
+        title=title,
+        warehouse=str(warehouse),
+        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        version=__version__,
+        sections=sections,
+    )
+
+
+def build_report(warehouse: Path, out_dir: Path, title: str = "tierlens site report") -> ReportResult:
+    """Write ``out_dir/report.html`` and its CSV files from the marts of ``warehouse``.
+
+    The warehouse is opened read-only. Raises ``FileNotFoundError`` when it does not exist; a
+    missing, empty or unreadable mart only turns its section into "no data".
+    """
+    warehouse = Path(warehouse)
+    out_dir = Path(out_dir)
+    if not warehouse.is_file():
+        raise FileNotFoundError(f"no warehouse at {warehouse} (run `tierlens demo` or load data first)")
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        wh = _Warehouse(con)
+        sections = [_guarded(wh, sid, title_, build) for sid, title_, build in _SECTIONS]
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv_paths: list[Path] = []
+    for section in sections:
+        for table in section.tables:
+            path = out_dir / table.csv_name
+            _atomic_write(path, table.csv_text())
+            csv_paths.append(path)
+    written = {p.name for p in csv_paths}
+    for name in CSV_NAMES:
+        if name not in written:
+            (out_dir / name).unlink(missing_ok=True)
+
+    html_path = out_dir / HTML_NAME
+    _atomic_write(html_path, _render(title, warehouse, sections))
+    return ReportResult(
+        html_path=html_path,
+        csv_paths=csv_paths,
+        sections=[s.id for s in sections],
+        no_data=[s.id for s in sections if not s.has_data],
+    )

@@ -1,0 +1,113 @@
+"""Number formatting for the HTML report and raw value rendering for its CSV files.
+
+The HTML shows rounded, human-readable numbers; the CSV files beside it carry the same values at
+full precision (``repr`` of the float), so a reader can recompute anything the page shows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from decimal import Decimal
+from typing import Any
+
+MISSING = "—"
+NOT_MEASURED = "not measured"
+
+
+def _num(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return float(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def pct(value: Any) -> str:
+    """Efficiency or ratio as a percentage with one decimal: 0.8123 -> '81.2 %'."""
+    number = _num(value)
+    return MISSING if number is None else f"{number * 100:.1f} %"
+
+
+def integer(value: Any) -> str:
+    number = _num(value)
+    return MISSING if number is None else f"{round(number):,d}"
+
+
+def hours(value: Any) -> str:
+    number = _num(value)
+    return MISSING if number is None else f"{number:,.1f}"
+
+
+def ratio(value: Any) -> str:
+    """A plain ratio such as CPU/wall, two decimals as in the SLAC tables: '0.81'."""
+    number = _num(value)
+    return MISSING if number is None else f"{number:.2f}"
+
+
+def gb(value: Any) -> str:
+    number = _num(value)
+    return MISSING if number is None else f"{number:,.1f}"
+
+
+def money(value: Any) -> str:
+    number = _num(value)
+    return MISSING if number is None else f"{number:,.2f}"
+
+
+def number(value: Any) -> str:
+    """Any other measured quantity: three significant digits for small values, one decimal above."""
+    num = _num(value)
+    if num is None:
+        return MISSING
+    if abs(num) >= 100:
+        return f"{num:,.1f}"
+    return f"{num:.3g}"
+
+
+def text(value: Any) -> str:
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def flag(value: Any) -> str:
+    return "⚑ yes" if value else ""
+
+
+FORMATTERS = {
+    "text": text,
+    "int": integer,
+    "pct": pct,
+    "hours": hours,
+    "ratio": ratio,
+    "gb": gb,
+    "money": money,
+    "num": number,
+    "flag": flag,
+}
+
+
+def csv_value(value: Any) -> str:
+    """A value as written to CSV: full precision, ISO dates, empty for NULL."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "" if math.isnan(value) else repr(value)
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    return str(value)

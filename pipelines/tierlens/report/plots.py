@@ -1,0 +1,161 @@
+"""The report's figures, one small function per figure.
+
+Every function takes plain Python rows, draws on a fresh ``Figure`` attached to an Agg canvas
+(``FigureCanvasAgg``, explicitly: no pyplot, no global backend switch, safe in a server or a
+notebook) and returns a ``data:image/png;base64,...`` URI to embed in the HTML.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+from matplotlib.figure import Figure
+from matplotlib.ticker import PercentFormatter
+
+# SLAC poster colours: blue = delivered by the cache, green = staged into it.
+BLUE = "#1f5fbf"
+GREEN = "#2e9e44"
+ARM_COLOURS = ("#d9822b", "#1f5fbf", "#7a4fb5", "#2e9e44", "#888888")
+MEAN_MARKER_COLOUR = "#222222"
+LIMIT_COLOUR = "#c0392b"
+
+_RC = {
+    "font.size": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.frameon": False,
+}
+
+
+def _new_figure(width: float = 9.0, height: float = 4.0) -> Figure:
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _to_data_uri(fig: Figure) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _f(value: Any) -> float:
+    """Float for plotting; NULL becomes NaN (a gap in a line, no bar)."""
+    if value is None:
+        return math.nan
+    return float(value)
+
+
+def _date_axis(ax) -> None:
+    locator = AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+
+
+def _marker(n_points: int) -> str | None:
+    return "o" if n_points <= 60 else None
+
+
+def efficiency_by_storage(groups: Sequence[dict[str, Any]]) -> str:
+    """Grouped bars: efficiency (ratio of sums) per storage type, one bar per A/B arm.
+
+    ``groups`` rows have ``storage_label``, ``arm_label``, ``efficiency`` and
+    ``mean_job_efficiency``; the job-weighted mean job efficiency is drawn as a diamond on its bar.
+    """
+    with matplotlib.rc_context(_RC):
+        storages = list(dict.fromkeys(g["storage_label"] for g in groups))
+        arms = list(dict.fromkeys(g["arm_label"] for g in groups))
+        by_key = {(g["storage_label"], g["arm_label"]): g for g in groups}
+        fig = _new_figure(max(6.0, min(14.0, 1.2 * len(storages) * max(1, len(arms)) + 3)), 4.2)
+        ax = fig.add_subplot()
+        width = 0.8 / max(1, len(arms))
+        top = 1.0
+        for i, arm in enumerate(arms):
+            xs, effs, means = [], [], []
+            for j, storage in enumerate(storages):
+                row = by_key.get((storage, arm))
+                if row is None:
+                    continue
+                xs.append(j - 0.4 + width * (i + 0.5))
+                effs.append(_f(row["efficiency"]))
+                means.append(_f(row["mean_job_efficiency"]))
+            colour = ARM_COLOURS[i % len(ARM_COLOURS)]
+            bars = ax.bar(xs, effs, width * 0.9, color=colour, label=f"{arm}: Σcpu / Σ(wall×cores)")
+            ax.bar_label(bars, labels=[("" if math.isnan(e) else f"{e * 100:.1f}%") for e in effs],
+                         padding=2, fontsize=8)
+            ax.scatter(xs, means, marker="D", s=22, color=MEAN_MARKER_COLOUR, zorder=3,
+                       label="mean job efficiency (job-weighted)" if i == 0 else None)
+            top = max([top] + [v for v in effs + means if not math.isnan(v)])
+        ax.axhline(1.0, color=LIMIT_COLOUR, linestyle="--", linewidth=1, label="100 %")
+        ax.set_xticks(range(len(storages)), storages)
+        ax.set_ylim(0, top * 1.15)
+        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
+        ax.set_ylabel("CPU efficiency")
+        ax.set_xlabel("storage type of the job's scratch")
+        ax.grid(axis="x", visible=False)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+        return _to_data_uri(fig)
+
+
+def ab_daily(days: Sequence[dict[str, Any]]) -> str:
+    """Two lines over days: efficiency of arm A and of arm B (ab_comparison, day grain)."""
+    with matplotlib.rc_context(_RC):
+        fig = _new_figure(9.0, 3.8)
+        ax = fig.add_subplot()
+        xs = [d["period_start"] for d in days]
+        marker = _marker(len(xs))
+        ax.plot(xs, [_f(d["efficiency_a"]) for d in days], color=ARM_COLOURS[0], marker=marker,
+                markersize=4, label="arm A")
+        ax.plot(xs, [_f(d["efficiency_b"]) for d in days], color=ARM_COLOURS[1], marker=marker,
+                markersize=4, label="arm B")
+        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
+        ax.set_ylabel("CPU efficiency (Σcpu / Σ(wall×cores))")
+        _date_axis(ax)
+        ax.legend(loc="best")
+        return _to_data_uri(fig)
+
+
+def cache_gb_per_hour(hours_: Sequence[dict[str, Any]]) -> str:
+    """The SLAC plot: GB/hour delivered from the cache (blue) and staged into it (green)."""
+    with matplotlib.rc_context(_RC):
+        fig = _new_figure(9.0, 3.8)
+        ax = fig.add_subplot()
+        xs = [h["hour"] for h in hours_]
+        marker = _marker(len(xs))
+        ax.plot(xs, [_f(h["gb_delivered_from_cache"]) for h in hours_], color=BLUE, marker=marker,
+                markersize=3, label="GB delivered from cache")
+        ax.plot(xs, [_f(h["gb_staged_in"]) for h in hours_], color=GREEN, marker=marker,
+                markersize=3, label="GB staged in")
+        ax.set_ylabel("GB / hour")
+        ax.set_ylim(bottom=0)
+        _date_axis(ax)
+        ax.legend(loc="best")
+        return _to_data_uri(fig)
+
+
+def cache_hit_ratio(hours_: Sequence[dict[str, Any]]) -> str:
+    """Hit ratio per hour, by requests and by bytes, all cache servers together."""
+    with matplotlib.rc_context(_RC):
+        fig = _new_figure(9.0, 3.2)
+        ax = fig.add_subplot()
+        xs = [h["hour"] for h in hours_]
+        marker = _marker(len(xs))
+        ax.plot(xs, [_f(h["hit_ratio_requests"]) for h in hours_], color="#7a4fb5", marker=marker,
+                markersize=3, label="hit ratio by requests")
+        ax.plot(xs, [_f(h["hit_ratio_bytes"]) for h in hours_], color=BLUE, marker=marker,
+                markersize=3, linestyle="--", label="hit ratio by bytes")
+        ax.set_ylim(0, 1.05)
+        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
+        ax.set_ylabel("hit ratio")
+        _date_axis(ax)
+        ax.legend(loc="best")
+        return _to_data_uri(fig)

@@ -1,0 +1,1 @@
+"""Sources: everything that turns outside data into canonical record batches (records.Batch)."""

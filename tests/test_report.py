@@ -1,0 +1,443 @@
+"""The site report: self-contained HTML, CSV numbers that match the marts, graceful "no data".
+
+Each test builds a small DuckDB warehouse by hand (schema ``marts`` with a few rows of known
+numbers, and the raw reject/batch tables), runs ``build_report`` and checks the output against
+numbers computed here, independently, from the same rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tierlens.report import CSV_NAMES, SECTION_IDS, ReportResult, build_report
+
+D = dt.date
+
+# efficiency_by_group, week grain: (period_start, storage_type, ab_arm, account, job_class,
+#                                   jobs, cpu_hours, wall_hours, core_wall_hours, mean_job_efficiency, jobs_above_one)
+WEEK_GROUPS = [
+    (D(2024, 5, 6), "hdd", "A", "atlas", "analysis", 10, 75.0, 50.0, 100.0, 0.70, 0),
+    (D(2024, 5, 6), "hdd", "A", "atlas", "production", 5, 45.0, 50.0, 50.0, 0.88, 0),
+    (D(2024, 5, 13), "hdd", "A", "cms", "analysis", 4, 30.0, 10.0, 40.0, 0.74, 0),
+    (D(2024, 5, 6), "ssd", "B", "atlas", "analysis", 8, 90.0, 50.0, 100.0, 0.85, 0),
+    (D(2024, 5, 13), "ssd", "B", "atlas", "production", 2, 26.0, 12.0, 24.0, 1.05, 1),
+    (D(2024, 5, 13), "nvme", "B", "cms", "analysis", 3, 55.0, 25.0, 50.0, 1.12, 2),
+    (D(2024, 5, 13), None, None, "lhcb", None, 6, 12.0, 20.0, 20.0, 0.61, 0),
+]
+# Day-grain rows with deliberately different numbers: the report must not add them to the weeks.
+DAY_GROUPS = [
+    (D(2024, 5, 6), "hdd", "A", "atlas", "analysis", 999, 1.0, 900.0, 900.0, 0.01, 0),
+]
+
+# ab_comparison: (grain, start, end, jobs_a, cpu_a, wall_a, core_wall_a, jobs_b, cpu_b, wall_b, core_wall_b)
+AB_ROWS = [
+    ("day", D(2024, 5, 6), D(2024, 5, 6), 10, 60.0, 40.0, 80.0, 12, 70.0, 40.0, 80.0),
+    ("day", D(2024, 5, 7), D(2024, 5, 7), 8, 40.0, 30.0, 60.0, 9, 50.0, 30.0, 60.0),
+    ("day", D(2024, 5, 8), D(2024, 5, 8), 0, None, None, None, 5, 20.0, 10.0, 20.0),
+    ("week", D(2024, 5, 6), D(2024, 5, 12), 18, 100.0, 70.0, 140.0, 26, 140.0, 80.0, 160.0),
+    ("all", D(2024, 9, 4), D(2024, 10, 7), 1200, 25776.9, 34143.3, 34143.3, 1300, 28508.6, 35258.7, 35258.7),
+]
+
+# cache_hourly: (hour UTC, server, accesses, hit_accesses, gb_from_cache, gb_staged_in, gb_bypassed, gb_read)
+CACHE_ROWS = [
+    (dt.datetime(2024, 5, 6, 10), "xcache1", 100, 60, 300.0, 120.0, 10.0, 430.0),
+    (dt.datetime(2024, 5, 6, 10), "xcache2", 50, 10, 40.0, 200.0, 0.0, 240.0),
+    (dt.datetime(2024, 5, 6, 11), "xcache1", 80, 70, 500.0, 20.0, 5.0, 525.0),
+    (dt.datetime(2024, 5, 6, 12), "xcache1", 40, 0, 0.0, 90.0, 0.0, 90.0),
+    (dt.datetime(2024, 5, 6, 12), "xcache2", 60, 30, 150.0, 60.0, 0.0, 210.0),
+]
+
+# storage_price_performance; the last configuration is in the catalogue but not deployed.
+PRICE_ROWS = [
+    ("raid0-2xhdd", "raid0", "2x HDD 500GB", 2, 40.0, "GBP", 80.0, 1000.0, 0.08, 4, 120, 0.92, 7.0, 11.43),
+    ("kingston-ssd", "ssd", "Kingston SSDnow", 1, 155.0, "GBP", 155.0, 128.0, 1.21, 2, 60, 0.81, 4.5, 34.44),
+    ("intel-x25", "ssd", "Intel X-25", 1, 245.0, "GBP", 245.0, 160.0, 1.53, None, None, None, None, None),
+]
+
+# job_efficiency: (job_id, storage_type, ab_arm, job_class, account, cpu_s, wall_s, cores, day)
+JOBS = [
+    ("1", "hdd", "A", "analysis", "atlas", 3000.0, 3600.0, 1, D(2024, 5, 6)),
+    ("2", "hdd", "A", "analysis", "atlas", 20000.0, 3600.0, 8, D(2024, 5, 6)),
+    ("3", "ssd", "B", "production", "atlas", 4000.0, 3600.0, 1, D(2024, 5, 8)),
+    ("4", "nvme", "B", "analysis", "cms", 7000.0, 1800.0, 2, D(2024, 5, 9)),
+]
+
+REJECTS = [
+    ("job", "sacct", "line 3", "end_time", "end before start"),
+    ("job", "sacct", "line 9", "end_time", "end before start"),
+    ("file_access", "collector", "packet 12", "file_size", "negative size"),
+]
+
+
+def _create_marts(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE SCHEMA marts")
+    con.execute("""
+        CREATE TABLE marts.efficiency_by_group (
+            period_grain VARCHAR, period_start DATE, storage_type VARCHAR, ab_arm VARCHAR,
+            account VARCHAR, job_class VARCHAR, jobs BIGINT, cpu_hours DOUBLE, wall_hours DOUBLE,
+            core_wall_hours DOUBLE, efficiency DOUBLE, mean_job_efficiency DOUBLE,
+            jobs_above_one BIGINT, efficiency_above_one BOOLEAN)
+    """)
+    for grain, rows in (("week", WEEK_GROUPS), ("day", DAY_GROUPS)):
+        for (start, st, arm, acct, cls, jobs, cpu, wall, cw, mean, above) in rows:
+            con.execute(
+                "INSERT INTO marts.efficiency_by_group VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [grain, start, st, arm, acct, cls, jobs, cpu, wall, cw, cpu / cw, mean, above, cpu / cw > 1],
+            )
+    con.execute("""
+        CREATE TABLE marts.ab_comparison (
+            period_grain VARCHAR, period_start DATE, period_end DATE,
+            jobs_a BIGINT, cpu_hours_a DOUBLE, wall_hours_a DOUBLE, core_wall_hours_a DOUBLE,
+            cpu_per_wall_a DOUBLE, efficiency_a DOUBLE,
+            jobs_b BIGINT, cpu_hours_b DOUBLE, wall_hours_b DOUBLE, core_wall_hours_b DOUBLE,
+            cpu_per_wall_b DOUBLE, efficiency_b DOUBLE,
+            efficiency_difference DOUBLE, cpu_per_wall_difference DOUBLE)
+    """)
+    for (grain, start, end, ja, ca, wa, cwa, jb, cb, wb, cwb) in AB_ROWS:
+        ea = None if ca is None else ca / cwa
+        eb = cb / cwb
+        ra = None if ca is None else ca / wa
+        rb = cb / wb
+        con.execute(
+            "INSERT INTO marts.ab_comparison VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [grain, start, end, ja, ca, wa, cwa, ra, ea, jb, cb, wb, cwb, rb, eb,
+             None if ea is None else eb - ea, None if ra is None else rb - ra],
+        )
+    con.execute("""
+        CREATE TABLE marts.cache_hourly (
+            "hour" TIMESTAMPTZ, server_host VARCHAR, accesses BIGINT, hit_accesses BIGINT,
+            gb_delivered_from_cache DOUBLE, gb_staged_in DOUBLE, gb_bypassed DOUBLE, gb_read DOUBLE,
+            hit_ratio_requests DOUBLE, hit_ratio_bytes DOUBLE)
+    """)
+    for (hour, server, acc, hits, gbc, gbs, gbb, gbr) in CACHE_ROWS:
+        con.execute(
+            "INSERT INTO marts.cache_hourly VALUES (?::TIMESTAMP AT TIME ZONE 'UTC',?,?,?,?,?,?,?,?,?)",
+            [hour, server, acc, hits, gbc, gbs, gbb, gbr, hits / acc, gbc / gbr],
+        )
+    con.execute("""
+        CREATE TABLE marts.storage_price_performance (
+            config_name VARCHAR, storage_type VARCHAR, device_model VARCHAR, devices_per_node INTEGER,
+            unit_price DECIMAL(10,2), currency VARCHAR, price_per_node DOUBLE, capacity_gb_per_node DOUBLE,
+            price_per_gb DOUBLE, nodes BIGINT, jobs BIGINT, efficiency DOUBLE, node_throughput DOUBLE,
+            price_per_throughput DOUBLE)
+    """)
+    con.executemany("INSERT INTO marts.storage_price_performance VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    PRICE_ROWS)
+    con.execute("""
+        CREATE TABLE marts.job_efficiency (
+            job_id VARCHAR, storage_type VARCHAR, ab_arm VARCHAR, job_class VARCHAR, account VARCHAR,
+            efficiency DOUBLE, cpu_seconds DOUBLE, core_wall_seconds DOUBLE, wall_seconds DOUBLE,
+            allocated_cores INTEGER, "day" DATE, week DATE)
+    """)
+    for (jid, st, arm, cls, acct, cpu, wall, cores, day) in JOBS:
+        con.execute(
+            "INSERT INTO marts.job_efficiency VALUES (?,?,?,?,?,?,?,?,?,?,?, date_trunc('week', ?::DATE))",
+            [jid, st, arm, cls, acct, cpu / (wall * cores), cpu, wall * cores, wall, cores, day, day],
+        )
+
+
+def _create_raw(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE TABLE main.raw_rejects (record_kind VARCHAR, source VARCHAR, location VARCHAR, "
+                "field VARCHAR, reason VARCHAR)")
+    con.executemany("INSERT INTO main.raw_rejects VALUES (?,?,?,?,?)", REJECTS)
+    con.execute("CREATE TABLE main.raw_batches (batch_id VARCHAR, record_kind VARCHAR, rows BIGINT)")
+    con.executemany("INSERT INTO main.raw_batches VALUES (?,?,?)", [("b1", "job", 4), ("b2", "file_access", 5)])
+
+
+def make_warehouse(path: Path, *, marts: bool = True, raw: bool = True) -> Path:
+    with duckdb.connect(str(path)) as con:
+        if marts:
+            _create_marts(con)
+        if raw:
+            _create_raw(con)
+    return path
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def f(value: str) -> float | None:
+    return None if value == "" else float(value)
+
+
+@pytest.fixture
+def full_report(tmp_path: Path) -> tuple[ReportResult, Path]:
+    warehouse = make_warehouse(tmp_path / "warehouse.duckdb")
+    return build_report(warehouse, tmp_path / "out", title="Test Tier-2 report"), warehouse
+
+
+# --------------------------------------------------------------------------- the page itself
+
+
+def test_html_is_self_contained_with_embedded_figures(full_report):
+    result, _ = full_report
+    assert result.html_path == result.html_path.parent / "report.html"
+    assert result.html_path.is_file()
+    html = result.html_path.read_text(encoding="utf-8")
+    assert "<title>Test Tier-2 report</title>" in html
+    # No external resource or link of any kind.
+    assert "http://" not in html and "https://" not in html
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:[a-z][a-z0-9+.-]*:)?//""", html, re.I)
+    assert "<link" not in html and "@import" not in html and "<script" not in html
+    # Four figures, embedded: efficiency bars, A/B lines, cache GB/hour, cache hit ratio.
+    images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(images) == 4
+    assert all(len(img) > 2000 for img in images)
+    # Every img/href either a data: URI or a CSV beside the page or an in-page anchor.
+    for target in re.findall(r'(?:src|href)="([^"]*)"', html):
+        assert target.startswith(("data:image/png;base64,", "#")) or re.fullmatch(r"[a-z_]+\.csv", target)
+    assert result.sections == list(SECTION_IDS)
+    assert result.no_data == []
+    assert "no data" not in html.lower().replace("(no data)", "")
+
+
+def test_warehouse_is_not_modified(tmp_path: Path):
+    warehouse = make_warehouse(tmp_path / "w.duckdb")
+    before = (warehouse.stat().st_size, warehouse.stat().st_mtime_ns)
+    build_report(warehouse, tmp_path / "out")
+    assert (warehouse.stat().st_size, warehouse.stat().st_mtime_ns) == before
+    assert not list(tmp_path.glob("w.duckdb.wal"))
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_missing_warehouse_is_an_error(tmp_path: Path):
+    with pytest.raises(FileNotFoundError):
+        build_report(tmp_path / "nope.duckdb", tmp_path / "out")
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def test_summary_numbers(full_report):
+    result, _ = full_report
+    summary = {r["metric"]: r["value"] for r in read_csv(result.html_path.parent / "summary.csv")}
+    cpu = sum(j[5] for j in JOBS)
+    core_wall = sum(j[6] * j[7] for j in JOBS)
+    per_job = [j[5] / (j[6] * j[7]) for j in JOBS]
+    assert int(summary["Jobs"]) == len(JOBS)
+    assert float(summary["Core-hours (wall × cores)"]) == pytest.approx(core_wall / 3600)
+    assert float(summary["CPU efficiency, Σcpu / Σ(wall × cores)"]) == pytest.approx(cpu / core_wall)
+    assert float(summary["Mean job efficiency"]) == pytest.approx(sum(per_job) / len(per_job))
+    assert int(summary["Jobs with efficiency above 100 % (flagged, not clipped)"]) == sum(e > 1 for e in per_job)
+    assert summary["Period covered"] == "2024-05-06/2024-05-09"
+    assert int(summary["Rejected records"]) == len(REJECTS)
+    assert int(summary["Batches loaded (main.raw_batches)"]) == 2
+
+    html = result.html_path.read_text(encoding="utf-8")
+    assert f"{cpu / core_wall * 100:.1f} %" in html
+    assert "2024-05-06 to 2024-05-09 (4 days)" in html
+    assert "main.raw_rejects" in html
+    rejects = read_csv(result.html_path.parent / "rejects_by_reason.csv")
+    assert rejects[0] == {"record_kind": "job", "reason": "end before start", "records": "2"}
+
+
+def _expected_groups(keyfunc):
+    acc = defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0.0, 0])
+    for (_, st, arm, _acct, cls, jobs, cpu, wall, cw, mean, above) in WEEK_GROUPS:
+        a = acc[keyfunc(st, arm, cls)]
+        a[0] += jobs
+        a[1] += cpu
+        a[2] += wall
+        a[3] += cw
+        a[4] += mean * jobs
+        a[5] += above
+    return {
+        k: {"jobs": v[0], "cpu_hours": v[1], "wall_hours": v[2], "core_wall_hours": v[3],
+            "efficiency": v[1] / v[3], "mean_job_efficiency": v[4] / v[0], "jobs_above_one": v[5]}
+        for k, v in acc.items()
+    }
+
+
+def _check_group_rows(rows, expected, keyfunc):
+    assert len(rows) == len(expected)
+    for row in rows:
+        key = keyfunc(row)
+        exp = expected[key]
+        assert int(row["jobs"]) == exp["jobs"], key
+        for col in ("cpu_hours", "wall_hours", "core_wall_hours", "efficiency", "mean_job_efficiency"):
+            assert f(row[col]) == pytest.approx(exp[col]), (key, col)
+        assert int(row["jobs_above_one"]) == exp["jobs_above_one"]
+        assert row["efficiency_above_one"] == ("true" if exp["efficiency"] > 1 else "false")
+
+
+def test_efficiency_by_storage_is_ratio_of_sums_over_weeks(full_report):
+    result, _ = full_report
+    out = result.html_path.parent
+    expected = _expected_groups(lambda st, arm, cls: (st or "", arm or ""))
+    rows = read_csv(out / "efficiency_by_storage.csv")
+    _check_group_rows(rows, expected, lambda r: (r["storage_type"], r["ab_arm"]))
+    # hdd/A: 150 CPU h over 190 core-hours, not the mean of the three group ratios.
+    hdd = expected[("hdd", "A")]
+    assert hdd["efficiency"] == pytest.approx(150 / 190)
+    assert hdd["efficiency"] != pytest.approx((0.75 + 0.9 + 0.75) / 3)
+    html = result.html_path.read_text(encoding="utf-8")
+    assert "78.9 %" in html
+    # nvme/B is above 100 %: flagged in the table, listed among the flagged groups.
+    assert re.search(r'<tr class="flagged"><td>nvme</td><td>B</td>', html)
+    flagged = read_csv(out / "efficiency_flagged_groups.csv")
+    assert {(r["storage_type"], r["job_class"]) for r in flagged} == {("nvme", "analysis"), ("ssd", "production")}
+
+
+def test_efficiency_by_job_class(full_report):
+    result, _ = full_report
+    expected = _expected_groups(lambda st, arm, cls: (st or "", arm or "", cls or ""))
+    rows = read_csv(result.html_path.parent / "efficiency_by_job_class.csv")
+    _check_group_rows(rows, expected, lambda r: (r["storage_type"], r["ab_arm"], r["job_class"]))
+
+
+def test_ab_tables(full_report):
+    result, _ = full_report
+    out = result.html_path.parent
+    (_, start, end, ja, ca, wa, cwa, jb, cb, wb, cwb) = next(r for r in AB_ROWS if r[0] == "all")
+    rows = {r["group"]: r for r in read_csv(out / "ab_overall.csv")}
+    assert set(rows) == {"arm A", "arm B", "B − A"}
+    assert f(rows["arm A"]["cpu_hours"]) == pytest.approx(ca)
+    assert f(rows["arm A"]["wall_hours"]) == pytest.approx(wa)
+    assert f(rows["arm A"]["cpu_per_wall"]) == pytest.approx(ca / wa)
+    assert f(rows["arm B"]["cpu_per_wall"]) == pytest.approx(cb / wb)
+    assert f(rows["B − A"]["efficiency"]) == pytest.approx(cb / cwb - ca / cwa)
+    assert rows["arm B"]["period"] == f"{start} to {end}"
+    html = result.html_path.read_text(encoding="utf-8")
+    # The SLAC numbers, as SLAC printed them.
+    for text in ("25,776.9", "34,143.3", "0.75", "28,508.6", "35,258.7", "0.81"):
+        assert text in html
+
+    daily = read_csv(out / "ab_daily.csv")
+    days = [r for r in AB_ROWS if r[0] == "day"]
+    assert [r["period_start"] for r in daily] == [d[1].isoformat() for d in days]
+    for row, d in zip(daily, days):
+        assert f(row["efficiency_b"]) == pytest.approx(d[8] / d[10])
+        assert f(row["efficiency_a"]) == (None if d[4] is None else pytest.approx(d[4] / d[6]))
+    weekly = read_csv(out / "ab_weekly.csv")
+    assert len(weekly) == 1 and f(weekly[0]["efficiency_b_minus_a"]) == pytest.approx(140 / 160 - 100 / 140)
+
+
+def test_cache_numbers(full_report):
+    result, _ = full_report
+    out = result.html_path.parent
+    per_hour = defaultdict(lambda: [0, 0, 0.0, 0.0, 0.0, 0.0])
+    per_server = defaultdict(lambda: [0, 0, 0.0, 0.0, 0.0, 0.0])
+    for (hour, server, acc, hits, gbc, gbs, gbb, gbr) in CACHE_ROWS:
+        for key, table in ((hour, per_hour), (server, per_server), ("all servers", per_server)):
+            t = table[key]
+            t[0] += acc
+            t[1] += hits
+            t[2] += gbc
+            t[3] += gbs
+            t[4] += gbb
+            t[5] += gbr
+    hourly = read_csv(out / "cache_hourly.csv")
+    assert [dt.datetime.fromisoformat(r["hour"]) for r in hourly] == sorted(per_hour)
+    for row in hourly:
+        acc, hits, gbc, gbs, gbb, gbr = per_hour[dt.datetime.fromisoformat(row["hour"])]
+        assert f(row["gb_delivered_from_cache"]) == pytest.approx(gbc)
+        assert f(row["gb_staged_in"]) == pytest.approx(gbs)
+        assert f(row["hit_ratio_requests"]) == pytest.approx(hits / acc)
+        assert f(row["hit_ratio_bytes"]) == pytest.approx(gbc / gbr)
+    servers = {r["server_host"]: r for r in read_csv(out / "cache_by_server.csv")}
+    assert set(servers) == set(per_server)
+    for name, (acc, hits, gbc, gbs, gbb, gbr) in per_server.items():
+        assert int(servers[name]["accesses"]) == acc
+        assert f(servers[name]["gb_read"]) == pytest.approx(gbr)
+        assert f(servers[name]["hit_ratio_requests"]) == pytest.approx(hits / acc)
+        assert f(servers[name]["hit_ratio_bytes"]) == pytest.approx(gbc / gbr)
+
+
+def test_price_performance(full_report):
+    result, _ = full_report
+    rows = read_csv(result.html_path.parent / "storage_price_performance.csv")
+    assert [r["config_name"] for r in rows] == ["raid0-2xhdd", "kingston-ssd", "intel-x25"]
+    by_name = {r["config_name"]: r for r in rows}
+    assert f(by_name["kingston-ssd"]["unit_price"]) == 155.0
+    assert f(by_name["kingston-ssd"]["price_per_throughput"]) == pytest.approx(34.44)
+    assert f(by_name["kingston-ssd"]["price_per_gb"]) == pytest.approx(1.21)
+    assert by_name["intel-x25"]["efficiency"] == "" and by_name["intel-x25"]["price_per_throughput"] == ""
+    html = result.html_path.read_text(encoding="utf-8")
+    row = re.search(r"<tr><td>intel-x25</td>.*?</tr>", html).group(0)
+    assert row.count("not measured") == 5
+    assert "245.00" in row and "1.53" in row
+    kingston = re.search(r"<tr><td>kingston-ssd</td>.*?</tr>", html).group(0)
+    assert "81.0 %" in kingston and "34.44" in kingston
+
+
+def test_csv_paths_are_the_tables_written(full_report):
+    result, _ = full_report
+    names = [p.name for p in result.csv_paths]
+    assert len(names) == len(set(names))
+    assert set(names) == set(CSV_NAMES)
+    assert all(p.is_file() and p.parent == result.html_path.parent for p in result.csv_paths)
+
+
+# --------------------------------------------------------------------------- graceful degradation
+
+
+def test_missing_marts_say_no_data(tmp_path: Path):
+    warehouse = make_warehouse(tmp_path / "w.duckdb", marts=False, raw=False)
+    result = build_report(warehouse, tmp_path / "out")
+    html = result.html_path.read_text(encoding="utf-8")
+    assert result.sections == list(SECTION_IDS)
+    assert result.no_data == list(SECTION_IDS)
+    assert html.count('<div class="nodata"><strong>no data</strong>') >= 5
+    assert "marts.ab_comparison is not in the warehouse" in html
+    assert "<img" not in html
+    assert [p.name for p in result.csv_paths] == ["summary.csv"]
+
+
+def test_empty_marts_say_no_data(tmp_path: Path):
+    warehouse = make_warehouse(tmp_path / "w.duckdb")
+    with duckdb.connect(str(warehouse)) as con:
+        for name in ("efficiency_by_group", "ab_comparison", "cache_hourly",
+                     "storage_price_performance", "job_efficiency"):
+            con.execute(f"DELETE FROM marts.{name}")
+    result = build_report(warehouse, tmp_path / "out")
+    html = result.html_path.read_text(encoding="utf-8")
+    assert result.no_data == list(SECTION_IDS)
+    for name in ("efficiency_by_group", "ab_comparison", "cache_hourly", "storage_price_performance"):
+        assert f"marts.{name} is empty." in html
+    # Rejects are still counted when the marts are empty.
+    assert "Rejected records" in html
+
+
+def test_one_broken_mart_does_not_take_the_others_down(tmp_path: Path):
+    warehouse = make_warehouse(tmp_path / "w.duckdb")
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DROP TABLE marts.cache_hourly")
+        con.execute("CREATE TABLE marts.cache_hourly (hour TIMESTAMP, unexpected INTEGER)")
+        con.execute("INSERT INTO marts.cache_hourly VALUES ('2024-05-06 10:00', 1)")
+        con.execute("DROP TABLE marts.ab_comparison")
+    result = build_report(warehouse, tmp_path / "out")
+    assert result.no_data == ["ab", "cache"]
+    html = result.html_path.read_text(encoding="utf-8")
+    assert "The warehouse could not be read" in html
+    assert html.count("<img") == 1  # the efficiency chart is still there
+
+
+def test_stale_csvs_are_removed(tmp_path: Path):
+    out = tmp_path / "out"
+    build_report(make_warehouse(tmp_path / "full.duckdb"), out)
+    assert (out / "cache_hourly.csv").is_file()
+    result = build_report(make_warehouse(tmp_path / "bare.duckdb", marts=False), out)
+    assert not (out / "cache_hourly.csv").exists()
+    assert {p.name for p in out.glob("*.csv")} == {p.name for p in result.csv_paths}
+
+
+def test_group_efficiency_is_never_nan_for_zero_core_hours(tmp_path: Path):
+    warehouse = make_warehouse(tmp_path / "w.duckdb")
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("""INSERT INTO marts.efficiency_by_group VALUES
+            ('week', DATE '2024-05-13', 'tmpfs', 'A', 'atlas', 'analysis', 1, 0, 0, 0, NULL, NULL, 0, false)""")
+    result = build_report(warehouse, tmp_path / "out")
+    rows = read_csv(result.html_path.parent / "efficiency_by_storage.csv")
+    tmpfs = next(r for r in rows if r["storage_type"] == "tmpfs")
+    assert tmpfs["efficiency"] == "" and tmpfs["mean_job_efficiency"] == ""
+    assert not any(isinstance(v, float) and math.isnan(v) for v in map(f, (r["efficiency"] for r in rows)))
