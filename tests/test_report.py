@@ -170,10 +170,12 @@ def f(value: str) -> float | None:
     return None if value == "" else float(value)
 
 
-@pytest.fixture
-def full_report(tmp_path: Path) -> tuple[ReportResult, Path]:
-    warehouse = make_warehouse(tmp_path / "warehouse.duckdb")
-    return build_report(warehouse, tmp_path / "out", title="Test Tier-2 report"), warehouse
+@pytest.fixture(scope="module")
+def full_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReportResult, Path]:
+    """One report of the full warehouse, shared by the tests that only read it."""
+    tmp = tmp_path_factory.mktemp("full")
+    warehouse = make_warehouse(tmp / "warehouse.duckdb")
+    return build_report(warehouse, tmp / "out", title="Test Tier-2 report"), warehouse
 
 
 # --------------------------------------------------------------------------- the page itself
@@ -365,7 +367,7 @@ def test_price_performance(full_report):
     html = result.html_path.read_text(encoding="utf-8")
     row = re.search(r"<tr><td>intel-x25</td>.*?</tr>", html).group(0)
     assert row.count("not measured") == 5
-    assert "245.00" in row and "1.53" in row
+    assert "245.00 GBP" in row and "1.53" in row
     kingston = re.search(r"<tr><td>kingston-ssd</td>.*?</tr>", html).group(0)
     assert "81.0 %" in kingston and "34.44" in kingston
 

@@ -254,7 +254,9 @@ class Batch:
     """What a source hands the warehouse: one record kind, rows in its schema, and provenance.
 
     ``locations`` has one entry per row (e.g. 'sacct.json:line 12') so a row that fails a rule
-    can be traced; ``rejects`` carries records the source could not parse at all.
+    can be traced; without it a row is located as '<source>:row <row_offset + i>', which is
+    exact for a batch cut from a file at ``row_offset``. ``rejects`` carries records the source
+    could not parse at all.
     """
 
     kind: RecordKind
@@ -262,6 +264,12 @@ class Batch:
     source: str
     locations: list[str] | None = None
     rejects: list[Reject] = field(default_factory=list)
+    row_offset: int = 0
+
+    def location(self, i: int) -> str:
+        if self.locations is not None:
+            return self.locations[i]
+        return f"{self.source}:row {self.row_offset + i}"
 
     def __post_init__(self) -> None:
         expected = SPECS[self.kind].schema

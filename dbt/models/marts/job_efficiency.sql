@@ -12,7 +12,7 @@ accesses as (
         job_id,
         step_id,
         count(*)                                      as files_accessed,
-        coalesce(sum(read_bytes_at_close), 0)         as bytes_read_remote
+        cast(coalesce(sum(read_bytes_at_close), 0) as bigint) as bytes_read_remote
     from {{ ref('int_file_access_by_job') }}
     where match_quality = 'exact'
     group by batch_system, cluster, job_id, step_id

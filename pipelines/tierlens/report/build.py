@@ -70,16 +70,29 @@ class Column:
     label: str
     kind: str = "text"  # a key of fmt.FORMATTERS
     null_text: str = fmt.MISSING
+    #: Another key of the row whose value is appended to the cell in HTML (e.g. a currency).
+    suffix_key: str | None = None
+    #: Written to the CSV file only, not shown in the HTML table.
+    csv_only: bool = False
 
     def cell(self, row: dict[str, Any]) -> str:
         value = row.get(self.key)
         if value is None and self.kind != "flag":
             return self.null_text
-        return fmt.FORMATTERS[self.kind](value)
+        text = fmt.FORMATTERS[self.kind](value)
+        if self.suffix_key and row.get(self.suffix_key):
+            text = f"{text} {row[self.suffix_key]}"
+        return text
 
     @property
     def numeric(self) -> bool:
         return self.kind not in ("text", "flag")
+
+    def css_class(self, row: dict[str, Any]) -> str:
+        classes = ["num"] if self.numeric else []
+        if row.get(self.key) is None and self.kind != "flag":
+            classes.append("missing")
+        return " ".join(classes)
 
 
 @dataclass
@@ -97,12 +110,16 @@ class Table:
     def csv_name(self) -> str:
         return f"{self.name}.csv"
 
+    @property
+    def html_columns(self) -> list[Column]:
+        return [c for c in self.columns if not c.csv_only]
+
     def html_rows(self) -> list[dict[str, Any]]:
         return [
             {
                 "flagged": bool(self.flag_key and row.get(self.flag_key)),
                 "total": bool(row.get("_total")),
-                "cells": [(c.cell(row), c.numeric) for c in self.columns],
+                "cells": [(c.cell(row), c.css_class(row)) for c in self.html_columns],
             }
             for row in self.rows
         ]
@@ -314,10 +331,10 @@ def _efficiency_columns(*leading: Column) -> list[Column]:
         Column("cpu_hours", "CPU hours", "hours"),
         Column("wall_hours", "wall hours", "hours"),
         Column("core_wall_hours", "core-hours (wall × cores)", "hours"),
-        Column("efficiency", "efficiency Σcpu/Σ(wall×cores)", "pct"),
+        Column("efficiency", "efficiency Σcpu / Σ(wall × cores)", "pct"),
         Column("mean_job_efficiency", "mean job efficiency", "pct"),
-        Column("jobs_above_one", "jobs > 100 %", "int"),
-        Column("efficiency_above_one", "group > 100 %", "flag"),
+        Column("jobs_above_one", "jobs above 100 %", "int"),
+        Column("efficiency_above_one", "group above 100 %", "flag"),
     ]
 
 
@@ -480,7 +497,7 @@ def _ab(wh: _Warehouse) -> Section:
              Column("cpu_hours", "CPU hours", "hours"), Column("wall_hours", "wall hours", "hours"),
              Column("cpu_per_wall", "CPU/wall", "ratio"),
              Column("core_wall_hours", "core-hours (wall × cores)", "hours"),
-             Column("efficiency", "efficiency Σcpu/Σ(wall×cores)", "pct")],
+             Column("efficiency", "efficiency Σcpu / Σ(wall × cores)", "pct")],
             table_rows,
         ))
         s.notes.append(
@@ -620,7 +637,8 @@ def _price_performance(wh: _Warehouse) -> Section:
         "storage_price_performance", "Price / performance per configuration",
         [Column("config_name", "configuration"), Column("storage_type", "storage type"),
          Column("device_model", "device"), Column("devices_per_node", "devices / node", "int"),
-         Column("unit_price", "unit price", "money"), Column("currency", "currency"),
+         Column("unit_price", "unit price", "money", suffix_key="currency"),
+         Column("currency", "currency", csv_only=True),
          Column("price_per_node", "price / node", "money"),
          Column("capacity_gb_per_node", "GB / node", "num"),
          Column("price_per_gb", "price / GB", "money"),

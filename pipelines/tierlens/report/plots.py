@@ -117,10 +117,10 @@ def ab_daily(days: Sequence[dict[str, Any]]) -> str:
                 markersize=4, label="arm A")
         ax.plot(xs, [_f(d["efficiency_b"]) for d in days], color=ARM_COLOURS[1], marker=marker,
                 markersize=4, label="arm B")
-        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
+        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=None))
         ax.set_ylabel("CPU efficiency (Σcpu / Σ(wall×cores))")
         _date_axis(ax)
-        ax.legend(loc="best")
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2)
         return _to_data_uri(fig)
 
 
@@ -138,7 +138,7 @@ def cache_gb_per_hour(hours_: Sequence[dict[str, Any]]) -> str:
         ax.set_ylabel("GB / hour")
         ax.set_ylim(bottom=0)
         _date_axis(ax)
-        ax.legend(loc="best")
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2)
         return _to_data_uri(fig)
 
 
@@ -157,5 +157,5 @@ def cache_hit_ratio(hours_: Sequence[dict[str, Any]]) -> str:
         ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
         ax.set_ylabel("hit ratio")
         _date_axis(ax)
-        ax.legend(loc="best")
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2)
         return _to_data_uri(fig)

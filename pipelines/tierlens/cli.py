@@ -1,0 +1,241 @@
+"""The `tierlens` command: every stage can be run on its own from here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import __version__
+from .config import Paths, paths
+from .records import SPECS, RecordKind, describe
+
+app = typer.Typer(help="tierlens: what worker-node storage and caching do to your jobs' CPU efficiency.",
+                  no_args_is_help=True, add_completion=False)
+lake_app = typer.Typer(help="The Parquet lake: raw tables for other engines.", no_args_is_help=True)
+app.add_typer(lake_app, name="lake")
+console = Console()
+err = Console(stderr=True)
+
+WarehouseOpt = Annotated[Optional[Path], typer.Option(
+    "--warehouse", "-w", help="DuckDB warehouse file [default: $TIERLENS_HOME/warehouse.duckdb].")]
+
+
+def _warehouse(path: Path | None, p: Paths | None = None) -> Path:
+    return path if path is not None else (p or paths()).warehouse
+
+
+def _progress() -> Progress:
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=False)
+
+
+@app.command()
+def version() -> None:
+    """Print the tierlens version."""
+    console.print(__version__)
+
+
+@app.command()
+def schema(kind: Annotated[Optional[RecordKind], typer.Argument(help="Record kind; all when omitted.")] = None) -> None:
+    """Show the canonical records: every field with its type, unit and meaning."""
+    for k in [kind] if kind else list(RecordKind):
+        t = Table(title=f"{k.value} (raw table {k.table}; natural key: {', '.join(SPECS[k].natural_key)})")
+        for col in ("field", "type", "unit", "meaning"):
+            t.add_column(col)
+        for row in describe(k):
+            t.add_row(*row)
+        console.print(t)
+
+
+@app.command()
+def load(
+    kind: Annotated[RecordKind, typer.Argument(help="Record kind the files hold.")],
+    files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, help="Parquet files.")],
+    warehouse: WarehouseOpt = None,
+) -> None:
+    """Load Parquet files of canonical records into the warehouse, one transaction per batch."""
+    from .pipeline import ingest, parquet_batches
+
+    wh = _warehouse(warehouse)
+    with _progress() as progress:
+        task = progress.add_task(f"loading {kind.value}", total=None)
+        summary = ingest(parquet_batches(kind, files), wh,
+                         on_batch=lambda r: progress.advance(task, r.rows_in))
+    _print_ingest(summary, wh)
+
+
+def _print_ingest(summary, wh: Path) -> None:
+    t = Table(title=f"ingest into {wh}")
+    for col in ("record", "rows in", "loaded", "rejected"):
+        t.add_column(col, justify="right" if col != "record" else "left")
+    for kind in sorted(summary.rows_in):
+        t.add_row(kind, f"{summary.rows_in[kind]:,}", f"{summary.rows_loaded[kind]:,}",
+                  f"{summary.rows_rejected[kind]:,}")
+    console.print(t)
+    if summary.already_loaded:
+        console.print(f"{summary.already_loaded} batch(es) were already loaded and changed nothing.")
+    if summary.total_rejected:
+        err.print(f"[yellow]{summary.total_rejected:,} record(s) rejected: see `tierlens rejects` "
+                  f"(table raw_rejects).[/yellow]")
+
+
+@app.command()
+def transform(warehouse: WarehouseOpt = None) -> None:
+    """Build the dbt project (staging → intermediate → marts) and run its tests."""
+    wh = _warehouse(warehouse)
+    _run_transform(wh, paths().dbt_state)
+
+
+def _run_transform(wh: Path, state: Path) -> None:
+    from .transform import run_dbt
+
+    with console.status("dbt build: staging → intermediate → marts, with tests"):
+        result = run_dbt(wh, state)
+    if not result.success:
+        for f in result.failures:
+            err.print(f"[red]{f}[/red]")
+        err.print(f"dbt logs: {state / 'logs'}")
+        raise typer.Exit(1)
+    console.print(f"dbt build: {result.models} models, {result.tests} tests, {result.seeds} seeds passed.")
+
+
+@app.command()
+def report(
+    warehouse: WarehouseOpt = None,
+    out: Annotated[Optional[Path], typer.Option(help="Folder for report.html and its CSVs.")] = None,
+) -> None:
+    """Write the self-contained HTML report and its CSV files."""
+    from .report import build_report
+
+    wh = _warehouse(warehouse)
+    out = out or paths().reports
+    with console.status("writing report"):
+        result = build_report(wh, out)
+    console.print(f"report: {result.html_path}  ({len(result.csv_paths)} CSV files beside it)")
+
+
+@app.command()
+def sql(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A .sql file, e.g. from sql/.")],
+    warehouse: WarehouseOpt = None,
+    csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+) -> None:
+    """Run a SQL query file against the warehouse (read-only) and print the result."""
+    import duckdb
+
+    query = file.read_text()
+    question = next((line[2:].strip() for line in query.splitlines() if line.startswith("--")), "")
+    con = duckdb.connect(str(_warehouse(warehouse)), read_only=True)
+    try:
+        rel = con.sql(query)
+        if rel is None:
+            return
+        if csv:
+            import csv as csvmod
+            w = csvmod.writer(sys.stdout)
+            w.writerow(rel.columns)
+            w.writerows(rel.fetchall())
+            return
+        t = Table(title=question or file.name)
+        for c in rel.columns:
+            t.add_column(c)
+        for row in rel.fetchall():
+            t.add_row(*[_fmt(v) for v in row])
+        console.print(t)
+    except duckdb.Error as e:
+        err.print(f"[red]{file}: {e}[/red]")
+        raise typer.Exit(1) from e
+    finally:
+        con.close()
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    return "" if v is None else str(v)
+
+
+@app.command()
+def rejects(warehouse: WarehouseOpt = None, limit: int = 20) -> None:
+    """Show rejected records: where they came from and why."""
+    import duckdb
+
+    con = duckdb.connect(str(_warehouse(warehouse)), read_only=True)
+    try:
+        total = con.sql("SELECT count(*) FROM raw_rejects").fetchone()[0]
+        rows = con.sql("SELECT record_kind, source, location, field, reason FROM raw_rejects "
+                       "ORDER BY rejected_at DESC, location LIMIT ?", params=[limit]).fetchall()
+    finally:
+        con.close()
+    t = Table(title=f"{total:,} rejected record(s)")
+    for c in ("record", "source", "location", "field", "reason"):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*[str(x) for x in r])
+    console.print(t)
+
+
+@app.command()
+def status(warehouse: WarehouseOpt = None) -> None:
+    """Rows per raw table and where the warehouse lives."""
+    from .warehouse import Warehouse
+
+    wh = _warehouse(warehouse)
+    if not wh.exists():
+        err.print(f"no warehouse at {wh} yet: run `tierlens demo` or `tierlens load`.")
+        raise typer.Exit(1)
+    with Warehouse(wh, read_only=True) as w:
+        counts = w.counts()
+    t = Table(title=str(wh))
+    t.add_column("table")
+    t.add_column("rows", justify="right")
+    for name, n in counts.items():
+        t.add_row(name, f"{n:,}")
+    console.print(t)
+
+
+@lake_app.command("export")
+def lake_export(
+    warehouse: WarehouseOpt = None,
+    out: Annotated[Optional[Path], typer.Option(help="Lake folder [default: $TIERLENS_HOME/lake].")] = None,
+) -> None:
+    """Write the raw tables as Parquet, partitioned by UTC day (day=YYYY-MM-DD/)."""
+    from .warehouse import Warehouse, export_lake
+
+    with Warehouse(_warehouse(warehouse), read_only=True) as w, console.status("exporting lake"):
+        rows = export_lake(w, out or paths().lake)
+    console.print(f"lake: {out or paths().lake}: " + ", ".join(f"{k} {v:,}" for k, v in rows.items()))
+
+
+@app.command()
+def demo(
+    days: Annotated[float, typer.Option(help="Days of site activity to simulate.")] = 30.0,
+    seed: Annotated[int, typer.Option(help="Random seed: the same seed gives the same data.")] = 42,
+    nodes_per_type: Annotated[int, typer.Option(help="Worker nodes per storage type (HDD and RAID0 get twice).")] = 2,
+    home: Annotated[Optional[Path], typer.Option(help="Folder for the demo's warehouse, lake and report "
+                                                      "[default: $TIERLENS_HOME/demo].")] = None,
+) -> None:
+    """Simulate a month of a synthetic Tier-2, ingest it, run dbt, write the report, print a summary."""
+    from .demo import run_demo
+
+    demo_home = home or paths().home / "demo"
+    p = Paths(demo_home)
+    if p.warehouse.exists():
+        p.warehouse.unlink()  # the demo's own warehouse: start clean so every run is the same
+    run_demo(p, days=days, seed=seed, nodes_per_type=nodes_per_type, console=console,
+             progress=_progress, transform=_run_transform)
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
+

@@ -1,0 +1,113 @@
+"""`tierlens demo`: the whole product on the built-in synthetic site, start to finish."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from .config import Paths
+from .pipeline import ingest
+from .sources.synthetic import SyntheticOptions, demo_site, generate
+from .sources.synthetic.hammercloud import GLASGOW_TABLE1, run_node_test
+
+#: SLAC poster, 2013/09/04 to 10/07: CPU/wall of the node group that skipped the SSD cache (A)
+#: and of the one that tried it first (B).
+SLAC_CPU_PER_WALL = {"A": 0.75, "B": 0.81}
+
+
+@dataclass(frozen=True)
+class DemoSummary:
+    jobs: int
+    efficiency: float
+    arm_cpu_per_wall: dict[str, float]
+    storage_efficiency: dict[str, float]  # analysis jobs, Σcpu/Σcore-wall by storage type
+    cache_hit_ratio_bytes: float | None
+    rejects: int
+
+
+def run_demo(p: Paths, *, days: float, seed: int, nodes_per_type: int, console: Console,
+             progress: Callable[[], Progress], transform: Callable[[Path, Path], None]) -> DemoSummary:
+    options = SyntheticOptions(days=days, seed=seed, site=demo_site(nodes_per_type=nodes_per_type))
+    console.print(f"[bold]tierlens demo[/bold]: {days:g} days of a synthetic Tier-2 "
+                  f"({len(options.site.nodes)} nodes, {options.site.slots} cores), seed {seed}, into {p.home}")
+    with progress() as bar:
+        sim = bar.add_task("simulating site, ingesting batches (days)", total=int(-(-days // 1)))
+        summary = ingest(generate(options, progress=lambda day: bar.update(sim, completed=day)), p.warehouse)
+    console.print(f"ingested {sum(summary.rows_loaded.values()):,} rows in {summary.batches} batches; "
+                  f"{summary.total_rejected} rejected")
+    _export_lake(p)
+    transform(p.warehouse, p.dbt_state)
+    from .report import build_report
+
+    with console.status("writing report"):
+        result = build_report(p.warehouse, p.reports)
+    s = summarize(p.warehouse)
+    print_summary(s, console)
+    _print_node_tests(console)
+    console.print(f"\nreport: [bold]{result.html_path}[/bold]   CSV files: {result.html_path.parent}")
+    console.print(f"warehouse: {p.warehouse}   ad-hoc queries: tierlens sql sql/<file>.sql -w {p.warehouse}")
+    return s
+
+
+def _export_lake(p: Paths) -> None:
+    from .warehouse import Warehouse, export_lake
+
+    with Warehouse(p.warehouse, read_only=True) as wh:
+        export_lake(wh, p.lake)
+
+
+def summarize(warehouse: Path) -> DemoSummary:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        jobs, eff = con.sql("SELECT count(*), sum(cpu_seconds) / sum(core_wall_seconds) "
+                            "FROM marts.job_efficiency").fetchone()
+        arms = dict(con.sql("SELECT 'A', cpu_per_wall_a FROM marts.ab_comparison WHERE period_grain = 'all' "
+                            "UNION ALL SELECT 'B', cpu_per_wall_b FROM marts.ab_comparison "
+                            "WHERE period_grain = 'all'").fetchall())
+        storage = dict(con.sql("SELECT storage_type, sum(cpu_seconds) / sum(core_wall_seconds) "
+                               "FROM marts.job_efficiency WHERE job_class = 'analysis' "
+                               "GROUP BY storage_type ORDER BY 2").fetchall())
+        hit = con.sql("SELECT sum(gb_delivered_from_cache) / nullif(sum(gb_delivered_from_cache + gb_staged_in"
+                      " + gb_bypassed), 0) FROM marts.cache_hourly").fetchone()[0]
+        rejects = con.sql("SELECT count(*) FROM main.raw_rejects").fetchone()[0]
+    finally:
+        con.close()
+    return DemoSummary(jobs, eff, arms, storage, hit, rejects)
+
+
+def print_summary(s: DemoSummary, console: Console) -> None:
+    t = Table(title=f"{s.jobs:,} jobs, site CPU efficiency {s.efficiency:.1%}")
+    t.add_column("A/B arm")
+    t.add_column("CPU/wall (tierlens)", justify="right")
+    t.add_column("CPU/wall (SLAC seed)", justify="right")
+    for arm in ("A", "B"):
+        t.add_row(f"{arm} ({'skips' if arm == 'A' else 'tries'} the SSD cache)",
+                  f"{s.arm_cpu_per_wall.get(arm, float('nan')):.3f}", f"{SLAC_CPU_PER_WALL[arm]:.2f}")
+    console.print(t)
+    t = Table(title="analysis jobs: CPU efficiency by scratch storage type")
+    t.add_column("storage type")
+    t.add_column("efficiency", justify="right")
+    for st, e in s.storage_efficiency.items():
+        t.add_row(st, f"{e:.1%}")
+    console.print(t)
+    if s.cache_hit_ratio_bytes is not None:
+        console.print(f"SSD cache byte hit ratio: {s.cache_hit_ratio_bytes:.1%}")
+    console.print(f"rejected records: {s.rejects}")
+
+
+def _print_node_tests(console: Console) -> None:
+    t = Table(title="HammerCloud-style test: 8 analysis jobs on one 8-core node (Glasgow Table 1)")
+    t.add_column("storage type")
+    t.add_column("mean job efficiency (model)", justify="right")
+    t.add_column("Glasgow seed", justify="right")
+    for st in ("ssd", "hdd", "raid1", "raid0", "nvme"):
+        r = run_node_test(st)
+        seed = GLASGOW_TABLE1.get(st)
+        t.add_row(st, f"{r.mean_job_efficiency:.1%}", f"{seed:.0%}" if seed else "-")
+    console.print(t)

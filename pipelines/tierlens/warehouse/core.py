@@ -1,0 +1,380 @@
+"""The DuckDB warehouse: raw tables for the canonical records, loaded batch by batch.
+
+A load is one transaction: rule checks, rejects, in-batch de-duplication and the upsert by
+natural key either all land or none does. Batches are identified by a hash of their kind, source
+and content, so loading the same batch again is a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tierlens.records import SPECS, Batch, RecordKind, Reject
+from tierlens.warehouse.ddl import (
+    BATCHES_TABLE,
+    REJECTS_TABLE,
+    TABLE_COMMENTS,
+    Column,
+    all_tables,
+    create_table_sql,
+    literal,
+    quote,
+)
+from tierlens.warehouse.sql import DUPLICATE_REASON, ROW, KindSql, kind_sql
+
+log = logging.getLogger(__name__)
+
+_BATCH_VIEW = "__tierlens_batch"
+_SKIP_VIEW = "__tierlens_skip"
+_REJECT_VIEW = "__tierlens_rejects"
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What one ``Warehouse.load`` did. ``rows_in`` = ``rows_loaded`` + ``rows_rejected``.
+
+    ``rows_in`` counts the table's rows plus the source's parse-level rejects; ``rows_rejected``
+    counts rule rejects, in-batch duplicates and parse-level rejects.
+    """
+
+    kind: RecordKind
+    source: str
+    batch_id: str
+    rows_in: int
+    rows_loaded: int
+    rows_rejected: int
+    already_loaded: bool = False
+
+
+@dataclass(frozen=True)
+class StoredReject:
+    """A row of raw_rejects."""
+
+    batch_id: str
+    record_kind: str
+    source: str
+    location: str
+    field: str | None
+    reason: str
+    raw_record: str | None
+    rejected_at: datetime
+
+
+@dataclass(frozen=True)
+class _Probe:
+    content_hash: str
+    invalid: int
+    valid: int
+    distinct_key_hashes: int
+
+
+class Warehouse:
+    """A DuckDB file holding the raw tables. Use as a context manager or call ``close()``."""
+
+    def __init__(self, path: str | Path, read_only: bool = False) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.con: duckdb.DuckDBPyConnection = duckdb.connect(str(self.path), read_only=read_only)
+        # Canonical times are UTC; without this, TIMESTAMPTZ renders and truncates (day
+        # partitions, ::DATE) in whatever zone the host happens to be in.
+        self.con.execute("SET TimeZone = 'UTC'")
+        if not read_only:
+            self.ensure_schema()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Warehouse:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ schema
+
+    def ensure_schema(self) -> None:
+        """Create missing raw tables and columns; keep column comments in step with records.py."""
+        existing = self._existing_columns()
+        for table, columns in all_tables().items():
+            if table not in existing:
+                pk = "batch_id" if table == BATCHES_TABLE else None
+                self.con.execute(create_table_sql(table, columns, primary_key=pk))
+            else:
+                self._add_missing_columns(table, columns, existing[table])
+        self._sync_comments()
+
+    def _existing_columns(self) -> dict[str, dict[str, str]]:
+        rows = self.con.execute(
+            "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+            "WHERE schema_name = 'main' AND database_name = current_database()").fetchall()
+        tables: dict[str, dict[str, str]] = {}
+        for table, column, data_type in rows:
+            tables.setdefault(table, {})[column] = data_type
+        return tables
+
+    def _add_missing_columns(self, table: str, wanted: list[Column], have: dict[str, str]) -> None:
+        for column in wanted:
+            if column.name not in have:
+                # NOT NULL cannot be added to a table with rows; the loader's rules enforce it.
+                self.con.execute(f"ALTER TABLE {quote(table)} ADD COLUMN {quote(column.name)} {column.sql_type}")
+            elif have[column.name] != column.sql_type:
+                raise ValueError(f"{self.path}: {table}.{column.name} is {have[column.name]}, "
+                                 f"records.py says {column.sql_type}; migrate the warehouse first")
+
+    def _sync_comments(self) -> None:
+        have = {(t, c): comment for t, c, comment in self.con.execute(
+            "SELECT table_name, column_name, comment FROM duckdb_columns() "
+            "WHERE schema_name = 'main' AND database_name = current_database()").fetchall()}
+        have_tables = {t: comment for t, comment in self.con.execute(
+            "SELECT table_name, comment FROM duckdb_tables() "
+            "WHERE schema_name = 'main' AND database_name = current_database()").fetchall()}
+        for table, columns in all_tables().items():
+            if have_tables.get(table) != TABLE_COMMENTS[table]:
+                self.con.execute(f"COMMENT ON TABLE {quote(table)} IS {literal(TABLE_COMMENTS[table])}")
+            for column in columns:
+                if have.get((table, column.name)) != column.comment:
+                    self.con.execute(f"COMMENT ON COLUMN {quote(table)}.{quote(column.name)} "
+                                     f"IS {literal(column.comment)}")
+
+    # ------------------------------------------------------------------ loading
+
+    def load(self, batch: Batch) -> LoadResult:
+        """Validate and upsert one batch in one transaction; a no-op if it was loaded before."""
+        sql = kind_sql(batch.kind)
+        table = _with_row_index(_conform(batch))
+        self.con.register(_BATCH_VIEW, table)
+        try:
+            with _stopwatch(batch, "probe"):
+                probe = self._probe(sql)
+            content_hash = _content_hash(probe.content_hash, table.num_rows, batch.rejects)
+            batch_id = _batch_id(batch.kind, batch.source, content_hash)
+            previous = self._previous_load(batch_id)
+            if previous is not None:
+                return previous
+            with self._preserve_order(False), self._transaction():
+                return self._load_new(batch, sql, probe, content_hash, batch_id)
+        finally:
+            self.con.unregister(_BATCH_VIEW)
+
+    def load_many(self, batches: Iterable[Batch]) -> list[LoadResult]:
+        return [self.load(b) for b in batches]
+
+    def _probe(self, sql: KindSql) -> _Probe:
+        row = fetch_one(self.con, sql.probe(_BATCH_VIEW))
+        assert row is not None
+        return _Probe(str(row[0]), int(row[1]), int(row[2]), int(row[3]))
+
+    def _previous_load(self, batch_id: str) -> LoadResult | None:
+        row = fetch_one(
+            self.con, f"SELECT record_kind, source, rows_in, rows_loaded, rows_rejected FROM {BATCHES_TABLE} "
+            "WHERE batch_id = ?", [batch_id])
+        if row is None:
+            return None
+        return LoadResult(RecordKind(row[0]), row[1], batch_id, row[2], row[3], row[4], already_loaded=True)
+
+    def _load_new(self, batch: Batch, sql: KindSql, probe: _Probe, content_hash: str,
+                  batch_id: str) -> LoadResult:
+        now = datetime.now(timezone.utc)
+        # Nothing of this batch id should exist (raw_batches said so), but a hand-edited
+        # warehouse could hold orphans; replacing them keeps a reload from duplicating rejects.
+        self.con.execute(f"DELETE FROM {REJECTS_TABLE} WHERE batch_id = ?", [batch_id])
+        rejected = 0
+        if probe.invalid:
+            with _stopwatch(batch, "rule rejects"):
+                rejected += self._store_rule_rejects(batch, sql, batch_id, now)
+        skip_view = None
+        if probe.distinct_key_hashes < probe.valid:
+            with _stopwatch(batch, "duplicates"):
+                duplicates = self._store_duplicates(batch, sql, batch_id, now)
+            rejected += duplicates
+            skip_view = _SKIP_VIEW if duplicates else None
+        if batch.rejects:
+            self._store_parse_rejects(batch.rejects, batch_id, now)
+            rejected += len(batch.rejects)
+        try:
+            with _stopwatch(batch, "delete"):
+                self._delete_existing(sql)
+            with _stopwatch(batch, "insert"):
+                loaded = self._insert_valid(sql, skip_view)
+        finally:
+            if skip_view:
+                self.con.unregister(_SKIP_VIEW)
+        rows_in = batch.table.num_rows + len(batch.rejects)
+        self.con.execute(f"INSERT INTO {BATCHES_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         [batch_id, batch.kind.value, batch.source, content_hash, rows_in, loaded,
+                          rejected, now])
+        return LoadResult(batch.kind, batch.source, batch_id, rows_in, loaded, rejected)
+
+    def _delete_existing(self, sql: KindSql) -> None:
+        # Probing an empty table is cheap, but skipping it keeps the first load of a fresh
+        # warehouse a plain insert.
+        if fetch_one(self.con, f"SELECT 1 FROM {quote(sql.table)} LIMIT 1") is not None:
+            self.con.execute(sql.delete_existing(_BATCH_VIEW))
+
+    def _insert_valid(self, sql: KindSql, skip_view: str | None) -> int:
+        row = fetch_one(self.con, sql.insert(_BATCH_VIEW, skip_view))
+        return int(row[0]) if row else 0
+
+    def _store_rule_rejects(self, batch: Batch, sql: KindSql, batch_id: str, now: datetime) -> int:
+        rejects = self.con.execute(sql.rule_rejects(_BATCH_VIEW)).fetch_arrow_table()
+        self._store_rejects(batch, rejects, batch_id, now)
+        return rejects.num_rows
+
+    def _store_duplicates(self, batch: Batch, sql: KindSql, batch_id: str, now: datetime) -> int:
+        duplicates = self.con.execute(sql.duplicates(_BATCH_VIEW)).fetch_arrow_table()
+        if duplicates.num_rows == 0:  # the distinct-hash check was a 64-bit collision
+            return 0
+        n = duplicates.num_rows
+        rejects = pa.table({
+            "row_index": duplicates["row_index"],
+            "field": pa.array([sql.key_field] * n, pa.string()),
+            "reason": pa.array([DUPLICATE_REASON] * n, pa.string()),
+            "raw_record": duplicates["raw_record"],
+        })
+        self._store_rejects(batch, rejects, batch_id, now)
+        self.con.register(_SKIP_VIEW, duplicates.select(["row_index"]))
+        return n
+
+    def _store_rejects(self, batch: Batch, rejects: pa.Table, batch_id: str, now: datetime) -> None:
+        """rejects: row_index, field, reason, raw_record; adds provenance and inserts."""
+        rows = rejects["row_index"].to_numpy()
+        if batch.locations is not None:
+            locations = pa.array([batch.locations[i] for i in rows], pa.string())
+        else:
+            locations = pc.binary_join_element_wise(
+                f"{batch.source}:row ", pc.cast(rejects["row_index"], pa.string()), "")
+        table = rejects.append_column("location", locations)
+        self.con.register(_REJECT_VIEW, table)
+        try:
+            self.con.execute(
+                f"INSERT INTO {REJECTS_TABLE} SELECT ?, ?, ?, location, field, reason, raw_record, ? "
+                f"FROM {_REJECT_VIEW} ORDER BY row_index",
+                [batch_id, batch.kind.value, batch.source, now])
+        finally:
+            self.con.unregister(_REJECT_VIEW)
+
+    def _store_parse_rejects(self, rejects: list[Reject], batch_id: str, now: datetime) -> None:
+        # Parse rejects never became Arrow rows; their raw text is stored as a JSON string so
+        # raw_record is always valid JSON (``raw_record->>'$'`` gives the text back).
+        self.con.executemany(
+            f"INSERT INTO {REJECTS_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [[batch_id, r.kind.value, r.source, r.location, r.field, r.reason, json.dumps(r.raw), now]
+             for r in rejects])
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    @contextmanager
+    def _preserve_order(self, preserve: bool) -> Iterator[None]:
+        """Raw tables have no meaningful row order, and letting DuckDB insert out of order
+        saves it buffering per thread (see bench/README.md); restore the setting afterwards."""
+        before = fetch_one(self.con, "SELECT current_setting('preserve_insertion_order')")
+        self.con.execute(f"SET preserve_insertion_order = {str(preserve).lower()}")
+        try:
+            yield
+        finally:
+            if before is not None:
+                self.con.execute(f"SET preserve_insertion_order = {str(before[0]).lower()}")
+
+    # ------------------------------------------------------------------ inspection
+
+    def counts(self) -> dict[str, int]:
+        """Rows per raw table, including raw_rejects and raw_batches."""
+        result = {}
+        for table in all_tables():
+            row = fetch_one(self.con, f"SELECT count(*) FROM {quote(table)}")
+            result[table] = int(row[0]) if row else 0
+        return result
+
+    def rejects(self, limit: int = 100) -> list[StoredReject]:
+        """The most recent rejects, newest batch first, in source order within a batch."""
+        rows = self.con.execute(
+            f"SELECT batch_id, record_kind, source, location, field, reason, raw_record, rejected_at "
+            f"FROM {REJECTS_TABLE} ORDER BY rejected_at DESC, rowid LIMIT ?", [limit]).fetchall()
+        return [StoredReject(*row) for row in rows]
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def fetch_one(con: duckdb.DuckDBPyConnection, query: str, params: list[object] | None = None) -> tuple | None:
+    """First row of a query, consuming the whole result.
+
+    DuckDB 2's Python API refuses further work on a connection while a result is unfinished,
+    and fetchone() on a one-row result does not finish it.
+    """
+    rows = con.execute(query, params).fetchall() if params else con.execute(query).fetchall()
+    return rows[0] if rows else None
+
+
+def _conform(batch: Batch) -> pa.Table:
+    """The batch's table in its kind's schema, or a ValueError naming the source and field.
+
+    Batch casts on construction, but it is a mutable dataclass; checking here keeps a bad
+    table from reaching SQL, where the error would name neither.
+    """
+    schema = SPECS[batch.kind].schema
+    table = batch.table
+    if table.schema.equals(schema, check_metadata=False):
+        return table
+    columns = []
+    for field in schema:
+        if field.name not in table.column_names:
+            raise ValueError(f"{batch.source}: {batch.kind.value} batch has no field {field.name!r}")
+        column = table[field.name]
+        try:
+            columns.append(column.cast(field.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+            raise ValueError(f"{batch.source}: field {field.name!r} is {column.type}, "
+                             f"cannot cast to {field.type}: {err}") from err
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _with_row_index(table: pa.Table) -> pa.Table:
+    return table.append_column(ROW, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+
+
+def _content_hash(table_hash: str, rows: int, rejects: list[Reject]) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{rows}\0{table_hash}\0".encode())
+    for r in rejects:
+        h.update(json.dumps([r.kind.value, r.source, r.location, r.field, r.reason, r.raw]).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _batch_id(kind: RecordKind, source: str, content_hash: str) -> str:
+    return hashlib.blake2b(f"{kind.value}\0{source}\0{content_hash}".encode(), digest_size=16).hexdigest()
+
+
+@contextmanager
+def _stopwatch(batch: Batch, step: str) -> Iterator[None]:
+    started = time.perf_counter()
+    yield
+    log.debug("%s %s: %s %.3f s", batch.kind.value, batch.source, step, time.perf_counter() - started)

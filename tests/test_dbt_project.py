@@ -1,0 +1,483 @@
+"""The dbt project (dbt/) on a small hand-made warehouse whose answers are known.
+
+Builds the raw tables of records.py in a DuckDB file under tmp_path, inserts a few jobs, tags,
+file accesses, nodes and catalog rows with round numbers, runs ``dbt build`` the way tierlens
+does (subprocess, TIERLENS_WAREHOUSE, target/log paths outside the source tree), and checks the
+marts against values computed here independently.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from tierlens import records
+from tierlens.records import RecordKind
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
+
+REPO = Path(__file__).resolve().parents[1]
+DBT_DIR = REPO / "dbt"
+UTC = timezone.utc
+HDD = "Seagate ST500DM002"
+SSD = "Kingston SV300S37A120G"
+NVME = "Samsung MZQL2960HCJR"
+GB = 1_000_000_000
+
+
+def t(day: int, hour: int, minute: int = 0, month: int = 3) -> datetime:
+    return datetime(2024, month, day, hour, minute, tzinfo=UTC)
+
+
+# --- the hand-made site -------------------------------------------------------------------
+# Week 1 is Mon 2024-03-04 .. Sun 03-10, week 2 starts Mon 03-11.
+
+NODES = [
+    # cluster, node, storage_type, device_models, device_count, job_slots, nic_gbps, ab_arm
+    ("gla", "wn-hdd-01", "hdd", [HDD], 1, 8, 1.0, "A"),
+    ("gla", "wn-r0-01", "raid0", [HDD, HDD], 2, 8, 10.0, "B"),
+    ("gla", "wn-ssd-01", "ssd", [SSD], 1, 8, 1.0, None),
+]
+
+# job_id, step_id, node, account, partition, job_class, start, wall_s, cores, cpu_user, cpu_sys, ended
+JOBS = [
+    ("1001", "", "wn-hdd-01", "atlasprod", "grid", None, t(4, 9), 3600, 8, 20000.0, 880.0, True),
+    ("1002", "", "wn-hdd-01", "atlas", "grid", None, t(4, 10), 7200, 4, 14000.0, 400.0, True),
+    ("1003", "", "wn-r0-01", "atlas", "grid", "analysis", t(5, 12), 1000, 1, 1200.0, 50.0, True),  # 1.25
+    ("1004", "", "wn-r0-01", "atlas", "grid", None, t(11, 6), 3600, 8, 25000.0, 920.0, True),
+    ("1005", "", "wn-ssd-01", "cms", "prod_queue", None, t(6, 0), 1800, 2, 2000.0, 160.0, True),
+    ("1006", "", "wn-x-99", None, "grid", None, t(6, 23, 30), 3600, 1, 1800.0, 0.0, True),
+    ("1007", "", "wn-hdd-01", "atlas", "grid", None, t(11, 10), None, 8, None, None, False),  # running
+    ("1008", "", "wn-hdd-01", "atlas", "grid", None, t(11, 11), 0, 8, 0.0, 0.0, True),  # wall 0
+    ("1009", "batch", "wn-r0-01", "atlas", "grid", None, t(5, 13), 1800, 2, 3000.0, 0.0, True),
+]
+FINISHED = {"1001", "1002", "1003", "1004", "1005", "1006", "1009"}
+
+# job_id, step_id, node, storage_type, device_models, ab_arm, cache_route
+TAGS = [
+    ("1001", "", "wn-hdd-01", "hdd", [HDD], "A", "cache:xcache01:1094"),
+    ("1003", "", "wn-r0-01", "raid0", [HDD, HDD], "B", "direct"),
+    ("1004", "", "wn-r0-01", "raid0", [HDD, HDD], "B", None),
+    ("1005", "", "wn-ssd-01", "ssd", [SSD], None, None),
+    ("1007", "", "wn-hdd-01", "hdd", [HDD], "A", None),
+    ("1009", "", "wn-r0-01", "raid0", [HDD, HDD], "B", None),  # whole-job tag, job row is step 'batch'
+    ("2000", "", "wn-nv-01", "nvme", [NVME], None, None),  # job not loaded yet: a warning only
+]
+
+# What int_job_tagged must derive: storage_type, ab_arm, job_class
+EXPECTED_TAGGING = {
+    "1001": ("hdd", "A", "production"),   # account contains 'prod'
+    "1002": ("hdd", "A", "analysis"),     # untagged: node inventory gives storage and arm
+    "1003": ("raid0", "B", "analysis"),
+    "1004": ("raid0", "B", "analysis"),
+    "1005": ("ssd", "none", "production"),  # partition contains 'prod'; no arm anywhere
+    "1006": ("unknown", "none", "analysis"),  # node in no inventory, no tag
+    "1009": ("raid0", "B", "analysis"),   # step falls back to the whole-job tag
+}
+
+# server_host, unique_id, role, identity, start, end, read_bytes_at_close, hit, miss, bypass
+ACCESSES = [
+    ("xcache01", "a1", "cache", "synthetic.gla.1001", t(4, 9, 10), t(4, 9, 40), 1 * GB, 1 * GB, 0, 0),
+    ("xcache01", "a2", "cache", "synthetic.gla.1001", t(4, 9, 20), t(4, 9, 50), 1 * GB, GB // 2, GB // 2, 0),
+    ("xcache01", "a3", "cache", None, t(4, 9, 30), t(4, 9, 59), 2 * GB, 0, 0, 2 * GB),
+    ("xcache01", "a4", "cache", "synthetic.gla.1004", t(11, 6, 10), t(11, 7, 30), 3 * GB, 3 * GB, 0, 0),
+    ("origin01", "a5", "origin", "synthetic.gla.1003", t(5, 12, 1), t(5, 12, 10), GB // 2, None, None, None),
+    ("xcache01", "a6", "cache", "synthetic.gla.9999", t(11, 7, 0), t(11, 7, 45), 1 * GB, 0, 1 * GB, 0),
+    ("xcache02", "a7", "cache", "synthetic.gla.1009", t(5, 13, 5), None, 0, 0, 0, 0),  # never closed
+]
+
+# Loaded into raw_storage_catalog: overrides the seed's 'Consumer SSD', adds 'Spare RAID5'.
+RAW_CATALOG = [
+    ("Consumer SSD", "ssd", SSD, 1, 150.0, "GBP", 120 * GB, 40.0),
+    ("Spare RAID5", "raid5", "WDC WD40EFRX", 4, 100.0, "GBP", 4000 * GB, None),
+]
+SEED_CATALOG = {  # config_name: storage_type, device_model, devices, unit_price, capacity GB
+    "1xHDD": ("hdd", HDD, 1, 40.0, 500),
+    "2xHDD RAID0": ("raid0", HDD, 2, 40.0, 500),
+    "2xHDD RAID1": ("raid1", HDD, 2, 40.0, 500),
+    "Consumer SSD": ("ssd", SSD, 1, 155.0, 120),
+    "Enterprise NVMe": ("nvme", NVME, 1, 245.0, 960),
+}
+
+
+def job_rows() -> list[dict]:
+    rows = []
+    for job_id, step, node, account, part, jclass, start, wall, cores, user, sys_, ended in JOBS:
+        rows.append(dict(
+            batch_system="synthetic", cluster="gla", job_id=job_id, step_id=step,
+            job_identity=records.job_identity("synthetic", "gla", job_id), user_name="alice",
+            account=account, vo="atlas", job_class=jclass, partition=part, node=node, node_list=node,
+            submit_time=start - timedelta(minutes=5), start_time=start,
+            end_time=start + timedelta(seconds=wall) if ended else None,
+            allocated_cores=cores, cpu_user_seconds=user, cpu_system_seconds=sys_,
+            wall_seconds=float(wall) if wall is not None else None,
+            state="COMPLETED" if ended else "RUNNING", exit_code=0 if ended else None,
+            bytes_read=10 * GB, bytes_written=GB,
+        ))
+    return rows
+
+
+def tag_rows() -> list[dict]:
+    return [dict(batch_system="synthetic", cluster="gla", job_id=j, step_id=s, node=n, storage_type=st,
+                 device_models=dm, scratch_path="/scratch", ab_arm=arm, cache_route=route,
+                 tagged_at=t(4, 0), tagger="synthetic")
+            for j, s, n, st, dm, arm, route in TAGS]
+
+
+def access_rows() -> list[dict]:
+    rows = []
+    for host, uid, role, ident, start, end, read, hit, miss, bypass in ACCESSES:
+        cache = role == "cache"
+        rows.append(dict(
+            server_host=host, unique_id=uid, server_role=role, file_lfn=f"/atlas/{uid}.root",
+            file_size_bytes=4 * GB, start_time=start, end_time=end, read_single_average_bytes=1e6,
+            read_vector_average_bytes=None, write_average_bytes=None, read_bytes_at_close=read,
+            write_bytes_at_close=0, read_bytes=read, readv_bytes=0, write_bytes=0, read_ops=read // 10**6,
+            readv_ops=0, write_ops=0, client_host="wn-hdd-01", client_pid=4242, app_name="athena",
+            job_identity=ident, cache_hit_bytes=hit if cache else None,
+            cache_miss_bytes=miss if cache else None, cache_bypass_bytes=bypass if cache else None,
+            close_seen=end is not None,
+        ))
+    return rows
+
+
+def node_rows() -> list[dict]:
+    keys = ("cluster", "node", "storage_type", "device_models", "device_count", "job_slots", "nic_gbps", "ab_arm")
+    return [dict(zip(keys, n)) for n in NODES]
+
+
+def catalog_rows() -> list[dict]:
+    keys = ("config_name", "storage_type", "device_model", "devices_per_node", "unit_price", "currency",
+            "capacity_bytes", "endurance_tbw")
+    return [dict(zip(keys, c)) for c in RAW_CATALOG]
+
+
+RAW_REJECTS_DDL = """CREATE TABLE IF NOT EXISTS raw_rejects (batch_id VARCHAR, record_kind VARCHAR,
+    source VARCHAR, location VARCHAR, field VARCHAR, reason VARCHAR, raw_record VARCHAR,
+    rejected_at TIMESTAMPTZ)"""
+RAW_BATCHES_DDL = """CREATE TABLE IF NOT EXISTS raw_batches (batch_id VARCHAR, record_kind VARCHAR,
+    source VARCHAR, content_hash VARCHAR, rows_in BIGINT, rows_loaded BIGINT, rows_rejected BIGINT,
+    loaded_at TIMESTAMPTZ)"""
+
+
+def create_raw_tables(path: Path) -> None:
+    """The loader's Warehouse when it exists, else the tables straight from records.SPECS."""
+    try:
+        from tierlens.warehouse import Warehouse  # type: ignore[attr-defined]
+    except ImportError:
+        Warehouse = None
+    if Warehouse is not None:
+        wh = Warehouse(path)
+        for closer in ("close", "__exit__"):
+            if hasattr(wh, closer):
+                getattr(wh, closer)(*(() if closer == "close" else (None, None, None)))
+                break
+    con = duckdb.connect(str(path))
+    try:
+        existing = {r[0] for r in con.execute(
+            "select table_name from information_schema.tables where table_schema = 'main'").fetchall()}
+        for kind in RecordKind:
+            if kind.table not in existing:
+                con.from_arrow(records.SPECS[kind].schema.empty_table()).create(kind.table)
+        con.execute(RAW_REJECTS_DDL)
+        con.execute(RAW_BATCHES_DDL)
+    finally:
+        con.close()
+
+
+def insert(con: duckdb.DuckDBPyConnection, kind: RecordKind, rows: list[dict]) -> None:
+    tbl = pa.Table.from_pylist(rows, schema=records.SPECS[kind].schema)
+    con.register("incoming", tbl)
+    con.execute(f"INSERT INTO {kind.table} BY NAME SELECT * FROM incoming")
+    con.unregister("incoming")
+
+
+def build_warehouse(path: Path) -> None:
+    create_raw_tables(path)
+    con = duckdb.connect(str(path))
+    try:
+        insert(con, RecordKind.JOB, job_rows())
+        insert(con, RecordKind.JOB_TAG, tag_rows())
+        insert(con, RecordKind.FILE_ACCESS, access_rows())
+        insert(con, RecordKind.NODE, node_rows())
+        insert(con, RecordKind.STORAGE_CATALOG, catalog_rows())
+        con.execute("""INSERT INTO raw_rejects VALUES
+            ('b1', 'job', 'sacct.json', 'sacct.json:line 7', 'allocated_cores', 'missing or below 1 core', '{}', now()),
+            ('b1', 'job', 'sacct.json', 'sacct.json:line 9', 'allocated_cores', 'missing or below 1 core', '{}', now()),
+            ('b2', 'file_access', 'collector', 'udp:offset 100', 'start_time', 'missing', '{}', now())""")
+    finally:
+        con.close()
+
+
+def dbt_executable() -> str:
+    candidate = Path(sys.executable).parent / "dbt"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("dbt")
+    if not found:
+        pytest.skip("dbt is not installed")
+    return found
+
+
+def run_dbt(warehouse: Path, state: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TIERLENS_WAREHOUSE=str(warehouse), DBT_SEND_ANONYMOUS_USAGE_STATS="False",
+               DO_NOT_TRACK="1")
+    cmd = [dbt_executable(), *args, "--project-dir", str(DBT_DIR), "--profiles-dir", str(DBT_DIR),
+           "--target-path", str(state / "target"), "--log-path", str(state / "logs")]
+    return subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dbt_project")
+    warehouse = root / "warehouse.duckdb"
+    build_warehouse(warehouse)
+    proc = run_dbt(warehouse, root / "dbt", "build")
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    return warehouse, proc.stdout
+
+
+@pytest.fixture()
+def con(built):
+    warehouse, _ = built
+    c = duckdb.connect(str(warehouse), read_only=True)
+    c.execute("SET TimeZone = 'UTC'")
+    yield c
+    c.close()
+
+
+def rows(con, sql: str) -> list[dict]:
+    cur = con.execute(sql)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+# --- independent computations ---------------------------------------------------------------
+
+def finished_jobs() -> list[dict]:
+    out = []
+    for r in job_rows():
+        if r["job_id"] not in FINISHED:
+            continue
+        storage, arm, jclass = EXPECTED_TAGGING[r["job_id"]]
+        cpu = r["cpu_user_seconds"] + r["cpu_system_seconds"]
+        core_wall = r["wall_seconds"] * r["allocated_cores"]
+        day = r["end_time"].date()
+        out.append(dict(r, storage_type=storage, ab_arm=arm, job_class=jclass, cpu=cpu, core_wall=core_wall,
+                        eff=cpu / core_wall, day=day, week=day - timedelta(days=day.weekday())))
+    return out
+
+
+# --- the build ------------------------------------------------------------------------------
+
+def test_build_passes_with_schemas_named_exactly(built, con):
+    _, stdout = built
+    schemas = {r[0] for r in con.execute("select distinct table_schema from information_schema.tables").fetchall()}
+    assert {"staging", "intermediate", "marts", "seeds", "main"} <= schemas
+    assert not any(s.startswith("main_") for s in schemas)
+    marts = {r[0] for r in con.execute(
+        "select table_name from information_schema.tables where table_schema = 'marts'").fetchall()}
+    assert marts == {"job_efficiency", "efficiency_by_group", "ab_comparison", "cache_hourly",
+                     "storage_price_performance"}
+    # The tag of job 2000 (not loaded) is reported as a warning, not a failure.
+    assert "WARN" in stdout and "stg_job_tag_job_exists_in_stg_job" in stdout
+
+
+def test_job_efficiency(con):
+    got = {r["job_id"]: r for r in rows(con, "select * from marts.job_efficiency")}
+    expected = {j["job_id"]: j for j in finished_jobs()}
+    assert set(got) == set(expected)  # running job 1007 and wall-0 job 1008 are out
+    for job_id, e in expected.items():
+        g = got[job_id]
+        assert (g["storage_type"], g["ab_arm"], g["job_class"]) == EXPECTED_TAGGING[job_id], job_id
+        assert g["cpu_seconds"] == pytest.approx(e["cpu"])
+        assert g["core_wall_seconds"] == pytest.approx(e["core_wall"])
+        assert g["efficiency"] == pytest.approx(e["eff"])
+        assert g["efficiency_above_one"] == (e["eff"] > 1)
+        assert g["day"] == e["day"] and g["week"] == e["week"]
+    # An efficiency above 1 is kept, not clipped, and flagged.
+    assert got["1003"]["efficiency"] == pytest.approx(1.25)
+    assert got["1003"]["efficiency_above_one"] is True
+    assert got["1006"]["day"] == date(2024, 3, 7)  # ended 00:30 UTC the next day
+    assert got["1004"]["week"] == date(2024, 3, 11)
+    assert got["1001"]["cache_route"] == "cache:xcache01:1094"
+    # Exactly joined file accesses.
+    assert (got["1001"]["files_accessed"], got["1001"]["bytes_read_remote"]) == (2, 2 * GB)
+    assert (got["1003"]["files_accessed"], got["1003"]["bytes_read_remote"]) == (1, GB // 2)
+    assert (got["1004"]["files_accessed"], got["1004"]["bytes_read_remote"]) == (1, 3 * GB)
+    assert (got["1009"]["files_accessed"], got["1009"]["bytes_read_remote"]) == (1, 0)
+    assert (got["1002"]["files_accessed"], got["1002"]["bytes_read_remote"]) == (0, 0)
+
+
+def test_file_access_match_quality(con):
+    got = {r["unique_id"]: r for r in rows(con, "select * from intermediate.int_file_access_by_job")}
+    assert {u: r["match_quality"] for u, r in got.items()} == {
+        "a1": "exact", "a2": "exact", "a3": "unmatched", "a4": "exact", "a5": "exact",
+        "a6": "unmatched", "a7": "exact"}
+    assert got["a7"]["step_id"] == "batch"
+    assert got["a3"]["job_id"] is None and got["a6"]["job_id"] is None
+
+
+def test_efficiency_by_group_matches_hand_computation(con):
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for j in finished_jobs():
+        dims = (j["storage_type"], j["ab_arm"], j["account"] or "unknown", j["job_class"])
+        groups[("day", j["day"], *dims)].append(j)
+        groups[("week", j["week"], *dims)].append(j)
+    got = {(r["period_grain"], r["period_start"], r["storage_type"], r["ab_arm"], r["account"], r["job_class"]): r
+           for r in rows(con, "select * from marts.efficiency_by_group")}
+    assert set(got) == set(groups)
+    for key, jobs in groups.items():
+        g = got[key]
+        eff = sum(j["cpu"] for j in jobs) / sum(j["core_wall"] for j in jobs)
+        assert g["jobs"] == len(jobs)
+        assert g["cpu_hours"] == pytest.approx(sum(j["cpu"] for j in jobs) / 3600)
+        assert g["wall_hours"] == pytest.approx(sum(j["wall_seconds"] for j in jobs) / 3600)
+        assert g["core_wall_hours"] == pytest.approx(sum(j["core_wall"] for j in jobs) / 3600)
+        assert g["efficiency"] == pytest.approx(eff)
+        assert g["mean_job_efficiency"] == pytest.approx(sum(j["eff"] for j in jobs) / len(jobs))
+        assert g["jobs_above_one"] == sum(j["eff"] > 1 for j in jobs)
+        assert g["efficiency_above_one"] == (eff > 1)
+    # The raid0/B/atlas/analysis group in week 1: jobs 1003 (1.25) and 1009.
+    week1 = got[("week", date(2024, 3, 4), "raid0", "B", "atlas", "analysis")]
+    assert week1["efficiency"] == pytest.approx((1250 + 3000) / (1000 + 3600))
+    assert week1["jobs_above_one"] == 1
+    day = got[("day", date(2024, 3, 5), "raid0", "B", "atlas", "analysis")]
+    assert day["jobs"] == 2
+
+
+def test_ab_comparison(con):
+    got = {(r["period_grain"], r["period_start"]): r for r in rows(con, "select * from marts.ab_comparison")}
+    a = [j for j in finished_jobs() if j["ab_arm"] == "A"]
+    b = [j for j in finished_jobs() if j["ab_arm"] == "B"]
+    all_row = got[("all", date(2024, 3, 4))]
+    assert all_row["period_end"] == date(2024, 3, 12)
+    assert (all_row["jobs_a"], all_row["jobs_b"]) == (2, 3)
+    eff_a = sum(j["cpu"] for j in a) / sum(j["core_wall"] for j in a)
+    eff_b = sum(j["cpu"] for j in b) / sum(j["core_wall"] for j in b)
+    cpw_a = sum(j["cpu"] for j in a) / sum(j["wall_seconds"] for j in a)
+    cpw_b = sum(j["cpu"] for j in b) / sum(j["wall_seconds"] for j in b)
+    assert eff_a == pytest.approx(0.6125)
+    assert all_row["cpu_hours_a"] == pytest.approx(9.8)
+    assert all_row["wall_hours_a"] == pytest.approx(3.0)
+    assert all_row["core_wall_hours_a"] == pytest.approx(16.0)
+    assert all_row["efficiency_a"] == pytest.approx(eff_a)
+    assert all_row["efficiency_b"] == pytest.approx(eff_b)
+    assert all_row["cpu_per_wall_a"] == pytest.approx(cpw_a)
+    assert all_row["efficiency_difference"] == pytest.approx(eff_b - eff_a)
+    assert all_row["cpu_per_wall_difference"] == pytest.approx(cpw_b - cpw_a)
+    # Periods: days with arm jobs (03-04 A only, 03-05 B only, 03-11 B only), two weeks, all.
+    assert sorted(k for k in got if k[0] == "day") == [
+        ("day", date(2024, 3, 4)), ("day", date(2024, 3, 5)), ("day", date(2024, 3, 11))]
+    d = got[("day", date(2024, 3, 4))]
+    assert d["period_end"] == date(2024, 3, 5)
+    assert (d["jobs_b"], d["cpu_hours_b"], d["efficiency_b"], d["efficiency_difference"]) == (0, 0, None, None)
+    w = got[("week", date(2024, 3, 4))]
+    assert w["period_end"] == date(2024, 3, 11)
+    assert (w["jobs_a"], w["jobs_b"]) == (2, 2)
+
+
+def test_ab_comparison_arm_names_are_vars(built, tmp_path):
+    warehouse, _ = built
+    copy = tmp_path / "warehouse.duckdb"  # same file name: dbt-duckdb names the catalog after it
+    shutil.copy(warehouse, copy)
+    proc = run_dbt(copy, tmp_path / "dbt", "run", "--select", "ab_comparison",
+                   "--vars", "{arm_a: 'B', arm_b: 'none'}")
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    c = duckdb.connect(str(copy), read_only=True)
+    try:
+        r = rows(c, "select * from marts.ab_comparison where period_grain = 'all'")[0]
+    finally:
+        c.close()
+    assert (r["jobs_a"], r["jobs_b"]) == (3, 2)  # 'none': jobs 1005 and 1006
+
+
+def test_cache_hourly(con):
+    got = {(r["hour"], r["server_host"]): r for r in rows(con, "select * from marts.cache_hourly")}
+    assert set(got) == {(t(4, 9), "xcache01"), (t(11, 7), "xcache01"), (t(5, 13), "xcache02")}
+    h = got[(t(4, 9), "xcache01")]
+    assert (h["accesses"], h["hit_accesses"]) == (3, 1)
+    assert h["gb_delivered_from_cache"] == pytest.approx(1.5)
+    assert h["gb_staged_in"] == pytest.approx(0.5)
+    assert h["gb_bypassed"] == pytest.approx(2.0)
+    assert h["gb_read"] == pytest.approx(4.0)
+    assert h["hit_ratio_requests"] == pytest.approx(1 / 3)
+    assert h["hit_ratio_bytes"] == pytest.approx(1.5 / 4.0)
+    h = got[(t(11, 7), "xcache01")]  # a4 (a hit) and a6 (a miss)
+    assert (h["accesses"], h["hit_accesses"], h["hit_ratio_requests"]) == (2, 1, 0.5)
+    assert h["hit_ratio_bytes"] == pytest.approx(0.75)
+    h = got[(t(5, 13), "xcache02")]  # unclosed, placed by its start; no outcome bytes
+    assert (h["accesses"], h["hit_ratio_requests"], h["hit_ratio_bytes"]) == (1, 0.0, None)
+
+
+def test_storage_price_performance(con):
+    got = {r["config_name"]: r for r in rows(con, "select * from marts.storage_price_performance")}
+    assert set(got) == set(SEED_CATALOG) | {"Spare RAID5"}
+    # The warehouse's catalog row wins over the seed's.
+    assert got["Consumer SSD"]["unit_price"] == 150.0
+    assert got["2xHDD RAID1"]["price_per_gb"] == pytest.approx(80 / 500)  # Glasgow Table 4: 0.16
+    assert got["2xHDD RAID0"]["capacity_gb_per_node"] == pytest.approx(1000)
+    assert got["Spare RAID5"]["capacity_gb_per_node"] == pytest.approx(12000)
+
+    def measured(node: str) -> tuple[float, float, float]:
+        jobs = [j for j in finished_jobs() if j["node"] == node]
+        hours = (max(j["end_time"] for j in jobs) - min(j["start_time"] for j in jobs)).total_seconds() / 3600
+        cpu_hours = sum(j["cpu"] for j in jobs) / 3600
+        return len(jobs), sum(j["cpu"] for j in jobs) / sum(j["core_wall"] for j in jobs), cpu_hours / (1 * hours)
+
+    for config, node, price in [("1xHDD", "wn-hdd-01", 40.0), ("2xHDD RAID0", "wn-r0-01", 80.0),
+                                ("Consumer SSD", "wn-ssd-01", 150.0)]:
+        jobs, eff, throughput = measured(node)
+        g = got[config]
+        assert g["price_per_node"] == pytest.approx(price)
+        assert (g["nodes"], g["jobs"]) == (1, jobs), config
+        assert g["efficiency"] == pytest.approx(eff)
+        assert g["node_throughput"] == pytest.approx(throughput)
+        assert g["price_per_throughput"] == pytest.approx(price / throughput)
+    # 1xHDD: jobs 1001+1002 delivered 9.8 core-hours in 3 hours on one node.
+    assert got["1xHDD"]["node_throughput"] == pytest.approx(9.8 / 3)
+    assert got["Consumer SSD"]["price_per_throughput"] == pytest.approx(150 / 1.2)
+    # No node with finished jobs: measurements stay NULL (the NVMe node only has a tag).
+    for config in ("2xHDD RAID1", "Enterprise NVMe", "Spare RAID5"):
+        g = got[config]
+        assert (g["nodes"], g["jobs"], g["efficiency"], g["node_throughput"], g["price_per_throughput"]) == \
+            (None, None, None, None, None), config
+
+
+def test_node_hourly_occupancy(con):
+    got = {r["hour"]: r for r in rows(
+        con, "select * from intermediate.int_node_hourly where node = 'wn-hdd-01' order by hour")}
+    # 1001: 8 cores 09:00-10:00; 1002: 4 cores 10:00-12:00; 8 slots.
+    assert sorted(got) == [t(4, 9), t(4, 10), t(4, 11)]
+    assert [got[h]["occupancy"] for h in sorted(got)] == pytest.approx([1.0, 0.5, 0.5])
+    r0 = rows(con, "select * from intermediate.int_node_hourly where node = 'wn-r0-01' order by hour")
+    assert r0[0]["hour"] == t(5, 12) and r0[0]["allocated_core_seconds"] == pytest.approx(1000)
+    assert r0[-1]["hour"] == t(11, 6)
+    assert len(r0) == 6 * 24 + 6 - 12 + 1  # every hour 03-05 12:00 .. 03-11 06:00, idle ones 0
+    assert sum(r["jobs"] == 0 for r in r0) == len(r0) - 3
+
+
+def test_sql_queries_run(built, con):
+    sql_dir = REPO / "sql"
+    files = sorted(sql_dir.glob("*.sql"))
+    names = {f.name for f in files}
+    assert {"efficiency_by_storage_type.sql", "ab_summary.sql", "worst_groups_this_week.sql",
+            "cache_hit_ratio_daily.sql", "price_per_throughput.sql", "rejects_summary.sql",
+            "jobs_above_one.sql"} <= names
+    for f in files:
+        text = f.read_text()
+        assert text.startswith("-- Question: "), f.name
+        con.execute(text).fetchall()
+    rejects = rows(con, (sql_dir / "rejects_summary.sql").read_text())
+    assert any(r.get("rejects") == 2 for r in rejects)
+    above = rows(con, (sql_dir / "jobs_above_one.sql").read_text())
+    assert [r["job_id"] for r in above] == ["1003"]
