@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -174,7 +175,8 @@ class Dataset:
 
 def _generate(kind: RecordKind, rows: int, seed: int) -> Dataset:
     make = job_table if kind is RecordKind.JOB else file_access_table
-    folder = OUT / "input" / kind.value
+    # One folder per size, so switching between a quick and a full run does not regenerate.
+    folder = OUT / "input" / f"{kind.value}-{rows}"
     stamp = folder / "ROWS"
     files = tuple(folder / f"part-{i:03d}.parquet" for i in range((rows + FILE_ROWS - 1) // FILE_ROWS))
     if stamp.exists() and stamp.read_text() == str(rows) and all(f.exists() for f in files):
@@ -198,29 +200,57 @@ def generate(jobs: int, accesses: int) -> list[Dataset]:
 # child's peak RSS from wait4 so no measurement inherits another's high-water mark.
 
 
-def measure_floor(datasets: list[Dataset], db: Path) -> None:
+def measure_floor(datasets: list[Dataset], db: Path, preserve_order: bool = True) -> dict[str, float]:
     import duckdb
 
     con = duckdb.connect(str(db))
+    con.execute(f"SET preserve_insertion_order = {str(preserve_order).lower()}")
     for ds in datasets:
         files = ", ".join(f"'{f}'" for f in ds.files)
         con.execute(f"CREATE TABLE raw_{ds.kind.value} AS SELECT * FROM read_parquet([{files}])")
     con.close()
+    return {}
 
 
-def measure_tierlens(datasets: list[Dataset], db: Path) -> None:
+def measure_floor_unordered(datasets: list[Dataset], db: Path) -> dict[str, float]:
+    return measure_floor(datasets, db, preserve_order=False)
+
+
+class _StepTimes(logging.Handler):
+    """Sums the loader's per-step debug timings (probe, delete, insert, ...) for the report."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.seconds: dict[str, float] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _kind, _source, step, seconds = record.args  # type: ignore[misc]
+        self.seconds[step] = self.seconds.get(step, 0.0) + seconds
+
+
+def measure_tierlens(datasets: list[Dataset], db: Path) -> dict[str, float]:
     from tierlens.records import Batch
     from tierlens.warehouse import Warehouse
 
+    steps = _StepTimes()
+    logger = logging.getLogger("tierlens.warehouse.core")
+    logger.addHandler(steps)
+    logger.setLevel(logging.DEBUG)
+    reading = 0.0
     with Warehouse(db) as wh:
         for ds in datasets:
             for path in ds.files:
-                reader = pq.ParquetFile(path)
-                for rb in reader.iter_batches(batch_size=BATCH_ROWS):
-                    wh.load(Batch(ds.kind, pa.Table.from_batches([rb]), source=path.name))
+                started = time.perf_counter()
+                for rb in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
+                    batch = Batch(ds.kind, pa.Table.from_batches([rb]), source=path.name)
+                    reading += time.perf_counter() - started
+                    wh.load(batch)
+                    started = time.perf_counter()
+    return {"read parquet": reading, **steps.seconds}
 
 
-MEASUREMENTS = {"floor": measure_floor, "tierlens": measure_tierlens}
+MEASUREMENTS = {"floor": measure_floor, "floor-unordered": measure_floor_unordered,
+                "tierlens": measure_tierlens}
 
 
 @dataclass(frozen=True)
@@ -230,6 +260,7 @@ class Figure:
     seconds: float
     peak_rss_mib: float
     db_mib: float
+    steps: dict[str, float]
 
     @property
     def rows_per_s(self) -> float:
@@ -240,8 +271,8 @@ def _child(name: str, datasets_json: str, db: str) -> None:
     datasets = [Dataset(RecordKind(d["kind"]), tuple(Path(f) for f in d["files"]), d["rows"])
                 for d in json.loads(datasets_json)]
     started = time.perf_counter()
-    MEASUREMENTS[name](datasets, Path(db))
-    print(json.dumps({"seconds": time.perf_counter() - started}))
+    steps = MEASUREMENTS[name](datasets, Path(db))
+    print(json.dumps({"seconds": time.perf_counter() - started, "steps": steps}))
 
 
 def run(name: str, datasets: list[Dataset]) -> Figure:
@@ -254,15 +285,26 @@ def run(name: str, datasets: list[Dataset]) -> Figure:
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     out = proc.stdout.read()
+    # wait4 gives this child's own rusage; RUSAGE_CHILDREN would be the max over all children.
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{name} measurement failed with exit code {proc.returncode}")
-    seconds = json.loads(out.strip().splitlines()[-1])["seconds"]
+    report = json.loads(out.strip().splitlines()[-1])
     rows = sum(d.rows for d in datasets)
     size = db.stat().st_size / 2**20
     db.unlink()
-    return Figure(name, rows, seconds, usage.ru_maxrss / 1024, size)
+    return Figure(name, rows, report["seconds"], usage.ru_maxrss / 1024, size, report["steps"])
+
+
+def _print(best: Figure, runs: list[Figure]) -> None:
+    line = (f"{best.name:15s} {best.seconds:8.2f} s  {best.rows_per_s / 1e6:5.2f} M rows/s  "
+            f"peak RSS {best.peak_rss_mib:6.0f} MiB  db {best.db_mib:5.0f} MiB")
+    if len(runs) > 1:
+        line += f"  (runs: {', '.join(f'{r.seconds:.2f}' for r in runs)} s)"
+    print(line)
+    if best.steps:
+        print(" " * 16 + "of which: " + ", ".join(f"{k} {v:.2f} s" for k, v in best.steps.items()))
 
 
 def main() -> None:
@@ -272,8 +314,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--accesses", type=int, default=10_000_000)
-    parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the best is kept")
-    parser.add_argument("--only", choices=sorted(MEASUREMENTS), help="run one measurement only")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds; measurements alternate within a round and the best is kept")
+    parser.add_argument("--only", choices=sorted(MEASUREMENTS), action="append",
+                        help="run only this measurement (repeatable)")
     args = parser.parse_args()
 
     OUT.mkdir(parents=True, exist_ok=True)
@@ -281,17 +325,20 @@ def main() -> None:
     datasets = generate(args.jobs, args.accesses)
     print(f"input: {args.jobs:,} job rows, {args.accesses:,} file_access rows "
           f"({time.perf_counter() - t0:.1f} s to generate or check) in {OUT / 'input'}")
-    figures: dict[str, Figure] = {}
-    for name in [args.only] if args.only else list(MEASUREMENTS):
-        runs = [run(name, datasets) for _ in range(args.repeat)]
-        best = min(runs, key=lambda f: f.seconds)
-        figures[name] = best
-        print(f"{name:9s} {best.seconds:8.2f} s  {best.rows_per_s / 1e6:6.2f} M rows/s  "
-              f"peak RSS {best.peak_rss_mib:7.0f} MiB  db {best.db_mib:6.0f} MiB"
-              + (f"  (runs: {', '.join(f'{r.seconds:.2f}' for r in runs)} s)" if args.repeat > 1 else ""))
-    if len(figures) == 2:
-        print(f"ratio tierlens/floor: {figures['tierlens'].seconds / figures['floor'].seconds:.2f}x")
-    (OUT / "last.json").write_text(json.dumps({k: asdict(v) for k, v in figures.items()}, indent=1))
+    names = args.only or list(MEASUREMENTS)
+    # Alternating the measurements spreads background load (a shared machine) over all of them.
+    runs: dict[str, list[Figure]] = {name: [] for name in names}
+    for _ in range(args.repeat):
+        for name in names:
+            runs[name].append(run(name, datasets))
+    best = {name: min(figs, key=lambda f: f.seconds) for name, figs in runs.items()}
+    for name in names:
+        _print(best[name], runs[name])
+    if "tierlens" in best:
+        for floor in ("floor", "floor-unordered"):
+            if floor in best:
+                print(f"ratio tierlens/{floor}: {best['tierlens'].seconds / best[floor].seconds:.2f}x")
+    (OUT / "last.json").write_text(json.dumps({k: asdict(v) for k, v in best.items()}, indent=1))
 
 
 if __name__ == "__main__":

@@ -133,19 +133,21 @@ def sql(
     question = next((line[2:].strip() for line in query.splitlines() if line.startswith("--")), "")
     con = duckdb.connect(str(_warehouse(warehouse)), read_only=True)
     try:
-        rel = con.sql(query)
-        if rel is None:
+        cur = con.execute(query)
+        if cur.description is None:
             return
+        columns = [d[0] for d in cur.description]
+        rows = cur.fetchall()
         if csv:
             import csv as csvmod
             w = csvmod.writer(sys.stdout)
-            w.writerow(rel.columns)
-            w.writerows(rel.fetchall())
+            w.writerow(columns)
+            w.writerows(rows)
             return
         t = Table(title=question or file.name)
-        for c in rel.columns:
+        for c in columns:
             t.add_column(c)
-        for row in rel.fetchall():
+        for row in rows:
             t.add_row(*[_fmt(v) for v in row])
         console.print(t)
     except duckdb.Error as e:
@@ -168,9 +170,9 @@ def rejects(warehouse: WarehouseOpt = None, limit: int = 20) -> None:
 
     con = duckdb.connect(str(_warehouse(warehouse)), read_only=True)
     try:
-        total = con.sql("SELECT count(*) FROM raw_rejects").fetchone()[0]
-        rows = con.sql("SELECT record_kind, source, location, field, reason FROM raw_rejects "
-                       "ORDER BY rejected_at DESC, location LIMIT ?", params=[limit]).fetchall()
+        total = con.execute("SELECT count(*) FROM raw_rejects").fetchone()[0]
+        rows = con.execute("SELECT record_kind, source, location, field, reason FROM raw_rejects "
+                       "ORDER BY rejected_at DESC, location LIMIT ?", [limit]).fetchall()
     finally:
         con.close()
     t = Table(title=f"{total:,} rejected record(s)")

@@ -65,17 +65,17 @@ def _export_lake(p: Paths) -> None:
 def summarize(warehouse: Path) -> DemoSummary:
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
-        jobs, eff = con.sql("SELECT count(*), sum(cpu_seconds) / sum(core_wall_seconds) "
+        jobs, eff = con.execute("SELECT count(*), sum(cpu_seconds) / sum(core_wall_seconds) "
                             "FROM marts.job_efficiency").fetchone()
-        arms = dict(con.sql("SELECT 'A', cpu_per_wall_a FROM marts.ab_comparison WHERE period_grain = 'all' "
-                            "UNION ALL SELECT 'B', cpu_per_wall_b FROM marts.ab_comparison "
+        arms = dict(con.execute("SELECT 'A', efficiency_a FROM marts.ab_comparison WHERE period_grain = 'all' "
+                            "UNION ALL SELECT 'B', efficiency_b FROM marts.ab_comparison "
                             "WHERE period_grain = 'all'").fetchall())
-        storage = dict(con.sql("SELECT storage_type, sum(cpu_seconds) / sum(core_wall_seconds) "
+        storage = dict(con.execute("SELECT storage_type, sum(cpu_seconds) / sum(core_wall_seconds) "
                                "FROM marts.job_efficiency WHERE job_class = 'analysis' "
                                "GROUP BY storage_type ORDER BY 2").fetchall())
-        hit = con.sql("SELECT sum(gb_delivered_from_cache) / nullif(sum(gb_delivered_from_cache + gb_staged_in"
+        hit = con.execute("SELECT sum(gb_delivered_from_cache) / nullif(sum(gb_delivered_from_cache + gb_staged_in"
                       " + gb_bypassed), 0) FROM marts.cache_hourly").fetchone()[0]
-        rejects = con.sql("SELECT count(*) FROM main.raw_rejects").fetchone()[0]
+        rejects = con.execute("SELECT count(*) FROM main.raw_rejects").fetchone()[0]
     finally:
         con.close()
     return DemoSummary(jobs, eff, arms, storage, hit, rejects)
@@ -84,7 +84,7 @@ def summarize(warehouse: Path) -> DemoSummary:
 def print_summary(s: DemoSummary, console: Console) -> None:
     t = Table(title=f"{s.jobs:,} jobs, site CPU efficiency {s.efficiency:.1%}")
     t.add_column("A/B arm")
-    t.add_column("CPU/wall (tierlens)", justify="right")
+    t.add_column("CPU efficiency (tierlens)", justify="right")
     t.add_column("CPU/wall (SLAC seed)", justify="right")
     for arm in ("A", "B"):
         t.add_row(f"{arm} ({'skips' if arm == 'A' else 'tries'} the SSD cache)",

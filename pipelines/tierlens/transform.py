@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
-from contextlib import contextmanager
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,48 +26,44 @@ class TransformResult:
     failures: list[str] = field(default_factory=list)
 
 
-@contextmanager
-def _env(**values: str):
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+def _dbt_executable() -> list[str]:
+    """dbt from the same environment as tierlens, whichever virtualenv that is."""
+    beside = Path(sys.executable).parent / "dbt"
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("dbt")
+    if found:
+        return [found]
+    raise FileNotFoundError("dbt is not installed beside tierlens: pip install 'dbt-duckdb<1.12'")
 
 
 def run_dbt(warehouse: Path, state_dir: Path, command: str = "build", extra: list[str] | None = None,
             project_dir: Path = DBT_PROJECT_DIR) -> TransformResult:
-    """Invoke dbt in-process; the caller must have closed its own connections to ``warehouse``.
+    """Run dbt in a child process; the caller must have closed its own connections to ``warehouse``.
 
-    dbt's target/ and logs/ go to ``state_dir`` so the source tree stays clean and read-only
-    installs work.
+    A child process, not dbt's in-process runner: dbt-duckdb keeps its DuckDB connection open for
+    the life of the process, which would lock the warehouse against the report that follows.
+    dbt's target/ and logs/ go to ``state_dir`` so the source tree stays clean.
     """
-    from dbt.cli.main import dbtRunner  # heavy import, paid only when transforming
-
     state_dir.mkdir(parents=True, exist_ok=True)
-    args = [command, "--project-dir", str(project_dir), "--profiles-dir", str(project_dir),
-            "--target-path", str(state_dir / "target"), "--log-path", str(state_dir / "logs"),
-            "--quiet", *(extra or [])]
-    with _env(TIERLENS_WAREHOUSE=str(Path(warehouse).resolve())):
-        res = dbtRunner().invoke(args)
-    result = TransformResult(success=bool(res.success))
-    if res.exception is not None:
-        result.failures.append(f"dbt {command}: {res.exception}")
-    for node_result in getattr(res.result, "results", None) or []:
-        node = node_result.node
-        rtype = getattr(node, "resource_type", "")
-        status = str(node_result.status).lower()
-        if rtype == "model":
-            result.models += 1
-        elif rtype == "test":
-            result.tests += 1
-        elif rtype == "seed":
-            result.seeds += 1
-        if status in ("error", "fail", "runtimeerr"):
-            result.failures.append(f"{rtype} {node.name}: {status}: {node_result.message}")
+    target = state_dir / "target"
+    args = [*_dbt_executable(), command, "--project-dir", str(project_dir), "--profiles-dir", str(project_dir),
+            "--target-path", str(target), "--log-path", str(state_dir / "logs"), *(extra or [])]
+    env = dict(os.environ, TIERLENS_WAREHOUSE=str(Path(warehouse).resolve()))
+    proc = subprocess.run(args, env=env, capture_output=True, text=True)
+    result = TransformResult(success=proc.returncode == 0)
+    run_results = target / "run_results.json"
+    if run_results.exists():
+        for r in json.loads(run_results.read_text()).get("results", []):
+            rtype = r["unique_id"].split(".", 1)[0]
+            if rtype == "model":
+                result.models += 1
+            elif rtype == "test":
+                result.tests += 1
+            elif rtype == "seed":
+                result.seeds += 1
+            if r["status"] in ("error", "fail", "runtime error"):
+                result.failures.append(f"{r['unique_id']}: {r['status']}: {r.get('message')}")
+    if not result.success and not result.failures:
+        result.failures.append(f"dbt {command} exited {proc.returncode}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return result

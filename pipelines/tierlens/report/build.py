@@ -183,12 +183,12 @@ class _Warehouse:
     def scalar(self, sql: str) -> Any:
         return self.con.execute(sql).fetchone()[0]
 
-    def mart_missing(self, name: str) -> str | None:
+    def mart_missing(self, name: str, empty_hint: str = "") -> str | None:
         """Why marts.<name> cannot give data, or None when it has rows."""
         if not self.has("marts", name):
             return f"marts.{name} is not in the warehouse (has `dbt build` run?)."
         if self.scalar(f"SELECT count(*) FROM marts.{name}") == 0:
-            return f"marts.{name} is empty."
+            return f"marts.{name} is empty." + (f" {empty_hint}" if empty_hint else "")
         return None
 
 
@@ -429,9 +429,9 @@ def _ab(wh: _Warehouse) -> Section:
         "(the A/B arm a scheduler plugin tagged). As in the SLAC SSD-cache study: compare the "
         "CPU and wall hours each arm contributed, and their CPU/wall, over the same period.",
     )
-    why = wh.mart_missing("ab_comparison")
+    why = wh.mart_missing("ab_comparison", "No jobs carry an A/B arm tag yet.")
     if why:
-        s.no_data.append(why + " (No jobs carry an A/B arm tag, or dbt has not run.)")
+        s.no_data.append(why)
         return s
 
     overall = wh.rows("""
@@ -534,14 +534,16 @@ def _cache(wh: _Warehouse) -> Section:
         "storage (blue) against GB it staged in from the origin (green), as in the SLAC SSD-cache "
         "plot. A cache that stages in about as much as it delivers is not acting as a cache.",
     )
-    why = wh.mart_missing("cache_hourly")
+    why = wh.mart_missing("cache_hourly", "No monitored cache server has reported yet.")
     if why:
-        s.no_data.append(why + " (No cache servers are monitored, or dbt has not run.)")
+        s.no_data.append(why)
         return s
     wh.con.execute("SET TimeZone = 'UTC'")
     ratios = """
         sum(hit_accesses)::DOUBLE / nullif(sum(accesses), 0) AS hit_ratio_requests,
-        sum(gb_delivered_from_cache) / nullif(sum(gb_read), 0) AS hit_ratio_bytes
+        sum(gb_delivered_from_cache)
+          / nullif(sum(gb_delivered_from_cache) + sum(gb_staged_in) + sum(gb_bypassed), 0)
+          AS hit_ratio_bytes
     """
     hourly = wh.rows(f"""
         SELECT timezone('UTC', CAST("hour" AS TIMESTAMPTZ)) AS "hour",
@@ -582,8 +584,8 @@ def _cache(wh: _Warehouse) -> Section:
     s.figures.append(FigureBlock(
         plots.cache_hit_ratio(hourly),
         "Line chart of hourly cache hit ratio by requests and by bytes",
-        "Hit ratio per hour by requests (hit accesses / accesses) and by bytes "
-        "(GB delivered from cache / GB read).",
+        "Hit ratio per hour by requests (accesses served entirely from the cache / accesses) and "
+        "by bytes (GB delivered from cache / GB the cache reported as hit, staged in or bypassed).",
         "cache_hourly.csv",
     ))
     s.tables.append(Table(
@@ -607,8 +609,9 @@ def _cache(wh: _Warehouse) -> Section:
         servers,
     ))
     s.notes.append(
-        "Hit ratios here are ratios of sums over servers and hours: Σhit accesses / Σaccesses, and "
-        "ΣGB delivered from cache / ΣGB read."
+        "Hit ratios are ratios of sums over servers and hours, as marts.cache_hourly defines them "
+        "per server and hour: Σhit accesses / Σaccesses, and ΣGB from cache / Σ(GB from cache + "
+        "staged in + bypassed). GB read is what the clients read (read bytes at close); GB = 1e9 bytes."
     )
     return s
 
@@ -621,9 +624,9 @@ def _price_performance(wh: _Warehouse) -> Section:
         "and price per GB, with the efficiency and node throughput measured here. Configurations "
         "in the catalogue that no node runs show \"not measured\".",
     )
-    why = wh.mart_missing("storage_price_performance")
+    why = wh.mart_missing("storage_price_performance", "Load a storage catalogue first.")
     if why:
-        s.no_data.append(why + " (Load a storage catalogue, or dbt has not run.)")
+        s.no_data.append(why)
         return s
     rows = wh.rows("""
         SELECT config_name, storage_type, device_model, devices_per_node, unit_price, currency,
@@ -644,7 +647,7 @@ def _price_performance(wh: _Warehouse) -> Section:
          Column("price_per_gb", "price / GB", "money"),
          Column("price_per_throughput", "price / throughput", "money", nm),
          Column("efficiency", "measured efficiency", "pct", nm),
-         Column("node_throughput", "node throughput", "num", nm),
+         Column("node_throughput", "node throughput (core-h / node-h)", "num", nm),
          Column("nodes", "nodes", "int", nm), Column("jobs", "jobs", "int", nm)],
         rows,
     ))
@@ -655,8 +658,10 @@ def _price_performance(wh: _Warehouse) -> Section:
             "same currency only."
         )
     s.notes.append(
-        "Price / throughput = price per node / node throughput; price / GB = price per node / GB "
-        "per node (as computed by marts.storage_price_performance)."
+        "Node throughput is CPU core-hours delivered per node-hour over the observed period "
+        "(Glasgow's throughput: at most the node's cores when fully busy). Price / throughput = "
+        "price per node / node throughput; price / GB = price per node / GB per node "
+        "(both from marts.storage_price_performance)."
     )
     return s
 
@@ -723,7 +728,7 @@ def build_report(warehouse: Path, out_dir: Path, title: str = "tierlens site rep
     The warehouse is opened read-only. Raises ``FileNotFoundError`` when it does not exist; a
     missing, empty or unreadable mart only turns its section into "no data".
     """
-    warehouse = Path(warehouse)
+    warehouse = Path(warehouse).expanduser().resolve()
     out_dir = Path(out_dir)
     if not warehouse.is_file():
         raise FileNotFoundError(f"no warehouse at {warehouse} (run `tierlens demo` or load data first)")

@@ -32,6 +32,9 @@ PRODUCTION_ACCOUNTS = (("atlas", "atlas-prod"), ("cms", "cms-prod"))
 class SyntheticOptions:
     days: float = 30.0
     seed: int = 42
+    #: Simulated before ``start`` and not emitted (but for jobs that end after it), so the period
+    #: opens on a busy site with a warm cache, as a real month of accounting does.
+    warmup_days: float = 3.0
     start: datetime = DEFAULT_START
     batch_rows: int = 50_000
     site: SiteSpec = field(default_factory=demo_site)
@@ -164,10 +167,11 @@ def _make_job(i: int, t: float, site: SiteSpec, cat: FileCatalogue, rng: np.rand
 class _Emitter:
     """Collects finished jobs as canonical rows and cuts them into bounded batches."""
 
-    def __init__(self, site: SiteSpec, start: datetime, cat: FileCatalogue, rng: np.random.Generator,
-                 batch_rows: int) -> None:
+    def __init__(self, site: SiteSpec, start: datetime, warmup_seconds: float, cat: FileCatalogue,
+                 rng: np.random.Generator, batch_rows: int) -> None:
         self.site, self.start, self.cat, self.rng, self.batch_rows = site, start, cat, rng, batch_rows
-        self.t0_us = int(start.timestamp() * 1_000_000)
+        self.warmup = warmup_seconds
+        self.t0_us = int(start.timestamp() * 1_000_000) - int(warmup_seconds * 1_000_000)
         self.jobs: dict[str, list] = {f.name: [] for f in JOB}
         self.tags: dict[str, list] = {f.name: [] for f in JOB_TAG}
         self.access: dict[str, list] = {f.name: [] for f in FILE_ACCESS}
@@ -177,6 +181,8 @@ class _Emitter:
 
     def finish(self, fj: FinishedJob) -> None:
         job, node, end = fj.job, fj.job.node, fj.end
+        if end < self.warmup:
+            return
         cl = self.site.cluster
         job_id = str(100000 + job.index)
         ident = job_identity(BATCH_SYSTEM, cl, job_id)
@@ -286,17 +292,19 @@ def generate(options: SyntheticOptions, progress=None) -> Iterator[Batch]:
     as finished either.
     """
     site = options.site
+    span = options.warmup_days + options.days
     rng = np.random.default_rng(options.seed)
-    cat = build_catalogue(site, options.days, rng)
-    emitter = _Emitter(site, options.start, cat, np.random.default_rng(options.seed + 1), options.batch_rows)
+    cat = build_catalogue(site, span, rng)
+    emitter = _Emitter(site, options.start, options.warmup_days * DAY, cat,
+                       np.random.default_rng(options.seed + 1), options.batch_rows)
     model = SiteModel(site, np.random.default_rng(options.seed + 2), emitter.finish)
     model.file_sizes = cat.sizes.astype(float)
     yield node_batch(site)
-    arrivals = _arrivals(site, options.days, rng)
+    arrivals = _arrivals(site, span, rng)
     next_arrival = 0
     day = 0
-    while day < math.ceil(options.days):
-        horizon = min((day + 1) * DAY, options.days * DAY)
+    while day < math.ceil(span):
+        horizon = min((day + 1) * DAY, span * DAY)
         while next_arrival < len(arrivals) and arrivals[next_arrival] < horizon:
             t = float(arrivals[next_arrival])
             model.submit(_make_job(next_arrival, t, site, cat, rng))
@@ -305,5 +313,5 @@ def generate(options: SyntheticOptions, progress=None) -> Iterator[Batch]:
         day += 1
         yield from emitter.drain()
         if progress:
-            progress(day)
+            progress(max(0.0, min(day - options.warmup_days, options.days)))
     yield from emitter.drain(force=True)

@@ -135,7 +135,8 @@ def demo_site(nodes_per_type: int = 2, slots: int = 8, cluster: str = "t2demo") 
     nodes: list[NodeSpec] = []
     for storage_type, count in counts.items():
         for i in range(count):
-            arm = "A" if i % 2 == 0 else "B"
+            # Alternate over the whole list, so a one-node type still leaves the arms balanced.
+            arm = "A" if len(nodes) % 2 == 0 else "B"
             nodes.append(NodeSpec(f"wn-{storage_type}-{i + 1:02d}", SCRATCH[storage_type], slots, arm))
     origins = tuple(
         ServerSpec(f"se{i + 1:02d}.{cluster}", "origin", SEAGATE_HDD, queues=8, nic_bytes_per_second=1.25 * GB)

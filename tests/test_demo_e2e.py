@@ -1,0 +1,163 @@
+"""End to end on a small synthetic site: generate → warehouse → dbt → report, then check the marts
+against numbers recomputed here, straight from the generated records."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from tierlens.cli import app
+from tierlens.config import Paths
+from tierlens.pipeline import ingest
+from tierlens.records import JOB, RecordKind
+from tierlens.sources.synthetic import SyntheticOptions, demo_site, generate
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+DAYS = 3.0
+SEED = 11
+NODES_PER_TYPE = 1
+
+
+def _options() -> SyntheticOptions:
+    return SyntheticOptions(days=DAYS, seed=SEED, site=demo_site(nodes_per_type=NODES_PER_TYPE))
+
+
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("demo")
+    result = CliRunner().invoke(app, ["demo", "--days", str(DAYS), "--seed", str(SEED),
+                                      "--nodes-per-type", str(NODES_PER_TYPE), "--home", str(home)])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return home
+
+
+@pytest.fixture(scope="module")
+def generated() -> dict[RecordKind, pa.Table]:
+    parts: dict[RecordKind, list[pa.Table]] = defaultdict(list)
+    for b in generate(_options()):
+        parts[b.kind].append(b.table)
+    return {k: pa.concat_tables(v) for k, v in parts.items()}
+
+
+def _mart(home: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(Paths(home).warehouse), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_demo_loads_every_generated_record(demo_home, generated):
+    for kind, table in generated.items():
+        (n,) = _mart(demo_home, f"SELECT count(*) FROM main.{kind.table}")[0]
+        assert n == table.num_rows, kind
+    assert _mart(demo_home, "SELECT count(*) FROM main.raw_rejects")[0][0] == 0
+
+
+def test_group_efficiency_equals_independent_recomputation(demo_home, generated):
+    jobs = generated[RecordKind.JOB].to_pylist()
+    tags = {t["job_id"]: t for t in generated[RecordKind.JOB_TAG].to_pylist()}
+    cpu: dict[tuple, float] = defaultdict(float)
+    core_wall: dict[tuple, float] = defaultdict(float)
+    effs: dict[tuple, list[float]] = defaultdict(list)
+    for j in jobs:
+        day = j["end_time"].astimezone(timezone.utc).date()
+        week = day - timedelta(days=day.weekday())
+        key = (week, tags[j["job_id"]]["storage_type"], tags[j["job_id"]]["ab_arm"], j["account"], j["job_class"])
+        c = j["cpu_user_seconds"] + j["cpu_system_seconds"]
+        cw = j["wall_seconds"] * j["allocated_cores"]
+        cpu[key] += c
+        core_wall[key] += cw
+        effs[key].append(c / cw)
+    rows = _mart(demo_home, "SELECT period_start, storage_type, ab_arm, account, job_class, efficiency, "
+                            "mean_job_efficiency, jobs FROM marts.efficiency_by_group WHERE period_grain = 'week'")
+    assert len(rows) == len(cpu)
+    for week, st, arm, account, job_class, eff, mean_eff, n in rows:
+        key = (week, st, arm, account, job_class)
+        assert eff == pytest.approx(cpu[key] / core_wall[key], rel=1e-9)
+        assert mean_eff == pytest.approx(sum(effs[key]) / len(effs[key]), rel=1e-9)
+        assert n == len(effs[key])
+
+
+def test_ab_comparison_equals_independent_recomputation(demo_home, generated):
+    tags = {t["job_id"]: t["ab_arm"] for t in generated[RecordKind.JOB_TAG].to_pylist()}
+    cpu = defaultdict(float)
+    wall = defaultdict(float)
+    for j in generated[RecordKind.JOB].to_pylist():
+        cpu[tags[j["job_id"]]] += j["cpu_user_seconds"] + j["cpu_system_seconds"]
+        wall[tags[j["job_id"]]] += j["wall_seconds"]
+    (a, b, diff), = _mart(demo_home, "SELECT cpu_per_wall_a, cpu_per_wall_b, cpu_per_wall_difference "
+                                     "FROM marts.ab_comparison WHERE period_grain = 'all'")
+    assert a == pytest.approx(cpu["A"] / wall["A"], rel=1e-9)
+    assert b == pytest.approx(cpu["B"] / wall["B"], rel=1e-9)
+    assert diff == pytest.approx(b - a, rel=1e-9)
+    # The cache arm comes out ahead from the queueing model alone, as at SLAC.
+    assert b > a
+
+
+def test_cache_hourly_equals_independent_recomputation(demo_home, generated):
+    acc = generated[RecordKind.FILE_ACCESS].to_pylist()
+    hit = sum(r["cache_hit_bytes"] for r in acc if r["server_role"] == "cache")
+    miss = sum(r["cache_miss_bytes"] for r in acc if r["server_role"] == "cache")
+    hours = {r["end_time"].replace(minute=0, second=0, microsecond=0) for r in acc if r["server_role"] == "cache"}
+    (gb_hit, gb_miss, n_hours), = _mart(demo_home, "SELECT sum(gb_delivered_from_cache), sum(gb_staged_in), "
+                                                   "count(DISTINCT hour) FROM marts.cache_hourly")
+    assert gb_hit == pytest.approx(hit / 1e9, rel=1e-9)
+    assert gb_miss == pytest.approx(miss / 1e9, rel=1e-9)
+    assert n_hours == len(hours)
+
+
+def test_report_and_lake_written(demo_home, generated):
+    p = Paths(demo_home)
+    html = (p.reports / "report.html").read_text()
+    assert "data:image/png;base64" in html or "<svg" in html
+    assert list(p.reports.glob("*.csv"))
+    con = duckdb.connect()
+    n = con.execute(f"SELECT count(*) FROM read_parquet('{p.lake}/raw_job/**/*.parquet', hive_partitioning=true)").fetchone()[0]
+    assert n == generated[RecordKind.JOB].num_rows
+
+
+def test_ingesting_twice_changes_nothing(tmp_path):
+    wh = tmp_path / "wh.duckdb"
+    first = ingest(generate(_options()), wh)
+    con = duckdb.connect(str(wh))
+    before = {k: con.execute(f"SELECT count(*) FROM {k.table}").fetchone()[0] for k in RecordKind}
+    con.close()
+    second = ingest(generate(_options()), wh)
+    con = duckdb.connect(str(wh))
+    after = {k: con.execute(f"SELECT count(*) FROM {k.table}").fetchone()[0] for k in RecordKind}
+    con.close()
+    assert before == after
+    assert sum(first.rows_loaded.values()) == sum(before.values())
+    assert second.already_loaded == second.batches
+
+
+def test_bad_record_is_rejected_with_its_reason_and_the_rest_loads(tmp_path):
+    t0 = datetime(2026, 10, 1, tzinfo=timezone.utc)
+    good = {"batch_system": "slurm", "cluster": "c", "step_id": "", "start_time": t0,
+            "end_time": t0 + timedelta(hours=1), "allocated_cores": 1, "cpu_user_seconds": 1800.0,
+            "cpu_system_seconds": 60.0, "wall_seconds": 3600.0, "state": "COMPLETED"}
+    rows = [dict(good, job_id="1"), dict(good, job_id="2", end_time=t0 - timedelta(hours=1)),
+            dict(good, job_id="3", allocated_cores=0), dict(good, job_id="4")]
+    full = [{f.name: r.get(f.name) for f in JOB} for r in rows]
+    path = tmp_path / "jobs.parquet"
+    pq.write_table(pa.Table.from_pylist(full, schema=JOB), path)
+    wh = tmp_path / "wh.duckdb"
+    result = CliRunner().invoke(app, ["load", "job", str(path), "--warehouse", str(wh)])
+    assert result.exit_code == 0, result.output
+    assert "2 record(s) rejected" in result.output.replace("\n", " ")
+    con = duckdb.connect(str(wh), read_only=True)
+    loaded = sorted(r[0] for r in con.execute("SELECT job_id FROM raw_job").fetchall())
+    rejected = sorted(con.execute("SELECT field, reason, location FROM raw_rejects").fetchall())
+    con.close()
+    assert loaded == ["1", "4"]
+    assert [r[0] for r in rejected] == ["allocated_cores", "end_time"]
+    assert rejected[0][2].endswith(f"{path}:row 2") and rejected[1][2].endswith(f"{path}:row 1")
