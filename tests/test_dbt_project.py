@@ -176,11 +176,7 @@ def create_raw_tables(path: Path) -> None:
     except ImportError:
         Warehouse = None
     if Warehouse is not None:
-        wh = Warehouse(path)
-        for closer in ("close", "__exit__"):
-            if hasattr(wh, closer):
-                getattr(wh, closer)(*(() if closer == "close" else (None, None, None)))
-                break
+        Warehouse(path).close()  # creates the raw tables (ensure_schema)
     con = duckdb.connect(str(path))
     try:
         existing = {r[0] for r in con.execute(

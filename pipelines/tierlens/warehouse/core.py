@@ -136,9 +136,14 @@ class Warehouse:
             if column.name not in have:
                 # NOT NULL cannot be added to a table with rows; the loader's rules enforce it.
                 self.con.execute(f"ALTER TABLE {quote(table)} ADD COLUMN {quote(column.name)} {column.sql_type}")
-            elif have[column.name] != column.sql_type:
+            elif have[column.name] != self._canonical_type(column.sql_type):
                 raise ValueError(f"{self.path}: {table}.{column.name} is {have[column.name]}, "
                                  f"records.py says {column.sql_type}; migrate the warehouse first")
+
+    def _canonical_type(self, sql_type: str) -> str:
+        """DuckDB's own spelling of a type (TIMESTAMPTZ is 'TIMESTAMP WITH TIME ZONE')."""
+        row = fetch_one(self.con, f"SELECT typeof(CAST(NULL AS {sql_type}))")
+        return str(row[0]) if row else sql_type
 
     def _sync_comments(self) -> None:
         have = {(t, c): comment for t, c, comment in self.con.execute(
@@ -165,7 +170,7 @@ class Warehouse:
         try:
             with _stopwatch(batch, "probe"):
                 probe = self._probe(sql)
-            content_hash = _content_hash(probe.content_hash, table.num_rows, batch.rejects)
+            content_hash = _content_hash(probe.content_hash, table.num_rows, batch.row_offset, batch.rejects)
             batch_id = _batch_id(batch.kind, batch.source, content_hash)
             previous = self._previous_load(batch_id)
             if previous is not None:
@@ -235,12 +240,12 @@ class Warehouse:
         return int(row[0]) if row else 0
 
     def _store_rule_rejects(self, batch: Batch, sql: KindSql, batch_id: str, now: datetime) -> int:
-        rejects = self.con.execute(sql.rule_rejects(_BATCH_VIEW)).fetch_arrow_table()
+        rejects = self.con.execute(sql.rule_rejects(_BATCH_VIEW)).to_arrow_table()
         self._store_rejects(batch, rejects, batch_id, now)
         return rejects.num_rows
 
     def _store_duplicates(self, batch: Batch, sql: KindSql, batch_id: str, now: datetime) -> int:
-        duplicates = self.con.execute(sql.duplicates(_BATCH_VIEW)).fetch_arrow_table()
+        duplicates = self.con.execute(sql.duplicates(_BATCH_VIEW)).to_arrow_table()
         if duplicates.num_rows == 0:  # the distinct-hash check was a 64-bit collision
             return 0
         n = duplicates.num_rows
@@ -256,12 +261,13 @@ class Warehouse:
 
     def _store_rejects(self, batch: Batch, rejects: pa.Table, batch_id: str, now: datetime) -> None:
         """rejects: row_index, field, reason, raw_record; adds provenance and inserts."""
-        rows = rejects["row_index"].to_numpy()
         if batch.locations is not None:
-            locations = pa.array([batch.locations[i] for i in rows], pa.string())
+            locations = pa.array([batch.locations[i] for i in rejects["row_index"].to_numpy()], pa.string())
         else:
+            # Batch.location(i) without the per-row Python: '<source>:row <row_offset + i>'.
+            row_numbers = pc.add(rejects["row_index"], batch.row_offset)
             locations = pc.binary_join_element_wise(
-                f"{batch.source}:row ", pc.cast(rejects["row_index"], pa.string()), "")
+                f"{batch.source}:row ", pc.cast(row_numbers, pa.string()), "")
         table = rejects.append_column("location", locations)
         self.con.register(_REJECT_VIEW, table)
         try:
@@ -360,9 +366,10 @@ def _with_row_index(table: pa.Table) -> pa.Table:
     return table.append_column(ROW, pa.array(np.arange(table.num_rows, dtype=np.int64)))
 
 
-def _content_hash(table_hash: str, rows: int, rejects: list[Reject]) -> str:
+def _content_hash(table_hash: str, rows: int, row_offset: int, rejects: list[Reject]) -> str:
+    # row_offset is part of the content: it changes where rejects say their rows came from.
     h = hashlib.blake2b(digest_size=16)
-    h.update(f"{rows}\0{table_hash}\0".encode())
+    h.update(f"{rows}\0{row_offset}\0{table_hash}\0".encode())
     for r in rejects:
         h.update(json.dumps([r.kind.value, r.source, r.location, r.field, r.reason, r.raw]).encode())
         h.update(b"\0")
