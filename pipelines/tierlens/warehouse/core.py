@@ -240,12 +240,12 @@ class Warehouse:
         return int(row[0]) if row else 0
 
     def _store_rule_rejects(self, batch: Batch, sql: KindSql, batch_id: str, now: datetime) -> int:
-        rejects = self.con.execute(sql.rule_rejects(_BATCH_VIEW)).to_arrow_table()
+        rejects = self.con.sql(sql.rule_rejects(_BATCH_VIEW)).to_arrow_table()
         self._store_rejects(batch, rejects, batch_id, now)
         return rejects.num_rows
 
     def _store_duplicates(self, batch: Batch, sql: KindSql, batch_id: str, now: datetime) -> int:
-        duplicates = self.con.execute(sql.duplicates(_BATCH_VIEW)).to_arrow_table()
+        duplicates = self.con.sql(sql.duplicates(_BATCH_VIEW)).to_arrow_table()
         if duplicates.num_rows == 0:  # the distinct-hash check was a 64-bit collision
             return 0
         n = duplicates.num_rows
