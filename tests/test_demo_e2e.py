@@ -91,16 +91,23 @@ def test_ab_comparison_equals_independent_recomputation(demo_home, generated):
     tags = {t["job_id"]: t["ab_arm"] for t in generated[RecordKind.JOB_TAG].to_pylist()}
     cpu = defaultdict(float)
     wall = defaultdict(float)
+    core_wall = defaultdict(float)
     for j in generated[RecordKind.JOB].to_pylist():
-        cpu[tags[j["job_id"]]] += j["cpu_user_seconds"] + j["cpu_system_seconds"]
-        wall[tags[j["job_id"]]] += j["wall_seconds"]
-    (a, b, diff), = _mart(demo_home, "SELECT cpu_per_wall_a, cpu_per_wall_b, cpu_per_wall_difference "
-                                     "FROM marts.ab_comparison WHERE period_grain = 'all'")
+        arm = tags[j["job_id"]]
+        cpu[arm] += j["cpu_user_seconds"] + j["cpu_system_seconds"]
+        wall[arm] += j["wall_seconds"]
+        core_wall[arm] += j["wall_seconds"] * j["allocated_cores"]
+    (a, b, diff, eff_a, eff_b, eff_diff), = _mart(
+        demo_home, "SELECT cpu_per_wall_a, cpu_per_wall_b, cpu_per_wall_difference, efficiency_a, efficiency_b, "
+                   "efficiency_difference FROM marts.ab_comparison WHERE period_grain = 'all'")
     assert a == pytest.approx(cpu["A"] / wall["A"], rel=1e-9)
     assert b == pytest.approx(cpu["B"] / wall["B"], rel=1e-9)
     assert diff == pytest.approx(b - a, rel=1e-9)
+    assert eff_a == pytest.approx(cpu["A"] / core_wall["A"], rel=1e-9)
+    assert eff_b == pytest.approx(cpu["B"] / core_wall["B"], rel=1e-9)
+    assert eff_diff == pytest.approx(eff_b - eff_a, rel=1e-9)
     # The cache arm comes out ahead from the queueing model alone, as at SLAC.
-    assert b > a
+    assert eff_b > eff_a
 
 
 def test_cache_hourly_equals_independent_recomputation(demo_home, generated):

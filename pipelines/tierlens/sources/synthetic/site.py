@@ -130,13 +130,15 @@ def demo_site(nodes_per_type: int = 2, slots: int = 8, cluster: str = "t2demo") 
     Arm A skips the SSD cache and reads the origin servers directly; arm B tries the cache first
     (the SLAC set-up). Arms are fixed per node, on identical hardware, as SLAC's node groups were.
     """
-    counts = {"hdd": 2 * nodes_per_type, "raid0": 2 * nodes_per_type, "raid1": nodes_per_type,
-              "ssd": nodes_per_type, "nvme": nodes_per_type, "nfs": nodes_per_type}
+    # Every storage type gets an even number of nodes so both arms run on identical hardware:
+    # an arm with the only NVMe node would measure the NVMe, not the cache.
+    others = 2 * -(-nodes_per_type // 2)
+    counts = {"hdd": 2 * nodes_per_type, "raid0": 2 * nodes_per_type, "raid1": others,
+              "ssd": others, "nvme": others, "nfs": others}
     nodes: list[NodeSpec] = []
     for storage_type, count in counts.items():
         for i in range(count):
-            # Alternate over the whole list, so a one-node type still leaves the arms balanced.
-            arm = "A" if len(nodes) % 2 == 0 else "B"
+            arm = "A" if i % 2 == 0 else "B"
             nodes.append(NodeSpec(f"wn-{storage_type}-{i + 1:02d}", SCRATCH[storage_type], slots, arm))
     origins = tuple(
         ServerSpec(f"se{i + 1:02d}.{cluster}", "origin", SEAGATE_HDD, queues=8, nic_bytes_per_second=1.25 * GB)
