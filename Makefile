@@ -7,9 +7,20 @@ export TIERLENS_HOME ?= $(CURDIR)/.tierlens
 export DBT_SEND_ANONYMOUS_USAGE_STATS := False
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test bench setup clean
+.PHONY: demo test bench setup system-deps clean
 
 setup: $(VENV)/.installed
+
+# Debian packages for the integration tests (Slurm, XRootD, ...), listed in one file.
+SYSTEM_PACKAGES := $(shell sed -e 's/\#.*//' deploy/ci/system-packages.txt)
+system-deps:
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages: $$missing"; \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	  else echo "not root: cannot install $$missing; the tests that need them will fail in CI"; fi; \
+	fi
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -24,7 +35,7 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(BIN)/tierlens demo
 
-test: setup
+test: setup system-deps
 	$(BIN)/pytest
 
 bench: setup

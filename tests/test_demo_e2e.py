@@ -168,3 +168,33 @@ def test_bad_record_is_rejected_with_its_reason_and_the_rest_loads(tmp_path):
     assert loaded == ["1", "4"]
     assert [r[0] for r in rejected] == ["allocated_cores", "end_time"]
     assert rejected[0][2].endswith(f"{path}:row 2") and rejected[1][2].endswith(f"{path}:row 1")
+
+
+SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
+
+
+@pytest.mark.parametrize("query", sorted(SQL_DIR.glob("*.sql")), ids=lambda p: p.name)
+def test_ready_made_queries_run_with_tierlens_and_the_duckdb_cli(demo_home, query):
+    import csv
+    import io
+    import shutil
+    import subprocess
+    import sys
+
+    text = query.read_text()
+    assert text.startswith("-- Question:"), f"{query.name} must start with the question it answers"
+    wh = Paths(demo_home).warehouse
+    result = CliRunner().invoke(app, ["sql", str(query), "--warehouse", str(wh), "--csv"])
+    assert result.exit_code == 0, result.output
+    ours = list(csv.reader(io.StringIO(result.output)))
+    con = duckdb.connect(str(wh), read_only=True)
+    expected = con.execute(text).fetchall()
+    con.close()
+    assert len(ours) == len(expected) + 1  # header + rows
+    # The plain DuckDB CLI (the duckdb-cli wheel in the test environment) must read the same file.
+    cli = shutil.which("duckdb", path=str(Path(sys.executable).parent))
+    assert cli, "duckdb CLI missing from the test environment (pip install duckdb-cli)"
+    out = subprocess.run([cli, "-readonly", "-csv", str(wh)], input=text, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.reader(io.StringIO(out.stdout)))
+    assert len(rows) == len(expected) + 1

@@ -19,6 +19,10 @@ app = typer.Typer(help="tierlens: what worker-node storage and caching do to you
                   no_args_is_help=True, add_completion=False)
 lake_app = typer.Typer(help="The Parquet lake: raw tables for other engines.", no_args_is_help=True)
 app.add_typer(lake_app, name="lake")
+ingest_app = typer.Typer(help="Ingest batch-system accounting and plugin spool records.", no_args_is_help=True)
+app.add_typer(ingest_app, name="ingest")
+collect_app = typer.Typer(help="Collect monitoring streams (XRootD) into record batches.", no_args_is_help=True)
+app.add_typer(collect_app, name="collect")
 console = Console()
 err = Console(stderr=True)
 
@@ -232,6 +236,11 @@ def demo(
         p.warehouse.unlink()  # the demo's own warehouse: start clean so every run is the same
     run_demo(p, days=days, seed=seed, nodes_per_type=nodes_per_type, console=console,
              progress=_progress, transform=_run_transform)
+
+
+# Each source owns its sub-commands in its own module and registers them here: one line each.
+# --- source commands (keep one line per source) ---
+# --- end of source commands ---
 
 
 def main() -> None:  # pragma: no cover - console entry point
