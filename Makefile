@@ -39,7 +39,8 @@ test: setup system-deps
 	$(BIN)/pytest
 
 bench: setup
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/ingest_bench.py
+	$(BIN)/python bench/demo_bench.py
 
 clean:
 	rm -rf $(VENV) .tierlens .pytest_cache

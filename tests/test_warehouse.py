@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -81,6 +82,20 @@ def test_reopen_keeps_data_and_read_only_can_query(tmp_path: Path) -> None:
         assert wh.counts()["raw_job"] == 1
     with Warehouse(path, read_only=True) as ro:
         assert ro.counts()["raw_job"] == 1
+
+
+def test_reopen_adds_columns_records_py_gained_and_refuses_changed_types(tmp_path: Path) -> None:
+    path = tmp_path / "w.duckdb"
+    with Warehouse(path) as wh:
+        wh.con.execute("ALTER TABLE raw_node DROP COLUMN nic_gbps")  # as if written by an older tierlens
+    with Warehouse(path) as wh:
+        assert rows(wh, "SELECT data_type FROM duckdb_columns() WHERE table_name = 'raw_node' "
+                        "AND column_name = 'nic_gbps'") == [("DOUBLE",)]
+        wh.con.execute("ALTER TABLE raw_node ALTER COLUMN job_slots TYPE BIGINT")
+    with pytest.raises(ValueError, match=r"raw_node\.job_slots is BIGINT"):
+        Warehouse(path)
+    with Warehouse(path, read_only=True) as ro:  # the failed open did not keep the file
+        assert ro.counts()["raw_node"] == 0
 
 
 # ---------------------------------------------------------------------------- idempotency
@@ -250,6 +265,21 @@ def test_duplicate_across_many_rows_and_kinds(wh: Warehouse) -> None:
     assert rows(wh, "SELECT min(file_lfn), max(file_lfn) FROM raw_file_access") == [("/store/f4000", "/store/f4999")]
 
 
+def test_key_hash_collision_is_not_a_duplicate(wh: Warehouse, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Fewer distinct key hashes than valid rows sends the load down the exact path; with no
+    # real duplicate (a 64-bit collision) nothing may be rejected.
+    real_probe = Warehouse._probe
+
+    def colliding_probe(self: Warehouse, sql: Any) -> Any:
+        probe = real_probe(self, sql)
+        return dataclasses.replace(probe, distinct_key_hashes=probe.distinct_key_hashes - 1)
+
+    monkeypatch.setattr(Warehouse, "_probe", colliding_probe)
+    result = wh.load(jobs_batch([job("1"), job("2"), job("3")]))
+    assert (result.rows_loaded, result.rows_rejected) == (3, 0)
+    assert wh.counts()["raw_rejects"] == 0
+
+
 def test_load_many_and_results(wh: Warehouse) -> None:
     node_table = pa.Table.from_pylist([
         {"cluster": "t2test", "node": "wn01", "storage_type": "ssd", "device_models": ["X"], "device_count": 1,
@@ -278,7 +308,7 @@ def test_failure_after_delete_rolls_back(wh: Warehouse, monkeypatch: pytest.Monk
     before = _snapshot(wh)
     update = jobs_batch([job("1", state="COMPLETED"), job("3"), job("4", allocated_cores=0)], source="second")
 
-    def crash(self: Warehouse, sql: Any, skip_view: Any) -> int:
+    def crash(self: Warehouse, *args: Any) -> int:
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(Warehouse, "_insert_valid", crash)
@@ -298,8 +328,8 @@ def test_failure_mid_insert_rolls_back(wh: Warehouse, monkeypatch: pytest.Monkey
     before = _snapshot(wh)
     real_insert = Warehouse._insert_valid
 
-    def insert_then_crash(self: Warehouse, sql: Any, skip_view: Any) -> int:
-        inserted = real_insert(self, sql, skip_view)
+    def insert_then_crash(self: Warehouse, *args: Any) -> int:
+        real_insert(self, *args)
         assert rows(self, "SELECT count(*) FROM raw_job") == [(2 + 3 - 1,)]  # really written
         raise KeyboardInterrupt
 
@@ -342,3 +372,57 @@ def test_castable_table_is_cast(wh: Warehouse) -> None:
         JOB.get_field_index("allocated_cores"), "allocated_cores", pa.array([4], pa.int64()))
     assert wh.load(batch).rows_loaded == 1
     assert rows(wh, "SELECT allocated_cores FROM raw_job") == [(4,)]
+
+
+# ---------------------------------------------------------------------------- load_many prefetch
+
+
+def test_load_many_prefetch_keeps_order_and_bounds_batches_alive(wh: Warehouse) -> None:
+    produced: list[int] = []
+    loaded_when_produced: list[int] = []
+
+    def batches() -> Any:
+        for i in range(6):
+            loaded_when_produced.append(wh_counts["raw_batches"])
+            produced.append(i)
+            yield jobs_batch([job(str(i))], source=f"s{i}")
+
+    wh_counts = {"raw_batches": 0}
+    seen: list[str] = []
+
+    def on_result(result: LoadResult) -> None:
+        wh_counts["raw_batches"] += 1
+        seen.append(result.source)
+
+    results = wh.load_many(batches(), prefetch=True, on_result=on_result)
+    assert [r.source for r in results] == seen == [f"s{i}" for i in range(6)]
+    # Batch i may be produced while batch i-1 loads, never before batch i-2 finished loading.
+    assert all(done >= i - 1 for i, done in enumerate(loaded_when_produced))
+    assert wh.counts()["raw_job"] == 6
+
+
+def test_load_many_source_error_keeps_earlier_batches(wh: Warehouse) -> None:
+    def batches() -> Any:
+        yield jobs_batch([job("1")], source="ok")
+        raise OSError("sacct.json: truncated")
+
+    with pytest.raises(OSError, match="truncated"):
+        wh.load_many(batches(), prefetch=True)
+    assert wh.counts()["raw_job"] == 1
+
+
+def test_load_many_load_error_stops_the_producer(wh: Warehouse) -> None:
+    produced: list[int] = []
+
+    def batches() -> Any:
+        for i in range(100):
+            produced.append(i)
+            batch = jobs_batch([job(str(i))], source=f"s{i}")
+            if i == 1:
+                batch.table = batch.table.drop_columns(["state"])  # load() rejects this one
+            yield batch
+
+    with pytest.raises(ValueError, match="state"):
+        wh.load_many(batches(), prefetch=True)
+    assert len(produced) <= 3
+    assert wh.counts()["raw_job"] == 1

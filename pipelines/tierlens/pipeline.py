@@ -44,14 +44,20 @@ class IngestSummary:
 
 def ingest(batches: Iterable[Batch], warehouse: Path,
            on_batch: Callable[[LoadResult], None] | None = None) -> IngestSummary:
-    """Load batches one transaction each; a failure leaves earlier batches loaded, none half-loaded."""
+    """Load batches one transaction each; a failure leaves earlier batches loaded, none half-loaded.
+
+    The source produces its next batch on a thread while DuckDB loads the current one (sources
+    never touch the warehouse connection), so parsing or simulating overlaps loading.
+    """
     summary = IngestSummary()
+
+    def record(result: LoadResult) -> None:
+        summary.add(result)
+        if on_batch:
+            on_batch(result)
+
     with Warehouse(warehouse) as wh:
-        for batch in batches:
-            result = wh.load(batch)
-            summary.add(result)
-            if on_batch:
-                on_batch(result)
+        wh.load_many(batches, prefetch=True, on_result=record)
     return summary
 
 

@@ -11,8 +11,8 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,6 +34,7 @@ from tierlens.warehouse.ddl import (
     literal,
     quote,
 )
+from tierlens.warehouse.prefetch import prefetched
 from tierlens.warehouse.sql import DUPLICATE_REASON, ROW, KindSql, kind_sql
 
 log = logging.getLogger(__name__)
@@ -88,14 +89,21 @@ class Warehouse:
     def __init__(self, path: str | Path, read_only: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        self._type_names: dict[str, str] = {}
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.con: duckdb.DuckDBPyConnection = duckdb.connect(str(self.path), read_only=read_only)
         # Canonical times are UTC; without this, TIMESTAMPTZ renders and truncates (day
         # partitions, ::DATE) in whatever zone the host happens to be in.
-        self.con.execute("SET TimeZone = 'UTC'")
-        if not read_only:
-            self.ensure_schema()
+        try:
+            self.con.execute("SET TimeZone = 'UTC'")
+            # DuckDB draws a progress bar on the terminal for long statements; the CLI has its own.
+            self.con.execute("SET enable_progress_bar = false")
+            if not read_only:
+                self.ensure_schema()
+        except BaseException:
+            self.con.close()  # a refused schema must not leave the file locked by this process
+            raise
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -142,8 +150,10 @@ class Warehouse:
 
     def _canonical_type(self, sql_type: str) -> str:
         """DuckDB's own spelling of a type (TIMESTAMPTZ is 'TIMESTAMP WITH TIME ZONE')."""
-        row = fetch_one(self.con, f"SELECT typeof(CAST(NULL AS {sql_type}))")
-        return str(row[0]) if row else sql_type
+        if sql_type not in self._type_names:
+            row = fetch_one(self.con, f"SELECT typeof(CAST(NULL AS {sql_type}))")
+            self._type_names[sql_type] = str(row[0]) if row else sql_type
+        return self._type_names[sql_type]
 
     def _sync_comments(self) -> None:
         have = {(t, c): comment for t, c, comment in self.con.execute(
@@ -172,16 +182,35 @@ class Warehouse:
                 probe = self._probe(sql)
             content_hash = _content_hash(probe.content_hash, table.num_rows, batch.row_offset, batch.rejects)
             batch_id = _batch_id(batch.kind, batch.source, content_hash)
-            previous = self._previous_load(batch_id)
-            if previous is not None:
-                return previous
-            with self._preserve_order(False), self._transaction():
+            with self._transaction():
+                # Checked inside the transaction, so "loaded before" and "load now" cannot be
+                # interleaved with another connection loading the same batch.
+                previous = self._previous_load(batch_id)
+                if previous is not None:
+                    return previous
                 return self._load_new(batch, sql, probe, content_hash, batch_id)
         finally:
             self.con.unregister(_BATCH_VIEW)
 
-    def load_many(self, batches: Iterable[Batch]) -> list[LoadResult]:
-        return [self.load(b) for b in batches]
+    def load_many(self, batches: Iterable[Batch], prefetch: bool = False,
+                  on_result: Callable[[LoadResult], None] | None = None) -> list[LoadResult]:
+        """Load batches in order, each in its own transaction (a failure keeps earlier ones).
+
+        With ``prefetch`` the iterable is advanced one batch ahead on a background thread, so
+        a source reading or parsing the next batch overlaps this one's load (the iterable must
+        then not use this warehouse's connection). Off by default: on 2 cores DuckDB already
+        keeps both busy and the overlap measured no faster (bench/README.md); it pays where
+        the ingest host has cores to spare. ``on_result`` is called after each batch.
+        """
+        results = []
+        # closing(): stop the producer thread now, not when the generator is collected.
+        with closing(prefetched(batches) if prefetch else (b for b in batches)) as stream:
+            for batch in stream:
+                result = self.load(batch)
+                results.append(result)
+                if on_result is not None:
+                    on_result(result)
+        return results
 
     def _probe(self, sql: KindSql) -> _Probe:
         row = fetch_one(self.con, sql.probe(_BATCH_VIEW))
@@ -216,10 +245,11 @@ class Warehouse:
             self._store_parse_rejects(batch.rejects, batch_id, now)
             rejected += len(batch.rejects)
         try:
+            all_valid = probe.invalid == 0
             with _stopwatch(batch, "delete"):
-                self._delete_existing(sql)
+                self._delete_existing(sql, all_valid)
             with _stopwatch(batch, "insert"):
-                loaded = self._insert_valid(sql, skip_view)
+                loaded = self._insert_valid(sql, all_valid, skip_view)
         finally:
             if skip_view:
                 self.con.unregister(_SKIP_VIEW)
@@ -229,14 +259,14 @@ class Warehouse:
                           rejected, now])
         return LoadResult(batch.kind, batch.source, batch_id, rows_in, loaded, rejected)
 
-    def _delete_existing(self, sql: KindSql) -> None:
+    def _delete_existing(self, sql: KindSql, all_valid: bool) -> None:
         # Probing an empty table is cheap, but skipping it keeps the first load of a fresh
         # warehouse a plain insert.
         if fetch_one(self.con, f"SELECT 1 FROM {quote(sql.table)} LIMIT 1") is not None:
-            self.con.execute(sql.delete_existing(_BATCH_VIEW))
+            self.con.execute(sql.delete_existing(_BATCH_VIEW, all_valid))
 
-    def _insert_valid(self, sql: KindSql, skip_view: str | None) -> int:
-        row = fetch_one(self.con, sql.insert(_BATCH_VIEW, skip_view))
+    def _insert_valid(self, sql: KindSql, all_valid: bool, skip_view: str | None) -> int:
+        row = fetch_one(self.con, sql.insert(_BATCH_VIEW, all_valid, skip_view))
         return int(row[0]) if row else 0
 
     def _store_rule_rejects(self, batch: Batch, sql: KindSql, batch_id: str, now: datetime) -> int:
@@ -295,18 +325,6 @@ class Warehouse:
             self.con.execute("ROLLBACK")
             raise
         self.con.execute("COMMIT")
-
-    @contextmanager
-    def _preserve_order(self, preserve: bool) -> Iterator[None]:
-        """Raw tables have no meaningful row order, and letting DuckDB insert out of order
-        saves it buffering per thread (see bench/README.md); restore the setting afterwards."""
-        before = fetch_one(self.con, "SELECT current_setting('preserve_insertion_order')")
-        self.con.execute(f"SET preserve_insertion_order = {str(preserve).lower()}")
-        try:
-            yield
-        finally:
-            if before is not None:
-                self.con.execute(f"SET preserve_insertion_order = {str(before[0]).lower()}")
 
     # ------------------------------------------------------------------ inspection
 

@@ -2,7 +2,7 @@
 
 Validation happens in DuckDB, vectorised: each Rule's predicate is wrapped in ``coalesce(...,
 false)`` because a rule such as ``end_time < start_time`` is NULL when either side is NULL, and a
-NULL must neither reject a row nor (through ``NOT NULL = NULL``) silently drop it from an insert.
+NULL must neither reject a row nor (NOT of NULL being NULL) silently drop it from an insert.
 """
 
 from __future__ import annotations
@@ -91,18 +91,24 @@ class KindSql:
             QUALIFY row_number() OVER (PARTITION BY {self.key_list} ORDER BY {quote(ROW)} DESC) > 1
         """
 
-    def delete_existing(self, view: str) -> str:
+    def delete_existing(self, view: str, all_valid: bool) -> str:
         # A semi-join on the batch's keys; no index on the raw table (see bench/README.md).
+        where = "" if all_valid else f" WHERE {self.valid}"
         return f"""
             DELETE FROM {quote(self.table)}
-            WHERE ({self.key_list}) IN (SELECT {self.key_list} FROM {quote(view)} WHERE {self.valid})
+            WHERE ({self.key_list}) IN (SELECT {self.key_list} FROM {quote(view)}{where})
         """
 
-    def insert(self, view: str, skip_view: str | None) -> str:
-        skip = f" AND {quote(ROW)} NOT IN (SELECT row_index FROM {quote(skip_view)})" if skip_view else ""
+    def insert(self, view: str, all_valid: bool, skip_view: str | None) -> str:
+        # When the probe found every row valid and no duplicate, the filter is skipped: a
+        # filtered scan makes DuckDB copy through selection vectors for nothing.
+        conditions = [] if all_valid else [self.valid]
+        if skip_view:
+            conditions.append(f"{quote(ROW)} NOT IN (SELECT row_index FROM {quote(skip_view)})")
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         return f"""
             INSERT INTO {quote(self.table)} ({self.column_list})
-            SELECT {self.column_list} FROM {quote(view)} WHERE {self.valid}{skip}
+            SELECT {self.column_list} FROM {quote(view)}{where}
         """
 
 
