@@ -249,6 +249,27 @@ class Reject:
     raw: str
 
 
+def conform(kind: RecordKind, table: pa.Table, source: str) -> pa.Table:
+    """``table`` in the schema of ``kind``, or a ValueError naming the source and the field.
+
+    Columns are cast one by one so a null in a required field survives to validation (and
+    becomes a counted reject for its row) instead of failing the whole batch here.
+    """
+    schema = SPECS[kind].schema
+    if table.schema.equals(schema, check_metadata=False):
+        return table
+    columns = []
+    for f in schema:
+        if f.name not in table.column_names:
+            raise ValueError(f"{source}: {kind.value} batch has no field {f.name!r}")
+        column = table[f.name]
+        try:
+            columns.append(column.cast(f.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+            raise ValueError(f"{source}: field {f.name!r} is {column.type}, cannot cast to {f.type}: {err}") from err
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
 @dataclass
 class Batch:
     """What a source hands the warehouse: one record kind, rows in its schema, and provenance.
@@ -272,9 +293,7 @@ class Batch:
         return f"{self.source}:row {self.row_offset + i}"
 
     def __post_init__(self) -> None:
-        expected = SPECS[self.kind].schema
-        if not self.table.schema.equals(expected, check_metadata=False):
-            self.table = self.table.select(expected.names).cast(expected)
+        self.table = conform(self.kind, self.table, self.source)
         if self.locations is not None and len(self.locations) != self.table.num_rows:
             raise ValueError(
                 f"{self.source}: {len(self.locations)} locations for {self.table.num_rows} rows"

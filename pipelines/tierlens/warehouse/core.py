@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tierlens.records import SPECS, Batch, RecordKind, Reject
+from tierlens.records import SPECS, Batch, RecordKind, Reject, conform
 from tierlens.warehouse.ddl import (
     BATCHES_TABLE,
     REJECTS_TABLE,
@@ -358,26 +358,9 @@ def fetch_one(con: duckdb.DuckDBPyConnection, query: str, params: list[object] |
 
 
 def _conform(batch: Batch) -> pa.Table:
-    """The batch's table in its kind's schema, or a ValueError naming the source and field.
-
-    Batch casts on construction, but it is a mutable dataclass; checking here keeps a bad
-    table from reaching SQL, where the error would name neither.
-    """
-    schema = SPECS[batch.kind].schema
-    table = batch.table
-    if table.schema.equals(schema, check_metadata=False):
-        return table
-    columns = []
-    for field in schema:
-        if field.name not in table.column_names:
-            raise ValueError(f"{batch.source}: {batch.kind.value} batch has no field {field.name!r}")
-        column = table[field.name]
-        try:
-            columns.append(column.cast(field.type))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
-            raise ValueError(f"{batch.source}: field {field.name!r} is {column.type}, "
-                             f"cannot cast to {field.type}: {err}") from err
-    return pa.Table.from_arrays(columns, schema=schema)
+    # Batch conforms on construction, but it is a mutable dataclass: check again so a replaced
+    # table cannot reach SQL, where the error would name neither source nor field.
+    return conform(batch.kind, batch.table, batch.source)
 
 
 def _with_row_index(table: pa.Table) -> pa.Table:
