@@ -143,10 +143,7 @@ def sql(
         columns = [d[0] for d in cur.description]
         rows = cur.fetchall()
         if csv:
-            import csv as csvmod
-            w = csvmod.writer(sys.stdout)
-            w.writerow(columns)
-            w.writerows(rows)
+            _write_csv(columns, rows)
             return
         t = Table(title=question or file.name)
         for c in columns:
@@ -161,6 +158,14 @@ def sql(
         con.close()
 
 
+def _write_csv(columns, rows) -> None:
+    import csv
+
+    w = csv.writer(sys.stdout)
+    w.writerow(columns)
+    w.writerows(rows)
+
+
 def _fmt(v: object) -> str:
     if isinstance(v, float):
         return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
@@ -168,7 +173,11 @@ def _fmt(v: object) -> str:
 
 
 @app.command()
-def rejects(warehouse: WarehouseOpt = None, limit: int = 20) -> None:
+def rejects(
+    warehouse: WarehouseOpt = None,
+    limit: Annotated[int, typer.Option(help="Newest N rejects.")] = 20,
+    csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+) -> None:
     """Show rejected records: where they came from and why."""
     import duckdb
 
@@ -179,6 +188,9 @@ def rejects(warehouse: WarehouseOpt = None, limit: int = 20) -> None:
                        "ORDER BY rejected_at DESC, location LIMIT ?", [limit]).fetchall()
     finally:
         con.close()
+    if csv:
+        _write_csv(("record", "source", "location", "field", "reason"), rows)
+        return
     t = Table(title=f"{total:,} rejected record(s)")
     for c in ("record", "source", "location", "field", "reason"):
         t.add_column(c)
