@@ -3,11 +3,13 @@ SHELL := /bin/bash
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
+# Airflow has its own virtualenv (its pins are not dbt's); the DAG tests drive it from pytest.
+AIRFLOW_VENV ?= .venv-airflow
 export TIERLENS_HOME ?= $(CURDIR)/.tierlens
 export DBT_SEND_ANONYMOUS_USAGE_STATS := False
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test bench setup system-deps clean
+.PHONY: demo test bench setup system-deps airflow-venv clean
 
 setup: $(VENV)/.installed
 
@@ -32,10 +34,18 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $@
 
+airflow-venv: $(AIRFLOW_VENV)/.installed
+
+$(AIRFLOW_VENV)/.installed: pyproject.toml deploy/airflow/requirements.txt
+	$(PYTHON) -m venv $(AIRFLOW_VENV)
+	$(AIRFLOW_VENV)/bin/pip install -q --upgrade pip
+	$(AIRFLOW_VENV)/bin/pip install -q -r deploy/airflow/requirements.txt -e .
+	@touch $@
+
 demo: setup
 	$(BIN)/tierlens demo
 
-test: setup system-deps
+test: setup system-deps airflow-venv
 	$(BIN)/pytest
 
 bench: setup
@@ -43,4 +53,4 @@ bench: setup
 	$(BIN)/python bench/demo_bench.py
 
 clean:
-	rm -rf $(VENV) .tierlens .pytest_cache
+	rm -rf $(VENV) $(AIRFLOW_VENV) .tierlens .pytest_cache

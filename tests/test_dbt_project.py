@@ -283,7 +283,10 @@ def test_build_passes_with_schemas_named_exactly(built, con):
     marts = {r[0] for r in con.execute(
         "select table_name from information_schema.tables where table_schema = 'marts'").fetchall()}
     assert marts == {"job_efficiency", "efficiency_by_group", "ab_comparison", "cache_hourly",
-                     "storage_price_performance"}
+                     "storage_price_performance",
+                     # analytics depth (tests/test_analysis_marts.py checks their numbers)
+                     "ab_uncertainty", "node_occupancy_hourly", "occupancy_efficiency",
+                     "client_fairness", "file_popularity"}
     # The tag of job 2000 (not loaded) is reported as a warning, not a failure.
     assert "WARN" in stdout and "stg_job_tag_job_exists_in_stg_job" in stdout
 
@@ -317,10 +320,14 @@ def test_job_efficiency(con):
 def test_file_access_match_quality(con):
     got = {r["unique_id"]: r for r in rows(con, "select * from intermediate.int_file_access_by_job")}
     assert {u: r["match_quality"] for u, r in got.items()} == {
-        "a1": "exact", "a2": "exact", "a3": "unmatched", "a4": "exact", "a5": "exact",
+        "a1": "exact", "a2": "exact", "a3": "inferred", "a4": "exact", "a5": "exact",
         "a6": "unmatched", "a7": "exact"}
     assert got["a7"]["step_id"] == "batch"
-    assert got["a3"]["job_id"] is None and got["a6"]["job_id"] is None
+    # a3 has no identity: job 1001 ran on its client host wn-hdd-01 while it was open, and its
+    # exactly matched accesses a1 and a2 came from the same client pid at the same time.
+    assert (got["a3"]["job_id"], got["a3"]["match_method"], got["a3"]["match_candidates"]) == ("1001", "host_pid", 1)
+    # a6 names job 9999, which is not loaded: never re-assigned by inference.
+    assert got["a6"]["job_id"] is None and got["a6"]["match_method"] is None
 
 
 def test_efficiency_by_group_matches_hand_computation(con):

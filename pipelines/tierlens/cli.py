@@ -252,6 +252,10 @@ def demo(
 
 # Each source owns its sub-commands in its own module and registers them here: one line each.
 # --- source commands (keep one line per source) ---
+from .sources.condor.command import register as _reg_condor; _reg_condor(ingest_app)  # noqa: E402,E702
+from .sources.slurm.command import register as _reg_slurm; _reg_slurm(ingest_app)  # noqa: E402,E702
+from .collector.command import register as _reg_xrootd; _reg_xrootd(collect_app, ingest_app)  # noqa: E402,E702
+from .simulator.command import register as _reg_sim; _reg_sim(app)  # noqa: E402,E702
 # --- end of source commands ---
 
 

@@ -1,7 +1,17 @@
 -- Every file access, with the job it belongs to where that is known.
 --   exact:     the access carries a job_identity (XRD_MONINFO) equal to a job's job_identity.
---   unmatched: no identity, or an identity no loaded job has; job keys are NULL.
--- (A later step adds 'inferred': client host + time overlap + pid.)
+--   inferred:  the access carries no job_identity; a job ran on the access's client host while
+--              the file was open. Two kinds (match_method):
+--                host_pid:  another access from the same client host and pid, overlapping in
+--                           time, is exactly matched to that job (same process, same job);
+--                host_time: the job ran on the client host over the access's open..close.
+--              With several candidate jobs, host_pid wins, then the longest overlap, then the
+--              latest-started job; match_candidates says how many there were.
+--              Hosts compare as short lower-case names (domain dropped, IPs whole); a job's hosts
+--              are its node and node_list split on commas (a Slurm range such as wn[01-03] is not
+--              expanded, so only its first node matches).
+--   unmatched: no identity and no candidate job, or an identity no loaded job has (an identity
+--              that names an unknown job is never re-assigned by inference); job keys are NULL.
 -- job_identity names a job, not a step ('<batch_system>.<cluster>.<job_id>'): where a job has
 -- several step rows the access goes to the whole-job row (step_id ''), else to its first step,
 -- so an access is never counted twice.
@@ -9,35 +19,148 @@ with accesses as (
     select * from {{ ref('stg_file_access') }}
 ),
 
-job_by_identity as (
+-- One row per job: the whole-job row, else its first step.
+job_rows as (
     select
         job_identity,
         batch_system,
         cluster,
         job_id,
-        step_id
+        step_id,
+        node,
+        node_list,
+        start_time,
+        end_time
     from {{ ref('stg_job') }}
+    qualify row_number() over (
+        partition by batch_system, cluster, job_id
+        order by (step_id = '') desc, step_id
+    ) = 1
+),
+
+job_by_identity as (
+    select *
+    from job_rows
     where job_identity is not null
     qualify row_number() over (
         partition by job_identity
-        order by (step_id = '') desc, step_id, batch_system, cluster, job_id
+        order by batch_system, cluster, job_id
+    ) = 1
+),
+
+exact as (
+    select
+        accesses.server_host,
+        accesses.unique_id,
+        accesses.client_host,
+        accesses.client_pid,
+        accesses.start_time,
+        coalesce(accesses.end_time, accesses.start_time) as end_time,
+        job_by_identity.batch_system,
+        job_by_identity.cluster,
+        job_by_identity.job_id,
+        job_by_identity.step_id
+    from accesses
+    inner join job_by_identity
+        on job_by_identity.job_identity = accesses.job_identity
+),
+
+-- The host a job ran on, as a short lower-case name (IP addresses kept whole), one row per node.
+job_hosts as (
+    select distinct
+        job_rows.batch_system,
+        job_rows.cluster,
+        job_rows.job_id,
+        job_rows.step_id,
+        job_rows.start_time,
+        job_rows.end_time,
+        {{ short_host('trim(host.h)') }} as host_key
+    from job_rows,
+        unnest(string_split(coalesce(job_rows.node_list, job_rows.node, ''), ',')
+               || [coalesce(job_rows.node, '')]) as host(h)
+    where trim(host.h) <> '' and job_rows.start_time is not null
+),
+
+unidentified as (
+    select
+        server_host,
+        unique_id,
+        client_pid,
+        start_time,
+        coalesce(end_time, start_time) as end_time,
+        {{ short_host('client_host') }} as host_key
+    from accesses
+    where job_identity is null and client_host is not null and start_time is not null
+),
+
+candidates as (
+    select
+        u.server_host,
+        u.unique_id,
+        j.batch_system,
+        j.cluster,
+        j.job_id,
+        j.step_id,
+        j.start_time as job_start,
+        -- seconds of the access's open..close that fall inside the job's run
+        epoch(least(u.end_time, coalesce(j.end_time, u.end_time)))
+            - epoch(greatest(u.start_time, j.start_time)) as overlap_seconds,
+        exists (
+            select 1 from exact e
+            where e.batch_system = j.batch_system and e.cluster = j.cluster and e.job_id = j.job_id
+              and u.client_pid is not null and e.client_pid = u.client_pid
+              and {{ short_host('e.client_host') }} = u.host_key
+              and e.start_time <= u.end_time and e.end_time >= u.start_time
+        ) as pid_evidence
+    from unidentified u
+    inner join job_hosts j
+        on j.host_key = u.host_key
+        and j.start_time <= u.end_time
+        and (j.end_time is null or j.end_time >= u.start_time)
+),
+
+inferred as (
+    select
+        server_host,
+        unique_id,
+        batch_system,
+        cluster,
+        job_id,
+        step_id,
+        case when pid_evidence then 'host_pid' else 'host_time' end as match_method,
+        count(*) over (partition by server_host, unique_id)          as match_candidates
+    from candidates
+    qualify row_number() over (
+        partition by server_host, unique_id
+        order by pid_evidence desc, overlap_seconds desc, job_start desc, batch_system, cluster, job_id
     ) = 1
 ),
 
 final as (
     select
         accesses.*,
-        job_by_identity.batch_system                             as batch_system,
-        job_by_identity.cluster                                  as cluster,
-        job_by_identity.job_id                                   as job_id,
-        job_by_identity.step_id                                  as step_id,
+        coalesce(exact.batch_system, inferred.batch_system)      as batch_system,
+        coalesce(exact.cluster, inferred.cluster)                as cluster,
+        coalesce(exact.job_id, inferred.job_id)                  as job_id,
+        coalesce(exact.step_id, inferred.step_id)                as step_id,
         case
-            when job_by_identity.job_identity is not null then 'exact'
+            when exact.job_id is not null then 'exact'
+            when inferred.job_id is not null then 'inferred'
             else 'unmatched'
-        end                                                      as match_quality
+        end                                                      as match_quality,
+        case
+            when exact.job_id is not null then 'identity'
+            else inferred.match_method
+        end                                                      as match_method,
+        case
+            when exact.job_id is not null then 1
+            else coalesce(inferred.match_candidates, 0)
+        end                                                      as match_candidates
     from accesses
-    left join job_by_identity
-        on job_by_identity.job_identity = accesses.job_identity
+    left join exact
+        on exact.server_host = accesses.server_host and exact.unique_id = accesses.unique_id
+    left join inferred
+        on inferred.server_host = accesses.server_host and inferred.unique_id = accesses.unique_id
 )
 
 select * from final

@@ -10,6 +10,16 @@
 -- A node has a configuration when its storage_type and first device model (device_models[1])
 -- equal the catalog's (device model compared trimmed, case-insensitively; a catalog row without
 -- a device model matches on storage_type alone). Configurations no node has keep NULL measurements.
+-- Added by the analytics-depth issue (never replacing a column above):
+--   price_per_efficiency_point = price_per_node / (efficiency x 100)
+--   efficiency_full_occupancy, node_throughput_full_occupancy: over the node-hours when the node
+--     was fully occupied (marts.node_occupancy_hourly), Glasgow Table 3's restriction
+--   price_per_throughput_full_occupancy = price_per_node / node_throughput_full_occupancy
+--   scratch writes: per job, the larger of the batch system's bytes_written (wchar, which holds
+--     the stage-in copy) and the bytes it staged in with xrdcp (exact-matched accesses); per node
+--     and day over the observed period; per device = per node / usable devices (RAID1 mirrors
+--     every write, RAID0 splits them); expected_lifetime_years = endurance_tbw x 1e12 /
+--     (bytes written per device per day x 365.25), for catalog rows with an endurance.
 with catalog as (
     select * from {{ ref('stg_storage_catalog') }}
 ),
@@ -27,6 +37,73 @@ node_jobs as (
     from {{ ref('job_efficiency') }} as jobs
     inner join {{ ref('int_node_config') }} as config
         on config.cluster = jobs.cluster and config.node = jobs.node
+),
+
+staged_in as (
+    select batch_system, cluster, job_id, step_id,
+           sum(coalesce(read_bytes_at_close, 0)) as staged_in_bytes
+    from {{ ref('int_file_access_by_job') }}
+    where match_quality = 'exact' and app_name = 'xrdcp'
+    group by all
+),
+
+node_writes as (
+    select
+        jobs.cluster,
+        jobs.node,
+        sum(greatest(coalesce(jobs.bytes_written, 0), coalesce(staged_in.staged_in_bytes, 0))) as scratch_bytes_written
+    from {{ ref('job_efficiency') }} as jobs
+    left join staged_in
+        on  staged_in.batch_system = jobs.batch_system
+        and staged_in.cluster = jobs.cluster
+        and staged_in.job_id = jobs.job_id
+        and staged_in.step_id = jobs.step_id
+    group by jobs.cluster, jobs.node
+),
+
+node_full as (
+    select
+        cluster,
+        node,
+        count(*) filter (where fully_occupied)                    as full_node_hours,
+        coalesce(sum(cpu_seconds) filter (where fully_occupied), 0) as full_cpu_seconds,
+        coalesce(sum(allocated_core_seconds) filter (where fully_occupied), 0) as full_allocated_core_seconds
+    from {{ ref('node_occupancy_hourly') }}
+    group by cluster, node
+),
+
+node_extra as (
+    select
+        config.cluster,
+        config.node,
+        config.storage_type as node_storage_type,
+        config.device_model as node_device_model,
+        coalesce(node_full.full_node_hours, 0)             as full_node_hours,
+        coalesce(node_full.full_cpu_seconds, 0)            as full_cpu_seconds,
+        coalesce(node_full.full_allocated_core_seconds, 0) as full_allocated_core_seconds,
+        coalesce(node_writes.scratch_bytes_written, 0)     as scratch_bytes_written
+    from {{ ref('int_node_config') }} as config
+    inner join node_writes
+        on node_writes.cluster = config.cluster and node_writes.node = config.node
+    left join node_full
+        on node_full.cluster = config.cluster and node_full.node = config.node
+),
+
+extra as (
+    select
+        catalog.config_name,
+        sum(node_extra.full_node_hours)                           as full_node_hours,
+        sum(node_extra.full_cpu_seconds)                          as full_cpu_seconds,
+        sum(node_extra.full_allocated_core_seconds)               as full_allocated_core_seconds,
+        sum(node_extra.scratch_bytes_written)                     as scratch_bytes_written
+    from catalog
+    inner join node_extra
+        on  node_extra.node_storage_type = catalog.storage_type
+        and (
+            catalog.device_model is null
+            or lower(trim(node_extra.node_device_model)) = lower(trim(catalog.device_model))
+        )
+    group by catalog.config_name
 ),
 
 measured as (
@@ -58,10 +135,18 @@ priced as (
         measured.jobs,
         measured.cpu_seconds / nullif(measured.core_wall_seconds, 0) as efficiency,
         (measured.cpu_seconds / 3600.0)
-            / nullif(measured.nodes * measured.observed_hours, 0)   as node_throughput
+            / nullif(measured.nodes * measured.observed_hours, 0)   as node_throughput,
+        extra.full_node_hours,
+        extra.full_cpu_seconds / nullif(extra.full_allocated_core_seconds, 0) as efficiency_full_occupancy,
+        (extra.full_cpu_seconds / 3600.0) / nullif(extra.full_node_hours, 0)  as node_throughput_full_occupancy,
+        extra.scratch_bytes_written / 1e9
+            / nullif(measured.nodes * measured.observed_hours / 24.0, 0)      as scratch_gb_written_per_node_day,
+        {{ usable_devices('catalog.storage_type', 'coalesce(catalog.devices_per_node, 1)') }} as usable_devices
     from catalog
     left join measured
         on measured.config_name = catalog.config_name
+    left join extra
+        on extra.config_name = catalog.config_name
 )
 
 select
@@ -78,5 +163,17 @@ select
     jobs,
     efficiency,
     node_throughput,
-    price_per_node / nullif(node_throughput, 0)       as price_per_throughput
+    price_per_node / nullif(node_throughput, 0)       as price_per_throughput,
+    price_per_node / nullif(efficiency * 100, 0)      as price_per_efficiency_point,
+    full_node_hours,
+    efficiency_full_occupancy,
+    node_throughput_full_occupancy,
+    price_per_node / nullif(node_throughput_full_occupancy, 0) as price_per_throughput_full_occupancy,
+    endurance_tbw,
+    scratch_gb_written_per_node_day,
+    scratch_gb_written_per_node_day / nullif(usable_devices, 0) as gb_written_per_device_day,
+    case when endurance_tbw is not null then
+        endurance_tbw * 1e12
+            / nullif(scratch_gb_written_per_node_day * 1e9 / nullif(usable_devices, 0) * 365.25, 0)
+    end                                               as expected_lifetime_years
 from priced

@@ -50,6 +50,22 @@ CSV_NAMES = (
     "storage_price_performance.csv",
 )
 
+#: Ids of the analytics sections (A/B uncertainty, occupancy, fairness, popularity), shown after
+#: SECTION_IDS when the warehouse has any of their marts (``ANALYSIS_MARTS``).
+ANALYSIS_SECTION_IDS = ("ab_uncertainty", "occupancy", "fairness", "popularity")
+
+#: The CSV files the analytics sections may write (removed when not produced, like CSV_NAMES).
+ANALYSIS_CSV_NAMES = (
+    "ab_uncertainty_daily.csv",
+    "ab_uncertainty_overall.csv",
+    "ab_uncertainty_high_hit.csv",
+    "occupancy_efficiency.csv",
+    "storage_full_occupancy_endurance.csv",
+    "client_fairness_windows.csv",
+    "client_fairness_by_server.csv",
+    "file_popularity_top.csv",
+)
+
 
 @dataclass
 class ReportResult:
@@ -666,6 +682,317 @@ def _price_performance(wh: _Warehouse) -> Section:
     return s
 
 
+# --------------------------------------------------------------------------- analytics sections
+# Shown when the warehouse has at least one of their marts (a dbt project that builds them);
+# each says "no data" on its own when its mart is missing or empty.
+
+_AB_CONCLUSION_NOTE = (
+    "Each difference B − A comes with a 95 % bootstrap interval: whole hours (by job end time) "
+    "are resampled with both arms' jobs of the hour together, because jobs ending in the same hour "
+    "share the cache's contents and the servers' load. The p-value is a permutation test that "
+    "swaps the arms within hours. 'B higher' / 'A higher' means the interval excludes 0; "
+    "'insufficient data' (highlighted) means an arm has too few jobs, core-hours or hours with "
+    "both arms to conclude, whatever the interval says."
+)
+
+
+def _ab_uncertainty(wh: _Warehouse) -> Section:
+    s = Section(
+        "ab_uncertainty", "A/B difference with confidence intervals",
+        "Is arm B's CPU efficiency really different from arm A's, and are there enough data to "
+        "say so? The A/B comparison with its uncertainty, for the whole site and per storage "
+        "type, job class, account and VO, and again for the hours when the cache hit ratio was "
+        "high (the SLAC study's 13–15 September comparison).",
+    )
+    why = wh.mart_missing("ab_uncertainty", "No jobs carry an A/B arm tag yet.")
+    if why:
+        s.no_data.append(why)
+        return s
+    days = wh.rows("""
+        SELECT period_start, jobs_a, jobs_b, efficiency_a, efficiency_b, efficiency_difference,
+               efficiency_ci_low, efficiency_ci_high, efficiency_p_value, enough_data, conclusion, warning
+        FROM marts.ab_uncertainty
+        WHERE subset = 'all' AND grouping = 'site' AND period_grain = 'day' ORDER BY period_start
+    """)
+    overall = wh.rows("""
+        SELECT subset, grouping, group_value, period_start, period_end, jobs_a, jobs_b,
+               core_wall_hours_a, core_wall_hours_b, efficiency_a, efficiency_b, efficiency_difference,
+               efficiency_ci_low, efficiency_ci_high, efficiency_p_value,
+               cpu_per_wall_a, cpu_per_wall_b, cpu_per_wall_difference, cpu_per_wall_ci_low,
+               cpu_per_wall_ci_high, enough_data, NOT enough_data AS insufficient, conclusion, warning
+        FROM marts.ab_uncertainty
+        WHERE period_grain = 'all'
+        ORDER BY subset, grouping <> 'site', grouping, group_value
+    """)
+    site = next((r for r in overall if r["subset"] == "all" and r["grouping"] == "site"), None)
+    if site is not None:
+        ci = f"{fmt.pct(site['efficiency_ci_low'])} to {fmt.pct(site['efficiency_ci_high'])}"
+        s.facts = [
+            ("Whole period, site: efficiency B − A", fmt.pct(site["efficiency_difference"])),
+            ("95 % interval", ci),
+            ("Permutation p-value", fmt.number(site["efficiency_p_value"])),
+            ("Conclusion", f"{site['conclusion']}" + (f" ({site['warning']})" if site["warning"] else "")),
+        ]
+    if days:
+        s.figures.append(FigureBlock(
+            plots.ab_difference_with_ci(days),
+            "Daily efficiency difference between arm B and arm A with 95 % confidence intervals",
+            "Daily efficiency difference B − A (whole site) with its 95 % bootstrap interval. Hollow "
+            "grey points: days without enough data to conclude. Dashed line: no difference.",
+            "ab_uncertainty_daily.csv",
+        ))
+        s.tables.append(Table(
+            "ab_uncertainty_daily", "A/B difference per day", [
+                Column("period_start", "day"), Column("jobs_a", "jobs A", "int"),
+                Column("jobs_b", "jobs B", "int"), Column("efficiency_a", "efficiency A", "pct"),
+                Column("efficiency_b", "efficiency B", "pct"),
+                Column("efficiency_difference", "B − A", "pct"),
+                Column("efficiency_ci_low", "95 % CI low", "pct"),
+                Column("efficiency_ci_high", "95 % CI high", "pct"),
+                Column("efficiency_p_value", "p-value", "num"),
+                Column("enough_data", "enough data", "text"), Column("conclusion", "conclusion"),
+                Column("warning", "why not enough", null_text="")],
+            days, shown=False,
+        ))
+    columns = [
+        Column("group_value", "group"), Column("grouping", "grouped by"),
+        Column("jobs_a", "jobs A", "int"), Column("jobs_b", "jobs B", "int"),
+        Column("core_wall_hours_a", "core-hours A", "hours", csv_only=True),
+        Column("core_wall_hours_b", "core-hours B", "hours", csv_only=True),
+        Column("efficiency_a", "efficiency A", "pct"), Column("efficiency_b", "efficiency B", "pct"),
+        Column("efficiency_difference", "B − A", "pct"),
+        Column("efficiency_ci_low", "95 % CI low", "pct"), Column("efficiency_ci_high", "95 % CI high", "pct"),
+        Column("efficiency_p_value", "p-value", "num"),
+        Column("cpu_per_wall_a", "CPU/wall A", "ratio"), Column("cpu_per_wall_b", "CPU/wall B", "ratio"),
+        Column("cpu_per_wall_difference", "CPU/wall B − A", "ratio", csv_only=True),
+        Column("cpu_per_wall_ci_low", "CPU/wall CI low", "ratio", csv_only=True),
+        Column("cpu_per_wall_ci_high", "CPU/wall CI high", "ratio", csv_only=True),
+        Column("conclusion", "conclusion"), Column("warning", "why not enough", null_text=""),
+        Column("subset", "subset", csv_only=True), Column("period_start", "from", csv_only=True),
+        Column("period_end", "to (exclusive)", csv_only=True),
+    ]
+    for subset, name, caption in (
+        ("all", "ab_uncertainty_overall", "Whole period, all jobs"),
+        ("high_hit_ratio", "ab_uncertainty_high_hit",
+         "Whole period, jobs ending in hours with a high cache hit ratio (SLAC's 13–15 September view)"),
+    ):
+        rows = [r for r in overall if r["subset"] == subset]
+        if rows:
+            s.tables.append(Table(name, caption, columns, rows, flag_key="insufficient"))
+        elif subset == "high_hit_ratio":
+            s.notes.append("No hour reached the high cache hit ratio threshold (dbt var high_hit_ratio): "
+                           "no high-hit-ratio comparison.")
+    if not (days or overall):
+        s.no_data.append("marts.ab_uncertainty has no rows of grain 'day' or 'all'.")
+    s.notes.append(_AB_CONCLUSION_NOTE)
+    s.notes.append("Source: marts.ab_uncertainty (weekly rows and all groupings there and in "
+                   "sql/ab_with_confidence.sql).")
+    return s
+
+
+def _occupancy(wh: _Warehouse) -> Section:
+    s = Section(
+        "occupancy", "Efficiency and throughput at full occupancy",
+        "A half-empty node flatters every disk, so the Glasgow study counted only the periods when "
+        "its nodes were fully occupied (its Table 3). Here, per storage type, the CPU efficiency and "
+        "throughput over every node-hour beside the same over the fully occupied node-hours only.",
+    )
+    why = wh.mart_missing("occupancy_efficiency", "No node ran finished jobs yet.")
+    if why:
+        s.no_data.append(why)
+        return s
+    rows = wh.rows("""
+        SELECT storage_type, scope, nodes, node_hours, share_of_node_hours, jobs_ended, cpu_hours,
+               allocated_core_hours, mean_occupancy, efficiency, throughput, jobs_per_node_hour
+        FROM marts.occupancy_efficiency ORDER BY storage_type NULLS LAST, scope
+    """)
+    for r in rows:
+        r["storage_type"] = _storage_label(r["storage_type"])
+    s.figures.append(FigureBlock(
+        plots.occupancy_efficiency(rows),
+        "Bar chart of CPU efficiency per storage type, all node-hours and fully occupied node-hours",
+        "CPU efficiency per storage type over every node-hour (left bar) and over the node-hours when "
+        "the node was fully occupied (right bar).",
+        "occupancy_efficiency.csv",
+    ))
+    s.tables.append(Table(
+        "occupancy_efficiency", "Per storage type: all node-hours and fully occupied ones", [
+            Column("storage_type", "storage type"), Column("scope", "node-hours"),
+            Column("nodes", "nodes", "int"), Column("node_hours", "node-hours", "int"),
+            Column("share_of_node_hours", "share of node-hours", "pct"),
+            Column("mean_occupancy", "mean occupancy", "pct"),
+            Column("efficiency", "efficiency", "pct"),
+            Column("throughput", "throughput (core-h / node-h)", "num"),
+            Column("jobs_per_node_hour", "jobs / node-hour", "num"),
+            Column("jobs_ended", "jobs ended", "int", csv_only=True),
+            Column("cpu_hours", "CPU hours", "hours", csv_only=True),
+            Column("allocated_core_hours", "allocated core-hours", "hours", csv_only=True)],
+        rows,
+    ))
+    if wh.mart_missing("storage_price_performance") is None:
+        cols = {r["column_name"] for r in wh.rows(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'marts' AND table_name = 'storage_price_performance'")}
+        wanted = ["config_name", "currency", "price_per_node", "price_per_efficiency_point",
+                  "efficiency_full_occupancy", "node_throughput_full_occupancy",
+                  "price_per_throughput_full_occupancy", "endurance_tbw", "gb_written_per_device_day",
+                  "expected_lifetime_years"]
+        if set(wanted) <= cols:
+            price = wh.rows(f"""
+                SELECT {', '.join(wanted)} FROM marts.storage_price_performance
+                ORDER BY price_per_throughput_full_occupancy NULLS LAST, config_name
+            """)
+            nm = fmt.NOT_MEASURED
+            s.tables.append(Table(
+                "storage_full_occupancy_endurance",
+                "Price at full occupancy, per efficiency point, and SSD endurance", [
+                    Column("config_name", "configuration"), Column("currency", "currency", csv_only=True),
+                    Column("price_per_node", "price / node", "money", suffix_key="currency"),
+                    Column("price_per_efficiency_point", "price / efficiency point", "money", nm),
+                    Column("efficiency_full_occupancy", "efficiency when full", "pct", nm),
+                    Column("node_throughput_full_occupancy", "throughput when full", "num", nm),
+                    Column("price_per_throughput_full_occupancy", "price / throughput when full", "money", nm),
+                    Column("endurance_tbw", "endurance (TBW)", "num", "not rated"),
+                    Column("gb_written_per_device_day", "GB written / device / day", "gb", nm),
+                    Column("expected_lifetime_years", "expected lifetime (years)", "num", fmt.MISSING)],
+                price,
+            ))
+            s.notes.append(
+                "Expected lifetime = rated endurance (TB written) / the GB written per device and day "
+                "at this site's rate (jobs' scratch writes, including staged-in inputs), in years."
+            )
+    s.notes.append(
+        "Fully occupied: allocated cores ≥ 99 % of the node's slots over the hour (dbt var "
+        "full_occupancy). A job's CPU is spread over its hours in proportion to its time in each. "
+        "Source: marts.occupancy_efficiency, marts.node_occupancy_hourly, marts.storage_price_performance."
+    )
+    return s
+
+
+def _fairness(wh: _Warehouse) -> Section:
+    s = Section(
+        "fairness", "Client fairness",
+        "Does each storage server share its bandwidth fairly among the clients reading from it at "
+        "the same time? As in the Fermilab study: the spread of per-client bandwidth around the "
+        "mean, the fastest/slowest ratio and Jain's fairness index, per server and time window.",
+    )
+    why = wh.mart_missing("client_fairness", "No window had two or more clients reading from one server.")
+    if why:
+        s.no_data.append(why)
+        return s
+    groups = wh.rows("""
+        SELECT server_host, window_start, clients, jain_index, bandwidth_cv, bandwidth_ratio,
+               completion_time_ratio, mean_bandwidth_mb_s
+        FROM marts.client_fairness ORDER BY server_host, window_start
+    """)
+    servers = wh.rows("""
+        SELECT server_host, count(*) AS windows, avg(clients) AS mean_clients,
+               median(jain_index) AS median_jain_index, min(jain_index) AS worst_jain_index,
+               median(bandwidth_cv) AS median_bandwidth_cv, median(bandwidth_ratio) AS median_bandwidth_ratio,
+               median(completion_time_ratio) AS median_completion_time_ratio,
+               median(mean_bandwidth_mb_s) AS median_client_mb_s
+        FROM marts.client_fairness GROUP BY server_host ORDER BY median_jain_index, server_host
+    """)
+    s.figures.append(FigureBlock(
+        plots.fairness_distribution(groups),
+        "Histogram of Jain's fairness index over server and time-window groups",
+        "Jain's fairness index of the clients' bandwidths for each server and time window "
+        "(1 = every client got the same bandwidth; 1/n = one client got everything).",
+        "client_fairness_windows.csv",
+    ))
+    s.tables.append(Table(
+        "client_fairness_windows", "Per server and window",
+        [Column("server_host", "server"), Column("window_start", "window start"),
+         Column("clients", "clients", "int"), Column("jain_index", "Jain's index", "num"),
+         Column("bandwidth_cv", "bandwidth CV", "pct"), Column("bandwidth_ratio", "fastest / slowest", "ratio"),
+         Column("completion_time_ratio", "slowest / fastest time", "ratio"),
+         Column("mean_bandwidth_mb_s", "mean MB/s", "num")],
+        groups, shown=False,
+    ))
+    s.tables.append(Table(
+        "client_fairness_by_server", "By server (medians over windows)",
+        [Column("server_host", "server"), Column("windows", "windows", "int"),
+         Column("mean_clients", "mean clients", "num"),
+         Column("median_jain_index", "median Jain's index", "num"),
+         Column("worst_jain_index", "worst Jain's index", "num"),
+         Column("median_bandwidth_cv", "median bandwidth spread (CV)", "pct"),
+         Column("median_bandwidth_ratio", "median fastest / slowest bandwidth", "ratio"),
+         Column("median_completion_time_ratio", "median slowest / fastest time", "ratio"),
+         Column("median_client_mb_s", "median client MB/s", "num")],
+        servers,
+    ))
+    s.notes.append(
+        "Fermilab found 49 Lustre clients within about 15 % of the mean bandwidth, the slowest taking "
+        "1.77 times as long as the fastest. A client's bandwidth = its bytes read / its seconds of "
+        "open access in the window; the completion-time ratio compares clients only when they read "
+        "similar amounts. Source: marts.client_fairness."
+    )
+    return s
+
+
+def _popularity(wh: _Warehouse) -> Section:
+    s = Section(
+        "popularity", "File popularity",
+        "Which files are hot? The SLAC caching algorithms' view: accesses in each of the last ten "
+        "12-hour periods, reads in the recent window and the fraction of each file they read, ranked "
+        "by reads × fraction (SLAC algorithm 2).",
+    )
+    why = wh.mart_missing("file_popularity", "No file accesses yet.")
+    if why:
+        s.no_data.append(why)
+        return s
+    counts = [r["reads_recent"] for r in wh.rows("SELECT reads_recent FROM marts.file_popularity")]
+    top = wh.rows("""
+        SELECT popularity_rank, file_lfn, file_size_bytes / 1e9 AS file_gb, reads_recent,
+               mean_read_fraction, score, accesses_p01, accesses_p02, accesses_p03, accesses_p04,
+               accesses_p05, accesses_p06, accesses_p07, accesses_p08, accesses_p09, accesses_p10,
+               reference_time
+        FROM marts.file_popularity ORDER BY popularity_rank LIMIT 25
+    """)
+    totals = wh.rows("""
+        SELECT count(*) AS files, sum(reads_recent) AS reads, any_value(recent_days) AS recent_days,
+               any_value(reference_time) AS reference_time
+        FROM marts.file_popularity
+    """)[0]
+    reads = sorted(counts, reverse=True)
+    total = sum(reads) or 1
+    top_share = sum(reads[: max(1, len(reads) // 10)]) / total
+    s.facts = [
+        ("As of", fmt.text(totals["reference_time"])),
+        (f"Files read in the last {totals['recent_days']} days", fmt.integer(totals["files"])),
+        ("Reads in that window", fmt.integer(totals["reads"])),
+        ("Share of reads going to the top 10 % of files", fmt.pct(top_share)),
+    ]
+    s.figures.append(FigureBlock(
+        plots.popularity_distribution(counts),
+        "Rank-frequency plot of reads per file",
+        "Reads per file in the recent window against the file's rank (log-log): a straight line is "
+        "Zipf-like popularity, the case where a small cache holds most of the reads.",
+        "file_popularity_top.csv",
+    ))
+    s.tables.append(Table(
+        "file_popularity_top", "The 25 highest-ranked files",
+        [Column("popularity_rank", "rank", "int"), Column("file_lfn", "file"),
+         Column("file_gb", "GB", "gb"), Column("reads_recent", "recent reads", "int"),
+         Column("mean_read_fraction", "mean fraction read", "pct"), Column("score", "score", "num"),
+         *[Column(f"accesses_p{p:02d}", f"P{p}", "int") for p in range(1, 11)]],
+        top,
+    ))
+    s.notes.append("P1 … P10: accesses in each 12-hour period before the reference time, P1 the latest. "
+                   "Source: marts.file_popularity (all files there and in sql/file_popularity.sql).")
+    return s
+
+
+_ANALYSIS_SECTIONS: tuple[tuple[str, str, Callable[[_Warehouse], Section]], ...] = (
+    ("ab_uncertainty", "A/B difference with confidence intervals", _ab_uncertainty),
+    ("occupancy", "Efficiency and throughput at full occupancy", _occupancy),
+    ("fairness", "Client fairness", _fairness),
+    ("popularity", "File popularity", _popularity),
+)
+#: The marts of the analytics sections; the sections are shown when the warehouse has any of them.
+ANALYSIS_MARTS = ("ab_uncertainty", "occupancy_efficiency", "client_fairness", "file_popularity")
+
+
 _SECTIONS: tuple[tuple[str, str, Callable[[_Warehouse], Section]], ...] = (
     ("summary", "Summary", _summary),
     ("efficiency", "Efficiency by storage type and A/B arm", _efficiency),
@@ -734,7 +1061,10 @@ def build_report(warehouse: Path, out_dir: Path, title: str = "tierlens site rep
         raise FileNotFoundError(f"no warehouse at {warehouse} (run `tierlens demo` or load data first)")
     with duckdb.connect(str(warehouse), read_only=True) as con:
         wh = _Warehouse(con)
-        sections = [_guarded(wh, sid, title_, build) for sid, title_, build in _SECTIONS]
+        chosen = _SECTIONS
+        if any(wh.has("marts", name) for name in ANALYSIS_MARTS):
+            chosen = _SECTIONS + _ANALYSIS_SECTIONS
+        sections = [_guarded(wh, sid, title_, build) for sid, title_, build in chosen]
 
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_paths: list[Path] = []
@@ -744,7 +1074,7 @@ def build_report(warehouse: Path, out_dir: Path, title: str = "tierlens site rep
             _atomic_write(path, table.csv_text())
             csv_paths.append(path)
     written = {p.name for p in csv_paths}
-    for name in CSV_NAMES:
+    for name in CSV_NAMES + ANALYSIS_CSV_NAMES:
         if name not in written:
             (out_dir / name).unlink(missing_ok=True)
 

@@ -159,3 +159,92 @@ def cache_hit_ratio(hours_: Sequence[dict[str, Any]]) -> str:
         _date_axis(ax)
         ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2)
         return _to_data_uri(fig)
+
+
+def ab_difference_with_ci(days: Sequence[dict[str, Any]]) -> str:
+    """Efficiency difference B − A per day with its 95 % bootstrap interval as an error bar.
+
+    ``days`` rows have ``period_start``, ``efficiency_difference``, ``efficiency_ci_low``,
+    ``efficiency_ci_high`` and ``enough_data``; days without enough data are drawn hollow and grey.
+    """
+    with matplotlib.rc_context(_RC):
+        fig = _new_figure(9.0, 3.8)
+        ax = fig.add_subplot()
+        for enough, colour, label in ((True, ARM_COLOURS[1], "B − A, enough data"),
+                                      (False, "#999999", "B − A, not enough data to conclude")):
+            rows = [d for d in days if bool(d.get("enough_data")) == enough
+                    and d.get("efficiency_difference") is not None]
+            if not rows:
+                continue
+            xs = [d["period_start"] for d in rows]
+            ys = [_f(d["efficiency_difference"]) for d in rows]
+            lo = [y - _f(d["efficiency_ci_low"]) if d.get("efficiency_ci_low") is not None else 0.0
+                  for y, d in zip(ys, rows)]
+            hi = [_f(d["efficiency_ci_high"]) - y if d.get("efficiency_ci_high") is not None else 0.0
+                  for y, d in zip(ys, rows)]
+            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", color=colour, ecolor=colour, capsize=3,
+                        markersize=5, markerfacecolor=colour if enough else "white", label=label)
+        ax.axhline(0.0, color=LIMIT_COLOUR, linestyle="--", linewidth=1)
+        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=1))
+        ax.set_ylabel("efficiency B − A (points)")
+        _date_axis(ax)
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2)
+        return _to_data_uri(fig)
+
+
+def occupancy_efficiency(rows: Sequence[dict[str, Any]]) -> str:
+    """Per storage type: efficiency over all node-hours beside the fully occupied ones only."""
+    with matplotlib.rc_context(_RC):
+        storages = list(dict.fromkeys(r["storage_type"] for r in rows))
+        by_key = {(r["storage_type"], r["scope"]): r for r in rows}
+        fig = _new_figure(max(6.0, min(12.0, 1.1 * len(storages) + 3)), 4.0)
+        ax = fig.add_subplot()
+        top = 1.0
+        for i, (scope, label) in enumerate((("all", "all node-hours"),
+                                            ("fully_occupied", "fully occupied node-hours"))):
+            xs = [j - 0.2 + 0.4 * i for j in range(len(storages))]
+            ys = [_f(by_key.get((s, scope), {}).get("efficiency")) for s in storages]
+            bars = ax.bar(xs, ys, 0.38, color=ARM_COLOURS[i], label=label)
+            ax.bar_label(bars, labels=[("" if math.isnan(y) else f"{y * 100:.1f}%") for y in ys],
+                         padding=2, fontsize=8)
+            top = max([top] + [y for y in ys if not math.isnan(y)])
+        ax.set_xticks(range(len(storages)), [str(s) for s in storages])
+        ax.set_ylim(0, top * 1.15)
+        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
+        ax.set_ylabel("CPU efficiency (Σcpu / Σ allocated core-time)")
+        ax.set_xlabel("storage type of the node's scratch")
+        ax.grid(axis="x", visible=False)
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2)
+        return _to_data_uri(fig)
+
+
+def popularity_distribution(counts: Sequence[float]) -> str:
+    """Rank/frequency plot of recent reads per file (log-log), most read file first."""
+    with matplotlib.rc_context(_RC):
+        fig = _new_figure(9.0, 3.6)
+        ax = fig.add_subplot()
+        ys = sorted((float(c) for c in counts if c), reverse=True)
+        ax.plot(range(1, len(ys) + 1), ys, color=BLUE, marker=_marker(len(ys)), markersize=3)
+        if ys:
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+        ax.set_xlabel("file rank (1 = most read)")
+        ax.set_ylabel("reads in the recent window")
+        return _to_data_uri(fig)
+
+
+def fairness_distribution(rows: Sequence[dict[str, Any]]) -> str:
+    """Histogram of Jain's fairness index over server × window groups, one series per server."""
+    with matplotlib.rc_context(_RC):
+        fig = _new_figure(9.0, 3.6)
+        ax = fig.add_subplot()
+        servers = list(dict.fromkeys(r["server_host"] for r in rows))
+        data = [[_f(r["jain_index"]) for r in rows if r["server_host"] == s and r["jain_index"] is not None]
+                for s in servers]
+        ax.hist(data, bins=[i / 20 for i in range(21)], label=[str(s) for s in servers],
+                color=[ARM_COLOURS[i % len(ARM_COLOURS)] for i in range(len(servers))], stacked=True)
+        ax.set_xlim(0, 1.0)
+        ax.set_xlabel("Jain's fairness index of the clients' bandwidths (1 = perfectly fair)")
+        ax.set_ylabel("server × window groups")
+        ax.legend(loc="upper left", fontsize=8)
+        return _to_data_uri(fig)

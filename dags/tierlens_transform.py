@@ -1,0 +1,52 @@
+"""tierlens_transform: the dbt project (staging -> intermediate -> marts) through astronomer-cosmos.
+
+A task per model with its tests right after it (and one per seed), scheduled by the
+``tierlens_raw`` Asset that tierlens_ingest updates. dbt runs as a subprocess of the dbt in
+tierlens' own virtualenv (``dbt_executable`` setting), so Airflow's and dbt's pins never meet.
+Settings: dags/README.md.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Before cosmos is imported: it reads these once. Nothing phones home.
+os.environ.setdefault("AIRFLOW__COSMOS__ENABLE_TELEMETRY", "False")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
+os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "False")
+
+from cosmos import DbtDag, ExecutionConfig, ProfileConfig, ProjectConfig, RenderConfig  # noqa: E402
+from cosmos.constants import InvocationMode, LoadMode, TestBehavior  # noqa: E402
+from tierlens import orchestration  # noqa: E402
+
+_project = orchestration.dbt_project_dir(orchestration.airflow_var)
+_dbt = orchestration.dbt_executable(orchestration.airflow_var)
+_env = {
+    "TIERLENS_WAREHOUSE": str(orchestration.warehouse_path(orchestration.airflow_var).resolve()),
+    "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",
+    "DO_NOT_TRACK": "1",
+}
+
+tierlens_transform = DbtDag(
+    dag_id="tierlens_transform",
+    schedule=[orchestration.raw_asset()],
+    start_date=orchestration.dag_start_date(),
+    catchup=False,
+    max_active_runs=1,
+    default_args=orchestration.dag_default_args(),
+    tags=["tierlens"],
+    doc_md=__doc__,
+    project_config=ProjectConfig(dbt_project_path=_project, env_vars=_env),
+    profile_config=ProfileConfig(profile_name="tierlens", target_name="duckdb",
+                                 profiles_yml_filepath=_project / "profiles.yml"),
+    execution_config=ExecutionConfig(dbt_executable_path=_dbt, invocation_mode=InvocationMode.SUBPROCESS),
+    render_config=RenderConfig(load_method=LoadMode.DBT_LS, test_behavior=TestBehavior.AFTER_EACH,
+                               invocation_mode=InvocationMode.SUBPROCESS, dbt_executable_path=_dbt,
+                               emit_datasets=False,
+                               # a test of several models (e.g. assert_rows_conserved) runs once
+                               # all of them are built, in a task of its own
+                               should_detach_multiple_parents_tests=True,
+                               select=orchestration.settings_list("dbt_select", orchestration.airflow_var)),
+    operator_args={"install_deps": False, "emit_datasets": False},
+)

@@ -1,0 +1,74 @@
+-- File popularity as the SLAC seed's caching algorithms see it, as of the last access in the
+-- warehouse (reference time = latest end_time, else start_time, of any access):
+--   accesses_p01 .. accesses_p10: accesses started in each of the 10 most recent 12-hour periods
+--     (p01 = the latest 12 hours; algorithm 1's table, right-shifted every 12 hours);
+--   reads_recent: accesses in the last var popularity_recent_days days (default 5);
+--   mean_read_fraction: mean of read bytes / file size over those accesses;
+--   score = reads_recent x mean_read_fraction, and popularity_rank by score (algorithm 2).
+-- Accesses made by a cache filling itself (app_name 'XrdPfc') are not counted: they repeat a
+-- client's read. Files accessed only before the 10 periods and the recent window are absent.
+{%- set recent_days = var('popularity_recent_days', 5) %}
+with accesses as (
+    select
+        file_lfn,
+        file_size_bytes,
+        read_bytes_at_close,
+        {{ utc('start_time') }}                                  as start_utc
+    from {{ ref('stg_file_access') }}
+    where file_lfn is not null
+      and start_time is not null
+      and coalesce(app_name, '') <> 'XrdPfc'
+),
+
+reference as (
+    select max({{ utc('coalesce(end_time, start_time)') }}) as ref_utc
+    from {{ ref('stg_file_access') }}
+),
+
+placed as (
+    select
+        accesses.*,
+        cast(floor({{ seconds_between('accesses.start_utc', 'reference.ref_utc') }} / 43200) as integer) + 1
+                                                                 as period,
+        accesses.start_utc > reference.ref_utc - interval ({{ recent_days }}) day as recent,
+        reference.ref_utc
+    from accesses, reference
+),
+
+per_file as (
+    select
+        file_lfn,
+        max(file_size_bytes)                                     as file_size_bytes,
+{%- for p in range(1, 11) %}
+        count(*) filter (where period = {{ p }})                 as accesses_p{{ '%02d' % p }},
+{%- endfor %}
+        count(*) filter (where period between 1 and 10)          as accesses_10_periods,
+        count(*) filter (where recent)                           as reads_recent,
+        coalesce(sum(read_bytes_at_close) filter (where recent), 0) as bytes_read_recent,
+        avg(read_bytes_at_close::double / nullif(file_size_bytes, 0)) filter (where recent)
+                                                                 as mean_read_fraction,
+        max(start_utc)                                           as last_access_utc,
+        any_value(ref_utc)                                       as ref_utc
+    from placed
+    group by file_lfn
+    having count(*) filter (where period between 1 and 10 or recent) > 0
+)
+
+select
+    file_lfn,
+    file_size_bytes,
+{%- for p in range(1, 11) %}
+    accesses_p{{ '%02d' % p }},
+{%- endfor %}
+    accesses_10_periods,
+    reads_recent,
+    {{ recent_days }}                                            as recent_days,
+    bytes_read_recent,
+    mean_read_fraction,
+    reads_recent * coalesce(mean_read_fraction, 0)               as score,
+    row_number() over (
+        order by reads_recent * coalesce(mean_read_fraction, 0) desc, reads_recent desc, file_lfn
+    )                                                            as popularity_rank,
+    last_access_utc at time zone 'UTC'                           as last_access,
+    ref_utc at time zone 'UTC'                                   as reference_time
+from per_file

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# A small site: Airflow standalone (scheduler, DAG processor, API server and triggerer in one
+# process, SQLite, LocalExecutor) on the tierlens host. Run from the checkout, as the tierlens user:
+#   deploy/airflow/standalone.sh
+# Settings (see dags/README.md) come from the environment or from Airflow Variables.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+venv="${AIRFLOW_VENV:-$repo/.venv-airflow}"
+export TIERLENS_HOME="${TIERLENS_HOME:-$HOME/.local/share/tierlens}"
+export AIRFLOW_HOME="${AIRFLOW_HOME:-$TIERLENS_HOME/airflow}"
+export AIRFLOW__CORE__DAGS_FOLDER="$repo/dags"
+export AIRFLOW__CORE__LOAD_EXAMPLES=False
+export AIRFLOW__COSMOS__ENABLE_TELEMETRY=False DO_NOT_TRACK=1 SCARF_NO_ANALYTICS=true
+export DBT_SEND_ANONYMOUS_USAGE_STATS=False
+export TIERLENS_DBT_EXECUTABLE="${TIERLENS_DBT_EXECUTABLE:-$repo/.venv/bin/dbt}"
+if [ ! -x "$venv/bin/airflow" ]; then
+  make -C "$repo" setup airflow-venv
+fi
+mkdir -p "$AIRFLOW_HOME"
+"$venv/bin/airflow" db migrate
+"$venv/bin/airflow" pools set "${TIERLENS_POOL:-tierlens_warehouse}" 1 "tierlens: one DuckDB writer at a time"
+exec "$venv/bin/airflow" standalone

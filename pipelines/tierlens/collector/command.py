@@ -1,0 +1,79 @@
+"""`tierlens collect xrootd` and `tierlens ingest xrootd-osg`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def register(collect_app: typer.Typer, ingest_app: typer.Typer) -> None:
+    collect_app.command("xrootd")(collect_xrootd)
+    ingest_app.command("xrootd-osg")(ingest_osg)
+
+
+def collect_xrootd(
+    listen: Annotated[Optional[str], typer.Option(
+        "--listen", help="UDP HOST:PORT to receive monitoring on (the xrootd.monitor dest); 127.0.0.1:9930 when neither this nor --replay is given.")] = None,
+    replay: Annotated[Optional[Path], typer.Option(
+        "--replay", exists=True, dir_okay=False, help="Decode a tcpdump capture (pcap or pcapng) instead.")] = None,
+    port: Annotated[Optional[int], typer.Option(
+        help="With --replay: only datagrams sent to this UDP port.")] = None,
+    out: Annotated[Optional[Path], typer.Option(
+        help="Folder for the Parquet batches (default: $TIERLENS_HOME/spool/xrootd).")] = None,
+    max_rows: Annotated[int, typer.Option(help="Rotate a batch at this many rows.")] = 200_000,
+    max_seconds: Annotated[float, typer.Option(help="Rotate a batch when its oldest row is this old.")] = 60.0,
+    unclosed_timeout: Annotated[float, typer.Option(
+        help="Emit an open with no close as unclosed after this many idle seconds.")] = 24 * 3600.0,
+    cache_grace: Annotated[float, typer.Option(
+        help="Seconds a closed access waits for the cache's pfc file_close event.")] = 5.0,
+    load: Annotated[bool, typer.Option(
+        "--load", help="Also load each batch into the warehouse as it is written.")] = False,
+    warehouse: Annotated[Optional[Path], typer.Option(
+        "--warehouse", "-w", help="DuckDB warehouse file for --load (default: $TIERLENS_HOME/warehouse.duckdb).")] = None,
+) -> None:
+    """Collect XRootD detailed monitoring (f-stream, map records, XCache g-stream) into file_access batches."""
+    from rich.console import Console
+
+    from ..config import paths
+    from .service import Options, listen as run_listen, replay as run_replay
+
+    console = Console(stderr=True)
+    if (listen is None) == (replay is None):
+        listen = listen or ("127.0.0.1:9930" if replay is None else None)
+        if listen is not None and replay is not None:
+            console.print("[red]give either --listen or --replay, not both[/red]")
+            raise typer.Exit(2)
+    out_dir = out or paths().home / "spool" / "xrootd"
+    wh = (warehouse or paths().warehouse) if load else None
+    opts = Options(out_dir, max_rows, max_seconds, unclosed_timeout, cache_grace, wh)
+    if replay is not None:
+        result = run_replay(replay, opts, port)
+    else:
+        console.print(f"collecting XRootD monitoring on udp {listen}; batches in {out_dir} "
+                      f"(SIGTERM or Ctrl-C flushes and stops)")
+        result = run_listen(listen, opts, ready=lambda addr: console.print(f"listening on {addr[0]}:{addr[1]}"))
+    s = result.stats
+    console.print(f"{s['packets']:,} packets, {result.rows:,} file_access rows in {len(result.files)} "
+                  f"batch(es) under {out_dir}; lost packets {s['lost_packets']}; "
+                  f"quarantined {sum(s['quarantined'].values())}")
+
+
+def ingest_osg(
+    files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False,
+                                                 help="JSON or JSON Lines files of OSG collector file-close records.")],
+    warehouse: Annotated[Optional[Path], typer.Option("--warehouse", "-w", help="DuckDB warehouse file.")] = None,
+) -> None:
+    """Import file-close records of the OSG XRootD monitoring collector as file_access rows."""
+    from rich.console import Console
+
+    from ..config import paths
+    from ..pipeline import ingest
+    from .osg import osg_batches
+
+    wh = warehouse or paths().warehouse
+    summary = ingest(osg_batches(list(files)), wh)
+    Console().print(f"file_access: {summary.rows_in['file_access']:,} in, "
+                    f"{summary.rows_loaded['file_access']:,} loaded, "
+                    f"{summary.rows_rejected['file_access']:,} rejected (see `tierlens rejects`)")

@@ -1,0 +1,106 @@
+"""Import file-close records produced by the OSG XRootD monitoring collector.
+
+The OSG collector (opensciencegrid/xrootd-monitoring-collector) publishes one JSON object per
+file close with its own field names: ``start_time``/``end_time`` in milliseconds since the
+epoch, ``filename``, ``filesize``, ``read``/``readv``/``write`` bytes, ``read_single_operations``,
+``read_vector_operations``, ``write_operations``, the averages, ``read_bytes_at_close``,
+``write_bytes_at_close``, ``host`` (the client), ``server_hostname``/``server_ip``/``server``,
+``serverID``, ``user``, ``appinfo``. Files may hold one object per line (JSON Lines), or a JSON
+array. Its records have no client pid and no job identity; they join to jobs only by inference.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..records import Batch, RecordKind, Reject
+from .decoder import C_LFN, C_SERVER, C_START, C_UID, COLUMNS
+from .writer import rows_to_table
+
+
+def _int(v):
+    if v is None or v == "":
+        return None
+    return int(v)
+
+
+def _float(v):
+    if v is None or v == "":
+        return None
+    return float(v)
+
+
+def osg_row(rec: dict) -> list:
+    server = rec.get("server_hostname") or rec.get("server") or rec.get("server_ip")
+    start_ms, end_ms = _float(rec.get("start_time")), _float(rec.get("end_time"))
+    read, readv, write = _int(rec.get("read")), _int(rec.get("readv")), _int(rec.get("write"))
+    uid = rec.get("unique_id") or rec.get("uuid")
+    if not uid:
+        key = json.dumps([rec.get("serverID"), server, rec.get("filename"), rec.get("start_time"),
+                          rec.get("end_time"), rec.get("host"), rec.get("user"), read, readv, write])
+        uid = "osg-" + hashlib.sha1(key.encode()).hexdigest()[:20]
+    row = [None] * len(COLUMNS)
+    row[C_SERVER] = server
+    row[C_UID] = str(uid)
+    row[2] = None
+    row[C_LFN] = rec.get("filename")
+    size = _int(rec.get("filesize"))
+    row[4] = size if size is None or size >= 0 else None
+    row[C_START] = start_ms / 1000.0 if start_ms is not None else None
+    row[6] = end_ms / 1000.0 if end_ms is not None else row[C_START]
+    row[7] = _float(rec.get("read_single_average"))
+    row[8] = _float(rec.get("read_vector_average"))
+    row[9] = _float(rec.get("write_average"))
+    row[10] = _int(rec.get("read_bytes_at_close"))
+    if row[10] is None and read is not None:
+        row[10] = read + (readv or 0)
+    row[11] = _int(rec.get("write_bytes_at_close")) if rec.get("write_bytes_at_close") is not None else write
+    row[12], row[13], row[14] = read, readv, write
+    row[15] = _int(rec.get("read_single_operations"))
+    row[16] = _int(rec.get("read_vector_operations"))
+    row[17] = _int(rec.get("write_operations"))
+    row[18] = rec.get("host")
+    row[20] = rec.get("appinfo") if isinstance(rec.get("appinfo"), str) else None
+    closed = rec.get("HasFileCloseMsg")
+    row[25] = bool(closed) if closed is not None else True
+    return row
+
+
+def _records(path: Path) -> Iterator[tuple[int, str]]:
+    text = path.read_text()
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        for i, rec in enumerate(json.loads(stripped), 1):
+            yield i, json.dumps(rec)
+        return
+    for i, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            yield i, line
+
+
+def osg_batches(files: list[Path], rows_per_batch: int = 100_000) -> Iterator[Batch]:
+    """One or more Batches per file; unparseable lines become Rejects with their line number."""
+    for path in files:
+        rows, locs, rejects = [], [], []
+        for lineno, line in _records(path):
+            loc = f"{path}:line {lineno}"
+            try:
+                rec = json.loads(line)
+                if not isinstance(rec, dict):
+                    raise ValueError("not a JSON object")
+                row = osg_row(rec)
+                if row[C_START] is None:
+                    raise ValueError("no start_time")
+            except (ValueError, TypeError) as e:
+                rejects.append(Reject(RecordKind.FILE_ACCESS, f"osg-json:{path}", loc, "", str(e), line[:2000]))
+                continue
+            rows.append(row)
+            locs.append(loc)
+            if len(rows) >= rows_per_batch:
+                yield Batch(RecordKind.FILE_ACCESS, rows_to_table(rows), f"osg-json:{path}", locs, rejects)
+                rows, locs, rejects = [], [], []
+        if rows or rejects:
+            yield Batch(RecordKind.FILE_ACCESS, rows_to_table(rows), f"osg-json:{path}", locs, rejects)

@@ -1,0 +1,93 @@
+"""Build XRootD monitoring packets in the layouts of XrdXrootdMonData.hh, for tests and benchmarks.
+
+``SimServer`` plays one server instance: it emits the ``=`` identity, ``u`` logins and f-stream
+packets (time, open with lfn, close with ops, disconnect), each packet with its own sequence
+number per stream, as xrootd 5 does.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+from .decoder import FREC, HDR, OPS, TOD, U32, XFR
+
+
+def map_packet(code: str, pseq: int, stod: int, dictid: int, text: str) -> bytes:
+    body = U32.pack(dictid) + text.encode()
+    return HDR.pack(ord(code), pseq & 0xFF, 8 + len(body), stod) + body
+
+
+def tod_record(tbeg: int, tend: int, sid: int, n_xfr: int = 0, n_total: int = 0) -> bytes:
+    return TOD.pack(2, 0x01, 24, n_xfr, n_total, tbeg, tend, sid)
+
+
+def open_record(fileid: int, size: int, user: int, lfn: str) -> bytes:
+    raw = lfn.encode() + b"\0"
+    pad = (-(20 + len(raw))) % 4
+    raw += b"\0" * pad
+    return FREC.pack(1, 0x01, 20 + len(raw), fileid) + struct.pack(">q", size) + U32.pack(user) + raw
+
+
+def close_record(fileid: int, read: int, readv: int, write: int,
+                 ops: tuple[int, int, int] | None = (1, 0, 0)) -> bytes:
+    if ops is None:
+        return FREC.pack(0, 0, 32, fileid) + XFR.pack(read, readv, write)
+    n_rd, n_rv, n_wr = ops
+    body = OPS.pack(n_rd, n_rv, n_wr, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    return FREC.pack(0, 0x02, 80, fileid) + XFR.pack(read, readv, write) + body
+
+
+def disc_record(userid: int) -> bytes:
+    return FREC.pack(4, 0, 8, userid)
+
+
+def fstream_packet(pseq: int, stod: int, records: list[bytes]) -> bytes:
+    body = b"".join(records)
+    return HDR.pack(ord("f"), pseq & 0xFF, 8 + len(body), stod) + body
+
+
+def pfc_packet(pseq: int, stod: int, sid: int, events: list[dict], tbeg: int, tend: int) -> bytes:
+    head = {"code": "g", "pseq": pseq, "stod": stod, "sid": sid, "gs": {"type": "C", "tbeg": tbeg, "tend": tend}}
+    return "\n".join([json.dumps(head)] + [json.dumps(e) for e in events]).encode()
+
+
+class SimServer:
+    """One server instance that makes monitoring packets."""
+
+    def __init__(self, host: str = "xrd01.example.org", port: int = 1094, sid: int = 123456789,
+                 stod: int = 1_700_000_000) -> None:
+        self.host, self.port, self.sid, self.stod = host, port, sid, stod
+        self.map_seq = 0
+        self.f_seq = 0
+        self.g_seq = 0
+        self.next_id = 1
+
+    def _dictid(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    def ident(self) -> bytes:
+        text = f"=/xrootd.4242:{self.sid}@{self.host}\n&site=T2_TEST&port={self.port}&inst=anon&pgm=xrootd&ver=v5.5.3"
+        p = map_packet("=", self.map_seq, self.stod, 0, text)
+        self.map_seq += 1
+        return p
+
+    def login(self, pid: int, client: str, app: str | None = None, job: str | None = None) -> tuple[int, bytes]:
+        uid = self._dictid()
+        text = f"xroot/user.{pid}:{self.sid}@{client}\n&R=v5.5.3&x={app or ''}&y={job or ''}&I=4"
+        p = map_packet("u", self.map_seq, self.stod, uid, text)
+        self.map_seq += 1
+        return uid, p
+
+    def fpacket(self, t0: int, t1: int, records: list[bytes]) -> bytes:
+        p = fstream_packet(self.f_seq, self.stod, [tod_record(t0, t1, self.sid, 0, len(records))] + records)
+        self.f_seq += 1
+        return p
+
+    def pfc(self, t0: int, t1: int, events: list[dict]) -> bytes:
+        self.g_seq += 1
+        return pfc_packet(self.g_seq, self.stod, self.sid, events, t0, t1)
+
+    def new_file(self) -> int:
+        return self._dictid()

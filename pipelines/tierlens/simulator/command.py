@@ -1,0 +1,160 @@
+"""`tierlens simulate cache` and `tierlens export trace`."""
+
+
+
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+_UNITS = {"": 1, "B": 1, "K": 10**3, "KB": 10**3, "M": 10**6, "MB": 10**6, "G": 10**9, "GB": 10**9,
+          "T": 10**12, "TB": 10**12, "P": 10**15, "PB": 10**15, "KIB": 2**10, "MIB": 2**20,
+          "GIB": 2**30, "TIB": 2**40, "PIB": 2**50}
+
+
+def parse_bytes(text: str) -> int:
+    """'11TB' (decimal), '10TiB' (binary) or a plain number of bytes."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    if not m or m.group(2).upper() not in _UNITS:
+        raise typer.BadParameter(f"not a size: {text!r} (e.g. 11TB, 500GiB, 1e12)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1000 or unit == "PB":
+            return f"{n:,.1f} {unit}" if unit != "B" else f"{n:,.0f} B"
+        n /= 1000.0
+    return str(n)
+
+
+def _load_trace(warehouse: Path | None, parquet: list[Path] | None, oracle: Path | None, size_unit: int,
+                server: str | None, role: str | None, start: str | None, end: str | None):
+    from ..cli import _warehouse
+    from . import trace as tr
+
+    if oracle is not None:
+        return tr.read_oracle(oracle, size_unit)
+    if parquet:
+        return tr.from_parquet(list(parquet))
+    from ..warehouse import Warehouse
+
+    wh = _warehouse(warehouse)
+    if not wh.exists():
+        raise typer.BadParameter(f"no warehouse at {wh}: load file accesses first, or pass --parquet/--oracle")
+    with Warehouse(wh, read_only=True) as w:
+        return tr.from_warehouse(w.con, server, role, start, end)
+
+
+def register(app: typer.Typer) -> None:
+    from ..cli import WarehouseOpt, console, err
+
+    sim_app = typer.Typer(help="Replay file accesses through cache configurations you have not deployed.",
+                          no_args_is_help=True)
+    app.add_typer(sim_app, name="simulate")
+    export_app = typer.Typer(help="Export warehouse data in other tools' formats.", no_args_is_help=True)
+    app.add_typer(export_app, name="export")
+
+    @sim_app.command("cache")
+    def cache(
+        size: Annotated[list[str], typer.Option("--size", "-s", help="Cache capacity, e.g. 11TB or 500GiB; repeat for several.")],
+        policy: Annotated[list[str], typer.Option("--policy", "-p", help="lru, fifo, lfu, s3fifo, belady, slac1, slac2, slac3; repeat for several.")] = ["lru"],  # noqa: B006
+        warehouse: WarehouseOpt = None,
+        parquet: Annotated[Optional[list[Path]], typer.Option(help="Read file_access records from Parquet instead of the warehouse.", exists=True, dir_okay=False)] = None,
+        oracle: Annotated[Optional[Path], typer.Option(help="Read a libCacheSim oracleGeneral trace instead.", exists=True, dir_okay=False)] = None,
+        size_unit: Annotated[int, typer.Option(help="oracleGeneral sizes are in units of this many bytes.")] = 1,
+        server: Annotated[Optional[str], typer.Option(help="Only accesses to this server_host.")] = None,
+        role: Annotated[Optional[str], typer.Option(help="Only accesses to servers of this role (origin, cache).")] = None,
+        start: Annotated[Optional[str], typer.Option(help="Only accesses opened at or after this UTC time.")] = None,
+        end: Annotated[Optional[str], typer.Option(help="Only accesses opened before this UTC time.")] = None,
+        min_reads: Annotated[int, typer.Option(help="SLAC: accesses in the window before a file may be staged in.")] = 5,
+        stage_cap_pct: Annotated[float, typer.Option(help="SLAC: stage-in cap, % of capacity per hour.")] = 2.0,
+        window_days: Annotated[float, typer.Option(help="SLAC 2/3: days of history in the ranking.")] = 5.0,
+        upcoming_minutes: Annotated[float, typer.Option(help="SLAC 3: refresh of upcoming jobs' inputs.")] = 20.0,
+        assumed_read_frac: Annotated[float, typer.Option(help="SLAC 3: read fraction for files without history.")] = 0.1,
+        whole_object: Annotated[bool, typer.Option(help="Every access reads its whole file (libCacheSim semantics).")] = False,
+        nic_gbytes_per_s: Annotated[float, typer.Option(help="Cache NIC cap for the utilisation series, GB/s.")] = 2.5,
+        ssd: Annotated[Optional[str], typer.Option(help="storage_catalog config_name for SSD wear [default: most enduring SSD/NVMe].")] = None,
+        mrc: Annotated[bool, typer.Option(help="Also write the LRU miss-ratio curve for 100 sizes (one pass).")] = False,
+        write: Annotated[bool, typer.Option(help="Write runs to the warehouse (sim_cache_runs, sim_cache_hourly).")] = True,
+        as_json: Annotated[bool, typer.Option("--json", help="Print results as JSON lines.")] = False,
+    ) -> None:
+        """Replay file accesses through byte-capacity caches and write the results to the warehouse."""
+        from rich.table import Table
+
+        from ..cli import _warehouse
+        from ..warehouse import Warehouse
+        from . import engine, store
+
+        trace = _load_trace(warehouse, parquet, oracle, size_unit, server, role, start, end)
+        if len(trace) == 0:
+            err.print("no file accesses to replay")
+            raise typer.Exit(1)
+        results = []
+        for s in size:
+            for p in policy:
+                try:
+                    params = engine.CacheParams(
+                        p.lower(), parse_bytes(s), min_reads=min_reads, stage_cap_pct=stage_cap_pct,
+                        window_days=window_days, upcoming_minutes=upcoming_minutes,
+                        assumed_read_frac=assumed_read_frac, whole_object=whole_object,
+                        nic_bytes_per_s=nic_gbytes_per_s * 1e9)
+                except ValueError as e:
+                    raise typer.BadParameter(str(e)) from e
+                results.append(engine.simulate(trace, params))
+        curve = None
+        if mrc:
+            osize = engine.object_sizes(trace)
+            curve = engine.mrc(trace, engine.log_sizes(int(osize.max()), int(osize.sum())), whole_object)
+        ids = []
+        if write:
+            wh = _warehouse(warehouse)
+            with Warehouse(wh) as w:
+                ssd_row = store.catalog_ssd(w.con, ssd)
+                for i, r in enumerate(results):
+                    ids.append(store.write_run(w.con, r, ssd_row, curve if i == 0 else None))
+                    r.extra.update(store.wear(r, ssd_row))
+        if as_json:
+            for i, r in enumerate(results):
+                console.print_json(json.dumps(dict(r.summary(), run_id=ids[i] if ids else None)))
+            return
+        t = Table(title=f"{len(trace):,} accesses, {trace.n_objects:,} files ({trace.source})")
+        for c in ("policy", "capacity", "hit ratio", "byte hit ratio", "from cache", "staged in",
+                  "SSD writes/day", "days to endurance", "peak NIC", "replay"):
+            t.add_column(c, justify="left" if c == "policy" else "right")
+        for r in results:
+            util = r.hourly["nic_utilisation"].to_numpy()
+            days = r.extra.get("days_to_endurance")
+            t.add_row(r.params.policy, _human(r.params.capacity_bytes), f"{r.hit_ratio:.3f}", f"{r.byte_hit_ratio:.3f}",
+                      _human(r.bytes_from_cache), _human(r.bytes_staged), _human(r.ssd_writes_per_day),
+                      f"{days:,.0f}" if days else "", f"{util.max():.1%}", f"{r.elapsed_s:.2f} s")
+        console.print(t)
+        if ids:
+            console.print(f"written to {_warehouse(warehouse)}: sim_cache_runs run_id {', '.join(ids)}"
+                          + (" (+ sim_cache_mrc)" if curve is not None else ""))
+
+    @export_app.command("trace")
+    def export_trace(
+        out: Annotated[Path, typer.Option("--out", "-o", help="Output file.")],
+        fmt: Annotated[str, typer.Option("--format", help="oracleGeneral (libCacheSim binary).")] = "oracleGeneral",
+        warehouse: WarehouseOpt = None,
+        size_unit: Annotated[int, typer.Option(help="Write sizes in units of this many bytes (files over 4 GiB need > 1).")] = 1,
+        server: Annotated[Optional[str], typer.Option(help="Only accesses to this server_host.")] = None,
+        role: Annotated[Optional[str], typer.Option(help="Only accesses to servers of this role.")] = None,
+        start: Annotated[Optional[str], typer.Option(help="Only accesses opened at or after this UTC time.")] = None,
+        end: Annotated[Optional[str], typer.Option(help="Only accesses opened before this UTC time.")] = None,
+    ) -> None:
+        """Write the warehouse's file accesses as a cache trace for other simulators."""
+        from . import trace as tr
+
+        if fmt.lower() != "oraclegeneral":
+            raise typer.BadParameter(f"unknown format {fmt!r}; supported: oracleGeneral")
+        trace = _load_trace(warehouse, None, None, 1, server, role, start, end)
+        try:
+            n = tr.write_oracle(trace, out, size_unit)
+        except ValueError as e:
+            err.print(f"[red]{e}[/red]")
+            raise typer.Exit(1) from e
+        console.print(f"{out}: {n:,} requests, {trace.n_objects:,} objects (oracleGeneral, size unit {size_unit} B)")

@@ -1,0 +1,611 @@
+"""Compiled replay loops (numba, ``cache=True``: compiled once per machine, then loaded).
+
+Every kernel takes dense object ids (int32), the per-object size (int64, indexed by object id),
+the bytes each request read (int64) and its hour bucket (int32), and returns an int64 array
+``out[3, n_hours]``: hits, bytes delivered from the cache (the request's read bytes on a hit),
+bytes staged into the cache (whole files). No quantity is ever held in 32 bits except ids.
+
+Online policies (LRU, FIFO, LFU, S3-FIFO, Belady) fill the cache on demand: a miss stages the
+whole file in, unless the file is larger than the whole cache (then it bypasses the cache, as in
+libCacheSim). The SLAC algorithms never fill on demand; they stage files in at their ticks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+NEVER = np.int64(2**62)
+
+
+@njit(cache=True, nogil=True)
+def next_access_kernel(obj, n_obj):
+    n = obj.shape[0]
+    out = np.empty(n, np.int64)
+    last = np.full(n_obj, -1, np.int64)
+    for i in range(n - 1, -1, -1):
+        o = obj[i]
+        out[i] = last[o]
+        last[o] = i
+    return out
+
+
+# ----------------------------------------------------------------------------- LRU / FIFO
+
+@njit(cache=True, nogil=True)
+def lru_kernel(obj, osize, read, hr, n_hours, cap, move_on_hit):
+    """LRU (move_on_hit=True) or FIFO (False) on a byte-capacity cache: a doubly linked list
+    threaded through arrays indexed by object id; head = most recent."""
+    n_obj = osize.shape[0]
+    prv = np.full(n_obj, -1, np.int32)
+    nxt = np.full(n_obj, -1, np.int32)
+    inc = np.zeros(n_obj, np.bool_)
+    out = np.zeros((3, n_hours), np.int64)
+    head = -1
+    tail = -1
+    used = np.int64(0)
+    for i in range(obj.shape[0]):
+        o = obj[i]
+        if inc[o]:
+            h = hr[i]
+            out[0, h] += 1
+            out[1, h] += read[i]
+            if move_on_hit and o != head:
+                p = prv[o]
+                q = nxt[o]
+                nxt[p] = q
+                if q >= 0:
+                    prv[q] = p
+                else:
+                    tail = p
+                prv[o] = -1
+                nxt[o] = head
+                prv[head] = o
+                head = o
+            continue
+        s = osize[o]
+        if s > cap:
+            continue
+        while used + s > cap:
+            t = tail
+            tail = prv[t]
+            if tail >= 0:
+                nxt[tail] = -1
+            else:
+                head = -1
+            inc[t] = False
+            used -= osize[t]
+        prv[o] = -1
+        nxt[o] = head
+        if head >= 0:
+            prv[head] = o
+        else:
+            tail = o
+        head = o
+        inc[o] = True
+        used += s
+        out[2, hr[i]] += s
+    return out
+
+
+# ----------------------------------------------------------------------------- heaps
+
+@njit(cache=True, nogil=True)
+def _sift_down(hk, hv, pos, size):
+    k = hk[pos]
+    v = hv[pos]
+    while True:
+        c = 2 * pos + 1
+        if c >= size:
+            break
+        if c + 1 < size and hk[c + 1] < hk[c]:
+            c += 1
+        if hk[c] >= k:
+            break
+        hk[pos] = hk[c]
+        hv[pos] = hv[c]
+        pos = c
+    hk[pos] = k
+    hv[pos] = v
+
+
+@njit(cache=True, nogil=True)
+def _push(hk, hv, size, k, v):
+    pos = size
+    while pos > 0:
+        p = (pos - 1) >> 1
+        if hk[p] <= k:
+            break
+        hk[pos] = hk[p]
+        hv[pos] = hv[p]
+        pos = p
+    hk[pos] = k
+    hv[pos] = v
+    return size + 1
+
+
+@njit(cache=True, nogil=True)
+def _pop(hk, hv, size):
+    size -= 1
+    if size > 0:
+        hk[0] = hk[size]
+        hv[0] = hv[size]
+        _sift_down(hk, hv, 0, size)
+    return size
+
+
+@njit(cache=True, nogil=True)
+def _compact(hk, hv, size, key, inc):
+    """Drop stale entries (lazy deletion) and re-heapify."""
+    m = 0
+    for j in range(size):
+        v = hv[j]
+        if inc[v] and key[v] == hk[j]:
+            hk[m] = hk[j]
+            hv[m] = v
+            m += 1
+    for j in range(m // 2 - 1, -1, -1):
+        _sift_down(hk, hv, j, m)
+    return m
+
+
+@njit(cache=True, nogil=True)
+def heap_kernel(obj, osize, read, hr, n_hours, cap, keys_in, mode):
+    """Priority eviction with a lazy-deletion min-heap.
+
+    mode 0, LFU: key = frequency * 2**40 + request index (least frequent, then least recent,
+    goes first; frequency restarts at 1 on admission). mode 1, Belady: key = -(next access
+    index) (furthest next use goes first; the requested file itself is a candidate, so a file
+    needed later than everything cached bypasses the cache). ``keys_in`` is the next-access
+    array for Belady (-1: never again).
+    """
+    n_obj = osize.shape[0]
+    inc = np.zeros(n_obj, np.bool_)
+    key = np.zeros(n_obj, np.int64)
+    freq = np.zeros(n_obj, np.int64)
+    capacity = 2 * n_obj + 1024
+    hk = np.empty(capacity, np.int64)
+    hv = np.empty(capacity, np.int32)
+    size = 0
+    count = 0
+    out = np.zeros((3, n_hours), np.int64)
+    used = np.int64(0)
+    for i in range(obj.shape[0]):
+        o = obj[i]
+        h = hr[i]
+        k = np.int64(0)
+        if mode == 1:
+            nx = keys_in[i]
+            k = -(nx if nx >= 0 else NEVER)
+        if inc[o]:
+            out[0, h] += 1
+            out[1, h] += read[i]
+            if mode == 0:
+                freq[o] += 1
+                k = freq[o] * (np.int64(1) << 40) + i
+            if size >= capacity:
+                size = _compact(hk, hv, size, key, inc)
+            key[o] = k
+            size = _push(hk, hv, size, k, o)
+            continue
+        s = osize[o]
+        if s > cap:
+            continue
+        if mode == 0:
+            while used + s > cap:
+                while True:
+                    t = hv[0]
+                    tk = hk[0]
+                    size = _pop(hk, hv, size)
+                    if inc[t] and key[t] == tk:
+                        break
+                inc[t] = False
+                used -= osize[t]
+                count -= 1
+            freq[o] = 1
+            k = (np.int64(1) << 40) + i
+        if size >= capacity:
+            size = _compact(hk, hv, size, key, inc)
+        inc[o] = True
+        key[o] = k
+        used += s
+        count += 1
+        size = _push(hk, hv, size, k, o)
+        if mode == 1:
+            while used > cap:
+                while True:
+                    t = hv[0]
+                    tk = hk[0]
+                    size = _pop(hk, hv, size)
+                    if inc[t] and key[t] == tk:
+                        break
+                inc[t] = False
+                used -= osize[t]
+                count -= 1
+        if inc[o]:
+            out[2, h] += s
+    return out
+
+
+# ----------------------------------------------------------------------------- S3-FIFO
+
+@njit(cache=True, nogil=True)
+def _unlink(o, prv, nxt, heads, tails, q):
+    p = prv[o]
+    n = nxt[o]
+    if p >= 0:
+        nxt[p] = n
+    else:
+        heads[q] = n
+    if n >= 0:
+        prv[n] = p
+    else:
+        tails[q] = p
+    prv[o] = -1
+    nxt[o] = -1
+
+
+@njit(cache=True, nogil=True)
+def _link_head(o, prv, nxt, heads, tails, q):
+    h = heads[q]
+    prv[o] = -1
+    nxt[o] = h
+    if h >= 0:
+        prv[h] = o
+    else:
+        tails[q] = o
+    heads[q] = o
+
+
+@njit(cache=True, nogil=True)
+def s3fifo_kernel(obj, osize, read, hr, n_hours, cap, small_ratio):
+    """S3-FIFO (Yang et al., SOSP'23) in bytes: a small FIFO S (``small_ratio`` of the bytes), a
+    main FIFO M with reinsertion while freq > 0 (freq capped at 3), a ghost FIFO G of ids evicted
+    from S (bounded by M's share of the bytes). A file leaving S that was hit while in S moves to
+    M; a miss on a ghost goes straight to M."""
+    n_obj = osize.shape[0]
+    prv = np.full(n_obj, -1, np.int32)
+    nxt = np.full(n_obj, -1, np.int32)
+    where = np.zeros(n_obj, np.int8)  # 0 none, 1 S, 2 M, 3 G
+    freq = np.zeros(n_obj, np.int8)
+    heads = np.full(4, -1, np.int32)
+    tails = np.full(4, -1, np.int32)
+    qbytes = np.zeros(4, np.int64)
+    small_cap = np.int64(cap * small_ratio)
+    ghost_cap = cap - small_cap
+    out = np.zeros((3, n_hours), np.int64)
+    for i in range(obj.shape[0]):
+        o = obj[i]
+        w = where[o]
+        if w == 1 or w == 2:
+            h = hr[i]
+            out[0, h] += 1
+            out[1, h] += read[i]
+            if freq[o] < 3:
+                freq[o] += 1
+            continue
+        s = osize[o]
+        if s > cap:
+            continue
+        target = 1
+        if w == 3:
+            _unlink(o, prv, nxt, heads, tails, 3)
+            qbytes[3] -= s
+            where[o] = 0
+            target = 2
+        while qbytes[1] + qbytes[2] + s > cap:
+            if heads[1] >= 0 and (qbytes[1] > small_cap or heads[2] < 0):
+                t = tails[1]
+                _unlink(t, prv, nxt, heads, tails, 1)
+                ts = osize[t]
+                qbytes[1] -= ts
+                if freq[t] >= 1:
+                    freq[t] = 0
+                    _link_head(t, prv, nxt, heads, tails, 2)
+                    where[t] = 2
+                    qbytes[2] += ts
+                else:
+                    _link_head(t, prv, nxt, heads, tails, 3)
+                    where[t] = 3
+                    qbytes[3] += ts
+                    while qbytes[3] > ghost_cap:
+                        g = tails[3]
+                        _unlink(g, prv, nxt, heads, tails, 3)
+                        qbytes[3] -= osize[g]
+                        where[g] = 0
+            else:
+                t = tails[2]
+                _unlink(t, prv, nxt, heads, tails, 2)
+                if freq[t] > 0:
+                    freq[t] -= 1
+                    _link_head(t, prv, nxt, heads, tails, 2)
+                else:
+                    qbytes[2] -= osize[t]
+                    where[t] = 0
+        freq[o] = 0
+        _link_head(o, prv, nxt, heads, tails, target)
+        where[o] = target
+        qbytes[target] += s
+        out[2, hr[i]] += s
+    return out
+
+
+# ----------------------------------------------------------------------------- SLAC 1-3
+
+@njit(cache=True, nogil=True)
+def _score(f, algo, cnt, sfrac, un, assumed):
+    if algo == 1:
+        return np.float64(cnt[f])
+    sc = sfrac[f]
+    if algo == 3 and un[f] > 0:
+        if cnt[f] > 0:
+            sc += un[f] * (sfrac[f] / cnt[f])
+        else:
+            sc += un[f] * assumed
+    return sc
+
+
+@njit(cache=True, nogil=True)
+def _slac_valid(v, ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
+    f = np.int32(v & 0xFFFFFFFF)
+    if (v >> 32) != ver[f] or inc[f] != want_cached:
+        return False
+    if want_cached:
+        return True
+    return (cnt[f] >= min_reads or un[f] > 0) and osize[f] <= max_size
+
+
+@njit(cache=True, nogil=True)
+def _slac_compact(hk, hv, size, ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
+    m = 0
+    for j in range(size):
+        if _slac_valid(hv[j], ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
+            hk[m] = hk[j]
+            hv[m] = hv[j]
+            m += 1
+    for j in range(m // 2 - 1, -1, -1):
+        _sift_down(hk, hv, j, m)
+    return m
+
+
+@njit(cache=True, nogil=True)
+def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, cap_frac,
+                window_s, period_s, n_periods, tick_s, up_order, up_start, assumed):
+    """The SLAC SSD-cache algorithms (Yang, Hanushevsky, Mount). Ticks every ``tick_s``
+    (3600 s for 1 and 2, 1200 s for 3) from ``t0``:
+
+    * history (at hourly ticks): records with time < tick enter the table; records older than
+      the window leave it. Algorithm 1's window is 10 periods of 12 h aligned on period
+      boundaries (the current period plus the 9 before it); 2 and 3 use the last ``window_s``.
+    * score: 1, number of accesses in the window; 2, reads × mean(bytes read / file size)
+      = Σ min(read/size, 1); 3, that plus, for files the jobs starting in [tick, tick + tick_s)
+      will read, (their number of accesses) × (the file's mean read fraction, or ``assumed``
+      for files without history).
+    * candidates: files not cached with at least ``min_reads`` accesses in the window (3: or
+      wanted by an upcoming job) and no larger than the hourly stage-in budget. They are staged
+      in best score first while they fit the hour's remaining budget (``cap_frac`` × capacity
+      per clock hour), evicting cached files of lower score (lowest first); the tick stops at
+      the first candidate that does not fit the remaining budget or would have to evict a file
+      scored at least as high. Staging is instantaneous at the tick.
+    * requests: a request for a cached file is a hit; misses are read from the origin and never
+      fill the cache.
+
+    Both rankings are kept as lazily cleaned heaps (entries carry a per-file version), and only
+    files whose score changed since the last tick are re-scored, so a tick costs
+    O(changed files × log) rather than O(all files).
+    """
+    n = obj.shape[0]
+    n_obj = osize.shape[0]
+    cnt = np.zeros(n_obj, np.int32)
+    sfrac = np.zeros(n_obj, np.float64)
+    un = np.zeros(n_obj, np.int32)
+    inc = np.zeros(n_obj, np.bool_)
+    ver = np.zeros(n_obj, np.int64)
+    dirty = np.empty(n_obj, np.int32)
+    dstamp = np.full(n_obj, -1, np.int64)
+    ulist = np.empty(n_obj, np.int32)
+    ucount = 0
+    hcap = 2 * n_obj + 1024
+    ck = np.empty(hcap, np.float64)   # candidates: -score (best first)
+    cv = np.empty(hcap, np.int64)     # version << 32 | file
+    csz = 0
+    ek = np.empty(hcap, np.float64)   # cached: score (lowest first)
+    ev = np.empty(hcap, np.int64)
+    esz = 0
+    out = np.zeros((3, n_hours), np.int64)
+    used = np.int64(0)
+    add_p = 0
+    rem_p = 0
+    up_p = 0
+    n_up = up_order.shape[0]
+    budget_hour = -1
+    budget = np.int64(0)
+    hour_cap = np.int64(cap * cap_frac)
+    max_size = hour_cap if hour_cap < cap else cap
+    tick_no = 0
+    next_tick = t0 + tick_s
+    for i in range(n + 1):
+        now = time[i] if i < n else time[n - 1]
+        while i < n and now >= next_tick:
+            T = next_tick
+            tick_no += 1
+            next_tick = t0 + (tick_no + 1) * tick_s
+            h_idx = int((T - t0) // 3600.0)
+            if h_idx >= n_hours:
+                h_idx = n_hours - 1
+            if h_idx != budget_hour:
+                budget_hour = h_idx
+                budget = hour_cap
+            nd = 0
+            on_hour = (tick_no * tick_s) % 3600.0 == 0.0
+            if on_hour or algo != 3:
+                while add_p < n and time[add_p] < T:
+                    f = obj[add_p]
+                    cnt[f] += 1
+                    fr = read[add_p] / osize[f]
+                    sfrac[f] += fr if fr < 1.0 else 1.0
+                    if dstamp[f] != tick_no:
+                        dstamp[f] = tick_no
+                        dirty[nd] = f
+                        nd += 1
+                    add_p += 1
+                if algo == 1:
+                    ws = np.floor(T / period_s) * period_s - (n_periods - 1) * period_s
+                else:
+                    ws = T - window_s
+                while rem_p < add_p and time[rem_p] < ws:
+                    f = obj[rem_p]
+                    cnt[f] -= 1
+                    if cnt[f] == 0:
+                        sfrac[f] = 0.0
+                    else:
+                        fr = read[rem_p] / osize[f]
+                        sfrac[f] -= fr if fr < 1.0 else 1.0
+                    if dstamp[f] != tick_no:
+                        dstamp[f] = tick_no
+                        dirty[nd] = f
+                        nd += 1
+                    rem_p += 1
+            if algo == 3:
+                while up_p < n_up and up_start[up_p] < T + tick_s:
+                    if up_start[up_p] >= T:
+                        f = obj[up_order[up_p]]
+                        if un[f] == 0:
+                            ulist[ucount] = f
+                            ucount += 1
+                        un[f] += 1
+                        if dstamp[f] != tick_no:
+                            dstamp[f] = tick_no
+                            dirty[nd] = f
+                            nd += 1
+                    up_p += 1
+            # re-score what changed
+            for j in range(nd):
+                f = dirty[j]
+                ver[f] += 1
+                v = (ver[f] << 32) | f
+                if inc[f]:
+                    if esz >= hcap:
+                        esz = _slac_compact(ek, ev, esz, ver, inc, True, cnt, un, min_reads, osize, max_size)
+                    esz = _push(ek, ev, esz, _score(f, algo, cnt, sfrac, un, assumed), v)
+                elif (cnt[f] >= min_reads or un[f] > 0) and osize[f] <= max_size:
+                    if csz >= hcap:
+                        csz = _slac_compact(ck, cv, csz, ver, inc, False, cnt, un, min_reads, osize, max_size)
+                    csz = _push(ck, cv, csz, -_score(f, algo, cnt, sfrac, un, assumed), v)
+            # stage in, best first
+            while csz > 0 and budget > 0:
+                v = cv[0]
+                sc = -ck[0]
+                if not _slac_valid(v, ver, inc, False, cnt, un, min_reads, osize, max_size):
+                    csz = _pop(ck, cv, csz)
+                    continue
+                c = np.int32(v & 0xFFFFFFFF)
+                s = osize[c]
+                if s > budget:
+                    break
+                while used + s > cap and esz > 0:
+                    if not _slac_valid(ev[0], ver, inc, True, cnt, un, min_reads, osize, max_size):
+                        esz = _pop(ek, ev, esz)
+                        continue
+                    if ek[0] >= sc:
+                        break
+                    t = np.int32(ev[0] & 0xFFFFFFFF)
+                    esz = _pop(ek, ev, esz)
+                    inc[t] = False
+                    used -= osize[t]
+                    ver[t] += 1
+                    if (cnt[t] >= min_reads or un[t] > 0) and osize[t] <= max_size:
+                        if csz >= hcap:
+                            csz = _slac_compact(ck, cv, csz, ver, inc, False, cnt, un, min_reads, osize, max_size)
+                        csz = _push(ck, cv, csz, -_score(t, algo, cnt, sfrac, un, assumed), (ver[t] << 32) | t)
+                if used + s > cap:
+                    break
+                # still the top: files evicted for it score lower and sit below it
+                csz = _pop(ck, cv, csz)
+                inc[c] = True
+                ver[c] += 1
+                used += s
+                budget -= s
+                out[2, h_idx] += s
+                if esz >= hcap:
+                    esz = _slac_compact(ek, ev, esz, ver, inc, True, cnt, un, min_reads, osize, max_size)
+                esz = _push(ek, ev, esz, sc, (ver[c] << 32) | c)
+            # the upcoming jobs' bonus lasts one tick
+            for j in range(ucount):
+                f = ulist[j]
+                un[f] = 0
+                ver[f] += 1
+                v = (ver[f] << 32) | f
+                if inc[f]:
+                    if esz >= hcap:
+                        esz = _slac_compact(ek, ev, esz, ver, inc, True, cnt, un, min_reads, osize, max_size)
+                    esz = _push(ek, ev, esz, _score(f, algo, cnt, sfrac, un, assumed), v)
+                elif cnt[f] >= min_reads and osize[f] <= max_size:
+                    if csz >= hcap:
+                        csz = _slac_compact(ck, cv, csz, ver, inc, False, cnt, un, min_reads, osize, max_size)
+                    csz = _push(ck, cv, csz, -_score(f, algo, cnt, sfrac, un, assumed), v)
+            ucount = 0
+        if i == n:
+            break
+        o = obj[i]
+        if inc[o]:
+            h = hr[i]
+            out[0, h] += 1
+            out[1, h] += read[i]
+    return out
+
+
+# ----------------------------------------------------------------------------- MRC
+
+@njit(cache=True, nogil=True)
+def mrc_kernel(obj, osize, read, sizes):
+    """LRU byte stack distances in one pass (Fenwick tree over request positions: each object
+    is marked, with its size, only at its latest request). A request hits an LRU cache of C
+    bytes iff (bytes of the distinct files requested since its previous request) + its own
+    size <= C. Returns hits and hit bytes per cache size (``sizes`` ascending)."""
+    n = obj.shape[0]
+    n_obj = osize.shape[0]
+    tree = np.zeros(n + 1, np.int64)
+    last = np.full(n_obj, -1, np.int64)
+    k = sizes.shape[0]
+    cnt = np.zeros(k + 1, np.int64)
+    byt = np.zeros(k + 1, np.int64)
+    for i in range(n):
+        o = obj[i]
+        s = osize[o]
+        p = last[o]
+        if p >= 0:
+            # sum over positions (p, i): prefix(i) - prefix(p+1), 1-based tree
+            acc = np.int64(0)
+            j = i
+            while j > 0:
+                acc += tree[j]
+                j -= j & (-j)
+            j = p + 1
+            while j > 0:
+                acc -= tree[j]
+                j -= j & (-j)
+            d = acc + s
+            # first size >= d
+            lo = 0
+            hi = k
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if sizes[mid] < d:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            cnt[lo] += 1
+            byt[lo] += read[i]
+            j = p + 1
+            while j <= n:
+                tree[j] -= s
+                j += j & (-j)
+        j = i + 1
+        while j <= n:
+            tree[j] += s
+            j += j & (-j)
+        last[o] = i
+    hits = np.cumsum(cnt[:k])
+    hbytes = np.cumsum(byt[:k])
+    return hits, hbytes

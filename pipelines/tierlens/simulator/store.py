@@ -1,0 +1,149 @@
+"""Simulation results in the warehouse: ``sim_cache_runs``, ``sim_cache_hourly``, ``sim_cache_mrc``.
+
+A run is identified by ``run_id`` = hash of its parameters and of the trace's content, so running
+the same parameters on the same accesses again replaces its rows (one transaction) and never adds.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+import pyarrow as pa
+
+from .. import __version__
+from ..config import DBT_PROJECT_DIR
+from .engine import CacheResult
+
+RUNS = "sim_cache_runs"
+HOURLY = "sim_cache_hourly"
+MRC = "sim_cache_mrc"
+
+DDL = {
+    RUNS: f"""CREATE TABLE IF NOT EXISTS {RUNS} (
+        run_id VARCHAR PRIMARY KEY, created_at TIMESTAMPTZ, tierlens_version VARCHAR,
+        policy VARCHAR, capacity_bytes BIGINT, params VARCHAR,
+        trace_source VARCHAR, trace_fingerprint VARCHAR, first_hour TIMESTAMPTZ, hours INTEGER,
+        requests BIGINT, objects BIGINT, hits BIGINT, hit_ratio DOUBLE,
+        bytes_requested BIGINT, bytes_from_cache BIGINT, byte_hit_ratio DOUBLE, bytes_staged BIGINT,
+        ssd_writes_per_day_bytes DOUBLE, ssd_config VARCHAR, ssd_devices INTEGER,
+        ssd_endurance_bytes DOUBLE, days_to_endurance DOUBLE,
+        nic_cap_bytes_per_s DOUBLE, nic_peak_utilisation DOUBLE, nic_hours_at_cap INTEGER,
+        replay_seconds DOUBLE)""",
+    HOURLY: f"""CREATE TABLE IF NOT EXISTS {HOURLY} (
+        run_id VARCHAR, hour_start TIMESTAMPTZ, requests BIGINT, hits BIGINT,
+        bytes_requested BIGINT, bytes_from_cache BIGINT, bytes_staged BIGINT,
+        nic_utilisation DOUBLE, PRIMARY KEY (run_id, hour_start))""",
+    MRC: f"""CREATE TABLE IF NOT EXISTS {MRC} (
+        run_id VARCHAR, cache_bytes BIGINT, requests BIGINT, hits BIGINT, hit_ratio DOUBLE,
+        bytes_requested BIGINT, bytes_from_cache BIGINT, byte_hit_ratio DOUBLE,
+        PRIMARY KEY (run_id, cache_bytes))""",
+}
+
+COMMENTS = {
+    RUNS: "One row per cache simulation (tierlens simulate cache): parameters, totals, SSD wear, NIC load.",
+    HOURLY: "Per run and UTC hour: requests, hits, bytes delivered from the simulated cache, bytes staged in.",
+    MRC: "LRU miss-ratio curve (tierlens simulate cache --mrc): hits per cache size, from one pass.",
+}
+
+
+def ensure_tables(con) -> None:
+    for table, ddl in DDL.items():
+        con.execute(ddl)
+        con.execute(f"COMMENT ON TABLE {table} IS '{COMMENTS[table]}'")
+
+
+def run_id(kind: str, params: dict, fingerprint: str) -> str:
+    blob = json.dumps({"kind": kind, "params": params, "trace": fingerprint}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def catalog_ssd(con, name: str | None) -> dict | None:
+    """A storage_catalog row (raw_storage_catalog, else dbt/seeds/storage_catalog.csv).
+
+    Without ``name``: the SSD/NVMe entry with the highest endurance."""
+    rows: list[dict] = []
+    try:
+        cur = con.execute("SELECT config_name, storage_type, capacity_bytes, endurance_tbw FROM raw_storage_catalog")
+        rows = [dict(zip(("config_name", "storage_type", "capacity_bytes", "endurance_tbw"), r)) for r in cur.fetchall()]
+    except Exception:  # noqa: BLE001 - no catalog table in this warehouse
+        rows = []
+    if not rows:
+        seed = DBT_PROJECT_DIR / "seeds" / "storage_catalog.csv"
+        if seed.exists():
+            with seed.open() as f:
+                for r in csv.DictReader(f):
+                    rows.append({"config_name": r["config_name"], "storage_type": r["storage_type"],
+                                 "capacity_bytes": int(r["capacity_bytes"]) if r["capacity_bytes"] else None,
+                                 "endurance_tbw": float(r["endurance_tbw"]) if r["endurance_tbw"] else None})
+    if name:
+        for r in rows:
+            if r["config_name"] == name:
+                return r
+        raise ValueError(f"no storage_catalog entry {name!r}; have: {', '.join(r['config_name'] for r in rows)}")
+    ssd = [r for r in rows if r["storage_type"] in ("ssd", "nvme") and r["endurance_tbw"] and r["capacity_bytes"]]
+    return max(ssd, key=lambda r: r["endurance_tbw"] / r["capacity_bytes"]) if ssd else None
+
+
+def wear(result: CacheResult, ssd: dict | None) -> dict:
+    """SSD devices the capacity needs, their total rated endurance, and days until it is written."""
+    if not ssd or not ssd.get("endurance_tbw") or not ssd.get("capacity_bytes"):
+        return {"ssd_config": None, "ssd_devices": None, "ssd_endurance_bytes": None, "days_to_endurance": None}
+    devices = max(1, math.ceil(result.params.capacity_bytes / ssd["capacity_bytes"]))
+    endurance = devices * ssd["endurance_tbw"] * 1e12
+    per_day = result.ssd_writes_per_day
+    return {"ssd_config": ssd["config_name"], "ssd_devices": devices, "ssd_endurance_bytes": endurance,
+            "days_to_endurance": endurance / per_day if per_day > 0 else None}
+
+
+def write_run(con, result: CacheResult, ssd: dict | None = None, mrc: pa.Table | None = None) -> str:
+    """Write one run (and its hourly series, and an MRC when given) in one transaction."""
+    ensure_tables(con)
+    params = asdict(result.params)
+    rid = run_id("cache", params, result.trace_fingerprint)
+    w = wear(result, ssd)
+    util = result.hourly["nic_utilisation"].to_numpy()
+    row = {
+        "run_id": rid, "tierlens_version": __version__, "policy": result.params.policy,
+        "capacity_bytes": result.params.capacity_bytes, "params": json.dumps(params, sort_keys=True),
+        "trace_source": result.trace_source, "trace_fingerprint": result.trace_fingerprint,
+        "first_hour_s": result.t0, "hours": result.hourly.num_rows, "requests": result.requests,
+        "objects": result.objects, "hits": result.hits, "hit_ratio": result.hit_ratio,
+        "bytes_requested": result.bytes_requested, "bytes_from_cache": result.bytes_from_cache,
+        "byte_hit_ratio": result.byte_hit_ratio, "bytes_staged": result.bytes_staged,
+        "ssd_writes_per_day_bytes": result.ssd_writes_per_day, **w,
+        "nic_cap_bytes_per_s": result.params.nic_bytes_per_s,
+        "nic_peak_utilisation": float(util.max()) if len(util) else 0.0,
+        "nic_hours_at_cap": int((util >= 1.0).sum()), "replay_seconds": result.elapsed_s,
+    }
+    hourly = result.hourly.append_column("run_id", pa.array([rid] * result.hourly.num_rows, pa.string()))
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for t in (HOURLY, RUNS) + ((MRC,) if mrc is not None else ()):
+            con.execute(f"DELETE FROM {t} WHERE run_id = ?", [rid])
+        cols = [c for c in row if c != "first_hour_s"]
+        con.execute(
+            f"INSERT INTO {RUNS} (created_at, first_hour, {', '.join(cols)}) "
+            f"VALUES (now(), to_timestamp(?), {', '.join('?' for _ in cols)})",
+            [row["first_hour_s"]] + [row[c] for c in cols])
+        con.register("__sim_hourly", hourly)
+        con.execute(f"INSERT INTO {HOURLY} SELECT run_id, hour_start, requests, hits, bytes_requested, "
+                    "bytes_from_cache, bytes_staged, nic_utilisation FROM __sim_hourly")
+        con.unregister("__sim_hourly")
+        if mrc is not None:
+            m = mrc.append_column("run_id", pa.array([rid] * mrc.num_rows, pa.string()))
+            con.register("__sim_mrc", m)
+            con.execute(f"INSERT INTO {MRC} SELECT run_id, cache_bytes, requests, hits, hit_ratio, "
+                        "bytes_requested, bytes_from_cache, byte_hit_ratio FROM __sim_mrc")
+            con.unregister("__sim_mrc")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+    return rid
+
+

@@ -1,0 +1,8 @@
+"""HTCondor: the startd-cron storage tags and the job history source (`tierlens ingest condor`).
+
+* ``detect``  — the storage detector, loaded from plugins/htcondor/tierlens_startd_cron.py (one
+  implementation, Python standard library only, shipped to the execution points);
+* ``history`` — history files (incl. rotated ``history.*``) → canonical job and job_tag batches;
+* ``schedd``  — the same from ``htcondor2.Schedd.history`` with a watermark, when a schedd answers;
+* ``command`` — the ``tierlens ingest condor`` command.
+"""

@@ -1,0 +1,360 @@
+"""HTCondor job history → canonical ``job`` and ``job_tag`` batches.
+
+Reads the schedd's history file and its rotated siblings (``history.*``, plain or ``.gz``) in the
+long ClassAd form HTCondor writes: one ``Attr = value`` per line, each ad followed by a banner
+line ``*** Offset = N ClusterId = C ProcId = P Owner = "u" CompletionDate = T ...``.
+``classad2.parseAds`` would merge two ads across a banner, so the file is split on the banners
+first and each ad parsed on its own. classad2 also stops silently at the first line it cannot
+parse; an ad whose attribute lines did not all make it into the parsed ad is therefore rejected
+(source, ``FILE:offset N`` of the ad's first byte, the bad line) instead of being loaded half-read.
+
+Which attributes make a row, and why (one row per job; see ``ad_rows``):
+
+* A job that was evicted and restarted ran more than once, possibly on nodes with different
+  storage. The row describes its **last run**, the one that completed: it is the run whose node
+  ``LastRemoteHost`` names and whose machine attributes ``SYSTEM_JOB_MACHINE_ATTRS`` copied as
+  ``MachineAttr<X>0``. So start_time = ``JobCurrentStartDate`` (``JobStartDate`` is the first
+  run's start), cpu = ``RemoteUserCpu`` + ``RemoteSysCpu`` (HTCondor leaves out attempts evicted
+  without a checkpoint; ``CumulativeRemote*Cpu`` would add them), wall = ``CommittedTime`` (the
+  same rule for wall time; ``RemoteWallClockTime`` adds the evicted attempts' wall time), falling
+  back to ``LastRemoteWallClockTime`` and then ``RemoteWallClockTime`` in ads that lack it.
+  Efficiency then compares CPU and wall of the same run on the same storage. The wall time
+  evicted attempts wasted (``RemoteWallClockTime - CommittedTime``) is badput, not storage
+  efficiency, and is not in the row.
+* cores = ``CpusProvisioned`` (what the slot gave) else ``RequestCpus`` (evaluated: it may be an
+  expression) else 1, HTCondor's default request.
+* job_identity = the job's ``TierlensJobIdentity`` (the string the schedd transform put into
+  XRD_MONINFO) when it is this job's own (ends in its GlobalJobId); otherwise the same string
+  computed by ``records.job_identity('htcondor', cluster, GlobalJobId)``.
+* cluster = the job's ``TierlensCluster`` (set by the transform) else the ``cluster`` argument.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+
+from ...records import JOB, JOB_TAG, Batch, RecordKind, Reject, job_identity
+
+log = logging.getLogger(__name__)
+
+try:
+    from classad2 import ExprTree as _ExprTree
+except ImportError:  # pragma: no cover - htcondor is a dependency
+    _ExprTree = ()
+
+BATCH_SYSTEM = "htcondor"
+TAGGER = "htcondor-startd-cron"
+#: Ads per batch: bounds memory (two Arrow tables of this many rows) whatever the file size.
+BATCH_ADS = 50_000
+
+_BANNER = b"*** "
+_ATTR_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=")
+_ATTR_NAMES = re.compile(r"^[ \t]*([A-Za-z_][A-Za-z0-9_.]*)[ \t]*=", re.M)
+_CONTENT_LINES = re.compile(r"^[ \t]*[^\s#]", re.M)
+_JOB_STATUS = {1: "PENDING", 2: "RUNNING", 3: "CANCELLED", 5: "HELD", 6: "TRANSFERRING_OUTPUT",
+               7: "SUSPENDED"}
+
+
+# ------------------------------------------------------------------------------ files and ads
+
+def history_files(paths: Iterable[Path]) -> list[Path]:
+    """Expand folders to their ``history`` and ``history.*`` files; oldest first.
+
+    Rotated files (``history.<timestamp>``) sort by name, which is their age; the live
+    ``history`` comes last so a job's final values land last.
+    """
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = [f for f in p.iterdir() if f.is_file() and
+                     (f.name == "history" or f.name.startswith("history."))]
+            out.extend(sorted(found, key=lambda f: (f.name == "history", f.name)))
+        else:
+            out.append(p)
+    return out
+
+
+@dataclass(frozen=True)
+class RawAd:
+    """One ad's text as it stands in the file, with the byte offset of its first line."""
+
+    path: str
+    offset: int
+    text: str
+
+
+def split_ads(path: Path) -> Iterator[RawAd]:
+    """The ads of one history file, split on the ``*** `` banner lines, read line by line.
+
+    A trailing ad without a banner (per-job history files have none; or the schedd is writing)
+    is returned too.
+    """
+    opener = gzip.open if path.suffix == ".gz" else open
+    lines: list[bytes] = []
+    start = offset = 0
+    with opener(path, "rb") as f:
+        for line in f:
+            if line.startswith(_BANNER):
+                if any(x.strip() for x in lines):
+                    yield RawAd(str(path), start, b"".join(lines).decode("utf-8", "replace"))
+                lines = []
+                offset += len(line)
+                start = offset
+                continue
+            lines.append(line)
+            offset += len(line)
+    if any(x.strip() for x in lines):
+        yield RawAd(str(path), start, b"".join(lines).decode("utf-8", "replace"))
+
+
+class MalformedAd(ValueError):
+    def __init__(self, reason: str, attr: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.attr = attr
+
+
+def parse_ad(raw: RawAd):
+    """Parse one ad with classad2; raise MalformedAd unless every attribute line made it."""
+    import classad2
+
+    text = raw.text
+    names = _ATTR_NAMES.findall(text)
+    lines = len(_CONTENT_LINES.findall(text))
+    if len(names) != lines:
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip() and not line.lstrip().startswith("#") and not _ATTR_LINE.match(line):
+                raise MalformedAd(f"line {n} of the ad is not 'Attribute = value': {line[:80]!r}")
+    try:
+        # parseAds, not parseOne: parseOne copies every attribute into a fresh ad (2x slower)
+        ad = next(iter(classad2.parseAds(text)), None)
+    except Exception as e:  # noqa: BLE001 - classad2 raises a few kinds
+        raise MalformedAd(f"classad2 cannot parse the ad: {e}") from e
+    if ad is None:
+        raise MalformedAd("classad2 found no ad")
+    # classad2 stops quietly at a value it cannot parse; its attributes are a subset of the
+    # lines' names, so equal counts mean every line made it.
+    if len(ad) != len({n.lower() for n in names}):
+        have = {k.lower() for k in ad.keys()}
+        for n, name in enumerate(names, 1):
+            if name.lower() not in have:
+                raise MalformedAd(f"value of {name} (attribute line {n}) does not parse", name)
+    return ad
+
+
+# ------------------------------------------------------------------------------ ad → rows
+
+def _get(ad, name: str):
+    """The evaluated value, or None when missing, undefined or an error."""
+    try:
+        v = ad[name]  # a literal comes back as its value: one call, no evaluation
+        if isinstance(v, _ExprTree):
+            v = ad.eval(name)
+    except KeyError:
+        return None
+    except Exception:  # noqa: BLE001 - classad2 evaluation problems: treat as undefined
+        log.debug("cannot evaluate %s", name, exc_info=True)
+        return None
+    if v is None or type(v).__name__ == "Value":  # classad2.Value.Undefined / .Error
+        return None
+    return v
+
+
+def _num(ad, name: str) -> float | None:
+    v = _get(ad, name)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v)
+
+
+def _str(ad, name: str) -> str | None:
+    v = _get(ad, name)
+    return v if isinstance(v, str) and v != "" else None
+
+
+def _ts(seconds: float | None) -> datetime | None:
+    if seconds is None or seconds <= 0:
+        return None
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+def _host(remote_host: str | None) -> str | None:
+    """'slot1_3@wn01.example.org' → 'wn01.example.org'."""
+    if not remote_host:
+        return None
+    return remote_host.rsplit("@", 1)[-1]
+
+
+def _models(value) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [m.strip() for m in value.split(",") if m.strip()]
+    if isinstance(value, (list, tuple)):
+        return [str(m) for m in value if isinstance(m, str)]
+    return None
+
+
+def _state(ad) -> str:
+    status = _num(ad, "JobStatus")
+    if status == 4:
+        if _get(ad, "ExitBySignal") is True:
+            return "FAILED"
+        code = _num(ad, "ExitCode")
+        return "COMPLETED" if code in (0, None) else "FAILED"
+    return _JOB_STATUS.get(int(status), "UNKNOWN") if status is not None else "UNKNOWN"
+
+
+def wall_seconds(ad) -> float | None:
+    """Wall time of the job's last run (see the module docstring)."""
+    for name in ("CommittedTime", "LastRemoteWallClockTime", "RemoteWallClockTime"):
+        v = _num(ad, name)
+        if v is not None and v > 0:
+            return v
+    return _num(ad, "RemoteWallClockTime")
+
+
+def allocated_cores(ad) -> int:
+    for name in ("CpusProvisioned", "RequestCpus"):
+        v = _num(ad, name)
+        if v is not None and v >= 1:
+            return int(v)
+    return 1
+
+
+def ad_rows(ad, cluster: str) -> tuple[dict, dict | None]:
+    """The job row and (when the job carries tierlens machine attributes) its job_tag row."""
+    gjid = _str(ad, "GlobalJobId")
+    if gjid is None:
+        raise MalformedAd("no GlobalJobId", "GlobalJobId")
+    cluster = _str(ad, "TierlensCluster") or cluster
+    identity = _str(ad, "TierlensJobIdentity")
+    if identity is None or not identity.endswith("." + gjid):
+        identity = job_identity(BATCH_SYSTEM, cluster, gjid)
+    node = _host(_str(ad, "LastRemoteHost") or _str(ad, "RemoteHost"))
+    start = _num(ad, "JobCurrentStartDate") or _num(ad, "JobStartDate")
+    end = _num(ad, "CompletionDate")
+    if not end and start:  # removed (or held and removed) after it ran
+        end = _num(ad, "EnteredCurrentStatus")
+    read_kb, write_kb = _num(ad, "BlockReadKbytes"), _num(ad, "BlockWriteKbytes")
+    code = _num(ad, "ExitCode")
+    job = {
+        "batch_system": BATCH_SYSTEM, "cluster": cluster, "job_id": gjid, "step_id": "",
+        "job_identity": identity,
+        "user_name": _str(ad, "Owner"),
+        "account": _str(ad, "AccountingGroup") or _str(ad, "AcctGroup"),
+        "vo": _str(ad, "x509UserProxyVOName"),
+        "job_class": None,
+        "partition": None,
+        "node": node,
+        "node_list": node,
+        "submit_time": _ts(_num(ad, "QDate")),
+        "start_time": _ts(start),
+        "end_time": _ts(end) if start else None,
+        "allocated_cores": allocated_cores(ad),
+        "cpu_user_seconds": _num(ad, "RemoteUserCpu"),
+        "cpu_system_seconds": _num(ad, "RemoteSysCpu"),
+        "wall_seconds": wall_seconds(ad),
+        "state": _state(ad),
+        "exit_code": int(code) if code is not None and _num(ad, "JobStatus") == 4 else None,
+        "bytes_read": int(read_kb * 1024) if read_kb is not None else None,
+        "bytes_written": int(write_kb * 1024) if write_kb is not None else None,
+    }
+    storage = _str(ad, "MachineAttrTierlensStorageType0")
+    if storage is None:
+        return job, None
+    storage = storage.strip().lower()
+    tag = {
+        "batch_system": BATCH_SYSTEM, "cluster": cluster, "job_id": gjid, "step_id": "",
+        "node": node or "",
+        "storage_type": storage,  # one of STORAGE_TYPES, else the loader rejects the tag
+        "device_models": _models(_get(ad, "MachineAttrTierlensScratchDevices0")),
+        "scratch_path": _str(ad, "MachineAttrTierlensScratchPath0"),
+        # as treated: the node's arm; a job outside a node-fixed trial keeps the arm it was drawn
+        "ab_arm": _str(ad, "MachineAttrTierlensAbArm0") or _str(ad, "TierlensAbArm"),
+        "cache_route": _str(ad, "MachineAttrTierlensCacheRoute0"),
+        "tagged_at": _ts(start),
+        "tagger": TAGGER,
+    }
+    return job, tag
+
+
+# ------------------------------------------------------------------------------ batches
+
+@dataclass
+class _Pending:
+    source: str
+    jobs: list[dict] = field(default_factory=list)
+    job_locations: list[str] = field(default_factory=list)
+    tags: list[dict] = field(default_factory=list)
+    tag_locations: list[str] = field(default_factory=list)
+    rejects: list[Reject] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.jobs) + len(self.rejects)
+
+    def batches(self) -> Iterator[Batch]:
+        if self.jobs or self.rejects:
+            yield Batch(RecordKind.JOB, _table(self.jobs, JOB), self.source,
+                        locations=self.job_locations, rejects=self.rejects)
+        if self.tags:
+            yield Batch(RecordKind.JOB_TAG, _table(self.tags, JOB_TAG), self.source,
+                        locations=self.tag_locations)
+
+
+def _table(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pydict({f.name: [r[f.name] for r in rows] for f in schema}, schema=schema)
+
+
+def ads_to_batches(ads: Iterable[tuple[str, object]], source: str, cluster: str,
+                   batch_ads: int = BATCH_ADS) -> Iterator[Batch]:
+    """(location, parsed ad or MalformedAd + raw text) pairs → bounded job / job_tag batches."""
+    pending = _Pending(source)
+    for location, item in ads:
+        if isinstance(item, tuple):  # (MalformedAd, raw text)
+            err, raw = item
+            pending.rejects.append(Reject(RecordKind.JOB, source, location, err.attr, err.reason, raw[:4000]))
+        else:
+            try:
+                job, tag = ad_rows(item, cluster)
+            except MalformedAd as err:
+                pending.rejects.append(Reject(RecordKind.JOB, source, location, err.attr, err.reason,
+                                              str(item)[:4000]))
+            else:
+                pending.jobs.append(job)
+                pending.job_locations.append(location)
+                if tag is not None:
+                    pending.tags.append(tag)
+                    pending.tag_locations.append(location)
+        if len(pending) >= batch_ads:
+            yield from pending.batches()
+            pending = _Pending(source)
+    yield from pending.batches()
+
+
+def _parsed(path: Path) -> Iterator[tuple[str, object]]:
+    for raw in split_ads(path):
+        location = f"{raw.path}:offset {raw.offset}"
+        try:
+            yield location, parse_ad(raw)
+        except MalformedAd as err:
+            log.debug("%s: %s", location, err.reason)
+            yield location, (err, raw.text)
+
+
+def history_batches(paths: Iterable[Path], cluster: str, batch_ads: int = BATCH_ADS) -> Iterator[Batch]:
+    """Job and job_tag batches from history files (folders expand to history + history.*).
+
+    Each file is its own source, ``condor-history:<file>``; a rejected ad is located as
+    ``<file>:offset <byte offset of its first line>``.
+    """
+    for path in history_files(paths):
+        yield from ads_to_batches(_parsed(path), f"condor-history:{path}", cluster, batch_ads)

@@ -1,0 +1,169 @@
+/*
+ * tl_test - C test driver for tl_core.c, run under valgrind by tests/test_slurm_plugin.py.
+ *
+ *   tl_test detect ROOT SCRATCH   print {"storage_type":...,"device_models":[...],"error":...}
+ *   tl_test arm N ID...           print the hashed arm index (0..N-1) of each job id
+ *   tl_test unit                  unit tests of arm hashing, XRD_MONINFO, JSON and the spool;
+ *                                 exit 0 when all pass
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tl_core.h"
+
+static int failures;
+
+#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); failures++; } } while (0)
+
+static int detect(const char *root, const char *scratch)
+{
+	struct tl_storage st;
+	char buf[8192];
+	struct tl_json j;
+	int i;
+
+	tl_detect(scratch, root, &st);
+	tl_json_init(&j, buf, sizeof buf);
+	tl_json_raw(&j, "{");
+	tl_json_key(&j, "storage_type", 1);
+	tl_json_str(&j, st.type);
+	tl_json_key(&j, "device_models", 0);
+	tl_json_raw(&j, "[");
+	for (i = 0; i < st.nmodels; i++) {
+		if (i)
+			tl_json_raw(&j, ",");
+		tl_json_str(&j, st.models[i]);
+	}
+	tl_json_raw(&j, "]");
+	tl_json_key(&j, "error", 0);
+	tl_json_str(&j, st.err[0] ? st.err : NULL);
+	tl_json_raw(&j, "}");
+	if (j.overflow)
+		return 2;
+	puts(buf);
+	return 0;
+}
+
+static void test_moninfo(void)
+{
+	char out[64];
+	CHECK(tl_moninfo(NULL, "slurm.c.1", out, sizeof out) == 0 && !strcmp(out, "slurm.c.1"));
+	CHECK(tl_moninfo("", "slurm.c.1", out, sizeof out) == 0 && !strcmp(out, "slurm.c.1"));
+	CHECK(tl_moninfo("mine", "slurm.c.1", out, sizeof out) == 0 && !strcmp(out, "mine,slurm.c.1"));
+	CHECK(tl_moninfo("slurm.c.1", "slurm.c.1", out, sizeof out) == 0 && !strcmp(out, "slurm.c.1"));
+	CHECK(tl_moninfo("mine,slurm.c.1", "slurm.c.1", out, sizeof out) == 0 && !strcmp(out, "mine,slurm.c.1"));
+	CHECK(tl_moninfo("xslurm.c.1", "slurm.c.1", out, sizeof out) == 0 && !strcmp(out, "xslurm.c.1,slurm.c.1"));
+	CHECK(tl_moninfo("0123456789012345678901234567890123456789012345678901234567890", "slurm.c.1",
+			 out, sizeof out) == -1);
+}
+
+static void test_hash(void)
+{
+	/* FNV-1a 32 reference values; the Python side (arm_for_job) must agree. */
+	CHECK(tl_fnv1a32("") == 2166136261u);
+	CHECK(tl_fnv1a32("a") == 0xe40c292cu);
+	CHECK(tl_fnv1a32("foobar") == 0xbf9cf968u);
+}
+
+static void test_json(void)
+{
+	char buf[32];
+	struct tl_json j;
+
+	tl_json_init(&j, buf, sizeof buf);
+	tl_json_str(&j, "a\"b\\c\n\x01");
+	CHECK(!j.overflow && !strcmp(buf, "\"a\\\"b\\\\c\\u000a\\u0001\""));
+	tl_json_init(&j, buf, 8);
+	tl_json_str(&j, "0123456789");
+	CHECK(j.overflow && strlen(buf) < 8);
+	tl_json_init(&j, buf, sizeof buf);
+	tl_json_str(&j, NULL);
+	CHECK(!strcmp(buf, "null"));
+}
+
+static void test_spool(void)
+{
+	char dir[] = "/tmp/tl_test.XXXXXX", sub[256], link[256], file[512], err[TL_ERR_LEN], got[64];
+	int fd;
+	ssize_t n;
+	struct stat st;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(sub, sizeof sub, "%s/spool", dir);
+	/* created when missing, 0755, record in place, no temporary left */
+	CHECK(tl_spool_write(sub, "1.0.n.json", "{}\n", 3, err, sizeof err) == 0);
+	snprintf(file, sizeof file, "%s/1.0.n.json", sub);
+	fd = open(file, O_RDONLY);
+	CHECK(fd >= 0);
+	n = fd >= 0 ? read(fd, got, sizeof got) : -1;
+	CHECK(n == 3 && !memcmp(got, "{}\n", 3));
+	if (fd >= 0)
+		close(fd);
+	CHECK(stat(sub, &st) == 0 && (st.st_mode & 0777) == 0755);
+	/* rewritten atomically */
+	CHECK(tl_spool_write(sub, "1.0.n.json", "[]\n", 3, err, sizeof err) == 0);
+	/* a symlinked spool directory is refused */
+	snprintf(link, sizeof link, "%s/link", dir);
+	CHECK(symlink(sub, link) == 0);
+	CHECK(tl_spool_write(link, "2.0.n.json", "{}\n", 3, err, sizeof err) == -1 && err[0]);
+	/* a world-writable spool directory is refused */
+	CHECK(chmod(sub, 0777) == 0);
+	CHECK(tl_spool_write(sub, "3.0.n.json", "{}\n", 3, err, sizeof err) == -1 && strstr(err, "writable"));
+	CHECK(chmod(sub, 0755) == 0);
+	/* names cannot leave the directory */
+	CHECK(tl_spool_write(sub, "../x.json", "{}\n", 3, err, sizeof err) == -1);
+	CHECK(tl_spool_write(sub, ".hidden", "{}\n", 3, err, sizeof err) == -1);
+	/* a missing parent gives an error, not a crash */
+	CHECK(tl_spool_write("/nonexistent/tl/spool", "4.json", "{}\n", 3, err, sizeof err) == -1);
+
+	unlink(file);
+	unlink(link);
+	rmdir(sub);
+	rmdir(dir);
+}
+
+static void test_detect_robust(void)
+{
+	struct tl_storage st;
+	/* nothing under the root at all: 'other' with a reason */
+	CHECK(tl_detect("/scratch", "/nonexistent-root", &st) == -1);
+	CHECK(!strcmp(st.type, "other") && st.err[0]);
+	/* NULL / empty scratch defaults to /tmp and never crashes */
+	tl_detect(NULL, "/nonexistent-root", &st);
+	CHECK(!strcmp(st.type, "other"));
+	/* the live system gives some known answer */
+	tl_detect("/tmp", "/", &st);
+	CHECK(st.type[0] != '\0');
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && !strcmp(argv[1], "detect"))
+		return detect(argv[2], argv[3]);
+	if (argc >= 4 && !strcmp(argv[1], "arm")) {
+		unsigned int n = (unsigned int) strtoul(argv[2], NULL, 10);
+		for (int i = 3; i < argc && n > 0; i++)
+			printf("%u\n", tl_fnv1a32(argv[i]) % n);
+		return n > 0 ? 0 : 2;
+	}
+	if (argc == 2 && !strcmp(argv[1], "unit")) {
+		test_moninfo();
+		test_hash();
+		test_json();
+		test_spool();
+		test_detect_robust();
+		if (failures)
+			fprintf(stderr, "%d check(s) failed\n", failures);
+		else
+			printf("all unit checks passed\n");
+		return failures ? 1 : 0;
+	}
+	fprintf(stderr, "usage: %s detect ROOT SCRATCH | unit\n", argv[0]);
+	return 2;
+}

@@ -1,0 +1,404 @@
+/*
+ * tierlens_spank.c - tag every Slurm job step with the storage under its scratch
+ * directory and its A/B arm.
+ *
+ * plugstack.conf:
+ *   optional /usr/lib/x86_64-linux-gnu/slurm/tierlens_spank.so key=value ...
+ *
+ *   scratch=PATH        directory to inspect [default: the job's TMPDIR, else /tmp]
+ *   spool=DIR           where step records go [default: /var/spool/tierlens]
+ *   cluster=NAME        cluster name in the job identity [default: SLURM_CLUSTER_NAME]
+ *   arm=A               fixed arm for every job on this node
+ *   arm=hash:A,B        arm chosen by FNV-1a(job id) modulo the number of arms
+ *   arm_env=ARM:VAR=VAL set VAR=VAL in jobs of ARM (repeatable; overrides the user's VAR)
+ *   arm_route=ARM:ROUTE cache route recorded for ARM, e.g. B:cache:xcache01:1094
+ *   max_record=BYTES    upper bound of one spool record [default 16384, 1024..65536]
+ *
+ * In every job step (remote context, slurmstepd):
+ *   user_init      TIERLENS_STORAGE_TYPE, TIERLENS_DEVICE_MODELS, TIERLENS_AB_ARM,
+ *                  TIERLENS_CACHE_ROUTE, XRD_MONINFO (appended to the user's value),
+ *                  the arm's variables
+ *   task_post_fork remembers task pids
+ *   exit           writes <spool>/<job>.<step>.<node>.json, one JSON line
+ *
+ * The plugin never fails or delays a job: each callback returns ESPANK_SUCCESS,
+ * errors are logged with slurm_error() and the job goes on. No memory is allocated.
+ */
+#define _GNU_SOURCE
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tl_core.h"
+
+SPANK_PLUGIN(tierlens, 1);
+
+#define MAX_ARMS      8
+#define ARM_LEN       32
+#define MAX_ARM_ENV   16
+#define MAX_PIDS      256
+#define VAL_LEN       1024
+#define ID_LEN        256
+#define RECORD_MAX    65536
+
+static struct {
+	char scratch[TL_PATH_LEN];
+	char spool[TL_PATH_LEN];
+	char cluster[128];
+	int hashed;
+	int narms;
+	char arms[MAX_ARMS][ARM_LEN];
+	int nenv;
+	char env_arm[MAX_ARM_ENV][ARM_LEN];
+	char env_kv[MAX_ARM_ENV][VAL_LEN];
+	int nroute;
+	char route_arm[MAX_ARMS][ARM_LEN];
+	char route[MAX_ARMS][VAL_LEN];
+	size_t max_record;
+} opt;
+
+/* What this step learned; each slurmstepd serves one step, so statics are per step. */
+static struct {
+	int ready;
+	uint32_t job_id, step_id, array_job_id, array_task_id;
+	char step[32];
+	char cluster[128];
+	char node[256];
+	char identity[ID_LEN];
+	char scratch[TL_PATH_LEN];
+	char arm[ARM_LEN];
+	const char *route;
+	struct tl_storage st;
+	double start;
+	int npids, pids_dropped;
+	pid_t pids[MAX_PIDS];
+} step;
+
+static char record[RECORD_MAX];
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void split_arm(const char *val, char *arm, const char **rest)
+{
+	const char *colon = strchr(val, ':');
+	size_t n = colon ? (size_t) (colon - val) : 0;
+	arm[0] = '\0';
+	*rest = NULL;
+	if (!colon || n == 0 || n >= ARM_LEN)
+		return;
+	memcpy(arm, val, n);
+	arm[n] = '\0';
+	*rest = colon + 1;
+}
+
+static void parse_arms(const char *val)
+{
+	char buf[VAL_LEN], *tok, *save = NULL;
+
+	opt.narms = 0;
+	opt.hashed = !strncmp(val, "hash:", 5);
+	snprintf(buf, sizeof buf, "%s", opt.hashed ? val + 5 : val);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (opt.narms == MAX_ARMS || strlen(tok) >= ARM_LEN) {
+			slurm_error("tierlens: arm list '%s': at most %d arms of %d characters",
+				    val, MAX_ARMS, ARM_LEN - 1);
+			break;
+		}
+		snprintf(opt.arms[opt.narms++], ARM_LEN, "%s", tok);
+	}
+	if (!opt.hashed && opt.narms > 1) {
+		slurm_error("tierlens: arm=%s: several arms need 'hash:'; using %s for every job",
+			    val, opt.arms[0]);
+		opt.narms = 1;
+	}
+}
+
+static void parse_options(int ac, char **av)
+{
+	int i;
+
+	memset(&opt, 0, sizeof opt);
+	snprintf(opt.spool, sizeof opt.spool, "/var/spool/tierlens");
+	opt.max_record = 16384;
+	for (i = 0; i < ac; i++) {
+		const char *a = av[i], *eq = strchr(a, '='), *v, *rest;
+		char arm[ARM_LEN];
+
+		if (!eq) {
+			slurm_error("tierlens: ignoring plugstack argument '%s' (want key=value)", a);
+			continue;
+		}
+		v = eq + 1;
+		if (!strncmp(a, "scratch=", 8)) {
+			snprintf(opt.scratch, sizeof opt.scratch, "%s", v);
+		} else if (!strncmp(a, "spool=", 6)) {
+			snprintf(opt.spool, sizeof opt.spool, "%s", v);
+		} else if (!strncmp(a, "cluster=", 8)) {
+			snprintf(opt.cluster, sizeof opt.cluster, "%s", v);
+		} else if (!strncmp(a, "arm=", 4)) {
+			parse_arms(v);
+		} else if (!strncmp(a, "arm_env=", 8)) {
+			split_arm(v, arm, &rest);
+			if (!rest || !strchr(rest, '=') || rest[0] == '=' || opt.nenv == MAX_ARM_ENV) {
+				slurm_error("tierlens: ignoring '%s' (want arm_env=ARM:VAR=VALUE, at most %d)",
+					    a, MAX_ARM_ENV);
+				continue;
+			}
+			snprintf(opt.env_arm[opt.nenv], ARM_LEN, "%s", arm);
+			snprintf(opt.env_kv[opt.nenv++], VAL_LEN, "%s", rest);
+		} else if (!strncmp(a, "arm_route=", 10)) {
+			split_arm(v, arm, &rest);
+			if (!rest || !rest[0] || opt.nroute == MAX_ARMS) {
+				slurm_error("tierlens: ignoring '%s' (want arm_route=ARM:ROUTE)", a);
+				continue;
+			}
+			snprintf(opt.route_arm[opt.nroute], ARM_LEN, "%s", arm);
+			snprintf(opt.route[opt.nroute++], VAL_LEN, "%s", rest);
+		} else if (!strncmp(a, "max_record=", 11)) {
+			long n = strtol(v, NULL, 10);
+			if (n < 1024 || n > RECORD_MAX)
+				slurm_error("tierlens: max_record=%s out of 1024..%d; keeping %zu",
+					    v, RECORD_MAX, opt.max_record);
+			else
+				opt.max_record = (size_t) n;
+		} else {
+			slurm_error("tierlens: ignoring unknown plugstack argument '%s'", a);
+		}
+	}
+}
+
+static void step_name(uint32_t id, char *buf, size_t len)
+{
+	if (id == SLURM_BATCH_SCRIPT)
+		snprintf(buf, len, "batch");
+	else if (id == SLURM_EXTERN_CONT)
+		snprintf(buf, len, "extern");
+	else if (id == SLURM_INTERACTIVE_STEP)
+		snprintf(buf, len, "interactive");
+	else
+		snprintf(buf, len, "%u", id);
+}
+
+static void set_env(spank_t sp, const char *var, const char *val)
+{
+	spank_err_t rc = spank_setenv(sp, var, val, 1);
+	if (rc != ESPANK_SUCCESS)
+		slurm_error("tierlens: cannot set %s in the job: %s", var, spank_strerror(rc));
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	if (!spank_remote(sp))
+		return ESPANK_SUCCESS;
+	memset(&step, 0, sizeof step);
+	step.start = now();
+	parse_options(ac, av);
+	return ESPANK_SUCCESS;
+}
+
+/* Who and where: job id, step, cluster, node, identity. */
+static int learn_step(spank_t sp)
+{
+	spank_err_t rc;
+	char buf[TL_PATH_LEN];
+
+	if ((rc = spank_get_item(sp, S_JOB_ID, &step.job_id)) != ESPANK_SUCCESS) {
+		slurm_error("tierlens: no job id: %s", spank_strerror(rc));
+		return -1;
+	}
+	if (spank_get_item(sp, S_JOB_STEPID, &step.step_id) != ESPANK_SUCCESS)
+		step.step_id = SLURM_BATCH_SCRIPT;
+	step_name(step.step_id, step.step, sizeof step.step);
+	if (spank_get_item(sp, S_JOB_ARRAY_ID, &step.array_job_id) != ESPANK_SUCCESS)
+		step.array_job_id = 0;
+	if (spank_get_item(sp, S_JOB_ARRAY_TASK_ID, &step.array_task_id) != ESPANK_SUCCESS)
+		step.array_task_id = 0;
+
+	if (opt.cluster[0])
+		snprintf(step.cluster, sizeof step.cluster, "%s", opt.cluster);
+	else if (spank_getenv(sp, "SLURM_CLUSTER_NAME", buf, sizeof buf) == ESPANK_SUCCESS && buf[0])
+		snprintf(step.cluster, sizeof step.cluster, "%s", buf);
+	else {
+		slurm_error("tierlens: job %u: SLURM_CLUSTER_NAME not set and no cluster= option; "
+			    "using 'unknown'", step.job_id);
+		snprintf(step.cluster, sizeof step.cluster, "unknown");
+	}
+	if (gethostname(step.node, sizeof step.node) < 0)
+		snprintf(step.node, sizeof step.node, "unknown");
+	step.node[sizeof step.node - 1] = '\0';
+	/* same as records.job_identity('slurm', cluster, job_id) */
+	snprintf(step.identity, sizeof step.identity, "slurm.%s.%u", step.cluster, step.job_id);
+
+	if (opt.scratch[0])
+		snprintf(step.scratch, sizeof step.scratch, "%s", opt.scratch);
+	else if (spank_getenv(sp, "TMPDIR", buf, sizeof buf) == ESPANK_SUCCESS && buf[0] == '/')
+		snprintf(step.scratch, sizeof step.scratch, "%s", buf);
+	else
+		snprintf(step.scratch, sizeof step.scratch, "/tmp");
+
+	if (opt.narms > 0) {
+		char id[32];
+		snprintf(id, sizeof id, "%u", step.job_id);
+		snprintf(step.arm, sizeof step.arm, "%s",
+			 opt.arms[opt.hashed ? tl_fnv1a32(id) % (unsigned) opt.narms : 0]);
+	}
+	step.route = NULL;
+	for (int i = 0; i < opt.nroute && step.arm[0]; i++)
+		if (!strcmp(opt.route_arm[i], step.arm))
+			step.route = opt.route[i];
+	return 0;
+}
+
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+	char existing[VAL_LEN], val[VAL_LEN + ID_LEN], models[TL_MAX_MODELS * TL_MODEL_LEN];
+	int i;
+
+	(void) ac;
+	(void) av;
+	if (!spank_remote(sp) || learn_step(sp) < 0)
+		return ESPANK_SUCCESS;
+
+	if (tl_detect(step.scratch, "/", &step.st) < 0)
+		slurm_info("tierlens: job %u: storage of %s is '%s': %s",
+			   step.job_id, step.scratch, step.st.type, step.st.err);
+	step.ready = 1;
+
+	set_env(sp, "TIERLENS_STORAGE_TYPE", step.st.type);
+	models[0] = '\0';
+	for (i = 0; i < step.st.nmodels; i++) {
+		strncat(models, i ? "," : "", sizeof models - strlen(models) - 1);
+		strncat(models, step.st.models[i], sizeof models - strlen(models) - 1);
+	}
+	set_env(sp, "TIERLENS_DEVICE_MODELS", models);
+	set_env(sp, "TIERLENS_SCRATCH", step.scratch);
+	set_env(sp, "TIERLENS_JOB_IDENTITY", step.identity);
+	if (step.arm[0])
+		set_env(sp, "TIERLENS_AB_ARM", step.arm);
+	if (step.route)
+		set_env(sp, "TIERLENS_CACHE_ROUTE", step.route);
+
+	if (spank_getenv(sp, "XRD_MONINFO", existing, sizeof existing) != ESPANK_SUCCESS)
+		existing[0] = '\0';
+	if (tl_moninfo(existing, step.identity, val, sizeof val) < 0)
+		slurm_error("tierlens: job %u: XRD_MONINFO too long; left as the user set it", step.job_id);
+	else
+		set_env(sp, "XRD_MONINFO", val);
+
+	for (i = 0; i < opt.nenv && step.arm[0]; i++) {
+		char var[VAL_LEN], *eq;
+		if (strcmp(opt.env_arm[i], step.arm))
+			continue;
+		snprintf(var, sizeof var, "%s", opt.env_kv[i]);
+		eq = strchr(var, '=');
+		*eq = '\0';
+		set_env(sp, var, eq + 1);
+	}
+	return ESPANK_SUCCESS;
+}
+
+int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
+{
+	pid_t pid;
+
+	(void) ac;
+	(void) av;
+	if (!spank_remote(sp) || !step.ready)
+		return ESPANK_SUCCESS;
+	if (spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS)
+		return ESPANK_SUCCESS;
+	if (step.npids < MAX_PIDS)
+		step.pids[step.npids++] = pid;
+	else
+		step.pids_dropped++;
+	return ESPANK_SUCCESS;
+}
+
+static void build_record(struct tl_json *j, double end, int with_lists)
+{
+	char num[64];
+	int i;
+
+	tl_json_init(j, record, opt.max_record);
+	tl_json_raw(j, "{");
+	tl_json_key(j, "v", 1);                 tl_json_raw(j, "1");
+	tl_json_key(j, "tagger", 0);            tl_json_str(j, "slurm-spank");
+	tl_json_key(j, "cluster", 0);           tl_json_str(j, step.cluster);
+	snprintf(num, sizeof num, "%u", step.job_id);
+	tl_json_key(j, "job_id", 0);            tl_json_str(j, num);
+	tl_json_key(j, "step_id", 0);           tl_json_str(j, step.step);
+	if (step.array_job_id) {
+		snprintf(num, sizeof num, "%u", step.array_job_id);
+		tl_json_key(j, "array_job_id", 0);  tl_json_str(j, num);
+		snprintf(num, sizeof num, "%u", step.array_task_id);
+		tl_json_key(j, "array_task_id", 0); tl_json_str(j, num);
+	}
+	tl_json_key(j, "node", 0);              tl_json_str(j, step.node);
+	tl_json_key(j, "job_identity", 0);      tl_json_str(j, step.identity);
+	tl_json_key(j, "storage_type", 0);      tl_json_str(j, step.st.type);
+	tl_json_key(j, "scratch_path", 0);      tl_json_str(j, step.scratch);
+	tl_json_key(j, "ab_arm", 0);            tl_json_str(j, step.arm[0] ? step.arm : NULL);
+	tl_json_key(j, "cache_route", 0);       tl_json_str(j, step.route);
+	snprintf(num, sizeof num, "%.6f", step.start);
+	tl_json_key(j, "start_time", 0);        tl_json_raw(j, num);
+	snprintf(num, sizeof num, "%.6f", end);
+	tl_json_key(j, "end_time", 0);          tl_json_raw(j, num);
+	tl_json_key(j, "detect_error", 0);      tl_json_str(j, step.st.err[0] ? step.st.err : NULL);
+	tl_json_key(j, "truncated", 0);         tl_json_raw(j, with_lists ? "false" : "true");
+	tl_json_key(j, "device_models", 0);     tl_json_raw(j, "[");
+	for (i = 0; with_lists && i < step.st.nmodels; i++) {
+		if (i)
+			tl_json_raw(j, ",");
+		tl_json_str(j, step.st.models[i]);
+	}
+	tl_json_raw(j, "]");
+	tl_json_key(j, "task_pids", 0);         tl_json_raw(j, "[");
+	for (i = 0; with_lists && i < step.npids; i++) {
+		snprintf(num, sizeof num, "%s%ld", i ? "," : "", (long) step.pids[i]);
+		tl_json_raw(j, num);
+	}
+	tl_json_raw(j, "]}\n");
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	struct tl_json j;
+	char name[512], err[TL_ERR_LEN];
+	double end;
+
+	(void) ac;
+	(void) av;
+	if (!spank_remote(sp) || !step.ready)
+		return ESPANK_SUCCESS;
+	end = now();
+	build_record(&j, end, 1);
+	if (j.overflow || step.pids_dropped) {
+		slurm_error("tierlens: job %u step %s: record over %zu bytes or over %d tasks; "
+			    "writing it without device models and pids", step.job_id, step.step,
+			    opt.max_record, MAX_PIDS);
+		build_record(&j, end, 0);
+	}
+	if (j.overflow) {
+		slurm_error("tierlens: job %u step %s: record does not fit in %zu bytes; not written",
+			    step.job_id, step.step, opt.max_record);
+		return ESPANK_SUCCESS;
+	}
+	snprintf(name, sizeof name, "%u.%s.%s.json", step.job_id, step.step, step.node);
+	if (tl_spool_write(opt.spool, name, j.buf, j.len, err, sizeof err) < 0)
+		slurm_error("tierlens: job %u step %s: spool record not written: %s",
+			    step.job_id, step.step, err);
+	else
+		slurm_verbose("tierlens: job %u step %s: %s/%s", step.job_id, step.step, opt.spool, name);
+	return ESPANK_SUCCESS;
+}

@@ -1,0 +1,361 @@
+"""The Airflow DAGs (dags/) against a real Airflow 3 installation, on the synthetic demo site.
+
+Airflow lives in its own virtualenv (.venv-airflow, made by `make test` through `make
+airflow-venv`): its pins are not dbt's. These tests run under the main pytest and drive that
+Airflow in child processes (one per test; the driver below runs `dag.test()` and prints JSON),
+then check the warehouse from here, against counts computed independently by running the
+synthetic generator for the same options and interval.
+
+One module-wide set-up: a temporary AIRFLOW_HOME with SQLite (`airflow db migrate`) and a
+temporary tierlens home. Then, in order: the DagBag loads with no import errors; tierlens_ingest
+runs two consecutive hours (synthetic, Slurm through a fake sacct, HTCondor history, XRootD
+collector batches) and reruns the first, leaving the counts unchanged; tierlens_transform runs
+the dbt project through Cosmos; tierlens_report writes the report of a week, twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from tierlens.records import FILE_ACCESS, RecordKind
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[1]
+AIRFLOW_VENV = Path(os.environ.get("TIERLENS_AIRFLOW_VENV", REPO / ".venv-airflow"))
+AIRFLOW_PY = AIRFLOW_VENV / "bin" / "python"
+DBT = Path(sys.executable).parent / "dbt"
+
+SYN = {"start": "2026-10-01", "days": 1.0, "seed": 42, "nodes_per_type": 1}
+# logical dates of the two hourly runs: each run loads the hour before it
+HOURS = [datetime(2026, 10, 1, 12, tzinfo=timezone.utc), datetime(2026, 10, 1, 13, tzinfo=timezone.utc)]
+REPORT_DATE = datetime(2026, 10, 4, tzinfo=timezone.utc)  # a Sunday: the week before it
+DBT_SELECT = "+efficiency_by_group,+cache_hourly"  # the marts of the report's first figures
+SIM_CACHES = ["lru:500GB", "slac2:1TB"]
+XROOTD_HOST = "xrootd-collector-test.example.org"
+CONDOR_CLUSTER = "condortest"
+
+DRIVER = r'''
+import json, sys
+from datetime import datetime
+from airflow.dag_processing.dagbag import DagBag
+
+plan = json.loads(sys.argv[1])
+bag = DagBag(dag_folder=plan["dags"])
+out = {"import_errors": {k: str(v)[-2000:] for k, v in bag.import_errors.items()},
+       "dags": {d: {"tasks": sorted(t.task_id for t in dag.tasks),
+                    "timetable": type(dag.timetable).__name__,
+                    "outlets": sorted(str(getattr(o, "name", o)) for t in dag.tasks for o in t.outlets)}
+                for d, dag in bag.dags.items()},
+       "runs": []}
+for run in plan.get("runs", []):
+    dag = bag.dags[run["dag"]]
+    kw = {"logical_date": datetime.fromisoformat(run["logical_date"])} if run.get("logical_date") else {}
+    dr = dag.test(**kw)
+    out["runs"].append({"dag": run["dag"], "state": str(dr.state),
+                        "start": dr.data_interval_start.isoformat() if dr.data_interval_start else None,
+                        "end": dr.data_interval_end.isoformat() if dr.data_interval_end else None,
+                        "tasks": {ti.task_id: str(ti.state) for ti in dr.get_task_instances()}})
+print("DRIVER-RESULT " + json.dumps(out))
+'''
+
+FAKE_SACCT = r'''#!PYTHON
+import json, os, sys
+with open(os.environ["FAKE_SACCT_LOG"], "a") as f:
+    f.write(json.dumps(sys.argv[1:]) + "\n")
+sys.stdout.write(open(os.environ["FAKE_SACCT_JSON"]).read())
+'''
+
+
+def _ad(cid: int, end: int) -> str:
+    start = end - 3000
+    return (f'GlobalJobId = "ap01.example.org#{cid}.0#{start - 60}"\nClusterId = {cid}\nProcId = 0\n'
+            f'Owner = "alice"\nAccountingGroup = "group_atlas.prod.alice"\nQDate = {start - 60}\n'
+            f'JobUniverse = 5\nTierlensCluster = "{CONDOR_CLUSTER}"\nJobStatus = 4\nExitCode = 0\n'
+            f"JobStartDate = {start}\nJobCurrentStartDate = {start}\nCompletionDate = {end}\n"
+            f"NumJobStarts = 1\nRequestCpus = 1\nCpusProvisioned = 1\nRemoteUserCpu = 2500.0\n"
+            f"RemoteSysCpu = 100.0\nRemoteWallClockTime = 3000.0\nCommittedTime = 3000\n"
+            f'LastRemoteHost = "slot1_1@wn-ssd01.example.org"\n'
+            f'*** Offset = 0 ClusterId = {cid} ProcId = 0 Owner = "alice" CompletionDate = {end}\n')
+
+
+def _in(table: pa.Table, column: str, a: datetime, b: datetime) -> pa.Table:
+    col = table.column(column)
+    return table.filter(pc.fill_null(pc.and_(pc.greater_equal(col, pa.scalar(a, col.type)),
+                                             pc.less(col, pa.scalar(b, col.type))), False))
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory):
+    if not AIRFLOW_PY.exists():
+        pytest.skip(f"no Airflow virtualenv at {AIRFLOW_VENV}: `make test` (or `make airflow-venv`) creates it")
+    base = tmp_path_factory.mktemp("airflow")
+    home, af_home, inputs = base / "tierlens", base / "airflow-home", base / "inputs"
+    for d in (home, af_home, inputs):
+        d.mkdir()
+    # inputs of the real sources, for the first hour only
+    a = HOURS[0] - timedelta(hours=1)
+    condor = inputs / "history"
+    condor.write_text(_ad(7001, int(a.timestamp()) + 600) + _ad(7002, int(a.timestamp()) + 3599)
+                      + _ad(7003, int(a.timestamp()) - 1))  # the last ended in the hour before
+    sacct = inputs / "sacct"
+    sacct.write_text(FAKE_SACCT.replace("PYTHON", sys.executable))
+    sacct.chmod(sacct.stat().st_mode | stat.S_IXUSR)
+    xrootd = inputs / "xrootd"
+    xrootd.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "TIERLENS_"))}
+    env.update({
+        "AIRFLOW_HOME": str(af_home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"), "AIRFLOW__COSMOS__ENABLE_TELEMETRY": "False",
+        "AIRFLOW__COSMOS__CACHE_DIR": str(af_home / "cosmos"), "DO_NOT_TRACK": "1",
+        "SCARF_NO_ANALYTICS": "true", "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",
+        "TIERLENS_HOME": str(home), "TIERLENS_SOURCES": "synthetic,slurm,condor,xrootd",
+        "TIERLENS_SYNTHETIC_START": SYN["start"], "TIERLENS_SYNTHETIC_DAYS": str(SYN["days"]),
+        "TIERLENS_SYNTHETIC_SEED": str(SYN["seed"]),
+        "TIERLENS_SYNTHETIC_NODES_PER_TYPE": str(SYN["nodes_per_type"]),
+        "TIERLENS_SLURM_SACCT": str(sacct), "TIERLENS_CONDOR_HISTORY": str(condor),
+        "TIERLENS_CONDOR_CLUSTER": CONDOR_CLUSTER, "TIERLENS_XROOTD_DIR": str(xrootd),
+        "TIERLENS_DBT_EXECUTABLE": str(DBT), "TIERLENS_RETRIES": "0",
+        "TIERLENS_SIMULATE_CACHES": ",".join(SIM_CACHES),
+        # dag.test() runs Cosmos' tasks one by one, a dbt process each: the DAG tests build the
+        # marts behind the report's efficiency and cache figures (test_dbt_project.py builds all).
+        "TIERLENS_DBT_SELECT": DBT_SELECT,
+        "DBT_INDIRECT_SELECTION": "cautious",  # no test of a model left out of DBT_SELECT
+        "FAKE_SACCT_LOG": str(inputs / "sacct-calls.log"),
+        "FAKE_SACCT_JSON": str(REPO / "plugins" / "slurm" / "tests" / "data" / "sacct-22.05-dbv0.0.38.json"),
+    })
+    r = subprocess.run([str(AIRFLOW_VENV / "bin" / "airflow"), "db", "migrate"], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return {"env": env, "home": home, "inputs": inputs, "xrootd": xrootd,
+            "warehouse": home / "warehouse.duckdb", "condor": condor}
+
+
+def drive(airflow, runs: list[dict] | None = None, timeout: float = 1200, **env) -> dict:
+    plan = {"dags": str(REPO / "dags"), "runs": runs or []}
+    r = subprocess.run([str(AIRFLOW_PY), "-c", DRIVER, json.dumps(plan)], env={**airflow["env"], **env},
+                       capture_output=True, text=True, timeout=timeout, cwd=airflow["home"])
+    lines = [x for x in r.stdout.splitlines() if x.startswith("DRIVER-RESULT ")]
+    assert r.returncode == 0 and lines, (r.stdout[-6000:] + r.stderr[-6000:])
+    return json.loads(lines[-1].removeprefix("DRIVER-RESULT "))
+
+
+def counts(warehouse: Path) -> dict[str, int]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return {t: con.execute(f"SELECT count(*) FROM main.{t}").fetchone()[0]
+                for t in ("raw_job", "raw_job_tag", "raw_file_access", "raw_node", "raw_rejects")}
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def synthetic_site():
+    """The synthetic site's records for SYN, from the generator itself (not through tierlens_ingest)."""
+    from tierlens.sources.synthetic import SyntheticOptions, demo_site, generate
+
+    opts = SyntheticOptions(days=SYN["days"], seed=SYN["seed"],
+                            start=datetime.fromisoformat(SYN["start"]).replace(tzinfo=timezone.utc),
+                            site=demo_site(nodes_per_type=SYN["nodes_per_type"]))
+    tables: dict[RecordKind, list[pa.Table]] = {}
+    for b in generate(opts):
+        tables.setdefault(b.kind, []).append(b.table)
+    return {k: pa.concat_tables(v) for k, v in tables.items()}
+
+
+# ---- 1. the DagBag --------------------------------------------------------------------------
+def test_dagbag_loads_without_import_errors(airflow):
+    out = drive(airflow, TIERLENS_DBT_SELECT="")  # the whole dbt project
+    assert out["import_errors"] == {}
+    dags = out["dags"]
+    assert set(dags) == {"tierlens_ingest", "tierlens_transform", "tierlens_report", "tierlens_simulate"}
+    assert dags["tierlens_ingest"]["tasks"] == ["ingest_condor", "ingest_slurm", "ingest_synthetic",
+                                                 "ingest_xrootd", "publish"]
+    assert dags["tierlens_ingest"]["outlets"] == ["tierlens_raw"]
+    assert dags["tierlens_ingest"]["timetable"] == "CronDataIntervalTimetable"
+    assert dags["tierlens_report"]["tasks"] == ["build", "email"]
+    assert dags["tierlens_simulate"]["tasks"] == ["replay_caches"]
+    # Cosmos: one run task and one test task per dbt model, one task per seed
+    models = {p.stem for p in (REPO / "dbt" / "models").rglob("*") if p.suffix in (".sql", ".py")}
+    tasks = set(dags["tierlens_transform"]["tasks"])
+    assert {f"{m}.run" for m in models} <= tasks
+    assert {f"{m}.test" for m in models if f"{m}.test" in tasks} and "storage_catalog.seed" in tasks
+    assert dags["tierlens_transform"]["timetable"] == "AssetTriggeredTimetable"
+
+
+# ---- 2. ingest: two hours, then the first again -----------------------------------------------
+def test_ingest_hours_load_what_they_should_and_reruns_change_nothing(airflow, synthetic_site):
+    intervals = [(h - timedelta(hours=1), h) for h in HOURS]
+    # collector batches: file accesses of a second server, three in the first hour, one in the
+    # hour after the second (not loaded)
+    first = _in(synthetic_site[RecordKind.FILE_ACCESS], "end_time", *intervals[0]).slice(0, 3)
+    later = (HOURS[1], HOURS[1] + timedelta(hours=1))
+    outside = _in(synthetic_site[RecordKind.FILE_ACCESS], "end_time", *later).slice(0, 1)
+    extra = pa.concat_tables([first, outside])
+    extra = extra.set_column(extra.schema.get_field_index("server_host"), "server_host",
+                             pa.array([XROOTD_HOST] * extra.num_rows))
+    pq.write_table(extra.cast(FILE_ACCESS), airflow["xrootd"] / "file_access-test-000000.parquet")
+
+    runs = [{"dag": "tierlens_ingest", "logical_date": h.isoformat()} for h in HOURS]
+    out = drive(airflow, runs)
+    for run, (a, b) in zip(out["runs"], intervals):
+        assert run["state"] == "success", run
+        assert (run["start"], run["end"]) == (a.isoformat(), b.isoformat())
+        assert set(run["tasks"].values()) == {"success"}, run["tasks"]
+
+    a, b = intervals[0][0], intervals[1][1]
+    jobs = _in(synthetic_site[RecordKind.JOB], "end_time", a, b)
+    keys = set(jobs.column("job_id").to_pylist())
+    tags = synthetic_site[RecordKind.JOB_TAG].filter(pc.is_in(synthetic_site[RecordKind.JOB_TAG]["job_id"],
+                                                              pa.array(sorted(keys))))
+    accesses = _in(synthetic_site[RecordKind.FILE_ACCESS], "end_time", a, b)
+    expected = {"raw_job": jobs.num_rows + 2, "raw_job_tag": tags.num_rows,  # + 2 condor jobs (no tags)
+                "raw_file_access": accesses.num_rows + 3,  # + 3 collector rows of the first hour
+                "raw_node": synthetic_site[RecordKind.NODE].num_rows, "raw_rejects": 0}
+    assert jobs.num_rows > 10 and accesses.num_rows > 100  # the hours are not empty
+    got = counts(airflow["warehouse"])
+    assert got == expected
+
+    con = duckdb.connect(str(airflow["warehouse"]), read_only=True)
+    try:
+        condor = con.execute("SELECT split_part(job_id, '#', 2) FROM main.raw_job "
+                             "WHERE batch_system = 'htcondor' ORDER BY 1").fetchall()
+        xrd = con.execute("SELECT count(*) FROM main.raw_file_access WHERE server_host = ?", [XROOTD_HOST]).fetchone()
+    finally:
+        con.close()
+    assert [c[0] for c in condor] == ["7001.0", "7002.0"] and xrd == (3,)
+    # sacct was asked for exactly the run's hour (its capture's jobs ended in another month)
+    calls = [json.loads(x) for x in (airflow["inputs"] / "sacct-calls.log").read_text().splitlines()]
+    assert len(calls) == 2 and all("--starttime" in c and "--endtime" in c for c in calls)
+
+    again = drive(airflow, runs[:1])
+    assert again["runs"][0]["state"] == "success"
+    assert counts(airflow["warehouse"]) == expected
+
+
+# ---- 3. transform: the dbt project through Cosmos ---------------------------------------------
+def test_transform_builds_the_marts(airflow):
+    before = counts(airflow["warehouse"])
+    assert before["raw_job"] > 0, "runs after the ingest test"
+    out = drive(airflow, [{"dag": "tierlens_transform"}])
+    run = out["runs"][0]
+    assert run["state"] == "success", run
+    assert set(run["tasks"].values()) == {"success"}, run["tasks"]
+    con = duckdb.connect(str(airflow["warehouse"]), read_only=True)
+    try:
+        jobs = con.execute("SELECT count(*) FROM marts.job_efficiency").fetchone()[0]
+        raw = con.execute("SELECT count(*) FROM main.raw_job WHERE step_id = ''").fetchone()[0]
+    finally:
+        con.close()
+    assert jobs == raw
+    assert {"job_efficiency.run", "job_efficiency.test", "efficiency_by_group.run", "cache_hourly.test",
+            "stg_job.run", "stg_job.test"} <= set(run["tasks"])
+    assert counts(airflow["warehouse"]) == before
+
+
+# ---- 4. report: a week, twice -----------------------------------------------------------------
+def test_report_writes_the_interval_folder_and_reruns_replace_it(airflow):
+    before = counts(airflow["warehouse"])
+    runs = [{"dag": "tierlens_report", "logical_date": REPORT_DATE.isoformat()}] * 2
+    out = drive(airflow, runs)
+    folders = []
+    for run in out["runs"]:
+        assert run["state"] == "success", run
+        assert run["tasks"] == {"build": "success", "email": "skipped"}  # no recipients configured
+        a, b = datetime.fromisoformat(run["start"]), datetime.fromisoformat(run["end"])
+        assert b - a == timedelta(days=7)
+        folders.append(airflow["home"] / "reports" / f"{a:%Y-%m-%d}_{b:%Y-%m-%d}")
+    assert folders[0] == folders[1]
+    html = folders[0] / "report.html"
+    assert html.exists() and "<html" in html.read_text().lower()
+    assert list(folders[0].glob("*.csv"))
+    assert [p.name for p in (airflow["home"] / "reports").iterdir()] == [folders[0].name]
+    assert counts(airflow["warehouse"]) == before
+
+
+# ---- 5. simulate: the week's accesses through two caches, twice --------------------------------
+def test_simulate_writes_one_run_per_configuration_and_reruns_replace_them(airflow):
+    before = counts(airflow["warehouse"])
+    runs = [{"dag": "tierlens_simulate", "logical_date": REPORT_DATE.isoformat()}] * 2
+    out = drive(airflow, runs)
+    seen = []
+    for run in out["runs"]:
+        assert run["state"] == "success" and run["tasks"] == {"replay_caches": "success"}, run
+        con = duckdb.connect(str(airflow["warehouse"]), read_only=True)
+        try:
+            seen.append((con.execute("SELECT policy, capacity_bytes, requests FROM sim_cache_runs "
+                                     "ORDER BY policy").fetchall(),
+                         con.execute("SELECT count(*) FROM sim_cache_hourly").fetchone()[0]))
+        finally:
+            con.close()
+    assert seen[0] == seen[1]
+    runs_, hourly = seen[0]
+    assert [(p, c) for p, c, _ in runs_] == [("lru", 500 * 10**9), ("slac2", 10**12)]
+    # the accesses loaded by the ingest test were opened in the simulated week
+    assert all(0 < n <= before["raw_file_access"] for _, _, n in runs_) and hourly > 0
+    assert counts(airflow["warehouse"]) == before
+
+
+# ---- 6. the report as a browser draws it ------------------------------------------------------
+CHROMIUM = next((c for c in ("chromium", "chromium-browser", "google-chrome") if shutil.which(c)), None)
+# no network (there is none), no sandbox (root in CI), nothing in the background
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--disable-default-apps",
+                  "--no-first-run", "--no-default-browser-check", "--hide-scrollbars",
+                  "--virtual-time-budget=10000"]
+PROBE = """<script>window.addEventListener('load', () => {
+  const imgs = [...document.images].map(i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight]);
+  document.body.setAttribute('data-probe', JSON.stringify(imgs));
+});</script>"""
+
+
+def render(html: Path, screenshot: Path, profile: Path) -> list[list]:
+    """Each <img> of ``html`` as headless Chromium drew it: [alt, complete, width, height]; and a
+    screenshot of the page. The page is probed through a copy with a script that writes what the
+    browser decoded into the DOM."""
+    import html as htmllib
+    import re
+
+    probe = html.with_name("render-probe.html")
+    probe.write_text(html.read_text().replace("</body>", PROBE + "</body>"))
+    base = [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
+    try:
+        dom = subprocess.run([*base, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=180)
+    finally:
+        probe.unlink()
+    m = re.search(r'data-probe="([^"]*)"', dom.stdout)
+    assert m, dom.stderr[-3000:]
+    shot = subprocess.run([*base, f"--screenshot={screenshot}", "--window-size=1280,2000", html.as_uri()],
+                          capture_output=True, text=True, timeout=180)
+    assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-3000:]
+    return json.loads(htmllib.unescape(m.group(1)))
+
+
+def test_report_draws_in_headless_chromium(airflow, tmp_path):
+    if CHROMIUM is None:
+        pytest.skip("no chromium (Debian package `chromium`, listed in deploy/ci/system-packages.txt)")
+    reports = sorted((airflow["home"] / "reports").glob("*/report.html"))
+    assert reports, "runs after the report test"
+    html = reports[-1]
+    artifacts = Path(os.environ.get("TIERLENS_TEST_ARTIFACTS", REPO / ".tierlens" / "test-artifacts"))
+    artifacts.mkdir(parents=True, exist_ok=True)
+    shot = artifacts / "airflow-report.png"
+    images = render(html, shot, tmp_path / "chromium-profile")
+    embedded = html.read_text().count("<img ")
+    assert len(images) == embedded
+    for alt, complete, width, height in images:
+        assert complete and width > 100 and height > 100, (alt, width, height)
+    assert shot.stat().st_size > 10_000  # a drawn page, not a blank one

@@ -1,0 +1,93 @@
+"""tierlens.orchestration, the functions the Airflow DAGs call, without Airflow: settings, and the
+interval selection that makes every ingest task idempotent for its data interval."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+import pytest
+
+from tierlens import orchestration as tl
+from tierlens.records import FILE_ACCESS, JOB, JOB_TAG, Batch, Reject, RecordKind
+
+T0 = datetime(2026, 10, 1, tzinfo=timezone.utc)
+
+
+def test_settings_variable_then_environment_then_default(monkeypatch):
+    monkeypatch.delenv("TIERLENS_INGEST_SCHEDULE", raising=False)
+    assert tl.setting("ingest_schedule") == "@hourly"
+    monkeypatch.setenv("TIERLENS_INGEST_SCHEDULE", "@daily")
+    assert tl.setting("ingest_schedule") == "@daily"
+    variables = {"tierlens_ingest_schedule": "*/30 * * * *"}
+    assert tl.setting("ingest_schedule", variables.get) == "*/30 * * * *"
+    assert tl.setting("ingest_schedule", {}.get) == "@daily"
+
+    def broken(key):
+        raise RuntimeError("no metadata database")
+    assert tl.setting("ingest_schedule", broken) == "@daily"
+    with pytest.raises(KeyError):
+        tl.setting("no_such_setting")
+    monkeypatch.setenv("TIERLENS_SOURCES", " synthetic, slurm ,")
+    assert tl.settings_list("sources") == ["synthetic", "slurm"]
+
+
+def test_every_setting_is_documented_in_dags_readme():
+    readme = (tl.DBT_PROJECT_DIR.parent / "dags" / "README.md").read_text()
+    for name in tl.SETTINGS:
+        assert f"| `{name}` | `TIERLENS_{name.upper()}` |" in readme, name
+
+
+def _jobs(ends: list[datetime | None]) -> pa.Table:
+    rows = [{f.name: None for f in JOB} | {
+        "batch_system": "synthetic", "cluster": "c", "job_id": str(i), "step_id": "", "state": "COMPLETED",
+        "allocated_cores": 1, "start_time": T0 - timedelta(hours=5), "end_time": e,
+        "wall_seconds": 60.0, "cpu_user_seconds": 30.0, "cpu_system_seconds": 1.0}
+        for i, e in enumerate(ends)]
+    return pa.Table.from_pylist(rows, schema=JOB)
+
+
+def _tags(n: int) -> pa.Table:
+    rows = [{f.name: None for f in JOB_TAG} | {
+        "batch_system": "synthetic", "cluster": "c", "job_id": str(i), "step_id": "", "node": "wn1",
+        "storage_type": "ssd", "ab_arm": "A", "tagged_at": T0 - timedelta(hours=5)} for i in range(n)]
+    return pa.Table.from_pylist(rows, schema=JOB_TAG)
+
+
+def test_interval_selection_partitions_the_records():
+    ends = [T0 + timedelta(minutes=m) for m in (0, 30, 59, 60, 61, 150)] + [None]  # None: still running
+    hours = [(T0 + timedelta(hours=h), T0 + timedelta(hours=h + 1)) for h in range(-1, 4)]
+    seen: list[str] = []
+    for a, b in hours:
+        reject = Reject(RecordKind.JOB, "src", "file:line 9", "x", "unparsable", "raw")
+        out = list(tl.interval_batches([Batch(RecordKind.JOB, _jobs(ends), "src", rejects=[reject]),
+                                        Batch(RecordKind.JOB_TAG, _tags(len(ends)), "src")], a, b))
+        jobs = [r for o in out if o.kind is RecordKind.JOB for r in o.table.column("job_id").to_pylist()]
+        tags = [r for o in out if o.kind is RecordKind.JOB_TAG for r in o.table.column("job_id").to_pylist()]
+        assert tags == jobs  # a tag goes with its job
+        assert all(a <= ends[int(j)] < b for j in jobs)
+        seen += jobs
+        # the parse reject travels alone, in a batch that is the same for every interval
+        rejects = [o for o in out if o.rejects]
+        assert len(rejects) == 1 and rejects[0].table.num_rows == 0 and rejects[0].source == "src"
+    assert sorted(seen, key=int) == ["0", "1", "2", "3", "4", "5"]  # each finished job once; not "6"
+
+
+def test_interval_selection_keeps_locations_and_is_deterministic():
+    rows = [{f.name: None for f in FILE_ACCESS} | {
+        "server_host": "xcache", "unique_id": f"u{i}", "file_lfn": "/f", "start_time": T0,
+        "end_time": T0 + timedelta(minutes=40 * i), "close_seen": True} for i in range(4)]
+    batch = Batch(RecordKind.FILE_ACCESS, pa.Table.from_pylist(rows, schema=FILE_ACCESS), "parquet:x.parquet")
+    a, b = T0 + timedelta(minutes=30), T0 + timedelta(minutes=90)
+    first = list(tl.interval_batches([batch], a, b))
+    again = list(tl.interval_batches([batch], a, b))
+    assert [o.table.column("unique_id").to_pylist() for o in first] == [["u1", "u2"]]
+    assert [o.location(i) for o in first for i in range(o.table.num_rows)] == [
+        "parquet:x.parquet:row 1", "parquet:x.parquet:row 2"]
+    assert [(o.source, o.table.equals(p.table)) for o, p in zip(first, again)] == [
+        (f"parquet:x.parquet@{a.isoformat()}..{b.isoformat()}", True)]
+
+
+def test_interval_folder_names():
+    assert tl.interval_folder(tl.Path("/r"), T0, T0 + timedelta(days=7)).name == "2026-10-01_2026-10-08"
+    assert tl.interval_folder(tl.Path("/r"), T0, T0 + timedelta(hours=1)).name == "2026-10-01T00_2026-10-01T01"

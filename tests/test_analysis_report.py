@@ -1,0 +1,123 @@
+"""The report's analytics sections on hand-made marts: shown when their marts exist, numbers in
+the CSV files equal to the marts', and a comparison without enough data flagged as such."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from test_report import make_warehouse
+from tierlens.report import SECTION_IDS, build_report
+from tierlens.report.build import ANALYSIS_CSV_NAMES, ANALYSIS_SECTION_IDS
+
+D = dt.date
+
+
+def _add_analysis_marts(path: Path) -> None:
+    with duckdb.connect(str(path)) as con:
+        con.execute("""CREATE TABLE marts.ab_uncertainty AS SELECT * FROM (VALUES
+            ('all', 'site', 'all jobs', 'all', DATE '2024-05-06', DATE '2024-05-09', 400, 420, 300.0, 330.0,
+             400.0, 410.0, 400.0, 410.0, 0.75, 0.805, 0.75, 0.805, 0.055, 0.03, 0.08, 0.002,
+             0.055, 0.03, 0.08, 'hour', 72, 70, true, NULL, 'B higher'),
+            ('all', 'storage_type', 'ssd', 'all', DATE '2024-05-06', DATE '2024-05-09', 12, 15, 9.0, 12.0,
+             12.0, 15.0, 12.0, 15.0, 0.75, 0.8, 0.75, 0.8, 0.05, -0.1, 0.2, 0.4,
+             0.05, -0.1, 0.2, 'hour', 10, 8, false, 'arm A has 12 jobs (< 30)', 'insufficient data'),
+            ('all', 'site', 'all jobs', 'day', DATE '2024-05-06', DATE '2024-05-07', 130, 140, 100.0, 110.0,
+             130.0, 140.0, 130.0, 140.0, 0.769, 0.786, 0.769, 0.786, 0.017, -0.01, 0.04, 0.2,
+             0.017, -0.01, 0.04, 'hour', 24, 24, true, NULL, 'no significant difference'),
+            ('high_hit_ratio', 'site', 'all jobs', 'all', DATE '2024-05-07', DATE '2024-05-08', 20, 22, 5.0, 8.0,
+             24.0, 22.0, 24.0, 22.0, 0.21, 0.36, 0.21, 0.36, 0.15, 0.1, 0.2, 0.002,
+             0.15, 0.1, 0.2, 'hour', 12, 12, false, 'arm A has 20 jobs (< 30)', 'insufficient data')
+        ) AS t(subset, grouping, group_value, period_grain, period_start, period_end, jobs_a, jobs_b,
+               cpu_hours_a, cpu_hours_b, wall_hours_a, wall_hours_b, core_wall_hours_a, core_wall_hours_b,
+               efficiency_a, efficiency_b, cpu_per_wall_a, cpu_per_wall_b, efficiency_difference,
+               efficiency_ci_low, efficiency_ci_high, efficiency_p_value, cpu_per_wall_difference,
+               cpu_per_wall_ci_low, cpu_per_wall_ci_high, block, blocks,
+               paired_blocks, enough_data, warning, conclusion)""")
+        con.execute("""CREATE TABLE marts.occupancy_efficiency AS SELECT * FROM (VALUES
+            ('raid0', 'all', 1, 15, 1.0, 100, 80.5, 91.0, 0.7, 0.8846, 5.37, 6.67),
+            ('raid0', 'fully_occupied', 1, 10, 0.6667, 80, 70.0, 80.0, 1.0, 0.875, 7.0, 8.0)
+        ) AS t(storage_type, scope, nodes, node_hours, share_of_node_hours, jobs_ended, cpu_hours,
+               allocated_core_hours, mean_occupancy, efficiency, throughput, jobs_per_node_hour)""")
+        con.execute("""CREATE TABLE marts.client_fairness AS SELECT * FROM (VALUES
+            ('lustre', TIMESTAMPTZ '2024-05-06 10:00:00+00', 60, 4, 4, 3.8, 9.5, 1.118, 0.1177, 0.158,
+             0.158, 8.0, 11.0, 8.3, 10.7, 1.375, 1.375, 0.98634)
+        ) AS t(server_host, window_start, window_minutes, clients, accesses, gb_read, mean_bandwidth_mb_s,
+               stddev_bandwidth_mb_s, bandwidth_cv, spread_above_mean, spread_below_mean,
+               min_bandwidth_mb_s, max_bandwidth_mb_s, p10_bandwidth_mb_s, p90_bandwidth_mb_s,
+               completion_time_ratio, bandwidth_ratio, jain_index)""")
+        con.execute("""CREATE TABLE marts.file_popularity AS SELECT * FROM (VALUES
+            ('/f1', 4000000000, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 5, 8000000000, 0.6667, 2.0, 1,
+             TIMESTAMPTZ '2024-05-08 11:00:00+00', TIMESTAMPTZ '2024-05-08 12:00:00+00'),
+            ('/f2', 1000000000, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 5, 300000000, 0.1, 0.3, 2,
+             TIMESTAMPTZ '2024-05-08 10:00:00+00', TIMESTAMPTZ '2024-05-08 12:00:00+00')
+        ) AS t(file_lfn, file_size_bytes, accesses_p01, accesses_p02, accesses_p03, accesses_p04,
+               accesses_p05, accesses_p06, accesses_p07, accesses_p08, accesses_p09, accesses_p10,
+               accesses_10_periods, reads_recent, recent_days, bytes_read_recent, mean_read_fraction,
+               score, popularity_rank, last_access, reference_time)""")
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("analysis_report")
+    warehouse = make_warehouse(tmp / "w.duckdb")
+    _add_analysis_marts(warehouse)
+    return build_report(warehouse, tmp / "out")
+
+
+def test_analysis_sections_follow_the_others(report):
+    assert report.sections == list(SECTION_IDS) + list(ANALYSIS_SECTION_IDS)
+    assert report.no_data == []
+    html = report.html_path.read_text(encoding="utf-8")
+    for title in ("A/B difference with confidence intervals", "Efficiency and throughput at full occupancy",
+                  "Client fairness", "File popularity"):
+        assert title in html
+    assert html.count("<img") == 4 + 4  # the four original figures + one per analytics section
+    assert {p.name for p in report.csv_paths} >= set(ANALYSIS_CSV_NAMES) - {"storage_full_occupancy_endurance.csv"}
+
+
+def test_insufficient_data_is_flagged_with_its_reason(report):
+    html = report.html_path.read_text(encoding="utf-8")
+    assert 'class="flagged"><td>ssd</td>' in html
+    assert "arm A has 12 jobs (&lt; 30)" in html
+    rows = {r["group_value"]: r for r in _csv(report.html_path.parent / "ab_uncertainty_overall.csv")}
+    assert rows["ssd"]["conclusion"] == "insufficient data"
+    assert rows["all jobs"]["conclusion"] == "B higher"
+    assert float(rows["all jobs"]["efficiency_ci_low"]) == pytest.approx(0.03)
+    high = _csv(report.html_path.parent / "ab_uncertainty_high_hit.csv")
+    assert float(high[0]["cpu_per_wall_b"]) == pytest.approx(0.36)
+
+
+def test_occupancy_fairness_popularity_numbers(report):
+    out = report.html_path.parent
+    occ = {r["scope"]: r for r in _csv(out / "occupancy_efficiency.csv")}
+    assert float(occ["fully_occupied"]["throughput"]) == pytest.approx(7.0)
+    assert float(occ["all"]["efficiency"]) == pytest.approx(0.8846)
+    (server,) = _csv(out / "client_fairness_by_server.csv")
+    assert float(server["median_jain_index"]) == pytest.approx(0.98634)
+    top = _csv(out / "file_popularity_top.csv")
+    assert [r["file_lfn"] for r in top] == ["/f1", "/f2"]
+
+
+def test_without_analysis_marts_the_sections_are_not_shown(tmp_path):
+    result = build_report(make_warehouse(tmp_path / "w.duckdb"), tmp_path / "out")
+    assert result.sections == list(SECTION_IDS)
+
+
+def test_a_missing_analysis_mart_says_no_data(tmp_path):
+    warehouse = make_warehouse(tmp_path / "w.duckdb")
+    _add_analysis_marts(warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DROP TABLE marts.client_fairness")
+    result = build_report(warehouse, tmp_path / "out")
+    assert result.no_data == ["fairness"]
+    assert not (tmp_path / "out" / "client_fairness_by_server.csv").exists()

@@ -1,0 +1,119 @@
+"""int_file_access_by_job: exact joins on job_identity and the inferred join (client host + time
+overlap, + pid), on rows from the collector's real capture plus a hand-made set of cases."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from tierlens.collector.service import Options, replay
+from tierlens.records import JOB, Batch, RecordKind, job_identity
+from tierlens.transform import run_dbt
+from tierlens.warehouse import Warehouse
+from tierlens.collector.writer import rows_to_table
+from tierlens.collector.decoder import COLUMNS
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
+
+CAPTURE = Path(__file__).parent / "data" / "xrootd-origin-xcache.pcap"
+UTC = timezone.utc
+
+
+def T(h: int, m: int = 0) -> datetime:
+    return datetime(2024, 5, 6, h, m, tzinfo=UTC)
+
+
+def _job(job_id, node, start, end, identity=True, batch="slurm", cluster="c"):
+    return dict(batch_system=batch, cluster=cluster, job_id=job_id, step_id="",
+                job_identity=job_identity(batch, cluster, job_id) if identity else None,
+                user_name="u", account="a", vo=None, job_class=None, partition="p", node=node, node_list=node,
+                submit_time=start, start_time=start, end_time=end, allocated_cores=1,
+                cpu_user_seconds=1.0, cpu_system_seconds=0.0,
+                wall_seconds=(end - start).total_seconds() if end else None, state="COMPLETED" if end else "RUNNING",
+                exit_code=0 if end else None, bytes_read=None, bytes_written=None)
+
+
+def _access(uid, client, pid, start, end, identity=None):
+    row = dict.fromkeys(COLUMNS)
+    row.update(server_host="xrd01:1094", unique_id=uid, server_role="origin", file_lfn=f"/f/{uid}",
+               file_size_bytes=10, start_time=start.timestamp(), end_time=end.timestamp(), read_bytes_at_close=10,
+               write_bytes_at_close=0, read_bytes=10, readv_bytes=0, write_bytes=0, client_host=client,
+               client_pid=pid, job_identity=identity, close_seen=True)
+    return [row[c] for c in COLUMNS]
+
+
+JOBS = [
+    _job("1", "wn01", T(10), T(11)),
+    _job("2", "wn01", T(10, 30), T(12)),
+    _job("3", "wn02", T(10), None),               # still running
+    _job("4", "wn04", T(10), T(11), identity=False),  # a job without a tierlens plugin
+]
+ACCESSES = [
+    _access("x1", "wn01.example.org", 100, T(10, 5), T(10, 20), "slurm.c.1"),   # exact
+    _access("x2", "wn01.example.org", 100, T(10, 15), T(10, 50)),   # same pid as x1 -> job 1
+    _access("x3", "wn01.example.org", 200, T(10, 40), T(10, 50)),   # jobs 1 and 2 -> later start: 2
+    _access("x4", "WN02.example.org", None, T(13), T(13, 10)),      # running job 3
+    _access("x5", "wn03.example.org", 300, T(10, 40), T(10, 50)),   # no job on wn03
+    _access("x6", "wn01.example.org", 100, T(10, 40), T(10, 50), "slurm.c.999"),  # unknown identity
+    _access("x7", "wn01", 400, T(11, 30), T(11, 40)),               # only job 2 left on wn01
+    _access("x8", "wn04.example.org", 1, T(10, 1), T(10, 59)),      # job without identity: host_time
+    _access("x9", "wn01.example.org", 200, T(10, 45), T(11, 20)),   # overlap: job 1 15 min, job 2 35 min
+]
+EXPECTED = {  # unique_id: (job_id, match_quality, match_method, match_candidates)
+    "x1": ("1", "exact", "identity", 1),
+    "x2": ("1", "inferred", "host_pid", 2),
+    "x3": ("2", "inferred", "host_time", 2),
+    "x4": ("3", "inferred", "host_time", 1),
+    "x5": (None, "unmatched", None, 0),
+    "x6": (None, "unmatched", None, 0),
+    "x7": ("2", "inferred", "host_time", 1),
+    "x8": ("4", "inferred", "host_time", 1),
+    "x9": ("2", "inferred", "host_time", 2),
+}
+
+
+@pytest.fixture(scope="module")
+def joined(tmp_path_factory):
+    root = tmp_path_factory.mktemp("join")
+    wh = root / "warehouse.duckdb"
+    replay(CAPTURE, Options(root / "capture"))
+    capture_jobs = [_job(j, "vm", T(0), None, batch=b, cluster=c) for b, c, j in
+                    (("slurm", "t2test", "101"), ("slurm", "t2test", "102"), ("slurm", "t2test", "103"),
+                     ("htcondor", "pool1", "7.0"), ("htcondor", "pool1", "8.0"))]
+    with Warehouse(wh) as w:
+        w.load(Batch(RecordKind.JOB, pa.Table.from_pylist(JOBS + capture_jobs, schema=JOB), "test-jobs"))
+        w.load(Batch(RecordKind.FILE_ACCESS, rows_to_table(ACCESSES), "test-accesses"))
+        for p in sorted((root / "capture").glob("file_access-*.parquet")):
+            import pyarrow.parquet as pq
+            w.load(Batch(RecordKind.FILE_ACCESS, pq.read_table(p), f"capture:{p.name}"))
+    result = run_dbt(wh, root / "dbt", "build", ["--select", "+int_file_access_by_job", "--indirect-selection", "cautious"])
+    assert result.success, result.failures
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        cur = con.execute("select * from intermediate.int_file_access_by_job")
+        cols = [d[0] for d in cur.description]
+        yield [dict(zip(cols, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def test_inferred_and_exact_matches(joined):
+    got = {r["unique_id"]: (r["job_id"], r["match_quality"], r["match_method"], r["match_candidates"])
+           for r in joined if r["unique_id"].startswith("x")}
+    assert got == EXPECTED
+
+
+def test_captured_accesses_join_exactly_on_the_identity_the_client_sent(joined):
+    captured = [r for r in joined if not r["unique_id"].startswith("x")]
+    assert len(captured) == 6
+    by_job = sorted((r["batch_system"], r["cluster"], r["job_id"]) for r in captured if r["match_quality"] == "exact")
+    assert by_job == [("htcondor", "pool1", "7.0"), ("htcondor", "pool1", "8.0"), ("slurm", "t2test", "101"),
+                      ("slurm", "t2test", "102"), ("slurm", "t2test", "103")]
+    # The cache's own fetch from the origin carries no identity and its client (127.0.0.1) is
+    # no batch node: unmatched.
+    fetch = [r for r in captured if r["app_name"] == "xrootd"]
+    assert [(r["match_quality"], r["job_id"]) for r in fetch] == [("unmatched", None)]

@@ -1,0 +1,500 @@
+"""`tierlens ingest condor` on hand-made history files in HTCondor's real format.
+
+The fixtures below are a rotated file and the live ``history`` of one schedd: quoted and escaped
+values, a value with an escaped line break, a list, a nested ad, unicode, an evicted-and-restarted
+job, a job without tags, a removed job, an expression-valued RequestCpus and damaged ads. Every
+expected number is written out here from the fixture's literals, not taken from the code.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+classad2 = pytest.importorskip("classad2")
+
+from tierlens.cli import app  # noqa: E402
+from tierlens.records import job_identity  # noqa: E402
+from tierlens.sources.condor.history import history_batches, history_files, split_ads  # noqa: E402
+from tierlens.sources.condor.schedd import ScheddHistory, Watermark  # noqa: E402
+
+T = 1794816000  # Mon 2026-11-16 08:00:00 UTC
+CLUSTER = "t2test"
+SCHEDD = "ap01.t2.example.org"
+
+
+def gjid(cluster_id: int, qdate: int) -> str:
+    return f"{SCHEDD}#{cluster_id}.0#{qdate}"
+
+
+def ident(cluster_id: int, qdate: int) -> str:
+    return f"htcondor.{CLUSTER}.{gjid(cluster_id, qdate)}"
+
+
+def tags(storage, devices, arm, route="direct", path="/var/lib/condor/execute"):
+    devs = ", ".join(f'"{d}"' for d in devices)
+    return (f'MachineAttrTierlensStorageType0 = "{storage}"\n'
+            f"MachineAttrTierlensScratchDevices0 = {{ {devs} }}\n"
+            f'MachineAttrTierlensScratchPath0 = "{path}"\n'
+            f'MachineAttrTierlensAbArm0 = "{arm}"\n'
+            f'MachineAttrTierlensCacheRoute0 = "{route}"\n'
+            f"MachineAttrTierlensNodeSlots0 = 64\n")
+
+
+def common(cid, qdate, owner="alice", group="group_atlas.prod.alice", with_identity=True):
+    s = (f'GlobalJobId = "{gjid(cid, qdate)}"\nClusterId = {cid}\nProcId = 0\nOwner = "{owner}"\n'
+         f'AccountingGroup = "{group}"\nQDate = {qdate}\nJobUniverse = 5\n')
+    if with_identity:
+        s += (f'TierlensCluster = "{CLUSTER}"\nTierlensJobIdentity = "{ident(cid, qdate)}"\n'
+              f'Environment = "XRD_MONINFO={ident(cid, qdate)} FOO=1"\n')
+    return s
+
+
+AD_A = common(101, T - 600) + f"""JobStatus = 4
+ExitCode = 0
+ExitBySignal = false
+JobStartDate = {T}
+JobCurrentStartDate = {T}
+CompletionDate = {T + 4000}
+NumJobStarts = 1
+RequestCpus = 1
+CpusProvisioned = 1
+RemoteUserCpu = 3000.0
+RemoteSysCpu = 200.0
+RemoteWallClockTime = 4000.0
+CommittedTime = 4000
+LastRemoteWallClockTime = 4000.0
+BlockReadKbytes = 2048
+BlockWriteKbytes = 1024
+LastRemoteHost = "slot1_1@wn-ssd01.t2.example.org"
+""" + tags("ssd", ["Samsung SSD 870 EVO 1TB"], "A")
+
+AD_B = common(102, T - 500, owner="bob", group="group_atlas.analysis.bob") + f"""JobStatus = 4
+ExitCode = 0
+JobStartDate = {T + 100}
+JobCurrentStartDate = {T + 100}
+CompletionDate = {T + 3700}
+NumJobStarts = 1
+RequestCpus = 8
+CpusProvisioned = 8
+RemoteUserCpu = 20000.0
+RemoteSysCpu = 880.0
+RemoteWallClockTime = 3600.0
+CommittedTime = 3600
+JobBatchName = "Grüße – ανάλυση ✓"
+Arguments = "-c 'print(\\"hello world\\")' --flag"
+SubmitEventNotes = "line one\\nline two"
+TransferInputStats = [ CedarFilesCount = 2; CedarSizeBytes = 123456 ]
+ProvisionedResources = "Cpus Disk Memory"
+LastRemoteHost = "slot1_2@wn-hdd01.t2.example.org"
+""" + tags("hdd", ["ST4000NM0035-1V4107"], "B", route="cache:xcache01:1094")
+
+# Evicted after 1000 s on an HDD node, restarted, completed after 5000 s on a RAID0 node.
+AD_C = common(103, T - 1000) + f"""JobStatus = 4
+ExitCode = 0
+JobStartDate = {T + 200}
+JobCurrentStartDate = {T + 1200}
+CompletionDate = {T + 6200}
+NumJobStarts = 2
+JobRunCount = 2
+RequestCpus = 1
+CpusProvisioned = 1
+RemoteUserCpu = 4500.0
+RemoteSysCpu = 100.0
+CumulativeRemoteUserCpu = 5300.0
+CumulativeRemoteSysCpu = 150.0
+RemoteWallClockTime = 6000.0
+CommittedTime = 5000
+LastRemoteWallClockTime = 5000.0
+LastRemoteHost = "slot1_4@wn-r0-01.t2.example.org"
+MachineAttrTierlensStorageType1 = "hdd"
+MachineAttrTierlensAbArm1 = "A"
+""" + tags("raid0", ["ST2000NM0055-1V4104", "WDC WD2003FZEX-00SRLA0"], "B")
+
+# Submitted before tierlens was deployed: no identity, no tags.
+AD_D = common(104, T - 300, owner="carol", group="group_cms.carol", with_identity=False) + f"""JobStatus = 4
+ExitCode = 0
+JobCurrentStartDate = {T + 300}
+JobStartDate = {T + 300}
+CompletionDate = {T + 2300}
+RequestCpus = 1
+RemoteUserCpu = 1000.0
+RemoteSysCpu = 0.0
+RemoteWallClockTime = 2000.0
+CommittedTime = 2000
+LastRemoteHost = "slot1_1@wn-old01.t2.example.org"
+"""
+
+# RequestCpus is an expression (2 here); no CpusProvisioned.
+AD_E = common(105, T - 200) + f"""JobStatus = 4
+ExitCode = 0
+JobCurrentStartDate = {T + 400}
+JobStartDate = {T + 400}
+CompletionDate = {T + 2200}
+MachineAttrCpus0 = 2
+RequestCpus = ifThenElse(MachineAttrCpus0 > 4, 4, 2)
+RemoteUserCpu = 3000.0
+RemoteSysCpu = 240.0
+RemoteWallClockTime = 1800.0
+CommittedTime = 1800
+LastRemoteHost = "slot1_7@wn-nvme01.t2.example.org"
+""" + tags("nvme", ["SAMSUNG MZQL23T8HCLS-00A07"], "B")
+
+AD_BAD_EXPR = common(106, T - 100) + """JobStatus = 4
+RemoteUserCpu = 12 +
+RemoteSysCpu = 1.0
+"""
+
+AD_GARBAGE = """ClusterId = 110
+this line is not an attribute \x01\x02
+ProcId = 0
+"""
+
+# Removed after it had run 1000 s.
+AD_F = common(107, T - 100) + f"""JobStatus = 3
+JobCurrentStartDate = {T + 500}
+JobStartDate = {T + 500}
+CompletionDate = 0
+EnteredCurrentStatus = {T + 1500}
+RequestCpus = 1
+RemoteUserCpu = 100.0
+RemoteSysCpu = 0.0
+RemoteWallClockTime = 1000.0
+CommittedTime = 1000
+LastRemoteHost = "slot1_3@wn-ssd01.t2.example.org"
+""" + tags("ssd", ["Samsung SSD 870 EVO 1TB"], "A")
+
+AD_G = common(108, T - 50, owner="bob", group="group_atlas.analysis.bob") + f"""JobStatus = 4
+ExitCode = 1
+JobCurrentStartDate = {T + 600}
+JobStartDate = {T + 600}
+CompletionDate = {T + 1600}
+RequestCpus = 1
+RemoteUserCpu = 900.0
+RemoteSysCpu = 50.0
+RemoteWallClockTime = 1000.0
+CommittedTime = 1000
+LastRemoteHost = "slot1_5@wn-hdd01.t2.example.org"
+""" + tags("hdd", ["ST4000NM0035-1V4107"], "B", route="cache:xcache01:1094")
+
+AD_NO_GJID = """ClusterId = 109
+ProcId = 0
+Owner = "dave"
+JobStatus = 4
+"""
+
+# cluster id, owner, cpu user, cpu sys, wall of the last run, cores, storage type, arm
+EXPECTED = {
+    101: ("alice", 3000.0, 200.0, 4000.0, 1, "ssd", "A"),
+    102: ("bob", 20000.0, 880.0, 3600.0, 8, "hdd", "B"),
+    103: ("alice", 4500.0, 100.0, 5000.0, 1, "raid0", "B"),
+    104: ("carol", 1000.0, 0.0, 2000.0, 1, None, None),
+    105: ("alice", 3000.0, 240.0, 1800.0, 2, "nvme", "B"),
+    107: ("alice", 100.0, 0.0, 1000.0, 1, "ssd", "A"),
+    108: ("bob", 900.0, 50.0, 1000.0, 1, "hdd", "B"),
+}
+QDATES = {101: T - 600, 102: T - 500, 103: T - 1000, 104: T - 300, 105: T - 200, 107: T - 100, 108: T - 50}
+
+
+def history_text(ads: list[str]) -> bytes:
+    """Ads as the schedd writes them: each followed by its '*** Offset = …' banner."""
+    out = b""
+    for ad in ads:
+        offset = len(out)
+        cid = re.search(r"^ClusterId = (\d+)", ad, re.M).group(1)
+        owner = (re.search(r'^Owner = "([^"]*)"', ad, re.M) or [None, ""])[1]
+        done = (re.search(r"^CompletionDate = (\d+)", ad, re.M) or [None, "0"])[1]
+        out += ad.encode("utf-8")
+        out += (f'*** Offset = {offset} ClusterId = {cid} ProcId = 0 Owner = "{owner}" '
+                f"CompletionDate = {done}\n").encode()
+    return out
+
+
+@pytest.fixture
+def spool(tmp_path) -> Path:
+    d = tmp_path / "spool"
+    d.mkdir()
+    (d / "history.20261116T120000").write_bytes(history_text([AD_A, AD_B, AD_C]))
+    (d / "history").write_bytes(history_text([AD_D, AD_E, AD_BAD_EXPR, AD_GARBAGE, AD_F, AD_G, AD_NO_GJID]))
+    (d / "job_queue.log").write_text("not history\n")
+    return d
+
+
+def load(spool: Path, warehouse: Path, *extra: str):
+    result = CliRunner().invoke(app, ["ingest", "condor", str(spool), "--cluster", CLUSTER,
+                                      "-w", str(warehouse), *extra])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def q(warehouse: Path, sql: str, *params):
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        return con.execute(sql, list(params)).fetchall()
+    finally:
+        con.close()
+
+
+# ------------------------------------------------------------------------------ splitting
+
+def test_files_and_order(spool):
+    names = [p.name for p in history_files([spool])]
+    assert names == ["history.20261116T120000", "history"]
+
+
+def test_split_on_banners_keeps_every_ad_and_its_offset(spool):
+    data = (spool / "history").read_bytes()
+    ads = list(split_ads(spool / "history"))
+    assert len(ads) == 7
+    firsts = [f'GlobalJobId = "{gjid(104, T - 300)}"', f'GlobalJobId = "{gjid(105, T - 200)}"',
+              f'GlobalJobId = "{gjid(106, T - 100)}"', "ClusterId = 110",
+              f'GlobalJobId = "{gjid(107, T - 100)}"', f'GlobalJobId = "{gjid(108, T - 50)}"', "ClusterId = 109"]
+    for raw, first_line in zip(ads, firsts):
+        assert data[raw.offset:].startswith(first_line.encode()), (raw.offset, first_line)
+        assert raw.text.startswith(first_line)
+    # the banner's own Offset field agrees with the split
+    banners = [int(m) for m in re.findall(rb"^\*\*\* Offset = (\d+)", data, re.M)]
+    assert banners == [raw.offset for raw in ads]
+    # parseAds on the unsplit text merges ads across the banners: the reason to split
+    merged = list(classad2.parseAds(data.decode("utf-8", "replace")))
+    assert len(merged) < 7
+
+
+# ------------------------------------------------------------------------------ rows
+
+def _rows(spool):
+    jobs, tags_, rejects = [], [], []
+    for b in history_batches([spool], CLUSTER):
+        rows = b.table.to_pylist()
+        (jobs if b.kind.value == "job" else tags_).extend(rows)
+        rejects.extend(b.rejects)
+    return jobs, tags_, rejects
+
+
+def test_job_rows(spool):
+    jobs, tags_, rejects = _rows(spool)
+    by_id = {r["job_id"]: r for r in jobs}
+    assert len(jobs) == 7
+    for cid, (owner, user, sys_, wall, cores, storage, arm) in EXPECTED.items():
+        r = by_id[gjid(cid, QDATES[cid])]
+        assert r["batch_system"] == "htcondor" and r["cluster"] == CLUSTER and r["step_id"] == ""
+        assert r["user_name"] == owner
+        assert r["cpu_user_seconds"] == user and r["cpu_system_seconds"] == sys_
+        assert r["wall_seconds"] == wall
+        assert r["allocated_cores"] == cores
+        assert r["job_identity"] == ident(cid, QDATES[cid])
+    a = by_id[gjid(101, QDATES[101])]
+    assert a["node"] == "wn-ssd01.t2.example.org"
+    assert a["account"] == "group_atlas.prod.alice"
+    assert a["bytes_read"] == 2048 * 1024 and a["bytes_written"] == 1024 * 1024
+    assert a["state"] == "COMPLETED" and a["exit_code"] == 0
+    assert a["start_time"].timestamp() == T and a["end_time"].timestamp() == T + 4000
+    assert a["submit_time"].timestamp() == T - 600
+    c = by_id[gjid(103, QDATES[103])]  # the restarted job: its last run
+    assert c["start_time"].timestamp() == T + 1200 and c["end_time"].timestamp() == T + 6200
+    assert c["node"] == "wn-r0-01.t2.example.org"
+    f = by_id[gjid(107, QDATES[107])]
+    assert f["state"] == "CANCELLED" and f["end_time"].timestamp() == T + 1500
+    assert by_id[gjid(108, QDATES[108])]["state"] == "FAILED"
+    assert by_id[gjid(108, QDATES[108])]["exit_code"] == 1
+
+
+def test_tag_rows(spool):
+    _, tags_, _ = _rows(spool)
+    by_id = {r["job_id"]: r for r in tags_}
+    assert set(by_id) == {gjid(c, QDATES[c]) for c, e in EXPECTED.items() if e[5]}
+    for cid, e in EXPECTED.items():
+        if e[5]:
+            r = by_id[gjid(cid, QDATES[cid])]
+            assert (r["storage_type"], r["ab_arm"]) == (e[5], e[6])
+            assert r["tagger"] == "htcondor-startd-cron"
+    c = by_id[gjid(103, QDATES[103])]
+    assert c["device_models"] == ["ST2000NM0055-1V4104", "WDC WD2003FZEX-00SRLA0"]
+    assert c["node"] == "wn-r0-01.t2.example.org"
+    assert c["tagged_at"].timestamp() == T + 1200
+    b = by_id[gjid(102, QDATES[102])]
+    assert b["cache_route"] == "cache:xcache01:1094"
+    assert b["scratch_path"] == "/var/lib/condor/execute"
+
+
+def test_malformed_ads_are_rejected_with_file_and_offset(spool):
+    _, _, rejects = _rows(spool)
+    data = (spool / "history").read_bytes()
+    where = {r.location: r for r in rejects}
+    bad_expr = data.index(f'GlobalJobId = "{gjid(106, T - 100)}"'.encode())
+    garbage = data.index(b"ClusterId = 110")
+    no_gjid = data.index(b"ClusterId = 109")
+    assert set(where) == {f"{spool / 'history'}:offset {o}" for o in (bad_expr, garbage, no_gjid)}
+    assert "RemoteUserCpu" in where[f"{spool / 'history'}:offset {bad_expr}"].reason
+    assert where[f"{spool / 'history'}:offset {no_gjid}"].field == "GlobalJobId"
+    assert all(r.kind.value == "job" for r in rejects)
+
+
+def test_batches_are_bounded(spool):
+    batches = list(history_batches([spool], CLUSTER, batch_ads=2))
+    assert all(b.table.num_rows + len(b.rejects) <= 2 for b in batches)
+    assert sum(b.table.num_rows for b in batches if b.kind.value == "job") == 7
+    assert sum(len(b.rejects) for b in batches) == 3
+
+
+def test_per_job_history_file_without_banner(tmp_path):
+    f = tmp_path / f"history.{gjid(101, T - 600)}"
+    f.write_text(AD_A)
+    jobs = [r for b in history_batches([f], CLUSTER) if b.kind.value == "job" for r in b.table.to_pylist()]
+    assert [r["job_id"] for r in jobs] == [gjid(101, T - 600)]
+
+
+def test_gzipped_rotated_file(tmp_path):
+    import gzip
+
+    f = tmp_path / "history.20261101T000000.gz"
+    f.write_bytes(gzip.compress(history_text([AD_B])))
+    jobs = [r for b in history_batches([f], CLUSTER) if b.kind.value == "job" for r in b.table.to_pylist()]
+    assert [r["cpu_user_seconds"] for r in jobs] == [20000.0]
+
+
+def test_identity_matches_what_the_config_gives_the_job(spool, tmp_path, monkeypatch):
+    """The job row's identity is the XRD_MONINFO the shipped transform computes for that job."""
+    htcondor2 = pytest.importorskip("htcondor2")
+    from test_condor_config import CONF, apply
+
+    cfg = tmp_path / "condor_config"
+    cfg.write_text(f"TIERLENS_CLUSTER = {CLUSTER}\ninclude : {CONF}\n")  # set before: kept
+    monkeypatch.setenv("CONDOR_CONFIG", str(cfg))
+    htcondor2.reload_config()
+    jobs, _, _ = _rows(spool)
+    for r in jobs:
+        job = classad2.ClassAd()
+        job["GlobalJobId"] = r["job_id"]
+        job["JobUniverse"] = 5
+        apply(htcondor2.param, job)
+        env = dict(tok.split("=", 1) for tok in job["Environment"].split())
+        assert r["job_identity"] == env["XRD_MONINFO"] == job_identity("htcondor", CLUSTER, r["job_id"])
+
+
+# ------------------------------------------------------------------------------ schedd path
+
+class FakeSchedd:
+    """Stands in for htcondor2.Schedd: history(since=…) returns the ads after ``since``, newest first."""
+
+    def __init__(self, ads):
+        self.ads = ads  # oldest first, as in the file
+        self.calls = []
+
+    def history(self, constraint=None, projection=(), match=-1, since=None):
+        self.calls.append(since)
+        out = []
+        for ad in reversed(self.ads):
+            if since is not None and f"{ad['ClusterId']}.{ad['ProcId']}" == since:
+                break
+            out.append(ad)
+        return out
+
+
+def test_schedd_history_with_watermark(tmp_path):
+    ads = [classad2.parseOne(a) for a in (AD_A, AD_B, AD_C)]
+    schedd = FakeSchedd(ads)
+    mark = Watermark(tmp_path / "state" / "wm.json")
+    first = ScheddHistory(schedd, mark, CLUSTER)
+    jobs = [r for b in first.batches() if b.kind.value == "job" for r in b.table.to_pylist()]
+    assert len(jobs) == 3 and mark.read() is None  # not advanced before commit
+    first.commit()
+    assert mark.read() == "103.0"
+    schedd.ads.append(classad2.parseOne(AD_G))
+    second = ScheddHistory(schedd, mark, CLUSTER)
+    jobs = [r for b in second.batches() if b.kind.value == "job" for r in b.table.to_pylist()]
+    assert [r["job_id"] for r in jobs] == [gjid(108, QDATES[108])]
+    assert schedd.calls == [None, "103.0"]
+    second.commit()
+    assert mark.read() == "108.0"
+    (tmp_path / "state" / "wm.json").write_text("garbage")
+    assert mark.read() is None
+
+
+# ------------------------------------------------------------------------------ warehouse and marts
+
+def test_ingest_is_idempotent_and_counts_rejects(spool, tmp_path):
+    wh = tmp_path / "wh.duckdb"
+    out = load(spool, wh)
+    assert "3 record(s) rejected" in " ".join(out.output.split())
+    assert q(wh, "SELECT count(*) FROM raw_job")[0][0] == 7
+    assert q(wh, "SELECT count(*) FROM raw_job_tag")[0][0] == 6
+    rejects = q(wh, "SELECT location FROM raw_rejects ORDER BY location")
+    assert len(rejects) == 3 and all(":offset " in r[0] for r in rejects)
+    load(spool, wh)
+    assert q(wh, "SELECT count(*) FROM raw_job")[0][0] == 7
+    assert q(wh, "SELECT count(*) FROM raw_rejects")[0][0] == 3
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_history_to_marts_efficiency_by_storage_type(spool, tmp_path):
+    from tierlens.transform import run_dbt
+
+    wh = tmp_path / "wh.duckdb"
+    load(spool, wh)
+    result = run_dbt(wh, tmp_path / "dbt")
+    assert result.success, result.failures
+
+    # independently: Σ(user + sys) / Σ(wall x cores) per storage type, from EXPECTED's literals
+    want: dict[str, list[float]] = {}
+    for owner, user, sys_, wall, cores, storage, arm in EXPECTED.values():
+        acc = want.setdefault(storage or "unknown", [0.0, 0.0])
+        acc[0] += user + sys_
+        acc[1] += wall * cores
+    got = dict(q(wh, """
+        SELECT storage_type, sum(cpu_hours) / sum(core_wall_hours)
+        FROM marts.efficiency_by_group WHERE period_grain = 'day' GROUP BY storage_type"""))
+    assert set(got) == set(want)
+    for storage, (cpu, core_wall) in want.items():
+        assert got[storage] == pytest.approx(cpu / core_wall, rel=1e-9), storage
+    # spelled out for two of them
+    assert got["raid0"] == pytest.approx((4500 + 100) / 5000)  # last run only, not 4600/6000
+    assert got["ssd"] == pytest.approx((3000 + 200 + 100) / (4000 + 1000))
+
+    per_job = dict(q(wh, "SELECT job_id, efficiency FROM marts.job_efficiency"))
+    for cid, (owner, user, sys_, wall, cores, storage, arm) in EXPECTED.items():
+        assert per_job[gjid(cid, QDATES[cid])] == pytest.approx((user + sys_) / (wall * cores))
+
+    arms = dict(q(wh, """
+        SELECT ab_arm, sum(cpu_hours) / sum(core_wall_hours)
+        FROM marts.efficiency_by_group WHERE period_grain = 'day' GROUP BY ab_arm"""))
+    for arm in ("A", "B"):
+        sel = [e for e in EXPECTED.values() if e[6] == arm]
+        assert arms[arm] == pytest.approx(sum(e[1] + e[2] for e in sel) / sum(e[3] * e[4] for e in sel))
+
+
+def test_cli_schedd_mode_advances_the_watermark(tmp_path, monkeypatch):
+    """`tierlens ingest condor --schedd NAME` with a stand-in schedd: load, then only what is new."""
+    import tierlens.sources.condor.schedd as schedd_mod
+
+    schedd = FakeSchedd([classad2.parseOne(a) for a in (AD_A, AD_B)])
+    monkeypatch.setattr(schedd_mod, "locate_schedd", lambda name=None, pool=None: schedd)
+    wh = tmp_path / "wh.duckdb"
+    for expected_jobs in (2, 3):
+        result = CliRunner().invoke(app, ["ingest", "condor", "--schedd", "ap01", "--cluster", CLUSTER,
+                                          "-w", str(wh)])
+        assert result.exit_code == 0, result.output
+        assert q(wh, "SELECT count(*) FROM raw_job")[0][0] == expected_jobs
+        schedd.ads.append(classad2.parseOne(AD_C))
+    assert schedd.calls[:2] == [None, "102.0"]
+    marks = list((tmp_path / "tierlens-home" / "state").glob("condor-history-ap01.json"))
+    assert len(marks) == 1 and Watermark(marks[0]).read() == "103.0"
+
+
+def test_cli_without_paths_or_schedd_says_what_to_do(tmp_path, monkeypatch):
+    import tierlens.sources.condor.schedd as schedd_mod
+
+    def unreachable(name=None, pool=None):
+        raise RuntimeError("Unable to locate local daemon.")
+
+    monkeypatch.setattr(schedd_mod, "locate_schedd", unreachable)
+    result = CliRunner().invoke(app, ["ingest", "condor", "-w", str(tmp_path / "wh.duckdb")])
+    assert result.exit_code == 1
+    assert "give history files" in " ".join(result.output.split())

@@ -1,0 +1,311 @@
+"""sacct and spool records to canonical rows, without a cluster: the 22.05 JSON layout (a real
+capture), the later wrapped-number layout, --parsable2, rejects with their locations, running
+jobs loaded again when they finish, and the watermark of `tierlens ingest slurm` (with a stand-in
+sacct that records how it was called). The real cluster is in test_slurm_cluster.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from tierlens.cli import app
+from tierlens.pipeline import ingest
+from tierlens.records import job_identity
+from tierlens.sources.slurm.sacct import (PARSABLE_FIELDS, _cpu_time, first_node, parse_json_document,
+                                          parse_parsable2, to_batches)
+from tierlens.sources.slurm.spool import arm_for_job, spool_batches
+
+REPO = Path(__file__).resolve().parents[1]
+CAPTURE = REPO / "plugins" / "slurm" / "tests" / "data" / "sacct-22.05-dbv0.0.38.json"
+T0 = 1_795_000_000
+
+
+def _q(wh: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def _by_key(rows: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(r["job_id"], r["step_id"]): r for r in rows}
+
+
+# ---- --json ---------------------------------------------------------------------------------
+def test_json_2205_capture():
+    text = CAPTURE.read_text()
+    doc = json.loads(text)
+    assert doc["meta"]["plugin"]["type"] == "openapi/dbv0.0.38"
+    rows, locs, rejects = parse_json_document(text, "cap")
+    assert rejects == []
+    got = _by_key(rows)
+    assert set(got) == {("1", ""), ("1", "0"), ("2", ""), ("2", "batch"), ("2", "0")}
+    for job in doc["jobs"]:
+        jid = str(job["job_id"])
+        steps = job["steps"]
+        user = sum(s["time"]["user"]["seconds"] + s["time"]["user"]["microseconds"] / 1e6 for s in steps)
+        system = sum(s["time"]["system"]["seconds"] + s["time"]["system"]["microseconds"] / 1e6 for s in steps)
+        whole = got[(jid, "")]
+        assert whole["cpu_user_seconds"] == pytest.approx(user)
+        assert whole["cpu_system_seconds"] == pytest.approx(system)
+        assert whole["cpu_user_seconds"] > 0
+        assert whole["wall_seconds"] == job["time"]["elapsed"]
+        assert whole["allocated_cores"] == 1
+        assert whole["start_time"] == datetime.fromtimestamp(job["time"]["start"], tz=timezone.utc)
+        assert whole["job_identity"] == job_identity("slurm", "tltest", jid)
+        assert whole["state"] == "COMPLETED" and whole["exit_code"] == 0 and whole["node"] == "vm"
+    # fs/disk of TRESUsageInTot / OutTot: the step's requested.total / consumed.total
+    step = doc["jobs"][0]["steps"][0]
+    disk_in = next(t["count"] for t in step["tres"]["requested"]["total"] if t["name"] == "disk")
+    disk_out = next(t["count"] for t in step["tres"]["consumed"]["total"] if t["name"] == "disk")
+    assert got[("1", "0")]["bytes_read"] == disk_in > 20_000_000      # the job wrote and read 20 MB
+    assert got[("1", "0")]["bytes_written"] == disk_out > 20_000_000
+    assert got[("1", "")]["bytes_read"] == disk_in
+    assert locs[0].startswith("cap:offset ") and text[int(locs[0].split()[-1])] == "{"
+
+
+def _new_layout_job(job_id: int, end: int = T0 + 100, state: str = "COMPLETED") -> dict:
+    """A job as 23.02+ print it (data_parser v0.0.39 / v0.0.40): wrapped numbers, state lists."""
+    def n(v):
+        return {"set": True, "infinite": False, "number": v}
+    return {
+        "job_id": job_id, "cluster": "c1", "user": "alice", "account": "atlas", "partition": "prod",
+        "nodes": "wn[07-08]",
+        "array": {"job_id": 40, "task_id": n(3)},
+        "state": {"current": [state], "reason": "None"},
+        "exit_code": {"status": ["SUCCESS"], "return_code": n(0)},
+        "time": {"submission": T0 - 10, "start": T0, "end": end, "elapsed": max(end - T0, 50),
+                 "user": {"seconds": 0, "microseconds": 0}, "system": {"seconds": 0, "microseconds": 0}},
+        "tres": {"allocated": [{"type": "cpu", "name": "", "id": 1, "count": 8}]},
+        "steps": [{
+            "step": {"id": f"{job_id}.batch", "name": "batch"},
+            "nodes": {"count": 1, "range": "wn07", "list": ["wn07"]},
+            "state": [state], "exit_code": {"status": ["SUCCESS"], "return_code": n(0)},
+            "time": {"start": n(T0), "end": n(end), "elapsed": max(end - T0, 50),
+                     "user": {"seconds": 500, "microseconds": 250000},
+                     "system": {"seconds": 20, "microseconds": 0}},
+            "tres": {"allocated": [{"type": "cpu", "name": "", "id": 1, "count": 8}],
+                     "requested": {"total": [{"type": "fs", "name": "disk", "id": 6, "count": 1000}]},
+                     "consumed": {"total": [{"type": "fs", "name": "disk", "id": 6, "count": 300}]}},
+        }],
+    }
+
+
+def _doc(*jobs: dict) -> str:
+    return json.dumps({"meta": {"plugin": {"type": "openapi/slurmdbd", "data_parser": "v0.0.40"}},
+                       "errors": [], "warnings": [], "jobs": list(jobs)}, indent=1)
+
+
+def test_json_later_layout_and_arrays():
+    rows, _, rejects = parse_json_document(_doc(_new_layout_job(43)), "new")
+    assert rejects == []
+    got = _by_key(rows)
+    whole, batch = got[("43", "")], got[("43", "batch")]
+    assert whole["allocated_cores"] == 8 and whole["node"] == "wn07" and whole["node_list"] == "wn[07-08]"
+    assert whole["cpu_user_seconds"] == pytest.approx(500.25) and whole["cpu_system_seconds"] == 20
+    assert whole["state"] == "COMPLETED" and whole["exit_code"] == 0
+    assert batch["bytes_read"] == 1000 and batch["bytes_written"] == 300 and batch["wall_seconds"] == 100
+    # an array task is its own job (raw id), as in the identity the plugin gave it
+    assert whole["job_identity"] == "slurm.c1.43"
+
+
+def test_pending_jobs_are_left_for_later_and_bad_jobs_rejected():
+    pending = _new_layout_job(50)
+    pending["time"]["start"] = 0
+    bad_time = _new_layout_job(51)
+    bad_time["steps"][0]["time"]["user"] = {"seconds": "lots", "microseconds": 0}
+    no_id = _new_layout_job(52)
+    del no_id["job_id"]
+    text = _doc(pending, bad_time, no_id, _new_layout_job(53))
+    rows, locs, rejects = parse_json_document(text, "w")
+    assert {r["job_id"] for r in rows} == {"53"}
+    assert [r.field for r in rejects] == ["steps[0].cpu_user_seconds", "job_id"]
+    for r in rejects:
+        off = int(r.location.rsplit(" ", 1)[1])
+        assert text[off] == "{" and r.source == "w"
+        assert json.loads(r.raw).get("job_id") in (51, None)   # the reject's record is the bad job
+    # a truncated document: the complete jobs are kept, the rest is one reject
+    rows, _, rejects = parse_json_document(text[: text.index('"job_id": 53') + 5], "t")
+    assert {r["job_id"] for r in rows} == set() and rejects[-1].field == "jobs"
+
+
+def test_running_job_is_loaded_again_when_it_finishes_not_duplicated(tmp_path):
+    wh = tmp_path / "w.duckdb"
+    for end, state in ((0, "RUNNING"), (T0 + 100, "COMPLETED")):
+        job = _new_layout_job(60, end=end, state=state)
+        rows, locs, rejects = parse_json_document(_doc(job), f"s{state}")
+        ingest(to_batches(rows, locs, rejects, f"s{state}"), wh)
+    got = _q(wh, "SELECT step_id, state, end_time IS NULL FROM raw_job WHERE job_id = '60' ORDER BY step_id")
+    assert got == [("", "COMPLETED", False), ("batch", "COMPLETED", False)]
+
+
+# ---- --parsable2 ----------------------------------------------------------------------------
+def _p2(**kw: str) -> str:
+    base = dict(JobIDRaw="70", JobID="70", Cluster="c1", User="bob", Account="cms", Partition="short",
+                NodeList="wn01", Submit=str(T0 - 5), Start=str(T0), End=str(T0 + 60), AllocCPUS="4",
+                UserCPU="01:02.500", SystemCPU="00:01.250", ElapsedRaw="60", State="COMPLETED",
+                ExitCode="0:0", TRESUsageInTot="", TRESUsageOutTot="")
+    base.update(kw)
+    return "|".join(base[f] for f in PARSABLE_FIELDS)
+
+
+def test_parsable2_rows_and_rejects():
+    lines = [_p2(), _p2(JobIDRaw="70.batch", JobID="70.batch", User="", Account="", Partition="",
+                        TRESUsageInTot="cpu=00:01:00,fs/disk=5000", TRESUsageOutTot="fs/disk=700"),
+             _p2(JobIDRaw="71", State="CANCELLED by 0", UserCPU="1-02:00:00"),
+             "72|72|c1|too|few", _p2(JobIDRaw="73", UserCPU="soon"), _p2(JobIDRaw="74", Start="Unknown")]
+    rows, locs, rejects = parse_parsable2(lines, "p2")
+    got = _by_key(rows)
+    assert set(got) == {("70", ""), ("70", "batch"), ("71", "")}
+    j = got[("70", "")]
+    assert j["cpu_user_seconds"] == 62.5 and j["cpu_system_seconds"] == 1.25 and j["allocated_cores"] == 4
+    assert j["bytes_read"] == 5000 and j["bytes_written"] == 700   # summed from its steps
+    assert got[("70", "batch")]["user_name"] == "bob"              # steps inherit the job's user
+    assert got[("71", "")]["state"] == "CANCELLED" and got[("71", "")]["cpu_user_seconds"] == 93600
+    assert [(r.location, r.field) for r in rejects] == [("p2:line 4", "line"), ("p2:line 5", "cpu_user_seconds")]
+
+
+def test_cpu_time_and_hostlists():
+    assert _cpu_time("00:00.001") == 0.001
+    assert _cpu_time("01:02:03") == 3723
+    assert _cpu_time("2-00:00:01") == 172801
+    assert first_node("wn[03-05,09],gpu1") == "wn03"
+    assert first_node("node7") == "node7"
+    assert first_node("None assigned") is None
+
+
+# ---- spool ----------------------------------------------------------------------------------
+def _spool_rec(job: str, step: str, node: str = "wn01", **kw) -> str:
+    rec = {"v": 1, "tagger": "slurm-spank", "cluster": "c1", "job_id": job, "step_id": step,
+           "node": node, "job_identity": f"slurm.c1.{job}", "storage_type": "raid0",
+           "scratch_path": "/scratch", "ab_arm": "B", "cache_route": "cache:x:1094",
+           "start_time": T0, "end_time": T0 + 5, "device_models": ["ST1", "ST2"], "task_pids": [1]}
+    rec.update(kw)
+    return json.dumps(rec) + "\n"
+
+
+def test_spool_records_to_job_tags_with_rejects(tmp_path):
+    sp = tmp_path / "spool"
+    sp.mkdir()
+    (sp / "80.batch.wn01.json").write_text(_spool_rec("80", "batch"))
+    (sp / "80.0.wn02.json").write_text(_spool_rec("80", "0", "wn02", storage_type="ssd"))
+    (sp / "80.0.wn01.json").write_text(_spool_rec("80", "0", "wn01"))
+    (sp / "81.0.wn01.json").write_text(_spool_rec("81", "0", ab_arm=None))
+    (sp / "81.extern.wn01.json").write_text(_spool_rec("81", "extern"))
+    (sp / "82.0.wn01.json").write_text('{"job_id": "82", broken\n')
+    (sp / "83.0.wn01.json").write_text(_spool_rec("83", "0", storage_type="floppy"))
+    (sp / "84.0.wn01.json").write_text(_spool_rec("84", "0", device_models="ST1"))
+    (sp / ".tmp.123.85.0.wn01.json").write_text("half")          # the plugin's temporary: skipped
+    (sp / "86.0.wn01.json").symlink_to(sp / "80.0.wn01.json")    # not a plugin record: rejected
+    batches = list(spool_batches([sp]))
+    assert len(batches) == 1
+    b = batches[0]
+    tags = {(r["job_id"], r["step_id"]): r for r in b.table.to_pylist()}
+    assert set(tags) == {("80", "batch"), ("80", "0"), ("80", ""), ("81", "0"), ("81", "extern"), ("81", "")}
+    assert tags[("80", "")]["node"] == "wn01" and tags[("80", "0")]["node"] == "wn01"  # first node
+    assert tags[("81", "")]["ab_arm"] is None          # from step 0, preferred to extern
+    assert tags[("80", "")]["device_models"] == ["ST1", "ST2"]
+    rej = sorted((Path(r.location.split(":")[0]).name, r.location.split(":")[1], r.field) for r in b.rejects)
+    assert rej == [("82.0.wn01.json", "line 1", "record"), ("83.0.wn01.json", "line 1", "storage_type"),
+                   ("84.0.wn01.json", "line 1", "device_models"), ("86.0.wn01.json", "line 1", "file")]
+    wh = tmp_path / "w.duckdb"
+    summary = ingest(batches, wh)
+    assert summary.rows_loaded["job_tag"] == 6
+    assert _q(wh, "SELECT count(*) FROM raw_rejects WHERE record_kind = 'job_tag'") == [(4,)]
+    # the same spool again changes nothing
+    ingest(spool_batches([sp]), wh)
+    assert _q(wh, "SELECT count(*) FROM raw_job_tag") == [(6,)]
+
+
+def test_arm_for_job_splits_jobs():
+    arms = [arm_for_job(str(i), ["A", "B"]) for i in range(1000)]
+    assert 400 < arms.count("A") < 600
+
+
+# ---- the command: windows, watermark, unfinished jobs, fallback -------------------------------
+FAKE_SACCT = r'''#!PYTHON
+import json, os, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_SACCT_LOG"], "a") as f:
+    f.write(json.dumps(args) + "\n")
+if "--json" in args:
+    if os.environ.get("FAKE_SACCT_NO_JSON"):
+        print("sacct: unrecognized option '--json'", file=sys.stderr)
+        sys.exit(1)
+    sys.stdout.write(open(os.environ["FAKE_SACCT_JSON"]).read())
+else:
+    sys.stdout.write(open(os.environ["FAKE_SACCT_P2"]).read())
+'''
+
+
+@pytest.fixture
+def fake_sacct(tmp_path, monkeypatch):
+    exe = tmp_path / "sacct"
+    exe.write_text(FAKE_SACCT.replace("PYTHON", sys.executable))
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("FAKE_SACCT_LOG", str(log))
+    monkeypatch.setenv("FAKE_SACCT_JSON", str(tmp_path / "out.json"))
+    monkeypatch.setenv("FAKE_SACCT_P2", str(tmp_path / "out.p2"))
+
+    def calls() -> list[list[str]]:
+        out = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+        log.unlink(missing_ok=True)
+        return out
+    return exe, calls
+
+
+def test_watermark_windows_and_unfinished_jobs(tmp_path, fake_sacct):
+    exe, calls = fake_sacct
+    wh = tmp_path / "wh.duckdb"
+    (tmp_path / "out.json").write_text(_doc(_new_layout_job(90, end=0, state="RUNNING"), _new_layout_job(91)))
+    base = ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe)]
+    r = CliRunner().invoke(app, [*base, "--first-hours", "3", "--window-hours", "1"])
+    assert r.exit_code == 0, r.output
+    first = calls()
+    assert len(first) == 3 and all("--json" in c and "--starttime" in c for c in first)  # 3 windows of 1 h
+    state = json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]
+    assert state["unfinished"] == ["90"] and state["format"] == "json"
+    wm = state["watermark"]
+    assert _q(wh, "SELECT state FROM raw_job WHERE job_id = '90' AND step_id = ''") == [("RUNNING",)]
+
+    # next run: job 90 is asked for by id, and the window starts at the watermark
+    (tmp_path / "out.json").write_text(_doc(_new_layout_job(90)))
+    r = CliRunner().invoke(app, [*base])
+    assert r.exit_code == 0, r.output
+    second = calls()
+    assert "--jobs" in second[0] and second[0][second[0].index("--jobs") + 1] == "90"
+    start_arg = second[1][second[1].index("--starttime") + 1]
+    assert abs(datetime.fromisoformat(start_arg).timestamp() - (wm - 600)) < 1   # 10 min overlap
+    assert json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]["unfinished"] == []
+    assert _q(wh, "SELECT count(*), min(state) FROM raw_job WHERE job_id = '90'") == [(2, "COMPLETED")]
+
+
+def test_falls_back_to_parsable2(tmp_path, fake_sacct, monkeypatch):
+    exe, calls = fake_sacct
+    monkeypatch.setenv("FAKE_SACCT_NO_JSON", "1")
+    (tmp_path / "out.p2").write_text("\n".join([_p2(), _p2(JobIDRaw="70.0", JobID="70.0"), "bad|line"]) + "\n")
+    wh = tmp_path / "wh.duckdb"
+    r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe), "--window-hours", "48"])
+    assert r.exit_code == 0, r.output
+    c = calls()
+    assert "--json" in c[0] and "--parsable2" in c[1] and "--noconvert" in c[1]
+    assert _q(wh, "SELECT step_id, allocated_cores, cpu_user_seconds FROM raw_job ORDER BY step_id") == [
+        ("", 4, 62.5), ("0", 4, 62.5)]
+    assert _q(wh, "SELECT field FROM raw_rejects") == [("line",)]
+    assert "parsable2" in r.output
+
+
+def test_missing_sacct_is_an_error_not_a_traceback(tmp_path):
+    r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(tmp_path / "w.duckdb"),
+                                 "--sacct", str(tmp_path / "no-such-sacct")])
+    assert r.exit_code == 1 and "no-such-sacct" in r.output
