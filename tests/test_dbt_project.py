@@ -286,7 +286,9 @@ def test_build_passes_with_schemas_named_exactly(built, con):
                      "storage_price_performance",
                      # analytics depth (tests/test_analysis_marts.py checks their numbers)
                      "ab_uncertainty", "node_occupancy_hourly", "occupancy_efficiency",
-                     "client_fairness", "file_popularity"}
+                     "client_fairness", "file_popularity",
+                     # XRootD accesses per job and per file
+                     "job_data_access", "file_reads"}
     # The tag of job 2000 (not loaded) is reported as a warning, not a failure.
     assert "WARN" in stdout and "stg_job_tag_job_exists_in_stg_job" in stdout
 

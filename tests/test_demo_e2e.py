@@ -170,6 +170,30 @@ def test_bad_record_is_rejected_with_its_reason_and_the_rest_loads(tmp_path):
     assert rejected[0][2].endswith(f"{path}:row 2") and rejected[1][2].endswith(f"{path}:row 1")
 
 
+def test_job_data_access_equals_independent_recomputation(demo_home, generated):
+    """Bytes read and cache outcome per job, from the accesses carrying the job's identity."""
+    read: dict[str, int] = defaultdict(int)
+    hit: dict[str, int] = defaultdict(int)
+    staged: dict[str, int] = defaultdict(int)
+    for r in generated[RecordKind.FILE_ACCESS].to_pylist():
+        if r["job_identity"] is None:
+            continue
+        job_id = r["job_identity"].rsplit(".", 1)[1]
+        read[job_id] += r["read_bytes_at_close"]
+        hit[job_id] += r["cache_hit_bytes"] or 0
+        staged[job_id] += r["cache_miss_bytes"] or 0
+    rows = _mart(demo_home, "SELECT job_id, bytes_read, bytes_from_cache, bytes_staged_in, cache_outcome "
+                            "FROM marts.job_data_access WHERE accesses_inferred = 0")
+    assert len(rows) > 0.9 * len(read)
+    for job_id, bytes_read, from_cache, staged_in, outcome in rows:
+        assert bytes_read == read[job_id]
+        assert from_cache == hit[job_id] and staged_in == staged[job_id]
+        if hit[job_id] + staged[job_id] == 0:
+            assert outcome == "no cache"
+    exact_jobs = _mart(demo_home, "SELECT count(*) FROM marts.job_data_access WHERE accesses_exact > 0")[0][0]
+    assert exact_jobs == len(read)
+
+
 SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
 
 
