@@ -1,6 +1,6 @@
 """Benchmark: history file → canonical job/job_tag batches, next to classad2's own parse.
 
-    python -m tierlens.sources.condor.bench --ads 1000000 [--dir /tmp]
+    .venv/bin/python bench/condor_bench.py --ads 1000000 [--dir /tmp]
 
 Writes a history file of N ads (each a realistic ~60-attribute completed job with tierlens tags,
 followed by its banner), then times
@@ -119,7 +119,7 @@ def floor_parse(path: Path) -> int:
 
 
 def tierlens_parse(path: Path) -> int:
-    from .history import history_batches
+    from tierlens.sources.condor.history import history_batches
 
     return sum(b.table.num_rows for b in history_batches([path], "bench") if b.kind.value == "job")
 
