@@ -89,7 +89,7 @@ def cluster(work, build):
 
 
 SCRIPT = f"""
-env | grep -E '^(TIERLENS_|XRD_)' | sed 's/^/ENV:/'
+env | grep -E '^(TIERLENS_|XRD_|XROOT_)' | sed 's/^/ENV:/'
 dd if=/dev/zero of="$TMPDIR/tl.dat" bs=1M count={WRITE_MB} status=none
 cat "$TMPDIR/tl.dat" > /dev/null
 rm -f "$TMPDIR/tl.dat"
