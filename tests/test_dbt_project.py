@@ -90,7 +90,8 @@ ACCESSES = [
     ("xcache01", "a2", "cache", "synthetic.gla.1001", t(4, 9, 20), t(4, 9, 50), 1 * GB, GB // 2, GB // 2, 0),
     ("xcache01", "a3", "cache", None, t(4, 9, 30), t(4, 9, 59), 2 * GB, 0, 0, 2 * GB),
     ("xcache01", "a4", "cache", "synthetic.gla.1004", t(11, 6, 10), t(11, 7, 30), 3 * GB, 3 * GB, 0, 0),
-    ("origin01", "a5", "origin", "synthetic.gla.1003", t(5, 12, 1), t(5, 12, 10), GB // 2, None, None, None),
+    # The user had set XRD_MONINFO; the Slurm plugin appended the identity after a comma.
+    ("origin01", "a5", "origin", "my-analysis,synthetic.gla.1003", t(5, 12, 1), t(5, 12, 10), GB // 2, None, None, None),
     ("xcache01", "a6", "cache", "synthetic.gla.9999", t(11, 7, 0), t(11, 7, 45), 1 * GB, 0, 1 * GB, 0),
     ("xcache02", "a7", "cache", "synthetic.gla.1009", t(5, 13, 5), None, 0, 0, 0, 0),  # never closed
 ]

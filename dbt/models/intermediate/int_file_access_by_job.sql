@@ -1,6 +1,7 @@
 -- Every file access, with the job it belongs to where that is known.
---   exact:     the access carries a job_identity (XRD_MONINFO) equal to a job's job_identity.
---   inferred:  the access carries no job_identity; a job ran on the access's client host while
+--   exact:     the access carries a job_identity (XRD_MONINFO) whose tierlens identity (the last
+--              comma-separated token, see macros/identity.sql) equals a job's job_identity.
+--   inferred:  the access carries no tierlens identity (none, or only a user's own value); a job ran on the access's client host while
 --              the file was open. Two kinds (match_method):
 --                host_pid:  another access from the same client host and pid, overlapping in
 --                           time, is exactly matched to that job (same process, same job);
@@ -62,7 +63,7 @@ exact as (
         job_by_identity.step_id
     from accesses
     inner join job_by_identity
-        on job_by_identity.job_identity = accesses.job_identity
+        on job_by_identity.job_identity = {{ tierlens_identity('accesses.job_identity') }}
 ),
 
 -- The host a job ran on, as a short lower-case name (IP addresses kept whole), one row per node.
@@ -90,7 +91,7 @@ unidentified as (
         coalesce(end_time, start_time) as end_time,
         {{ short_host('client_host') }} as host_key
     from accesses
-    where job_identity is null and client_host is not null and start_time is not null
+    where {{ tierlens_identity('job_identity') }} is null and client_host is not null and start_time is not null
 ),
 
 candidates as (
