@@ -133,6 +133,8 @@ def sql(
     """Run a SQL query file against the warehouse (read-only) and print the result."""
     import duckdb
 
+    from .report.build import QUERY_ERRORS
+
     query = file.read_text()
     question = next((line[2:].strip() for line in query.splitlines() if line.startswith("--")), "")
     con = duckdb.connect(str(_warehouse(warehouse)), read_only=True)
@@ -151,7 +153,7 @@ def sql(
         for row in rows:
             t.add_row(*[_fmt(v) for v in row])
         console.print(t)
-    except duckdb.Error as e:
+    except QUERY_ERRORS as e:
         err.print(f"[red]{file}: {e}[/red]")
         raise typer.Exit(1) from e
     finally:

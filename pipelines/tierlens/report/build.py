@@ -1002,11 +1002,17 @@ _SECTIONS: tuple[tuple[str, str, Callable[[_Warehouse], Section]], ...] = (
 )
 
 
+#: What a failed query raises. DuckDB's own classes normally; but in a long-lived process its
+#: errors have been seen arriving as a bare RuntimeError carrying DuckDB's JSON error text
+#: (seen in the full test suite after the Airflow tests), so that counts as a query error too.
+QUERY_ERRORS = (duckdb.Error, RuntimeError)
+
+
 def _guarded(wh: _Warehouse, section_id: str, title: str,
              build: Callable[[_Warehouse], Section]) -> Section:
     try:
         return build(wh)
-    except duckdb.Error as exc:  # a mart of the wrong shape, a view over missing files, ...
+    except QUERY_ERRORS as exc:  # a mart of the wrong shape, a view over missing files, ...
         return Section(section_id, title, no_data=[f"The warehouse could not be read: {_first_line(exc)}"])
 
 
