@@ -133,7 +133,7 @@ def sql(
     """Run a SQL query file against the warehouse (read-only) and print the result."""
     import duckdb
 
-    from .report.build import QUERY_ERRORS
+    from .warehouse import QUERY_ERRORS
 
     query = file.read_text()
     question = next((line[2:].strip() for line in query.splitlines() if line.startswith("--")), "")

@@ -25,6 +25,7 @@ from typing import Any
 import duckdb
 import jinja2
 
+from ..warehouse import QUERY_ERRORS
 from . import fmt, plots
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
@@ -1000,12 +1001,6 @@ _SECTIONS: tuple[tuple[str, str, Callable[[_Warehouse], Section]], ...] = (
     ("cache", "Cache: delivered vs staged in, hit ratio", _cache),
     ("price_performance", "Storage price / performance", _price_performance),
 )
-
-
-#: What a failed query raises. DuckDB's own classes normally; but in a long-lived process its
-#: errors have been seen arriving as a bare RuntimeError carrying DuckDB's JSON error text
-#: (seen in the full test suite after the Airflow tests), so that counts as a query error too.
-QUERY_ERRORS = (duckdb.Error, RuntimeError)
 
 
 def _guarded(wh: _Warehouse, section_id: str, title: str,
