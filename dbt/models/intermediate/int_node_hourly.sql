@@ -1,5 +1,7 @@
 -- Occupancy of each node per UTC hour: core-seconds allocated to finished jobs overlapping the
--- hour (allocated_cores x overlap seconds) against job_slots x 3600.
+-- hour (allocated_cores x overlap seconds) against job_slots x 3600, and the CPU those jobs used
+-- in the hour: accounting gives one CPU total per job, not a time series, so a job's CPU is
+-- spread over the hours it ran in proportion to its overlap with each.
 -- Every hour from a node's first job start to its last job end is present (idle hours have 0).
 -- Jobs count on their first node (job.node) only; running jobs (no end_time) are not counted.
 with jobs as (
@@ -7,6 +9,7 @@ with jobs as (
         cluster,
         node,
         allocated_cores,
+        coalesce(cpu_user_seconds, 0) + coalesce(cpu_system_seconds, 0) as cpu_seconds,
         {{ utc('start_time') }} as start_utc,
         {{ utc('end_time') }}   as end_utc
     from {{ ref('int_job_tagged') }}
@@ -31,7 +34,13 @@ usage as (
         sum(
             allocated_cores
             * {{ seconds_between('greatest(start_utc, hour_utc)', 'least(end_utc, hour_utc + interval 1 hour)') }}
-        ) as allocated_core_seconds
+        ) as allocated_core_seconds,
+        sum(
+            cpu_seconds
+            * {{ seconds_between('greatest(start_utc, hour_utc)', 'least(end_utc, hour_utc + interval 1 hour)') }}
+            / nullif({{ seconds_between('start_utc', 'end_utc') }}, 0)
+        ) as cpu_seconds,
+        count(*) filter (where end_utc < hour_utc + interval 1 hour) as jobs_ended
     from job_hours
     group by cluster, node, hour_utc
 ),
@@ -62,7 +71,9 @@ final as (
         config.storage_type,
         config.job_slots,
         coalesce(usage.jobs, 0)                                  as jobs,
+        coalesce(usage.jobs_ended, 0)                            as jobs_ended,
         coalesce(usage.allocated_core_seconds, 0)                as allocated_core_seconds,
+        coalesce(usage.cpu_seconds, 0)                           as cpu_seconds,
         config.job_slots * 3600.0                                as capacity_core_seconds,
         coalesce(usage.allocated_core_seconds, 0)
             / nullif(config.job_slots * 3600.0, 0)               as occupancy
