@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+NO_HITS = np.zeros(0, np.int8)  # the replay benchmark does not ask for per-request hit flags
 OUT = HERE / "out" / "sim"
 sys.path.insert(0, str(HERE.parent / "pipelines"))
 
@@ -88,18 +89,18 @@ def child(measure: str, path: Path) -> dict:
     t0, hr, nh = engine.hours(tr)
     args = None
     if measure in ("lru", "fifo"):
-        fn, args = kernels.lru_kernel, (tr.obj, osize, tr.read, hr, nh, cap, measure == "lru")
+        fn, args = kernels.lru_kernel, (tr.obj, osize, tr.read, hr, nh, cap, measure == "lru", NO_HITS)
     elif measure == "s3fifo":
-        fn, args = kernels.s3fifo_kernel, (tr.obj, osize, tr.read, hr, nh, cap, 0.1)
+        fn, args = kernels.s3fifo_kernel, (tr.obj, osize, tr.read, hr, nh, cap, 0.1, NO_HITS)
     elif measure in ("lfu", "belady"):
         keys = next_access(tr.obj) if measure == "belady" else np.zeros(1, np.int64)
-        fn, args = kernels.heap_kernel, (tr.obj, osize, tr.read, hr, nh, cap, keys, int(measure == "belady"))
+        fn, args = kernels.heap_kernel, (tr.obj, osize, tr.read, hr, nh, cap, keys, int(measure == "belady"), NO_HITS)
     elif measure.startswith("slac"):
         algo = int(measure[-1])
         up_o, up_s = engine.upcoming(tr) if algo == 3 else (np.zeros(0, np.int64), np.zeros(0))
         fn, args = kernels.slac_kernel, (tr.time, tr.obj, osize, tr.read, hr, nh, t0, cap, algo, 5, 0.02,
                                          5 * 86400.0, 12 * 3600.0, 10, 1200.0 if algo == 3 else 3600.0,
-                                         up_o, up_s, 0.1)
+                                         up_o, up_s, 0.1, NO_HITS)
     elif measure == "mrc100":
         sizes = engine.log_sizes(int(osize.max()), int(osize.sum()), 100)
         fn, args = kernels.mrc_kernel, (tr.obj, osize, tr.read, sizes)

@@ -57,6 +57,7 @@ class CacheResult:
     trace_source: str = ""
     trace_fingerprint: str = ""
     extra: dict = field(default_factory=dict)
+    request_hit: np.ndarray | None = None  # per request, 1 = hit (simulate(..., per_request=True))
 
     @property
     def hit_ratio(self) -> float:
@@ -116,24 +117,30 @@ def upcoming(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     return order, start[order]
 
 
-def simulate(trace: Trace, params: CacheParams) -> CacheResult:
+def simulate(trace: Trace, params: CacheParams, per_request: bool = False) -> CacheResult:
+    """Replay ``trace`` through the cache ``params`` describe.
+
+    With ``per_request`` the result's ``request_hit`` holds one flag per request (1 = hit), in
+    trace order, so callers can say where each job's bytes came from.
+    """
     if params.whole_object and not trace.info.get("whole_object"):
         trace = trace.whole_object()
     osize = object_sizes(trace)
     t0, hr, n_hours = hours(trace)
     cap = np.int64(params.capacity_bytes)
     p = params.policy
+    req_hit = np.zeros(len(trace) if per_request else 0, np.int8)
     begin = _time.perf_counter()
     if len(trace) == 0:
         out = np.zeros((3, 1), np.int64)
     elif p in ("lru", "fifo"):
-        out = kernels.lru_kernel(trace.obj, osize, trace.read, hr, n_hours, cap, p == "lru")
+        out = kernels.lru_kernel(trace.obj, osize, trace.read, hr, n_hours, cap, p == "lru", req_hit)
     elif p == "lfu":
-        out = kernels.heap_kernel(trace.obj, osize, trace.read, hr, n_hours, cap, np.zeros(1, np.int64), 0)
+        out = kernels.heap_kernel(trace.obj, osize, trace.read, hr, n_hours, cap, np.zeros(1, np.int64), 0, req_hit)
     elif p == "belady":
-        out = kernels.heap_kernel(trace.obj, osize, trace.read, hr, n_hours, cap, next_access(trace.obj), 1)
+        out = kernels.heap_kernel(trace.obj, osize, trace.read, hr, n_hours, cap, next_access(trace.obj), 1, req_hit)
     elif p == "s3fifo":
-        out = kernels.s3fifo_kernel(trace.obj, osize, trace.read, hr, n_hours, cap, params.s3fifo_small_ratio)
+        out = kernels.s3fifo_kernel(trace.obj, osize, trace.read, hr, n_hours, cap, params.s3fifo_small_ratio, req_hit)
     else:
         algo = int(p[-1])
         tick = params.upcoming_minutes * 60.0 if algo == 3 else 3600.0
@@ -146,7 +153,7 @@ def simulate(trace: Trace, params: CacheParams) -> CacheResult:
         out = kernels.slac_kernel(trace.time, trace.obj, osize, trace.read, hr, n_hours, t0, cap, algo,
                                   params.min_reads, params.stage_cap_pct / 100.0, params.window_days * 86400.0,
                                   params.period_hours * 3600.0, params.n_periods, tick, up_order, up_start,
-                                  params.assumed_read_frac)
+                                  params.assumed_read_frac, req_hit)
     elapsed = _time.perf_counter() - begin
     req = np.bincount(hr, minlength=n_hours).astype(np.int64)
     breq = np.bincount(hr, weights=trace.read, minlength=n_hours)
@@ -165,7 +172,7 @@ def simulate(trace: Trace, params: CacheParams) -> CacheResult:
     })
     return CacheResult(params, len(trace), trace.n_objects, int(out[0].sum()), int(trace.read.sum()),
                        int(out[1].sum()), int(out[2].sum()), t0, hourly, elapsed, trace.source,
-                       trace.fingerprint())
+                       trace.fingerprint(), request_hit=req_hit if per_request else None)
 
 
 def log_sizes(lo: int, hi: int, n: int = 100) -> np.ndarray:

@@ -4,6 +4,9 @@ Every kernel takes dense object ids (int32), the per-object size (int64, indexed
 the bytes each request read (int64) and its hour bucket (int32), and returns an int64 array
 ``out[3, n_hours]``: hits, bytes delivered from the cache (the request's read bytes on a hit),
 bytes staged into the cache (whole files). No quantity is ever held in 32 bits except ids.
+The last argument, ``req_hit`` (int8), receives 1 for every request that hit when it is as long
+as the trace; an empty array skips that store (the efficiency model needs hits per job, the
+plain replay does not).
 
 Online policies (LRU, FIFO, LFU, S3-FIFO, Belady) fill the cache on demand: a miss stages the
 whole file in, unless the file is larger than the whole cache (then it bypasses the cache, as in
@@ -33,7 +36,7 @@ def next_access_kernel(obj, n_obj):
 # ----------------------------------------------------------------------------- LRU / FIFO
 
 @njit(cache=True, nogil=True)
-def lru_kernel(obj, osize, read, hr, n_hours, cap, move_on_hit):
+def lru_kernel(obj, osize, read, hr, n_hours, cap, move_on_hit, req_hit):
     """LRU (move_on_hit=True) or FIFO (False) on a byte-capacity cache: a doubly linked list
     threaded through arrays indexed by object id; head = most recent."""
     n_obj = osize.shape[0]
@@ -41,6 +44,7 @@ def lru_kernel(obj, osize, read, hr, n_hours, cap, move_on_hit):
     nxt = np.full(n_obj, -1, np.int32)
     inc = np.zeros(n_obj, np.bool_)
     out = np.zeros((3, n_hours), np.int64)
+    keep_hits = req_hit.shape[0] > 0  # per-request hit flags only when asked for
     head = -1
     tail = -1
     used = np.int64(0)
@@ -49,6 +53,8 @@ def lru_kernel(obj, osize, read, hr, n_hours, cap, move_on_hit):
         if inc[o]:
             h = hr[i]
             out[0, h] += 1
+            if keep_hits:
+                req_hit[i] = 1
             out[1, h] += read[i]
             if move_on_hit and o != head:
                 p = prv[o]
@@ -150,7 +156,7 @@ def _compact(hk, hv, size, key, inc):
 
 
 @njit(cache=True, nogil=True)
-def heap_kernel(obj, osize, read, hr, n_hours, cap, keys_in, mode):
+def heap_kernel(obj, osize, read, hr, n_hours, cap, keys_in, mode, req_hit):
     """Priority eviction with a lazy-deletion min-heap.
 
     mode 0, LFU: key = frequency * 2**40 + request index (least frequent, then least recent,
@@ -169,6 +175,7 @@ def heap_kernel(obj, osize, read, hr, n_hours, cap, keys_in, mode):
     size = 0
     count = 0
     out = np.zeros((3, n_hours), np.int64)
+    keep_hits = req_hit.shape[0] > 0  # per-request hit flags only when asked for
     used = np.int64(0)
     for i in range(obj.shape[0]):
         o = obj[i]
@@ -179,6 +186,8 @@ def heap_kernel(obj, osize, read, hr, n_hours, cap, keys_in, mode):
             k = -(nx if nx >= 0 else NEVER)
         if inc[o]:
             out[0, h] += 1
+            if keep_hits:
+                req_hit[i] = 1
             out[1, h] += read[i]
             if mode == 0:
                 freq[o] += 1
@@ -258,7 +267,7 @@ def _link_head(o, prv, nxt, heads, tails, q):
 
 
 @njit(cache=True, nogil=True)
-def s3fifo_kernel(obj, osize, read, hr, n_hours, cap, small_ratio):
+def s3fifo_kernel(obj, osize, read, hr, n_hours, cap, small_ratio, req_hit):
     """S3-FIFO (Yang et al., SOSP'23) in bytes: a small FIFO S (``small_ratio`` of the bytes), a
     main FIFO M with reinsertion while freq > 0 (freq capped at 3), a ghost FIFO G of ids evicted
     from S (bounded by M's share of the bytes). A file leaving S that was hit while in S moves to
@@ -274,12 +283,15 @@ def s3fifo_kernel(obj, osize, read, hr, n_hours, cap, small_ratio):
     small_cap = np.int64(cap * small_ratio)
     ghost_cap = cap - small_cap
     out = np.zeros((3, n_hours), np.int64)
+    keep_hits = req_hit.shape[0] > 0  # per-request hit flags only when asked for
     for i in range(obj.shape[0]):
         o = obj[i]
         w = where[o]
         if w == 1 or w == 2:
             h = hr[i]
             out[0, h] += 1
+            if keep_hits:
+                req_hit[i] = 1
             out[1, h] += read[i]
             if freq[o] < 3:
                 freq[o] += 1
@@ -370,7 +382,7 @@ def _slac_compact(hk, hv, size, ver, inc, want_cached, cnt, un, min_reads, osize
 
 @njit(cache=True, nogil=True)
 def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, cap_frac,
-                window_s, period_s, n_periods, tick_s, up_order, up_start, assumed):
+                window_s, period_s, n_periods, tick_s, up_order, up_start, assumed, req_hit):
     """The SLAC SSD-cache algorithms (Yang, Hanushevsky, Mount). Ticks every ``tick_s``
     (3600 s for 1 and 2, 1200 s for 3) from ``t0``:
 
@@ -413,6 +425,7 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
     ev = np.empty(hcap, np.int64)
     esz = 0
     out = np.zeros((3, n_hours), np.int64)
+    keep_hits = req_hit.shape[0] > 0  # per-request hit flags only when asked for
     used = np.int64(0)
     add_p = 0
     rem_p = 0
@@ -551,6 +564,8 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
         if inc[o]:
             h = hr[i]
             out[0, h] += 1
+            if keep_hits:
+                req_hit[i] = 1
             out[1, h] += read[i]
     return out
 

@@ -1,0 +1,421 @@
+"""CPU efficiency and throughput of configurations not deployed, calibrated on the site's own jobs.
+
+The model (version :data:`MODEL_VERSION`) treats a worker node as a closed queueing network:
+the jobs on a node alternate between their own cores (a delay: nobody waits for another job's
+CPU) and the node's scratch device (one queueing centre shared by every job on the node). Exact
+mean value analysis (MVA) gives the time a job spends at the scratch device when ``N`` jobs share
+it, so contention follows from the service times rather than being a free parameter. Remote
+bytes (XRootD) cost a fixed time per byte for each route (origin, cache hit, cache miss) and
+kind of read: a stage-in copy streams the file, a direct read seeks through it, and a disk server
+pays very differently for the two.
+
+Per job::
+
+    scratch demand D = scratch_read_bytes * read_s_per_GB[storage] + scratch_write_bytes * write_s_per_GB[storage]
+    remote time    T = sum over (stage, direct) x (origin, cache hit, cache miss) of bytes * s_per_GB
+    overlap        O = min(stage-in bytes * write_s_per_GB[storage], stage-in part of T)
+    I/O wait         = MVA(D, think = cpu / cores + T, N = jobs on the node) + T - O
+    efficiency       = cpu / ((cpu / cores + I/O wait) * cores)
+
+The per-storage-type service times and the route times are fitted (robust least squares on the
+per-job efficiency) from ``marts.job_io_profile``. Predicting a configuration keeps each job's CPU
+and bytes and changes what the configuration changes: the storage type's service times, ``N``,
+and, through a cache replay, which of the job's remote bytes hit the cache.
+
+The overlap term says a copy to scratch takes the longer of its network read and its disk write,
+not their sum. Simplifications a reader should know: the overlap uses the uncontended write time;
+a device with several channels (RAID1 mirrors, NVMe queues, NFS spindles) is one centre with an
+effective service time; a network file system's contention across nodes is folded into its times.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+from numba import njit
+from scipy.optimize import least_squares
+
+MODEL_VERSION = "tierlens-mva-1"
+ROUTES = ("stage_origin", "stage_cache_hit", "stage_cache_miss",
+          "direct_origin", "direct_cache_hit", "direct_cache_miss")
+N_STAGE_ROUTES = 3
+FIXED_POINT_ITERATIONS = 12
+GB = 1e9
+#: Jobs a storage type (or route) needs in the calibration set before its times count as fitted.
+MIN_JOBS = 30
+#: Bounds of the fitted times, seconds per GB (1 ms/GB to 1 h/GB): wide, only to keep the fit finite.
+LOG_BOUNDS = (np.log(1e-3), np.log(3600.0))
+
+PROFILE_COLUMNS = ("storage_type", "ab_arm", "allocated_cores", "cpu_seconds", "wall_seconds",
+                   "scratch_read_bytes", "scratch_write_bytes", "stage_in_bytes",
+                   *(f"{r}_bytes" for r in ROUTES), "concurrent_jobs", "job_key")
+
+
+@dataclass
+class JobProfiles:
+    """The calibration set: one entry per job, column arrays (a struct of arrays for numpy)."""
+
+    storage_type: np.ndarray   # str
+    arm: np.ndarray            # str ('' outside a trial)
+    cores: np.ndarray          # float64
+    cpu: np.ndarray            # CPU seconds
+    wall: np.ndarray           # wall seconds
+    scratch_read: np.ndarray   # bytes
+    scratch_write: np.ndarray  # bytes
+    stage_in: np.ndarray       # bytes copied to scratch over XRootD
+    remote: np.ndarray         # bytes per route, shape (len(ROUTES), jobs), in ROUTES order
+    concurrent: np.ndarray     # mean jobs on the node, the job included
+    job_key: np.ndarray        # str: batch_system.cluster.job_id.step_id
+
+    def __len__(self) -> int:
+        return len(self.cpu)
+
+    def take(self, mask: np.ndarray) -> JobProfiles:
+        return JobProfiles(**{f.name: (v[:, mask] if v.ndim == 2 else v[mask])
+                              for f in fields(self) for v in [getattr(self, f.name)]})
+
+    def type_index(self, storage_types: tuple[str, ...]) -> np.ndarray:
+        """Each job's position in ``storage_types`` (-1 if absent), computed once per layout."""
+        memo = self.__dict__.setdefault("_type_index", {})
+        if storage_types not in memo:
+            lookup = {s: i for i, s in enumerate(storage_types)}
+            memo[storage_types] = np.array([lookup.get(v, -1) for v in self.storage_type], np.int64)
+        return memo[storage_types]
+
+    @property
+    def efficiency(self) -> float:
+        return float(self.cpu.sum() / (self.wall * self.cores).sum()) if len(self) else float("nan")
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for v in (getattr(self, f.name) for f in fields(self)):
+            h.update(np.ascontiguousarray(v.astype(str) if v.dtype == object else v).tobytes())
+        return h.hexdigest()[:16]
+
+
+def load_profiles(con, job_class: str | None, start: str | None = None, end: str | None = None) -> JobProfiles:
+    """Completed jobs of ``job_class`` (all classes when None) from ``marts.job_io_profile``."""
+    where = ["state = 'COMPLETED'", "storage_type is not null", "cpu_seconds > 0"]
+    args: list[object] = []
+    if job_class:
+        where.append("job_class = ?")
+        args.append(job_class)
+    if start:
+        where.append("end_time >= ?::timestamptz")
+        args.append(start)
+    if end:
+        where.append("end_time < ?::timestamptz")
+        args.append(end)
+    numeric = ", ".join(f"{c}::double" for c in PROFILE_COLUMNS[2:-2])
+    sql = f"""
+        select storage_type, coalesce(ab_arm, '') as ab_arm, {numeric}, concurrent_jobs::double,
+               batch_system || '.' || cluster || '.' || job_id || '.' || step_id as job_key
+        from marts.job_io_profile where {' and '.join(where)}
+        order by batch_system, cluster, job_id, step_id"""
+    t = con.execute(sql, args).fetch_arrow_table()
+    col = [t.column(i).to_numpy(zero_copy_only=False) for i in range(t.num_columns)]
+    nr = len(ROUTES)
+    return JobProfiles(col[0].astype(object), col[1].astype(object), *col[2:8],
+                       np.vstack(col[8:8 + nr]) if len(t) else np.zeros((nr, 0)), col[8 + nr], col[9 + nr].astype(object))
+
+
+# ----------------------------------------------------------------------------- the queueing model
+
+@njit(cache=True, nogil=True)
+def _mva_one(demand: float, think: float, jobs: float) -> float:
+    """Time one job spends at a centre shared by ``jobs`` identical jobs (exact MVA recursion);
+    a fractional number of jobs (a measured mean) interpolates between whole numbers."""
+    jobs = max(jobs, 1.0)
+    think = max(think, 1e-9)  # a job that only does I/O still cycles
+    lo = np.floor(jobs)
+    queue = 0.0
+    wait = demand
+    at_lo = demand
+    k = 1
+    while k <= lo + 1:
+        wait = demand * (1.0 + queue)
+        queue = k / (think + wait) * wait
+        if k == lo:
+            at_lo = wait
+        k += 1
+    return at_lo + (jobs - lo) * (wait - at_lo)
+
+
+def mva_wait(demand: np.ndarray, think: np.ndarray, jobs: np.ndarray) -> np.ndarray:
+    """:func:`_mva_one` for arrays of jobs."""
+    d, z, n = np.broadcast_arrays(np.asarray(demand, np.float64), np.asarray(think, np.float64),
+                                  np.asarray(jobs, np.float64))
+    return _mva_many(np.ascontiguousarray(d), np.ascontiguousarray(z), np.ascontiguousarray(n))
+
+
+@njit(cache=True, nogil=True)
+def _mva_many(demand, think, jobs):
+    out = np.empty(demand.shape[0])
+    for j in range(demand.shape[0]):
+        out[j] = _mva_one(demand[j], think[j], jobs[j])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _wall_kernel(times, n_types, type_idx, scratch_read, scratch_write, stage_in, remote, compute, jobs):
+    """Predicted wall seconds per job (the formula in the module docstring), times in s/byte.
+
+    The jobs sharing a node are not copies of each other (a job reading remotely barely touches
+    the scratch device), so the queue a job finds there is built from the other jobs' measured
+    mix: each of the N - 1 others is at the device for the fraction of its wall time that jobs of
+    that storage type spend there on average (Schweitzer's approximation of multi-class MVA),
+    solved by fixed-point iteration.
+    """
+    n = compute.shape[0]
+    n_routes = remote.shape[0]
+    demand = np.empty(n)
+    base = np.empty(n)
+    for j in range(n):
+        i = type_idx[j]
+        t_write = times[n_types + i]
+        demand[j] = scratch_read[j] * times[i] + scratch_write[j] * t_write
+        total = 0.0
+        staged = 0.0
+        for r in range(n_routes):
+            x = remote[r, j] * times[2 * n_types + r]
+            total += x
+            if r < N_STAGE_ROUTES:
+                staged += x
+        # a copy to scratch takes the longer of its network read and its disk write; a rounded
+        # min keeps the fit's gradient continuous
+        a = stage_in[j] * t_write
+        eps = 0.01 * (a + staged) + 1e-12
+        overlap = 0.5 * (a + staged - np.sqrt((a - staged) ** 2 + eps * eps)) + 0.5 * eps
+        base[j] = compute[j] + total - overlap
+    share = np.zeros(n_types)
+    wall = base + demand
+    for _ in range(FIXED_POINT_ITERATIONS):
+        busy = np.zeros(n_types)
+        span = np.zeros(n_types)
+        for j in range(n):
+            i = type_idx[j]
+            busy[i] += wall[j] - base[j]
+            span[i] += wall[j]
+        for i in range(n_types):
+            share[i] = busy[i] / span[i] if span[i] > 0 else 0.0
+        for j in range(n):
+            others = max(jobs[j], 1.0) - 1.0
+            wall[j] = base[j] + demand[j] * (1.0 + others * share[type_idx[j]])
+    return wall
+
+
+@dataclass
+class Scenario:
+    """What a configuration changes for every job; None keeps the job's measured value."""
+
+    storage_type: str | None = None
+    jobs_per_node: float | None = None
+    #: per-job bytes by route, shape (len(ROUTES), jobs); None keeps the measured split
+    remote: np.ndarray | None = None
+
+
+@dataclass
+class Calibration:
+    """Fitted service times (seconds per GB) for one job class, with their covariance."""
+
+    job_class: str
+    storage_types: tuple[str, ...]
+    log_times: np.ndarray        # [read per type..., write per type..., per route...]
+    covariance: np.ndarray       # of log_times
+    fitted: np.ndarray           # bool per parameter: the data determined it
+    jobs: int
+    rms_error: float             # per-job efficiency residual, RMS
+    fingerprint: str = ""
+    structural_error: float | None = None  # leave-one-out RMS error of configuration efficiency
+
+    @property
+    def n_types(self) -> int:
+        return len(self.storage_types)
+
+    def names(self) -> list[tuple[str, str | None]]:
+        """(parameter, storage type or route) for each entry of log_times."""
+        return ([("scratch_read_s_per_gb", s) for s in self.storage_types]
+                + [("scratch_write_s_per_gb", s) for s in self.storage_types]
+                + [(f"{r}_s_per_gb", r) for r in ROUTES])
+
+    def times(self, log_times: np.ndarray | None = None) -> dict[tuple[str, str | None], float]:
+        lt = self.log_times if log_times is None else log_times
+        return dict(zip(self.names(), np.exp(lt).tolist()))
+
+    def standard_errors(self) -> np.ndarray:
+        """Standard errors of the times themselves (delta method from the log scale)."""
+        return np.exp(self.log_times) * np.sqrt(np.clip(np.diag(self.covariance), 0, None))
+
+    def to_json(self) -> str:
+        return json.dumps({f"{p}[{k}]": v for (p, k), v in self.times().items()}, sort_keys=True)
+
+
+def predict_wall(log_times: np.ndarray, storage_types: tuple[str, ...], prof: JobProfiles,
+                 scenario: Scenario | None = None) -> np.ndarray:
+    """Predicted wall seconds per job under ``scenario`` (the measured configuration by default)."""
+    sc = scenario or Scenario()
+    nt = len(storage_types)
+    t = np.exp(log_times) / GB
+    if sc.storage_type is not None:
+        idx = np.full(len(prof), storage_types.index(sc.storage_type), np.int64)
+    else:
+        idx = prof.type_index(storage_types)
+        if (idx < 0).any():
+            missing = sorted(set(prof.storage_type[idx < 0]))
+            raise ValueError(f"no calibration for storage type(s) {', '.join(missing)}")
+    remote = np.ascontiguousarray(sc.remote if sc.remote is not None else prof.remote, np.float64)
+    compute = prof.cpu / prof.cores
+    jobs = prof.concurrent if sc.jobs_per_node is None else np.full(len(prof), float(sc.jobs_per_node))
+    return _wall_kernel(t, nt, idx, prof.scratch_read, prof.scratch_write, prof.stage_in, remote, compute,
+                        np.ascontiguousarray(jobs, np.float64))
+
+
+def efficiency_of(prof: JobProfiles, wall: np.ndarray) -> float:
+    return float(prof.cpu.sum() / (wall * prof.cores).sum())
+
+
+# ----------------------------------------------------------------------------- calibration
+
+def calibrate(prof: JobProfiles, job_class: str, storage_types: tuple[str, ...] | None = None,
+              max_jobs: int | None = 20_000, seed: int = 0) -> Calibration:
+    """Fit the service times on ``prof`` (robust least squares on per-job efficiency).
+
+    ``storage_types`` fixes the parameter layout (types absent from ``prof`` are kept at a neutral
+    start value and marked not fitted). ``max_jobs`` fits on a seeded random subset for speed;
+    the parameters are few, so a few thousand jobs per type already pin them down.
+    """
+    types = tuple(storage_types or sorted(set(prof.storage_type)))
+    if len(prof) == 0:
+        raise ValueError(f"no completed {job_class or ''} jobs with a storage type to calibrate on")
+    fit_set = prof
+    if max_jobs and len(prof) > max_jobs:
+        rng = np.random.default_rng(seed)
+        fit_set = prof.take(np.sort(rng.choice(len(prof), max_jobs, replace=False)))
+    nt = len(types)
+    idx = fit_set.type_index(types)
+    counts = np.bincount(idx[idx >= 0], minlength=nt)
+    fitted = np.concatenate([counts >= MIN_JOBS, counts >= MIN_JOBS, (fit_set.remote > 0).sum(axis=1) >= MIN_JOBS])
+    observed = fit_set.cpu / (fit_set.wall * fit_set.cores)
+    x0 = np.full(2 * nt + len(ROUTES), np.log(5.0))
+    free = np.flatnonzero(fitted)
+
+    def residuals(theta: np.ndarray) -> np.ndarray:
+        lt = x0.copy()
+        lt[free] = theta
+        return fit_set.cpu / (predict_wall(lt, types, fit_set) * fit_set.cores) - observed
+
+    sol = least_squares(residuals, x0[free], bounds=LOG_BOUNDS, loss="soft_l1", f_scale=0.05, tr_solver="lsmr",
+                        x_scale=1.0, max_nfev=300)
+    log_times = x0.copy()
+    log_times[free] = sol.x
+    cov = np.zeros((len(x0), len(x0)))
+    jac = sol.jac
+    dof = max(len(observed) - len(free), 1)
+    s2 = float(np.sum(sol.fun ** 2) / dof)
+    cov[np.ix_(free, free)] = np.linalg.pinv(jac.T @ jac) * s2
+    rms = float(np.sqrt(np.mean(sol.fun ** 2)))
+    return Calibration(job_class, types, log_times, cov, fitted, len(fit_set), rms, prof.fingerprint())
+
+
+# ----------------------------------------------------------------------------- prediction
+
+@dataclass
+class Prediction:
+    efficiency: float
+    efficiency_sd: float
+    mean_wall_seconds: float
+    jobs_per_node_hour: float | None
+    jobs: int
+    extrapolated: bool  # uses a parameter the data did not determine
+
+
+def predict(cal: Calibration, prof: JobProfiles, scenario: Scenario | None = None) -> Prediction:
+    """Efficiency (Σcpu / Σ core-wall) of ``prof``'s jobs under ``scenario``, with its uncertainty.
+
+    The uncertainty combines the fit's parameter uncertainty (delta method) with the model's
+    structural error, the leave-one-out error of :func:`validate`, when it is known.
+    """
+    sc = scenario or Scenario()
+    wall = predict_wall(cal.log_times, cal.storage_types, prof, sc)
+    eff = efficiency_of(prof, wall)
+    grad = np.zeros(len(cal.log_times))
+    step = 1e-4
+    for i in np.flatnonzero(np.diag(cal.covariance) > 0):
+        lt = cal.log_times.copy()
+        lt[i] += step
+        grad[i] = (efficiency_of(prof, predict_wall(lt, cal.storage_types, prof, sc)) - eff) / step
+    param_var = float(grad @ cal.covariance @ grad)
+    sd = float(np.sqrt(param_var + (cal.structural_error or 0.0) ** 2))
+    used = _used_parameters(cal, prof, sc)
+    per_node = None
+    if sc.jobs_per_node is not None:
+        per_node = float(sc.jobs_per_node * 3600.0 / np.mean(wall * prof.cores))
+    return Prediction(eff, sd, float(np.mean(wall)), per_node, len(prof), bool((used & ~cal.fitted).any()))
+
+
+def _used_parameters(cal: Calibration, prof: JobProfiles, sc: Scenario) -> np.ndarray:
+    nt = cal.n_types
+    used = np.zeros(len(cal.log_times), bool)
+    types = [sc.storage_type] if sc.storage_type else sorted(set(prof.storage_type))
+    for s in types:
+        i = cal.storage_types.index(s)
+        used[i] = used[nt + i] = True
+    remote = sc.remote if sc.remote is not None else prof.remote
+    used[2 * nt:] = (remote > 0).any(axis=1)
+    return used
+
+
+# ----------------------------------------------------------------------------- validation
+
+@dataclass
+class HeldOut:
+    storage_type: str
+    arm: str
+    jobs: int
+    measured: float
+    predicted: float
+    extrapolated: bool
+
+    @property
+    def error(self) -> float:
+        return self.predicted - self.measured
+
+
+def cells(prof: JobProfiles) -> list[tuple[str, str]]:
+    """The measured configurations: storage type x A/B arm."""
+    return sorted(set(zip(prof.storage_type.tolist(), prof.arm.tolist())))
+
+
+def validate(prof: JobProfiles, job_class: str, min_jobs: int = MIN_JOBS, max_jobs: int | None = 20_000,
+             seed: int = 0) -> list[HeldOut]:
+    """Leave one configuration out: fit on all the others, predict the one left out."""
+    types = tuple(sorted(set(prof.storage_type)))
+    out: list[HeldOut] = []
+    for st, arm in cells(prof):
+        held = (prof.storage_type == st) & (prof.arm == arm)
+        if held.sum() < min_jobs:
+            continue
+        cal = calibrate(prof.take(~held), job_class, types, max_jobs, seed)
+        test = prof.take(held)
+        wall = predict_wall(cal.log_times, types, test)
+        out.append(HeldOut(st, arm, int(held.sum()), test.efficiency, efficiency_of(test, wall),
+                           bool((_used_parameters(cal, test, Scenario()) & ~cal.fitted).any())))
+    return out
+
+
+def structural_error(held: list[HeldOut]) -> float | None:
+    ok = [h.error for h in held if not h.extrapolated]
+    return float(np.sqrt(np.mean(np.square(ok)))) if ok else None
+
+
+@dataclass
+class CacheScenarioSpec:
+    """A cache configuration for the what-if grid: 'none' (every byte from an origin) or a policy."""
+
+    label: str
+    policy: str | None = None
+    capacity_bytes: int | None = None
+    extra: dict = field(default_factory=dict)

@@ -1,0 +1,50 @@
+"""What the synthetic site's generator knows and a real site never does: the true service times.
+
+The efficiency model fits, per storage type, seconds per GB read from and written to a job's
+scratch. For the synthetic site these follow from the device profiles and the analysis workload
+(site.py), so a test can check that calibrating on the generated accounting recovers them.
+
+A read of ``b`` bytes by an analysis job costs ``b/MB * seeks_per_mb`` random accesses plus the
+transfer at the device's read rate; RAID0 splits each request over its members. Devices with
+several independent channels (RAID1 mirrors, NVMe queues, a shared NFS server's spindles) serve a
+single job at the one-channel time but several jobs in parallel, so a model with one queue per
+node sits between the one-channel time and that time divided by the channels: both are given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .site import GB, MB, SCRATCH, SiteSpec
+
+
+@dataclass(frozen=True)
+class TrueServiceTime:
+    storage_type: str
+    read_s_per_gb: float          # one job alone, one channel
+    write_s_per_gb: float
+    channels: int                 # independent servers behind the scratch path
+
+    @property
+    def read_range(self) -> tuple[float, float]:
+        """Effective single-queue read time: between all channels busy and one channel."""
+        return self.read_s_per_gb / self.channels, self.read_s_per_gb
+
+
+def analysis_service_times(site: SiteSpec) -> dict[str, TrueServiceTime]:
+    seeks_per_gb = site.workload.analysis_seeks_per_mb * GB / MB
+    out: dict[str, TrueServiceTime] = {}
+    storage_types = {n.scratch.storage_type for n in site.nodes}
+    for st in sorted(storage_types):
+        cfg = SCRATCH[st]
+        d = cfg.device
+        read = seeks_per_gb * (d.access_seconds + cfg.network_latency_seconds) + GB / d.read_bytes_per_second
+        write = GB / d.write_bytes_per_second
+        if st == "raid0":  # striped: each request is shared by every member
+            read, write, channels = read / cfg.members, write / cfg.members, 1
+        elif cfg.shared:
+            channels = cfg.members
+        else:
+            channels = cfg.members * d.queues
+        out[st] = TrueServiceTime(st, read, write, channels)
+    return out
