@@ -30,6 +30,53 @@ def _human(n: float) -> str:
     return str(n)
 
 
+def parse_cache(text: str):
+    """'none' or POLICY:SIZE, as a whatif.CacheOption."""
+    from .engine import POLICIES
+    from .whatif import CacheOption
+
+    if text.strip().lower() == "none":
+        return CacheOption()
+    policy, _, size = text.partition(":")
+    if policy.lower() not in POLICIES or not size:
+        raise typer.BadParameter(f"not a cache: {text!r} (none, or POLICY:SIZE with POLICY one of "
+                                 f"{', '.join(POLICIES)}, e.g. lru:50TB)")
+    return CacheOption(policy.lower(), parse_bytes(size))
+
+
+def print_efficiency(run, run_id: str | None) -> None:
+    from rich.table import Table
+
+    from ..cli import console
+
+    cal = run.calibration
+    t = Table(title=f"{cal.job_class} jobs: measured vs predicted CPU efficiency "
+                    f"({len(run.profiles):,} jobs, model fitted on {cal.jobs:,})")
+    for c in ("storage type", "arm", "jobs", "jobs/node", "measured", "predicted", "left out"):
+        t.add_column(c, justify="left" if c in ("storage type", "arm") else "right")
+    pred = run.predictions.to_pylist()
+    for r in (r for r in pred if r["scenario"] == "measured"):
+        loo = r["loo_predicted_efficiency"]
+        t.add_row(r["storage_type"], r["ab_arm"] or "", f"{r['jobs']:,}", f"{r['mean_concurrent_jobs']:.1f}",
+                  f"{r['measured_efficiency']:.1%}", f"{r['predicted_efficiency']:.1%}",
+                  f"{loo:.1%}" if loo is not None else "")
+    console.print(t)
+    if cal.structural_error is not None:
+        console.print(f"leave-one-out error (RMS over configurations): {cal.structural_error:.1%} points")
+    t = Table(title="what if: predicted efficiency (95 % interval) and jobs per node-hour")
+    for c in ("storage type", "jobs/node", "cache", "efficiency", "interval", "jobs/node-hour"):
+        t.add_column(c, justify="left" if c in ("storage type", "cache") else "right")
+    for r in (r for r in pred if r["scenario"] == "what-if"):
+        t.add_row(r["storage_type"], f"{r['jobs_per_node']:g}", r["cache"], f"{r['predicted_efficiency']:.1%}",
+                  f"{r['efficiency_low']:.1%} - {r['efficiency_high']:.1%}",
+                  f"{r['jobs_per_node_hour']:.2f}" + (" *" if r["extrapolated"] else ""))
+    console.print(t)
+    if any(r["extrapolated"] for r in pred):
+        console.print("* uses a service time the measured jobs did not determine (extrapolated)")
+    if run_id:
+        console.print(f"written: sim_efficiency_runs / _parameters / _predictions, run_id {run_id}")
+
+
 def _load_trace(warehouse: Path | None, parquet: list[Path] | None, oracle: Path | None, size_unit: int,
                 server: str | None, role: str | None, start: str | None, end: str | None):
     from ..cli import _warehouse
@@ -134,6 +181,47 @@ def register(app: typer.Typer) -> None:
         if ids:
             console.print(f"written to {_warehouse(warehouse)}: sim_cache_runs run_id {', '.join(ids)}"
                           + (" (+ sim_cache_mrc)" if curve is not None else ""))
+
+    @sim_app.command("efficiency")
+    def efficiency(
+        job_class: Annotated[str, typer.Option(help="Job class to calibrate and predict ('all' for every class).")] = "analysis",
+        storage_type: Annotated[Optional[list[str]], typer.Option("--storage-type", "-t", help="Storage type for the what-if grid; repeat [default: every measured type].")] = None,
+        jobs_per_node: Annotated[Optional[list[float]], typer.Option("--jobs-per-node", "-n", help="Jobs per node for the grid; repeat [default: 4, 8, 16].")] = None,
+        cache: Annotated[Optional[list[str]], typer.Option("--cache", "-c", help="'none' or POLICY:SIZE (e.g. lru:50TB, slac2:6TB); repeat [default: none].")] = None,
+        warehouse: WarehouseOpt = None,
+        start: Annotated[Optional[str], typer.Option(help="Only jobs ending at or after this UTC time.")] = None,
+        end: Annotated[Optional[str], typer.Option(help="Only jobs ending before this UTC time.")] = None,
+        validate: Annotated[bool, typer.Option(help="Leave each measured configuration out in turn and predict it.")] = True,
+        write: Annotated[bool, typer.Option(help="Write the run to the warehouse (sim_efficiency_*).")] = True,
+    ) -> None:
+        """Predict CPU efficiency and throughput of configurations, calibrated on the measured jobs."""
+        from ..cli import _warehouse
+        from ..warehouse import Warehouse
+        from . import store, whatif
+
+        options = whatif.EfficiencyOptions(
+            job_class=None if job_class == "all" else job_class,
+            storage_types=tuple(storage_type or ()),
+            jobs_per_node=tuple(jobs_per_node or (4, 8, 16)),
+            caches=tuple(parse_cache(c) for c in (cache or ["none"])),
+            start=start, end=end, validate=validate)
+        wh = _warehouse(warehouse)
+        if not wh.exists():
+            raise typer.BadParameter(f"no warehouse at {wh}: ingest and run `tierlens transform` first")
+        with Warehouse(wh, read_only=not write) as w:
+            try:
+                with console.status("simulating") as status:
+                    run = whatif.run(w.con, options, progress=lambda m: status.update(m))
+            except ValueError as e:
+                err.print(f"[red]{e}[/red]")
+                raise typer.Exit(1) from e
+            except Exception as e:  # noqa: BLE001 - the mart is missing until dbt has run
+                if "job_io_profile" in str(e) or "int_file_access_by_job" in str(e):
+                    err.print(f"[red]{wh} has no marts.job_io_profile: run `tierlens transform` first[/red]")
+                    raise typer.Exit(1) from e
+                raise
+            rid = store.write_efficiency(w.con, run) if write else None
+        print_efficiency(run, rid)
 
     @export_app.command("trace")
     def export_trace(

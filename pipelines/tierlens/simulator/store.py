@@ -22,6 +22,9 @@ from .engine import CacheResult
 RUNS = "sim_cache_runs"
 HOURLY = "sim_cache_hourly"
 MRC = "sim_cache_mrc"
+EFF_RUNS = "sim_efficiency_runs"
+EFF_PARAMS = "sim_efficiency_parameters"
+EFF_PRED = "sim_efficiency_predictions"
 
 DDL = {
     RUNS: f"""CREATE TABLE IF NOT EXISTS {RUNS} (
@@ -42,12 +45,30 @@ DDL = {
         run_id VARCHAR, cache_bytes BIGINT, requests BIGINT, hits BIGINT, hit_ratio DOUBLE,
         bytes_requested BIGINT, bytes_from_cache BIGINT, byte_hit_ratio DOUBLE,
         PRIMARY KEY (run_id, cache_bytes))""",
+    EFF_RUNS: f"""CREATE TABLE IF NOT EXISTS {EFF_RUNS} (
+        run_id VARCHAR PRIMARY KEY, created_at TIMESTAMPTZ, tierlens_version VARCHAR,
+        model_version VARCHAR, job_class VARCHAR, inputs VARCHAR, data_fingerprint VARCHAR,
+        jobs BIGINT, fit_jobs BIGINT, rms_error DOUBLE, structural_error DOUBLE, run_seconds DOUBLE)""",
+    EFF_PARAMS: f"""CREATE TABLE IF NOT EXISTS {EFF_PARAMS} (
+        run_id VARCHAR, parameter VARCHAR, applies_to VARCHAR, value DOUBLE, std_error DOUBLE,
+        unit VARCHAR, fitted BOOLEAN, true_value DOUBLE, true_low DOUBLE, true_high DOUBLE,
+        PRIMARY KEY (run_id, parameter, applies_to))""",
+    EFF_PRED: f"""CREATE TABLE IF NOT EXISTS {EFF_PRED} (
+        run_id VARCHAR, model_version VARCHAR, job_class VARCHAR, scenario VARCHAR,
+        storage_type VARCHAR, ab_arm VARCHAR, jobs_per_node DOUBLE, cache VARCHAR,
+        cache_policy VARCHAR, cache_bytes BIGINT, jobs BIGINT, mean_concurrent_jobs DOUBLE,
+        measured_efficiency DOUBLE, predicted_efficiency DOUBLE, efficiency_sd DOUBLE,
+        efficiency_low DOUBLE, efficiency_high DOUBLE, loo_predicted_efficiency DOUBLE,
+        predicted_mean_wall_seconds DOUBLE, jobs_per_node_hour DOUBLE, extrapolated BOOLEAN)""",
 }
 
 COMMENTS = {
     RUNS: "One row per cache simulation (tierlens simulate cache): parameters, totals, SSD wear, NIC load.",
     HOURLY: "Per run and UTC hour: requests, hits, bytes delivered from the simulated cache, bytes staged in.",
     MRC: "LRU miss-ratio curve (tierlens simulate cache --mrc): hits per cache size, from one pass.",
+    EFF_RUNS: "One row per efficiency-model run (tierlens simulate efficiency): model version, inputs, fit quality.",
+    EFF_PARAMS: "Fitted service times per run (s/GB) with standard errors; true values where a synthetic site knows them.",
+    EFF_PRED: "Predicted CPU efficiency per configuration: measured configurations back-filled beside their measurement, and the what-if grid.",
 }
 
 
@@ -147,3 +168,49 @@ def write_run(con, result: CacheResult, ssd: dict | None = None, mrc: pa.Table |
     return rid
 
 
+
+
+def write_efficiency(con, run, truth: dict[str, tuple[float, float, float]] | None = None) -> str:
+    """Write an efficiency run (runs, parameters, predictions) in one transaction; returns run_id.
+
+    ``truth`` maps 'parameter[applies_to]' to (value, low, high) for a site whose true service
+    times are known (the synthetic demo site), stored beside the fitted values.
+    """
+    from .efficiency import MODEL_VERSION
+
+    ensure_tables(con)
+    cal = run.calibration
+    inputs = run.options.as_dict()
+    rid = run_id("efficiency", {"model": MODEL_VERSION, **inputs}, cal.fingerprint)
+    n = run.predictions.num_rows
+    pred = run.predictions.append_column("run_id", pa.array([rid] * n, pa.string()))
+    pred = pred.append_column("model_version", pa.array([MODEL_VERSION] * n, pa.string()))
+    pred = pred.append_column("job_class", pa.array([cal.job_class] * n, pa.string()))
+    params = run.parameters
+    truth = truth or {}
+    keys = [f"{p}[{k}]" for p, k in zip(params["parameter"].to_pylist(), params["applies_to"].to_pylist())]
+    for i, name in enumerate(("true_value", "true_low", "true_high")):
+        params = params.append_column(name, pa.array([truth[k][i] if k in truth else None for k in keys],
+                                                     pa.float64()))
+    params = params.append_column("run_id", pa.array([rid] * params.num_rows, pa.string()))
+    cols_pred = [c.split()[0] for c in DDL[EFF_PRED].split("(", 1)[1].rsplit(")", 1)[0].replace("\n", " ").split(",")]
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for t in (EFF_PRED, EFF_PARAMS, EFF_RUNS):
+            con.execute(f"DELETE FROM {t} WHERE run_id = ?", [rid])
+        con.execute(f"INSERT INTO {EFF_RUNS} VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [rid, __version__, MODEL_VERSION, cal.job_class, json.dumps(inputs, sort_keys=True),
+                     cal.fingerprint, len(run.profiles), cal.jobs, cal.rms_error, cal.structural_error,
+                     run.seconds])
+        con.register("__eff_params", params)
+        con.execute(f"INSERT INTO {EFF_PARAMS} SELECT run_id, parameter, applies_to, value, std_error, unit, "
+                    "fitted, true_value, true_low, true_high FROM __eff_params")
+        con.unregister("__eff_params")
+        con.register("__eff_pred", pred)
+        con.execute(f"INSERT INTO {EFF_PRED} SELECT {', '.join(cols_pred)} FROM __eff_pred")
+        con.unregister("__eff_pred")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+    return rid

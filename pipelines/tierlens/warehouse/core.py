@@ -129,6 +129,11 @@ class Warehouse:
             else:
                 self._add_missing_columns(table, columns, existing[table])
         self._sync_comments()
+        # The simulator's result tables are dbt sources too: they must exist (empty) before the
+        # first simulation, so a full dbt build never fails on a new warehouse.
+        from ..simulator.store import ensure_tables as ensure_simulation_tables
+
+        ensure_simulation_tables(self.con)
 
     def _existing_columns(self) -> dict[str, dict[str, str]]:
         rows = self.con.execute(

@@ -1,0 +1,218 @@
+"""`tierlens simulate efficiency`: calibrate, validate, predict a grid of configurations.
+
+One run = one job class over one period: the model is fitted on the measured jobs, validated by
+leaving each measured configuration (storage type x A/B arm) out in turn, back-filled for every
+measured configuration (so measured and predicted sit side by side), and asked for every
+configuration of the grid: storage type x jobs per node x cache (none, or a policy and size whose
+replay over the same jobs' accesses says which of their bytes would have hit).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from . import efficiency as ef
+from .engine import CacheParams, simulate
+from .trace import encode, from_table
+
+#: Direct and stage-in routes in ROUTES order, by source: origin, cache hit, cache miss.
+_STAGE = slice(0, ef.N_STAGE_ROUTES)
+_DIRECT = slice(ef.N_STAGE_ROUTES, len(ef.ROUTES))
+
+
+@dataclass(frozen=True)
+class CacheOption:
+    """'none' (every remote byte from an origin) or a replayed policy at a capacity."""
+
+    policy: str | None = None
+    capacity_bytes: int | None = None
+
+    @property
+    def label(self) -> str:
+        if self.policy is None:
+            return "none"
+        return f"{self.policy}:{self.capacity_bytes / 1e12:g}TB"
+
+
+@dataclass(frozen=True)
+class EfficiencyOptions:
+    job_class: str | None = "analysis"
+    storage_types: tuple[str, ...] = ()           # grid; empty = every measured type
+    jobs_per_node: tuple[float, ...] = (4, 8, 16)
+    caches: tuple[CacheOption, ...] = (CacheOption(),)
+    start: str | None = None
+    end: str | None = None
+    validate: bool = True
+    max_fit_jobs: int = 8000
+    seed: int = 0
+
+    def as_dict(self) -> dict:
+        return {"job_class": self.job_class, "storage_types": list(self.storage_types),
+                "jobs_per_node": list(self.jobs_per_node), "caches": [c.label for c in self.caches],
+                "start": self.start, "end": self.end, "validate": self.validate,
+                "max_fit_jobs": self.max_fit_jobs, "seed": self.seed}
+
+
+@dataclass
+class EfficiencyRun:
+    options: EfficiencyOptions
+    calibration: ef.Calibration
+    held_out: list[ef.HeldOut]
+    predictions: pa.Table
+    parameters: pa.Table
+    seconds: float
+    profiles: ef.JobProfiles
+    notes: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- cache replay
+
+def job_accesses(con, start: str | None, end: str | None) -> pa.Table:
+    """Accesses tied to a job, in open-time order, with the job's key as in JobProfiles."""
+    where = ["job_id is not null"]
+    args: list[object] = []
+    if start:
+        where.append("start_time >= ?::timestamptz")
+        args.append(start)
+    if end:
+        where.append("start_time < ?::timestamptz")
+        args.append(end)
+    return con.execute(f"""
+        select file_lfn, file_size_bytes, start_time, read_bytes_at_close, read_bytes, readv_bytes,
+               batch_system || '.' || cluster || '.' || job_id || '.' || step_id as job_identity
+        from intermediate.int_file_access_by_job where {' and '.join(where)}
+        order by start_time, server_host, unique_id""", args).fetch_arrow_table()
+
+
+def remote_under_cache(prof: ef.JobProfiles, accesses: pa.Table, option: CacheOption) -> np.ndarray:
+    """Each profiled job's remote bytes by route if every access went through ``option``'s cache.
+
+    The replay runs over every job's accesses (the cache is shared by the whole site), and each
+    hit or miss is credited to the job that made the access, split between stage-in and direct
+    reads as that access was.
+    """
+    total = prof.remote.sum(axis=0)
+    staged = prof.remote[_STAGE].sum(axis=0)
+    out = np.zeros_like(prof.remote)
+    if option.policy is None:
+        out[0] = staged
+        out[ef.N_STAGE_ROUTES] = total - staged
+        return out
+    trace = from_table(accesses, source="warehouse:int_file_access_by_job")
+    # job_accesses() returns rows in open-time order, so the trace keeps their order and its dense
+    # job ids are those of encoding the same column here
+    job_ids, job_keys = encode(accesses["job_identity"])
+    if not np.array_equal(trace.job, job_ids):
+        raise RuntimeError("trace order differs from the accesses' order; cannot credit hits to jobs")
+    result = simulate(trace, CacheParams(option.policy, int(option.capacity_bytes)), per_request=True)
+    position = {k: i for i, k in enumerate(prof.job_key.tolist())}
+    rows = np.array([position.get(k, -1) for k in job_keys], np.int64)[job_ids]
+    hit = result.request_hit.astype(bool) & (rows >= 0)
+    known = rows >= 0
+    read = trace.read.astype(np.float64)
+    hit_bytes = np.bincount(rows[hit], weights=read[hit], minlength=len(prof))
+    req_bytes = np.bincount(rows[known], weights=read[known], minlength=len(prof))
+    # Only the source of a job's bytes changes, never their amount: the replay's hit fraction
+    # is applied to the bytes the job was measured to read.
+    hit_frac = np.divide(hit_bytes, req_bytes, out=np.zeros(len(prof)), where=req_bytes > 0)
+    out[1] = staged * hit_frac
+    out[2] = staged * (1 - hit_frac)
+    out[ef.N_STAGE_ROUTES + 1] = (total - staged) * hit_frac
+    out[ef.N_STAGE_ROUTES + 2] = (total - staged) * (1 - hit_frac)
+    return out
+
+
+# ----------------------------------------------------------------------------- the run
+
+def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
+    """Calibrate on the warehouse's jobs and predict; nothing is written (see store.write_efficiency)."""
+    began = time.perf_counter()
+    step = progress or (lambda _msg: None)
+    prof = ef.load_profiles(con, options.job_class, options.start, options.end)
+    if len(prof) < ef.MIN_JOBS:
+        raise ValueError(f"only {len(prof)} completed {options.job_class or ''} jobs with a storage type "
+                         f"and CPU time in marts.job_io_profile; need at least {ef.MIN_JOBS}")
+    measured_types = tuple(sorted(set(prof.storage_type)))
+    grid_types = options.storage_types or measured_types
+    unknown = sorted(set(grid_types) - set(measured_types))
+    if unknown:
+        raise ValueError(f"no measured jobs on storage type(s) {', '.join(unknown)}; "
+                         f"the model can predict {', '.join(measured_types)}")
+    step("calibrating")
+    cal = ef.calibrate(prof, options.job_class or "all", measured_types, options.max_fit_jobs, options.seed)
+    held: list[ef.HeldOut] = []
+    if options.validate:
+        step("validating (leave one configuration out)")
+        held = ef.validate(prof, options.job_class or "all", max_jobs=options.max_fit_jobs, seed=options.seed)
+        cal.structural_error = ef.structural_error(held)
+    rows: list[dict] = []
+    step("back-filling measured configurations")
+    loo = {(h.storage_type, h.arm): h for h in held}
+    for st, arm in ef.cells(prof):
+        sub = prof.take((prof.storage_type == st) & (prof.arm == arm))
+        p = ef.predict(cal, sub)
+        h = loo.get((st, arm))
+        rows.append(_row("measured", st, arm, None, CacheOption(), p, measured=sub.efficiency,
+                         mean_concurrency=float(np.mean(sub.concurrent)),
+                         loo=h.predicted if h else None))
+    accesses = job_accesses(con, options.start, options.end) if any(c.policy for c in options.caches) else None
+    for cache in options.caches:
+        step(f"cache {cache.label}")
+        remote = remote_under_cache(prof, accesses, cache)
+        for st in grid_types:
+            for n in options.jobs_per_node:
+                p = ef.predict(cal, prof, ef.Scenario(st, float(n), remote))
+                rows.append(_row("what-if", st, None, float(n), cache, p))
+    return EfficiencyRun(options, cal, held, pa.Table.from_pylist(rows, schema=PREDICTION_SCHEMA),
+                         parameter_table(cal, prof), time.perf_counter() - began, prof)
+
+
+PREDICTION_SCHEMA = pa.schema([
+    ("scenario", pa.string()), ("storage_type", pa.string()), ("ab_arm", pa.string()),
+    ("jobs_per_node", pa.float64()), ("cache", pa.string()), ("cache_policy", pa.string()),
+    ("cache_bytes", pa.int64()), ("jobs", pa.int64()), ("mean_concurrent_jobs", pa.float64()),
+    ("measured_efficiency", pa.float64()), ("predicted_efficiency", pa.float64()),
+    ("efficiency_sd", pa.float64()), ("efficiency_low", pa.float64()), ("efficiency_high", pa.float64()),
+    ("loo_predicted_efficiency", pa.float64()), ("predicted_mean_wall_seconds", pa.float64()),
+    ("jobs_per_node_hour", pa.float64()), ("extrapolated", pa.bool_()),
+])
+
+
+def _row(scenario: str, st: str, arm: str | None, n: float | None, cache: CacheOption, p: ef.Prediction,
+         measured: float | None = None, mean_concurrency: float | None = None, loo: float | None = None) -> dict:
+    return {"scenario": scenario, "storage_type": st, "ab_arm": arm, "jobs_per_node": n,
+            "cache": cache.label if scenario == "what-if" else "as measured", "cache_policy": cache.policy,
+            "cache_bytes": cache.capacity_bytes, "jobs": p.jobs, "mean_concurrent_jobs": mean_concurrency,
+            "measured_efficiency": measured, "predicted_efficiency": p.efficiency, "efficiency_sd": p.efficiency_sd,
+            "efficiency_low": p.efficiency - 1.96 * p.efficiency_sd,
+            "efficiency_high": p.efficiency + 1.96 * p.efficiency_sd, "loo_predicted_efficiency": loo,
+            "predicted_mean_wall_seconds": p.mean_wall_seconds, "jobs_per_node_hour": p.jobs_per_node_hour,
+            "extrapolated": p.extrapolated}
+
+
+def staged_read_fraction(prof: ef.JobProfiles) -> float:
+    """Bytes read from scratch per byte staged in, over jobs that staged in (the workload's mix)."""
+    staged = prof.stage_in > 0
+    return float(prof.scratch_read[staged].sum() / prof.stage_in[staged].sum()) if staged.any() else 0.0
+
+
+def parameter_table(cal: ef.Calibration, prof: ef.JobProfiles) -> pa.Table:
+    """The fitted times, plus per storage type the scratch seconds per GB staged in and then read
+    (read time x the workload's read fraction + write time): the combination the accounting
+    pins down best, since a job's scratch reads and writes grow together."""
+    times = np.exp(cal.log_times)
+    se = cal.standard_errors()
+    rows = [{"parameter": p, "applies_to": k, "value": float(v), "std_error": float(e), "unit": "s/GB",
+             "fitted": bool(f)} for (p, k), v, e, f in zip(cal.names(), times, se, cal.fitted)]
+    frac = staged_read_fraction(prof)
+    nt = cal.n_types
+    for i, st in enumerate(cal.storage_types):
+        v = times[i] * frac + times[nt + i]
+        e = float(np.hypot(se[i] * frac, se[nt + i]))
+        rows.append({"parameter": "scratch_s_per_staged_gb", "applies_to": st, "value": float(v),
+                     "std_error": e, "unit": "s/GB", "fitted": bool(cal.fitted[i] and cal.fitted[nt + i])})
+    return pa.Table.from_pylist(rows)
