@@ -1,0 +1,19 @@
+-- Efficiency-model runs, typed.
+with source as (
+    select * from {{ source('simulator', 'sim_efficiency_runs') }}
+),
+
+renamed as (
+    select
+        cast(run_id as varchar)              as run_id,
+        created_at,
+        cast(model_version as varchar)       as model_version,
+        cast(job_class as varchar)           as job_class,
+        cast(inputs as varchar)              as inputs,
+        cast(jobs as bigint)                 as calibration_jobs,
+        cast(rms_error as double)            as rms_error,
+        cast(structural_error as double)     as structural_error
+    from source
+)
+
+select * from renamed
