@@ -14,6 +14,7 @@ from rich.table import Table
 from .config import Paths
 from .pipeline import ingest
 from .sources.synthetic import SyntheticOptions, demo_site, generate
+from .sources.synthetic.site import SiteSpec
 from .sources.synthetic.hammercloud import GLASGOW_TABLE1, run_node_test
 
 #: SLAC poster, 2013/09/04 to 10/07: CPU/wall of the node group that skipped the SSD cache (A)
@@ -43,6 +44,7 @@ def run_demo(p: Paths, *, days: float, seed: int, nodes_per_type: int, console: 
                   f"{summary.total_rejected} rejected")
     _export_lake(p)
     transform(p.warehouse, p.dbt_state)
+    efficiency = predict_efficiency(p, options.site, console)
     from .report import build_report
 
     with console.status("writing report"):
@@ -50,9 +52,54 @@ def run_demo(p: Paths, *, days: float, seed: int, nodes_per_type: int, console: 
     s = summarize(p.warehouse)
     print_summary(s, console)
     _print_node_tests(console)
+    print_efficiency_checks(efficiency, console)
     console.print(f"\nreport: [bold]{result.html_path}[/bold]   CSV files: {result.html_path.parent}")
     console.print(f"warehouse: {p.warehouse}   ad-hoc queries: tierlens sql sql/<file>.sql -w {p.warehouse}")
     return s
+
+
+#: What the demo asks the efficiency model: jobs per node and caches (none, and two policies at the
+#: size of the demo site's cache).
+DEMO_JOBS_PER_NODE = (1, 4, 8, 16)
+DEMO_CACHE_POLICIES = ("lru", "slac2")
+
+
+def predict_efficiency(p: Paths, site: SiteSpec, console: Console):
+    """Calibrate the efficiency model on the demo's analysis jobs, validate it, predict the grid,
+    write it back (with the synthetic site's true service times beside the fitted ones) and
+    rebuild the marts that compare measured and predicted."""
+    from .simulator import store, whatif
+    from .sources.synthetic.truth import truth_table
+    from .transform import run_dbt
+    from .warehouse import Warehouse
+
+    caches = (whatif.CacheOption(),) + tuple(whatif.CacheOption(pol, site.cache_capacity_bytes)
+                                             for pol in DEMO_CACHE_POLICIES)
+    options = whatif.EfficiencyOptions(job_class="analysis", jobs_per_node=DEMO_JOBS_PER_NODE, caches=caches)
+    with Warehouse(p.warehouse) as w, console.status("simulating efficiency of configurations") as status:
+        run = whatif.run(w.con, options, progress=lambda m: status.update(f"efficiency model: {m}"))
+        store.write_efficiency(w.con, run, truth_table(site, whatif.staged_read_fraction(run.profiles)))
+    result = run_dbt(p.warehouse, p.dbt_state, "build",
+                     ["--select", "int_latest_efficiency_predictions+", "stg_sim_efficiency_runs",
+                      "stg_sim_efficiency_predictions"])
+    if not result.success:
+        raise RuntimeError("dbt failed on the efficiency marts: " + "; ".join(result.failures))
+    return run
+
+
+def print_efficiency_checks(run, console: Console) -> None:
+    from .simulator import whatif
+    from .simulator.command import print_efficiency
+
+    print_efficiency(run, None)
+    g = whatif.glasgow_ordering(run, GLASGOW_TABLE1)
+    console.print(f"Glasgow Table 1 ordering ({g.name}, no cache): Kendall tau {g.kendall_tau:+.2f}; "
+                  + ", ".join(f"{k} {g.predicted[k]:.0%} (seed {g.reference[k]:.0%})"
+                              for k in sorted(g.predicted, key=g.predicted.get)))
+    arms = whatif.arm_differences(run)
+    agree = sum(1 for m, q in arms.values() if (m > 0) == (q > 0))
+    console.print(f"SLAC arms (B tries the cache): B - A predicted with the measured sign for {agree} of "
+                  f"{len(arms)} storage types (SLAC seed: B higher)")
 
 
 def _export_lake(p: Paths) -> None:

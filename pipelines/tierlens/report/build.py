@@ -67,6 +67,10 @@ ANALYSIS_CSV_NAMES = (
     "file_popularity_top.csv",
 )
 
+#: Shown after the others once the simulator has written predictions (the mart has rows).
+PREDICTION_SECTION_IDS = ("prediction",)
+PREDICTION_CSV_NAMES = ("efficiency_measured_vs_predicted.csv", "efficiency_what_if.csv")
+
 
 @dataclass
 class ReportResult:
@@ -990,6 +994,68 @@ _ANALYSIS_SECTIONS: tuple[tuple[str, str, Callable[[_Warehouse], Section]], ...]
     ("fairness", "Client fairness", _fairness),
     ("popularity", "File popularity", _popularity),
 )
+def _prediction(wh: _Warehouse) -> Section:
+    s = Section(
+        "prediction", "Measured vs predicted efficiency, and what-if configurations",
+        "The simulator's efficiency model, calibrated on this site's own jobs, next to the "
+        "measurements: for each configuration the site ran, the measured CPU efficiency, the model's "
+        "prediction with its 95 % interval, and its prediction when that configuration was left out "
+        "of the fit (the honest test). Below, configurations not deployed: storage type × jobs per "
+        "node × cache, for the same workload.",
+    )
+    rows = wh.rows("""
+        SELECT job_class, storage_type, ab_arm, measured_jobs, measured_efficiency, predicted_efficiency,
+               efficiency_low, efficiency_high, loo_predicted_efficiency, loo_prediction_error,
+               NOT measured_within_interval AS outside, mean_concurrent_jobs, model_version
+        FROM marts.efficiency_measured_vs_predicted ORDER BY job_class, storage_type, ab_arm
+    """)
+    if not rows:
+        s.no_data.append("marts.efficiency_measured_vs_predicted is empty: run `tierlens simulate efficiency`.")
+        return s
+    s.figures.append(FigureBlock(
+        plots.measured_vs_predicted(rows), "Measured against predicted efficiency per configuration",
+        "Each point is a storage type × arm: measured efficiency (x) against predicted (y) with the "
+        "95 % interval; open circles are the leave-one-out predictions. On the diagonal the model is "
+        "exact.", "efficiency_measured_vs_predicted.csv"))
+    s.tables.append(Table(
+        "efficiency_measured_vs_predicted", "Measured vs predicted CPU efficiency",
+        [Column("job_class", "job class"), Column("storage_type", "storage type"),
+         Column("ab_arm", "arm"), Column("measured_jobs", "jobs", "int"),
+         Column("mean_concurrent_jobs", "jobs / node", "num"),
+         Column("measured_efficiency", "measured", "pct"), Column("predicted_efficiency", "predicted", "pct"),
+         Column("efficiency_low", "95 % low", "pct"), Column("efficiency_high", "95 % high", "pct"),
+         Column("loo_predicted_efficiency", "left out of fit", "pct"),
+         Column("loo_prediction_error", "left-out error", "pct"),
+         Column("outside", "outside interval", "flag"), Column("model_version", "model", csv_only=True)],
+        rows, flag_key="outside"))
+    grid = wh.rows("""
+        SELECT job_class, storage_type, jobs_per_node, cache, predicted_efficiency, efficiency_low,
+               efficiency_high, jobs_per_node_hour, extrapolated
+        FROM marts.efficiency_what_if ORDER BY job_class, cache, jobs_per_node, predicted_efficiency DESC
+    """)
+    if grid:
+        s.tables.append(Table(
+            "efficiency_what_if", "What if: predicted efficiency and throughput of configurations",
+            [Column("job_class", "job class"), Column("storage_type", "storage type"),
+             Column("jobs_per_node", "jobs / node", "num"), Column("cache", "cache"),
+             Column("predicted_efficiency", "efficiency", "pct"), Column("efficiency_low", "95 % low", "pct"),
+             Column("efficiency_high", "95 % high", "pct"),
+             Column("jobs_per_node_hour", "jobs / node-hour", "num"),
+             Column("extrapolated", "extrapolated", "flag")],
+            grid, flag_key="extrapolated"))
+    s.notes.append(
+        "Model: each node is a closed queueing network (jobs alternate between their cores and the "
+        "node's scratch device, solved by mean value analysis); remote bytes cost a fitted time per "
+        "byte by route. Fitted per storage type from marts.job_io_profile; cache what-ifs replay the "
+        "jobs' own file accesses. Sources: marts.efficiency_measured_vs_predicted, marts.efficiency_what_if.")
+    return s
+
+
+_PREDICTION_SECTIONS: tuple[tuple[str, str, Callable[[_Warehouse], Section]], ...] = (
+    ("prediction", "Measured vs predicted efficiency, and what-if configurations", _prediction),
+)
+
+
 #: The marts of the analytics sections; the sections are shown when the warehouse has any of them.
 ANALYSIS_MARTS = ("ab_uncertainty", "occupancy_efficiency", "client_fairness", "file_popularity")
 
@@ -1050,6 +1116,15 @@ def _render(title: str, warehouse: Path, sections: list[Section]) -> str:
     )
 
 
+def _has_predictions(wh: _Warehouse) -> bool:
+    if not wh.has("marts", "efficiency_measured_vs_predicted"):
+        return False
+    try:
+        return bool(wh.scalar("SELECT count(*) FROM marts.efficiency_measured_vs_predicted"))
+    except QUERY_ERRORS:
+        return True  # unreadable: the section says so
+
+
 def build_report(warehouse: Path, out_dir: Path, title: str = "tierlens site report") -> ReportResult:
     """Write ``out_dir/report.html`` and its CSV files from the marts of ``warehouse``.
 
@@ -1065,6 +1140,8 @@ def build_report(warehouse: Path, out_dir: Path, title: str = "tierlens site rep
         chosen = _SECTIONS
         if any(wh.has("marts", name) for name in ANALYSIS_MARTS):
             chosen = _SECTIONS + _ANALYSIS_SECTIONS
+        if _has_predictions(wh):
+            chosen = chosen + _PREDICTION_SECTIONS
         sections = [_guarded(wh, sid, title_, build) for sid, title_, build in chosen]
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -1075,7 +1152,7 @@ def build_report(warehouse: Path, out_dir: Path, title: str = "tierlens site rep
             _atomic_write(path, table.csv_text())
             csv_paths.append(path)
     written = {p.name for p in csv_paths}
-    for name in CSV_NAMES + ANALYSIS_CSV_NAMES:
+    for name in CSV_NAMES + ANALYSIS_CSV_NAMES + PREDICTION_CSV_NAMES:
         if name not in written:
             (out_dir / name).unlink(missing_ok=True)
 

@@ -248,3 +248,32 @@ def fairness_distribution(rows: Sequence[dict[str, Any]]) -> str:
         ax.set_ylabel("server × window groups")
         ax.legend(loc="upper left", fontsize=8)
         return _to_data_uri(fig)
+
+
+def measured_vs_predicted(rows: Sequence[dict[str, Any]]) -> str:
+    """Scatter of measured (x) against predicted (y) efficiency with 95 % bars and the diagonal;
+    open markers for the leave-one-out predictions."""
+    with matplotlib.rc_context(_RC):
+        fig = _new_figure(6.5, 5.0)
+        ax = fig.add_subplot()
+        xs = [_f(r["measured_efficiency"]) for r in rows]
+        ys = [_f(r["predicted_efficiency"]) for r in rows]
+        lo = [y - _f(r["efficiency_low"]) for y, r in zip(ys, rows)]
+        hi = [_f(r["efficiency_high"]) - y for y, r in zip(ys, rows)]
+        ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", color=ARM_COLOURS[0], capsize=3, label="predicted (95 %)")
+        loo = [_f(r["loo_predicted_efficiency"]) for r in rows]
+        ax.scatter(xs, loo, facecolors="none", edgecolors=ARM_COLOURS[1], label="left out of the fit")
+        for x, y, r in zip(xs, ys, rows):
+            ax.annotate(f"{r['storage_type']} {r['ab_arm'] or ''}".strip(), (x, y), fontsize=7,
+                        xytext=(4, -10), textcoords="offset points")
+        values = [v for v in xs + ys + loo if not math.isnan(v)]
+        a, b = min(values) - 0.03, max(values) + 0.03
+        ax.plot([a, b], [a, b], color="grey", linewidth=1, linestyle="--", label="measured = predicted")
+        ax.set_xlim(a, b)
+        ax.set_ylim(a, b)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
+        ax.set_xlabel("measured CPU efficiency")
+        ax.set_ylabel("predicted CPU efficiency")
+        ax.legend(loc="upper left", fontsize=8)
+        return _to_data_uri(fig)

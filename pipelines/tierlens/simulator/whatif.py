@@ -216,3 +216,44 @@ def parameter_table(cal: ef.Calibration, prof: ef.JobProfiles) -> pa.Table:
         rows.append({"parameter": "scratch_s_per_staged_gb", "applies_to": st, "value": float(v),
                      "std_error": e, "unit": "s/GB", "fitted": bool(cal.fitted[i] and cal.fitted[nt + i])})
     return pa.Table.from_pylist(rows)
+
+
+# ----------------------------------------------------------------------------- orderings
+
+@dataclass(frozen=True)
+class OrderingCheck:
+    name: str
+    reference: dict[str, float]
+    predicted: dict[str, float]
+    kendall_tau: float
+
+    @property
+    def same_order(self) -> bool:
+        return sorted(self.reference, key=self.reference.get) == sorted(self.predicted, key=self.predicted.get)
+
+
+def glasgow_ordering(run: EfficiencyRun, reference: dict[str, float], jobs_per_node: float = 8) -> OrderingCheck:
+    """The what-if efficiency per storage type at ``jobs_per_node`` without a cache, ranked
+    against a reference (the Glasgow study's Table 1 at 8 jobs per node)."""
+    from scipy.stats import kendalltau
+
+    pred = {r["storage_type"]: r["predicted_efficiency"] for r in run.predictions.to_pylist()
+            if r["scenario"] == "what-if" and r["cache"] == "none" and r["jobs_per_node"] == jobs_per_node
+            and r["storage_type"] in reference}
+    keys = sorted(pred)
+    tau = kendalltau([reference[k] for k in keys], [pred[k] for k in keys]).statistic if len(keys) > 1 else float("nan")
+    return OrderingCheck(f"storage types at {jobs_per_node:g} jobs per node", {k: reference[k] for k in keys},
+                         pred, float(tau))
+
+
+def arm_differences(run: EfficiencyRun) -> dict[str, tuple[float, float]]:
+    """Per storage type, (measured, predicted) efficiency of arm B minus arm A."""
+    cellsd: dict[tuple[str, str], dict] = {(r["storage_type"], r["ab_arm"]): r for r in run.predictions.to_pylist()
+                                           if r["scenario"] == "measured"}
+    out = {}
+    for (st, arm), r in cellsd.items():
+        other = cellsd.get((st, "A"))
+        if arm == "B" and other:
+            out[st] = (r["measured_efficiency"] - other["measured_efficiency"],
+                       r["predicted_efficiency"] - other["predicted_efficiency"])
+    return out

@@ -48,3 +48,21 @@ def analysis_service_times(site: SiteSpec) -> dict[str, TrueServiceTime]:
             channels = cfg.members * d.queues
         out[st] = TrueServiceTime(st, read, write, channels)
     return out
+
+
+def truth_table(site: SiteSpec, staged_read_fraction: float) -> dict[str, tuple[float, float, float]]:
+    """'parameter[storage type]' -> (true value, low, high) in the efficiency model's terms.
+
+    ``staged_read_fraction`` (bytes read from scratch per byte staged in) comes from the measured
+    workload, as the fitted composite does, so both describe the same mix of reads and writes.
+    """
+    out: dict[str, tuple[float, float, float]] = {}
+    for st, t in analysis_service_times(site).items():
+        lo, hi = t.read_range
+        out[f"scratch_read_s_per_gb[{st}]"] = (t.read_s_per_gb, lo, hi)
+        out[f"scratch_write_s_per_gb[{st}]"] = (t.write_s_per_gb, t.write_s_per_gb / t.channels, t.write_s_per_gb)
+        f = staged_read_fraction
+        out[f"scratch_s_per_staged_gb[{st}]"] = (t.read_s_per_gb * f + t.write_s_per_gb,
+                                                 (lo * f + t.write_s_per_gb / t.channels),
+                                                 hi * f + t.write_s_per_gb)
+    return out
