@@ -69,6 +69,7 @@ class JobProfiles:
     remote: np.ndarray         # bytes per route, shape (len(ROUTES), jobs), in ROUTES order
     concurrent: np.ndarray     # mean jobs on the node, the job included
     job_key: np.ndarray        # str: batch_system.cluster.job_id.step_id
+    node: np.ndarray           # str: the node the job ran on (jobs share its scratch device)
 
     def __len__(self) -> int:
         return len(self.cpu)
@@ -84,6 +85,13 @@ class JobProfiles:
             lookup = {s: i for i, s in enumerate(storage_types)}
             memo[storage_types] = np.array([lookup.get(v, -1) for v in self.storage_type], np.int64)
         return memo[storage_types]
+
+    def node_index(self) -> tuple[np.ndarray, int]:
+        """Dense node ids (for the per-node sharing term) and their number."""
+        if "_node_index" not in self.__dict__:
+            names, idx = np.unique(self.node.astype(str), return_inverse=True)
+            self.__dict__["_node_index"] = (idx.astype(np.int64), len(names))
+        return self.__dict__["_node_index"]
 
     @property
     def efficiency(self) -> float:
@@ -112,14 +120,16 @@ def load_profiles(con, job_class: str | None, start: str | None = None, end: str
     numeric = ", ".join(f"{c}::double" for c in PROFILE_COLUMNS[2:-2])
     sql = f"""
         select storage_type, coalesce(ab_arm, '') as ab_arm, {numeric}, concurrent_jobs::double,
-               batch_system || '.' || cluster || '.' || job_id || '.' || step_id as job_key
+               batch_system || '.' || cluster || '.' || job_id || '.' || step_id as job_key,
+               cluster || '/' || node as node
         from marts.job_io_profile where {' and '.join(where)}
         order by batch_system, cluster, job_id, step_id"""
     t = con.execute(sql, args).fetch_arrow_table()
     col = [t.column(i).to_numpy(zero_copy_only=False) for i in range(t.num_columns)]
     nr = len(ROUTES)
     return JobProfiles(col[0].astype(object), col[1].astype(object), *col[2:8],
-                       np.vstack(col[8:8 + nr]) if len(t) else np.zeros((nr, 0)), col[8 + nr], col[9 + nr].astype(object))
+                       np.vstack(col[8:8 + nr]) if len(t) else np.zeros((nr, 0)), col[8 + nr], col[9 + nr].astype(object),
+                       col[10 + nr].astype(object))
 
 
 # ----------------------------------------------------------------------------- the queueing model
@@ -160,13 +170,14 @@ def _mva_many(demand, think, jobs):
 
 
 @njit(cache=True, nogil=True)
-def _wall_kernel(times, n_types, type_idx, scratch_read, scratch_write, stage_in, remote, compute, jobs):
+def _wall_kernel(times, n_types, type_idx, node_idx, n_nodes, scratch_read, scratch_write, stage_in, remote,
+                 compute, jobs):
     """Predicted wall seconds per job (the formula in the module docstring), times in s/byte.
 
     The jobs sharing a node are not copies of each other (a job reading remotely barely touches
     the scratch device), so the queue a job finds there is built from the other jobs' measured
-    mix: each of the N - 1 others is at the device for the fraction of its wall time that jobs of
-    that storage type spend there on average (Schweitzer's approximation of multi-class MVA),
+    mix: each of the N - 1 others is at the device for the fraction of its wall time that the
+    jobs of the same node spend there on average (Schweitzer's approximation of multi-class MVA),
     solved by fixed-point iteration.
     """
     n = compute.shape[0]
@@ -190,20 +201,20 @@ def _wall_kernel(times, n_types, type_idx, scratch_read, scratch_write, stage_in
         eps = 0.01 * (a + staged) + 1e-12
         overlap = 0.5 * (a + staged - np.sqrt((a - staged) ** 2 + eps * eps)) + 0.5 * eps
         base[j] = compute[j] + total - overlap
-    share = np.zeros(n_types)
+    share = np.zeros(n_nodes)
     wall = base + demand
     for _ in range(FIXED_POINT_ITERATIONS):
-        busy = np.zeros(n_types)
-        span = np.zeros(n_types)
+        busy = np.zeros(n_nodes)
+        span = np.zeros(n_nodes)
         for j in range(n):
-            i = type_idx[j]
-            busy[i] += wall[j] - base[j]
-            span[i] += wall[j]
-        for i in range(n_types):
-            share[i] = busy[i] / span[i] if span[i] > 0 else 0.0
+            g = node_idx[j]
+            busy[g] += wall[j] - base[j]
+            span[g] += wall[j]
+        for g in range(n_nodes):
+            share[g] = busy[g] / span[g] if span[g] > 0 else 0.0
         for j in range(n):
             others = max(jobs[j], 1.0) - 1.0
-            wall[j] = base[j] + demand[j] * (1.0 + others * share[type_idx[j]])
+            wall[j] = base[j] + demand[j] * (1.0 + others * share[node_idx[j]])
     return wall
 
 
@@ -269,7 +280,8 @@ def predict_wall(log_times: np.ndarray, storage_types: tuple[str, ...], prof: Jo
     remote = np.ascontiguousarray(sc.remote if sc.remote is not None else prof.remote, np.float64)
     compute = prof.cpu / prof.cores
     jobs = prof.concurrent if sc.jobs_per_node is None else np.full(len(prof), float(sc.jobs_per_node))
-    return _wall_kernel(t, nt, idx, prof.scratch_read, prof.scratch_write, prof.stage_in, remote, compute,
+    node_idx, n_nodes = prof.node_index()
+    return _wall_kernel(t, nt, idx, node_idx, n_nodes, prof.scratch_read, prof.scratch_write, prof.stage_in, remote, compute,
                         np.ascontiguousarray(jobs, np.float64))
 
 
