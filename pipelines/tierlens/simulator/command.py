@@ -63,14 +63,26 @@ def print_efficiency(run, run_id: str | None) -> None:
     console.print(t)
     if cal.structural_error is not None:
         console.print(f"leave-one-out error (RMS over configurations): {cal.structural_error:.1%} points")
-    t = Table(title="what if: predicted efficiency (95 % interval) and jobs per node-hour")
-    for c in ("storage type", "jobs/node", "cache", "efficiency", "interval", "jobs/node-hour"):
-        t.add_column(c, justify="left" if c in ("storage type", "cache") else "right")
-    for r in (r for r in pred if r["scenario"] == "what-if"):
-        t.add_row(r["storage_type"], f"{r['jobs_per_node']:g}", r["cache"], f"{r['predicted_efficiency']:.1%}",
-                  f"{r['efficiency_low']:.1%} - {r['efficiency_high']:.1%}",
-                  f"{r['jobs_per_node_hour']:.2f}" + (" *" if r["extrapolated"] else ""))
+    what_if = [r for r in pred if r["scenario"] == "what-if"]
+    per_node = sorted({r["jobs_per_node"] for r in what_if})
+    t = Table(title="what if: predicted efficiency (jobs per node-hour) by jobs per node")
+    t.add_column("cache")
+    t.add_column("storage type")
+    for n in per_node:
+        t.add_column(f"{n:g} / node", justify="right")
+    cell = {(r["cache"], r["storage_type"], r["jobs_per_node"]): r for r in what_if}
+    for cache, st in dict.fromkeys((r["cache"], r["storage_type"]) for r in what_if):
+        row = []
+        for n in per_node:
+            r = cell.get((cache, st, n))
+            row.append("" if r is None else f"{r['predicted_efficiency']:.1%} ({r['jobs_per_node_hour']:.1f})"
+                       + (" *" if r["extrapolated"] else ""))
+        t.add_row(cache, st, *row)
     console.print(t)
+    sd = [r["efficiency_sd"] for r in what_if]
+    if sd:
+        console.print(f"95 % intervals: ± {196 * min(sd):.1f} to ± {196 * max(sd):.1f} points "
+                      "(sim_efficiency_predictions, marts.efficiency_what_if)")
     if any(r["extrapolated"] for r in pred):
         console.print("* uses a service time the measured jobs did not determine (extrapolated)")
     if run_id:

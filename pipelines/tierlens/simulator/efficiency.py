@@ -124,7 +124,7 @@ def load_profiles(con, job_class: str | None, start: str | None = None, end: str
                cluster || '/' || node as node
         from marts.job_io_profile where {' and '.join(where)}
         order by batch_system, cluster, job_id, step_id"""
-    t = con.execute(sql, args).fetch_arrow_table()
+    t = con.execute(sql, args).to_arrow_table()
     col = [t.column(i).to_numpy(zero_copy_only=False) for i in range(t.num_columns)]
     nr = len(ROUTES)
     return JobProfiles(col[0].astype(object), col[1].astype(object), *col[2:8],

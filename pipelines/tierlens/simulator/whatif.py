@@ -85,7 +85,7 @@ def job_accesses(con, start: str | None, end: str | None) -> pa.Table:
         select file_lfn, file_size_bytes, start_time, read_bytes_at_close, read_bytes, readv_bytes,
                batch_system || '.' || cluster || '.' || job_id || '.' || step_id as job_identity
         from intermediate.int_file_access_by_job where {' and '.join(where)}
-        order by start_time, server_host, unique_id""", args).fetch_arrow_table()
+        order by start_time, server_host, unique_id""", args).to_arrow_table()
 
 
 def remote_under_cache(prof: ef.JobProfiles, accesses: pa.Table, option: CacheOption) -> np.ndarray:
