@@ -289,7 +289,9 @@ def test_build_passes_with_schemas_named_exactly(built, con):
                      "ab_uncertainty", "node_occupancy_hourly", "occupancy_efficiency",
                      "client_fairness", "file_popularity",
                      # XRootD accesses per job and per file
-                     "job_data_access", "file_reads"}
+                     "job_data_access", "file_reads",
+                     # the efficiency model's input and its predictions (empty until a simulation)
+                     "job_io_profile", "efficiency_measured_vs_predicted", "efficiency_what_if"}
     # The tag of job 2000 (not loaded) is reported as a warning, not a failure.
     assert "WARN" in stdout and "stg_job_tag_job_exists_in_stg_job" in stdout
 
