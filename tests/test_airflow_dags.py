@@ -43,7 +43,8 @@ SYN = {"start": "2026-10-01", "days": 1.0, "seed": 42, "nodes_per_type": 1}
 # logical dates of the two hourly runs: each run loads the hour before it
 HOURS = [datetime(2026, 10, 1, 12, tzinfo=timezone.utc), datetime(2026, 10, 1, 13, tzinfo=timezone.utc)]
 REPORT_DATE = datetime(2026, 10, 4, tzinfo=timezone.utc)  # a Sunday: the week before it
-DBT_SELECT = "+efficiency_by_group,+cache_hourly"  # the marts of the report's first figures
+# the marts of the report's first figures, and the efficiency model's input
+DBT_SELECT = "+efficiency_by_group,+cache_hourly,+job_io_profile"
 SIM_CACHES = ["lru:500GB", "slac2:1TB"]
 XROOTD_HOST = "xrootd-collector-test.example.org"
 CONDOR_CLUSTER = "condortest"
@@ -187,7 +188,7 @@ def test_dagbag_loads_without_import_errors(airflow):
     assert dags["tierlens_ingest"]["outlets"] == ["tierlens_raw"]
     assert dags["tierlens_ingest"]["timetable"] == "CronDataIntervalTimetable"
     assert dags["tierlens_report"]["tasks"] == ["build", "email"]
-    assert dags["tierlens_simulate"]["tasks"] == ["replay_caches"]
+    assert dags["tierlens_simulate"]["tasks"] == ["predict_efficiency", "replay_caches"]
     # Cosmos: one run task and one test task per dbt model, one task per seed
     models = {p.stem for p in (REPO / "dbt" / "models").rglob("*") if p.suffix in (".sql", ".py")}
     tasks = set(dags["tierlens_transform"]["tasks"])
@@ -293,16 +294,30 @@ def test_simulate_writes_one_run_per_configuration_and_reruns_replace_them(airfl
     out = drive(airflow, runs)
     seen = []
     for run in out["runs"]:
-        assert run["state"] == "success" and run["tasks"] == {"replay_caches": "success"}, run
+        assert run["state"] == "success", run
+        assert run["tasks"] == {"replay_caches": "success", "predict_efficiency": "success"}, run
         con = duckdb.connect(str(airflow["warehouse"]), read_only=True)
         try:
             seen.append((con.execute("SELECT policy, capacity_bytes, requests FROM sim_cache_runs "
                                      "ORDER BY policy").fetchall(),
-                         con.execute("SELECT count(*) FROM sim_cache_hourly").fetchone()[0]))
+                         con.execute("SELECT count(*) FROM sim_cache_hourly").fetchone()[0],
+                         con.execute("SELECT run_id, jobs FROM sim_efficiency_runs").fetchall(),
+                         con.execute("SELECT cache, count(*) FROM marts.efficiency_what_if "
+                                     "GROUP BY cache ORDER BY cache").fetchall(),
+                         con.execute("SELECT count(*) FROM marts.efficiency_measured_vs_predicted").fetchone()[0]))
+            analysis_jobs = con.execute(
+                "SELECT count(*) FROM marts.job_io_profile WHERE job_class = 'analysis' AND state = 'COMPLETED' "
+                "AND cpu_seconds > 0 AND end_time >= ? AND end_time < ?",
+                [REPORT_DATE - timedelta(days=7), REPORT_DATE]).fetchone()[0]
         finally:
             con.close()
     assert seen[0] == seen[1]
-    runs_, hourly = seen[0]
+    runs_, hourly, eff_runs, what_if, compared = seen[0]
+    # one efficiency run over the week's completed analysis jobs, replaced by the rerun
+    assert len(eff_runs) == 1 and eff_runs[0][1] == analysis_jobs > 0
+    # six storage types x 3 jobs-per-node settings, for no cache and each configured cache
+    assert what_if == sorted([("none", 18), ("lru:0.5TB", 18), ("slac2:1TB", 18)])
+    assert compared > 0
     assert [(p, c) for p, c, _ in runs_] == [("lru", 500 * 10**9), ("slac2", 10**12)]
     # the accesses loaded by the ingest test were opened in the simulated week
     assert all(0 < n <= before["raw_file_access"] for _, _, n in runs_) and hourly > 0

@@ -45,6 +45,9 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "simulate_caches": ("", "cache configurations tierlens_simulate replays, policy:size comma-separated "
                             "(e.g. lru:11TB,slac2:11TB); empty: the DAG skips"),
     "simulate_role": ("", "replay only accesses to servers of this role (origin, cache); default all"),
+    "simulate_efficiency": ("analysis", "job class tierlens_simulate predicts efficiency for ('all': every "
+                                        "class); empty: no efficiency prediction"),
+    "efficiency_jobs_per_node": ("4,8,16", "jobs per node of the efficiency what-if grid, comma-separated"),
     "start_date": ("2026-10-01", "first data interval of the scheduled DAGs (UTC date)"),
     "catchup": ("false", "back-fill every interval since start_date when the DAG is switched on"),
     "pool": ("tierlens_warehouse", "Airflow pool (1 slot) serialising every task that writes the warehouse"),
@@ -390,6 +393,41 @@ def parse_cache_configs(text: str) -> list[tuple[str, str]]:
             raise ValueError(f"cache configuration {item!r}: expected policy:size, e.g. lru:11TB")
         out.append((policy.strip().lower(), size.strip()))
     return out
+
+
+class MartsMissing(RuntimeError):
+    """The warehouse has not been through dbt yet (no marts.job_io_profile)."""
+
+
+def predict_efficiency(warehouse: Path, start: datetime, end: datetime, job_class: str,
+                       jobs_per_node: list[float], caches: list[tuple[str, str]],
+                       state_dir: Path | None = None) -> dict:
+    """Calibrate the efficiency model on the jobs that ended in [start, end), predict the grid
+    (no cache plus each ``caches`` entry), write the run back and rebuild the marts that compare
+    measured and predicted. A rerun of the same interval replaces its run."""
+    from .simulator import store, whatif
+    from .simulator.command import parse_bytes
+    from .transform import run_dbt
+    from .warehouse import Warehouse
+
+    options = whatif.EfficiencyOptions(
+        job_class=None if job_class == "all" else job_class, jobs_per_node=tuple(jobs_per_node),
+        caches=(whatif.CacheOption(),) + tuple(whatif.CacheOption(p, parse_bytes(sz)) for p, sz in caches),
+        start=_utc(start).isoformat(), end=_utc(end).isoformat())
+    with Warehouse(warehouse) as w:
+        has_profile = w.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+                                    "'marts' AND table_name = 'job_io_profile'").fetchone()[0]
+        if not has_profile:
+            raise MartsMissing(f"{warehouse} has no marts.job_io_profile: run the transform first")
+        run = whatif.run(w.con, options)
+        run_id = store.write_efficiency(w.con, run)
+    result = run_dbt(Path(warehouse), state_dir or Path(warehouse).parent / "dbt-efficiency", "build",
+                     ["--select", "stg_sim_efficiency_runs", "stg_sim_efficiency_predictions",
+                      "int_latest_efficiency_predictions+"])
+    if not result.success:
+        raise RuntimeError("dbt build of the efficiency marts failed: " + "; ".join(result.failures))
+    return {"run_id": run_id, "jobs": len(run.profiles), "structural_error": run.calibration.structural_error,
+            "predictions": run.predictions.num_rows}
 
 
 def simulate_caches(warehouse: Path, start: datetime, end: datetime, configs: list[tuple[str, str]],
