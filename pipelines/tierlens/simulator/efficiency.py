@@ -104,19 +104,24 @@ class JobProfiles:
         return h.hexdigest()[:16]
 
 
+def time_window(column: str, start: str | None, end: str | None) -> tuple[list[str], list[object]]:
+    """SQL conditions (and their parameters) for ``start <= column < end``, either end open."""
+    where: list[str] = []
+    args: list[object] = []
+    for bound, op in ((start, ">="), (end, "<")):
+        if bound:
+            where.append(f"{column} {op} ?::timestamptz")
+            args.append(bound)
+    return where, args
+
+
 def load_profiles(con, job_class: str | None, start: str | None = None, end: str | None = None) -> JobProfiles:
     """Completed jobs of ``job_class`` (all classes when None) from ``marts.job_io_profile``."""
-    where = ["state = 'COMPLETED'", "storage_type is not null", "cpu_seconds > 0"]
-    args: list[object] = []
+    where, args = time_window("end_time", start, end)
+    where += ["state = 'COMPLETED'", "storage_type is not null", "cpu_seconds > 0"]
     if job_class:
         where.append("job_class = ?")
         args.append(job_class)
-    if start:
-        where.append("end_time >= ?::timestamptz")
-        args.append(start)
-    if end:
-        where.append("end_time < ?::timestamptz")
-        args.append(end)
     numeric = ", ".join(f"{c}::double" for c in PROFILE_COLUMNS[2:-2])
     sql = f"""
         select storage_type, coalesce(ab_arm, '') as ab_arm, {numeric}, concurrent_jobs::double,

@@ -10,6 +10,8 @@ import csv
 import hashlib
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -142,30 +144,41 @@ def write_run(con, result: CacheResult, ssd: dict | None = None, mrc: pa.Table |
         "nic_hours_at_cap": int((util >= 1.0).sum()), "replay_seconds": result.elapsed_s,
     }
     hourly = result.hourly.append_column("run_id", pa.array([rid] * result.hourly.num_rows, pa.string()))
-    con.execute("BEGIN TRANSACTION")
-    try:
-        for t in (HOURLY, RUNS) + ((MRC,) if mrc is not None else ()):
-            con.execute(f"DELETE FROM {t} WHERE run_id = ?", [rid])
+    with replacing_run(con, rid, (HOURLY, RUNS) + ((MRC,) if mrc is not None else ())):
         cols = [c for c in row if c != "first_hour_s"]
         con.execute(
             f"INSERT INTO {RUNS} (created_at, first_hour, {', '.join(cols)}) "
             f"VALUES (now(), to_timestamp(?), {', '.join('?' for _ in cols)})",
             [row["first_hour_s"]] + [row[c] for c in cols])
-        con.register("__sim_hourly", hourly)
-        con.execute(f"INSERT INTO {HOURLY} SELECT run_id, hour_start, requests, hits, bytes_requested, "
-                    "bytes_from_cache, bytes_staged, nic_utilisation FROM __sim_hourly")
-        con.unregister("__sim_hourly")
+        insert_arrow(con, HOURLY, hourly, ("run_id", "hour_start", "requests", "hits", "bytes_requested",
+                                           "bytes_from_cache", "bytes_staged", "nic_utilisation"))
         if mrc is not None:
             m = mrc.append_column("run_id", pa.array([rid] * mrc.num_rows, pa.string()))
-            con.register("__sim_mrc", m)
-            con.execute(f"INSERT INTO {MRC} SELECT run_id, cache_bytes, requests, hits, hit_ratio, "
-                        "bytes_requested, bytes_from_cache, byte_hit_ratio FROM __sim_mrc")
-            con.unregister("__sim_mrc")
+            insert_arrow(con, MRC, m, ("run_id", "cache_bytes", "requests", "hits", "hit_ratio",
+                                       "bytes_requested", "bytes_from_cache", "byte_hit_ratio"))
+    return rid
+
+
+@contextmanager
+def replacing_run(con, rid: str, tables: tuple[str, ...]) -> Iterator[None]:
+    """One transaction that first deletes ``rid``'s rows from ``tables``: a rerun replaces."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for t in tables:
+            con.execute(f"DELETE FROM {t} WHERE run_id = ?", [rid])
+        yield
     except BaseException:
         con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
-    return rid
+
+
+def insert_arrow(con, table: str, data: pa.Table, columns: tuple[str, ...] | list[str]) -> None:
+    con.register("__sim_rows", data)
+    try:
+        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM __sim_rows")
+    finally:
+        con.unregister("__sim_rows")
 
 
 
@@ -193,24 +206,13 @@ def write_efficiency(con, run, truth: dict[str, tuple[float, float, float]] | No
         params = params.append_column(name, pa.array([truth[k][i] if k in truth else None for k in keys],
                                                      pa.float64()))
     params = params.append_column("run_id", pa.array([rid] * params.num_rows, pa.string()))
-    cols_pred = [c.split()[0] for c in DDL[EFF_PRED].split("(", 1)[1].rsplit(")", 1)[0].replace("\n", " ").split(",")]
-    con.execute("BEGIN TRANSACTION")
-    try:
-        for t in (EFF_PRED, EFF_PARAMS, EFF_RUNS):
-            con.execute(f"DELETE FROM {t} WHERE run_id = ?", [rid])
+    cols_pred = [c.split()[0] for c in DDL[EFF_PRED].split("(", 1)[1].rsplit(")", 1)[0].split(",")]
+    with replacing_run(con, rid, (EFF_PRED, EFF_PARAMS, EFF_RUNS)):
         con.execute(f"INSERT INTO {EFF_RUNS} VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [rid, __version__, MODEL_VERSION, cal.job_class, json.dumps(inputs, sort_keys=True),
                      cal.fingerprint, len(run.profiles), cal.jobs, cal.rms_error, cal.structural_error,
                      run.seconds])
-        con.register("__eff_params", params)
-        con.execute(f"INSERT INTO {EFF_PARAMS} SELECT run_id, parameter, applies_to, value, std_error, unit, "
-                    "fitted, true_value, true_low, true_high FROM __eff_params")
-        con.unregister("__eff_params")
-        con.register("__eff_pred", pred)
-        con.execute(f"INSERT INTO {EFF_PRED} SELECT {', '.join(cols_pred)} FROM __eff_pred")
-        con.unregister("__eff_pred")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
+        insert_arrow(con, EFF_PARAMS, params, ("run_id", "parameter", "applies_to", "value", "std_error", "unit",
+                                               "fitted", "true_value", "true_low", "true_high"))
+        insert_arrow(con, EFF_PRED, pred, cols_pred)
     return rid

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 import numpy as np
 import pyarrow as pa
@@ -71,16 +72,16 @@ class EfficiencyRun:
 
 # ----------------------------------------------------------------------------- cache replay
 
+#: Accesses opened this long before a run's period are replayed too, so the simulated cache is
+#: warm when the period's jobs start (and a job that began before the period has its accesses).
+CACHE_WARMUP = timedelta(days=3)
+
+
 def job_accesses(con, start: str | None, end: str | None) -> pa.Table:
     """Accesses tied to a job, in open-time order, with the job's key as in JobProfiles."""
-    where = ["job_id is not null"]
-    args: list[object] = []
-    if start:
-        where.append("start_time >= ?::timestamptz")
-        args.append(start)
-    if end:
-        where.append("start_time < ?::timestamptz")
-        args.append(end)
+    opened = (datetime.fromisoformat(start) - CACHE_WARMUP).isoformat() if start else None
+    where, args = ef.time_window("start_time", opened, end)
+    where.append("job_id is not null")
     return con.execute(f"""
         select file_lfn, file_size_bytes, start_time, read_bytes_at_close, read_bytes, readv_bytes,
                batch_system || '.' || cluster || '.' || job_id || '.' || step_id as job_identity
