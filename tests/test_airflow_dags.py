@@ -120,6 +120,9 @@ def airflow(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "TIERLENS_"))}
     env.update({
         "AIRFLOW_HOME": str(af_home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        # Cosmos renders the dbt project while the DAG file is parsed (a `dbt ls` child): on a busy
+        # 2-core machine that outlasts Airflow's default 30 s import timeout
+        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300",
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"), "AIRFLOW__COSMOS__ENABLE_TELEMETRY": "False",
         "AIRFLOW__COSMOS__CACHE_DIR": str(af_home / "cosmos"), "DO_NOT_TRACK": "1",
         "SCARF_NO_ANALYTICS": "true", "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",

@@ -10,6 +10,8 @@ export TIERLENS_HOME="${TIERLENS_HOME:-$HOME/.local/share/tierlens}"
 export AIRFLOW_HOME="${AIRFLOW_HOME:-$TIERLENS_HOME/airflow}"
 export AIRFLOW__CORE__DAGS_FOLDER="$repo/dags"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
+# Cosmos runs `dbt ls` while parsing the transform DAG; the default 30 s is tight on a small host.
+export AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT=${AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT:-120}
 export AIRFLOW__COSMOS__ENABLE_TELEMETRY=False DO_NOT_TRACK=1 SCARF_NO_ANALYTICS=true
 export DBT_SEND_ANONYMOUS_USAGE_STATS=False
 export TIERLENS_DBT_EXECUTABLE="${TIERLENS_DBT_EXECUTABLE:-$repo/.venv/bin/dbt}"
