@@ -46,6 +46,8 @@ FIXED_POINT_ITERATIONS = 12
 GB = 1e9
 #: Jobs a storage type (or route) needs in the calibration set before its times count as fitted.
 MIN_JOBS = 30
+#: Jobs a fit uses at most (a seeded sample): the times are few, and a fit then takes seconds.
+DEFAULT_FIT_JOBS = 8000
 #: Bounds of the fitted times, seconds per GB (1 ms/GB to 1 h/GB): wide, only to keep the fit finite.
 LOG_BOUNDS = (np.log(1e-3), np.log(3600.0))
 
@@ -297,7 +299,7 @@ def efficiency_of(prof: JobProfiles, wall: np.ndarray) -> float:
 # ----------------------------------------------------------------------------- calibration
 
 def calibrate(prof: JobProfiles, job_class: str, storage_types: tuple[str, ...] | None = None,
-              max_jobs: int | None = 20_000, seed: int = 0) -> Calibration:
+              max_jobs: int | None = DEFAULT_FIT_JOBS, seed: int = 0) -> Calibration:
     """Fit the service times on ``prof`` (robust least squares on per-job efficiency).
 
     ``storage_types`` fixes the parameter layout (types absent from ``prof`` are kept at a neutral
@@ -406,7 +408,7 @@ def cells(prof: JobProfiles) -> list[tuple[str, str]]:
     return sorted(set(zip(prof.storage_type.tolist(), prof.arm.tolist())))
 
 
-def validate(prof: JobProfiles, job_class: str, min_jobs: int = MIN_JOBS, max_jobs: int | None = 20_000,
+def validate(prof: JobProfiles, job_class: str, min_jobs: int = MIN_JOBS, max_jobs: int | None = DEFAULT_FIT_JOBS,
              seed: int = 0) -> list[HeldOut]:
     """Leave one configuration out: fit on all the others, predict the one left out."""
     types = tuple(sorted(set(prof.storage_type)))

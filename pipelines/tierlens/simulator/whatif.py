@@ -48,7 +48,7 @@ class EfficiencyOptions:
     start: str | None = None
     end: str | None = None
     validate: bool = True
-    max_fit_jobs: int = 8000
+    max_fit_jobs: int = ef.DEFAULT_FIT_JOBS
     seed: int = 0
 
     def as_dict(self) -> dict:
