@@ -135,7 +135,8 @@ def load_profiles(con, job_class: str | None, start: str | None = None, end: str
     col = [t.column(i).to_numpy(zero_copy_only=False) for i in range(t.num_columns)]
     nr = len(ROUTES)
     return JobProfiles(col[0].astype(object), col[1].astype(object), *col[2:8],
-                       np.vstack(col[8:8 + nr]) if len(t) else np.zeros((nr, 0)), col[8 + nr], col[9 + nr].astype(object),
+                       np.vstack(col[8:8 + nr]) if len(t) else np.zeros((nr, 0)), col[8 + nr],
+                       col[9 + nr].astype(object),
                        col[10 + nr].astype(object))
 
 
@@ -288,8 +289,8 @@ def predict_wall(log_times: np.ndarray, storage_types: tuple[str, ...], prof: Jo
     compute = prof.cpu / prof.cores
     jobs = prof.concurrent if sc.jobs_per_node is None else np.full(len(prof), float(sc.jobs_per_node))
     node_idx, n_nodes = prof.node_index()
-    return _wall_kernel(t, nt, idx, node_idx, n_nodes, prof.scratch_read, prof.scratch_write, prof.stage_in, remote, compute,
-                        np.ascontiguousarray(jobs, np.float64))
+    return _wall_kernel(t, nt, idx, node_idx, n_nodes, prof.scratch_read, prof.scratch_write, prof.stage_in,
+                        remote, compute, np.ascontiguousarray(jobs, np.float64))
 
 
 def efficiency_of(prof: JobProfiles, wall: np.ndarray) -> float:
