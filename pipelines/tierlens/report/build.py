@@ -1025,7 +1025,7 @@ def _prediction(wh: _Warehouse) -> Section:
          Column("measured_efficiency", "measured", "pct"), Column("predicted_efficiency", "predicted", "pct"),
          Column("efficiency_low", "95 % low", "pct"), Column("efficiency_high", "95 % high", "pct"),
          Column("loo_predicted_efficiency", "left out of fit", "pct"),
-         Column("loo_prediction_error", "left-out error", "pct"),
+         Column("loo_prediction_error", "left out − measured", "pct"),
          Column("outside", "outside interval", "flag"), Column("model_version", "model", csv_only=True)],
         rows, flag_key="outside"))
     grid = wh.rows("""
