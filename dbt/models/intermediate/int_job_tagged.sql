@@ -65,12 +65,12 @@ final as (
             job_class,
             case
                 when lower(coalesce(account, '')) like '%prod%'
-                  or lower(coalesce("partition", '')) like '%prod%' then 'production'
+                  or lower(coalesce({{ adapter.quote("partition") }}, '')) like '%prod%' then 'production'
                 else 'analysis'
             end
         )                                                        as job_class,
         job_class is null                                        as job_class_derived,
-        "partition",
+        {{ adapter.quote("partition") }},
         node,
         node_list,
         coalesce(tag_storage_type, node_storage_type, 'unknown') as storage_type,
@@ -79,7 +79,7 @@ final as (
             when node_storage_type is not null then 'node'
             else 'unknown'
         end                                                      as storage_type_source,
-        coalesce(tag_device_models[1], node_device_models[1])   as device_model,
+        coalesce({{ first_element('tag_device_models') }}, {{ first_element('node_device_models') }})   as device_model,
         coalesce(tag_ab_arm, node_ab_arm, 'none')                as ab_arm,
         tag_cache_route                                          as cache_route,
         tag_scratch_path                                         as scratch_path,
