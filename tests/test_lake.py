@@ -208,3 +208,77 @@ def test_exchange_swaps_two_directories_atomically(tmp_path: Path) -> None:
     assert lake_module._exchange(a, b) is True
     assert [p.name for p in a.iterdir()] == ["from_b"]
     assert [p.name for p in b.iterdir()] == ["from_a"]
+
+
+# --- compaction ----------------------------------------------------------------------------------
+
+def _split_partition(folder: Path, parts: int) -> None:
+    """Make one partition folder of many small files, as incremental writers leave it."""
+    import pyarrow.parquet as pq
+
+    (only,) = list(folder.glob("*.parquet"))
+    table = pq.read_table(only)
+    only.unlink()
+    step = max(1, -(-table.num_rows // parts))
+    for n, start in enumerate(range(0, table.num_rows, step)):
+        pq.write_table(table.slice(start, step), folder / f"part_{n}.parquet")
+
+
+def test_compact_merges_small_files_and_keeps_every_row(warehouse: Warehouse, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    export_lake(warehouse, lake)
+    before = sorted(read(lake / "raw_job" / "*" / "*.parquet", "SELECT job_id, day FROM t"))
+    day = lake / "raw_job" / "day=2024-05-01"
+    _split_partition(day, 3)
+    assert len(list(day.glob("*.parquet"))) == 3
+
+    done = lake_module.compact_lake(lake)
+
+    assert done["raw_job"] == 1 and done["raw_node"] == 0
+    assert [p.name for p in day.glob("*.parquet")] == ["data_0.parquet"]
+    assert sorted(read(lake / "raw_job" / "*" / "*.parquet", "SELECT job_id, day FROM t")) == before
+    assert not [p for p in lake.iterdir() if p.name.startswith(".")]  # no staging left behind
+
+
+def test_compact_splits_by_rows_per_file(warehouse: Warehouse, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    export_lake(warehouse, lake)
+    day = lake / "raw_job" / "day=2024-05-01"
+    rows = len(read(day / "*.parquet"))
+    _split_partition(day, rows)
+    lake_module.compact_lake(lake, rows_per_file=2)
+    assert len(list(day.glob("*.parquet"))) == -(-rows // 2)
+    assert len(read(day / "*.parquet")) == rows
+
+
+def test_compact_refuses_symlinks_and_bad_sizes(warehouse: Warehouse, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    export_lake(warehouse, lake)
+    with pytest.raises(ValueError, match="rows_per_file"):
+        lake_module.compact_lake(lake, rows_per_file=0)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (lake / "raw_job" / "day=2099-01-01").symlink_to(elsewhere)
+    with pytest.raises(ValueError, match="not a real directory"):
+        lake_module.compact_lake(lake)
+    link = tmp_path / "lake-link"
+    link.symlink_to(lake)
+    with pytest.raises(ValueError, match="not a real directory"):
+        lake_module.compact_lake(link)
+    with pytest.raises(FileNotFoundError):
+        lake_module.compact_lake(tmp_path / "missing")
+
+
+def test_compact_command(warehouse: Warehouse, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+
+    lake = tmp_path / "lake"
+    export_lake(warehouse, lake)
+    _split_partition(lake / "raw_job" / "day=2024-05-01", 2)
+    result = CliRunner().invoke(app, ["lake", "compact", "--lake", str(lake)])
+    assert result.exit_code == 0, result.output
+    assert "raw_job 1" in result.output
+    bad = CliRunner().invoke(app, ["lake", "compact", "--lake", str(tmp_path / "nope")])
+    assert bad.exit_code == 2 and "no lake" in bad.output
