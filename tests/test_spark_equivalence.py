@@ -224,3 +224,37 @@ def test_marts_are_not_trivially_empty(builds):
     """The comparison shows something only if the marts have rows: the site is chosen so they do."""
     empty = [m for m in MARTS if not _duckdb_rows(builds["duckdb"], "marts", m)[1]]
     assert empty == [], f"marts without rows on the test site: {empty}"
+
+
+def test_ab_uncertainty_from_spark_marts_equals_the_dbt_python_model(builds):
+    """The engine-neutral path: `tierlens ab-uncertainty` over the marts Spark wrote."""
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+
+    out = builds["root"] / "ab_uncertainty.parquet"
+    result = CliRunner().invoke(app, ["ab-uncertainty", "--marts", str(builds["spark"] / "marts.db"),
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    con = duckdb.connect()
+    try:
+        cur = con.execute(f"select * from read_parquet('{out}')")
+        spark_side = ([d[0] for d in cur.description], cur.fetchall())
+    finally:
+        con.close()
+    rows = compare_tables("ab_uncertainty", _duckdb_rows(builds["duckdb"], "marts", "ab_uncertainty"), spark_side)
+    assert rows > 0
+
+
+def test_ab_uncertainty_command_rejects_bad_input(tmp_path):
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+
+    missing = CliRunner().invoke(app, ["ab-uncertainty", "--marts", str(tmp_path), "--out", str(tmp_path / "o.parquet")])
+    assert missing.exit_code == 2 and "job_efficiency" in missing.output
+    (tmp_path / "job_efficiency").mkdir()
+    (tmp_path / "cache_hourly").mkdir()
+    bad_block = CliRunner().invoke(app, ["ab-uncertainty", "--marts", str(tmp_path), "--out",
+                                         str(tmp_path / "o.parquet"), "--block", "week"])
+    assert bad_block.exit_code == 2 and "ab_block" in bad_block.output
