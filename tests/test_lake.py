@@ -1,4 +1,4 @@
-"""export_lake: hive partitions by UTC day, atomic replacement, no symlink following."""
+"""export_lake: hive partitions by UTC day and site, atomic replacement, no symlink following; compact_lake."""
 
 from __future__ import annotations
 
@@ -69,26 +69,40 @@ def test_partitions_by_utc_day(warehouse: Warehouse, tmp_path: Path) -> None:
 
     want = expected_days(STARTS)
     assert counts["raw_job"] == len(STARTS)
-    got = read(lake / "raw_job" / "*" / "*.parquet",
+    got = read(lake / "raw_job" / "*" / "*" / "*.parquet",
                "SELECT CAST(day AS VARCHAR), count(*) FROM t GROUP BY ALL")
     assert Counter({day: n for day, n in got}) == want
     folders = sorted(p.name for p in (lake / "raw_job").iterdir())
     assert folders == sorted(["day=2024-05-01", "day=2024-05-02", "day=2024-05-03",
                               "day=__HIVE_DEFAULT_PARTITION__"])
-    # Each row sits in the folder of its own UTC day.
-    mismatched = read(lake / "raw_job" / "*" / "*.parquet",
-                      "SELECT count(*) FROM t WHERE CAST(timezone('UTC', start_time) AS DATE) <> day")
+    assert sorted(p.name for p in (lake / "raw_job" / "day=2024-05-01").iterdir()) == ["site=t2test"]
+    # Each row sits in the folder of its own UTC day and its own site.
+    mismatched = read(lake / "raw_job" / "*" / "*" / "*.parquet",
+                      "SELECT count(*) FROM t WHERE CAST(timezone('UTC', start_time) AS DATE) <> day "
+                      "OR site <> 't2test'")
     assert mismatched == [(0,)]
+
+
+def test_partitions_by_site_within_a_day(tmp_path: Path) -> None:
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        start = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
+        wh.load(Batch(RecordKind.JOB, pa.Table.from_pylist(
+            [job("1", start, cluster="gla"), job("2", start, cluster="ral"), job("3", start, cluster="ral")],
+            schema=JOB), "sacct.json"))
+        export_lake(wh, tmp_path / "lake")
+    day = tmp_path / "lake" / "raw_job" / "day=2024-05-01"
+    assert sorted(p.name for p in day.iterdir()) == ["site=gla", "site=ral"]
+    assert read(day / "site=ral" / "*.parquet", "SELECT count(*) FROM t") == [(2,)]
 
 
 def test_files_hold_the_raw_columns_and_values(warehouse: Warehouse, tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     export_lake(warehouse, lake)
     con = duckdb.connect()
-    files = con.execute(f"SELECT name FROM parquet_schema('{lake}/raw_job/*/*.parquet') "
+    files = con.execute(f"SELECT name FROM parquet_schema('{lake}/raw_job/*/*/*.parquet') "
                         "WHERE name <> 'duckdb_schema'").fetchall()
-    assert sorted({n for (n,) in files}) == sorted(JOB.names)  # no day column inside the files
-    lake_rows = read(lake / "raw_job" / "*" / "*.parquet", "SELECT * EXCLUDE (day) FROM t ORDER BY job_id")
+    assert sorted({n for (n,) in files}) == sorted(JOB.names)  # no day or site column inside the files
+    lake_rows = read(lake / "raw_job" / "*" / "*" / "*.parquet", "SELECT * EXCLUDE (day, site) FROM t ORDER BY job_id")
     assert lake_rows == warehouse.con.execute("SELECT * FROM raw_job ORDER BY job_id").fetchall()
 
 
@@ -113,7 +127,7 @@ def test_export_from_a_path(tmp_path: Path) -> None:
              "storage_type": "ssd", "tagged_at": datetime(2024, 6, 1, 23, 59, tzinfo=UTC)}], schema=JOB_TAG), "spool"))
     counts = export_lake(path, tmp_path / "lake")
     assert counts["raw_job_tag"] == 1
-    assert (tmp_path / "lake" / "raw_job_tag" / "day=2024-06-01" / "data_0.parquet").is_file()
+    assert (tmp_path / "lake" / "raw_job_tag" / "day=2024-06-01" / "site=c" / "data_0.parquet").is_file()
 
 
 def test_export_replaces_the_old_lake(warehouse: Warehouse, tmp_path: Path) -> None:
@@ -127,7 +141,7 @@ def test_export_replaces_the_old_lake(warehouse: Warehouse, tmp_path: Path) -> N
 
     assert counts["raw_job"] == len(STARTS) + 1
     assert not (lake / "raw_job" / "stale.parquet").exists()
-    assert read(lake / "raw_job" / "*" / "*.parquet", "SELECT count(*) FROM t") == [(len(STARTS) + 1,)]
+    assert read(lake / "raw_job" / "*" / "*" / "*.parquet", "SELECT count(*) FROM t") == [(len(STARTS) + 1,)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["db", "lake"]  # no staging or old copies
 
 
@@ -227,8 +241,8 @@ def _split_partition(folder: Path, parts: int) -> None:
 def test_compact_merges_small_files_and_keeps_every_row(warehouse: Warehouse, tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     export_lake(warehouse, lake)
-    before = sorted(read(lake / "raw_job" / "*" / "*.parquet", "SELECT job_id, day FROM t"))
-    day = lake / "raw_job" / "day=2024-05-01"
+    before = sorted(read(lake / "raw_job" / "*" / "*" / "*.parquet", "SELECT job_id, day FROM t"))
+    day = lake / "raw_job" / "day=2024-05-01" / "site=t2test"
     _split_partition(day, 3)
     assert len(list(day.glob("*.parquet"))) == 3
 
@@ -236,14 +250,14 @@ def test_compact_merges_small_files_and_keeps_every_row(warehouse: Warehouse, tm
 
     assert done["raw_job"] == 1 and done["raw_node"] == 0
     assert [p.name for p in day.glob("*.parquet")] == ["data_0.parquet"]
-    assert sorted(read(lake / "raw_job" / "*" / "*.parquet", "SELECT job_id, day FROM t")) == before
+    assert sorted(read(lake / "raw_job" / "*" / "*" / "*.parquet", "SELECT job_id, day FROM t")) == before
     assert not [p for p in lake.iterdir() if p.name.startswith(".")]  # no staging left behind
 
 
 def test_compact_splits_by_rows_per_file(warehouse: Warehouse, tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     export_lake(warehouse, lake)
-    day = lake / "raw_job" / "day=2024-05-01"
+    day = lake / "raw_job" / "day=2024-05-01" / "site=t2test"
     rows = len(read(day / "*.parquet"))
     _split_partition(day, rows)
     lake_module.compact_lake(lake, rows_per_file=2)
@@ -276,7 +290,7 @@ def test_compact_command(warehouse: Warehouse, tmp_path: Path) -> None:
 
     lake = tmp_path / "lake"
     export_lake(warehouse, lake)
-    _split_partition(lake / "raw_job" / "day=2024-05-01", 2)
+    _split_partition(lake / "raw_job" / "day=2024-05-01" / "site=t2test", 2)
     result = CliRunner().invoke(app, ["lake", "compact", "--lake", str(lake)])
     assert result.exit_code == 0, result.output
     assert "raw_job 1" in result.output

@@ -225,7 +225,7 @@ def lake_export(
     warehouse: WarehouseOpt = None,
     out: Annotated[Optional[Path], typer.Option(help="Lake folder [default: $TIERLENS_HOME/lake].")] = None,
 ) -> None:
-    """Write the raw tables as Parquet, partitioned by UTC day (day=YYYY-MM-DD/)."""
+    """Write the raw tables as Parquet, partitioned by UTC day and site (day=YYYY-MM-DD/site=CLUSTER/)."""
     from .warehouse import Warehouse, export_lake
 
     with Warehouse(_warehouse(warehouse), read_only=True) as w, console.status("exporting lake"):

@@ -4,7 +4,7 @@
 
     with Warehouse(paths().warehouse) as wh:
         result = wh.load(batch)          # one transaction; idempotent per batch content
-        export_lake(wh, paths().lake)    # Parquet, hive-partitioned by UTC day, swapped in
+        export_lake(wh, paths().lake)    # Parquet, hive-partitioned by UTC day and site, swapped in
 """
 
 import duckdb

@@ -1,15 +1,18 @@
-"""The Parquet lake: every raw table exported, partitioned by UTC day, swapped in atomically.
+"""The Parquet lake: every raw table exported, partitioned by UTC day and site, swapped in atomically.
 
-Layout (hive style, what ``read_parquet(..., hive_partitioning = true)`` and dbt-duckdb's
-``external_location`` read)::
+Layout (hive style, what ``read_parquet(..., hive_partitioning = true)``, Spark and Trino read)::
 
-    <lake>/raw_job/day=2024-05-01/data_0.parquet       tables with a day_column
-    <lake>/raw_job/day=__HIVE_DEFAULT_PARTITION__/...  rows whose day_column is NULL
-    <lake>/raw_node/data_0.parquet                     tables without one (and raw_rejects,
-                                                        raw_batches)
+    <lake>/raw_job/day=2024-05-01/site=t2test/data_0.parquet   tables with a day_column and a
+                                                               site (cluster) column
+    <lake>/raw_file_access/day=2024-05-01/data_0.parquet       a day_column only (a file access
+                                                               names no site)
+    <lake>/raw_job/day=__HIVE_DEFAULT_PARTITION__/...          rows whose day_column is NULL
+    <lake>/raw_node/data_0.parquet                             tables without a day (and
+                                                               raw_rejects, raw_batches)
 
-The partition column is not repeated inside the files. A table with no rows and a day_column
-leaves an empty folder.
+Day first: most reads want a range of days, over every site. The partition columns are not
+repeated inside the files. A table with no rows and a day_column leaves an empty folder.
+``compact_lake`` rewrites partitions that collected many small files into few.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from tierlens.warehouse.core import Warehouse, fetch_one
 from tierlens.warehouse.ddl import all_tables, literal, quote
 
 _DAY_COLUMNS: dict[str, str | None] = {kind.table: SPECS[kind].day_column for kind in RecordKind}
+#: The site of a row, second partition key of the day-partitioned tables that carry one.
+_SITE_COLUMNS: dict[str, str] = {"raw_job": "cluster", "raw_job_tag": "cluster"}
 
 
 def export_lake(warehouse: Warehouse | str | Path, lake_dir: str | Path) -> dict[str, int]:
@@ -77,8 +82,11 @@ def _write_table(wh: Warehouse, table: str, target: Path) -> int:
     else:
         # timezone('UTC', ...) makes the day the UTC day whatever the session zone is.
         day = f"strftime(timezone('UTC', {quote(day_column)}), '%Y-%m-%d')"
-        query = f"SELECT *, {day} AS day FROM {quote(table)}"
-        destination, options = folder, "FORMAT parquet, COMPRESSION zstd, PARTITION_BY (day)"
+        site_column = _SITE_COLUMNS.get(table)
+        site = f", {quote(site_column)} AS site" if site_column else ""
+        keys = "day, site" if site_column else "day"
+        query = f"SELECT *, {day} AS day{site} FROM {quote(table)}"
+        destination, options = folder, f"FORMAT parquet, COMPRESSION zstd, PARTITION_BY ({keys})"
     row = fetch_one(wh.con, f"COPY ({query}) TO {literal(str(destination))} ({options})")
     if day_column is not None:
         folder.mkdir(exist_ok=True)  # an empty table writes no partition, keep the table's folder
