@@ -90,17 +90,31 @@ def _print_ingest(summary, wh: Path) -> None:
 
 
 @app.command()
-def transform(warehouse: WarehouseOpt = None) -> None:
+def transform(
+    warehouse: WarehouseOpt = None,
+    target: Annotated[Optional[str], typer.Option(help="dbt target in dbt/profiles.yml: duckdb (default), spark, "
+                                                       "spark_thrift.")] = None,
+    lake: Annotated[Optional[Path], typer.Option(help="Read the raw sources from this Parquet lake "
+                                                      "(needed by the spark targets).")] = None,
+) -> None:
     """Build the dbt project (staging → intermediate → marts) and run its tests."""
     wh = _warehouse(warehouse)
-    _run_transform(wh, paths().dbt_state)
+    if target and target.startswith("spark") and lake is None:
+        err.print("[red]the spark targets read the Parquet lake: give --lake (tierlens lake export writes it)[/red]")
+        raise typer.Exit(2)
+    _run_transform(wh, paths().dbt_state, target=target, lake=lake)
 
 
-def _run_transform(wh: Path, state: Path) -> None:
+def _run_transform(wh: Path, state: Path, target: str | None = None, lake: Path | None = None) -> None:
     from .transform import run_dbt
 
     with console.status("dbt build: staging → intermediate → marts, with tests"):
-        result = run_dbt(wh, state)
+        try:
+            result = run_dbt(wh, state, target=target, lake=lake,
+                             spark_warehouse=state / "spark-warehouse" if target == "spark" else None)
+        except (FileNotFoundError, ValueError) as e:
+            err.print(f"[red]{e}[/red]")
+            raise typer.Exit(2) from e
     if not result.success:
         for f in result.failures:
             err.print(f"[red]{f}[/red]")
