@@ -258,3 +258,15 @@ def test_ab_uncertainty_command_rejects_bad_input(tmp_path):
     bad_block = CliRunner().invoke(app, ["ab-uncertainty", "--marts", str(tmp_path), "--out",
                                          str(tmp_path / "o.parquet"), "--block", "week"])
     assert bad_block.exit_code == 2 and "ab_block" in bad_block.output
+
+
+def test_transform_on_spark_needs_a_lake(tmp_path):
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+
+    no_lake = CliRunner().invoke(app, ["transform", "--target", "spark", "-w", str(tmp_path / "w.duckdb")])
+    assert no_lake.exit_code == 2 and "--lake" in no_lake.output
+    missing = CliRunner().invoke(app, ["transform", "--target", "spark", "--lake", str(tmp_path / "none"),
+                                       "-w", str(tmp_path / "w.duckdb")])
+    assert missing.exit_code == 2 and "no Parquet lake" in missing.output
