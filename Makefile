@@ -9,7 +9,7 @@ export TIERLENS_HOME ?= $(CURDIR)/.tierlens
 export DBT_SEND_ANONYMOUS_USAGE_STATS := False
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test bench setup system-deps airflow-venv clean
+.PHONY: demo test bench bench-spark setup system-deps airflow-venv clean
 
 setup: $(VENV)/.installed
 
@@ -51,6 +51,10 @@ test: setup system-deps airflow-venv
 bench: setup
 	$(BIN)/python bench/ingest_bench.py
 	$(BIN)/python bench/demo_bench.py
+
+# DuckDB against local Spark at 1x and 10x the demo (about 20 minutes on 2 cores; Java 17).
+bench-spark: setup
+	$(BIN)/python bench/spark_bench.py --scales 1 10
 
 clean:
 	rm -rf $(VENV) $(AIRFLOW_VENV) .tierlens .pytest_cache

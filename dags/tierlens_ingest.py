@@ -59,8 +59,9 @@ def tierlens_ingest():
 
     @task(outlets=[tl.raw_asset()], trigger_rule="none_failed_min_one_success")
     def publish() -> dict:
-        """Rows per raw table after this interval's loads; updates the tierlens_raw Asset."""
-        return tl.counts(tl.warehouse_path(var))
+        """Rows per raw table after this interval's loads; updates the tierlens_raw Asset.
+        With a Spark dbt target (setting dbt_target) it first exports the Parquet lake Spark reads."""
+        return tl.publish(tl.warehouse_path(var), var)
 
     loads >> publish()
 

@@ -1,7 +1,8 @@
 """tierlens_transform: the dbt project (staging -> intermediate -> marts) through astronomer-cosmos.
 
 A task per model with its tests right after it (and one per seed), scheduled by the
-``tierlens_raw`` Asset that tierlens_ingest updates. dbt runs as a subprocess of the dbt in
+``tierlens_raw`` Asset that tierlens_ingest updates. The dbt target (engine) comes from the
+``dbt_target`` setting: duckdb (default), spark or spark_thrift. dbt runs as a subprocess of the dbt in
 tierlens' own virtualenv (``dbt_executable`` setting), so Airflow's and dbt's pins never meet.
 Settings: dags/README.md.
 """
@@ -22,11 +23,10 @@ from tierlens import orchestration  # noqa: E402
 
 _project = orchestration.dbt_project_dir(orchestration.airflow_var)
 _dbt = orchestration.dbt_executable(orchestration.airflow_var)
-_env = {
-    "TIERLENS_WAREHOUSE": str(orchestration.warehouse_path(orchestration.airflow_var).resolve()),
-    "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",
-    "DO_NOT_TRACK": "1",
-}
+# The engine is configuration: setting dbt_target (Variable tierlens_dbt_target, env
+# TIERLENS_DBT_TARGET) names a dbt/profiles.yml output; the Spark ones read the lake.
+_target = orchestration.dbt_target(orchestration.airflow_var)
+_env = orchestration.dbt_env(orchestration.airflow_var)
 
 tierlens_transform = DbtDag(
     dag_id="tierlens_transform",
@@ -38,7 +38,7 @@ tierlens_transform = DbtDag(
     tags=["tierlens"],
     doc_md=__doc__,
     project_config=ProjectConfig(dbt_project_path=_project, env_vars=_env),
-    profile_config=ProfileConfig(profile_name="tierlens", target_name="duckdb",
+    profile_config=ProfileConfig(profile_name="tierlens", target_name=_target,
                                  profiles_yml_filepath=_project / "profiles.yml"),
     execution_config=ExecutionConfig(dbt_executable_path=_dbt, invocation_mode=InvocationMode.SUBPROCESS),
     render_config=RenderConfig(load_method=LoadMode.DBT_LS, test_behavior=TestBehavior.AFTER_EACH,

@@ -1,4 +1,4 @@
-"""export_lake: hive partitions by UTC day, atomic replacement, no symlink following."""
+"""export_lake: hive partitions by UTC day and site, atomic replacement, no symlink following; compact_lake."""
 
 from __future__ import annotations
 
@@ -69,26 +69,40 @@ def test_partitions_by_utc_day(warehouse: Warehouse, tmp_path: Path) -> None:
 
     want = expected_days(STARTS)
     assert counts["raw_job"] == len(STARTS)
-    got = read(lake / "raw_job" / "*" / "*.parquet",
+    got = read(lake / "raw_job" / "*" / "*" / "*.parquet",
                "SELECT CAST(day AS VARCHAR), count(*) FROM t GROUP BY ALL")
     assert Counter({day: n for day, n in got}) == want
     folders = sorted(p.name for p in (lake / "raw_job").iterdir())
     assert folders == sorted(["day=2024-05-01", "day=2024-05-02", "day=2024-05-03",
                               "day=__HIVE_DEFAULT_PARTITION__"])
-    # Each row sits in the folder of its own UTC day.
-    mismatched = read(lake / "raw_job" / "*" / "*.parquet",
-                      "SELECT count(*) FROM t WHERE CAST(timezone('UTC', start_time) AS DATE) <> day")
+    assert sorted(p.name for p in (lake / "raw_job" / "day=2024-05-01").iterdir()) == ["site=t2test"]
+    # Each row sits in the folder of its own UTC day and its own site.
+    mismatched = read(lake / "raw_job" / "*" / "*" / "*.parquet",
+                      "SELECT count(*) FROM t WHERE CAST(timezone('UTC', start_time) AS DATE) <> day "
+                      "OR site <> 't2test'")
     assert mismatched == [(0,)]
+
+
+def test_partitions_by_site_within_a_day(tmp_path: Path) -> None:
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        start = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
+        wh.load(Batch(RecordKind.JOB, pa.Table.from_pylist(
+            [job("1", start, cluster="gla"), job("2", start, cluster="ral"), job("3", start, cluster="ral")],
+            schema=JOB), "sacct.json"))
+        export_lake(wh, tmp_path / "lake")
+    day = tmp_path / "lake" / "raw_job" / "day=2024-05-01"
+    assert sorted(p.name for p in day.iterdir()) == ["site=gla", "site=ral"]
+    assert read(day / "site=ral" / "*.parquet", "SELECT count(*) FROM t") == [(2,)]
 
 
 def test_files_hold_the_raw_columns_and_values(warehouse: Warehouse, tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     export_lake(warehouse, lake)
     con = duckdb.connect()
-    files = con.execute(f"SELECT name FROM parquet_schema('{lake}/raw_job/*/*.parquet') "
+    files = con.execute(f"SELECT name FROM parquet_schema('{lake}/raw_job/*/*/*.parquet') "
                         "WHERE name <> 'duckdb_schema'").fetchall()
-    assert sorted({n for (n,) in files}) == sorted(JOB.names)  # no day column inside the files
-    lake_rows = read(lake / "raw_job" / "*" / "*.parquet", "SELECT * EXCLUDE (day) FROM t ORDER BY job_id")
+    assert sorted({n for (n,) in files}) == sorted(JOB.names)  # no day or site column inside the files
+    lake_rows = read(lake / "raw_job" / "*" / "*" / "*.parquet", "SELECT * EXCLUDE (day, site) FROM t ORDER BY job_id")
     assert lake_rows == warehouse.con.execute("SELECT * FROM raw_job ORDER BY job_id").fetchall()
 
 
@@ -113,7 +127,7 @@ def test_export_from_a_path(tmp_path: Path) -> None:
              "storage_type": "ssd", "tagged_at": datetime(2024, 6, 1, 23, 59, tzinfo=UTC)}], schema=JOB_TAG), "spool"))
     counts = export_lake(path, tmp_path / "lake")
     assert counts["raw_job_tag"] == 1
-    assert (tmp_path / "lake" / "raw_job_tag" / "day=2024-06-01" / "data_0.parquet").is_file()
+    assert (tmp_path / "lake" / "raw_job_tag" / "day=2024-06-01" / "site=c" / "data_0.parquet").is_file()
 
 
 def test_export_replaces_the_old_lake(warehouse: Warehouse, tmp_path: Path) -> None:
@@ -127,7 +141,7 @@ def test_export_replaces_the_old_lake(warehouse: Warehouse, tmp_path: Path) -> N
 
     assert counts["raw_job"] == len(STARTS) + 1
     assert not (lake / "raw_job" / "stale.parquet").exists()
-    assert read(lake / "raw_job" / "*" / "*.parquet", "SELECT count(*) FROM t") == [(len(STARTS) + 1,)]
+    assert read(lake / "raw_job" / "*" / "*" / "*.parquet", "SELECT count(*) FROM t") == [(len(STARTS) + 1,)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["db", "lake"]  # no staging or old copies
 
 
@@ -208,3 +222,77 @@ def test_exchange_swaps_two_directories_atomically(tmp_path: Path) -> None:
     assert lake_module._exchange(a, b) is True
     assert [p.name for p in a.iterdir()] == ["from_b"]
     assert [p.name for p in b.iterdir()] == ["from_a"]
+
+
+# --- compaction ----------------------------------------------------------------------------------
+
+def _split_partition(folder: Path, parts: int) -> None:
+    """Make one partition folder of many small files, as incremental writers leave it."""
+    import pyarrow.parquet as pq
+
+    (only,) = list(folder.glob("*.parquet"))
+    table = pq.read_table(only)
+    only.unlink()
+    step = max(1, -(-table.num_rows // parts))
+    for n, start in enumerate(range(0, table.num_rows, step)):
+        pq.write_table(table.slice(start, step), folder / f"part_{n}.parquet")
+
+
+def test_compact_merges_small_files_and_keeps_every_row(warehouse: Warehouse, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    export_lake(warehouse, lake)
+    before = sorted(read(lake / "raw_job" / "*" / "*" / "*.parquet", "SELECT job_id, day FROM t"))
+    day = lake / "raw_job" / "day=2024-05-01" / "site=t2test"
+    _split_partition(day, 3)
+    assert len(list(day.glob("*.parquet"))) == 3
+
+    done = lake_module.compact_lake(lake)
+
+    assert done["raw_job"] == 1 and done["raw_node"] == 0
+    assert [p.name for p in day.glob("*.parquet")] == ["data_0.parquet"]
+    assert sorted(read(lake / "raw_job" / "*" / "*" / "*.parquet", "SELECT job_id, day FROM t")) == before
+    assert not [p for p in lake.iterdir() if p.name.startswith(".")]  # no staging left behind
+
+
+def test_compact_splits_by_rows_per_file(warehouse: Warehouse, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    export_lake(warehouse, lake)
+    day = lake / "raw_job" / "day=2024-05-01" / "site=t2test"
+    rows = len(read(day / "*.parquet"))
+    _split_partition(day, rows)
+    lake_module.compact_lake(lake, rows_per_file=2)
+    assert len(list(day.glob("*.parquet"))) == -(-rows // 2)
+    assert len(read(day / "*.parquet")) == rows
+
+
+def test_compact_refuses_symlinks_and_bad_sizes(warehouse: Warehouse, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    export_lake(warehouse, lake)
+    with pytest.raises(ValueError, match="rows_per_file"):
+        lake_module.compact_lake(lake, rows_per_file=0)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (lake / "raw_job" / "day=2099-01-01").symlink_to(elsewhere)
+    with pytest.raises(ValueError, match="not a real directory"):
+        lake_module.compact_lake(lake)
+    link = tmp_path / "lake-link"
+    link.symlink_to(lake)
+    with pytest.raises(ValueError, match="not a real directory"):
+        lake_module.compact_lake(link)
+    with pytest.raises(FileNotFoundError):
+        lake_module.compact_lake(tmp_path / "missing")
+
+
+def test_compact_command(warehouse: Warehouse, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+
+    lake = tmp_path / "lake"
+    export_lake(warehouse, lake)
+    _split_partition(lake / "raw_job" / "day=2024-05-01" / "site=t2test", 2)
+    result = CliRunner().invoke(app, ["lake", "compact", "--lake", str(lake)])
+    assert result.exit_code == 0, result.output
+    assert "raw_job 1" in result.output
+    bad = CliRunner().invoke(app, ["lake", "compact", "--lake", str(tmp_path / "nope")])
+    assert bad.exit_code == 2 and "no lake" in bad.output

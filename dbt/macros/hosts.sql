@@ -3,7 +3,7 @@
 {% macro short_host(expr) -%}
 case
     when {{ expr }} is null then null
-    when regexp_matches({{ expr }}, '^[0-9.]+$') or contains({{ expr }}, ':') then lower({{ expr }})
-    else split_part(lower({{ expr }}), '.', 1)
+    when {{ regex_matches(expr, "'^[0-9.]+$'") }} or {{ expr }} like '%:%' then lower({{ expr }})
+    else {{ dbt.split_part('lower(' ~ expr ~ ')', "'.'", 1) }}
 end
 {%- endmacro %}

@@ -1,16 +1,11 @@
-{# A SQL string literal for a Jinja value (single quotes doubled). #}
-{% macro sql_literal(value) -%}
+{# A SQL string literal for a Jinja value: DuckDB doubles a single quote, Spark escapes it with a
+   backslash (two adjacent Spark literals would be concatenated, not read as one quote). #}
+{% macro sql_literal(value) -%}{{ return(adapter.dispatch('sql_literal', 'tierlens')(value)) }}{%- endmacro %}
+{% macro default__sql_literal(value) -%}
     '{{ value | string | replace("'", "''") }}'
 {%- endmacro %}
-
-{# A TIMESTAMPTZ expression as a naive UTC TIMESTAMP, so date/hour truncation is in UTC. #}
-{% macro utc(expr) -%}
-    timezone('UTC', {{ expr }})
-{%- endmacro %}
-
-{# Seconds between two timestamps, as DOUBLE (microsecond precision). #}
-{% macro seconds_between(start_expr, end_expr) -%}
-    (date_diff('microsecond', {{ start_expr }}, {{ end_expr }}) / 1e6)
+{% macro spark__sql_literal(value) -%}
+    '{{ value | string | replace("\\", "\\\\") | replace("'", "\\'") }}'
 {%- endmacro %}
 
 {# Usable devices' worth of capacity for a storage configuration (RAID levels). #}

@@ -11,7 +11,7 @@ with days as (
         sum(jobs_above_one) as jobs_above_one
     from {{ ref('efficiency_by_group') }}
     where period_grain = 'day'
-    group by all
+    group by cast(date_trunc('week', period_start) as date), storage_type, ab_arm, account, job_class
 ),
 
 weeks as (

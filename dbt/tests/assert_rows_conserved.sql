@@ -9,7 +9,7 @@ from (
     select
         (select count(*) from {{ ref('stg_job') }} where end_time is not null and wall_seconds > 0) as expected,
         (select count(*) from {{ ref('job_efficiency') }}) as actual
-)
+) as counts_1
 where expected <> actual
 
 union all
@@ -18,7 +18,7 @@ from (
     select
         (select count(*) from {{ ref('stg_file_access') }}) as expected,
         (select count(*) from {{ ref('int_file_access_by_job') }}) as actual
-)
+) as counts_2
 where expected <> actual
 
 union all
@@ -27,7 +27,7 @@ from (
     select
         (select count(*) from {{ ref('stg_file_access') }} where server_role = 'cache') as expected,
         (select coalesce(sum(accesses), 0) from {{ ref('cache_hourly') }}) as actual
-)
+) as counts_3
 where expected <> actual
 
 union all
@@ -36,7 +36,7 @@ from (
     select
         (select count(*) from {{ ref('stg_storage_catalog') }}) as expected,
         (select count(*) from {{ ref('storage_price_performance') }}) as actual
-)
+) as counts_4
 where expected <> actual
 
 union all
@@ -45,5 +45,5 @@ from (
     select
         (select count(*) from {{ ref('int_file_access_by_job') }} where match_quality = 'exact') as expected,
         (select coalesce(sum(files_accessed), 0) from {{ ref('job_efficiency') }}) as actual
-)
+) as counts_5
 where actual > expected

@@ -90,17 +90,31 @@ def _print_ingest(summary, wh: Path) -> None:
 
 
 @app.command()
-def transform(warehouse: WarehouseOpt = None) -> None:
+def transform(
+    warehouse: WarehouseOpt = None,
+    target: Annotated[Optional[str], typer.Option(help="dbt target in dbt/profiles.yml: duckdb (default), spark, "
+                                                       "spark_thrift.")] = None,
+    lake: Annotated[Optional[Path], typer.Option(help="Read the raw sources from this Parquet lake "
+                                                      "(needed by the spark targets).")] = None,
+) -> None:
     """Build the dbt project (staging → intermediate → marts) and run its tests."""
     wh = _warehouse(warehouse)
-    _run_transform(wh, paths().dbt_state)
+    if target and target.startswith("spark") and lake is None:
+        err.print("[red]the spark targets read the Parquet lake: give --lake (tierlens lake export writes it)[/red]")
+        raise typer.Exit(2)
+    _run_transform(wh, paths().dbt_state, target=target, lake=lake)
 
 
-def _run_transform(wh: Path, state: Path) -> None:
+def _run_transform(wh: Path, state: Path, target: str | None = None, lake: Path | None = None) -> None:
     from .transform import run_dbt
 
     with console.status("dbt build: staging → intermediate → marts, with tests"):
-        result = run_dbt(wh, state)
+        try:
+            result = run_dbt(wh, state, target=target, lake=lake,
+                             spark_warehouse=state / "spark-warehouse" if target == "spark" else None)
+        except (FileNotFoundError, ValueError) as e:
+            err.print(f"[red]{e}[/red]")
+            raise typer.Exit(2) from e
     if not result.success:
         for f in result.failures:
             err.print(f"[red]{f}[/red]")
@@ -225,12 +239,56 @@ def lake_export(
     warehouse: WarehouseOpt = None,
     out: Annotated[Optional[Path], typer.Option(help="Lake folder [default: $TIERLENS_HOME/lake].")] = None,
 ) -> None:
-    """Write the raw tables as Parquet, partitioned by UTC day (day=YYYY-MM-DD/)."""
+    """Write the raw tables as Parquet, partitioned by UTC day and site (day=YYYY-MM-DD/site=CLUSTER/)."""
     from .warehouse import Warehouse, export_lake
 
     with Warehouse(_warehouse(warehouse), read_only=True) as w, console.status("exporting lake"):
         rows = export_lake(w, out or paths().lake)
     console.print(f"lake: {out or paths().lake}: " + ", ".join(f"{k} {v:,}" for k, v in rows.items()))
+
+
+@lake_app.command("compact")
+def lake_compact(
+    lake: Annotated[Optional[Path], typer.Option(help="Lake folder [default: $TIERLENS_HOME/lake].")] = None,
+    rows_per_file: Annotated[int, typer.Option(help="Most rows in one rewritten file.")] = 1_000_000,
+) -> None:
+    """Rewrite partitions made of many small Parquet files into few, each swapped in atomically."""
+    from .warehouse import compact_lake
+
+    folder = lake or paths().lake
+    try:
+        done = compact_lake(folder, rows_per_file=rows_per_file)
+    except (ValueError, FileNotFoundError) as e:
+        err.print(f"[red]{e}[/red]")
+        raise typer.Exit(2) from e
+    changed = ", ".join(f"{k} {v:,}" for k, v in done.items() if v) or "none needed it"
+    console.print(f"lake {folder}: {sum(done.values()):,} partition folder(s) compacted ({changed})", soft_wrap=True)
+
+
+@app.command("ab-uncertainty")
+def ab_uncertainty_cmd(
+    marts: Annotated[Path, typer.Option(help="Folder holding the marts job_efficiency/ and cache_hourly/ as "
+                                             "Parquet (e.g. <spark.sql.warehouse.dir>/marts.db).")],
+    out: Annotated[Path, typer.Option(help="Parquet file to write marts.ab_uncertainty to.")],
+    arm_a: Annotated[str, typer.Option(help="Arm A (dbt var arm_a).")] = "A",
+    arm_b: Annotated[str, typer.Option(help="Arm B (dbt var arm_b).")] = "B",
+    block: Annotated[str, typer.Option(help="Bootstrap block: hour or day (dbt var ab_block).")] = "hour",
+    seed: Annotated[int, typer.Option(help="Random seed (dbt var ab_seed).")] = 42,
+) -> None:
+    """Build marts.ab_uncertainty from another engine's marts (Spark, Trino): the dbt Python model's twin."""
+    from .analysis.uncertainty import ABParams, ab_uncertainty
+    from .warehouse.lake import read_parquet_table, write_parquet_atomically
+
+    try:
+        params = ABParams(arm_a=arm_a, arm_b=arm_b, block=block, seed=seed)
+        jobs = read_parquet_table(marts / "job_efficiency")
+        cache = read_parquet_table(marts / "cache_hourly")
+        table = ab_uncertainty(jobs, cache, params)
+        write_parquet_atomically(table, out)
+    except (ValueError, FileNotFoundError) as e:
+        err.print(f"[red]{e}[/red]")
+        raise typer.Exit(2) from e
+    console.print(f"ab_uncertainty: {table.num_rows:,} rows -> {out}")
 
 
 @app.command()

@@ -53,6 +53,11 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "pool": ("tierlens_warehouse", "Airflow pool (1 slot) serialising every task that writes the warehouse"),
     "dbt_executable": ("", "dbt binary (dbt-duckdb) for Cosmos; default the dbt beside this Python"),
     "dbt_project_dir": ("", "dbt project; default dbt/ of the checkout"),
+    "dbt_target": ("duckdb", "dbt target (dbt/profiles.yml) the transform DAG builds: duckdb, spark (local "
+                             "session) or spark_thrift (a cluster, deploy/spark/README.md)"),
+    "lake": ("", "Parquet lake the spark targets read; the ingest DAG's publish task exports it for them; "
+                 "default <home>/lake"),
+    "spark_warehouse": ("", "spark.sql.warehouse.dir of the spark (session) target; default <home>/spark-warehouse"),
     "dbt_select": ("", "dbt node selection rendered by Cosmos, comma-separated (e.g. +job_efficiency); "
                        "default the whole project"),
     "report_dir": ("", "folder of the weekly reports, one sub-folder per interval; default <home>/reports"),
@@ -99,6 +104,46 @@ def tierlens_home(lookup=None) -> Path:
 def warehouse_path(lookup=None) -> Path:
     w = setting("warehouse", lookup)
     return Path(w).expanduser() if w else tierlens_home(lookup) / "warehouse.duckdb"
+
+
+DBT_TARGETS = ("duckdb", "spark", "spark_thrift")
+
+
+def dbt_target(lookup=None) -> str:
+    """The profiles.yml target the transform DAG builds; a clear error for an unknown one."""
+    target = setting("dbt_target", lookup).strip() or "duckdb"
+    if target not in DBT_TARGETS:
+        raise ValueError(f"dbt_target {target!r} is not one of {', '.join(DBT_TARGETS)} (dbt/profiles.yml)")
+    return target
+
+
+def lake_path(lookup=None) -> Path:
+    lake = setting("lake", lookup)
+    return Path(lake).expanduser() if lake else tierlens_home(lookup) / "lake"
+
+
+def dbt_env(lookup=None) -> dict[str, str]:
+    """Environment of the dbt subprocesses: the warehouse, and for the Spark targets the lake."""
+    env = {
+        "TIERLENS_WAREHOUSE": str(warehouse_path(lookup).resolve()),
+        "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",
+        "DO_NOT_TRACK": "1",
+    }
+    if dbt_target(lookup) != "duckdb":
+        env["TIERLENS_LAKE"] = str(lake_path(lookup).resolve())
+        spark_wh = setting("spark_warehouse", lookup)
+        env["TIERLENS_SPARK_WAREHOUSE"] = str(
+            Path(spark_wh).expanduser().resolve() if spark_wh else tierlens_home(lookup) / "spark-warehouse")
+    return env
+
+
+def publish(warehouse: Path, lookup=None) -> dict:
+    """Rows per raw table; with a Spark dbt target, the lake is exported for it first."""
+    if dbt_target(lookup) != "duckdb":
+        from .warehouse import export_lake
+
+        export_lake(warehouse, lake_path(lookup))
+    return counts(warehouse)
 
 
 def dbt_project_dir(lookup=None) -> Path:

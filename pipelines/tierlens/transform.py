@@ -38,18 +38,30 @@ def _dbt_executable() -> list[str]:
 
 
 def run_dbt(warehouse: Path, state_dir: Path, command: str = "build", extra: list[str] | None = None,
-            project_dir: Path = DBT_PROJECT_DIR) -> TransformResult:
+            project_dir: Path = DBT_PROJECT_DIR, target: str | None = None, lake: Path | None = None,
+            spark_warehouse: Path | None = None) -> TransformResult:
     """Run dbt in a child process; the caller must have closed its own connections to ``warehouse``.
 
     A child process, not dbt's in-process runner: dbt-duckdb keeps its DuckDB connection open for
     the life of the process, which would lock the warehouse against the report that follows.
     dbt's target/ and logs/ go to ``state_dir`` so the source tree stays clean.
+
+    ``target`` picks a profiles.yml output (duckdb, spark, spark_thrift; default: the profile's).
+    ``lake`` makes the raw sources the Parquet lake instead of the warehouse's raw tables (the
+    spark targets need one). ``spark_warehouse`` is where the spark session target keeps its tables.
     """
+    target_name = target
     state_dir.mkdir(parents=True, exist_ok=True)
     target = state_dir / "target"
     args = [*_dbt_executable(), command, "--project-dir", str(project_dir), "--profiles-dir", str(project_dir),
             "--target-path", str(target), "--log-path", str(state_dir / "logs"), *(extra or [])]
+    if target_name:
+        args += ["--target", target_name]
     env = dict(os.environ, TIERLENS_WAREHOUSE=str(Path(warehouse).resolve()))
+    if lake is not None:
+        env["TIERLENS_LAKE"] = str(_lake_dir(lake))
+    if spark_warehouse is not None:
+        env["TIERLENS_SPARK_WAREHOUSE"] = str(Path(spark_warehouse).resolve())
     proc = subprocess.run(args, env=env, capture_output=True, text=True)
     result = TransformResult(success=proc.returncode == 0)
     run_results = target / "run_results.json"
@@ -67,3 +79,13 @@ def run_dbt(warehouse: Path, state_dir: Path, command: str = "build", extra: lis
     if not result.success and not result.failures:
         result.failures.append(f"dbt {command} exited {proc.returncode}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return result
+
+
+def _lake_dir(lake: Path) -> Path:
+    """The lake as an absolute path dbt can put into SQL, or a clear error before dbt starts."""
+    path = Path(lake).resolve()
+    if not path.is_dir():
+        raise FileNotFoundError(f"no Parquet lake at {lake}: write one with `tierlens lake export`")
+    if "'" in str(path) or "\\" in str(path):
+        raise ValueError(f"the lake path {path} must not contain quotes or backslashes (it goes into SQL)")
+    return path

@@ -20,33 +20,43 @@ with accesses as (
     select * from {{ ref('stg_file_access') }}
 ),
 
--- One row per job: the whole-job row, else its first step.
+-- One row per job: the whole-job row, else its first step. (Ranking in a subquery, not QUALIFY:
+-- Spark SQL has no QUALIFY.)
 job_rows as (
-    select
-        job_identity,
-        batch_system,
-        cluster,
-        job_id,
-        step_id,
-        node,
-        node_list,
-        start_time,
-        end_time
-    from {{ ref('stg_job') }}
-    qualify row_number() over (
-        partition by batch_system, cluster, job_id
-        order by (step_id = '') desc, step_id
-    ) = 1
+    select job_identity, batch_system, cluster, job_id, step_id, node, node_list, start_time, end_time
+    from (
+        select
+            job_identity,
+            batch_system,
+            cluster,
+            job_id,
+            step_id,
+            node,
+            node_list,
+            start_time,
+            end_time,
+            row_number() over (
+                partition by batch_system, cluster, job_id
+                order by case when step_id = '' then 0 else 1 end, step_id
+            ) as row_rank
+        from {{ ref('stg_job') }}
+    ) as ranked
+    where row_rank = 1
 ),
 
 job_by_identity as (
-    select *
-    from job_rows
-    where job_identity is not null
-    qualify row_number() over (
-        partition by job_identity
-        order by batch_system, cluster, job_id
-    ) = 1
+    select job_identity, batch_system, cluster, job_id, step_id, node, node_list, start_time, end_time
+    from (
+        select
+            job_rows.*,
+            row_number() over (
+                partition by job_identity
+                order by batch_system, cluster, job_id
+            ) as identity_rank
+        from job_rows
+        where job_identity is not null
+    ) as ranked
+    where identity_rank = 1
 ),
 
 exact as (
@@ -67,19 +77,30 @@ exact as (
 ),
 
 -- The host a job ran on, as a short lower-case name (IP addresses kept whole), one row per node.
+job_host_names as (
+    select
+        batch_system,
+        cluster,
+        job_id,
+        step_id,
+        start_time,
+        end_time,
+        {{ explode_list(split_and_append("coalesce(node_list, node, '')", "','", "coalesce(node, '')")) }} as h
+    from job_rows
+    where start_time is not null
+),
+
 job_hosts as (
     select distinct
-        job_rows.batch_system,
-        job_rows.cluster,
-        job_rows.job_id,
-        job_rows.step_id,
-        job_rows.start_time,
-        job_rows.end_time,
-        {{ short_host('trim(host.h)') }} as host_key
-    from job_rows,
-        unnest(string_split(coalesce(job_rows.node_list, job_rows.node, ''), ',')
-               || [coalesce(job_rows.node, '')]) as host(h)
-    where trim(host.h) <> '' and job_rows.start_time is not null
+        batch_system,
+        cluster,
+        job_id,
+        step_id,
+        start_time,
+        end_time,
+        {{ short_host('trim(h)') }} as host_key
+    from job_host_names
+    where trim(h) <> ''
 ),
 
 unidentified as (
@@ -94,25 +115,23 @@ unidentified as (
     where {{ tierlens_identity('job_identity') }} is null and client_host is not null and start_time is not null
 ),
 
-candidates as (
+-- Each unidentified access with each job that ran on its client host while it was open.
+candidate_pairs as (
     select
         u.server_host,
         u.unique_id,
+        u.client_pid,
+        u.host_key,
+        u.start_time,
+        u.end_time,
         j.batch_system,
         j.cluster,
         j.job_id,
         j.step_id,
         j.start_time as job_start,
         -- seconds of the access's open..close that fall inside the job's run
-        epoch(least(u.end_time, coalesce(j.end_time, u.end_time)))
-            - epoch(greatest(u.start_time, j.start_time)) as overlap_seconds,
-        exists (
-            select 1 from exact e
-            where e.batch_system = j.batch_system and e.cluster = j.cluster and e.job_id = j.job_id
-              and u.client_pid is not null and e.client_pid = u.client_pid
-              and {{ short_host('e.client_host') }} = u.host_key
-              and e.start_time <= u.end_time and e.end_time >= u.start_time
-        ) as pid_evidence
+        {{ seconds_between('greatest(u.start_time, j.start_time)',
+                           'least(u.end_time, coalesce(j.end_time, u.end_time))') }} as overlap_seconds
     from unidentified u
     inner join job_hosts j
         on j.host_key = u.host_key
@@ -120,21 +139,64 @@ candidates as (
         and (j.end_time is null or j.end_time >= u.start_time)
 ),
 
-inferred as (
+-- pid evidence: an exactly matched access of the same job came from the same client pid and
+-- host while this one was open. An inner join on all the equalities then a left join back, not
+-- a correlated EXISTS in the select list: Spark SQL does not take that, and this form lets both
+-- engines hash-join (a left join with the range conditions in ON made DuckDB 10x slower).
+exact_hosts as (
     select
-        server_host,
-        unique_id,
-        batch_system,
-        cluster,
-        job_id,
-        step_id,
-        case when pid_evidence then 'host_pid' else 'host_time' end as match_method,
-        count(*) over (partition by server_host, unique_id)          as match_candidates
-    from candidates
-    qualify row_number() over (
-        partition by server_host, unique_id
-        order by pid_evidence desc, overlap_seconds desc, job_start desc, batch_system, cluster, job_id
-    ) = 1
+        batch_system, cluster, job_id, client_pid, start_time, end_time,
+        {{ short_host('client_host') }} as host_key
+    from exact
+    where client_pid is not null
+),
+
+pid_matches as (
+    select distinct c.server_host, c.unique_id, c.batch_system, c.cluster, c.job_id
+    from candidate_pairs c
+    inner join exact_hosts e
+        on  e.batch_system = c.batch_system and e.cluster = c.cluster and e.job_id = c.job_id
+        and e.client_pid = c.client_pid and e.host_key = c.host_key
+    where e.start_time <= c.end_time and e.end_time >= c.start_time
+),
+
+candidates as (
+    select
+        c.server_host,
+        c.unique_id,
+        c.batch_system,
+        c.cluster,
+        c.job_id,
+        c.step_id,
+        c.job_start,
+        c.overlap_seconds,
+        p.job_id is not null as pid_evidence
+    from candidate_pairs c
+    left join pid_matches p
+        on  p.server_host = c.server_host and p.unique_id = c.unique_id
+        and p.batch_system = c.batch_system and p.cluster = c.cluster and p.job_id = c.job_id
+),
+
+inferred as (
+    select server_host, unique_id, batch_system, cluster, job_id, step_id, match_method, match_candidates
+    from (
+        select
+            server_host,
+            unique_id,
+            batch_system,
+            cluster,
+            job_id,
+            step_id,
+            case when pid_evidence then 'host_pid' else 'host_time' end as match_method,
+            count(*) over (partition by server_host, unique_id)          as match_candidates,
+            row_number() over (
+                partition by server_host, unique_id
+                order by case when pid_evidence then 0 else 1 end, overlap_seconds desc, job_start desc,
+                         batch_system, cluster, job_id
+            ) as candidate_rank
+        from candidates
+    ) as ranked
+    where candidate_rank = 1
 ),
 
 final as (

@@ -5,7 +5,13 @@
 --   * job_class: the job's own, else 'production' when account or partition contains 'prod',
 --     else 'analysis'.
 with jobs as (
-    select * from {{ ref('stg_job') }}
+    select
+        *,
+        -- the job whose whole-job tag a step falls back to; NULL for a whole-job row. An equality
+        -- key, so the join below is a hash join (a `step_id <> ''` in its ON clause made DuckDB
+        -- compare every job with every tag).
+        case when step_id <> '' then job_id end as parent_job_id
+    from {{ ref('stg_job') }}
     where end_time is not null
       and wall_seconds > 0
 ),
@@ -41,10 +47,9 @@ joined as (
         and step_tag.job_id = jobs.job_id
         and step_tag.step_id = jobs.step_id
     left join tags as job_tag
-        on  jobs.step_id <> ''
-        and job_tag.batch_system = jobs.batch_system
+        on  job_tag.batch_system = jobs.batch_system
         and job_tag.cluster = jobs.cluster
-        and job_tag.job_id = jobs.job_id
+        and job_tag.job_id = jobs.parent_job_id
         and job_tag.step_id = ''
     left join nodes
         on  nodes.cluster = jobs.cluster
@@ -65,12 +70,12 @@ final as (
             job_class,
             case
                 when lower(coalesce(account, '')) like '%prod%'
-                  or lower(coalesce("partition", '')) like '%prod%' then 'production'
+                  or lower(coalesce({{ adapter.quote("partition") }}, '')) like '%prod%' then 'production'
                 else 'analysis'
             end
         )                                                        as job_class,
         job_class is null                                        as job_class_derived,
-        "partition",
+        {{ adapter.quote("partition") }},
         node,
         node_list,
         coalesce(tag_storage_type, node_storage_type, 'unknown') as storage_type,
@@ -79,7 +84,7 @@ final as (
             when node_storage_type is not null then 'node'
             else 'unknown'
         end                                                      as storage_type_source,
-        coalesce(tag_device_models[1], node_device_models[1])   as device_model,
+        coalesce({{ first_element('tag_device_models') }}, {{ first_element('node_device_models') }})   as device_model,
         coalesce(tag_ab_arm, node_ab_arm, 'none')                as ab_arm,
         tag_cache_route                                          as cache_route,
         tag_scratch_path                                         as scratch_path,

@@ -5,13 +5,19 @@ with inventory as (
     select * from {{ ref('stg_node') }}
 ),
 
+-- row_number in a subquery, not QUALIFY: Spark SQL has no QUALIFY.
 latest_tag as (
     select cluster, node, storage_type, device_models
-    from {{ ref('stg_job_tag') }}
-    qualify row_number() over (
-        partition by cluster, node
-        order by tagged_at desc nulls last, job_id desc, step_id desc
-    ) = 1
+    from (
+        select
+            cluster, node, storage_type, device_models,
+            row_number() over (
+                partition by cluster, node
+                order by tagged_at desc nulls last, job_id desc, step_id desc
+            ) as tag_rank
+        from {{ ref('stg_job_tag') }}
+    ) as ranked
+    where tag_rank = 1
 ),
 
 job_nodes as (
@@ -38,8 +44,8 @@ final as (
             else latest_tag.device_models
         end                                                      as device_models,
         case
-            when inventory.node is not null then inventory.device_models[1]
-            else latest_tag.device_models[1]
+            when inventory.node is not null then {{ first_element('inventory.device_models') }}
+            else {{ first_element('latest_tag.device_models') }}
         end                                                      as device_model,
         inventory.device_count,
         inventory.job_slots,

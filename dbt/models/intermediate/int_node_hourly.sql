@@ -21,7 +21,7 @@ with jobs as (
 job_hours as (
     select
         jobs.*,
-        unnest(range(date_trunc('hour', start_utc), end_utc, interval 1 hour)) as hour_utc
+        {{ explode_hours("date_trunc('hour', start_utc)", 'end_utc') }} as hour_utc
     from jobs
 ),
 
@@ -59,7 +59,7 @@ spine as (
     select
         cluster,
         node,
-        unnest(range(first_hour, last_hour + interval 1 hour, interval 1 hour)) as hour_utc
+        {{ explode_hours('first_hour', 'last_hour + interval 1 hour') }} as hour_utc
     from node_span
 ),
 
@@ -67,7 +67,7 @@ final as (
     select
         spine.cluster,
         spine.node,
-        spine.hour_utc at time zone 'UTC'                        as hour,
+        {{ from_utc('spine.hour_utc') }}                        as hour,
         config.storage_type,
         config.job_slots,
         coalesce(usage.jobs, 0)                                  as jobs,

@@ -28,7 +28,7 @@ aggregated as (
 )
 
 select
-    hour_utc at time zone 'UTC'                                  as hour,
+    {{ from_utc('hour_utc') }}                                  as hour,
     server_host,
     accesses,
     hit_accesses,

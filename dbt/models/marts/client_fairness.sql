@@ -8,9 +8,7 @@ with accesses as (
     select
         server_host,
         client_host,
-        time_bucket(
-            interval ({{ var('fairness_window_minutes', 60) }}) minute, {{ utc('start_time') }}
-        )                                                        as window_utc,
+        {{ minute_bucket(var('fairness_window_minutes', 60), utc('start_time')) }} as window_utc,
         read_bytes_at_close                                      as bytes_read,
         {{ seconds_between('start_time', 'end_time') }}          as seconds
     from {{ ref('stg_file_access') }}
@@ -44,8 +42,8 @@ groups as (
         stddev_pop(bandwidth_mb_s)                               as stddev_bandwidth_mb_s,
         min(bandwidth_mb_s)                                      as min_bandwidth_mb_s,
         max(bandwidth_mb_s)                                      as max_bandwidth_mb_s,
-        quantile_cont(bandwidth_mb_s, 0.1)                       as p10_bandwidth_mb_s,
-        quantile_cont(bandwidth_mb_s, 0.9)                       as p90_bandwidth_mb_s,
+        {{ quantile_cont('bandwidth_mb_s', 0.1) }} as p10_bandwidth_mb_s,
+        {{ quantile_cont('bandwidth_mb_s', 0.9) }} as p90_bandwidth_mb_s,
         max(seconds) / nullif(min(seconds), 0)                   as completion_time_ratio,
         power(sum(bandwidth_mb_s), 2)
             / nullif(count(*) * sum(power(bandwidth_mb_s, 2)), 0) as jain_index
@@ -56,7 +54,7 @@ groups as (
 
 select
     server_host,
-    window_utc at time zone 'UTC'                                as window_start,
+    {{ from_utc('window_utc') }}                                as window_start,
     {{ var('fairness_window_minutes', 60) }}                     as window_minutes,
     clients,
     accesses,

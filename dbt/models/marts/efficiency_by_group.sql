@@ -3,6 +3,9 @@
 -- efficiency = Σ cpu / Σ (wall x cores); mean_job_efficiency = mean of per-job efficiencies.
 -- cpu_hours, wall_hours, core_wall_hours and jobs add up across rows; efficiencies do not:
 -- re-aggregate as Σ cpu_hours / Σ core_wall_hours.
+{#- Listed, not `* exclude (day, week)`: Spark SQL has no EXCLUDE. #}
+{%- set group_columns = 'storage_type, ab_arm, account, job_class, cpu_seconds, wall_seconds, '
+                        ~ 'core_wall_seconds, efficiency, efficiency_above_one' %}
 with jobs as (
     select
         day,
@@ -20,9 +23,9 @@ with jobs as (
 ),
 
 by_period as (
-    select 'day' as period_grain, day as period_start, * exclude (day, week) from jobs
+    select 'day' as period_grain, day as period_start, {{ group_columns }} from jobs
     union all
-    select 'week' as period_grain, week as period_start, * exclude (day, week) from jobs
+    select 'week' as period_grain, week as period_start, {{ group_columns }} from jobs
 ),
 
 aggregated as (

@@ -30,7 +30,7 @@ placed as (
         accesses.*,
         cast(floor({{ seconds_between('accesses.start_utc', 'reference.ref_utc') }} / 43200) as integer) + 1
                                                                  as period,
-        accesses.start_utc > reference.ref_utc - interval ({{ recent_days }}) day as recent,
+        accesses.start_utc > reference.ref_utc - interval {{ recent_days }} day as recent,
         reference.ref_utc
     from accesses, reference
 ),
@@ -45,10 +45,10 @@ per_file as (
         count(*) filter (where period between 1 and 10)          as accesses_10_periods,
         count(*) filter (where recent)                           as reads_recent,
         coalesce(sum(read_bytes_at_close) filter (where recent), 0) as bytes_read_recent,
-        avg(read_bytes_at_close::double / nullif(file_size_bytes, 0)) filter (where recent)
+        avg(cast(read_bytes_at_close as double) / nullif(file_size_bytes, 0)) filter (where recent)
                                                                  as mean_read_fraction,
         max(start_utc)                                           as last_access_utc,
-        any_value(ref_utc)                                       as ref_utc
+        {{ any_value('ref_utc') }} as ref_utc
     from placed
     group by file_lfn
     having count(*) filter (where period between 1 and 10 or recent) > 0
@@ -69,6 +69,6 @@ select
     row_number() over (
         order by reads_recent * coalesce(mean_read_fraction, 0) desc, reads_recent desc, file_lfn
     )                                                            as popularity_rank,
-    last_access_utc at time zone 'UTC'                           as last_access,
-    ref_utc at time zone 'UTC'                                   as reference_time
+    {{ from_utc('last_access_utc') }}                           as last_access,
+    {{ from_utc('ref_utc') }}                                   as reference_time
 from per_file

@@ -16,9 +16,9 @@ select
     count(*) filter (where not cache_fill)                          as reads,
     count(distinct job_id) filter (where not cache_fill)            as jobs,
     coalesce(sum(read_bytes_at_close) filter (where not cache_fill), 0) as bytes_read,
-    avg(read_bytes_at_close::double / nullif(file_size_bytes, 0)) filter (where not cache_fill)
+    avg(cast(read_bytes_at_close as double) / nullif(file_size_bytes, 0)) filter (where not cache_fill)
                                                                     as mean_read_fraction,
-    coalesce(sum(read_bytes_at_close) filter (where not cache_fill), 0)::double
+    cast(coalesce(sum(read_bytes_at_close) filter (where not cache_fill), 0) as double)
         / nullif(max(file_size_bytes), 0)                           as total_read_fraction,
     coalesce(sum(cache_hit_bytes), 0)                               as bytes_from_cache,
     coalesce(sum(cache_miss_bytes), 0)                              as bytes_staged_in,

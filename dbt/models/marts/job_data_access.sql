@@ -19,14 +19,14 @@ select
     count(*) filter (where not close_seen)                          as accesses_unclosed,
     coalesce(sum(read_bytes_at_close), 0)                           as bytes_read,
     coalesce(sum(file_size_bytes), 0)                               as bytes_opened,
-    coalesce(sum(read_bytes_at_close), 0)::double
+    cast(coalesce(sum(read_bytes_at_close), 0) as double)
         / nullif(sum(file_size_bytes), 0)                           as read_fraction,
-    avg(read_bytes_at_close::double / nullif(file_size_bytes, 0))  as mean_read_fraction,
+    avg(cast(read_bytes_at_close as double) / nullif(file_size_bytes, 0))  as mean_read_fraction,
     count(*) filter (where server_role = 'cache')                   as accesses_via_cache,
     coalesce(sum(cache_hit_bytes), 0)                               as bytes_from_cache,
     coalesce(sum(cache_miss_bytes), 0)                              as bytes_staged_in,
     coalesce(sum(cache_bypass_bytes), 0)                            as bytes_bypassed,
-    coalesce(sum(cache_hit_bytes), 0)::double
+    cast(coalesce(sum(cache_hit_bytes), 0) as double)
         / nullif(coalesce(sum(cache_hit_bytes), 0) + coalesce(sum(cache_miss_bytes), 0)
                  + coalesce(sum(cache_bypass_bytes), 0), 0)         as cache_hit_ratio_bytes,
     case

@@ -44,7 +44,7 @@ final as (
         account,
         vo,
         job_class,
-        "partition",
+        {{ adapter.quote("partition") }},
         node,
         storage_type,
         ab_arm,

@@ -18,7 +18,7 @@ aggregated as (
     select
         storage_type,
         scope,
-        count(distinct [cluster, node])                          as nodes,
+        {{ count_distinct_pair('cluster', 'node') }} as nodes,
         count(*)                                                 as node_hours,
         sum(jobs_ended)                                          as jobs_ended,
         sum(allocated_core_seconds) / 3600.0                     as allocated_core_hours,

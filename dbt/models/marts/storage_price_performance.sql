@@ -44,7 +44,7 @@ staged_in as (
            sum(coalesce(read_bytes_at_close, 0)) as staged_in_bytes
     from {{ ref('int_file_access_by_job') }}
     where match_quality = 'exact' and app_name = 'xrdcp'
-    group by all
+    group by batch_system, cluster, job_id, step_id
 ),
 
 node_writes as (
@@ -109,7 +109,7 @@ extra as (
 measured as (
     select
         catalog.config_name,
-        count(distinct [node_jobs.cluster, node_jobs.node])       as nodes,
+        {{ count_distinct_pair('node_jobs.cluster', 'node_jobs.node') }} as nodes,
         count(*)                                                  as jobs,
         sum(node_jobs.cpu_seconds)                                as cpu_seconds,
         sum(node_jobs.core_wall_seconds)                          as core_wall_seconds,

@@ -5,13 +5,13 @@ with source as (
 
 renamed as (
     select
-        cast(server_host as varchar)                     as server_host,
-        cast(unique_id as varchar)                       as unique_id,
+        cast(server_host as {{ dbt.type_string() }})                     as server_host,
+        cast(unique_id as {{ dbt.type_string() }})                       as unique_id,
         lower(nullif(trim(server_role), ''))             as server_role,
-        cast(file_lfn as varchar)                        as file_lfn,
+        cast(file_lfn as {{ dbt.type_string() }})                        as file_lfn,
         cast(file_size_bytes as bigint)                  as file_size_bytes,
-        cast(start_time as timestamptz)                  as start_time,
-        cast(end_time as timestamptz)                    as end_time,
+        cast(start_time as {{ type_instant() }})                  as start_time,
+        cast(end_time as {{ type_instant() }})                    as end_time,
         cast(read_single_average_bytes as double)        as read_single_average_bytes,
         cast(read_vector_average_bytes as double)        as read_vector_average_bytes,
         cast(write_average_bytes as double)              as write_average_bytes,

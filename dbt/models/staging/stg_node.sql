@@ -5,10 +5,10 @@ with source as (
 
 renamed as (
     select
-        cast(cluster as varchar)                         as cluster,
-        cast(node as varchar)                            as node,
+        cast(cluster as {{ dbt.type_string() }})                         as cluster,
+        cast(node as {{ dbt.type_string() }})                            as node,
         lower(trim(storage_type))                        as storage_type,
-        cast(device_models as varchar[])                 as device_models,
+        cast(device_models as {{ type_string_array() }})                 as device_models,
         cast(device_count as integer)                    as device_count,
         cast(job_slots as integer)                       as job_slots,
         cast(nic_gbps as double)                         as nic_gbps,

@@ -5,15 +5,15 @@ with source as (
 
 renamed as (
     select
-        cast(run_id as varchar)                         as run_id,
-        cast(model_version as varchar)                  as model_version,
-        cast(job_class as varchar)                      as job_class,
-        cast(scenario as varchar)                       as scenario,
-        cast(storage_type as varchar)                   as storage_type,
-        cast(ab_arm as varchar)                         as ab_arm,
+        cast(run_id as {{ dbt.type_string() }})                         as run_id,
+        cast(model_version as {{ dbt.type_string() }})                  as model_version,
+        cast(job_class as {{ dbt.type_string() }})                      as job_class,
+        cast(scenario as {{ dbt.type_string() }})                       as scenario,
+        cast(storage_type as {{ dbt.type_string() }})                   as storage_type,
+        cast(ab_arm as {{ dbt.type_string() }})                         as ab_arm,
         cast(jobs_per_node as double)                   as jobs_per_node,
-        cast(cache as varchar)                          as cache,
-        cast(cache_policy as varchar)                   as cache_policy,
+        cast(cache as {{ dbt.type_string() }})                          as cache,
+        cast(cache_policy as {{ dbt.type_string() }})                   as cache_policy,
         cast(cache_bytes as bigint)                     as cache_bytes,
         cast(jobs as bigint)                            as jobs,
         cast(mean_concurrent_jobs as double)            as mean_concurrent_jobs,

@@ -2,7 +2,7 @@
 -- overridden and extended by rows loaded into raw_storage_catalog (raw wins on config_name).
 with warehouse_rows as (
     select
-        cast(config_name as varchar)                     as config_name,
+        cast(config_name as {{ dbt.type_string() }})                     as config_name,
         lower(trim(storage_type))                        as storage_type,
         nullif(trim(device_model), '')                   as device_model,
         cast(devices_per_node as integer)                as devices_per_node,
@@ -16,7 +16,7 @@ with warehouse_rows as (
 
 seed_rows as (
     select
-        cast(config_name as varchar)                     as config_name,
+        cast(config_name as {{ dbt.type_string() }})                     as config_name,
         lower(trim(storage_type))                        as storage_type,
         nullif(trim(device_model), '')                   as device_model,
         cast(devices_per_node as integer)                as devices_per_node,

@@ -1,15 +1,19 @@
-"""The Parquet lake: every raw table exported, partitioned by UTC day, swapped in atomically.
+"""The Parquet lake: every raw table exported, partitioned by UTC day and site, swapped in atomically.
 
-Layout (hive style, what ``read_parquet(..., hive_partitioning = true)`` and dbt-duckdb's
-``external_location`` read)::
+Layout (hive style, what ``read_parquet(..., hive_partitioning = true)``, Spark and Trino read)::
 
-    <lake>/raw_job/day=2024-05-01/data_0.parquet       tables with a day_column
-    <lake>/raw_job/day=__HIVE_DEFAULT_PARTITION__/...  rows whose day_column is NULL
-    <lake>/raw_node/data_0.parquet                     tables without one (and raw_rejects,
-                                                        raw_batches)
+    <lake>/raw_job/day=2024-05-01/site=t2test/data_0.parquet   tables with a day_column and a
+                                                               site (cluster) column
+    <lake>/raw_file_access/day=2024-05-01/data_0.parquet       a day_column only (a file access
+                                                               names no site)
+    <lake>/raw_job/day=__HIVE_DEFAULT_PARTITION__/...          rows whose day_column is NULL
+    <lake>/raw_node/data_0.parquet                             tables without a day (and
+                                                               raw_rejects, raw_batches, the
+                                                               simulator's sim_* results)
 
-The partition column is not repeated inside the files. A table with no rows and a day_column
-leaves an empty folder.
+Day first: most reads want a range of days, over every site. The partition columns are not
+repeated inside the files. A table with no rows and a day_column leaves an empty folder.
+``compact_lake`` rewrites partitions that collected many small files into few.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from tierlens.warehouse.core import Warehouse, fetch_one
 from tierlens.warehouse.ddl import all_tables, literal, quote
 
 _DAY_COLUMNS: dict[str, str | None] = {kind.table: SPECS[kind].day_column for kind in RecordKind}
+#: The site of a row, second partition key of the day-partitioned tables that carry one.
+_SITE_COLUMNS: dict[str, str] = {"raw_job": "cluster", "raw_job_tag": "cluster"}
 
 
 def export_lake(warehouse: Warehouse | str | Path, lake_dir: str | Path) -> dict[str, int]:
@@ -60,11 +66,18 @@ def _write_tables(wh: Warehouse, target: Path) -> dict[str, int]:
     # One read transaction: the tables are exported from the same snapshot.
     wh.con.execute("BEGIN TRANSACTION")
     try:
-        for table in all_tables():
+        for table in (*all_tables(), *_simulation_tables()):
             counts[table] = _write_table(wh, table, target)
     finally:
         wh.con.execute("COMMIT")
     return counts
+
+
+def _simulation_tables() -> tuple[str, ...]:
+    """The simulator's result tables (dbt source 'simulator'): single files, like raw_node."""
+    from tierlens.simulator.store import DDL
+
+    return tuple(DDL)
 
 
 def _write_table(wh: Warehouse, table: str, target: Path) -> int:
@@ -77,8 +90,11 @@ def _write_table(wh: Warehouse, table: str, target: Path) -> int:
     else:
         # timezone('UTC', ...) makes the day the UTC day whatever the session zone is.
         day = f"strftime(timezone('UTC', {quote(day_column)}), '%Y-%m-%d')"
-        query = f"SELECT *, {day} AS day FROM {quote(table)}"
-        destination, options = folder, "FORMAT parquet, COMPRESSION zstd, PARTITION_BY (day)"
+        site_column = _SITE_COLUMNS.get(table)
+        site = f", {quote(site_column)} AS site" if site_column else ""
+        keys = "day, site" if site_column else "day"
+        query = f"SELECT *, {day} AS day{site} FROM {quote(table)}"
+        destination, options = folder, f"FORMAT parquet, COMPRESSION zstd, PARTITION_BY ({keys})"
     row = fetch_one(wh.con, f"COPY ({query}) TO {literal(str(destination))} ({options})")
     if day_column is not None:
         folder.mkdir(exist_ok=True)  # an empty table writes no partition, keep the table's folder
@@ -141,3 +157,115 @@ def _remove_tree(path: Path) -> None:
         shutil.rmtree(path)
     else:
         os.unlink(path)
+
+
+# --- compaction --------------------------------------------------------------------------------
+
+DEFAULT_ROWS_PER_FILE = 1_000_000
+
+
+def compact_lake(lake_dir: str | Path, rows_per_file: int = DEFAULT_ROWS_PER_FILE) -> dict[str, int]:
+    """Rewrite every partition folder of the lake that holds several Parquet files into as few
+    files as ``rows_per_file`` allows; returns how many folders were compacted per table.
+
+    Engines pay per file (a listing, a footer read, a task): the collector's and loaders' small
+    batches make many. Each folder is rewritten into a staging folder at the lake's top (where no
+    table's files are looked for) and swapped in by an atomic exchange, so a reader sees the old
+    files or the new ones. Symlinks are refused, never followed.
+    """
+    if rows_per_file < 1:
+        raise ValueError(f"rows_per_file must be at least 1, not {rows_per_file}")
+    lake = Path(lake_dir)
+    _check_real_dir(lake, "lake")
+    compacted: dict[str, int] = {}
+    for table_dir in sorted(p for p in lake.iterdir() if not p.name.startswith((".", "_"))):
+        _check_real_dir(table_dir, "table folder")
+        compacted[table_dir.name] = sum(
+            _compact_folder(lake, folder, rows_per_file) for folder in _data_folders(table_dir))
+    return compacted
+
+
+def _check_real_dir(path: Path, what: str) -> None:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no {what} at {path}") from None
+    if not stat.S_ISDIR(mode):
+        raise ValueError(f"{what} {path} is not a real directory (a symlink or a file); refusing to touch it")
+
+
+def _data_folders(table_dir: Path) -> list[Path]:
+    """Folders below a table (itself included) that directly hold Parquet files."""
+    found: list[Path] = []
+    for root, dirs, files in os.walk(table_dir, followlinks=False):
+        root_path = Path(root)
+        for d in list(dirs):
+            if d.startswith((".", "_")):
+                dirs.remove(d)
+            else:
+                _check_real_dir(root_path / d, "partition folder")
+        if any(f.endswith(".parquet") and not f.startswith((".", "_")) for f in files):
+            found.append(root_path)
+    return found
+
+
+def _parquet_files(folder: Path) -> list[Path]:
+    files = sorted(p for p in folder.iterdir() if p.suffix == ".parquet" and not p.name.startswith((".", "_")))
+    for f in files:
+        if not stat.S_ISREG(os.lstat(f).st_mode):
+            raise ValueError(f"{f} is not a regular file (a symlink?); refusing to compact {folder}")
+    return files
+
+
+def _compact_folder(lake: Path, folder: Path, rows_per_file: int) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = _parquet_files(folder)
+    entries = list(folder.iterdir())
+    if len(files) < 2 or any(stat.S_ISDIR(os.lstat(e).st_mode) for e in entries):
+        return 0  # nothing to merge, or a folder with partition subfolders: left as it is
+    staging = lake / f".compact-{uuid.uuid4().hex[:12]}"
+    staging.mkdir()
+    try:
+        # File by file, not a dataset read: that could add the folder's hive key as a column.
+        table = pa.concat_tables([pq.read_table(f) for f in files], promote_options="default")
+        for n, start in enumerate(range(0, max(table.num_rows, 1), rows_per_file)):
+            pq.write_table(table.slice(start, rows_per_file), staging / f"data_{n}.parquet", compression="zstd")
+        for other in entries:  # keep what is not a data file (markers, notes)
+            if other not in files and stat.S_ISREG(os.lstat(other).st_mode):
+                shutil.copy2(other, staging / other.name)
+        _swap_in(staging, folder)
+    except BaseException:
+        _remove_tree(staging)
+        raise
+    return 1
+
+
+def read_parquet_table(folder: str | Path):
+    """All Parquet files of a folder (an engine's table, or a lake table) as one Arrow table."""
+    import pyarrow.dataset as ds
+
+    path = Path(folder)
+    _check_real_dir(path, "table folder")
+    files = sorted(str(p) for p in path.rglob("*.parquet") if not p.name.startswith((".", "_")))
+    if not files:
+        raise FileNotFoundError(f"no Parquet files in {path}")
+    return ds.dataset(files, format="parquet").to_table()
+
+
+def write_parquet_atomically(table, out: str | Path) -> None:
+    """Write one Parquet file next to ``out`` and rename it over ``out`` (never through a symlink)."""
+    import pyarrow.parquet as pq
+
+    target = Path(out)
+    if os.path.islink(target) or (target.exists() and not target.is_file()):
+        raise ValueError(f"{target} exists and is not a regular file; refusing to replace it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.new-{uuid.uuid4().hex[:12]}"
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,303 @@
+"""The same dbt project on Apache Spark and on DuckDB, from the same Parquet lake, gives the same marts.
+
+A small synthetic site is ingested into a DuckDB file and exported as the lake. Then, each in
+its own dbt process, the whole project is built and tested twice from that lake:
+
+* dbt-duckdb into a fresh DuckDB file (target duckdb, sources = views over the lake);
+* dbt-spark, session method, a real local[2] SparkSession on Java 17 (target spark, sources =
+  external Parquet tables over the lake), its tables written as Parquet under a temporary
+  spark.sql.warehouse.dir.
+
+Every mart and intermediate table is then compared row for row: the Spark tables are read from
+the Parquet files Spark wrote, the DuckDB ones from the DuckDB file. Rows are matched by sorting
+on all their non-float values; integers, strings, booleans, dates, timestamps and lists must be
+equal, floats within the tolerance TOLERANCE states for that very column (a float column the
+mapping does not name fails the test, so a new one needs a stated tolerance).
+
+marts.ab_uncertainty (a dbt Python model; dbt-spark cannot run those outside Databricks) is not
+built by dbt on Spark: `tierlens ab-uncertainty` computes it from Spark's job_efficiency and
+cache_hourly, and that is compared to dbt-duckdb's model here too.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import shutil
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from tierlens.pipeline import ingest
+from tierlens.sources.synthetic import SyntheticOptions, demo_site, generate
+from tierlens.transform import run_dbt
+from tierlens.warehouse import export_lake
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(1500)]
+
+REPO = Path(__file__).resolve().parents[1]
+MODELS = REPO / "dbt" / "models"
+# One day of a site with one node per storage type: ~2,000 jobs and ~17,000 file accesses,
+# enough for every mart to have rows (cache hours, fairness windows, A/B arms, prices).
+SITE = dict(days=1.0, seed=23, nodes_per_type=1)
+
+# Relative tolerance per float column, per table: |spark - duckdb| <= tol * max(1, |duckdb|).
+# Why not 0: the engines add a column's values in different orders (partitioned aggregation in
+# Spark), and float addition is not associative; at this data size the drift is ~1e-13.
+# 1e-9 is the default bound for sums, ratios and averages of them. Looser bounds are stated where
+# the value is a ratio of small differences or a statistic over a resampling.
+SUM = 1e-9
+TOLERANCE: dict[str, dict[str, float]] = {
+    "int_job_tagged": {"cpu_user_seconds": 0.0, "cpu_system_seconds": 0.0, "wall_seconds": 0.0},
+    "int_node_config": {"nic_gbps": 0.0},
+    "int_file_access_by_job": {"read_single_average_bytes": 0.0, "read_vector_average_bytes": 0.0,
+                               "write_average_bytes": 0.0},
+    "int_node_hourly": {"allocated_core_seconds": SUM, "cpu_seconds": SUM, "capacity_core_seconds": 0.0,
+                        "occupancy": SUM},
+    "job_efficiency": {"cpu_user_seconds": 0.0, "cpu_system_seconds": 0.0, "cpu_seconds": 0.0,
+                       "wall_seconds": 0.0, "core_wall_seconds": 0.0, "efficiency": 0.0},
+    "efficiency_by_group": {"cpu_hours": SUM, "wall_hours": SUM, "core_wall_hours": SUM, "efficiency": SUM,
+                            "mean_job_efficiency": SUM},
+    "ab_comparison": {f"{c}_{arm}": SUM for c in ("cpu_hours", "wall_hours", "core_wall_hours",
+                                                    "cpu_per_wall", "efficiency") for arm in "ab"}
+                     | {"efficiency_difference": 1e-7, "cpu_per_wall_difference": 1e-7},
+    "cache_hourly": {"gb_delivered_from_cache": SUM, "gb_staged_in": SUM, "gb_bypassed": SUM, "gb_read": SUM,
+                     "hit_ratio_requests": SUM, "hit_ratio_bytes": SUM},
+    "client_fairness": {"gb_read": SUM, "mean_bandwidth_mb_s": SUM, "stddev_bandwidth_mb_s": 1e-7,
+                        "bandwidth_cv": 1e-7, "spread_above_mean": 1e-7, "spread_below_mean": 1e-7,
+                        "min_bandwidth_mb_s": SUM, "max_bandwidth_mb_s": SUM, "p10_bandwidth_mb_s": SUM,
+                        "p90_bandwidth_mb_s": SUM, "completion_time_ratio": SUM, "bandwidth_ratio": SUM,
+                        "jain_index": SUM},
+    "file_popularity": {"mean_read_fraction": SUM, "score": SUM},
+    "file_reads": {"mean_read_fraction": SUM, "total_read_fraction": SUM},
+    "job_data_access": {"read_fraction": SUM, "mean_read_fraction": SUM, "cache_hit_ratio_bytes": SUM},
+    "node_occupancy_hourly": {"allocated_cores": SUM, "allocated_core_seconds": SUM, "capacity_core_seconds": 0.0,
+                              "occupancy": SUM, "cpu_seconds": SUM, "efficiency": SUM},
+    "occupancy_efficiency": {"share_of_node_hours": SUM, "allocated_core_hours": SUM, "cpu_hours": SUM,
+                             "mean_occupancy": SUM, "efficiency": SUM, "throughput": SUM,
+                             "jobs_per_node_hour": SUM},
+    "storage_price_performance": {c: SUM for c in (
+        "unit_price", "price_per_node", "capacity_gb_per_node", "price_per_gb", "efficiency", "node_throughput",
+        "price_per_throughput", "price_per_efficiency_point", "efficiency_full_occupancy",
+        "node_throughput_full_occupancy", "price_per_throughput_full_occupancy", "endurance_tbw",
+        "scratch_gb_written_per_node_day", "gb_written_per_device_day", "expected_lifetime_years")},
+    # The efficiency model's input (sums of per-access byte shares, overlaps) and its predictions,
+    # which both engines copy from the same simulator tables in the lake.
+    "job_io_profile": {c: SUM for c in (
+        "cpu_seconds", "wall_seconds", "efficiency", "io_wait_seconds", "scratch_read_bytes", "remote_bytes",
+        "stage_in_bytes", "direct_read_bytes", "origin_bytes", "cache_hit_bytes", "cache_miss_bytes",
+        "stage_origin_bytes", "stage_cache_hit_bytes", "stage_cache_miss_bytes", "direct_origin_bytes",
+        "direct_cache_hit_bytes", "direct_cache_miss_bytes", "concurrent_jobs", "concurrent_cores")},
+    "int_latest_efficiency_predictions": {c: 0.0 for c in (
+        "jobs_per_node", "mean_concurrent_jobs", "predicted_efficiency", "efficiency_low", "efficiency_high",
+        "loo_predicted_efficiency", "predicted_mean_wall_seconds", "jobs_per_node_hour", "structural_error")},
+    "efficiency_measured_vs_predicted": {c: SUM for c in (
+        "measured_efficiency", "predicted_efficiency", "efficiency_low", "efficiency_high",
+        "loo_predicted_efficiency", "prediction_error", "loo_prediction_error", "mean_concurrent_jobs")},
+    "efficiency_what_if": {c: 0.0 for c in (
+        "jobs_per_node", "predicted_efficiency", "efficiency_low", "efficiency_high", "predicted_mean_wall_seconds",
+        "jobs_per_node_hour")},
+    # Bootstrap and permutation statistics (seeded) over inputs equal to ~1e-13: the resampling
+    # is the same, so they agree far inside 1e-6; the point estimates inside SUM.
+    "ab_uncertainty": {c: SUM for c in (
+        "cpu_hours_a", "cpu_hours_b", "wall_hours_a", "wall_hours_b", "core_wall_hours_a", "core_wall_hours_b",
+        "efficiency_a", "efficiency_b", "cpu_per_wall_a", "cpu_per_wall_b")}
+    | {c: 1e-6 for c in ("efficiency_difference", "efficiency_ci_low", "efficiency_ci_high", "efficiency_p_value",
+                         "cpu_per_wall_difference", "cpu_per_wall_ci_low", "cpu_per_wall_ci_high")},
+}
+
+
+def _sql_models(layer: str) -> list[str]:
+    return sorted(p.stem for p in (MODELS / layer).glob("*.sql"))
+
+
+MARTS = _sql_models("marts")
+INTERMEDIATE = _sql_models("intermediate")
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("spark-equivalence")
+    source = root / "source.duckdb"
+    opts = SyntheticOptions(days=SITE["days"], seed=SITE["seed"],
+                            site=demo_site(nodes_per_type=SITE["nodes_per_type"]))
+    ingest(generate(opts), source)
+    predict_efficiency(source, root / "dbt-source")
+    lake = root / "lake"
+    export_lake(source, lake)
+
+    duck = root / "from-lake.duckdb"
+    duck_result = run_dbt(duck, root / "dbt-duckdb", target="duckdb", lake=lake)
+    assert duck_result.success, "\n".join(duck_result.failures)
+
+    spark_wh = root / "spark-warehouse"
+    spark_result = run_dbt(root / "unused.duckdb", root / "dbt-spark", target="spark", lake=lake,
+                           spark_warehouse=spark_wh)
+    assert spark_result.success, "\n".join(spark_result.failures)
+    return {"root": root, "lake": lake, "duckdb": duck, "spark": spark_wh,
+            "duck_result": duck_result, "spark_result": spark_result}
+
+
+def predict_efficiency(warehouse: Path, state: Path) -> None:
+    """A real efficiency-model run on the source warehouse, so the simulator's tables travel
+    through the lake and the efficiency marts have rows on both engines."""
+    from tierlens.simulator import store, whatif
+    from tierlens.warehouse import Warehouse
+
+    built = run_dbt(warehouse, state, "build", ["--select", "+job_io_profile"])
+    assert built.success, "\n".join(built.failures)
+    with Warehouse(warehouse) as w:
+        run = whatif.run(w.con, whatif.EfficiencyOptions(jobs_per_node=(4, 8), caches=(
+            whatif.CacheOption(), whatif.CacheOption("lru", 2 * 10**12))))
+        store.write_efficiency(w.con, run)
+
+
+def _duckdb_rows(db: Path, schema: str, table: str) -> tuple[list[str], list[tuple]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cur = con.execute(f'select * from "{schema}"."{table}"')
+        return [d[0] for d in cur.description], cur.fetchall()
+    finally:
+        con.close()
+
+
+def _parquet_rows(folder: Path) -> tuple[list[str], list[tuple]]:
+    """A table Spark wrote (part-*.parquet files), read by DuckDB only as a Parquet reader."""
+    assert folder.is_dir(), f"Spark wrote no table at {folder}"
+    con = duckdb.connect()
+    try:
+        con.execute("set TimeZone = 'UTC'")
+        cur = con.execute(f"select * from read_parquet('{folder}/*.parquet')")
+        return [d[0] for d in cur.description], cur.fetchall()
+    finally:
+        con.close()
+
+
+def _normal(value: Any) -> Any:
+    """One representation per value whatever the engine's type: instants as UTC, decimals as float."""
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.timezone.utc) if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    if isinstance(value, list):
+        return tuple(_normal(v) for v in value)
+    return value
+
+
+def _is_float(value: Any) -> bool:
+    return isinstance(value, float)
+
+
+def _sort_key(row: tuple, float_columns: set[int]) -> tuple:
+    exact = tuple((v is None, "" if v is None else str(v)) for i, v in enumerate(row) if i not in float_columns)
+    floats = tuple((v is None, 0.0 if v is None else round(v, 6)) for i, v in enumerate(row) if i in float_columns)
+    return exact + floats
+
+
+def compare_tables(name: str, duck: tuple[list[str], list[tuple]], spark: tuple[list[str], list[tuple]]) -> int:
+    """Assert two tables equal row for row (floats within TOLERANCE[name]); return the row count."""
+    d_cols, d_rows = duck
+    s_cols, s_rows = spark
+    assert s_cols == d_cols, f"{name}: columns differ\n duckdb {d_cols}\n spark  {s_cols}"
+    assert len(s_rows) == len(d_rows), f"{name}: duckdb has {len(d_rows)} rows, spark {len(s_rows)}"
+    d_rows = [tuple(_normal(v) for v in r) for r in d_rows]
+    s_rows = [tuple(_normal(v) for v in r) for r in s_rows]
+    # A column is a float column when either engine gives a float in it (Spark's floor() is a
+    # BIGINT where DuckDB's is a DOUBLE: such a column is compared as float too).
+    float_columns = {i for i in range(len(d_cols))
+                     if any(_is_float(r[i]) for r in d_rows) or any(_is_float(r[i]) for r in s_rows)}
+    tolerances = TOLERANCE.get(name, {})
+    unstated = sorted(d_cols[i] for i in float_columns if d_cols[i] not in tolerances)
+    assert not unstated, f"{name}: float columns without a stated tolerance: {unstated}"
+    d_rows.sort(key=lambda r: _sort_key(r, float_columns))
+    s_rows.sort(key=lambda r: _sort_key(r, float_columns))
+    for n, (d, s) in enumerate(zip(d_rows, s_rows)):
+        for i, column in enumerate(d_cols):
+            if i in float_columns:
+                _assert_close(name, column, n, d[i], s[i], tolerances[column])
+            else:
+                assert s[i] == d[i], f"{name}.{column} row {n}: duckdb {d[i]!r} != spark {s[i]!r}\n {d}\n {s}"
+    return len(d_rows)
+
+
+def _assert_close(name: str, column: str, n: int, d: Any, s: Any, tol: float) -> None:
+    where = f"{name}.{column} row {n}"
+    if d is None or s is None:
+        assert d is None and s is None, f"{where}: duckdb {d!r}, spark {s!r}"
+        return
+    d, s = float(d), float(s)
+    if math.isnan(d) or math.isnan(s):
+        assert math.isnan(d) and math.isnan(s), f"{where}: duckdb {d!r}, spark {s!r}"
+        return
+    assert abs(s - d) <= tol * max(1.0, abs(d)), f"{where}: duckdb {d!r}, spark {s!r} (tolerance {tol:g})"
+
+
+def test_both_engines_build_and_test_the_whole_project(builds):
+    duck, spark = builds["duck_result"], builds["spark_result"]
+    # Every SQL model on both; the Python model only on DuckDB (Spark: tierlens ab-uncertainty).
+    assert spark.models == duck.models - 1, (spark.models, duck.models)
+    assert spark.tests > 200 and duck.tests > spark.tests  # the YAML tests run on Spark too
+    assert spark.seeds == duck.seeds == 1
+
+
+@pytest.mark.parametrize("layer,table", [("marts", m) for m in MARTS] + [("intermediate", m) for m in INTERMEDIATE])
+def test_table_equal_on_spark_and_duckdb(builds, layer, table):
+    rows = compare_tables(table, _duckdb_rows(builds["duckdb"], layer, table),
+                          _parquet_rows(builds["spark"] / f"{layer}.db" / table))
+    print(f"{layer}.{table}: {rows} rows equal")
+
+
+def test_marts_are_not_trivially_empty(builds):
+    """The comparison shows something only if the marts have rows: the site is chosen so they do."""
+    empty = [m for m in MARTS if not _duckdb_rows(builds["duckdb"], "marts", m)[1]]
+    assert empty == [], f"marts without rows on the test site: {empty}"
+
+
+def test_ab_uncertainty_from_spark_marts_equals_the_dbt_python_model(builds):
+    """The engine-neutral path: `tierlens ab-uncertainty` over the marts Spark wrote."""
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+
+    out = builds["root"] / "ab_uncertainty.parquet"
+    result = CliRunner().invoke(app, ["ab-uncertainty", "--marts", str(builds["spark"] / "marts.db"),
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    con = duckdb.connect()
+    try:
+        cur = con.execute(f"select * from read_parquet('{out}')")
+        spark_side = ([d[0] for d in cur.description], cur.fetchall())
+    finally:
+        con.close()
+    rows = compare_tables("ab_uncertainty", _duckdb_rows(builds["duckdb"], "marts", "ab_uncertainty"), spark_side)
+    assert rows > 0
+
+
+def test_ab_uncertainty_command_rejects_bad_input(tmp_path):
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+
+    missing = CliRunner().invoke(app, ["ab-uncertainty", "--marts", str(tmp_path), "--out", str(tmp_path / "o.parquet")])
+    assert missing.exit_code == 2 and "job_efficiency" in missing.output
+    (tmp_path / "job_efficiency").mkdir()
+    (tmp_path / "cache_hourly").mkdir()
+    bad_block = CliRunner().invoke(app, ["ab-uncertainty", "--marts", str(tmp_path), "--out",
+                                         str(tmp_path / "o.parquet"), "--block", "week"])
+    assert bad_block.exit_code == 2 and "ab_block" in bad_block.output
+
+
+def test_transform_on_spark_needs_a_lake(tmp_path):
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+
+    no_lake = CliRunner().invoke(app, ["transform", "--target", "spark", "-w", str(tmp_path / "w.duckdb")])
+    assert no_lake.exit_code == 2 and "--lake" in no_lake.output
+    missing = CliRunner().invoke(app, ["transform", "--target", "spark", "--lake", str(tmp_path / "none"),
+                                       "-w", str(tmp_path / "w.duckdb")])
+    assert missing.exit_code == 2 and "no Parquet lake" in missing.output
