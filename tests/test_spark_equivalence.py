@@ -148,7 +148,7 @@ def predict_efficiency(warehouse: Path, state: Path) -> None:
     from tierlens.simulator import store, whatif
     from tierlens.warehouse import Warehouse
 
-    built = run_dbt(warehouse, state, "build", ["--select", "+job_io_profile"])
+    built = run_dbt(warehouse, state, "run", ["--select", "+job_io_profile"])
     assert built.success, "\n".join(built.failures)
     with Warehouse(warehouse) as w:
         run = whatif.run(w.con, whatif.EfficiencyOptions(jobs_per_node=(4, 8), caches=(
