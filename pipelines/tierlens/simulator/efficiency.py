@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 import numpy as np
 from numba import njit
@@ -429,13 +429,3 @@ def validate(prof: JobProfiles, job_class: str, min_jobs: int = MIN_JOBS, max_jo
 def structural_error(held: list[HeldOut]) -> float | None:
     ok = [h.error for h in held if not h.extrapolated]
     return float(np.sqrt(np.mean(np.square(ok)))) if ok else None
-
-
-@dataclass
-class CacheScenarioSpec:
-    """A cache configuration for the what-if grid: 'none' (every byte from an origin) or a policy."""
-
-    label: str
-    policy: str | None = None
-    capacity_bytes: int | None = None
-    extra: dict = field(default_factory=dict)
