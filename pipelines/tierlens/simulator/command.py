@@ -62,7 +62,7 @@ def print_efficiency(run, run_id: str | None) -> None:
                   f"{loo:.1%}" if loo is not None else "")
     console.print(t)
     if cal.structural_error is not None:
-        console.print(f"leave-one-out error (RMS over configurations): {cal.structural_error:.1%} points")
+        console.print(f"leave-one-out error (RMS over configurations): {cal.structural_error * 100:.1f} points")
     what_if = [r for r in pred if r["scenario"] == "what-if"]
     per_node = sorted({r["jobs_per_node"] for r in what_if})
     t = Table(title="what if: predicted efficiency (jobs per node-hour) by jobs per node")
