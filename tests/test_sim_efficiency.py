@@ -58,18 +58,6 @@ def with_walls(prof: ef.JobProfiles, times=TRUE_TIMES, noise=0.0, seed=1) -> ef.
     return prof
 
 
-def test_exact_mva_matches_the_recursion_by_hand():
-    d, z = 30.0, 100.0
-    r1 = d
-    q1 = r1 / (z + r1)
-    r2 = d * (1 + q1)
-    q2 = 2 * r2 / (z + r2)
-    r3 = d * (1 + q2)
-    got = ef.mva_wait(np.array([d, d, d, d]), np.array([z, z, z, z]), np.array([1.0, 2.0, 3.0, 2.5]))
-    assert got[:3] == pytest.approx([r1, r2, r3], rel=1e-12)
-    assert got[3] == pytest.approx((r2 + r3) / 2, rel=1e-12)
-
-
 def test_a_job_alone_waits_exactly_its_demand_plus_remote_time():
     prof = profiles(50, concurrent=np.ones(50))
     t = TRUE_TIMES / GB

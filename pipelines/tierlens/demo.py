@@ -70,7 +70,7 @@ def predict_efficiency(p: Paths, site: SiteSpec, console: Console):
     rebuild the marts that compare measured and predicted."""
     from .simulator import store, whatif
     from .sources.synthetic.truth import truth_table
-    from .transform import run_dbt
+    from .transform import refresh_efficiency_marts
     from .warehouse import Warehouse
 
     caches = (whatif.CacheOption(),) + tuple(whatif.CacheOption(pol, site.cache_capacity_bytes)
@@ -79,11 +79,7 @@ def predict_efficiency(p: Paths, site: SiteSpec, console: Console):
     with Warehouse(p.warehouse) as w, console.status("simulating efficiency of configurations") as status:
         run = whatif.run(w.con, options, progress=lambda m: status.update(f"efficiency model: {m}"))
         store.write_efficiency(w.con, run, truth_table(site, whatif.staged_read_fraction(run.profiles)))
-    result = run_dbt(p.warehouse, p.dbt_state, "build",
-                     ["--select", "int_latest_efficiency_predictions+", "stg_sim_efficiency_runs",
-                      "stg_sim_efficiency_predictions"])
-    if not result.success:
-        raise RuntimeError("dbt failed on the efficiency marts: " + "; ".join(result.failures))
+    refresh_efficiency_marts(p.warehouse, p.dbt_state)
     return run
 
 

@@ -452,7 +452,7 @@ def predict_efficiency(warehouse: Path, start: datetime, end: datetime, job_clas
     measured and predicted. A rerun of the same interval replaces its run."""
     from .simulator import store, whatif
     from .simulator.command import parse_bytes
-    from .transform import run_dbt
+    from .transform import refresh_efficiency_marts
     from .warehouse import Warehouse
 
     options = whatif.EfficiencyOptions(
@@ -466,11 +466,7 @@ def predict_efficiency(warehouse: Path, start: datetime, end: datetime, job_clas
             raise MartsMissing(f"{warehouse} has no marts.job_io_profile: run the transform first")
         run = whatif.run(w.con, options)
         run_id = store.write_efficiency(w.con, run)
-    result = run_dbt(Path(warehouse), state_dir or Path(warehouse).parent / "dbt-efficiency", "build",
-                     ["--select", "stg_sim_efficiency_runs", "stg_sim_efficiency_predictions",
-                      "int_latest_efficiency_predictions+"])
-    if not result.success:
-        raise RuntimeError("dbt build of the efficiency marts failed: " + "; ".join(result.failures))
+    refresh_efficiency_marts(Path(warehouse), state_dir or Path(warehouse).parent / "dbt-efficiency")
     return {"run_id": run_id, "jobs": len(run.profiles), "structural_error": run.calibration.structural_error,
             "predictions": run.predictions.num_rows}
 

@@ -89,3 +89,16 @@ def _lake_dir(lake: Path) -> Path:
     if "'" in str(path) or "\\" in str(path):
         raise ValueError(f"the lake path {path} must not contain quotes or backslashes (it goes into SQL)")
     return path
+
+
+#: The models that read the simulator's efficiency tables, from staging to the marts.
+EFFICIENCY_MODELS = ("stg_sim_efficiency_runs", "stg_sim_efficiency_predictions", "int_latest_efficiency_predictions+")
+
+
+def refresh_efficiency_marts(warehouse: Path, state_dir: Path) -> None:
+    """Rebuild (and test) the models over the simulator's efficiency tables after a new run, so
+    the marts comparing measured and predicted show it without a whole dbt build."""
+    result = run_dbt(Path(warehouse), state_dir, "build", ["--select", *EFFICIENCY_MODELS])
+    if not result.success:
+        raise RuntimeError("dbt build of the efficiency marts failed: " + "; ".join(result.failures))
+

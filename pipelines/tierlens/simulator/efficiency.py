@@ -2,9 +2,10 @@
 
 The model (version :data:`MODEL_VERSION`) treats a worker node as a closed queueing network:
 the jobs on a node alternate between their own cores (a delay: nobody waits for another job's
-CPU) and the node's scratch device (one queueing centre shared by every job on the node). Exact
-mean value analysis (MVA) gives the time a job spends at the scratch device when ``N`` jobs share
-it, so contention follows from the service times rather than being a free parameter. Remote
+CPU) and the node's scratch device (one queueing centre shared by every job on the node). Mean
+value analysis (Schweitzer's approximation for jobs of different kinds) gives the time a job
+spends at the scratch device when ``N`` jobs share it, so contention follows from the service
+times rather than being a free parameter. Remote
 bytes (XRootD) cost a fixed time per byte for each route (origin, cache hit, cache miss) and
 kind of read: a stage-in copy streams the file, a direct read seeks through it, and a disk server
 pays very differently for the two.
@@ -14,7 +15,8 @@ Per job::
     scratch demand D = scratch_read_bytes * read_s_per_GB[storage] + scratch_write_bytes * write_s_per_GB[storage]
     remote time    T = sum over (stage, direct) x (origin, cache hit, cache miss) of bytes * s_per_GB
     overlap        O = min(stage-in bytes * write_s_per_GB[storage], stage-in part of T)
-    I/O wait         = MVA(D, think = cpu / cores + T, N = jobs on the node) + T - O
+    wait at device R = D * (1 + (N - 1) * q[node]),  q = the node's jobs' share of wall time at the device
+    I/O wait         = R + T - O
     efficiency       = cpu / ((cpu / cores + I/O wait) * cores)
 
 The per-storage-type service times and the route times are fitted (robust least squares on the
@@ -141,41 +143,6 @@ def load_profiles(con, job_class: str | None, start: str | None = None, end: str
 
 
 # ----------------------------------------------------------------------------- the queueing model
-
-@njit(cache=True, nogil=True)
-def _mva_one(demand: float, think: float, jobs: float) -> float:
-    """Time one job spends at a centre shared by ``jobs`` identical jobs (exact MVA recursion);
-    a fractional number of jobs (a measured mean) interpolates between whole numbers."""
-    jobs = max(jobs, 1.0)
-    think = max(think, 1e-9)  # a job that only does I/O still cycles
-    lo = np.floor(jobs)
-    queue = 0.0
-    wait = demand
-    at_lo = demand
-    k = 1
-    while k <= lo + 1:
-        wait = demand * (1.0 + queue)
-        queue = k / (think + wait) * wait
-        if k == lo:
-            at_lo = wait
-        k += 1
-    return at_lo + (jobs - lo) * (wait - at_lo)
-
-
-def mva_wait(demand: np.ndarray, think: np.ndarray, jobs: np.ndarray) -> np.ndarray:
-    """:func:`_mva_one` for arrays of jobs."""
-    d, z, n = np.broadcast_arrays(np.asarray(demand, np.float64), np.asarray(think, np.float64),
-                                  np.asarray(jobs, np.float64))
-    return _mva_many(np.ascontiguousarray(d), np.ascontiguousarray(z), np.ascontiguousarray(n))
-
-
-@njit(cache=True, nogil=True)
-def _mva_many(demand, think, jobs):
-    out = np.empty(demand.shape[0])
-    for j in range(demand.shape[0]):
-        out[j] = _mva_one(demand[j], think[j], jobs[j])
-    return out
-
 
 @njit(cache=True, nogil=True)
 def _wall_kernel(times, n_types, type_idx, node_idx, n_nodes, scratch_read, scratch_write, stage_in, remote,

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from . import efficiency as ef
 from .engine import CacheParams, simulate
-from .trace import encode, from_table
+from .trace import Trace, encode, from_table
 
 #: Direct and stage-in routes in ROUTES order, by source: origin, cache hit, cache miss.
 _STAGE = slice(0, ef.N_STAGE_ROUTES)
@@ -89,7 +89,27 @@ def job_accesses(con, start: str | None, end: str | None) -> pa.Table:
         order by start_time, server_host, unique_id""", args).to_arrow_table()
 
 
-def remote_under_cache(prof: ef.JobProfiles, accesses: pa.Table, option: CacheOption) -> np.ndarray:
+@dataclass
+class JobTrace:
+    """The jobs' accesses as one replay trace, with the profile row of the job behind each request
+    (-1 for jobs outside the profile). Built once per run, replayed once per cache option."""
+
+    trace: Trace
+    rows: np.ndarray
+
+
+def job_trace(prof: ef.JobProfiles, accesses: pa.Table) -> JobTrace:
+    trace = from_table(accesses, source="warehouse:int_file_access_by_job")
+    # job_accesses() returns rows in open-time order, so the trace keeps their order and its dense
+    # job ids are those of encoding the same column here
+    job_ids, job_keys = encode(accesses["job_identity"])
+    if not np.array_equal(trace.job, job_ids):
+        raise RuntimeError("trace order differs from the accesses' order; cannot credit hits to jobs")
+    position = {k: i for i, k in enumerate(prof.job_key.tolist())}
+    return JobTrace(trace, np.array([position.get(k, -1) for k in job_keys], np.int64)[job_ids])
+
+
+def remote_under_cache(prof: ef.JobProfiles, jobs: JobTrace | None, option: CacheOption) -> np.ndarray:
     """Each profiled job's remote bytes by route if every access went through ``option``'s cache.
 
     The replay runs over every job's accesses (the cache is shared by the whole site), and each
@@ -103,20 +123,12 @@ def remote_under_cache(prof: ef.JobProfiles, accesses: pa.Table, option: CacheOp
         out[0] = staged
         out[ef.N_STAGE_ROUTES] = total - staged
         return out
-    trace = from_table(accesses, source="warehouse:int_file_access_by_job")
-    # job_accesses() returns rows in open-time order, so the trace keeps their order and its dense
-    # job ids are those of encoding the same column here
-    job_ids, job_keys = encode(accesses["job_identity"])
-    if not np.array_equal(trace.job, job_ids):
-        raise RuntimeError("trace order differs from the accesses' order; cannot credit hits to jobs")
-    result = simulate(trace, CacheParams(option.policy, int(option.capacity_bytes)), per_request=True)
-    position = {k: i for i, k in enumerate(prof.job_key.tolist())}
-    rows = np.array([position.get(k, -1) for k in job_keys], np.int64)[job_ids]
-    hit = result.request_hit.astype(bool) & (rows >= 0)
-    known = rows >= 0
-    read = trace.read.astype(np.float64)
-    hit_bytes = np.bincount(rows[hit], weights=read[hit], minlength=len(prof))
-    req_bytes = np.bincount(rows[known], weights=read[known], minlength=len(prof))
+    result = simulate(jobs.trace, CacheParams(option.policy, int(option.capacity_bytes)), per_request=True)
+    known = jobs.rows >= 0
+    hit = result.request_hit.astype(bool) & known
+    read = jobs.trace.read.astype(np.float64)
+    hit_bytes = np.bincount(jobs.rows[hit], weights=read[hit], minlength=len(prof))
+    req_bytes = np.bincount(jobs.rows[known], weights=read[known], minlength=len(prof))
     # Only the source of a job's bytes changes, never their amount: the replay's hit fraction
     # is applied to the bytes the job was measured to read.
     hit_frac = np.divide(hit_bytes, req_bytes, out=np.zeros(len(prof)), where=req_bytes > 0)
@@ -160,10 +172,11 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
         rows.append(_row("measured", st, arm, None, CacheOption(), p, measured=sub.efficiency,
                          mean_concurrency=float(np.mean(sub.concurrent)),
                          loo=h.predicted if h else None))
-    accesses = job_accesses(con, options.start, options.end) if any(c.policy for c in options.caches) else None
+    replayed = (job_trace(prof, job_accesses(con, options.start, options.end))
+                if any(c.policy for c in options.caches) else None)
     for cache in options.caches:
         step(f"cache {cache.label}")
-        remote = remote_under_cache(prof, accesses, cache)
+        remote = remote_under_cache(prof, replayed, cache)
         for st in grid_types:
             for n in options.jobs_per_node:
                 p = ef.predict(cal, prof, ef.Scenario(st, float(n), remote))
