@@ -234,6 +234,40 @@ def status(warehouse: WarehouseOpt = None) -> None:
     console.print(t)
 
 
+@app.command()
+def migrate(
+    warehouse: WarehouseOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the statements without applying them.")] = False,
+) -> None:
+    """Bring the warehouse's schema to this tierlens' version, one transaction per version.
+
+    Any writing command does this on its own; run it to see or apply the change beforehand."""
+    from .warehouse import Warehouse
+    from .warehouse.migrations import LATEST, SchemaError, current_version
+    from .warehouse.migrations import migrate as run_migrations
+
+    wh = _warehouse(warehouse)
+    if not wh.exists():
+        err.print(f"no warehouse at {wh}")
+        raise typer.Exit(1)
+    try:
+        with Warehouse(wh, migrate=False) as w:
+            before = current_version(w.con)
+            applied = run_migrations(w.con, wh, dry_run=dry_run)
+            if not dry_run:
+                w.ensure_schema()  # checks the result against records.py, syncs comments
+    except SchemaError as e:
+        err.print(f"[red]{e}[/red]")
+        raise typer.Exit(2) from e
+    verb = "would apply" if dry_run else "applied"
+    console.print(f"{wh}: schema version {before}, this tierlens: {LATEST}; {verb} {len(applied)} migration(s)",
+                  soft_wrap=True, highlight=False)
+    for m in applied:
+        console.print(f"  {m.version}  {m.name}")
+        for statement in m.statements:
+            console.print(f"      {statement}", soft_wrap=True, highlight=False, markup=False)
+
+
 @lake_app.command("export")
 def lake_export(
     warehouse: WarehouseOpt = None,

@@ -28,12 +28,12 @@ from tierlens.warehouse.ddl import (
     BATCHES_TABLE,
     REJECTS_TABLE,
     TABLE_COMMENTS,
-    Column,
     all_tables,
-    create_table_sql,
     literal,
     quote,
 )
+from tierlens.warehouse.migrations import check_schema, check_version, tierlens_version
+from tierlens.warehouse.migrations import migrate as migrate_schema
 from tierlens.warehouse.prefetch import prefetched
 from tierlens.warehouse.sql import DUPLICATE_REASON, ROW, KindSql, kind_sql
 
@@ -84,12 +84,16 @@ class _Probe:
 
 
 class Warehouse:
-    """A DuckDB file holding the raw tables. Use as a context manager or call ``close()``."""
+    """A DuckDB file holding the raw tables. Use as a context manager or call ``close()``.
 
-    def __init__(self, path: str | Path, read_only: bool = False) -> None:
+    A writable open migrates an older schema first (``migrations.py``); a read-only one refuses
+    a schema other than this tierlens' own. ``migrate=False`` opens as it is (for ``tierlens
+    migrate`` and repairs).
+    """
+
+    def __init__(self, path: str | Path, read_only: bool = False, migrate: bool = True) -> None:
         self.path = Path(path)
         self.read_only = read_only
-        self._type_names: dict[str, str] = {}
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.con: duckdb.DuckDBPyConnection = duckdb.connect(str(self.path), read_only=read_only)
@@ -99,7 +103,9 @@ class Warehouse:
             self.con.execute("SET TimeZone = 'UTC'")
             # DuckDB draws a progress bar on the terminal for long statements; the CLI has its own.
             self.con.execute("SET enable_progress_bar = false")
-            if not read_only:
+            if read_only:
+                check_version(self.con, self.path, writable=False)
+            elif migrate:
                 self.ensure_schema()
         except BaseException:
             self.con.close()  # a refused schema must not leave the file locked by this process
@@ -120,45 +126,11 @@ class Warehouse:
     # ------------------------------------------------------------------ schema
 
     def ensure_schema(self) -> None:
-        """Create missing raw tables and columns; keep column comments in step with records.py."""
-        existing = self._existing_columns()
-        for table, columns in all_tables().items():
-            if table not in existing:
-                pk = "batch_id" if table == BATCHES_TABLE else None
-                self.con.execute(create_table_sql(table, columns, primary_key=pk))
-            else:
-                self._add_missing_columns(table, columns, existing[table])
+        """Bring the schema up to this tierlens' version (``migrations.py``), check it against
+        records.py, and keep table and column comments in step with it."""
+        migrate_schema(self.con, self.path)
+        check_schema(self.con, self.path)
         self._sync_comments()
-        # The simulator's result tables are dbt sources too: they must exist (empty) before the
-        # first simulation, so a full dbt build never fails on a new warehouse.
-        from ..simulator.store import ensure_tables as ensure_simulation_tables
-
-        ensure_simulation_tables(self.con)
-
-    def _existing_columns(self) -> dict[str, dict[str, str]]:
-        rows = self.con.execute(
-            "SELECT table_name, column_name, data_type FROM duckdb_columns() "
-            "WHERE schema_name = 'main' AND database_name = current_database()").fetchall()
-        tables: dict[str, dict[str, str]] = {}
-        for table, column, data_type in rows:
-            tables.setdefault(table, {})[column] = data_type
-        return tables
-
-    def _add_missing_columns(self, table: str, wanted: list[Column], have: dict[str, str]) -> None:
-        for column in wanted:
-            if column.name not in have:
-                # NOT NULL cannot be added to a table with rows; the loader's rules enforce it.
-                self.con.execute(f"ALTER TABLE {quote(table)} ADD COLUMN {quote(column.name)} {column.sql_type}")
-            elif have[column.name] != self._canonical_type(column.sql_type):
-                raise ValueError(f"{self.path}: {table}.{column.name} is {have[column.name]}, "
-                                 f"records.py says {column.sql_type}; migrate the warehouse first")
-
-    def _canonical_type(self, sql_type: str) -> str:
-        """DuckDB's own spelling of a type (TIMESTAMPTZ is 'TIMESTAMP WITH TIME ZONE')."""
-        if sql_type not in self._type_names:
-            row = fetch_one(self.con, f"SELECT typeof(CAST(NULL AS {sql_type}))")
-            self._type_names[sql_type] = str(row[0]) if row else sql_type
-        return self._type_names[sql_type]
 
     def _sync_comments(self) -> None:
         have = {(t, c): comment for t, c, comment in self.con.execute(
@@ -167,6 +139,11 @@ class Warehouse:
         have_tables = {t: comment for t, comment in self.con.execute(
             "SELECT table_name, comment FROM duckdb_tables() "
             "WHERE schema_name = 'main' AND database_name = current_database()").fetchall()}
+        from ..simulator.store import COMMENTS as SIMULATION_COMMENTS
+
+        for table, comment in SIMULATION_COMMENTS.items():
+            if have_tables.get(table) != comment:
+                self.con.execute(f"COMMENT ON TABLE {quote(table)} IS {literal(comment)}")
         for table, columns in all_tables().items():
             if have_tables.get(table) != TABLE_COMMENTS[table]:
                 self.con.execute(f"COMMENT ON TABLE {quote(table)} IS {literal(TABLE_COMMENTS[table])}")
@@ -259,9 +236,9 @@ class Warehouse:
             if skip_view:
                 self.con.unregister(_SKIP_VIEW)
         rows_in = batch.table.num_rows + len(batch.rejects)
-        self.con.execute(f"INSERT INTO {BATCHES_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        self.con.execute(f"INSERT INTO {BATCHES_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          [batch_id, batch.kind.value, batch.source, content_hash, rows_in, loaded,
-                          rejected, now])
+                          rejected, now, tierlens_version()])
         return LoadResult(batch.kind, batch.source, batch_id, rows_in, loaded, rejected)
 
     def _delete_existing(self, sql: KindSql, all_valid: bool) -> None:

@@ -1,8 +1,8 @@
 """DDL of the raw tables, derived from the Arrow schemas in tierlens.records.
 
 The raw tables hold the canonical records unchanged, so their columns are generated from the
-schemas rather than written by hand: a field added to records.py appears in the warehouse the next
-time it is opened (``ensure_schema`` adds missing columns), and the field docs become column
+schemas rather than written by hand: a field added to records.py reaches an existing warehouse
+through a step in ``migrations.py`` (applied the next time it is opened), and the field docs become column
 comments that ``duckdb`` users see with ``SELECT * FROM duckdb_columns()`` or ``DESCRIBE``.
 """
 
@@ -87,6 +87,7 @@ BATCH_COLUMNS: list[Column] = [
     Column("rows_loaded", "BIGINT", True, "Rows inserted into the raw table. [unit: rows]"),
     Column("rows_rejected", "BIGINT", True, "Records written to raw_rejects (rule, duplicate and parse rejects). [unit: rows]"),
     Column("loaded_at", "TIMESTAMPTZ", True, "When the batch was committed. [unit: UTC]"),
+    Column("tierlens_version", "VARCHAR", False, "Version of tierlens that loaded the batch; null for batches loaded before schema version 2."),
 ]
 
 
@@ -103,10 +104,11 @@ TABLE_COMMENTS: dict[str, str] = {
 }
 
 
-def create_table_sql(table: str, columns: list[Column], primary_key: str | None = None) -> str:
+def create_table_sql(table: str, columns: list[Column], primary_key: str | tuple[str, ...] | None = None) -> str:
     cols = [f"{quote(c.name)} {c.sql_type}{' NOT NULL' if c.not_null else ''}" for c in columns]
     if primary_key:
-        cols.append(f"PRIMARY KEY ({quote(primary_key)})")
+        keys = (primary_key,) if isinstance(primary_key, str) else primary_key
+        cols.append(f"PRIMARY KEY ({', '.join(quote(k) for k in keys)})")
     return f"CREATE TABLE IF NOT EXISTS {quote(table)} (\n  " + ",\n  ".join(cols) + "\n)"
 
 
