@@ -1,9 +1,10 @@
 """tierlens_transform: the dbt project (staging -> intermediate -> marts) through astronomer-cosmos.
 
 A task per model with its tests right after it (and one per seed), scheduled by the
-``tierlens_raw`` Asset that tierlens_ingest updates. The dbt target (engine) comes from the
-``dbt_target`` setting: duckdb (default), spark or spark_thrift. dbt runs as a subprocess of the dbt in
-tierlens' own virtualenv (``dbt_executable`` setting), so Airflow's and dbt's pins never meet.
+``tierlens_raw`` Asset that tierlens_ingest updates; a last task publishes the snapshot that
+readers open. The dbt target (engine) comes from the ``dbt_target`` setting: duckdb (default),
+spark or spark_thrift. dbt runs as a subprocess of the dbt in tierlens' own virtualenv
+(``dbt_executable`` setting), so Airflow's and dbt's pins never meet.
 Settings: dags/README.md.
 """
 
@@ -17,6 +18,8 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "False")
 
+from airflow.sdk import task  # noqa: E402
+from airflow.sdk.exceptions import AirflowSkipException  # noqa: E402
 from cosmos import DbtDag, ExecutionConfig, ProfileConfig, ProjectConfig, RenderConfig  # noqa: E402
 from cosmos.constants import InvocationMode, LoadMode, TestBehavior  # noqa: E402
 from tierlens import orchestration  # noqa: E402
@@ -50,3 +53,17 @@ tierlens_transform = DbtDag(
                                select=orchestration.settings_list("dbt_select", orchestration.airflow_var)),
     operator_args={"install_deps": False, "emit_datasets": False},
 )
+
+# Readers (tierlens sql, the report, duckdb -readonly) open a published copy, never the file the
+# pipeline writes: refreshed once every model and test of this run has passed.
+with tierlens_transform:
+    @task(task_id="publish_snapshot")
+    def publish_snapshot() -> str:
+        published = orchestration.publish_snapshot(orchestration.warehouse_path(orchestration.airflow_var),
+                                                   orchestration.airflow_var)
+        if published is None:
+            raise AirflowSkipException(f"dbt target {_target}: the DuckDB warehouse did not change")
+        return published
+
+    _dbt_tasks = list(tierlens_transform.leaves)
+    _dbt_tasks >> publish_snapshot()

@@ -2,7 +2,7 @@
 -- Efficiency = Σ CPU (user + system) / Σ (wall x allocated cores) over the jobs that ended in the
 -- last 28 days of data (change the 28 below), per storage type and job class, with the mean of
 -- per-job efficiencies beside it and the jobs above 1 (kept, not clipped). Reads
--- marts.job_efficiency. Run: duckdb -readonly warehouse.duckdb -f sql/efficiency_by_storage_type.sql
+-- marts.job_efficiency. Run: duckdb -readonly published/warehouse.duckdb -f sql/efficiency_by_storage_type.sql
 select
     storage_type,
     job_class,

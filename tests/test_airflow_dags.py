@@ -197,6 +197,7 @@ def test_dagbag_loads_without_import_errors(airflow):
     tasks = set(dags["tierlens_transform"]["tasks"])
     assert {f"{m}.run" for m in models} <= tasks
     assert {f"{m}.test" for m in models if f"{m}.test" in tasks} and "storage_catalog.seed" in tasks
+    assert "publish_snapshot" in tasks
     assert dags["tierlens_transform"]["timetable"] == "AssetTriggeredTimetable"
 
 
@@ -266,7 +267,13 @@ def test_transform_builds_the_marts(airflow):
         con.close()
     assert jobs == raw
     assert {"job_efficiency.run", "job_efficiency.test", "efficiency_by_group.run", "cache_hourly.test",
-            "stg_job.run", "stg_job.test"} <= set(run["tasks"])
+            "stg_job.run", "stg_job.test", "publish_snapshot"} <= set(run["tasks"])
+    # readers' copy (tierlens sql, the report) holds what the transform built
+    con = duckdb.connect(str(airflow["home"] / "published" / "warehouse.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM marts.job_efficiency").fetchone()[0] == jobs
+    finally:
+        con.close()
     assert counts(airflow["warehouse"]) == before
 
 

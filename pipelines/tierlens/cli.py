@@ -121,6 +121,10 @@ def _run_transform(wh: Path, state: Path, target: str | None = None, lake: Path 
         err.print(f"dbt logs: {state / 'logs'}")
         raise typer.Exit(1)
     console.print(f"dbt build: {result.models} models, {result.tests} tests, {result.seeds} seeds passed.")
+    if target in (None, "duckdb"):
+        from .warehouse.publish import publish
+
+        console.print(f"published for readers: {publish(wh)}", soft_wrap=True)
 
 
 @app.command()
@@ -130,8 +134,9 @@ def report(
 ) -> None:
     """Write the self-contained HTML report and its CSV files."""
     from .report import build_report
+    from .warehouse.publish import reader_path
 
-    wh = _warehouse(warehouse)
+    wh = reader_path(_warehouse(warehouse))
     out = out or paths().reports
     with console.status("writing report"):
         result = build_report(wh, out)
@@ -144,14 +149,15 @@ def sql(
     warehouse: WarehouseOpt = None,
     csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
 ) -> None:
-    """Run a SQL query file against the warehouse (read-only) and print the result."""
+    """Run a SQL query file against the warehouse's published snapshot (read-only) and print the result."""
     import duckdb
 
     from .warehouse import QUERY_ERRORS
+    from .warehouse.publish import reader_path
 
     query = file.read_text()
     question = next((line[2:].strip() for line in query.splitlines() if line.startswith("--")), "")
-    con = duckdb.connect(str(_warehouse(warehouse)), read_only=True)
+    con = duckdb.connect(str(reader_path(_warehouse(warehouse))), read_only=True)
     try:
         cur = con.execute(query)
         if cur.description is None:

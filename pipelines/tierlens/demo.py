@@ -46,10 +46,11 @@ def run_demo(p: Paths, *, days: float, seed: int, nodes_per_type: int, console: 
     transform(p.warehouse, p.dbt_state)
     efficiency = predict_efficiency(p, options.site, console)
     from .report import build_report
+    from .warehouse.publish import reader_path
 
     with console.status("writing report"):
-        result = build_report(p.warehouse, p.reports)
-    s = summarize(p.warehouse)
+        result = build_report(reader_path(p.warehouse), p.reports)
+    s = summarize(reader_path(p.warehouse))
     print_summary(s, console)
     _print_node_tests(console)
     print_efficiency_checks(efficiency, console)

@@ -346,9 +346,11 @@ def ingest_xrootd(warehouse: Path, start: datetime, end: datetime, batch_dir: Pa
 
 # ---- downstream stages ------------------------------------------------------------------------
 def build_report(warehouse: Path, out_dir: Path) -> dict:
+    """The report from the published snapshot (the working file when none is published yet)."""
     from .report import build_report as _build
+    from .warehouse.publish import reader_path
 
-    r = _build(Path(warehouse), Path(out_dir))
+    r = _build(reader_path(warehouse), Path(out_dir))
     return {"html": str(r.html_path), "csv": [str(p) for p in r.csv_paths], "no_data": list(r.no_data)}
 
 
@@ -356,6 +358,16 @@ def interval_folder(base: Path, start: datetime, end: datetime) -> Path:
     """reports/<start>_<end> (UTC dates or hours): one folder per interval, replaced on rerun."""
     fmt = "%Y-%m-%d" if (end - start) >= timedelta(days=1) else "%Y-%m-%dT%H"
     return Path(base) / f"{_utc(start).strftime(fmt)}_{_utc(end).strftime(fmt)}"
+
+
+def publish_snapshot(warehouse: Path, lookup=None) -> str | None:
+    """After a transform: copy the warehouse to the snapshot readers open (None: the dbt target
+    is not DuckDB, so the warehouse did not change)."""
+    if dbt_target(lookup) != "duckdb":
+        return None
+    from .warehouse.publish import publish
+
+    return str(publish(Path(warehouse)))
 
 
 def counts(warehouse: Path) -> dict[str, int]:

@@ -101,4 +101,7 @@ def refresh_efficiency_marts(warehouse: Path, state_dir: Path) -> None:
     result = run_dbt(Path(warehouse), state_dir, "build", ["--select", *EFFICIENCY_MODELS])
     if not result.success:
         raise RuntimeError("dbt build of the efficiency marts failed: " + "; ".join(result.failures))
+    from .warehouse.publish import publish
+
+    publish(Path(warehouse))
 

@@ -1,0 +1,129 @@
+"""Readers never block the pipeline: they open the published snapshot, not the working file.
+
+The commands run as a site would run them, each in its own process: `tierlens load` and
+`tierlens transform` (the pipeline) while another process holds a read-only session open on the
+published file, and `tierlens sql` meanwhile. Expected counts come from the Parquet files loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from tierlens.warehouse.publish import publish, published_path, reader_path
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+TIERLENS = Path(sys.executable).parent / "tierlens"
+
+READER = r'''
+import duckdb, json, sys
+def counts(con):
+    return {"raw_job": con.execute("SELECT count(*) FROM main.raw_job").fetchall()[0][0],
+            "stg_job": con.execute("SELECT count(*) FROM staging.stg_job").fetchall()[0][0],
+            "job_efficiency": con.execute("SELECT count(*) FROM marts.job_efficiency").fetchall()[0][0]}
+con = duckdb.connect(sys.argv[1], read_only=True)
+print(json.dumps(counts(con)), flush=True)
+sys.stdin.readline()                       # the pipeline runs meanwhile
+print(json.dumps(counts(con)), flush=True)  # same session: still the snapshot it opened
+con.close()
+con = duckdb.connect(sys.argv[1], read_only=True)
+print(json.dumps(counts(con)), flush=True)  # next open: the new snapshot
+'''
+
+
+def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    r = subprocess.run([str(TIERLENS), *args], env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, f"tierlens {' '.join(args)}: {r.stdout[-3000:]}{r.stderr[-3000:]}"
+    return r
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> dict[str, Path]:
+    """Half a day of the synthetic site as Parquet, one file per record; the jobs in two parts."""
+    from tierlens.orchestration import synthetic_options, synthetic_site_files
+
+    folder = synthetic_site_files(synthetic_options("2026-10-01", days=0.5, nodes_per_type=1), tmp_path / "syn")
+    jobs = pq.read_table(folder / "job.parquet")
+    split = jobs.num_rows * 2 // 3
+    out = {kind: folder / f"{kind}.parquet" for kind in ("node", "job_tag", "file_access")}
+    out["jobs_a"], out["jobs_b"] = tmp_path / "jobs_a.parquet", tmp_path / "jobs_b.parquet"
+    pq.write_table(jobs.slice(0, split), out["jobs_a"])
+    pq.write_table(jobs.slice(split), out["jobs_b"])
+    return out
+
+
+@pytest.mark.timeout(1200)
+def test_reader_session_on_published_file_blocks_neither_load_nor_transform(site, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    wh = home / "warehouse.duckdb"
+    env = dict(os.environ, TIERLENS_HOME=str(home), DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+    n_a = pq.ParquetFile(site["jobs_a"]).metadata.num_rows
+    n_b = pq.ParquetFile(site["jobs_b"]).metadata.num_rows
+    for kind in ("node", "job_tag", "file_access"):
+        run("load", kind, str(site[kind]), "-w", str(wh), env=env)
+    run("load", "job", str(site["jobs_a"]), "-w", str(wh), env=env)
+    run("transform", "-w", str(wh), env=env)
+    published = published_path(wh)
+    assert published == home / "published" / "warehouse.duckdb" and published.is_file()
+
+    reader = subprocess.Popen([sys.executable, "-c", READER, str(published)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = json.loads(reader.stdout.readline() or "null")
+        assert first is not None, reader.stderr.read()
+        assert first["raw_job"] == first["stg_job"] == n_a
+        # the pipeline, while that session stays open
+        run("load", "job", str(site["jobs_b"]), "-w", str(wh), env=env)
+        run("transform", "-w", str(wh), env=env)
+        query = tmp_path / "jobs.sql"
+        query.write_text("-- How many jobs?\nSELECT count(*) AS jobs FROM main.raw_job;\n")
+        sql = run("sql", str(query), "-w", str(wh), "--csv", env=env)
+        assert sql.stdout.splitlines() == ["jobs", str(n_a + n_b)]
+        out, err = reader.communicate("go\n", timeout=120)
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+    assert reader.returncode == 0, err
+    same_session, reopened = (json.loads(line) for line in out.splitlines())
+    assert same_session == first
+    assert reopened["raw_job"] == reopened["stg_job"] == n_a + n_b
+    con = duckdb.connect(str(wh), read_only=True)  # the pipeline is done: its file is free again
+    try:
+        assert reopened["job_efficiency"] == con.execute("SELECT count(*) FROM marts.job_efficiency").fetchall()[0][0]
+        assert reopened["job_efficiency"] > first["job_efficiency"]
+    finally:
+        con.close()
+
+
+def test_publish_swaps_in_a_whole_copy_and_never_writes_through_a_symlink(tmp_path: Path) -> None:
+    wh = tmp_path / "warehouse.duckdb"
+    con = duckdb.connect(str(wh))
+    con.execute("CREATE TABLE t AS SELECT range AS x FROM range(1000)")
+    con.close()
+    assert reader_path(wh) == wh  # nothing published yet: readers get the working file
+    target = publish(wh)
+    assert reader_path(wh) == target
+    elsewhere = tmp_path / "elsewhere.duckdb"
+    elsewhere.write_text("not to be touched")
+    target.unlink()
+    target.symlink_to(elsewhere)
+    publish(wh)
+    assert elsewhere.read_text() == "not to be touched" and not target.is_symlink()
+    ro = duckdb.connect(str(target), read_only=True)
+    assert ro.execute("SELECT count(*), sum(x) FROM t").fetchall() == [(1000, sum(range(1000)))]
+    ro.close()
+    assert sorted(p.name for p in target.parent.iterdir()) == ["warehouse.duckdb"]  # no temporary left
+    target.unlink()
+    target.parent.rmdir()
+    target.parent.symlink_to(tmp_path / "other", target_is_directory=True)
+    (tmp_path / "other").mkdir()
+    with pytest.raises(ValueError, match="not a plain folder"):
+        publish(wh)
