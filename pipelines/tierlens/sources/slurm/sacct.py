@@ -35,7 +35,11 @@ BATCH_ROWS = 20_000
 
 PARSABLE_FIELDS = ("JobIDRaw", "JobID", "Cluster", "User", "Account", "Partition", "NodeList",
                    "Submit", "Start", "End", "AllocCPUS", "UserCPU", "SystemCPU", "ElapsedRaw",
-                   "State", "ExitCode", "TRESUsageInTot", "TRESUsageOutTot")
+                   "State", "ExitCode", "TRESUsageInTot", "TRESUsageOutTot", "ReqCPUS")
+
+#: Slurm's "no value" and "infinite" markers (slurm.h NO_VAL, INFINITE, NO_VAL64, INFINITE64).
+#: They are not quantities: a job that never started has time.start = NO_VAL.
+SENTINELS = frozenset((0xFFFFFFFE, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF))
 
 
 class SacctError(RuntimeError):
@@ -52,9 +56,10 @@ def _num(v: Any) -> float | None:
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
-        return v
+        return None if v in SENTINELS else v
     if isinstance(v, str) and re.fullmatch(r"-?\d+(\.\d+)?", v.strip()):
-        return float(v)
+        n = float(v) if "." in v else int(v)
+        return None if n in SENTINELS else n
     raise ValueError(f"not a number: {v!r}")
 
 
@@ -216,14 +221,19 @@ def _json_job(job: dict) -> Iterator[tuple[int | None, dict]]:
     jid = str(jid)
     cluster = job.get("cluster") or ""
     start = _get(job, "start_time", _ts, "time", "start")
-    if start is None:
-        return  # pending or cancelled before it ran: nothing to account yet
+    end = _get(job, "end_time", _ts, "time", "end")
+    if start is None and end is None:
+        return  # pending: nothing to account yet
     common = dict(batch_system="slurm", cluster=cluster, job_id=jid,
                   job_identity=job_identity("slurm", cluster, jid),
                   user_name=job.get("user"), account=job.get("account"),
                   partition=job.get("partition"),
                   submit_time=_get(job, "submit_time", _ts, "time", "submission"))
     cores = _get(job, "allocated_cores", lambda t: _tres_count(t, "cpu"), "tres", "allocated")
+    if cores is None and start is None:
+        # a launch failure may have no allocation; its wall is 0, so the cores it asked for
+        # change no efficiency and keep the job countable
+        cores = _get(job, "allocated_cores", lambda t: _tres_count(t, "cpu"), "tres", "requested")
     nodes = job.get("nodes") if isinstance(job.get("nodes"), str) else None
     steps = job.get("steps") or []
     if not isinstance(steps, list):
@@ -262,12 +272,12 @@ def _json_job(job: dict) -> Iterator[tuple[int | None, dict]]:
     sys_job = _get(job, "cpu_system_seconds", _secs, "time", "system") or 0.0
     yield None, _row(
         **common, step_id="", node=first_node(nodes), node_list=nodes,
-        start_time=start, end_time=_get(job, "end_time", _ts, "time", "end"),
+        start_time=start, end_time=end,
         allocated_cores=int(cores) if cores else None,
         # sacct's TotalCPU of a job is the sum over its steps; 22.05 leaves the job's own at 0
         cpu_user_seconds=total("cpu_user_seconds") if step_rows else user_job,
         cpu_system_seconds=total("cpu_system_seconds") if step_rows else sys_job,
-        wall_seconds=_get(job, "wall_seconds", _secs, "time", "elapsed"),
+        wall_seconds=_get(job, "wall_seconds", _secs, "time", "elapsed") if start is not None else 0.0,
         state=_state(job.get("state")), exit_code=_exit(job.get("exit_code")),
         bytes_read=total("bytes_read"), bytes_written=total("bytes_written"))
     yield from step_rows
@@ -299,7 +309,13 @@ def _tres_str(s: str, key: str = "fs/disk") -> int | None:
 def _epoch(s: str) -> datetime | None:
     if s in ("", "Unknown", "None", "0"):
         return None
-    return datetime.fromtimestamp(int(s), tz=timezone.utc)
+    n = int(s)
+    return None if n in SENTINELS else datetime.fromtimestamp(n, tz=timezone.utc)
+
+
+def _count(s: str) -> int | None:
+    n = int(s) if s else None
+    return None if n in SENTINELS else n
 
 
 def parse_parsable2(lines: list[str], source: str, first_line: int = 1
@@ -328,18 +344,24 @@ def parse_parsable2(lines: list[str], source: str, first_line: int = 1
                 raise ValueError(f"not a job id: {raw!r}")
             field = "Start"
             start = _epoch(c["Start"])
-            if start is None:
-                continue  # never ran
+            field = "End"
+            if start is None and _epoch(c["End"]) is None:
+                continue  # pending
             vals = {}
             for field, key, conv in (("submit_time", "Submit", _epoch), ("end_time", "End", _epoch),
-                                     ("allocated_cores", "AllocCPUS", lambda s: int(s) if s else None),
+                                     ("allocated_cores", "AllocCPUS", _count),
                                      ("cpu_user_seconds", "UserCPU", _cpu_time),
                                      ("cpu_system_seconds", "SystemCPU", _cpu_time),
-                                     ("wall_seconds", "ElapsedRaw", lambda s: float(s) if s else None),
+                                     ("wall_seconds", "ElapsedRaw", _count),
                                      ("exit_code", "ExitCode", lambda s: int(s.split(":")[0]) if s else None),
                                      ("bytes_read", "TRESUsageInTot", _tres_str),
                                      ("bytes_written", "TRESUsageOutTot", _tres_str)):
                 vals[field] = conv(c[key])
+            if start is None:
+                # never started (launch failure): no wall; cores as asked, see _json_job
+                field = "allocated_cores"
+                vals["wall_seconds"] = 0.0
+                vals["allocated_cores"] = vals["allocated_cores"] or _count(c["ReqCPUS"])
         except (ValueError, TypeError) as e:
             rejects.append(Reject(RecordKind.JOB, source, where, field, f"malformed: {e}", line[:2000]))
             continue
