@@ -238,13 +238,24 @@ import json, os, sys
 args = sys.argv[1:]
 with open(os.environ["FAKE_SACCT_LOG"], "a") as f:
     f.write(json.dumps(args) + "\n")
+with open(os.environ["FAKE_SACCT_LOG"]) as f:
+    call = sum(1 for _ in f)
+# FAKE_SACCT_BREAK="N:cut" prints call N's output up to FAKE_SACCT_CUT characters and exits 0;
+# "N:exit" prints all of it and exits 2
+broken, _, how = os.environ.get("FAKE_SACCT_BREAK", "0:").partition(":")
 if "--json" in args:
     if os.environ.get("FAKE_SACCT_NO_JSON"):
         print("sacct: unrecognized option '--json'", file=sys.stderr)
         sys.exit(1)
-    sys.stdout.write(open(os.environ["FAKE_SACCT_JSON"]).read())
+    out = open(os.environ["FAKE_SACCT_JSON"]).read()
 else:
-    sys.stdout.write(open(os.environ["FAKE_SACCT_P2"]).read())
+    out = open(os.environ["FAKE_SACCT_P2"]).read()
+if call == int(broken) and how == "cut":
+    out = out[:int(os.environ["FAKE_SACCT_CUT"])]
+sys.stdout.write(out)
+if call == int(broken) and how == "exit":
+    print("sacct: error: Problem talking to the database: Connection refused", file=sys.stderr)
+    sys.exit(2)
 '''
 
 
@@ -447,3 +458,78 @@ def test_sentinels_in_json_fields_and_parsable2():
     assert f["start_time"] is None and f["wall_seconds"] == 0 and f["state"] == "FAILED"
     assert f["allocated_cores"] == 2 and f["exit_code"] == 1
     assert got[("721", "")]["submit_time"] is None and got[("721", "")]["allocated_cores"] is None
+
+
+# ---- an incomplete window is asked for again -------------------------------------------------
+def _starttimes(calls: list[list[str]]) -> list[float]:
+    return [datetime.fromisoformat(c[c.index("--starttime") + 1]).timestamp() for c in calls if "--starttime" in c]
+
+
+@pytest.mark.parametrize("how", ["cut", "exit"])
+def test_incomplete_window_holds_the_watermark(tmp_path, fake_sacct, monkeypatch, how):
+    exe, calls = fake_sacct
+    text = _doc_2411(_job_2411(801), _job_2411(802), _job_2411(803))
+    (tmp_path / "out.json").write_text(text)
+    cut = text.index('"job_id": 803')                 # inside job 803: jobs 801 and 802 are whole
+    monkeypatch.setenv("FAKE_SACCT_BREAK", f"2:{how}")
+    monkeypatch.setenv("FAKE_SACCT_CUT", str(cut))
+    wh = tmp_path / "wh.duckdb"
+    base = ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe), "--window-hours", "1"]
+    r = CliRunner().invoke(app, [*base, "--first-hours", "3"])
+    assert r.exit_code == 0, r.output
+    starts = _starttimes(calls())
+    assert len(starts) == 3
+    state = json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]
+    assert abs(state["watermark"] - starts[1]) < 1          # held at the broken window's start
+    label = f"{datetime.fromtimestamp(starts[1]).strftime('%Y-%m-%dT%H:%M:%S')}.."
+    assert "asked for again" in r.output and label in r.output
+    rejects = _q(wh, "SELECT reason, location FROM raw_rejects")
+    assert len(rejects) == 1
+    if how == "cut":
+        assert rejects[0][0].startswith("malformed document")
+        off = int(rejects[0][1].rsplit(" ", 1)[1])
+        # the offset of the job it broke off in
+        assert text[off] == "{" and text.index('"job_id": 802') < off < cut
+    else:
+        assert "exited 2" in rejects[0][0] and "Problem talking to the database" in rejects[0][0]
+    # the complete jobs loaded (all three arrive whole from the other windows)
+    assert _q(wh, "SELECT count(*) FROM raw_job WHERE step_id = ''") == [(3,)]
+    # the next run asks for the held window again (with the overlap), and then moves on
+    monkeypatch.setenv("FAKE_SACCT_BREAK", "0:")
+    r = CliRunner().invoke(app, base)
+    assert r.exit_code == 0, r.output
+    again = _starttimes(calls())
+    assert abs(again[0] - (starts[1] - 600)) < 1
+    assert json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]["watermark"] > starts[2]
+
+
+def test_truncated_document_loads_its_complete_jobs_only(tmp_path):
+    text = _doc_2411(_job_2411(811), _job_2411(812), _job_2411(813))
+    cut = text.index('"job_id": 813')
+    rows, locs, rejects = parse_json_document(text[:cut], "t")
+    assert {r["job_id"] for r in rows} == {"811", "812"}
+    assert len(rejects) == 1 and rejects[0].reason.startswith("malformed document")
+    for r, loc in zip(rows, locs):
+        off = int(loc.split()[1])
+        assert json.JSONDecoder().raw_decode(text, off)[0]["job_id"] == int(r["job_id"])
+
+
+def test_timeout_keeps_what_was_printed_and_holds_the_window(tmp_path):
+    from tierlens.sources.slurm.sacct import SacctRunner, WindowReport, sacct_batches
+    text = _doc_2411(_job_2411(821), _job_2411(822))
+    cut = text.index('"job_id": 822')
+    (tmp_path / "part.json").write_text(text[:cut])
+    exe = tmp_path / "slow-sacct"
+    exe.write_text(f"#!/bin/sh\ncat {tmp_path / 'part.json'}\nexec sleep 30\n")
+    exe.chmod(0o755)
+    retry: list[WindowReport] = []
+    marks: list[float] = []
+    batches = list(sacct_batches(SacctRunner(sacct=str(exe), fmt="json", timeout=1), T0, T0 + 7200, 3600,
+                                 [], lambda wm, _u: marks.append(wm), retry=retry))
+    assert marks == [T0, T0]                                  # both windows broke: held at the first
+    assert [r.start for r in retry] == [T0, T0 + 3600]
+    assert all("timed out after 1 s" in r.describe() for r in retry)
+    rows = [r for b in batches for r in b.table.to_pylist()]
+    assert {r["job_id"] for r in rows} == {"821"}
+    reasons = sorted(j.reason.split(":")[0] for b in batches for j in b.rejects)
+    assert reasons == ["incomplete output", "incomplete output", "malformed document", "malformed document"]
