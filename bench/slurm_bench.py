@@ -150,20 +150,16 @@ def bench_ingest(jobs: int) -> dict:
 import json, sys, time
 sys.path.insert(0, "pipelines")
 from pathlib import Path
-from tierlens.sources.slurm.sacct import parse_json_document, to_batches
+from tierlens.sources.slurm.sacct import iter_json_rows, stream_batches
 from tierlens.pipeline import ingest
 t0 = time.perf_counter()
-text = Path({str(doc)!r}).read_text()
-rows, locs, rejects = parse_json_document(text, "bench")
+with open({str(doc)!r}, encoding="utf-8") as f:
+    s = ingest(stream_batches(iter_json_rows(f, "bench"), "bench"), Path({str(work / 'tl.duckdb')!r}))
 t1 = time.perf_counter()
-batches = list(to_batches(rows, locs, rejects, "bench"))
-t2 = time.perf_counter()
-del text
-s = ingest(batches, Path({str(work / 'tl.duckdb')!r}))
-t3 = time.perf_counter()
 import resource
-print(json.dumps({{"rows": len(rows), "parse_s": t1 - t0, "arrow_s": t2 - t1, "load_s": t3 - t2,
-                  "total_s": t3 - t0, "rejected": len(rejects),
+print(json.dumps({{"rows": sum(s.rows_loaded.values()), "total_s": t1 - t0,
+                  "rejected": s.total_rejected,
+                  "cpu_s": resource.getrusage(resource.RUSAGE_SELF).ru_utime + resource.getrusage(resource.RUSAGE_SELF).ru_stime,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """)
         duck = _child(f"""
@@ -182,6 +178,7 @@ n = con.execute("SELECT count(*) FROM job").fetchone()[0]
 t1 = time.perf_counter()
 import resource
 print(json.dumps({{"rows": n, "total_s": t1 - t0,
+                  "cpu_s": resource.getrusage(resource.RUSAGE_SELF).ru_utime + resource.getrusage(resource.RUSAGE_SELF).ru_stime,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """)
         return {"what": "ingest", "jobs": jobs, "document_bytes": size, "generate_s": gen,

@@ -498,3 +498,82 @@ def test_cli_without_paths_or_schedd_says_what_to_do(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["ingest", "condor", "-w", str(tmp_path / "wh.duckdb")])
     assert result.exit_code == 1
     assert "give history files" in " ".join(result.output.split())
+
+
+# ------------------------------------------------------------------------------ fast path
+
+def _all(paths, fast: bool):
+    jobs, tags_, rejects = [], [], []
+    for b in history_batches(paths, CLUSTER, fast=fast):
+        (jobs if b.kind.value == "job" else tags_).extend(zip(b.table.to_pylist(), b.locations))
+        rejects.extend((r.location, r.field, r.reason) for r in b.rejects)
+    return jobs, tags_, sorted(rejects)
+
+
+def _same_as_classad2(paths) -> int:
+    fast, slow = _all(paths, True), _all(paths, False)
+    assert fast[0] == slow[0] and fast[1] == slow[1] and fast[2] == slow[2]
+    return len(fast[0])
+
+
+def test_fast_path_rows_equal_classad2_on_the_fixtures(spool):
+    assert _same_as_classad2([spool]) == 7
+
+
+def test_fast_path_rows_equal_classad2_on_the_bench_file(tmp_path):
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from condor_bench import write_history
+    path = tmp_path / "history"
+    write_history(path, 500)
+    assert _same_as_classad2([path]) == 500
+    from tierlens.sources.condor.history import literal_ad
+    assert all(literal_ad(raw.text) is not None for raw in split_ads(path))   # all took the fast path
+
+
+def test_ad_rows_reads_only_the_needed_attributes(spool):
+    from tierlens.sources.condor.history import NEEDED, ad_rows, parse_ad
+
+    class Recording:
+        def __init__(self, ad):
+            self.ad, self.asked = ad, set()
+
+        def __getitem__(self, name):
+            self.asked.add(name)
+            return self.ad[name]
+
+        def eval(self, name):
+            return self.ad.eval(name)
+
+    asked = set()
+    for raw in split_ads(spool / "history.20261116T120000"):
+        rec = Recording(parse_ad(raw))
+        ad_rows(rec, CLUSTER)
+        asked |= rec.asked
+    assert asked <= set(NEEDED) and "GlobalJobId" in asked and "MachineAttrTierlensScratchDevices0" in asked
+
+
+@pytest.mark.parametrize("line, fast", [
+    ('RemoteUserCpu = 12.5', True),
+    ('RemoteUserCpu = 1.25E+03', True),
+    ('Owner = "al ice"', True),
+    ('MachineAttrTierlensScratchDevices0 = { "a b", "c" }', True),
+    ('ExitBySignal = FALSE', True),
+    ('RequestCpus = ifThenElse(MachineAttrCpus0 > 4, 4, 2)', False),    # an expression
+    ('Owner = "al\\"ice"', False),                                      # an escape
+    ('RemoteSysCpu = -1', False),                                       # a sign is an operator
+    ('RemoteSysCpu = 010', False),                                      # octal in ClassAds
+    ('owner = "bob"', False),                                           # another spelling
+    ('Requirements = (Memory > 1) &&', False),                          # cut: unneeded but broken
+    ('Requirements = ((Memory > 1)', False),                            # unbalanced
+    ('', False),                                                        # a blank line
+])
+def test_literal_ad_leaves_to_classad2_what_is_not_plain(line, fast):
+    from tierlens.sources.condor.history import literal_ad
+    text = f'GlobalJobId = "s#1.0#5"\nJobStatus = 4\n{line}\n'
+    assert (literal_ad(text) is not None) == fast
+    if fast:   # and then it reads what classad2 reads
+        from tierlens.sources.condor.history import _get, parse_ad, RawAd
+        ad, ref = literal_ad(text), parse_ad(RawAd("x", 0, text))
+        name = line.split(" = ")[0]
+        assert _get(ad, name) == _get(ref, name) or list(_get(ad, name)) == list(_get(ref, name))

@@ -119,8 +119,9 @@ def test_json_later_layout_and_arrays():
 
 
 def test_pending_jobs_are_left_for_later_and_bad_jobs_rejected():
-    pending = _new_layout_job(50)
+    pending = _new_layout_job(50, end=0, state="PENDING")
     pending["time"]["start"] = 0
+    pending["steps"] = []
     bad_time = _new_layout_job(51)
     bad_time["steps"][0]["time"]["user"] = {"seconds": "lots", "microseconds": 0}
     no_id = _new_layout_job(52)
@@ -153,7 +154,7 @@ def _p2(**kw: str) -> str:
     base = dict(JobIDRaw="70", JobID="70", Cluster="c1", User="bob", Account="cms", Partition="short",
                 NodeList="wn01", Submit=str(T0 - 5), Start=str(T0), End=str(T0 + 60), AllocCPUS="4",
                 UserCPU="01:02.500", SystemCPU="00:01.250", ElapsedRaw="60", State="COMPLETED",
-                ExitCode="0:0", TRESUsageInTot="", TRESUsageOutTot="")
+                ExitCode="0:0", TRESUsageInTot="", TRESUsageOutTot="", ReqCPUS="4")
     base.update(kw)
     return "|".join(base[f] for f in PARSABLE_FIELDS)
 
@@ -162,7 +163,7 @@ def test_parsable2_rows_and_rejects():
     lines = [_p2(), _p2(JobIDRaw="70.batch", JobID="70.batch", User="", Account="", Partition="",
                         TRESUsageInTot="cpu=00:01:00,fs/disk=5000", TRESUsageOutTot="fs/disk=700"),
              _p2(JobIDRaw="71", State="CANCELLED by 0", UserCPU="1-02:00:00"),
-             "72|72|c1|too|few", _p2(JobIDRaw="73", UserCPU="soon"), _p2(JobIDRaw="74", Start="Unknown")]
+             "72|72|c1|too|few", _p2(JobIDRaw="73", UserCPU="soon"), _p2(JobIDRaw="74", Start="Unknown", End="Unknown")]
     rows, locs, rejects = parse_parsable2(lines, "p2")
     got = _by_key(rows)
     assert set(got) == {("70", ""), ("70", "batch"), ("71", "")}
@@ -237,13 +238,24 @@ import json, os, sys
 args = sys.argv[1:]
 with open(os.environ["FAKE_SACCT_LOG"], "a") as f:
     f.write(json.dumps(args) + "\n")
+with open(os.environ["FAKE_SACCT_LOG"]) as f:
+    call = sum(1 for _ in f)
+# FAKE_SACCT_BREAK="N:cut" prints call N's output up to FAKE_SACCT_CUT characters and exits 0;
+# "N:exit" prints all of it and exits 2
+broken, _, how = os.environ.get("FAKE_SACCT_BREAK", "0:").partition(":")
 if "--json" in args:
     if os.environ.get("FAKE_SACCT_NO_JSON"):
         print("sacct: unrecognized option '--json'", file=sys.stderr)
         sys.exit(1)
-    sys.stdout.write(open(os.environ["FAKE_SACCT_JSON"]).read())
+    out = open(os.environ["FAKE_SACCT_JSON"]).read()
 else:
-    sys.stdout.write(open(os.environ["FAKE_SACCT_P2"]).read())
+    out = open(os.environ["FAKE_SACCT_P2"]).read()
+if call == int(broken) and how == "cut":
+    out = out[:int(os.environ["FAKE_SACCT_CUT"])]
+sys.stdout.write(out)
+if call == int(broken) and how == "exit":
+    print("sacct: error: Problem talking to the database: Connection refused", file=sys.stderr)
+    sys.exit(2)
 '''
 
 
@@ -309,3 +321,215 @@ def test_missing_sacct_is_an_error_not_a_traceback(tmp_path):
     r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(tmp_path / "w.duckdb"),
                                  "--sacct", str(tmp_path / "no-such-sacct")])
     assert r.exit_code == 1 and "no-such-sacct" in r.output
+
+
+# ---- Slurm 24.11 (data_parser v0.0.42): sentinels and launch failures ------------------------
+NO_VAL, INFINITE, NO_VAL64, INFINITE64 = 0xFFFFFFFE, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF
+
+
+def _w(v: int | None, infinite: bool = False) -> dict:
+    return {"set": v is not None, "infinite": infinite, "number": 0 if v is None else v}
+
+
+def _job_2411(job_id: int, *, start: int = T0, end: int = T0 + 100, state: str = "COMPLETED",
+              steps: bool = True, cluster: str = "prod") -> dict:
+    """A job in the layout `sacct --json` of 24.11 prints (openapi/slurmdbd, data_parser v0.0.42):
+    job times are plain epochs, limits and codes are {set, infinite, number} wrappers."""
+    elapsed = max(end - start, 0) if start and start != NO_VAL and end else 0
+    step = {
+        "time": {"elapsed": elapsed, "end": _w(end), "start": _w(start), "suspended": 0,
+                 "system": {"seconds": 3, "microseconds": 500000}, "limit": _w(None, infinite=True),
+                 "total": {"seconds": 83, "microseconds": 500000},
+                 "user": {"seconds": 80, "microseconds": 0}},
+        "exit_code": {"status": ["SUCCESS"], "return_code": _w(0), "signal": {"id": _w(None), "name": ""}},
+        "nodes": {"count": 1, "range": "wn12", "list": ["wn12"]},
+        "tasks": {"count": 1}, "pid": "", "CPU": {"requested_frequency": {"min": _w(None), "max": _w(None)},
+                                                    "governor": ""},
+        "kill_request_user": "", "state": [state],
+        "statistics": {"CPU": {"actual_frequency": 0}, "energy": {"consumed": _w(NO_VAL64)}},
+        "step": {"id": f"{job_id}.batch", "name": "batch"},
+        "task": {"distribution": "Cyclic"},
+        "tres": {"requested": {"max": [], "min": [], "average": [],
+                               "total": [{"type": "fs", "name": "disk", "id": 6, "count": 4096}]},
+                 "consumed": {"max": [], "min": [], "average": [],
+                              "total": [{"type": "fs", "name": "disk", "id": 6, "count": 1024},
+                                        {"type": "energy", "name": "", "id": 3, "count": NO_VAL64}]},
+                 "allocated": [{"type": "cpu", "name": "", "id": 1, "count": 4}]},
+    }
+    return {
+        "account": "atlas", "comment": {"administrator": "", "job": "", "system": ""},
+        "allocation_nodes": 1, "array": {"job_id": 0, "limits": {"max": {"running": {"tasks": 0}}},
+                                         "task_id": _w(None), "task": ""},
+        "association": {"account": "atlas", "cluster": cluster, "partition": "", "user": "prdatl", "id": 77},
+        "block": "", "cluster": cluster, "constraints": "", "container": "",
+        "derived_exit_code": {"status": ["SUCCESS"], "return_code": _w(0), "signal": {"id": _w(None), "name": ""}},
+        "time": {"elapsed": elapsed, "eligible": T0 - 5, "end": end, "planned": _w(5),
+                 "start": start, "submission": T0 - 10, "suspended": 0,
+                 "system": {"seconds": 0, "microseconds": 0}, "limit": _w(2880),
+                 "total": {"seconds": 0, "microseconds": 0}, "user": {"seconds": 0, "microseconds": 0}},
+        "exit_code": {"status": ["FAILED" if state == "FAILED" else "SUCCESS"],
+                      "return_code": _w(1 if state == "FAILED" else 0), "signal": {"id": _w(None), "name": ""}},
+        "extra": "", "failed_node": "", "flags": ["STARTED_ON_BACKFILL"] if steps else [],
+        "group": "atlas", "het": {"job_id": 0, "job_offset": _w(None)}, "job_id": job_id,
+        "name": "pilot", "licenses": "", "mcs": {"label": ""},
+        "nodes": "wn12" if steps else "None assigned", "partition": "grid", "hold": False,
+        "priority": _w(INFINITE, infinite=False) if not steps else _w(1000),
+        "qos": "normal", "qosreq": "", "required": {"CPUs": 4, "memory_per_cpu": _w(None),
+                                                    "memory_per_node": _w(8000)},
+        "kill_request_user": "", "restart_cnt": 0, "reservation": {"id": 0, "name": ""},
+        "script": "", "stdin_expanded": "", "stdout_expanded": "", "stderr_expanded": "",
+        "stdout": "", "stderr": "", "stdin": "",
+        "state": {"current": [state], "reason": "None" if steps else "launch failed requeued held"},
+        "steps": [step] if steps else [],
+        "submit_line": "sbatch pilot.sh",
+        "tres": {"allocated": [{"type": "cpu", "name": "", "id": 1, "count": 4}] if steps else [],
+                 "requested": [{"type": "cpu", "name": "", "id": 1, "count": 4},
+                               {"type": "mem", "name": "", "id": 2, "count": 8000}]},
+        "used_gres": "", "user": "prdatl", "wckey": {"wckey": "", "flags": []},
+        "working_directory": "/home/prdatl",
+    }
+
+
+def _doc_2411(*jobs: dict) -> str:
+    return json.dumps({"jobs": list(jobs), "meta": {
+        "plugin": {"type": "openapi/slurmdbd", "name": "Slurm OpenAPI slurmdbd", "data_parser": "data_parser/v0.0.42",
+                   "accounting_storage": "accounting_storage/slurmdbd"},
+        "client": {"source": "/dev/pts/0", "user": "root", "group": "root"},
+        "command": ["sacct", "--json"], "slurm": {"version": {"major": "24", "micro": "5", "minor": "11"},
+                                                  "release": "24.11.5", "cluster": "prod"}},
+        "errors": [], "warnings": []}, indent=2)
+
+
+def test_launch_failure_loads_with_no_start_and_its_state(tmp_path):
+    failed = _job_2411(700, start=NO_VAL, end=T0 + 30, state="FAILED", steps=False)
+    assert failed["time"]["elapsed"] == 0
+    text = _doc_2411(_job_2411(699), failed)
+    rows, locs, rejects = parse_json_document(text, "p")
+    assert rejects == []
+    got = _by_key(rows)
+    f = got[("700", "")]
+    assert f["start_time"] is None and f["wall_seconds"] == 0 and f["state"] == "FAILED"
+    assert f["end_time"] == datetime.fromtimestamp(T0 + 30, tz=timezone.utc) and f["exit_code"] == 1
+    assert f["allocated_cores"] == 4                   # as requested: there was no allocation
+    ok = got[("699", "batch")]
+    assert ok["start_time"] == datetime.fromtimestamp(T0, tz=timezone.utc) and ok["wall_seconds"] == 100
+    assert ok["bytes_read"] == 4096 and ok["bytes_written"] == 1024
+    wh = tmp_path / "w.duckdb"
+    ingest(to_batches(rows, locs, rejects, "p"), wh)
+    assert _q(wh, "SELECT count(*) FROM raw_rejects") == [(0,)]
+    assert _q(wh, "SELECT state, start_time IS NULL, wall_seconds FROM raw_job WHERE job_id = '700'") == [
+        ("FAILED", True, 0.0)]
+    # a job that ran but lost its start is still rejected: wall time needs a start
+    ran = _job_2411(701, start=NO_VAL, end=T0 + 30)
+    ran["time"]["elapsed"] = 30
+    rows2, locs2, rej2 = parse_json_document(_doc_2411(ran), "q")
+    rows2 = [dict(r, wall_seconds=30.0) if not r["step_id"] else r for r in rows2]
+    ingest(to_batches(rows2, locs2, rej2, "q"), wh)
+    assert _q(wh, "SELECT field FROM raw_rejects WHERE location LIKE 'q:%' AND location NOT LIKE '%step%'") == [
+        ("start_time",)]
+
+
+@pytest.mark.parametrize("value", [NO_VAL, INFINITE, NO_VAL64, INFINITE64,
+                                   _w(NO_VAL), _w(NO_VAL64), _w(None), _w(7, infinite=True), str(NO_VAL64)])
+def test_sentinels_are_null_not_numbers(value):
+    from tierlens.sources.slurm.sacct import _num, _ts
+    assert _num(value) is None and _ts(value) is None
+
+
+def test_sentinels_in_json_fields_and_parsable2():
+    job = _job_2411(710)
+    job["steps"][0]["tres"]["consumed"]["total"][0]["count"] = NO_VAL64   # fs/disk never measured
+    job["steps"][0]["time"]["end"] = _w(INFINITE)
+    job["time"]["submission"] = NO_VAL
+    rows, _, rejects = parse_json_document(_doc_2411(job), "s")
+    assert rejects == []
+    got = _by_key(rows)
+    assert got[("710", "batch")]["bytes_written"] is None and got[("710", "batch")]["end_time"] is None
+    assert got[("710", "")]["submit_time"] is None and got[("710", "")]["bytes_written"] is None
+    lines = [_p2(JobIDRaw="720", Start=str(NO_VAL), End=str(T0 + 9), ElapsedRaw="0", State="FAILED",
+                 AllocCPUS="0", ReqCPUS="2", UserCPU="00:00:00", SystemCPU="00:00:00", ExitCode="1:0"),
+             _p2(JobIDRaw="721", Submit=str(NO_VAL64), AllocCPUS=str(INFINITE), ReqCPUS="3"),
+             _p2(JobIDRaw="722", Start=str(NO_VAL), End="Unknown", State="PENDING")]
+    rows, _, rejects = parse_parsable2(lines, "p2")
+    assert rejects == []
+    got = _by_key(rows)
+    assert set(got) == {("720", ""), ("721", "")}              # 722 is pending: later
+    f = got[("720", "")]
+    assert f["start_time"] is None and f["wall_seconds"] == 0 and f["state"] == "FAILED"
+    assert f["allocated_cores"] == 2 and f["exit_code"] == 1
+    assert got[("721", "")]["submit_time"] is None and got[("721", "")]["allocated_cores"] is None
+
+
+# ---- an incomplete window is asked for again -------------------------------------------------
+def _starttimes(calls: list[list[str]]) -> list[float]:
+    return [datetime.fromisoformat(c[c.index("--starttime") + 1]).timestamp() for c in calls if "--starttime" in c]
+
+
+@pytest.mark.parametrize("how", ["cut", "exit"])
+def test_incomplete_window_holds_the_watermark(tmp_path, fake_sacct, monkeypatch, how):
+    exe, calls = fake_sacct
+    text = _doc_2411(_job_2411(801), _job_2411(802), _job_2411(803))
+    (tmp_path / "out.json").write_text(text)
+    cut = text.index('"job_id": 803')                 # inside job 803: jobs 801 and 802 are whole
+    monkeypatch.setenv("FAKE_SACCT_BREAK", f"2:{how}")
+    monkeypatch.setenv("FAKE_SACCT_CUT", str(cut))
+    wh = tmp_path / "wh.duckdb"
+    base = ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe), "--window-hours", "1"]
+    r = CliRunner().invoke(app, [*base, "--first-hours", "3"])
+    assert r.exit_code == 0, r.output
+    starts = _starttimes(calls())
+    assert len(starts) == 3
+    state = json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]
+    assert abs(state["watermark"] - starts[1]) < 1          # held at the broken window's start
+    label = f"{datetime.fromtimestamp(starts[1]).strftime('%Y-%m-%dT%H:%M:%S')}.."
+    assert "asked for again" in r.output and label in r.output
+    rejects = _q(wh, "SELECT reason, location FROM raw_rejects")
+    assert len(rejects) == 1
+    if how == "cut":
+        assert rejects[0][0].startswith("malformed document")
+        off = int(rejects[0][1].rsplit(" ", 1)[1])
+        # the offset of the job it broke off in
+        assert text[off] == "{" and text.index('"job_id": 802') < off < cut
+    else:
+        assert "exited 2" in rejects[0][0] and "Problem talking to the database" in rejects[0][0]
+    # the complete jobs loaded (all three arrive whole from the other windows)
+    assert _q(wh, "SELECT count(*) FROM raw_job WHERE step_id = ''") == [(3,)]
+    # the next run asks for the held window again (with the overlap), and then moves on
+    monkeypatch.setenv("FAKE_SACCT_BREAK", "0:")
+    r = CliRunner().invoke(app, base)
+    assert r.exit_code == 0, r.output
+    again = _starttimes(calls())
+    assert abs(again[0] - (starts[1] - 600)) < 1
+    assert json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]["watermark"] > starts[2]
+
+
+def test_truncated_document_loads_its_complete_jobs_only(tmp_path):
+    text = _doc_2411(_job_2411(811), _job_2411(812), _job_2411(813))
+    cut = text.index('"job_id": 813')
+    rows, locs, rejects = parse_json_document(text[:cut], "t")
+    assert {r["job_id"] for r in rows} == {"811", "812"}
+    assert len(rejects) == 1 and rejects[0].reason.startswith("malformed document")
+    for r, loc in zip(rows, locs):
+        off = int(loc.split()[1])
+        assert json.JSONDecoder().raw_decode(text, off)[0]["job_id"] == int(r["job_id"])
+
+
+def test_timeout_keeps_what_was_printed_and_holds_the_window(tmp_path):
+    from tierlens.sources.slurm.sacct import SacctRunner, WindowReport, sacct_batches
+    text = _doc_2411(_job_2411(821), _job_2411(822))
+    cut = text.index('"job_id": 822')
+    (tmp_path / "part.json").write_text(text[:cut])
+    exe = tmp_path / "slow-sacct"
+    exe.write_text(f"#!/bin/sh\ncat {tmp_path / 'part.json'}\nexec sleep 30\n")
+    exe.chmod(0o755)
+    retry: list[WindowReport] = []
+    marks: list[float] = []
+    batches = list(sacct_batches(SacctRunner(sacct=str(exe), fmt="json", timeout=1), T0, T0 + 7200, 3600,
+                                 [], lambda wm, _u: marks.append(wm), retry=retry))
+    assert marks == [T0, T0]                                  # both windows broke: held at the first
+    assert [r.start for r in retry] == [T0, T0 + 3600]
+    assert all("timed out after 1 s" in r.describe() for r in retry)
+    rows = [r for b in batches for r in b.table.to_pylist()]
+    assert {r["job_id"] for r in rows} == {"821"}
+    reasons = sorted(j.reason.split(":")[0] for b in batches for j in b.rejects)
+    assert reasons == ["incomplete output", "incomplete output", "malformed document", "malformed document"]

@@ -314,15 +314,20 @@ def ingest_slurm(warehouse: Path, start: datetime, end: datetime, sacct: str = "
     from itertools import chain
 
     from .sources.slurm import spool_batches
-    from .sources.slurm.sacct import SacctRunner, sacct_batches
+    from .sources.slurm.sacct import SacctError, SacctRunner, sacct_batches
 
     runner = SacctRunner(sacct=sacct, clusters=clusters or None)
+    retry: list = []
     batches: Iterable[Batch] = sacct_batches(runner, _utc(start).timestamp(), _utc(end).timestamp(),
-                                             window_hours * 3600, [])
+                                             window_hours * 3600, [], retry=retry)
     dirs = [Path(d) for d in spool_dirs]
     if dirs:
         batches = chain(batches, spool_batches(dirs))
-    return _load("slurm", batches, warehouse, start, end)
+    summary = _load("slurm", batches, warehouse, start, end)
+    if retry:
+        # what was complete is loaded; failing the task makes the scheduler run this interval again
+        raise SacctError("incomplete sacct output: " + " | ".join(r.describe() for r in retry))
+    return summary
 
 
 def ingest_condor(warehouse: Path, start: datetime, end: datetime, history: Iterable[Path],

@@ -178,7 +178,10 @@ SPECS: dict[RecordKind, RecordSpec] = {
         RecordKind.JOB, JOB, ("batch_system", "cluster", "job_id", "step_id"), "start_time",
         _required("batch_system", "cluster", "job_id") + (
             Rule("step_id", "step_id IS NULL", "missing (use '' for the whole job)"),
-            Rule("start_time", "start_time IS NULL AND end_time IS NOT NULL", "missing while end_time is set"),
+            # a launch failure ends without starting (Slurm time.start NO_VAL, elapsed 0): it keeps
+            # its end so it counts as a finished failed job; a job with wall time must have a start
+            Rule("start_time", "start_time IS NULL AND end_time IS NOT NULL AND coalesce(wall_seconds, 0) > 0",
+                 "missing while end_time is set and wall_seconds > 0"),
             Rule("end_time", "end_time < start_time", "before start_time"),
             Rule("allocated_cores", "allocated_cores IS NULL OR allocated_cores < 1", "missing or below 1 core"),
             Rule("cpu_user_seconds", "cpu_user_seconds < 0", "negative"),

@@ -3,6 +3,7 @@
 
 import json
 import os
+import threading
 import time
 from datetime import datetime
 from itertools import chain
@@ -11,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .sacct import SacctError, SacctRunner, sacct_batches
+from .sacct import SacctError, SacctRunner, WindowReport, sacct_batches
 from .spool import spool_batches
 
 
@@ -36,6 +37,44 @@ def save_state(path: Path, key: str, value: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(allstate, indent=1, sort_keys=True))
     os.replace(tmp, path)
+
+
+class Checkpoints:
+    """Saves a window's watermark only once every batch handed on before it has been loaded.
+
+    The loader runs the source one batch ahead on a thread, so when the source reaches the end
+    of a window its last batch may still be loading; saving the watermark then could run ahead
+    of the warehouse if that load failed."""
+
+    def __init__(self, save) -> None:
+        self.save = save
+        self.handed = 0
+        self.loaded = 0
+        self.waiting: list[tuple[int, float, list[str]]] = []
+        self.lock = threading.Lock()
+
+    def count(self, batches):
+        for b in batches:
+            with self.lock:
+                self.handed += 1
+            yield b
+
+    def on_window(self, watermark: float, unfinished: list[str]) -> None:
+        with self.lock:
+            self.waiting.append((self.handed, watermark, unfinished))
+        self.flush()
+
+    def on_batch(self, _result) -> None:
+        with self.lock:
+            self.loaded += 1
+        self.flush()
+
+    def flush(self) -> None:
+        with self.lock:
+            ready = [w for w in self.waiting if w[0] <= self.loaded]
+            self.waiting = [w for w in self.waiting if w[0] > self.loaded]
+            for _n, watermark, unfinished in ready[-1:]:
+                self.save(watermark, unfinished)
 
 
 def _when(text: str | None) -> float | None:
@@ -90,21 +129,29 @@ def register(ingest_app: typer.Typer) -> None:
             return
         runner = SacctRunner(sacct=sacct, fmt=fmt, clusters=clusters)
 
-        def on_window(w_end: float, unfinished: list[str]) -> None:
+        def save(watermark: float, unfinished: list[str]) -> None:
             if end is None or start is None:  # an explicit window does not move the watermark
-                save_state(sf, key, {"watermark": w_end, "unfinished": unfinished,
+                # a window held for retry may start in the overlap before the old watermark
+                watermark = max(watermark, state.get("watermark") or watermark)
+                save_state(sf, key, {"watermark": watermark, "unfinished": unfinished,
                                      "format": runner.fmt})
 
-        batches = sacct_batches(runner, t_start, t_end, window_hours * 3600,
-                                list(state.get("unfinished", [])), on_window)
+        marks = Checkpoints(save)
+        retry: list[WindowReport] = []
+        batches = marks.count(sacct_batches(runner, t_start, t_end, window_hours * 3600,
+                                            list(state.get("unfinished", [])), marks.on_window, retry=retry))
         if spool:
             batches = chain(batches, spool_batches(spool))
         try:
-            summary = ingest(batches, wh)
+            summary = ingest(batches, wh, on_batch=marks.on_batch)
         except SacctError as e:
             err.print(f"[red]{e}[/red]")
             raise typer.Exit(1) from e
+        marks.flush()
         _print_ingest(summary, wh)
+        for report in retry:
+            err.print(f"[yellow]incomplete sacct output, asked for again on the next run: "
+                      f"{report.describe()}[/yellow]")
         console.print(f"sacct format: {runner.fmt}; watermark file {sf}")
 
     @ingest_app.command("slurm-spool")

@@ -18,13 +18,16 @@ task has its own id and the identity the plugin put in XRD_MONINFO.
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
 import subprocess
-from collections.abc import Iterator
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TextIO
 
 import pyarrow as pa
 
@@ -35,7 +38,11 @@ BATCH_ROWS = 20_000
 
 PARSABLE_FIELDS = ("JobIDRaw", "JobID", "Cluster", "User", "Account", "Partition", "NodeList",
                    "Submit", "Start", "End", "AllocCPUS", "UserCPU", "SystemCPU", "ElapsedRaw",
-                   "State", "ExitCode", "TRESUsageInTot", "TRESUsageOutTot")
+                   "State", "ExitCode", "TRESUsageInTot", "TRESUsageOutTot", "ReqCPUS")
+
+#: Slurm's "no value" and "infinite" markers (slurm.h NO_VAL, INFINITE, NO_VAL64, INFINITE64).
+#: They are not quantities: a job that never started has time.start = NO_VAL.
+SENTINELS = frozenset((0xFFFFFFFE, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF))
 
 
 class SacctError(RuntimeError):
@@ -52,9 +59,10 @@ def _num(v: Any) -> float | None:
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
-        return v
+        return None if v in SENTINELS else v
     if isinstance(v, str) and re.fullmatch(r"-?\d+(\.\d+)?", v.strip()):
-        return float(v)
+        n = float(v) if "." in v else int(v)
+        return None if n in SENTINELS else n
     raise ValueError(f"not a number: {v!r}")
 
 
@@ -125,76 +133,144 @@ def _row(**kw: Any) -> dict[str, Any]:
 
 
 # ---- --json ---------------------------------------------------------------------------------
-def _jobs_with_offsets(text: str, source: str) -> Iterator[tuple[int, Any]]:
-    """(character offset, decoded job) for each element of the document's "jobs" array.
+#: characters read from sacct's output at a time; with one job being decoded this bounds memory
+READ_CHARS = 1 << 22
+#: a job object longer than this (a job with tens of thousands of steps) is taken as malformed,
+#: so a broken document can never pull the rest of a large output into memory
+MAX_JOB_CHARS = 1 << 26
+_JOBS_KEY = re.compile(r'"jobs"\s*:\s*\[')
+
+
+class _Stream:
+    """A window onto a text stream: ``buf`` holds characters from absolute offset ``base``."""
+
+    def __init__(self, f: TextIO) -> None:
+        self.f, self.buf, self.base, self.eof = f, "", 0, False
+
+    def more(self) -> bool:
+        chunk = "" if self.eof else self.f.read(READ_CHARS)
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf += chunk
+        return True
+
+    def drop_before(self, pos: int) -> int:
+        """Forget characters before ``pos`` (a buffer index); returns the new index of ``pos``."""
+        if pos < READ_CHARS:
+            return pos
+        self.buf, self.base = self.buf[pos:], self.base + pos
+        return 0
+
+
+def _jobs_start(st: _Stream) -> int | None:
+    """Buffer index just after '"jobs": [', or None for a document without jobs (raises when
+    it is not a sacct document at all)."""
+    while True:
+        m = _JOBS_KEY.search(st.buf)
+        if m:
+            return m.end()
+        if len(st.buf) > MAX_JOB_CHARS or not st.more():
+            break
+    try:
+        doc = json.loads(st.buf)
+    except json.JSONDecodeError as e:
+        raise _FieldError("document", f"not JSON: {e.msg} at offset {e.pos}", e.pos) from e
+    if isinstance(doc, dict) and not doc.get("jobs"):
+        return None
+    raise _FieldError("jobs", "no jobs array", 0)
+
+
+def _jobs_with_offsets(f: TextIO) -> Iterator[tuple[int, Any]]:
+    """(character offset, decoded job) for each element of the document's "jobs" array, reading
+    ``f`` a bounded piece at a time.
 
     Decoding job by job keeps a bad element from hiding the good ones and gives every job an
-    exact offset in sacct's output. A document that cannot be read raises _FieldError."""
+    exact offset in sacct's output. A document that cannot be read on raises _FieldError."""
     dec = json.JSONDecoder()
-    m = re.search(r'"jobs"\s*:\s*\[', text)
-    if not m:
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise _FieldError("document", f"not JSON: {e.msg} at offset {e.pos}") from e
-        if isinstance(doc, dict) and not doc.get("jobs"):
-            return
-        raise _FieldError("jobs", "no jobs array")
-    pos = m.end()
+    st = _Stream(f)
+    pos = _jobs_start(st)
+    if pos is None:
+        return
     while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text):
-            raise _FieldError("jobs", f"document ends inside the jobs array at offset {pos}")
-        if text[pos] == "]":
+        while True:
+            while pos < len(st.buf) and st.buf[pos] in " \t\r\n,":
+                pos += 1
+            if pos < len(st.buf) or not st.more():
+                break
+        if pos >= len(st.buf):
+            raise _FieldError("jobs", f"document ends inside the jobs array at offset {st.base + pos}",
+                              st.base + pos, st.buf[-2000:])
+        if st.buf[pos] == "]":
             return
         try:
-            job, end = dec.raw_decode(text, pos)
+            job, end = dec.raw_decode(st.buf, pos)
         except json.JSONDecodeError as e:
-            err = _FieldError("jobs", f"not JSON at offset {e.pos}: {e.msg}")
-            err.offset = pos
-            raise err from e
-        yield pos, job
-        pos = end
+            # most often the object runs past what has been read so far: read on and retry
+            if len(st.buf) - pos < MAX_JOB_CHARS and st.more():
+                continue
+            raise _FieldError("jobs", f"not JSON at offset {st.base + e.pos}: {e.msg}", st.base + pos,
+                              st.buf[pos:pos + 2000]) from e
+        yield st.base + pos, job
+        pos = st.drop_before(end)
 
 
-def parse_json_document(text: str, source: str) -> tuple[list[dict], list[str], list[Reject]]:
-    """Job and step rows (with a location each) and rejects from one `sacct --json` output.
+def iter_json_rows(f: TextIO, source: str, report: WindowReport | None = None
+                   ) -> Iterator[tuple[dict, str] | Reject]:
+    """(row, location) per job and step, or a Reject, from one `sacct --json` output read from ``f``.
 
     A job is located as 'SOURCE:offset N', N the character offset of its object in the output;
-    its steps as 'SOURCE:offset N step S'.
+    its steps as 'SOURCE:offset N step S'. A document that breaks off ends with one reject
+    ("malformed document") and marks ``report`` incomplete.
     """
-    rows: list[dict] = []
-    locs: list[str] = []
-    rejects: list[Reject] = []
-    it = _jobs_with_offsets(text, source)
+    it = _jobs_with_offsets(f)
     while True:
         try:
             pos, job = next(it)
         except StopIteration:
-            break
+            return
         except _FieldError as e:
-            rejects.append(Reject(RecordKind.JOB, source, f"{source}:offset {getattr(e, 'offset', 0)}", e.field,
-                                  f"malformed document: {e}", text[-2000:]))
-            break
+            if report is not None:
+                report.fail(f"malformed document: {e}")
+            yield Reject(RecordKind.JOB, source, f"{source}:offset {e.offset}", e.field,
+                         f"malformed document: {e}", e.raw)
+            return
         where = f"{source}:offset {pos}"
         try:
             job_rows = list(_json_job(job))
         except (ValueError, TypeError, KeyError, AttributeError) as e:
             field = getattr(e, "field", None) or (e.args[0] if isinstance(e, KeyError) else "job")
-            rejects.append(Reject(RecordKind.JOB, source, where, str(field), f"malformed: {e}",
-                                  json.dumps(job, default=str)[:2000]))
+            yield Reject(RecordKind.JOB, source, where, str(field), f"malformed: {e}",
+                         json.dumps(job, default=str)[:2000])
             continue
         for _k, r in job_rows:
-            rows.append(r)
-            locs.append(where if not r["step_id"] else f"{where} step {r['step_id']}")
+            yield r, (where if not r["step_id"] else f"{where} step {r['step_id']}")
+
+
+def _split(items: Iterable[tuple[dict, str] | Reject]) -> tuple[list[dict], list[str], list[Reject]]:
+    rows: list[dict] = []
+    locs: list[str] = []
+    rejects: list[Reject] = []
+    for item in items:
+        if isinstance(item, Reject):
+            rejects.append(item)
+        else:
+            rows.append(item[0])
+            locs.append(item[1])
     return rows, locs, rejects
 
 
+def parse_json_document(text: str, source: str) -> tuple[list[dict], list[str], list[Reject]]:
+    """Job and step rows (with a location each) and rejects from one `sacct --json` output."""
+    return _split(iter_json_rows(io.StringIO(text), source))
+
+
 class _FieldError(ValueError):
-    def __init__(self, field: str, msg: str) -> None:
+    def __init__(self, field: str, msg: str, offset: int = 0, raw: str = "") -> None:
         super().__init__(f"{field}: {msg}")
         self.field = field
+        self.offset = offset
+        self.raw = raw
 
 
 def _get(d: dict, field: str, conv, *path: str) -> Any:
@@ -216,14 +292,19 @@ def _json_job(job: dict) -> Iterator[tuple[int | None, dict]]:
     jid = str(jid)
     cluster = job.get("cluster") or ""
     start = _get(job, "start_time", _ts, "time", "start")
-    if start is None:
-        return  # pending or cancelled before it ran: nothing to account yet
+    end = _get(job, "end_time", _ts, "time", "end")
+    if start is None and end is None:
+        return  # pending: nothing to account yet
     common = dict(batch_system="slurm", cluster=cluster, job_id=jid,
                   job_identity=job_identity("slurm", cluster, jid),
                   user_name=job.get("user"), account=job.get("account"),
                   partition=job.get("partition"),
                   submit_time=_get(job, "submit_time", _ts, "time", "submission"))
     cores = _get(job, "allocated_cores", lambda t: _tres_count(t, "cpu"), "tres", "allocated")
+    if cores is None and start is None:
+        # a launch failure may have no allocation; its wall is 0, so the cores it asked for
+        # change no efficiency and keep the job countable
+        cores = _get(job, "allocated_cores", lambda t: _tres_count(t, "cpu"), "tres", "requested")
     nodes = job.get("nodes") if isinstance(job.get("nodes"), str) else None
     steps = job.get("steps") or []
     if not isinstance(steps, list):
@@ -262,12 +343,12 @@ def _json_job(job: dict) -> Iterator[tuple[int | None, dict]]:
     sys_job = _get(job, "cpu_system_seconds", _secs, "time", "system") or 0.0
     yield None, _row(
         **common, step_id="", node=first_node(nodes), node_list=nodes,
-        start_time=start, end_time=_get(job, "end_time", _ts, "time", "end"),
+        start_time=start, end_time=end,
         allocated_cores=int(cores) if cores else None,
         # sacct's TotalCPU of a job is the sum over its steps; 22.05 leaves the job's own at 0
         cpu_user_seconds=total("cpu_user_seconds") if step_rows else user_job,
         cpu_system_seconds=total("cpu_system_seconds") if step_rows else sys_job,
-        wall_seconds=_get(job, "wall_seconds", _secs, "time", "elapsed"),
+        wall_seconds=_get(job, "wall_seconds", _secs, "time", "elapsed") if start is not None else 0.0,
         state=_state(job.get("state")), exit_code=_exit(job.get("exit_code")),
         bytes_read=total("bytes_read"), bytes_written=total("bytes_written"))
     yield from step_rows
@@ -299,7 +380,13 @@ def _tres_str(s: str, key: str = "fs/disk") -> int | None:
 def _epoch(s: str) -> datetime | None:
     if s in ("", "Unknown", "None", "0"):
         return None
-    return datetime.fromtimestamp(int(s), tz=timezone.utc)
+    n = int(s)
+    return None if n in SENTINELS else datetime.fromtimestamp(n, tz=timezone.utc)
+
+
+def _count(s: str) -> int | None:
+    n = int(s) if s else None
+    return None if n in SENTINELS else n
 
 
 def parse_parsable2(lines: list[str], source: str, first_line: int = 1
@@ -328,18 +415,24 @@ def parse_parsable2(lines: list[str], source: str, first_line: int = 1
                 raise ValueError(f"not a job id: {raw!r}")
             field = "Start"
             start = _epoch(c["Start"])
-            if start is None:
-                continue  # never ran
+            field = "End"
+            if start is None and _epoch(c["End"]) is None:
+                continue  # pending
             vals = {}
             for field, key, conv in (("submit_time", "Submit", _epoch), ("end_time", "End", _epoch),
-                                     ("allocated_cores", "AllocCPUS", lambda s: int(s) if s else None),
+                                     ("allocated_cores", "AllocCPUS", _count),
                                      ("cpu_user_seconds", "UserCPU", _cpu_time),
                                      ("cpu_system_seconds", "SystemCPU", _cpu_time),
-                                     ("wall_seconds", "ElapsedRaw", lambda s: float(s) if s else None),
+                                     ("wall_seconds", "ElapsedRaw", _count),
                                      ("exit_code", "ExitCode", lambda s: int(s.split(":")[0]) if s else None),
                                      ("bytes_read", "TRESUsageInTot", _tres_str),
                                      ("bytes_written", "TRESUsageOutTot", _tres_str)):
                 vals[field] = conv(c[key])
+            if start is None:
+                # never started (launch failure): no wall; cores as asked, see _json_job
+                field = "allocated_cores"
+                vals["wall_seconds"] = 0.0
+                vals["allocated_cores"] = vals["allocated_cores"] or _count(c["ReqCPUS"])
         except (ValueError, TypeError) as e:
             rejects.append(Reject(RecordKind.JOB, source, where, field, f"malformed: {e}", line[:2000]))
             continue
@@ -377,10 +470,60 @@ def parse_parsable2(lines: list[str], source: str, first_line: int = 1
     return rows, locs, rejects
 
 
+def iter_parsable2_rows(f: TextIO, source: str, report: WindowReport | None = None,
+                       block_rows: int = BATCH_ROWS) -> Iterator[tuple[dict, str] | Reject]:
+    """parse_parsable2 over ``f`` in blocks of about ``block_rows`` lines, cut where a job line
+    starts (a job and its steps stay together: the job's bytes are the sum of its steps)."""
+    block: list[str] = []
+    first = n = 1
+    last = ""
+    for n, line in enumerate(f, start=1):
+        last = line
+        if len(block) >= block_rows and "." not in line.split("|", 1)[0]:
+            yield from _parsable2_block(block, source, first)
+            block, first = [], n
+        block.append(line)
+    if last and not last.endswith("\n"):
+        if report is not None:
+            report.fail(f"output ends inside line {n}")
+        yield Reject(RecordKind.JOB, source, f"{source}:line {n}", "line",
+                     "malformed document: output ends inside the line", last[:2000])
+        block.pop()
+    yield from _parsable2_block(block, source, first)
+
+
+def _parsable2_block(lines: list[str], source: str, first: int) -> Iterator[tuple[dict, str] | Reject]:
+    rows, locs, rejects = parse_parsable2(lines, source, first)
+    yield from rejects
+    yield from zip(rows, locs)
+
+
 # ---- running sacct --------------------------------------------------------------------------
 @dataclass
+class WindowReport:
+    """What one sacct call delivered: complete, or the problems that make it be asked again."""
+
+    label: str
+    start: float | None = None
+    problems: list[str] = field(default_factory=list)
+
+    def fail(self, why: str) -> None:
+        self.problems.append(why)
+
+    @property
+    def complete(self) -> bool:
+        return not self.problems
+
+    def describe(self) -> str:
+        return f"{self.label}: {'; '.join(self.problems)}"
+
+
+@dataclass
 class SacctRunner:
-    """Runs sacct; `fmt` is 'json', 'parsable2', or 'auto' (json, falling back once)."""
+    """Runs sacct; `fmt` is 'json', 'parsable2', or 'auto' (json, falling back once).
+
+    sacct's output goes to a temporary file and is parsed from there a piece at a time, so
+    memory does not grow with the size of the window."""
 
     sacct: str = "sacct"
     fmt: str = "auto"
@@ -388,35 +531,67 @@ class SacctRunner:
     env: dict[str, str] | None = None
     timeout: float = 600
 
-    def _run(self, args: list[str], extra_env: dict[str, str] | None = None) -> str:
-        import os
+    def _run(self, args: list[str], report: WindowReport, extra_env: dict[str, str] | None = None) -> TextIO:
+        """sacct's stdout, rewound; a non-zero exit or a timeout is recorded in ``report``."""
         env = dict(self.env if self.env is not None else os.environ)
         env.update(extra_env or {})
         cmd = [self.sacct, "--allusers", *(["--clusters", self.clusters] if self.clusters else []), *args]
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=self.timeout)
-        except (OSError, subprocess.SubprocessError) as e:
-            raise SacctError(f"{' '.join(cmd)}: {e}") from e
-        if r.returncode != 0:
-            raise SacctError(f"{' '.join(cmd)} exited {r.returncode}: {r.stderr.strip()[:500]}")
-        return r.stdout
+        out = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err:
+            try:
+                rc = subprocess.run(cmd, stdout=out, stderr=err, env=env, timeout=self.timeout).returncode
+            except subprocess.TimeoutExpired:
+                report.fail(f"sacct timed out after {self.timeout:g} s")
+            except (OSError, subprocess.SubprocessError) as e:
+                out.close()
+                raise SacctError(f"{' '.join(cmd)}: {e}") from e
+            else:
+                if rc != 0:
+                    err.seek(0)
+                    report.fail(f"{' '.join(cmd)} exited {rc}: {err.read(500).strip()}")
+        out.seek(0)
+        return out
+
+    def _json_works(self, out: TextIO, report: WindowReport) -> bool:
+        head = out.read(64).lstrip()
+        out.seek(0)
+        if head.startswith("{"):
+            return True
+        if self.fmt == "json":
+            report.fail(f"sacct --json printed no JSON: {head[:60]!r}")
+        return False
+
+    def rows(self, selection: list[str], report: WindowReport) -> Iterator[tuple[dict, str] | Reject]:
+        """Rows and rejects of one sacct call; problems that make the output incomplete go into
+        ``report`` and, so that they are seen in the warehouse too, into one reject."""
+        if self.fmt in ("auto", "json"):
+            source = f"sacct --json {report.label}"
+            out = self._run(["--json", *selection], report)
+            if self._json_works(out, report) or self.fmt == "json":
+                self.fmt = "json"
+                with out:
+                    yield from iter_json_rows(out, source, report)
+                yield from self._call_rejects(source, report)
+                return
+            out.close()
+            self.fmt = "parsable2"   # this sacct has no JSON output: stay on the fallback
+            report.problems.clear()
+        source = f"sacct --parsable2 {report.label}"
+        with self._run(["--parsable2", "--noheader", "--noconvert", "-o", ",".join(PARSABLE_FIELDS),
+                        *selection], report, {"SLURM_TIME_FORMAT": "%s"}) as out:
+            yield from iter_parsable2_rows(out, source, report)
+        yield from self._call_rejects(source, report)
+
+    @staticmethod
+    def _call_rejects(source: str, report: WindowReport) -> Iterator[Reject]:
+        calls = [p for p in report.problems if not p.startswith("malformed document")]
+        if calls:
+            yield Reject(RecordKind.JOB, source, f"{source}:offset 0", "document",
+                         f"incomplete output: {'; '.join(calls)}", "")
 
     def query(self, selection: list[str], label: str) -> tuple[list[dict], list[str], list[Reject]]:
-        if self.fmt in ("auto", "json"):
-            try:
-                out = self._run(["--json", *selection])
-                if not out.lstrip().startswith("{"):
-                    raise SacctError(f"sacct --json printed no JSON: {out[:200]!r}")
-            except SacctError as e:
-                if self.fmt == "json":
-                    raise SacctError(f"sacct --json failed: {e}") from e
-                self.fmt = "parsable2"   # this sacct has no JSON output: stay on the fallback
-            else:
-                self.fmt = "json"
-                return parse_json_document(out, f"sacct --json {label}")
-        out = self._run(["--parsable2", "--noheader", "--noconvert", "-o", ",".join(PARSABLE_FIELDS),
-                         *selection], {"SLURM_TIME_FORMAT": "%s"})
-        return parse_parsable2(out.splitlines(), f"sacct --parsable2 {label}")
+        """All rows of one call at once (small selections and tests)."""
+        return _split(self.rows(selection, WindowReport(label)))
 
 
 def _stamp(t: float) -> str:
@@ -442,38 +617,66 @@ def to_batches(rows: list[dict], locs: list[str], rejects: list[Reject], source:
                     rejects=rejects if start == 0 else [])
 
 
+def stream_batches(items: Iterable[tuple[dict, str] | Reject], source: str,
+                   batch_rows: int = BATCH_ROWS) -> Iterator[Batch]:
+    """JOB batches of at most ``batch_rows`` rows as the items arrive; a row seen again in a
+    later batch replaces the earlier one when loaded (the warehouse upserts by natural key)."""
+    chunk: list[tuple[dict, str] | Reject] = []
+    n = 0
+    for item in items:
+        chunk.append(item)
+        n += not isinstance(item, Reject)
+        if n >= batch_rows:
+            yield from to_batches(*_split(chunk), source, batch_rows)
+            chunk, n = [], 0
+    yield from to_batches(*_split(chunk), source, batch_rows)
+
+
+def _track(items: Iterable[tuple[dict, str] | Reject], pending: set[str]) -> Iterator[tuple[dict, str] | Reject]:
+    """Keep ``pending`` (jobs seen unfinished) up to date as the rows pass."""
+    for item in items:
+        if not isinstance(item, Reject) and not item[0]["step_id"]:
+            if item[0]["end_time"] is None:
+                pending.add(item[0]["job_id"])
+            else:
+                pending.discard(item[0]["job_id"])
+        yield item
+
+
 def sacct_batches(runner: SacctRunner, start: float, end: float, window: float,
-                  unfinished: list[str], on_window=None, batch_rows: int = BATCH_ROWS
+                  unfinished: list[str], on_window: Callable[[float, list[str]], None] | None = None,
+                  batch_rows: int = BATCH_ROWS, retry: list[WindowReport] | None = None
                   ) -> Iterator[Batch]:
     """JOB batches for [start, end) in windows of `window` seconds, plus `unfinished` job ids.
 
-    `on_window(window_end, still_unfinished_ids)` is called after every window's batches have
-    been consumed (loaded), so a watermark saved there never runs ahead of the warehouse.
+    `on_window(watermark, still_unfinished_ids)` is called after each window's batches were
+    handed on. The watermark is the window's end, unless a window's output was incomplete
+    (a broken document, a non-zero exit, a timeout): from then on it stays at the start of the
+    first such window, so the next run asks for it again. Those windows are appended to `retry`.
     """
     pending = set(unfinished)
+    held: float | None = None
     # jobs seen unfinished last time: ask for them by id (no time window), in bounded chunks
     ids = sorted(pending, key=lambda s: (len(s), s))
     for k in range(0, len(ids), 500):
         chunk = ids[k:k + 500]
-        rows, locs, rejects = runner.query(["--jobs", ",".join(chunk)], f"jobs {chunk[0]}..{chunk[-1]}")
-        for r in rows:
-            if not r["step_id"]:
-                pending.discard(r["job_id"])
-                if r["end_time"] is None:
-                    pending.add(r["job_id"])
-        yield from to_batches(rows, locs, rejects, f"sacct:jobs {chunk[0]}..{chunk[-1]}", batch_rows)
+        report = WindowReport(f"jobs {chunk[0]}..{chunk[-1]}")
+        items = _track(runner.rows(["--jobs", ",".join(chunk)], report), pending)
+        yield from stream_batches(items, f"sacct:{report.label}", batch_rows)
+        if not report.complete:
+            pending.update(chunk)   # not seen whole: ask for all of them again
+            if retry is not None:
+                retry.append(report)
     t = start
     while t < end:
         w_end = min(t + window, end)
-        label = f"{_stamp(t)}..{_stamp(w_end)}"
-        rows, locs, rejects = runner.query(["--starttime", _stamp(t), "--endtime", _stamp(w_end)], label)
-        for r in rows:
-            if not r["step_id"]:
-                if r["end_time"] is None:
-                    pending.add(r["job_id"])
-                else:
-                    pending.discard(r["job_id"])
-        yield from to_batches(rows, locs, rejects, f"sacct:{label}", batch_rows)
+        report = WindowReport(f"{_stamp(t)}..{_stamp(w_end)}", start=t)
+        items = _track(runner.rows(["--starttime", _stamp(t), "--endtime", _stamp(w_end)], report), pending)
+        yield from stream_batches(items, f"sacct:{report.label}", batch_rows)
+        if not report.complete:
+            held = t if held is None else held
+            if retry is not None:
+                retry.append(report)
         if on_window:
-            on_window(w_end, sorted(pending))
+            on_window(w_end if held is None else held, sorted(pending))
         t = w_end
