@@ -45,6 +45,18 @@ def version() -> None:
     console.print(__version__)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"tierlens {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(show_version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                     help="Print the tierlens version and exit.")] = False) -> None:
+    """tierlens: what worker-node storage and caching do to your jobs' CPU efficiency."""
+
+
 @app.command()
 def schema(kind: Annotated[Optional[RecordKind], typer.Argument(help="Record kind; all when omitted.")] = None) -> None:
     """Show the canonical records: every field with its type, unit and meaning."""
@@ -96,21 +108,25 @@ def transform(
                                                        "spark_thrift.")] = None,
     lake: Annotated[Optional[Path], typer.Option(help="Read the raw sources from this Parquet lake "
                                                       "(needed by the spark targets).")] = None,
+    project_dir: Annotated[Optional[Path], typer.Option(
+        file_okay=False, exists=True, help="A site's own dbt project [default: $TIERLENS_DBT_PROJECT_DIR, "
+                                           "else the one shipped with tierlens].")] = None,
 ) -> None:
     """Build the dbt project (staging → intermediate → marts) and run its tests."""
     wh = _warehouse(warehouse)
     if target and target.startswith("spark") and lake is None:
         err.print("[red]the spark targets read the Parquet lake: give --lake (tierlens lake export writes it)[/red]")
         raise typer.Exit(2)
-    _run_transform(wh, paths().dbt_state, target=target, lake=lake)
+    _run_transform(wh, paths().dbt_state, target=target, lake=lake, project_dir=project_dir)
 
 
-def _run_transform(wh: Path, state: Path, target: str | None = None, lake: Path | None = None) -> None:
+def _run_transform(wh: Path, state: Path, target: str | None = None, lake: Path | None = None,
+                   project_dir: Path | None = None) -> None:
     from .transform import run_dbt
 
     with console.status("dbt build: staging → intermediate → marts, with tests"):
         try:
-            result = run_dbt(wh, state, target=target, lake=lake,
+            result = run_dbt(wh, state, target=target, lake=lake, project_dir=project_dir,
                              spark_warehouse=state / "spark-warehouse" if target == "spark" else None)
         except (FileNotFoundError, ValueError) as e:
             err.print(f"[red]{e}[/red]")
@@ -140,17 +156,30 @@ def report(
 
 @app.command()
 def sql(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A .sql file, e.g. from sql/.")],
+    name: Annotated[Optional[str], typer.Argument(help="A bundled query's name (see --list) or a .sql file.")] = None,
     warehouse: WarehouseOpt = None,
     csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+    list_queries: Annotated[bool, typer.Option("--list", help="List the bundled queries and their questions.")] = False,
 ) -> None:
-    """Run a SQL query file against the warehouse (read-only) and print the result."""
+    """Run a bundled query, or a SQL file, against the warehouse (read-only) and print the result."""
     import duckdb
 
+    from .resources import bundled_queries, find_query, question_of
     from .warehouse import QUERY_ERRORS
 
+    if list_queries:
+        _print_queries(bundled_queries())
+        return
+    if name is None:
+        err.print("[red]give a query name or file (`tierlens sql --list` shows the bundled ones)[/red]")
+        raise typer.Exit(2)
+    try:
+        file = find_query(name)
+    except FileNotFoundError as e:
+        err.print(f"[red]{e}[/red]")
+        raise typer.Exit(2) from e
     query = file.read_text()
-    question = next((line[2:].strip() for line in query.splitlines() if line.startswith("--")), "")
+    question = question_of(query)
     con = duckdb.connect(str(_warehouse(warehouse)), read_only=True)
     try:
         cur = con.execute(query)
@@ -172,6 +201,15 @@ def sql(
         raise typer.Exit(1) from e
     finally:
         con.close()
+
+
+def _print_queries(queries) -> None:
+    t = Table(title="bundled queries: tierlens sql NAME")
+    t.add_column("name")
+    t.add_column("question")
+    for q in queries:
+        t.add_row(q.name, q.question)
+    console.print(t)
 
 
 def _write_csv(columns, rows) -> None:
