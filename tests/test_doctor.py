@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -115,6 +116,20 @@ def test_warehouse_schema_version_or_unversioned(tmp_path):
     f = _by_check(doctor.check_warehouse(Options(warehouse=wh)))
     assert "schema version 3" in f[("warehouse", "readable")].detail
     assert doctor.check_warehouse(Options(warehouse=tmp_path / "no.duckdb"))[0].status is Status.FAIL
+
+
+def test_a_warehouse_locked_by_a_writer_is_a_warning(tmp_path):
+    wh = tmp_path / "warehouse.duckdb"
+    duckdb.connect(str(wh)).close()
+    writer = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+                               "print('open', flush=True); time.sleep(60)", str(wh)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "open"
+        f = _by_check(doctor.check_warehouse(Options(warehouse=wh)))
+        assert f[("warehouse", "readable")].status is Status.WARN and "locked" in f[("warehouse", "readable")].detail
+    finally:
+        writer.kill()
+        writer.wait()
 
 
 def test_dbt_project_and_a_sites_own_project(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -101,6 +102,12 @@ def test_installed_wheel_runs_the_demo_and_the_bundled_queries(site):
                  work, env, 60).stdout.split()
     assert all(Path(w).is_relative_to(site["venv"]) for w in where), where
 
+    # doctor on this "host": the shipped dbt project is found inside the virtualenv.
+    doc = subprocess.run([exe, "doctor", "--json"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert doc.returncode in (0, 1), doc.stderr
+    dbt = next(f for f in json.loads(doc.stdout)["findings"] if f["area"] == "dbt" and f["check"] == "project")
+    assert dbt["status"] == "ok" and Path(dbt["detail"]).is_relative_to(site["venv"])
+
     _run([exe, "demo", "--days", "1"], work, env, 600)
     warehouse = Path(env["TIERLENS_HOME"]) / "demo" / "warehouse.duckdb"
     assert warehouse.is_file()
@@ -127,3 +134,38 @@ def test_installed_wheel_runs_the_demo_and_the_bundled_queries(site):
     jobs_col = rows[0].index("jobs")
     assert [int(r[jobs_col]) for r in rows[1:]] == [int(r[jobs_col]) for r in expected[1:]]
     assert sum(int(r[jobs_col]) for r in rows[1:]) == jobs_in_window
+
+
+# ---- the same lookups in this process (the clone) ------------------------------------------
+
+def test_sql_list_and_sql_by_name_in_the_clone(tmp_path):
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+    from tierlens.resources import bundled_queries, find_query
+    from tierlens.warehouse import Warehouse
+
+    assert {q.name: q.question for q in bundled_queries()} == _shipped_queries()
+    assert find_query("rejects_summary") == find_query("rejects_summary.sql") == REPO / "sql" / "rejects_summary.sql"
+    own = tmp_path / "mine.sql"
+    own.write_text("select 42 as answer")
+    assert find_query(str(own)) == own
+    with pytest.raises(FileNotFoundError, match="bundled queries: ab_summary"):
+        find_query("../sql/ab_summary")
+
+    wh = tmp_path / "warehouse.duckdb"
+    Warehouse(wh).close()
+    runner = CliRunner()
+    r = runner.invoke(app, ["sql", "rejects_summary", "--csv", "-w", str(wh)])
+    assert r.exit_code == 0, r.output
+    header = next(csv.reader(io.StringIO(r.stdout)))
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        expected = [d[0] for d in con.execute((REPO / "sql" / "rejects_summary.sql").read_text()).description]
+    finally:
+        con.close()
+    assert header == expected
+    r = runner.invoke(app, ["sql", str(own), "--csv", "-w", str(wh)])
+    assert r.stdout.split() == ["answer", "42"]
+    r = runner.invoke(app, ["sql", "no_such_query", "-w", str(wh)])
+    assert r.exit_code == 2 and "worst_groups_this_week" in r.output

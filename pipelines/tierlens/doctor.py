@@ -380,8 +380,10 @@ def _warehouse_schema(wh: Path) -> Finding:
     try:
         con = duckdb.connect(str(wh), read_only=True)
     except duckdb.Error as e:
-        return Finding("warehouse", "readable", Status.FAIL, f"{wh}: {e}",
-                       "a lock means a load is running: retry; otherwise check the file's owner")
+        if "lock" in str(e).lower():  # a load or transform holds it: normal, and brief
+            return Finding("warehouse", "readable", Status.WARN, f"{wh} is locked by a writer: {e}",
+                           "retry when the running load or transform has finished")
+        return Finding("warehouse", "readable", Status.FAIL, f"{wh}: {e}", "check the file's owner and mode")
     try:
         has = con.execute("SELECT count(*) FROM information_schema.tables "
                           "WHERE table_schema = 'main' AND table_name = 'raw_schema_migrations'").fetchone()[0]
