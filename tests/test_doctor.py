@@ -64,7 +64,9 @@ def test_no_tierlens_line_is_a_warning_and_no_slurm_is_no_finding(tmp_path):
     conf = _slurm_files(tmp_path, ["optional /usr/lib/other_spank.so"])
     (f,) = doctor.check_slurm(Options(slurm_conf=conf))
     assert f.status is Status.WARN and "tierlens_spank.so" in f.fix
-    assert doctor.check_slurm(Options(slurm_conf=tmp_path / "absent.conf")) == []
+    (absent,) = doctor.check_slurm(Options(slurm_conf=tmp_path / "absent.conf"))
+    assert absent.status is Status.INFO and "absent.conf" in absent.detail
+    assert doctor.check_sacct(Options(slurm_conf=tmp_path / "absent.conf")) == []
 
 
 def test_data_parser_of_a_real_sacct_capture():
@@ -98,7 +100,8 @@ def test_collector_fresh_stale_drops_and_backlog(tmp_path):
     assert _by_check(doctor.check_collector(Options(collector_stats=stale)))[("collector", "running")].status is Status.FAIL
 
     assert doctor.check_collector(Options(collector_stats=tmp_path / "none.json"))[0].status is Status.FAIL
-    assert doctor.check_collector(Options()) == []  # no collector in this tierlens home: not this host's job
+    # no collector in this tierlens home: not this host's job, and said so
+    assert [f.status for f in doctor.check_collector(Options())] == [Status.INFO]
 
 
 def test_warehouse_schema_version_or_unversioned(tmp_path):

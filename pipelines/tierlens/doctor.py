@@ -59,6 +59,11 @@ class Options:
     timeout: float = 60.0
 
 
+def _not_here(area: str, why: str) -> list[Finding]:
+    """A part that is not on this host: said once, so the admin sees what was not checked."""
+    return [Finding(area, "present", Status.INFO, f"not checked: {why}")]
+
+
 def _run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -161,7 +166,7 @@ def _fmt_version(v: tuple[int, int, int]) -> str:
 def check_slurm(opts: Options) -> list[Finding]:
     conf_path = slurm_conf_path(opts)
     if not conf_path.is_file():
-        return []  # no Slurm on this host
+        return _not_here("slurm", f"no {conf_path} (give --slurm-conf or $SLURM_CONF)")
     area = "slurm"
     try:
         conf = read_slurm_conf(conf_path)
@@ -246,7 +251,7 @@ def _check_srun(opts: Options) -> Finding:
 
 def check_sacct(opts: Options) -> list[Finding]:
     if not shutil.which("sacct") or not slurm_conf_path(opts).is_file():
-        return []  # a client without configuration is not a Slurm host
+        return []  # check_slurm already said Slurm is not here
     area = "slurm"
     try:
         proc = _run(["sacct", "--json", "-X", "-S", "now-10minutes", "-E", "now"], opts.timeout, _slurm_env(opts))
@@ -278,7 +283,7 @@ def data_parser(meta: dict) -> str:
 
 def check_htcondor(opts: Options) -> list[Finding]:
     if not shutil.which("condor_status"):
-        return []
+        return _not_here("htcondor", "no condor_status on PATH")
     area = "htcondor"
     try:
         proc = _run(["condor_status", "-af", "Name", "TierlensStorageType"], opts.timeout)
@@ -311,7 +316,7 @@ def check_collector(opts: Options) -> list[Finding]:
     path = _collector_stats_path(opts)
     if not path.exists():
         if opts.collector_stats is None:
-            return []  # no collector on this host
+            return _not_here("collector", f"no {path} (give --collector-stats)")
         return [Finding("collector", "running", Status.FAIL, f"no {path}",
                         "start it: tierlens collect xrootd (deploy/README.md)")]
     try:
@@ -363,7 +368,7 @@ def check_warehouse(opts: Options) -> list[Finding]:
     wh = opts.warehouse or warehouse_path()
     if not wh.exists():
         if opts.warehouse is None and not os.environ.get("TIERLENS_WAREHOUSE"):
-            return []  # not the analytics host
+            return _not_here("warehouse", f"no {wh} (give --warehouse or $TIERLENS_WAREHOUSE)")
         return [Finding("warehouse", "readable", Status.FAIL, f"no warehouse at {wh}",
                         "the first tierlens load or ingest creates it; check the path")]
     findings = [_warehouse_schema(wh)]
@@ -418,7 +423,7 @@ def check_airflow(opts: Options) -> list[Finding]:
 
     exe = opts.airflow or shutil.which("airflow")
     if not exe:
-        return []
+        return _not_here("airflow", "no airflow on PATH (give --airflow)")
     try:
         proc = _run([exe, "variables", "list", "-o", "json"], max(opts.timeout, 120))
     except (OSError, subprocess.TimeoutExpired) as e:
