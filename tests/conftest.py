@@ -10,6 +10,9 @@ import os
 
 import pytest
 
+# The Slurm cluster fixtures, shared by every module that needs the real cluster.
+pytest_plugins = ["slurm_fixtures"]
+
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 

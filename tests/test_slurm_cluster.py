@@ -1,9 +1,10 @@
 """The SPANK plugin and `tierlens ingest slurm` on a real one-node Slurm cluster.
 
 A session fixture starts munged, MariaDB, slurmdbd, slurmctld and slurmd on loopback from a
-private temporary folder (free ports, nothing shared with the host's own daemons), loads the
-freshly built plugin through plugstack.conf, and runs real jobs with srun and sbatch (one with
-an inner srun step, one array) that burn CPU and write and read known amounts of data. Then:
+private temporary folder (free ports, nothing shared with the host's own daemons), installs the
+plugin's .deb with dpkg and loads the .so from its packaged path (tests/slurm_fixtures.py), and
+runs real jobs with srun and sbatch (one with an inner srun step, one array) that burn CPU and
+write and read known amounts of data. Then:
 
 * the job's environment holds the storage type, the arm, XRD_MONINFO (appended to the user's
   value) and the arm's own variables;
@@ -21,7 +22,6 @@ deploy/ci/system-packages.txt.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import subprocess
@@ -37,11 +37,11 @@ from tierlens.records import job_identity
 from tierlens.sources.slurm.localcluster import LocalCluster
 from tierlens.sources.slurm.spool import arm_for_job
 
+from slurm_fixtures import ARMS, PROXY, plugstack_line
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
-ARMS = ["A", "B"]
-PROXY = "root://xcache.test:1094"
 MB = 1_000_000
 WRITE_MB = 24   # what the I/O jobs write to scratch and read back
 
@@ -49,43 +49,6 @@ WRITE_MB = 24   # what the I/O jobs write to scratch and read back
 def _detect(build: Path, path: str) -> dict:
     r = subprocess.run([str(build / "tl_test"), "detect", "/", path], capture_output=True, text=True, check=True)
     return json.loads(r.stdout)
-
-
-@pytest.fixture(scope="session")
-def work():
-    if os.geteuid() != 0:
-        pytest.skip("a real Slurm cluster needs root")
-    why = LocalCluster.available()
-    if why:
-        pytest.fail(f"cannot start a Slurm cluster: {why} (deploy/ci/system-packages.txt)")
-    d = Path(tempfile.mkdtemp(prefix="tierlens-slurm-", dir="/tmp"))
-    os.chmod(d, 0o755)   # munge and mysql users reach their folders below
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def build(work) -> Path:
-    out = work / "build"
-    out.mkdir()
-    r = subprocess.run(["make", "-C", str(REPO / "plugins" / "slurm"), f"BUILD={out}"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return out
-
-
-def _plugstack(build: Path, spool: Path, extra: str = "") -> str:
-    return (f"optional {build / 'tierlens_spank.so'} spool={spool} arm=hash:{','.join(ARMS)} "
-            f"arm_env=B:XROOT_PROXY={PROXY} arm_env=A:TIERLENS_TEST_DIRECT=1 "
-            f"arm_route=B:cache:xcache.test:1094 arm_route=A:direct {extra}").strip()
-
-
-@pytest.fixture(scope="session")
-def cluster(work, build):
-    spool = work / "spool"
-    with LocalCluster(work / "cluster", plugstack_lines=[_plugstack(build, spool)]) as c:
-        c.spool = spool
-        yield c
 
 
 SCRIPT = f"""
@@ -367,7 +330,7 @@ def test_a_broken_configuration_never_fails_a_job(cluster, work, build):
     plug = cluster.plugstack
     good = plug.read_text()
     try:
-        plug.write_text(_plugstack(build, link, "bogus arm_env=B max_record=1 scratch=/nonexistent/dir") + "\n")
+        plug.write_text(plugstack_line(cluster.plugin, link, "bogus arm_env=B max_record=1 scratch=/nonexistent/dir") + "\n")
         r = cluster.run(["srun", "-n1", "sh", "-c", "echo ENV:TIERLENS_STORAGE_TYPE=$TIERLENS_STORAGE_TYPE"])
         assert r.returncode == 0
         assert _env(r.stdout)["TIERLENS_STORAGE_TYPE"] == _detect(build, "/nonexistent/dir")["storage_type"]

@@ -45,6 +45,18 @@ def version() -> None:
     console.print(__version__)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"tierlens {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(show_version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                     help="Print the tierlens version and exit.")] = False) -> None:
+    """tierlens: what worker-node storage and caching do to your jobs' CPU efficiency."""
+
+
 @app.command()
 def schema(kind: Annotated[Optional[RecordKind], typer.Argument(help="Record kind; all when omitted.")] = None) -> None:
     """Show the canonical records: every field with its type, unit and meaning."""
@@ -96,21 +108,25 @@ def transform(
                                                        "spark_thrift.")] = None,
     lake: Annotated[Optional[Path], typer.Option(help="Read the raw sources from this Parquet lake "
                                                       "(needed by the spark targets).")] = None,
+    project_dir: Annotated[Optional[Path], typer.Option(
+        file_okay=False, exists=True, help="A site's own dbt project [default: $TIERLENS_DBT_PROJECT_DIR, "
+                                           "else the one shipped with tierlens].")] = None,
 ) -> None:
     """Build the dbt project (staging → intermediate → marts) and run its tests."""
     wh = _warehouse(warehouse)
     if target and target.startswith("spark") and lake is None:
         err.print("[red]the spark targets read the Parquet lake: give --lake (tierlens lake export writes it)[/red]")
         raise typer.Exit(2)
-    _run_transform(wh, paths().dbt_state, target=target, lake=lake)
+    _run_transform(wh, paths().dbt_state, target=target, lake=lake, project_dir=project_dir)
 
 
-def _run_transform(wh: Path, state: Path, target: str | None = None, lake: Path | None = None) -> None:
+def _run_transform(wh: Path, state: Path, target: str | None = None, lake: Path | None = None,
+                   project_dir: Path | None = None) -> None:
     from .transform import run_dbt
 
     with console.status("dbt build: staging → intermediate → marts, with tests"):
         try:
-            result = run_dbt(wh, state, target=target, lake=lake,
+            result = run_dbt(wh, state, target=target, lake=lake, project_dir=project_dir,
                              spark_warehouse=state / "spark-warehouse" if target == "spark" else None)
         except (FileNotFoundError, ValueError) as e:
             err.print(f"[red]{e}[/red]")
@@ -145,18 +161,31 @@ def report(
 
 @app.command()
 def sql(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A .sql file, e.g. from sql/.")],
+    name: Annotated[Optional[str], typer.Argument(help="A bundled query's name (see --list) or a .sql file.")] = None,
     warehouse: WarehouseOpt = None,
     csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+    list_queries: Annotated[bool, typer.Option("--list", help="List the bundled queries and their questions.")] = False,
 ) -> None:
-    """Run a SQL query file against the warehouse's published snapshot (read-only) and print the result."""
+    """Run a bundled query, or a SQL file, against the warehouse's published snapshot (read-only)."""
     import duckdb
 
+    from .resources import bundled_queries, find_query, question_of
     from .warehouse import QUERY_ERRORS
     from .warehouse.publish import reader_path
 
+    if list_queries:
+        _print_queries(bundled_queries())
+        return
+    if name is None:
+        err.print("[red]give a query name or file (`tierlens sql --list` shows the bundled ones)[/red]")
+        raise typer.Exit(2)
+    try:
+        file = find_query(name)
+    except FileNotFoundError as e:
+        err.print(f"[red]{e}[/red]")
+        raise typer.Exit(2) from e
     query = file.read_text()
-    question = next((line[2:].strip() for line in query.splitlines() if line.startswith("--")), "")
+    question = question_of(query)
     con = duckdb.connect(str(reader_path(_warehouse(warehouse))), read_only=True)
     try:
         cur = con.execute(query)
@@ -178,6 +207,15 @@ def sql(
         raise typer.Exit(1) from e
     finally:
         con.close()
+
+
+def _print_queries(queries) -> None:
+    t = Table(title="bundled queries: tierlens sql NAME")
+    t.add_column("name")
+    t.add_column("question")
+    for q in queries:
+        t.add_row(q.name, q.question)
+    console.print(t)
 
 
 def _write_csv(columns, rows) -> None:
@@ -348,6 +386,40 @@ def demo(
         p.warehouse.unlink()  # the demo's own warehouse: start clean so every run is the same
     run_demo(p, days=days, seed=seed, nodes_per_type=nodes_per_type, console=console,
              progress=_progress, transform=_run_transform)
+
+
+@app.command()
+def doctor(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the findings as JSON, for monitoring.")] = False,
+    srun: Annotated[bool, typer.Option("--srun", help="Submit one tiny test job to see the plugin's variables.")] = False,
+    srun_args: Annotated[Optional[str], typer.Option(help="Extra srun options for the test job, e.g. '-p debug'.")] = None,
+    slurm_conf: Annotated[Optional[Path], typer.Option(help="slurm.conf [default: $SLURM_CONF, else /etc/slurm].")] = None,
+    collector_stats: Annotated[Optional[Path], typer.Option(
+        help="The collector's collector-stats.json [default: $TIERLENS_HOME/spool/xrootd/].")] = None,
+    warehouse: WarehouseOpt = None,
+    airflow: Annotated[Optional[str], typer.Option(help="The airflow executable [default: on PATH].")] = None,
+) -> None:
+    """Check this host's tierlens parts (Slurm plugin, HTCondor tags, sacct, collector, warehouse, dbt,
+    Airflow), each finding with its fix; exit status 1 when any check fails."""
+    import shlex
+
+    from .doctor import Options, Status, failed, run_checks, to_json
+
+    opts = Options(slurm_conf=slurm_conf, test_srun=srun, srun_args=shlex.split(srun_args or ""),
+                   collector_stats=collector_stats, warehouse=warehouse, airflow=airflow)
+    findings = run_checks(opts)
+    if json_out:
+        print(to_json(findings))
+    else:
+        colour = {Status.OK: "green", Status.WARN: "yellow", Status.FAIL: "red", Status.INFO: "blue"}
+        t = Table(title="tierlens doctor")
+        for col in ("status", "area", "check", "finding", "fix"):
+            t.add_column(col)
+        for f in findings:
+            t.add_row(f"[{colour[f.status]}]{f.status.value}[/]", f.area, f.check, f.detail, f.fix)
+        console.print(t)
+    if failed(findings):
+        raise typer.Exit(1)
 
 
 # Each source owns its sub-commands in its own module and registers them here: one line each.

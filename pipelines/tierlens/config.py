@@ -11,9 +11,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DBT_PROJECT_DIR = REPO_ROOT / "dbt"
-SQL_DIR = REPO_ROOT / "sql"
+from .resources import locate
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # meaningful only in a clone
+# The shipped dbt project and queries (inside the installed package, or the clone's folders):
+# see resources.py. A site's own dbt project: resources.dbt_project_dir().
+DBT_PROJECT_DIR = locate("dbt")
+SQL_DIR = locate("sql")
 
 
 def home() -> Path:

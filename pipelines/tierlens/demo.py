@@ -55,7 +55,7 @@ def run_demo(p: Paths, *, days: float, seed: int, nodes_per_type: int, console: 
     _print_node_tests(console)
     print_efficiency_checks(efficiency, console)
     console.print(f"\nreport: [bold]{result.html_path}[/bold]   CSV files: {result.html_path.parent}")
-    console.print(f"warehouse: {p.warehouse}   ad-hoc queries: tierlens sql sql/<file>.sql -w {p.warehouse}")
+    console.print(f"warehouse: {p.warehouse}   ad-hoc queries: tierlens sql --list, tierlens sql NAME -w {p.warehouse}")
     return s
 
 

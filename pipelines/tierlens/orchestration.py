@@ -27,7 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .config import DBT_PROJECT_DIR, home
+from .config import home
+from .resources import shipped
 from .records import Batch, RecordKind
 
 #: Sources the ingest DAG knows, in task order. Each is switched on by listing it in
@@ -148,7 +149,7 @@ def publish(warehouse: Path, lookup=None) -> dict:
 
 def dbt_project_dir(lookup=None) -> Path:
     d = setting("dbt_project_dir", lookup)
-    return Path(d).expanduser() if d else DBT_PROJECT_DIR
+    return Path(d).expanduser() if d else shipped("dbt")
 
 
 def dbt_executable(lookup=None) -> str:

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import DBT_PROJECT_DIR
+from .resources import dbt_project_dir
 
 # dbt phones home unless told not to; a site's batch nodes often have no way out anyway.
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "False")
@@ -38,7 +38,7 @@ def _dbt_executable() -> list[str]:
 
 
 def run_dbt(warehouse: Path, state_dir: Path, command: str = "build", extra: list[str] | None = None,
-            project_dir: Path = DBT_PROJECT_DIR, target: str | None = None, lake: Path | None = None,
+            project_dir: Path | None = None, target: str | None = None, lake: Path | None = None,
             spark_warehouse: Path | None = None) -> TransformResult:
     """Run dbt in a child process; the caller must have closed its own connections to ``warehouse``.
 
@@ -49,7 +49,9 @@ def run_dbt(warehouse: Path, state_dir: Path, command: str = "build", extra: lis
     ``target`` picks a profiles.yml output (duckdb, spark, spark_thrift; default: the profile's).
     ``lake`` makes the raw sources the Parquet lake instead of the warehouse's raw tables (the
     spark targets need one). ``spark_warehouse`` is where the spark session target keeps its tables.
+    ``project_dir``: a site's own dbt project; default ``$TIERLENS_DBT_PROJECT_DIR``, else the shipped one.
     """
+    project_dir = project_dir or dbt_project_dir()
     target_name = target
     state_dir.mkdir(parents=True, exist_ok=True)
     target = state_dir / "target"

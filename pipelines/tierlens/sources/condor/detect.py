@@ -1,8 +1,8 @@
 """The storage detector, imported from the startd cron script that runs on the execution points.
 
 There is one implementation: ``plugins/htcondor/tierlens_startd_cron.py`` (standard library only,
-so it runs on any EP). This module loads it from the checkout so the package and its tests use
-exactly the code that is deployed.
+so it runs on any EP). This module loads it from the clone, or from the copy
+a wheel bundles (resources.py), so the package and its tests use exactly the code that is deployed.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import importlib.util
 import sys
 from types import ModuleType
 
-from ...config import REPO_ROOT
+from ...resources import shipped
 
-CRON_SCRIPT = REPO_ROOT / "plugins" / "htcondor" / "tierlens_startd_cron.py"
+CRON_SCRIPT = shipped("plugins/htcondor/tierlens_startd_cron.py")
 _MODULE_NAME = "tierlens_startd_cron"
 
 
