@@ -53,7 +53,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "catchup": ("false", "back-fill every interval since start_date when the DAG is switched on"),
     "pool": ("tierlens_warehouse", "Airflow pool (1 slot) serialising every task that writes the warehouse"),
     "dbt_executable": ("", "dbt binary (dbt-duckdb) for Cosmos; default the dbt beside this Python"),
-    "dbt_project_dir": ("", "dbt project; default dbt/ of the checkout"),
+    "dbt_project_dir": ("", "dbt project; default the one shipped with tierlens (dbt/ of a checkout)"),
     "dbt_target": ("duckdb", "dbt target (dbt/profiles.yml) the transform DAG builds: duckdb, spark (local "
                              "session) or spark_thrift (a cluster, deploy/spark/README.md)"),
     "lake": ("", "Parquet lake the spark targets read; the ingest DAG's publish task exports it for them; "
