@@ -368,8 +368,16 @@ def _conform(batch: Batch) -> pa.Table:
     return conform(batch.kind, batch.table, batch.source)
 
 
+#: Rows per Arrow record batch handed to DuckDB: its row-group size. DuckDB scans a registered
+#: Arrow table one record batch per task, so a batch read as one 1 M-row chunk is scanned by a
+#: single thread; on DuckDB 1.5 that doubled the insert's time (bench/README.md).
+SCAN_CHUNK_ROWS = 122_880
+
+
 def _with_row_index(table: pa.Table) -> pa.Table:
-    return table.append_column(ROW, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    table = table.append_column(ROW, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    # zero-copy slices, aligned across columns
+    return pa.Table.from_batches(table.to_batches(max_chunksize=SCAN_CHUNK_ROWS), table.schema)
 
 
 def _content_hash(table_hash: str, rows: int, row_offset: int, rejects: list[Reject]) -> str:
