@@ -11,7 +11,9 @@ subprocess, into a fresh DuckDB file, so its peak RSS (from wait4) is its own:
             gets the same files into a database file;
 * tierlens: each Parquet file read with pyarrow in bounded batches, wrapped as a ``Batch`` and
             handed to ``Warehouse.load`` (validation, rejects, in-batch dedup, upsert by natural
-            key, one transaction per batch).
+            key, one transaction per batch);
+* tierlens-parquet: the same checks and upsert, each file handed over whole as a
+            ``ParquetFileBatch`` and read by DuckDB's Parquet reader (``tierlens load``'s path).
 """
 
 from __future__ import annotations
@@ -264,8 +266,23 @@ def measure_tierlens_prefetch(datasets: list[Dataset], db: Path) -> dict[str, fl
     return measure_tierlens(datasets, db, prefetch=True)
 
 
+def measure_tierlens_parquet(datasets: list[Dataset], db: Path) -> dict[str, float]:
+    """`tierlens load`'s path: a file in the record's exact schema is read by DuckDB itself."""
+    from tierlens.pipeline import parquet_batches
+
+    steps = _StepTimes()
+    logger = logging.getLogger("tierlens.warehouse.core")
+    logger.addHandler(steps)
+    logger.setLevel(logging.DEBUG)
+    with Warehouse(db) as wh:
+        for ds in datasets:
+            wh.load_many(parquet_batches(ds.kind, ds.files, rows=FILE_ROWS, direct=True))
+    return steps.seconds
+
+
 MEASUREMENTS = {"floor": measure_floor, "floor-unordered": measure_floor_unordered,
-                "tierlens": measure_tierlens, "tierlens-prefetch": measure_tierlens_prefetch}
+                "tierlens": measure_tierlens, "tierlens-prefetch": measure_tierlens_prefetch,
+                "tierlens-parquet": measure_tierlens_parquet}
 
 
 @dataclass(frozen=True)
@@ -394,7 +411,7 @@ def main() -> None:
         _print(best[label], runs[label])
     for interpreter in interpreters:
         suffix = "" if interpreter is None else f" [{interpreter.label}]"
-        for ours in ("tierlens", "tierlens-prefetch"):
+        for ours in ("tierlens", "tierlens-prefetch", "tierlens-parquet"):
             for floor in ("floor", "floor-unordered"):
                 if ours + suffix in best and floor + suffix in best:
                     t, f = best[ours + suffix], best[floor + suffix]
