@@ -11,7 +11,9 @@ subprocess, into a fresh DuckDB file, so its peak RSS (from wait4) is its own:
             gets the same files into a database file;
 * tierlens: each Parquet file read with pyarrow in bounded batches, wrapped as a ``Batch`` and
             handed to ``Warehouse.load`` (validation, rejects, in-batch dedup, upsert by natural
-            key, one transaction per batch).
+            key, one transaction per batch);
+* tierlens-parquet: the same checks and upsert, each file handed over whole as a
+            ``ParquetFileBatch`` and read by DuckDB's Parquet reader (``tierlens load``'s path).
 """
 
 from __future__ import annotations
@@ -264,8 +266,23 @@ def measure_tierlens_prefetch(datasets: list[Dataset], db: Path) -> dict[str, fl
     return measure_tierlens(datasets, db, prefetch=True)
 
 
+def measure_tierlens_parquet(datasets: list[Dataset], db: Path) -> dict[str, float]:
+    """`tierlens load`'s path: a file in the record's exact schema is read by DuckDB itself."""
+    from tierlens.pipeline import parquet_batches
+
+    steps = _StepTimes()
+    logger = logging.getLogger("tierlens.warehouse.core")
+    logger.addHandler(steps)
+    logger.setLevel(logging.DEBUG)
+    with Warehouse(db) as wh:
+        for ds in datasets:
+            wh.load_many(parquet_batches(ds.kind, ds.files, rows=FILE_ROWS, direct=True))
+    return steps.seconds
+
+
 MEASUREMENTS = {"floor": measure_floor, "floor-unordered": measure_floor_unordered,
-                "tierlens": measure_tierlens, "tierlens-prefetch": measure_tierlens_prefetch}
+                "tierlens": measure_tierlens, "tierlens-prefetch": measure_tierlens_prefetch,
+                "tierlens-parquet": measure_tierlens_parquet}
 
 
 @dataclass(frozen=True)
@@ -277,6 +294,7 @@ class Figure:
     peak_rss_mib: float
     db_mib: float
     steps: dict[str, float]
+    load_1min: float = 0.0
 
     @property
     def rows_per_s(self) -> float:
@@ -286,19 +304,48 @@ class Figure:
 def _child(name: str, datasets_json: str, db: str) -> None:
     datasets = [Dataset(RecordKind(d["kind"]), tuple(Path(f) for f in d["files"]), d["rows"])
                 for d in json.loads(datasets_json)]
+    storage = os.environ.get("TIERLENS_BENCH_STORAGE")
+    if storage:
+        # a newer DuckDB writing a file an older one reads: the version is fixed when the file
+        # is created, and later connections keep it
+        duckdb.connect(db, config={"storage_compatibility_version": storage}).close()
     started = time.perf_counter()
     steps = MEASUREMENTS[name](datasets, Path(db))
     print(json.dumps({"seconds": time.perf_counter() - started, "steps": steps}))
 
 
-def run(name: str, datasets: list[Dataset]) -> Figure:
+@dataclass(frozen=True)
+class Interpreter:
+    """A Python to run the measurements with, e.g. one whose duckdb is another version."""
+
+    label: str
+    python: str
+    storage: str | None = None
+
+    @staticmethod
+    def parse(spec: str) -> Interpreter:
+        """'PATH' or 'PATH@STORAGE' (STORAGE: a storage_compatibility_version, e.g. v1.5.0)."""
+        python, _, storage = spec.partition("@")
+        version = subprocess.run([python, "-c", "import duckdb; print(duckdb.__version__)"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        return Interpreter(f"duckdb {version}" + (f", storage {storage}" if storage else ""), python,
+                           storage or None)
+
+
+def run(name: str, datasets: list[Dataset], interpreter: Interpreter | None = None) -> Figure:
+    label = name if interpreter is None else f"{name} [{interpreter.label}]"
     db = OUT / f"{name}.duckdb"
     for stale in (db, db.with_suffix(".duckdb.wal")):
         stale.unlink(missing_ok=True)
     payload = json.dumps([{"kind": d.kind.value, "files": [str(f) for f in d.files], "rows": d.rows}
                           for d in datasets])
-    proc = subprocess.Popen([sys.executable, __file__, "--child", name, payload, str(db)],
-                            stdout=subprocess.PIPE, text=True)
+    env = dict(os.environ)
+    env.pop("TIERLENS_BENCH_STORAGE", None)
+    if interpreter is not None and interpreter.storage:
+        env["TIERLENS_BENCH_STORAGE"] = interpreter.storage
+    python = interpreter.python if interpreter is not None else sys.executable
+    proc = subprocess.Popen([python, __file__, "--child", name, payload, str(db)],
+                            stdout=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
     out = proc.stdout.read()
     # wait4 gives this child's own rusage; RUSAGE_CHILDREN would be the max over all children.
@@ -313,13 +360,14 @@ def run(name: str, datasets: list[Dataset]) -> Figure:
     # CPU time (user + system of the child) is the figure to trust on a shared machine: other
     # processes stretch wall time but hardly the work this measurement does.
     cpu = usage.ru_utime + usage.ru_stime
-    return Figure(name, rows, report["seconds"], cpu, usage.ru_maxrss / 1024, size, report["steps"])
+    return Figure(label, rows, report["seconds"], cpu, usage.ru_maxrss / 1024, size, report["steps"],
+                  os.getloadavg()[0])
 
 
 def _print(best: Figure, runs: list[Figure]) -> None:
     line = (f"{best.name:15s} {best.seconds:7.2f} s  {best.rows_per_s / 1e6:5.2f} M rows/s  "
             f"cpu {best.cpu_seconds:6.1f} s  "
-            f"peak RSS {best.peak_rss_mib:6.0f} MiB  db {best.db_mib:5.0f} MiB")
+            f"peak RSS {best.peak_rss_mib:6.0f} MiB  db {best.db_mib:5.0f} MiB  load {best.load_1min:.1f}")
     if len(runs) > 1:
         line += f"  (runs: {', '.join(f'{r.seconds:.2f}' for r in runs)} s)"
     print(line)
@@ -338,7 +386,11 @@ def main() -> None:
                         help="rounds; measurements alternate within a round and the best is kept")
     parser.add_argument("--only", choices=sorted(MEASUREMENTS), action="append",
                         help="run only this measurement (repeatable)")
+    parser.add_argument("--python", action="append", default=[], metavar="PATH[@STORAGE]",
+                        help="also run every measurement with this interpreter (another duckdb), "
+                             "creating its files with storage_compatibility_version STORAGE (repeatable)")
     args = parser.parse_args()
+    others = [Interpreter.parse(p) for p in args.python]
 
     OUT.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -346,20 +398,25 @@ def main() -> None:
     print(f"input: {args.jobs:,} job rows, {args.accesses:,} file_access rows "
           f"({time.perf_counter() - t0:.1f} s to generate or check) in {OUT / 'input'}")
     names = args.only or list(MEASUREMENTS)
-    # Alternating the measurements spreads background load (a shared machine) over all of them.
-    runs: dict[str, list[Figure]] = {name: [] for name in names}
+    interpreters: list[Interpreter | None] = [None, *others]
+    # Alternating the measurements (and interpreters) spreads background load over all of them.
+    runs: dict[str, list[Figure]] = {}
     for _ in range(args.repeat):
-        for name in names:
-            runs[name].append(run(name, datasets))
-    best = {name: min(figs, key=lambda f: f.seconds) for name, figs in runs.items()}
-    for name in names:
-        _print(best[name], runs[name])
-    for ours in ("tierlens", "tierlens-prefetch"):
-        for floor in ("floor", "floor-unordered"):
-            if ours in best and floor in best:
-                t, f = best[ours], best[floor]
-                print(f"ratio {ours}/{floor}: {t.seconds / f.seconds:.2f}x wall, "
-                      f"{t.cpu_seconds / f.cpu_seconds:.2f}x cpu")
+        for interpreter in interpreters:
+            for name in names:
+                fig = run(name, datasets, interpreter)
+                runs.setdefault(fig.name, []).append(fig)
+    best = {label: min(figs, key=lambda f: f.seconds) for label, figs in runs.items()}
+    for label in runs:
+        _print(best[label], runs[label])
+    for interpreter in interpreters:
+        suffix = "" if interpreter is None else f" [{interpreter.label}]"
+        for ours in ("tierlens", "tierlens-prefetch", "tierlens-parquet"):
+            for floor in ("floor", "floor-unordered"):
+                if ours + suffix in best and floor + suffix in best:
+                    t, f = best[ours + suffix], best[floor + suffix]
+                    print(f"ratio {ours}/{floor}{suffix}: {t.seconds / f.seconds:.2f}x wall, "
+                          f"{t.cpu_seconds / f.cpu_seconds:.2f}x cpu (best of {len(runs[ours + suffix])})")
     (OUT / "last.json").write_text(json.dumps({k: asdict(v) for k, v in best.items()}, indent=1))
 
 

@@ -533,3 +533,24 @@ def test_timeout_keeps_what_was_printed_and_holds_the_window(tmp_path):
     assert {r["job_id"] for r in rows} == {"821"}
     reasons = sorted(j.reason.split(":")[0] for b in batches for j in b.rejects)
     assert reasons == ["incomplete output", "incomplete output", "malformed document", "malformed document"]
+
+
+def test_watermark_never_passes_a_batch_that_failed_to_load(tmp_path, fake_sacct, monkeypatch):
+    from tierlens.warehouse import core
+    exe, calls = fake_sacct
+    (tmp_path / "out.json").write_text(_doc_2411(_job_2411(831)))
+    real_load, loads = core.Warehouse.load, []
+
+    def failing_load(self, batch):
+        loads.append(batch.source)
+        if len(loads) == 2:
+            raise RuntimeError("disk full")
+        return real_load(self, batch)
+    monkeypatch.setattr(core.Warehouse, "load", failing_load)
+    wh = tmp_path / "wh.duckdb"
+    r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe),
+                                 "--window-hours", "1", "--first-hours", "3"])
+    assert r.exit_code != 0 and isinstance(r.exception, RuntimeError)
+    starts = _starttimes(calls())
+    state = json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]
+    assert abs(state["watermark"] - starts[1]) < 1     # the end of the one window that loaded

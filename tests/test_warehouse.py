@@ -429,3 +429,60 @@ def test_load_many_load_error_stops_the_producer(wh: Warehouse) -> None:
         wh.load_many(batches(), prefetch=True)
     assert len(produced) <= 3
     assert wh.counts()["raw_job"] == 1
+
+
+# ---------------------------------------------------------------------------- Parquet read by DuckDB
+
+def _mixed_jobs(n: int) -> list[dict[str, Any]]:
+    out = [job(str(i), cpu_user_seconds=float(i), allocated_cores=1 + i % 8) for i in range(n)]
+    out[3] = job("3", allocated_cores=0)                       # a rule reject
+    out[7] = job("5", cpu_user_seconds=7.0)                    # repeats job 5: a duplicate
+    out[9] = job("9", end_time=T0 - timedelta(hours=2))        # end before start
+    return out
+
+
+def _warehouse_state(wh: Warehouse) -> tuple[list, list]:
+    loaded = rows(wh, f"SELECT {', '.join(JOB.names)} FROM raw_job ORDER BY job_id, step_id")
+    rejected = rows(wh, "SELECT location, field, reason, raw_record FROM raw_rejects ORDER BY location")
+    return loaded, rejected
+
+
+def test_parquet_file_loaded_by_duckdb_equals_the_arrow_path(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from tierlens.pipeline import parquet_batches
+    from tierlens.warehouse.core import ParquetFileBatch
+
+    path = tmp_path / "jobs.parquet"
+    pq.write_table(pa.Table.from_pylist(_mixed_jobs(300), schema=JOB), path, row_group_size=64)
+    direct = list(parquet_batches(RecordKind.JOB, [path], direct=True))
+    arrow = list(parquet_batches(RecordKind.JOB, [path]))
+    assert [type(b) for b in direct] == [ParquetFileBatch] and isinstance(arrow[0], Batch)
+    states = []
+    for name, batches in (("direct", direct), ("arrow", arrow)):
+        with Warehouse(tmp_path / f"{name}.duckdb") as w:
+            first = w.load_many(batches)
+            again = w.load_many(batches)                       # idempotent by content
+            assert [r.already_loaded for r in again] == [True]
+            assert (first[0].rows_in, first[0].rows_loaded, first[0].rows_rejected) == (300, 297, 3)
+            states.append(_warehouse_state(w))
+    assert states[0] == states[1]
+    loaded, rejected = states[0]
+    assert [r[0] for r in rejected] == [f"parquet:{path}:row {i}" for i in (3, 5, 9)]
+    cpu_user = JOB.get_field_index("cpu_user_seconds")
+    assert [r[cpu_user] for r in loaded if r[2] == "5"] == [7.0]   # the later row of a duplicate won
+
+
+def test_parquet_direct_only_for_exact_schema_and_bounded_files(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from tierlens.warehouse.core import ParquetFileBatch
+
+    exact, other = tmp_path / "exact.parquet", tmp_path / "other.parquet"
+    table = pa.Table.from_pylist(_mixed_jobs(20), schema=JOB)
+    pq.write_table(table, exact)
+    pq.write_table(table.set_column(JOB.get_field_index("allocated_cores"), "allocated_cores",
+                                    table["allocated_cores"].cast(pa.int64())), other)
+    assert ParquetFileBatch.of(RecordKind.JOB, exact, 20) is not None
+    assert ParquetFileBatch.of(RecordKind.JOB, exact, 19) is None      # over the transaction bound
+    assert ParquetFileBatch.of(RecordKind.JOB, other, 20) is None      # needs conform(): Arrow path

@@ -81,7 +81,7 @@ def load(
     wh = _warehouse(warehouse)
     with _progress() as progress:
         task = progress.add_task(f"loading {kind.value}", total=None)
-        summary = ingest(parquet_batches(kind, files), wh,
+        summary = ingest(parquet_batches(kind, files, direct=True), wh,
                          on_batch=lambda r: progress.advance(task, r.rows_in))
     _print_ingest(summary, wh)
 

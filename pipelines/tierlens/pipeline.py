@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from .records import Batch, RecordKind
 from .warehouse import LoadResult, Warehouse
+from .warehouse.core import ParquetFileBatch
 
 #: Rows per batch read from a file: bounds memory whatever the file's size.
 FILE_BATCH_ROWS = 500_000
@@ -61,12 +62,20 @@ def ingest(batches: Iterable[Batch], warehouse: Path,
     return summary
 
 
-def parquet_batches(kind: RecordKind, files: Iterable[Path], rows: int = FILE_BATCH_ROWS) -> Iterable[Batch]:
+def parquet_batches(kind: RecordKind, files: Iterable[Path], rows: int = FILE_BATCH_ROWS,
+                    direct: bool = False) -> Iterable[Batch | ParquetFileBatch]:
     """Read Parquet files of one record kind in bounded batches.
 
     A rejected row is located as 'parquet:FILE:row N', N counted from the file's first row.
+    With ``direct``, a file of at most ``rows`` rows in exactly the record's schema is handed
+    over whole for DuckDB's Parquet reader to load (no Arrow decoding in Python); consumers that
+    look into batches' tables (interval filters) leave it off.
     """
     for path in files:
+        whole = ParquetFileBatch.of(kind, path, rows) if direct else None
+        if whole is not None:
+            yield whole
+            continue
         pf = pq.ParquetFile(path)
         first = 0
         for rb in pf.iter_batches(batch_size=rows):

@@ -8,6 +8,12 @@ first and each ad parsed on its own. classad2 also stops silently at the first l
 parse; an ad whose attribute lines did not all make it into the parsed ad is therefore rejected
 (source, ``FILE:offset N`` of the ad's first byte, the bad line) instead of being loaded half-read.
 
+Most ads never reach classad2: accounting needs a few dozen attributes (``NEEDED``) and HTCondor
+writes them as plain literals. ``literal_ad`` reads those values itself when every line is
+'Attribute = value', no value looks cut or unbalanced, and every needed value is a literal it
+reads exactly as classad2 does (decimal integers, reals, strings without escapes, lists of such
+strings, booleans, undefined); any other ad goes to classad2. Tests compare both on every ad.
+
 Which attributes make a row, and why (one row per job; see ``ad_rows``):
 
 * A job that was evicted and restarted ran more than once, possibly on nodes with different

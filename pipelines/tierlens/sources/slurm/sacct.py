@@ -9,6 +9,12 @@ Both are read here. ``--parsable2`` is the fallback for a sacct without the JSON
 a fixed list of columns, ``SLURM_TIME_FORMAT=%s`` for epoch times and ``--noconvert`` for plain
 byte counts, so nothing locale- or unit-dependent is parsed.
 
+sacct's output is saved to a temporary file and read a bounded piece at a time, job by job, so a
+window of any size needs little memory. A window whose output is incomplete (broken document,
+non-zero exit, timeout) keeps its complete jobs, leaves one reject and is asked for again
+(``sacct_batches``). Slurm's NO_VAL / INFINITE markers (``SENTINELS``) are missing values; a job
+that ended without starting (a launch failure) is loaded with no start and wall 0.
+
 Definitions (DESIGN.md): CPU is user + system seconds (sacct TotalCPU); cores are AllocCPUS;
 bytes read/written are fs/disk of TRESUsageInTot / TRESUsageOutTot (rchar / wchar). A job's
 row sums its steps, as sacct's TotalCPU does. Steps keep their own rows (step_id 'batch',
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import io
 import json
+import operator
 import os
 import re
 import subprocess
@@ -610,9 +617,12 @@ def to_batches(rows: list[dict], locs: list[str], rejects: list[Reject], source:
     for i, r in enumerate(rows):
         last[(r["cluster"], r["job_id"], r["step_id"])] = i
     keep = sorted(last.values())
+    fields = operator.itemgetter(*JOB.names)
     for start in range(0, len(keep), batch_rows):
         idx = keep[start:start + batch_rows]
-        table = pa.Table.from_pydict({name: [rows[i][name] for i in idx] for name in JOB.names}, schema=JOB)
+        # row tuples transposed into columns in C, not one Python lookup per cell
+        columns = zip(*(fields(rows[i]) for i in idx))
+        table = pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, JOB)], schema=JOB)
         yield Batch(RecordKind.JOB, table, source, locations=[locs[i] for i in idx],
                     rejects=rejects if start == 0 else [])
 
