@@ -65,8 +65,7 @@ def collect_xrootd(
     if replay is not None:
         result = run_replay(replay, opts, port)
     else:
-        console.print(f"collecting XRootD monitoring on udp {listen}; batches in {out_dir} "
-                      f"(SIGTERM or Ctrl-C flushes and stops)")
+        console.print(f"collecting XRootD monitoring; batches in {out_dir} (SIGTERM or Ctrl-C flushes and stops)")
         result = run_listen(listen, opts, ready=lambda addr: console.print(f"listening on {addr[0]}:{addr[1]}"))
     s = result.stats
     console.print(f"{s['packets']:,} packets, {result.rows:,} file_access rows in {len(result.files)} "

@@ -81,9 +81,9 @@ def open_sockets(host: str, port: int, workers: int, rcvbuf: int = 64 << 20) -> 
     return socks
 
 
-def prepare(s: socket.socket, rcvbuf: int = 64 << 20) -> None:
+def prepare(s: socket.socket, rcvbuf: int | None = 64 << 20) -> None:
     """A large receive buffer (FORCE as root: above net.core.rmem_max) and the drop counter."""
-    for opt in (getattr(socket, "SO_RCVBUFFORCE", None), socket.SO_RCVBUF):
+    for opt in () if rcvbuf is None else (getattr(socket, "SO_RCVBUFFORCE", None), socket.SO_RCVBUF):
         if opt is None:
             continue
         try:
@@ -107,7 +107,7 @@ def systemd_sockets() -> list[socket.socket] | None:
         s = socket.socket(fileno=fd)
         if s.type != socket.SOCK_DGRAM:
             raise ValueError(f"LISTEN_FDS: descriptor {fd} is not a UDP socket")
-        prepare(s)
+        prepare(s, rcvbuf=None)  # the socket unit's ReceiveBuffer= stands
         socks.append(s)
     for k in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
         os.environ.pop(k, None)

@@ -486,7 +486,8 @@ class Live:
     def extra(self) -> dict:
         b, s = self.backlog()
         return {"journal_backlog_bytes": b, "journal_backlog_seconds": round(s, 3),
-                "receiver_restarts": self.restarts, "listening": self.addrs}
+                "receiver_restarts": self.restarts, "listening": self.addrs,
+                "receivers": {str(w): p.pid for w, p in self.procs.items()}}
 
     def run(self, ready: Callable | None = None, stats_every: float = 1.0,
             on_tick: Callable[[dict], None] | None = None) -> RunResult:

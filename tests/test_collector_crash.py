@@ -1,0 +1,118 @@
+"""The collector killed with SIGKILL mid-stream and restarted: every access sent arrives exactly once.
+
+The UDP socket is held outside the collector and handed over with the systemd socket-activation
+protocol (LISTEN_FDS), as deploy/collector/tierlens-collector.socket does in production: while
+the collector is dead the kernel keeps queueing datagrams, and the restarted collector takes
+them. A real collector process, a paced stream over loopback, two kills.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tierlens.collector.synth import SimServer, close_record, open_record
+
+TIERLENS = str(Path(sys.executable).parent / "tierlens")
+
+
+def _start(sock: socket.socket, out: Path, *extra: str) -> subprocess.Popen:
+    """The collector with ``sock`` as fd 3 and LISTEN_PID set to its own pid (exec keeps it)."""
+    fd = sock.fileno()
+    cmd = (f'exec 3<&{fd} {fd}<&-; LISTEN_FDS=1 LISTEN_PID=$$ exec "$0" collect xrootd --out "$1" '
+           f'--max-seconds 0.5 --cache-grace 1 "${{@:2}}"')
+    return subprocess.Popen(["bash", "-c", cmd, TIERLENS, str(out), *extra], pass_fds=(fd,),
+                            stdout=subprocess.DEVNULL, stderr=open(out.parent / "collector.log", "a"))
+
+
+def _stats(out: Path) -> dict:
+    try:
+        return json.loads((out / "collector-stats.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def _wait(cond, what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _send(port: int, accesses: int, rate: float, sent: list[int]) -> None:
+    s = SimServer("crash.example.org", 1094, sid=4242, stod=1_700_000_000)
+    uid, login = s.login(77, "wn01.example.org", "app", "slurm.crash.1")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as snd:
+        snd.sendto(s.ident(), ("127.0.0.1", port))
+        snd.sendto(login, ("127.0.0.1", port))
+        t0 = time.perf_counter()
+        for k in range(accesses):
+            fid = s.new_file()
+            p = s.fpacket(1_700_000_100 + k // 100, 1_700_000_101 + k // 100,
+                          [open_record(fid, 1000 + k, uid, f"/crash/{k}.root"), close_record(fid, k, 0, 0)])
+            while time.perf_counter() < t0 + k / rate:
+                time.sleep(0.0005)
+            snd.sendto(p, ("127.0.0.1", port))
+            sent[0] = k + 1
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(180)
+def test_sigkill_and_restart_lose_nothing_and_write_nothing_twice(tmp_path):
+    out = tmp_path / "out"
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    accesses, rate = 8000, 1000.0
+    sent = [0]
+    procs: list[subprocess.Popen] = []
+    try:
+        procs.append(_start(sock, out))
+        _wait(lambda: _stats(out).get("state") == "listening", "the collector to listen")
+        sender = threading.Thread(target=_send, args=(port, accesses, rate, sent))
+        sender.start()
+        started = time.time()
+        for kill_at in (1500, 3500):
+            # killed while it is decoding the stream (its own stats say so), mid-interval
+            _wait(lambda k=kill_at, t=started: _stats(out).get("packets", 0) >= k
+                  and _stats(out).get("updated_at", 0) > t, f"{kill_at} datagrams decoded")
+            time.sleep(0.23)
+            assert sent[0] < accesses, "the stream ended before the kill: make it longer"
+            procs[-1].send_signal(signal.SIGKILL)
+            procs[-1].wait()
+            started = time.time()
+            procs.append(_start(sock, out))
+        sender.join()
+        _wait(lambda: _stats(out).get("packets", 0) >= accesses + 2 and _stats(out).get("state") == "listening",
+              "every datagram decoded", timeout=90)
+        procs[-1].send_signal(signal.SIGTERM)
+        assert procs[-1].wait(timeout=60) == 0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        sock.close()
+    rows = [r for p in sorted(out.glob("file_access-*.parquet")) for r in pq.read_table(p).to_pylist()]
+    keys = [(r["server_host"], r["unique_id"]) for r in rows]
+    assert len(keys) == len(set(keys)), "a row was written twice"
+    assert sorted(r["file_lfn"] for r in rows) == sorted(f"/crash/{k}.root" for k in range(accesses))
+    assert all(r["close_seen"] and r["read_bytes_at_close"] == int(r["file_lfn"][7:-5]) for r in rows)
+    stats = _stats(out)
+    assert len(list((out / "journal" / "w0").glob("seg-*.tlj"))) == 3  # one segment per start
+    assert stats["state"] == "finished" and stats["kernel_drops"] == 0 and stats["lost_packets"] == 0
+    assert stats["rows_written"] == accesses
+    # collector_stats: the datagrams of every interval add up to what was sent, once
+    cs = [r for p in out.glob("collector_stats-*.parquet") for r in pq.read_table(p).to_pylist()]
+    assert sum(r["datagrams"] for r in cs if r["server_host"] == "") == accesses + 2
+    assert sum(r["rows_written"] for r in cs if r["server_host"] != "") == accesses
