@@ -34,7 +34,8 @@ from pathlib import Path
 
 from .journal import JournalWriter, worker_folder
 
-SO_RXQ_OVFL = getattr(socket, "SO_RXQ_OVFL", 40)  # Linux; not exported by Python's socket module
+SO_RXQ_OVFL = getattr(socket, "SO_RXQ_OVFL", 40)  # Linux; neither is exported by Python's socket module
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 _ANC = socket.CMSG_SPACE(4)
 #: Datagrams taken per drain before the loop looks at its timers again.
 DRAIN_MAX = 8192
@@ -83,9 +84,7 @@ def open_sockets(host: str, port: int, workers: int, rcvbuf: int = 64 << 20) -> 
 
 def prepare(s: socket.socket, rcvbuf: int | None = 64 << 20) -> None:
     """A large receive buffer (FORCE as root: above net.core.rmem_max) and the drop counter."""
-    for opt in () if rcvbuf is None else (getattr(socket, "SO_RCVBUFFORCE", None), socket.SO_RCVBUF):
-        if opt is None:
-            continue
+    for opt in () if rcvbuf is None else (SO_RCVBUFFORCE, socket.SO_RCVBUF):
         try:
             s.setsockopt(socket.SOL_SOCKET, opt, rcvbuf)
             break
