@@ -1,4 +1,5 @@
-"""The collector killed with SIGKILL mid-stream and restarted: every access sent arrives exactly once.
+"""The collector as a real process: killed with SIGKILL mid-stream and restarted (every access
+sent arrives exactly once), and made to lose datagrams (the kernel's count is reported, exactly).
 
 The UDP socket is held outside the collector and handed over with the systemd socket-activation
 protocol (LISTEN_FDS), as deploy/collector/tierlens-collector.socket does in production: while
@@ -24,6 +25,24 @@ import pytest
 from tierlens.collector.synth import SimServer, close_record, open_record
 
 TIERLENS = str(Path(sys.executable).parent / "tierlens")
+
+
+def _socket(rcvbuf: int) -> socket.socket:
+    if os.geteuid() != 0:
+        pytest.skip("needs root: a receive buffer above net.core.rmem_max (SO_RCVBUFFORCE)")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, 33, rcvbuf)  # SO_RCVBUFFORCE (Linux)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+def _proc_drops(sock: socket.socket) -> int:
+    inode = str(os.fstat(sock.fileno()).st_ino)
+    for line in Path("/proc/net/udp").read_text().splitlines()[1:]:
+        f = line.split()
+        if f[9] == inode:
+            return int(f[12])
+    raise AssertionError("socket not in /proc/net/udp")
 
 
 def _start(sock: socket.socket, out: Path, *extra: str) -> subprocess.Popen:
@@ -70,12 +89,8 @@ def _send(port: int, accesses: int, rate: float, sent: list[int]) -> None:
 @pytest.mark.timeout(180)
 def test_sigkill_and_restart_lose_nothing_and_write_nothing_twice(tmp_path):
     out = tmp_path / "out"
-    if os.geteuid() != 0:
-        pytest.skip("needs root: a receive buffer above net.core.rmem_max (SO_RCVBUFFORCE)")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     # What ReceiveBuffer= in the socket unit does: room for the datagrams sent during a restart.
-    sock.setsockopt(socket.SOL_SOCKET, 33, 32 << 20)  # SO_RCVBUFFORCE (Linux)
-    sock.bind(("127.0.0.1", 0))
+    sock = _socket(32 << 20)
     port = sock.getsockname()[1]
     accesses, rate = 8000, 1000.0
     sent = [0]
@@ -120,3 +135,62 @@ def test_sigkill_and_restart_lose_nothing_and_write_nothing_twice(tmp_path):
     cs = [r for p in out.glob("collector_stats-*.parquet") for r in pq.read_table(p).to_pylist()]
     assert sum(r["datagrams"] for r in cs if r["server_host"] == "") == accesses + 2
     assert sum(r["rows_written"] for r in cs if r["server_host"] != "") == accesses
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_kernel_drops_are_counted_exactly_and_the_run_is_not_called_lossless(tmp_path):
+    """The receiver is stopped (SIGSTOP) while a burst overflows a small socket buffer: the
+    kernel drops datagrams. What the collector reports must be the kernel's own count, read here
+    independently from /proc/net/udp, and received + dropped must be what was sent."""
+    out = tmp_path / "out"
+    wh = tmp_path / "wh.duckdb"
+    sock = _socket(256 << 10)
+    port = sock.getsockname()[1]
+    s = SimServer("loss.example.org", 1094, sid=99, stod=1_700_000_000)
+    uid, login = s.login(5, "wn02.example.org", "app", "slurm.loss.1")
+    burst = 3000
+    proc = _start(sock, out, "--load", "--warehouse", str(wh))
+    try:
+        _wait(lambda: _stats(out).get("state") == "listening", "the collector to listen")
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as snd:
+            for p in (s.ident(), login):
+                snd.sendto(p, ("127.0.0.1", port))
+            _wait(lambda: _stats(out).get("packets", 0) >= 2, "the identity and the login")
+            receiver = int(_stats(out)["receivers"]["0"])
+            os.kill(receiver, signal.SIGSTOP)
+            try:
+                for k in range(burst):
+                    fid = s.new_file()
+                    snd.sendto(s.fpacket(1_700_000_100, 1_700_000_101,
+                                         [open_record(fid, 10, uid, f"/loss/{k}"), close_record(fid, 10, 0, 0)]),
+                               ("127.0.0.1", port))
+                dropped = _proc_drops(sock)
+            finally:
+                os.kill(receiver, signal.SIGCONT)
+        assert 0 < dropped < burst
+        _wait(lambda: _stats(out).get("packets", 0) == 2 + burst - dropped
+              and _stats(out).get("kernel_drops") == dropped, "the rest decoded and the drops counted")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        sock.close()
+    stats = _stats(out)
+    assert (stats["kernel_drops"], stats["rows_written"], stats["lossless"]) == (dropped, burst - dropped, False)
+    assert stats["lost_packets"] <= dropped  # pseq gaps: a lower bound only (8 bits wrap)
+    assert "not lossless" in (tmp_path / "collector.log").read_text().replace("\n", " ")
+    cs = [r for p in out.glob("collector_stats-*.parquet") for r in pq.read_table(p).to_pylist()]
+    assert sum(r["kernel_drops"] or 0 for r in cs) == dropped
+    assert all(r["kernel_drops"] == 0 for r in cs if r["server_host"] != "")
+    import duckdb
+
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        assert con.execute("select sum(kernel_drops), sum(datagrams) from raw_collector_stats "
+                           "where server_host = ''").fetchone() == (dropped, 2 + burst - dropped)
+        assert con.execute("select count(*) from raw_file_access").fetchone()[0] == burst - dropped
+    finally:
+        con.close()
