@@ -194,3 +194,90 @@ def test_kernel_drops_are_counted_exactly_and_the_run_is_not_called_lossless(tmp
         assert con.execute("select count(*) from raw_file_access").fetchone()[0] == burst - dropped
     finally:
         con.close()
+
+
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory):
+    """One collector with --workers 2 (SO_REUSEPORT) and --allow 127.0.0.1/32; 16 servers send
+    from their own sockets, and an outsider (127.0.0.2) sends too."""
+    root = tmp_path_factory.mktemp("workers")
+    out = root / "out"
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = open(root / "collector.log", "w")
+    proc = subprocess.Popen([TIERLENS, "collect", "xrootd", "--listen", f"127.0.0.1:{port}", "--out", str(out),
+                             "--workers", "2", "--allow", "127.0.0.1/32", "--max-seconds", "0.5",
+                             "--cache-grace", "1"], stdout=log, stderr=subprocess.STDOUT)
+    servers, per_server, outsider = 16, 200, 37
+    try:
+        _wait(lambda: _stats(out).get("state") == "listening", "the collector to listen")
+        socks = []
+        for i in range(servers):
+            s = SimServer(f"xrd{i:02d}.example.org", 1094, sid=500 + i, stod=1_700_000_000)
+            snd = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            snd.connect(("127.0.0.1", port))
+            uid, login = s.login(10 + i, "wn.example.org", "app", f"slurm.w.{i}")
+            snd.send(s.ident())
+            snd.send(login)
+            socks.append((s, snd, uid))
+        for k in range(per_server):
+            for i, (s, snd, uid) in enumerate(socks):
+                fid = s.new_file()
+                snd.send(s.fpacket(1_700_000_100, 1_700_000_101,
+                                   [open_record(fid, 10, uid, f"/w/{i}/{k}"), close_record(fid, k, 0, 0)]))
+            time.sleep(0.002)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as bad:
+            bad.bind(("127.0.0.2", 0))
+            for _ in range(outsider):
+                bad.sendto(b"written by anyone who can reach the port", ("127.0.0.1", port))
+        for _, snd, _ in socks:
+            snd.close()
+        sent = servers * (per_server + 2)
+        _wait(lambda: _stats(out).get("packets", 0) >= sent and _stats(out).get("disallowed", 0) >= outsider,
+              "every datagram decoded and the outsider counted")
+        running = _stats(out)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    yield {"out": out, "servers": servers, "per_server": per_server, "outsider": outsider, "sent": sent,
+           "running": running, "log": root / "collector.log"}
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_two_workers_share_the_port_each_with_its_journal(two_workers):
+    out, sent = two_workers["out"], two_workers["sent"]
+    stats = _stats(out)
+    assert stats["workers"] == 2 and stats["packets"] == sent and stats["kernel_drops"] == 0
+    rows = [r for p in sorted(out.glob("file_access-*.parquet")) for r in pq.read_table(p).to_pylist()]
+    assert sorted(r["file_lfn"] for r in rows) == sorted(
+        f"/w/{i}/{k}" for i in range(two_workers["servers"]) for k in range(two_workers["per_server"]))
+    assert len({(r["server_host"], r["unique_id"]) for r in rows}) == len(rows)
+    cs = [r for p in out.glob("collector_stats-*.parquet") for r in pq.read_table(p).to_pylist()]
+    per_worker = {w: sum(r["datagrams"] for r in cs if r["worker"] == w and r["server_host"] == "") for w in (0, 1)}
+    # The kernel spread 16 senders over both sockets (all on one: probability 2**-15).
+    assert per_worker[0] > 0 and per_worker[1] > 0 and sum(per_worker.values()) == sent
+    for w in (0, 1):
+        assert list((out / "journal" / f"w{w}").glob("seg-*.tlj"))
+    # A server's datagrams all went to one worker, and its per-server row says which.
+    by_server: dict[str, set[int]] = {}
+    for r in cs:
+        if r["server_host"] and r["datagrams"]:
+            by_server.setdefault(r["server_host"], set()).add(r["worker"])
+    assert len(by_server) == two_workers["servers"] and all(len(w) == 1 for w in by_server.values())
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_senders_outside_allow_are_counted_and_never_journaled(two_workers):
+    out = two_workers["out"]
+    stats = _stats(out)
+    assert stats["disallowed"] == two_workers["outsider"] and stats["quarantined"] == {}
+    cs = [r for p in out.glob("collector_stats-*.parquet") for r in pq.read_table(p).to_pylist()]
+    assert sum(r["disallowed"] for r in cs) == two_workers["outsider"]
+    journaled = b"".join(p.read_bytes() for p in (out / "journal").glob("w*/seg-*.tlj"))
+    assert b"written by anyone" not in journaled
