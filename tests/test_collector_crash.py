@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -205,9 +206,13 @@ def two_workers(tmp_path_factory):
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        metrics_port = probe.getsockname()[1]
     log = open(root / "collector.log", "w")
     proc = subprocess.Popen([TIERLENS, "collect", "xrootd", "--listen", f"127.0.0.1:{port}", "--out", str(out),
                              "--workers", "2", "--allow", "127.0.0.1/32", "--max-seconds", "0.5",
+                             "--metrics", f"127.0.0.1:{metrics_port}",
                              "--cache-grace", "1"], stdout=log, stderr=subprocess.STDOUT)
     servers, per_server, outsider = 16, 200, 37
     try:
@@ -234,9 +239,13 @@ def two_workers(tmp_path_factory):
         for _, snd, _ in socks:
             snd.close()
         sent = servers * (per_server + 2)
-        _wait(lambda: _stats(out).get("packets", 0) >= sent and _stats(out).get("disallowed", 0) >= outsider,
-              "every datagram decoded and the outsider counted")
+        _wait(lambda: _stats(out).get("packets", 0) >= sent and _stats(out).get("disallowed", 0) >= outsider
+              and _stats(out).get("rows_written", 0) >= servers * per_server,
+              "every datagram decoded, every row written and the outsider counted")
+        time.sleep(1.2)  # one more stats tick: the metrics read the latest stats
         running = _stats(out)
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as resp:
+            metrics = resp.read().decode()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
     finally:
@@ -244,7 +253,7 @@ def two_workers(tmp_path_factory):
             proc.kill()
             proc.wait()
     yield {"out": out, "servers": servers, "per_server": per_server, "outsider": outsider, "sent": sent,
-           "running": running, "log": root / "collector.log"}
+           "running": running, "metrics": metrics, "log": root / "collector.log"}
 
 
 @pytest.mark.integration
@@ -281,3 +290,43 @@ def test_senders_outside_allow_are_counted_and_never_journaled(two_workers):
     assert sum(r["disallowed"] for r in cs) == two_workers["outsider"]
     journaled = b"".join(p.read_bytes() for p in (out / "journal").glob("w*/seg-*.tlj"))
     assert b"written by anyone" not in journaled
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_metrics_are_served_for_prometheus(two_workers):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    samples = {}
+    for fam in text_string_to_metric_families(two_workers["metrics"]):
+        for smp in fam.samples:
+            samples[(smp.name, tuple(sorted(smp.labels.items())))] = smp.value
+    sent = two_workers["sent"]
+    assert samples[("tierlens_collector_datagrams_total", ())] == sent
+    received = sum(v for (n, _), v in samples.items() if n == "tierlens_collector_received_datagrams_total")
+    assert received == sent
+    assert samples[("tierlens_collector_kernel_drops_total", ())] == 0
+    assert samples[("tierlens_collector_disallowed_total", ())] == two_workers["outsider"]
+    assert samples[("tierlens_collector_rows_written_total", ())] == two_workers["servers"] * two_workers["per_server"]
+    assert samples[("tierlens_collector_journal_backlog_bytes", ())] == 0
+    assert samples[("tierlens_collector_workers", ())] == 2
+    gaps = {dict(k[1]).get("server") for k in samples if k[0] == "tierlens_collector_sequence_gaps_total"}
+    assert len(gaps) == two_workers["servers"]
+
+
+@pytest.mark.timeout(60)
+def test_systemd_units_verify(tmp_path):
+    """deploy/collector's socket and service units pass systemd-analyze verify (with ExecStart
+    pointed at this checkout's tierlens, since /opt/tierlens is where a site installs it)."""
+    import shutil
+
+    assert shutil.which("systemd-analyze"), "systemd is not installed: see deploy/ci/system-packages.txt"
+    src = Path(__file__).resolve().parents[1] / "deploy" / "collector"
+    for unit in ("tierlens-collector.socket", "tierlens-collector.service"):
+        text = (src / unit).read_text().replace("/opt/tierlens/.venv/bin/tierlens", TIERLENS)
+        (tmp_path / unit).write_text(text)
+    service = (src / "tierlens-collector.service").read_text()
+    assert "Restart=on-failure" in service and "ExecStart=/opt/tierlens/.venv/bin/tierlens collect xrootd" in service
+    r = subprocess.run(["systemd-analyze", "verify", "tierlens-collector.socket", "tierlens-collector.service"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=50)
+    assert r.returncode == 0 and "tierlens-collector" not in r.stdout + r.stderr, r.stdout + r.stderr

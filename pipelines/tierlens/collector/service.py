@@ -484,15 +484,25 @@ class Live:
                     pass
 
     def extra(self) -> dict:
+        from .receiver import read_status
+
         b, s = self.backlog()
+        received = {}
+        for w in self.procs:
+            st = read_status(jr.worker_folder(self.journal, w))
+            received[str(w)] = st[2] if st else 0
         return {"journal_backlog_bytes": b, "journal_backlog_seconds": round(s, 3),
                 "receiver_restarts": self.restarts, "listening": self.addrs,
-                "receivers": {str(w): p.pid for w, p in self.procs.items()}}
+                "receivers": {str(w): p.pid for w, p in self.procs.items()}, "received": received}
 
     def run(self, ready: Callable | None = None, stats_every: float = 1.0,
             on_tick: Callable[[dict], None] | None = None) -> RunResult:
         eng = self.eng
-        eng.write_stats("listening", self.extra())
+        self.latest = eng.write_stats("listening", self.extra())
+        if self.opts.metrics:
+            from .metrics import serve
+
+            self._metrics = serve(self.opts.metrics, lambda: self.latest)
         if ready is not None:
             ready(tuple(self.addrs[0]))
         next_tick = time.monotonic() + stats_every
@@ -505,7 +515,7 @@ class Live:
                     eng.sweep(time.time())  # caught up: wall clock drives the timeouts
                 if eng.writer.due() or now - self._last_commit >= self.opts.max_seconds:
                     self.commit()
-                s = eng.write_stats("listening", self.extra())
+                s = self.latest = eng.write_stats("listening", self.extra())
                 if on_tick is not None:
                     on_tick(s)
                 self._supervise()
@@ -534,9 +544,11 @@ class Live:
         eng.decoder.finish(time.time())
         eng.account(0)
         self.commit()
-        s = eng.write_stats("finished", self.extra())
+        s = self.latest = eng.write_stats("finished", self.extra())
         eng.close_warehouse()
         os.close(self._lock)
+        if getattr(self, "_metrics", None) is not None:
+            self._metrics[0].shutdown()
         return RunResult(eng.rows_written, eng.files, s)
 
 
