@@ -106,8 +106,7 @@ def test_sigkill_and_restart_lose_nothing_and_write_nothing_twice(tmp_path):
             # killed while it is decoding the stream (its own stats say so), mid-interval
             _wait(lambda k=kill_at, t=started: _stats(out).get("packets", 0) >= k
                   and _stats(out).get("updated_at", 0) > t, f"{kill_at} datagrams decoded")
-            time.sleep(0.23)
-            assert sent[0] < accesses, "the stream ended before the kill: make it longer"
+            time.sleep(0.23)  # mid-interval: rows decoded since the last commit are in memory only
             procs[-1].send_signal(signal.SIGKILL)
             procs[-1].wait()
             started = time.time()
@@ -227,6 +226,10 @@ def two_workers(tmp_path_factory):
             snd.send(login)
             socks.append((s, snd, uid))
         for k in range(per_server):
+            if k == per_server // 2:
+                # A receiver that exits is restarted by the collector on the same socket, whose
+                # queue keeps what arrives meanwhile.
+                os.kill(int(_stats(out)["receivers"]["0"]), signal.SIGTERM)
             for i, (s, snd, uid) in enumerate(socks):
                 fid = s.new_file()
                 snd.send(s.fpacket(1_700_000_100, 1_700_000_101,
@@ -262,6 +265,7 @@ def test_two_workers_share_the_port_each_with_its_journal(two_workers):
     out, sent = two_workers["out"], two_workers["sent"]
     stats = _stats(out)
     assert stats["workers"] == 2 and stats["packets"] == sent and stats["kernel_drops"] == 0
+    assert stats["receiver_restarts"] == 1
     rows = [r for p in sorted(out.glob("file_access-*.parquet")) for r in pq.read_table(p).to_pylist()]
     assert sorted(r["file_lfn"] for r in rows) == sorted(
         f"/w/{i}/{k}" for i in range(two_workers["servers"]) for k in range(two_workers["per_server"]))
@@ -270,8 +274,8 @@ def test_two_workers_share_the_port_each_with_its_journal(two_workers):
     per_worker = {w: sum(r["datagrams"] for r in cs if r["worker"] == w and r["server_host"] == "") for w in (0, 1)}
     # The kernel spread 16 senders over both sockets (all on one: probability 2**-15).
     assert per_worker[0] > 0 and per_worker[1] > 0 and sum(per_worker.values()) == sent
-    for w in (0, 1):
-        assert list((out / "journal" / f"w{w}").glob("seg-*.tlj"))
+    assert len(list((out / "journal" / "w0").glob("seg-*.tlj"))) == 2  # one per receiver start
+    assert len(list((out / "journal" / "w1").glob("seg-*.tlj"))) == 1
     # A server's datagrams all went to one worker, and its per-server row says which.
     by_server: dict[str, set[int]] = {}
     for r in cs:

@@ -127,7 +127,7 @@ class JournalWriter:
     committed. :meth:`sync` (on the receiver's timer) and rotation fsync.
     """
 
-    def __init__(self, folder: Path, worker: int = 0, segment_bytes: int = 64 << 20) -> None:
+    def __init__(self, folder: Path, worker: int = 0, segment_bytes: int = 64 << 20, after: int = 0) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.worker = worker
@@ -136,7 +136,7 @@ class JournalWriter:
         for stale in self.folder.glob(".seg-*.new"):  # a crash between creating and naming one
             stale.unlink(missing_ok=True)
         existing = segments(self.folder)
-        self.number = existing[-1][0] if existing else 0
+        self.number = max(existing[-1][0] if existing else 0, after)
         self._fd = -1
         self._map: mmap.mmap | None = None
         self._view: memoryview | None = None

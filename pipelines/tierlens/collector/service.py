@@ -140,6 +140,7 @@ class Engine:
         self.decoder = Decoder(self.writer.add, self._quarantine,
                                unclosed_timeout=opts.unclosed_timeout, cache_grace=opts.cache_grace)
         self.totals = Totals()
+        self._base = (0, 0)  # totals at the start of this run: the summary is per run
         self.tally = Tally(time.time())
         self.generation = 0
         self.positions: dict[int, jr.Position] = {}
@@ -284,14 +285,17 @@ class Engine:
         self.last_arrival = doc.get("last_arrival", 0.0)
         self.rows_written = doc.get("rows_written", 0)
         self.totals = Totals(**doc["totals"])
+        self._base = (self.totals.kernel_drops, self.totals.disallowed)
 
     # ---- stats ---------------------------------------------------------------------------
     def stats(self, state: str, extra: dict | None = None) -> dict:
         d = self.decoder
         s = {"state": state, "updated_at": time.time(), "packets": d.stats["packets"],
              "rows_emitted": d.stats["rows"], "rows_written": self.rows_written,
-             "files": [str(p) for p in self.files], "lost_packets": d.lost,
-             "kernel_drops": int(self.totals.kernel_drops), "disallowed": int(self.totals.disallowed),
+             "files": [str(p) for p in self.files[-100:]], "lost_packets": d.lost,
+             "kernel_drops": int(self.totals.kernel_drops - self._base[0]),
+             "disallowed": int(self.totals.disallowed - self._base[1]),
+             "kernel_drops_since_first_run": int(self.totals.kernel_drops),
              "journal_backlog_bytes": 0, "journal_backlog_seconds": 0.0, "workers": len(self.workers),
              "journal_torn": list(self.torn), "generation": self.generation,
              "counters": dict(d.stats), "quarantined": dict(d.quarantined), "servers": d.server_stats()}
@@ -376,7 +380,10 @@ class Live:
         self.eng = Engine(opts, journaled=True)
         self.journal = opts.journal_dir
         self.journal.mkdir(parents=True, exist_ok=True)
-        self._lock = lock_folder(self.journal, wait=0.0)  # one collector per journal
+        try:
+            self._lock = lock_folder(self.journal, wait=0.0)  # one collector per journal
+        except BlockingIOError:
+            raise SystemExit(f"another collector is running on the journal {self.journal}") from None
         self.eng.resume()
         n = len(socks)
         old = [int(p.name[1:]) for p in self.journal.glob("w*") if p.name[1:].isdigit()]
@@ -385,6 +392,7 @@ class Live:
                         for w in self.eng.workers}
         self.procs: dict[int, subprocess.Popen] = {}
         self.restarts = 0
+        self._received_base: dict[int, int] = {}  # datagrams of receivers that were restarted
         for w in range(n):
             self._seal(w)
             self.procs[w] = self._spawn(w)
@@ -408,11 +416,17 @@ class Live:
             os.close(fd)
 
     def _spawn(self, w: int) -> subprocess.Popen:
+        from .receiver import STATUS, STATUS_FILE
+
+        folder = jr.worker_folder(self.journal, w)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / STATUS_FILE).write_bytes(bytes(STATUS.size))  # zero until the receiver is up
         sock = self.socks[w]
         o = self.opts
         argv = [sys.executable, "-m", "tierlens.collector.receiver", "--fd", str(sock.fileno()),
                 "--journal", str(self.journal), "--worker", str(w), "--segment-bytes", str(o.segment_bytes),
-                "--sync-every", str(o.sync_every), "--parent", str(os.getpid())]
+                "--sync-every", str(o.sync_every), "--parent", str(os.getpid()),
+                "--after-segment", str(self.readers[w].pos.segment)]
         for a in o.allow:
             argv += ["--allow", a]
         env = dict(os.environ)
@@ -424,9 +438,28 @@ class Live:
         for w, p in list(self.procs.items()):
             if p.poll() is not None and not self.stop:
                 # The socket is ours, so datagrams wait in the kernel while the worker restarts.
+                from .receiver import read_status
+
                 self.restarts += 1
+                folder = jr.worker_folder(self.journal, w)
+                st = read_status(folder)
+                self._received_base[w] = self._received_base.get(w, 0) + (st[2] if st else 0)
                 self._seal(w)
                 self.procs[w] = self._spawn(w)
+
+    def _wait_receivers(self, timeout: float = 120.0) -> None:
+        """Until every receiver has its journal segment open (status written); datagrams wait
+        in the socket meanwhile."""
+        from .receiver import read_status
+
+        deadline = time.monotonic() + timeout
+        for w, p in self.procs.items():
+            while not ((st := read_status(jr.worker_folder(self.journal, w))) and st[5] > 0):
+                if p.poll() is not None:
+                    raise SystemExit(f"receiving worker {w} exited with status {p.returncode}")
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"receiving worker {w} did not start within {timeout:.0f} s")
+                time.sleep(0.02)
 
     def pump(self, budget: float = 0.25) -> int:
         """Decode what the journals hold, oldest arrival first, for about ``budget`` seconds."""
@@ -490,7 +523,7 @@ class Live:
         received = {}
         for w in self.procs:
             st = read_status(jr.worker_folder(self.journal, w))
-            received[str(w)] = st[2] if st else 0
+            received[str(w)] = (st[2] if st else 0) + self._received_base.get(w, 0)
         return {"journal_backlog_bytes": b, "journal_backlog_seconds": round(s, 3),
                 "receiver_restarts": self.restarts, "listening": self.addrs,
                 "receivers": {str(w): p.pid for w, p in self.procs.items()}, "received": received}
@@ -498,6 +531,7 @@ class Live:
     def run(self, ready: Callable | None = None, stats_every: float = 1.0,
             on_tick: Callable[[dict], None] | None = None) -> RunResult:
         eng = self.eng
+        self._wait_receivers()
         self.latest = eng.write_stats("listening", self.extra())
         if self.opts.metrics:
             from .metrics import serve
