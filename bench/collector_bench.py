@@ -223,6 +223,14 @@ def _proc_udp(inodes: set[str]) -> tuple[int, int]:
     return drops, queued
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _vm_hwm_mib(pid: int) -> float | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -269,6 +277,7 @@ def bench_load(args) -> dict:
     snd = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     peak = {"backlog_bytes": 0, "backlog_seconds": 0.0}
     hwm: dict[int, float] = {}
+    cpu: dict[int, float] = {}
     loads = []
 
     def sample() -> dict:
@@ -279,6 +288,9 @@ def bench_load(args) -> dict:
             v = _vm_hwm_mib(pid)
             if v is not None:
                 hwm[pid] = max(hwm.get(pid, 0.0), v)
+            c = _cpu_seconds(pid)
+            if c is not None:
+                cpu[pid] = c
         return st
 
     while snd.poll() is None:
@@ -327,6 +339,8 @@ def bench_load(args) -> dict:
             "journal_backlog_peak_mib": round(peak["backlog_bytes"] / 2**20, 1),
             "journal_backlog_peak_seconds": round(peak["backlog_seconds"], 1),
             "decode_drain_after_send_s": round(drain_s, 1),
+            "receiver_cpu_s": round(sum(cpu.get(p, 0.0) for p in pids), 1),
+            "receiver_cpu_us_per_datagram": round(1e6 * sum(cpu.get(p, 0.0) for p in pids) / max(1, received), 2),
             "peak_rss_mib": {"decoder": round(usage.ru_maxrss / 1024),
                              "receivers": [round(hwm.get(p, 0)) for p in pids]},
             "load_average_before": round(load_before[0], 2),

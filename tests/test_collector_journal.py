@@ -216,3 +216,23 @@ def test_fuzz_the_reader_on_truncated_and_corrupted_segments(tmp_path_factory, n
     kept, msg = jr.seal_segment(seg)
     assert kept == len(got) and bool(msg) == bool(torn)
     assert _read_all(jr.WorkerReader(folder, 3)) == got
+
+
+def test_the_writer_takes_arrow_tables_and_rows_alike(tmp_path):
+    """The new decoder emits FILE_ACCESS tables, the old one lists; a batch holds both, in order."""
+    from tierlens.collector.writer import BatchWriter, rows_to_table
+    from tierlens.records import FILE_ACCESS
+
+    row = [None] * len(FILE_ACCESS.names)
+    row[0], row[1], row[3], row[5], row[6], row[-1] = "srv:1094", "u1", "/a", 10.0, 11.0, True
+    table = rows_to_table([list(row)])
+    w = BatchWriter(tmp_path, max_rows=3)
+    w.add(table)
+    row[1] = "u2"
+    w.add(list(row))
+    row[1] = "u3"
+    w.add(rows_to_table([list(row)]))
+    assert w.pending == 3 and w.due()
+    out = w.take()
+    assert out.schema.equals(FILE_ACCESS) and out.column("unique_id").to_pylist() == ["u1", "u2", "u3"]
+    assert w.pending == 0 and not w.due() and list(tmp_path.iterdir()) == []  # nothing written by itself

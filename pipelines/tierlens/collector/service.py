@@ -136,7 +136,7 @@ class Engine:
         self.journaled = journaled
         self.host = socket.gethostname()
         self._wh = None
-        self.writer = BatchWriter(self.out, opts.max_rows, opts.max_seconds, auto_flush=False)
+        self.writer = BatchWriter(self.out, opts.max_rows, opts.max_seconds)
         self.decoder = Decoder(self.writer.add, self._quarantine,
                                unclosed_timeout=opts.unclosed_timeout, cache_grace=opts.cache_grace)
         self.totals = Totals()
@@ -524,7 +524,7 @@ class Live:
         for w in self.procs:
             st = read_status(jr.worker_folder(self.journal, w))
             received[str(w)] = (st[2] if st else 0) + self._received_base.get(w, 0)
-        return {"journal_backlog_bytes": b, "journal_backlog_seconds": round(s, 3),
+        return {"journal_backlog_bytes": b, "journal_backlog_seconds": round(s, 3), "workers": len(self.socks),
                 "receiver_restarts": self.restarts, "listening": self.addrs,
                 "receivers": {str(w): p.pid for w, p in self.procs.items()}, "received": received}
 

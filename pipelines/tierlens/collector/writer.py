@@ -1,9 +1,9 @@
-"""Arrow/Parquet batches of file_access rows, written atomically and rotated by size or time.
+"""Arrow/Parquet batches of file_access rows, written atomically.
 
 A batch file appears under its final name only when complete (written to ``.NAME.tmp`` in the
 same folder, fsynced, then renamed), so a loader watching the folder never sees half a file.
-Quarantined packets go to ``quarantine-<start>.jsonl`` beside the batches, one JSON object per
-packet with the reason, the sender and the bytes in hex.
+Quarantined packets go to ``quarantine-*.jsonl`` beside the batches, one JSON object per packet
+with the reason, the sender and the bytes in hex.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -65,37 +63,26 @@ def write_text_atomic(text: str, path: Path) -> None:
 
 
 class BatchWriter:
-    """Buffers rows; writes a Parquet batch when ``max_rows`` are buffered or the oldest buffered
-    row is ``max_seconds`` old, and on :meth:`flush`. ``on_batch(path, table)`` is called after
-    each file is in place (e.g. to load it into the warehouse).
+    """The rows and quarantined packets of the interval being decoded, until the collector
+    commits them (service.Engine.commit writes the batch, its stats and its quarantine, then the
+    checkpoint, so that they are durable together).
 
-    Rows arrive through :meth:`add` as an Arrow table in the FILE_ACCESS schema or as one row (a
-    list in FILE_ACCESS order, the older decoder's form). With ``auto_flush=False`` (the journaled
-    collector) nothing is written until the caller flushes under a name of its choosing, and
-    quarantined packets are kept for :meth:`flush_quarantine`, so that a batch, its quarantine
-    and the journal checkpoint are committed together."""
+    Rows arrive through :meth:`add` as an Arrow table in the FILE_ACCESS schema (the new decoder)
+    or as one row, a list in FILE_ACCESS order (the older decoder); both keep their order.
+    :meth:`due` says when ``max_rows`` are buffered or the oldest buffered row is ``max_seconds``
+    old."""
 
-    #: Quarantined packets kept per batch when buffering; the rest are only counted.
+    #: Quarantined packets kept per batch; the rest are only counted.
     QUARANTINE_KEEP = 10_000
 
-    def __init__(self, out_dir: Path, max_rows: int = 200_000, max_seconds: float = 60.0,
-                 on_batch: Callable[[Path, pa.Table], None] | None = None,
-                 prefix: str = "file_access", auto_flush: bool = True) -> None:
+    def __init__(self, out_dir: Path, max_rows: int = 200_000, max_seconds: float = 60.0) -> None:
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.max_rows = max_rows
         self.max_seconds = max_seconds
-        self.on_batch = on_batch
-        self.auto_flush = auto_flush
-        self.rows: list[list] = []
-        self.tables: list[pa.Table] = []
+        self.tables: list[pa.Table | list[list]] = []
         self.pending = 0
         self.first_at: float | None = None
-        self.files: list[Path] = []
-        self.rows_written = 0
-        self._stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-        self._prefix = prefix
-        self._quarantine_fh = None
         self.quarantine_buffer: list[str] = []
         self.quarantine_not_kept = 0
 
@@ -106,53 +93,30 @@ class BatchWriter:
             self.tables.append(rows)
             self.pending += rows.num_rows
         else:
-            self.rows.append(rows)
+            if not self.tables or not isinstance(self.tables[-1], list):
+                self.tables.append([])  # a run of list rows, kept in its place among the tables
+            self.tables[-1].append(rows)
             self.pending += 1
-        if self.auto_flush and self.pending >= self.max_rows:
-            self.flush()
 
     def due(self) -> bool:
         return self.pending >= self.max_rows or (
             self.pending > 0 and self.first_at is not None and time.monotonic() - self.first_at >= self.max_seconds)
 
-    def maybe_rotate(self) -> None:
-        if self.due():
-            self.flush()
-
     def take(self) -> pa.Table:
         """Everything buffered as one FILE_ACCESS table; the buffer is emptied."""
-        parts = list(self.tables)
-        if self.rows:
-            parts.append(rows_to_table(self.rows))
-        self.rows, self.tables, self.pending, self.first_at = [], [], 0, None
+        parts = [rows_to_table(p) if isinstance(p, list) else p for p in self.tables]
+        self.tables, self.pending, self.first_at = [], 0, None
         if not parts:
             return FILE_ACCESS.empty_table()
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
-    def flush(self, name: str | None = None) -> Path | None:
-        if not self.pending:
-            return None
-        table = self.take()
-        path = self.out_dir / (name or f"{self._prefix}-{self._stamp}-{os.getpid()}-{len(self.files):06d}.parquet")
-        write_atomic(table, path)
-        self.files.append(path)
-        self.rows_written += table.num_rows
-        if self.on_batch is not None:
-            self.on_batch(path, table)
-        return path
-
     def quarantine(self, reason: str, addr: tuple, data: bytes, now: float) -> None:
-        rec = json.dumps({"time": now, "sender": f"{addr[0]}:{addr[1]}" if addr else None, "reason": reason,
-                          "length": len(data), "hex": bytes(data[:4096]).hex()}) + "\n"
-        if not self.auto_flush:
-            if len(self.quarantine_buffer) < self.QUARANTINE_KEEP:
-                self.quarantine_buffer.append(rec)
-            else:
-                self.quarantine_not_kept += 1
+        if len(self.quarantine_buffer) >= self.QUARANTINE_KEEP:
+            self.quarantine_not_kept += 1
             return
-        if self._quarantine_fh is None:
-            self._quarantine_fh = open(self.out_dir / f"quarantine-{self._stamp}-{os.getpid()}.jsonl", "a")
-        self._quarantine_fh.write(rec)
+        self.quarantine_buffer.append(json.dumps({
+            "time": now, "sender": f"{addr[0]}:{addr[1]}" if addr else None, "reason": reason,
+            "length": len(data), "hex": bytes(data[:4096]).hex()}) + "\n")
 
     def flush_quarantine(self, name: str) -> Path | None:
         if not self.quarantine_buffer:
@@ -161,9 +125,3 @@ class BatchWriter:
         write_text_atomic("".join(self.quarantine_buffer), path)
         self.quarantine_buffer = []
         return path
-
-    def close(self) -> None:
-        self.flush()
-        if self._quarantine_fh is not None:
-            self._quarantine_fh.close()
-            self._quarantine_fh = None
