@@ -343,16 +343,18 @@ def replay(path: Path, opts: Options, port: int | None = None) -> RunResult:
             eng.commit(last)
 
     if jr.is_segment(path):
+        with open(path, "rb") as fh:
+            worker, _ = jr.read_segment_header(fh.read(jr.SEG_HEADER.size), path)
+        eng.workers = [worker]
         for batch, counters, torn in jr.read_file(path):
-            eng.workers = sorted({*eng.workers, *(c.worker for c in counters)})
             eng.counters(counters)
             eng.torn.extend(torn)
-            fed(batch, 0)
+            fed(batch, worker)
     else:
         for batch in _pcap_batches(path, port):
             fed(batch, 0)
     eng.decoder.finish(last)
-    eng.account(0)
+    eng.account(eng.workers[0])
     eng.commit(last)
     s = eng.write_stats("finished")
     eng.close_warehouse()
@@ -420,7 +422,11 @@ class Live:
 
         folder = jr.worker_folder(self.journal, w)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / STATUS_FILE).write_bytes(bytes(STATUS.size))  # zero until the receiver is up
+        fd = os.open(folder / STATUS_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640)
+        try:
+            os.write(fd, bytes(STATUS.size))  # zero until the receiver is up
+        finally:
+            os.close(fd)
         sock = self.socks[w]
         o = self.opts
         argv = [sys.executable, "-m", "tierlens.collector.receiver", "--fd", str(sock.fileno()),
