@@ -236,3 +236,13 @@ def test_the_writer_takes_arrow_tables_and_rows_alike(tmp_path):
     out = w.take()
     assert out.schema.equals(FILE_ACCESS) and out.column("unique_id").to_pylist() == ["u1", "u2", "u3"]
     assert w.pending == 0 and not w.due() and list(tmp_path.iterdir()) == []  # nothing written by itself
+
+
+def test_new_segments_are_numbered_past_the_checkpoint_even_in_an_emptied_folder(tmp_path):
+    """If the journal folder was emptied, a reader resuming at the checkpoint's segment 7 must
+    still see what is written next (segments below its position count as decoded)."""
+    w = jr.JournalWriter(tmp_path, 0, after=7)
+    w.append(b"x", 1.0, ("10.0.0.1", 1))
+    w.close()
+    assert [n for n, _ in jr.segments(tmp_path)] == [8]
+    assert [bytes(d) for _, _, d in jr.WorkerReader(tmp_path, 0, jr.Position(7, 4096)).read(5).items] == [b"x"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -23,8 +24,9 @@ def collect_xrootd(
         help="With --replay: only datagrams sent to this UDP port.")] = None,
     out: Annotated[Optional[Path], typer.Option(
         help="Folder for the Parquet batches (default: $TIERLENS_HOME/spool/xrootd).")] = None,
-    max_rows: Annotated[int, typer.Option(help="Rotate a batch at this many rows.")] = 200_000,
-    max_seconds: Annotated[float, typer.Option(help="Rotate a batch when its oldest row is this old.")] = 60.0,
+    max_rows: Annotated[int, typer.Option(help="Commit a batch at this many rows.")] = 200_000,
+    max_seconds: Annotated[float, typer.Option(
+        help="Commit (batch, stats, journal checkpoint) at least this often, seconds.")] = 60.0,
     unclosed_timeout: Annotated[float, typer.Option(
         help="Emit an open with no close as unclosed after this many idle seconds.")] = 24 * 3600.0,
     cache_grace: Annotated[float, typer.Option(
@@ -57,6 +59,12 @@ def collect_xrootd(
         if listen is not None and replay is not None:
             console.print("[red]give either --listen or --replay, not both[/red]")
             raise typer.Exit(2)
+    for cidr in allow or ():
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+        except ValueError as e:
+            console.print(f"[red]--allow {cidr}: {e}[/red]")
+            raise typer.Exit(2) from None
     out_dir = out or paths().home / "spool" / "xrootd"
     wh = (warehouse or paths().warehouse) if load else None
     opts = Options(out_dir, max_rows, max_seconds, unclosed_timeout, cache_grace, wh, journal=journal,
