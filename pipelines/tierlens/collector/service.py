@@ -159,17 +159,21 @@ class Engine:
         self.writer.quarantine(reason, addr, data, now)
 
     def account(self, worker: int) -> None:
-        """Attribute what the decoder counted since the last call to ``worker``."""
+        """Attribute what the decoder counted since the last call to ``worker``.
+
+        Reads the decoder's counters (``quarantined``, ``stats``, ``server_stats()``: cumulative
+        per server instance), which are not part of DatagramSink: a decoder without them gives
+        socket-level collector_stats rows only."""
         d, t, c = self.decoder, self.totals, self.tally.counts
-        q = sum(d.quarantined.values())
+        q = sum(getattr(d, "quarantined", {}).values())
         if q != t.quarantined:
             c[(worker, "")].quarantined += q - t.quarantined
             t.quarantined = q
-        u = d.stats.get("pfc_unmatched", 0)
+        u = getattr(d, "stats", {}).get("pfc_unmatched", 0)
         if u != t.pfc_unmatched:
             c[(worker, "")].pfc_unmatched += u - t.pfc_unmatched
             t.pfc_unmatched = u
-        for s in d.server_stats():
+        for s in d.server_stats() if hasattr(d, "server_stats") else ():
             key = f"{s['ip']}|{s['sid']}|{s['stod']}"
             prev = t.instances.get(key) or [0, 0]
             dp, dl = s["packets"] - prev[0], s["lost"] - prev[1]
@@ -179,8 +183,8 @@ class Engine:
                 cnt.sequence_gaps += dl
                 t.instances[key] = [s["packets"], s["lost"]]
                 t.server_worker[s["server"]] = worker
-        if len(t.instances) > 4 * max(16, len(d.servers)):  # instances the decoder forgot
-            live = {f"{s.ip}|{s.sid}|{s.stod}" for s in d.servers.values()}
+        if len(t.instances) > 4 * max(16, len(getattr(d, "servers", ()))):  # instances the decoder forgot
+            live = {f"{s['ip']}|{s['sid']}|{s['stod']}" for s in d.server_stats()}
             t.instances = {k: v for k, v in t.instances.items() if k in live}
 
     def counters(self, records: list[jr.Counters]) -> None:
