@@ -5,12 +5,15 @@
    from --servers server instances, with logins, identity records and XCache pfc events) is
    replayed through the collector. Reported: the decoder alone on the payloads in memory, and the
    whole `replay()` (pcap parsing with dpkt, decoding, Parquet batches written atomically).
-2. loss: `tierlens collect xrootd --listen` in its own process; a sender process sends f-stream
-   packets at a fixed rate (default 20 k packets/s) for --seconds (default 60) over loopback.
-   Reported: packets sent, received, lost by the collector's own sequence-gap count, and rows.
+2. load: `tierlens collect xrootd --listen --workers W` in its own process; a sender process sends
+   f-stream packets (one open+close each, 140 bytes) from --senders sockets at --rate packets/s
+   for --seconds over loopback. Reported: datagrams sent, taken by the receivers, dropped by the
+   kernel (the collector's count, and sent - received as a check), the journal backlog the
+   decoder left, peak RSS of every process, the load average.
 
     .venv/bin/python bench/collector_bench.py decode --closes 1000000
-    .venv/bin/python bench/collector_bench.py loss --rate 20000 --seconds 60
+    .venv/bin/python bench/collector_bench.py load --rate 50000 --seconds 60
+    .venv/bin/python bench/collector_bench.py load --rate 100000 --seconds 60 --workers 2
 """
 
 from __future__ import annotations
@@ -131,69 +134,218 @@ def bench_decode(args) -> dict:
 
 
 SENDER = r"""
-import socket, sys, time
+import socket, struct, sys, time
 sys.path.insert(0, sys.argv[1])
 from tierlens.collector.synth import SimServer, close_record, open_record
-port, rate, seconds = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-s = SimServer("sender.example.org", 1094, sid=77, stod=int(time.time()))
-sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+port, rate, seconds, nsock = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 dest = ("127.0.0.1", port)
-uid, login = s.login(4242, "wn001.example.org", "bench", "slurm.t2.1")
-sock.sendto(s.ident(), dest); sock.sendto(login, dest)
+# One template f-stream packet per server (time record, open with a 12-digit lfn, close), patched
+# in place per send: pseq, the file id in both records, the lfn digits. ~1 us per packet.
+tpl = []
+for i in range(nsock):
+    s = SimServer(f"bench{i:02d}.example.org", 1094, sid=100 + i, stod=int(time.time()))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.connect(dest)
+    uid, login = s.login(4242 + i, f"wn{i:03d}.example.org", "bench", f"slurm.t2.{i}")
+    sock.send(s.ident()); sock.send(login)
+    o = open_record(0, 1000, uid, "/store/bench/000000000000.root")
+    c = close_record(0, 1000, 0, 0)
+    buf = bytearray(s.fpacket(1700000000, 1700000001, [o, c]))
+    tpl.append((sock, buf, 8 + 24 + 4, 8 + 24 + len(o) + 4, 8 + 24 + 20 + len("/store/bench/")))
+time.sleep(0.5)
 n = int(rate * seconds)
+tick = 0.001
+per_tick = rate * tick
+pack = struct.pack_into
 t0 = time.perf_counter()
-period = 1.0 / rate
-sent = 0
-for k in range(n):
-    fid = s.new_file()
-    p = s.fpacket(1700000000 + k // 1000, 1700000001 + k // 1000,
-                  [open_record(fid, 1000, uid, f"/store/bench/{fid}.root"), close_record(fid, 1000, 0, 0)])
-    target = t0 + k * period
-    while time.perf_counter() < target:
-        pass
-    sock.sendto(p, dest)
-    sent += 1
+k = 0
+while k < n:
+    due = min(n, int((time.perf_counter() - t0) / tick * per_tick) + int(per_tick))
+    while k < due:
+        sock, buf, fo, fc, lo = tpl[k % nsock]
+        fid = k + 1
+        buf[1] = (k // nsock) & 0xFF
+        pack(">I", buf, fo, fid)
+        pack(">I", buf, fc, fid)
+        buf[lo:lo + 12] = b"%012d" % fid
+        sock.send(buf)
+        k += 1
+    time.sleep(tick / 2)
 elapsed = time.perf_counter() - t0
-print(f"{sent} {elapsed}")
+print(f"{n + 2 * nsock} {elapsed}")
 """
 
 
-def bench_loss(args) -> dict:
+def c_sender(port: int, rate: float, seconds: float, nsock: int) -> list[str]:
+    """argv of bench/udp_sender.c (compiled here with cc) and its template file: the same packets
+    as SENDER, sent with sendmmsg, so the sender takes little of the 2 cores."""
+    import struct
+
+    exe = OUT / "udp_sender"
+    src = Path(__file__).with_name("udp_sender.c")
+    if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
+        subprocess.run(["cc", "-O2", "-o", str(exe), str(src)], check=True)
+    parts = [struct.pack("<I", nsock)]
+    for i in range(nsock):
+        s = SimServer(f"bench{i:02d}.example.org", 1094, sid=100 + i, stod=int(time.time()))
+        uid, login = s.login(4242 + i, f"wn{i:03d}.example.org", "bench", f"slurm.t2.{i}")
+        o = open_record(0, 1000, uid, "/store/bench/000000000000.root")
+        c = close_record(0, 1000, 0, 0)
+        tpl = s.fpacket(1700000000, 1700000001, [o, c])
+        for blob in (s.ident(), login, tpl):
+            parts += [struct.pack("<I", len(blob)), blob]
+        parts.append(struct.pack("<IIII", 1, 8 + 24 + 4, 8 + 24 + len(o) + 4, 8 + 24 + 20 + len("/store/bench/")))
+    tfile = OUT / f"sender-templates-{os.getpid()}.bin"
+    tfile.write_bytes(b"".join(parts))
+    return [str(exe), str(tfile), str(port), str(rate), str(seconds)]
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    out = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith("socket:["):
+                out.add(link[8:-1])
+    except OSError:
+        pass
+    return out
+
+
+def _proc_udp(inodes: set[str]) -> tuple[int, int]:
+    """(drops, bytes queued) of these sockets, from /proc/net/udp: the kernel's own figures."""
+    drops = queued = 0
+    for line in Path("/proc/net/udp").read_text().splitlines()[1:]:
+        f = line.split()
+        if f[9] in inodes:
+            drops += int(f[12])
+            queued += int(f[4].split(":")[1], 16)
+    return drops, queued
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _vm_hwm_mib(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def bench_load(args) -> dict:
+    """The live collector (`--workers W`) against a paced sender; receive loss from the kernel's
+    own count, the journal backlog the slow decoder builds, peak RSS of every process."""
     OUT.mkdir(parents=True, exist_ok=True)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     tmp = Path(tempfile.mkdtemp(dir=OUT))
     tierlens = str(Path(sys.executable).parent / "tierlens")
+    load_before = os.getloadavg()
     col = subprocess.Popen([tierlens, "collect", "xrootd", "--listen", f"127.0.0.1:{port}", "--out", str(tmp),
-                            "--max-seconds", "10", "--cache-grace", "1"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    stats = tmp / "collector-stats.json"
-    while not stats.exists():
+                            "--workers", str(args.workers), "--max-seconds", "10", "--max-rows", "50000",
+                            "--cache-grace", "1", "--journal-retention", "0"],
+                           stdout=subprocess.DEVNULL, stderr=open(tmp / "collector.log", "w"))
+    stats_path = tmp / "collector-stats.json"
+
+    def stats() -> dict:
+        try:
+            return json.loads(stats_path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {}
+
+    while stats().get("state") != "listening":
         time.sleep(0.05)
+    pids = [int(p) for p in stats()["receivers"].values()]
+    inodes = set().union(*(_socket_inodes(p) for p in pids))
+    from tierlens.collector.receiver import read_status
+
+    def received_now() -> int:
+        return sum((read_status(w) or (0, 0, 0))[2] for w in (tmp / "journal").glob("w*"))
     pipelines = str(Path(__file__).resolve().parents[1] / "pipelines")
-    snd = subprocess.run([sys.executable, "-c", SENDER, pipelines, str(port), str(args.rate), str(args.seconds)],
-                         capture_output=True, text=True, check=True)
-    sent, elapsed = snd.stdout.split()
-    sent = int(sent) + 2
-    # let the collector drain, then stop it
-    deadline = time.monotonic() + 30
-    while json.loads(stats.read_text()).get("packets", 0) < sent and time.monotonic() < deadline:
-        time.sleep(0.2)
-    col.send_signal(signal.SIGTERM)
-    _, status, col_usage = os.wait4(col.pid, 0)
+    argv = (c_sender(port, args.rate, args.seconds, args.senders) if args.sender == "c" else
+            [sys.executable, "-c", SENDER, pipelines, str(port), str(args.rate), str(args.seconds), str(args.senders)])
+    snd = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    peak = {"backlog_bytes": 0, "backlog_seconds": 0.0}
+    hwm: dict[int, float] = {}
+    cpu: dict[int, float] = {}
+    loads = []
+
+    def sample() -> dict:
+        st = stats()
+        peak["backlog_bytes"] = max(peak["backlog_bytes"], st.get("journal_backlog_bytes", 0))
+        peak["backlog_seconds"] = max(peak["backlog_seconds"], st.get("journal_backlog_seconds", 0.0))
+        for pid in pids + [col.pid]:
+            v = _vm_hwm_mib(pid)
+            if v is not None:
+                hwm[pid] = max(hwm.get(pid, 0.0), v)
+            c = _cpu_seconds(pid)
+            if c is not None:
+                cpu[pid] = c
+        return st
+
+    while snd.poll() is None:
+        sample()
+        loads.append(os.getloadavg()[0])
+        time.sleep(1.0)
+    sent, elapsed, _ = snd.stdout.read().split() + [""]
+    sent = int(sent)
+    # The receivers may still be emptying their sockets (CPU-starved): wait until the kernel's
+    # queues are empty. Received and dropped come from the receivers' own status files and the
+    # kernel (/proc/net/udp), not from the decoder, which lags.
+    while True:
+        drops, queued = _proc_udp(inodes)
+        if queued == 0:
+            break
+        sample()
+        time.sleep(0.5)
+    time.sleep(args.sync + 1.0)  # the receivers' status and last counters record
+    drops, _ = _proc_udp(inodes)
+    received = received_now()
+    st = sample()
+    drops_at_send_end = drops
+    backlog_at_send_end = st.get("journal_backlog_bytes", 0)
+    t_drain = time.monotonic()
+    if args.drain:
+        while stats().get("packets", 0) + stats().get("kernel_drops", 0) < sent:
+            sample()
+            time.sleep(1.0)
+    drain_s = time.monotonic() - t_drain
+    final = sample()
+    # Without --drain the decoder's backlog is left in the journal (SIGKILL: a restart would resume).
+    col.send_signal(signal.SIGTERM if args.drain else signal.SIGKILL)
+    _, status, usage = os.wait4(col.pid, 0)
     col.returncode = os.waitstatus_to_exitcode(status)
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    st = json.loads(stats.read_text())
-    col_cpu = col_usage.ru_utime + col_usage.ru_stime
-    return {"rate_target": args.rate, "seconds": args.seconds, "sent": sent,
-            "send_elapsed_s": round(float(elapsed), 2), "achieved_rate": round((sent - 2) / float(elapsed)),
-            "received": st["packets"], "lost_by_sequence": st["lost_packets"],
-            "not_received": sent - st["packets"], "rows": st["rows_written"],
-            "collector_cpu_s": round(col_cpu, 1),
-            "collector_cpu_us_per_packet": round(1e6 * col_cpu / max(1, st["packets"]), 1),
-            "sender_cpu_s": round(usage.ru_utime + usage.ru_stime - col_cpu, 1),
-            "load_average_after": os.getloadavg()[0]}
+    if args.drain:
+        final = stats()
+    return {"rate_target": args.rate, "workers": args.workers, "senders": args.senders, "seconds": args.seconds,
+            "sender": args.sender, "sent": sent, "send_elapsed_s": round(float(elapsed), 2),
+            "achieved_rate": round((sent - 2 * args.senders) / float(elapsed)),
+            "received_by_receivers": received, "kernel_drops_proc_net_udp": drops_at_send_end,
+            "sent_minus_received": sent - received,
+            "kernel_drops_collector": final["kernel_drops"] if args.drain else None,
+            "decoded": final["packets"], "rows": final["rows_written"],
+            "lossless": final["lossless"] if args.drain else drops_at_send_end == 0 and received == sent,
+            "journal_backlog_at_send_end_mib": round(backlog_at_send_end / 2**20, 1),
+            "journal_backlog_peak_mib": round(peak["backlog_bytes"] / 2**20, 1),
+            "journal_backlog_peak_seconds": round(peak["backlog_seconds"], 1),
+            "decode_drain_after_send_s": round(drain_s, 1),
+            "receiver_cpu_s": round(sum(cpu.get(p, 0.0) for p in pids), 1),
+            "receiver_cpu_us_per_datagram": round(1e6 * sum(cpu.get(p, 0.0) for p in pids) / max(1, received), 2),
+            "peak_rss_mib": {"decoder": round(usage.ru_maxrss / 1024),
+                             "receivers": [round(hwm.get(p, 0)) for p in pids]},
+            "load_average_before": round(load_before[0], 2),
+            "load_average_during_send_max": round(max(loads or [0]), 2),
+            "uptime_after": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
 
 
 def main() -> None:
@@ -204,13 +356,20 @@ def main() -> None:
     d.add_argument("--servers", type=int, default=8)
     d.add_argument("--packet-bytes", type=int, default=16384)
     d.add_argument("--repeat", type=int, default=2)
-    lo = sub.add_parser("loss")
-    lo.add_argument("--rate", type=float, default=20_000)
+    lo = sub.add_parser("load")
+    lo.add_argument("--rate", type=float, default=50_000)
     lo.add_argument("--seconds", type=float, default=60)
+    lo.add_argument("--workers", type=int, default=1)
+    lo.add_argument("--senders", type=int, default=8, help="sender sockets (servers); SO_REUSEPORT hashes by them")
+    lo.add_argument("--sync", type=float, default=1.0)
+    lo.add_argument("--sender", choices=("c", "python"), default="c",
+                    help="c: bench/udp_sender.c with sendmmsg (default); python: a paced Python loop")
+    lo.add_argument("--no-drain", dest="drain", action="store_false", help="measure receiving only: SIGKILL the collector once sending ends, its backlog undecoded")
     args = ap.parse_args()
-    res = bench_decode(args) if args.what == "decode" else bench_loss(args)
+    res = bench_decode(args) if args.what == "decode" else bench_load(args)
     print(json.dumps(res, indent=1))
-    (OUT / f"{args.what}.json").write_text(json.dumps(res, indent=1))
+    name = args.what if args.what == "decode" else f"load-{int(args.rate)}-w{args.workers}"
+    (OUT / f"{name}.json").write_text(json.dumps(res, indent=1))
 
 
 if __name__ == "__main__":

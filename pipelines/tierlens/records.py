@@ -132,6 +132,22 @@ STORAGE_CATALOG = pa.schema([
 ])
 
 
+COLLECTOR_STATS = pa.schema([
+    _f("collector_host", pa.string(), "Host the collector ran on.", nullable=False),
+    _f("worker", pa.int32(), "Receiving worker (0..N-1 with --workers N).", nullable=False),
+    _f("interval_start", TIMESTAMP, "Start of the counting interval.", "UTC", nullable=False),
+    _f("interval_end", TIMESTAMP, "End of the counting interval.", "UTC", nullable=False),
+    _f("server_host", pa.string(), "XRootD server the counts are for; '' for socket-level counts.", nullable=False),
+    _f("datagrams", pa.int64(), "Datagrams received and journaled.", "datagrams"),
+    _f("kernel_drops", pa.int64(), "Datagrams the kernel dropped on the socket (SO_RXQ_OVFL); socket-level rows only.", "datagrams"),
+    _f("sequence_gaps", pa.int64(), "Datagrams missing from the server's pseq sequences (lower bound of loss).", "datagrams"),
+    _f("disallowed", pa.int64(), "Datagrams dropped because the sender is outside --allow.", "datagrams"),
+    _f("quarantined", pa.int64(), "Datagrams or records that could not be decoded.", "datagrams"),
+    _f("pfc_unmatched", pa.int64(), "Cache file_close events matched to no access within the grace window.", "events"),
+    _f("rows_written", pa.int64(), "file_access rows written.", "rows"),
+])
+
+
 class RecordKind(str, Enum):
     """Each canonical record and the raw warehouse table that holds it."""
 
@@ -140,6 +156,7 @@ class RecordKind(str, Enum):
     FILE_ACCESS = "file_access"
     NODE = "node"
     STORAGE_CATALOG = "storage_catalog"
+    COLLECTOR_STATS = "collector_stats"
 
     @property
     def table(self) -> str:
@@ -227,6 +244,14 @@ SPECS: dict[RecordKind, RecordSpec] = {
                  "not a known storage type"),
             Rule("unit_price", "unit_price < 0", "negative"),
             Rule("capacity_bytes", "capacity_bytes <= 0", "zero or negative"),
+        ),
+    ),
+    RecordKind.COLLECTOR_STATS: RecordSpec(
+        RecordKind.COLLECTOR_STATS, COLLECTOR_STATS, ("collector_host", "worker", "interval_start", "server_host"),
+        "interval_start",
+        _required("collector_host", "worker", "interval_start", "interval_end") + (
+            Rule("server_host", "server_host IS NULL", "missing (use '' for socket-level counts)"),
+            Rule("interval_end", "interval_end < interval_start", "before interval_start"),
         ),
     ),
 }

@@ -1,8 +1,12 @@
-"""XRootD monitoring collector: UDP (or a tcpdump capture) -> file_access batches.
+"""XRootD monitoring collector: UDP (or a tcpdump capture, or a journal segment) -> file_access batches.
 
-    decoder.Decoder   packets -> rows (per-server-instance dictionaries, sequence/loss counting)
-    writer.BatchWriter rows -> Parquet batches, atomic and rotated; quarantine JSONL
-    service.listen / service.replay   live socket or capture, SIGTERM/SIGINT flush
-    osg.osg_batches   OSG collector JSON records -> Batches
-    command.register  `tierlens collect xrootd`, `tierlens ingest xrootd-osg`
+    receiver           socket -> journal (one process per --workers; --allow, kernel drop counters)
+    journal            the segment files: layout, writer, reader, sealing after a crash
+    datagrams          DatagramBatch / DatagramSink, the hand-off from receiving to decoding
+    decoder.Decoder    datagrams -> rows (per-server-instance dictionaries, sequence/loss counting)
+    writer.BatchWriter rows -> Parquet batches, atomic; quarantine JSONL
+    service            journals -> decoder -> committed batches + checkpoint; replays
+    metrics            --metrics: Prometheus text metrics (prometheus_client)
+    osg.osg_batches    OSG collector JSON records -> Batches
+    command.register   `tierlens collect xrootd`, `tierlens ingest xrootd-osg`
 """

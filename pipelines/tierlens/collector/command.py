@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -17,13 +18,15 @@ def collect_xrootd(
     listen: Annotated[Optional[str], typer.Option(
         "--listen", help="UDP HOST:PORT to receive monitoring on (the xrootd.monitor dest); 127.0.0.1:9930 when neither this nor --replay is given.")] = None,
     replay: Annotated[Optional[Path], typer.Option(
-        "--replay", exists=True, dir_okay=False, help="Decode a tcpdump capture (pcap or pcapng) instead.")] = None,
+        "--replay", exists=True, dir_okay=False,
+        help="Decode a tcpdump capture (pcap or pcapng) or a journal segment (seg-*.tlj) instead.")] = None,
     port: Annotated[Optional[int], typer.Option(
         help="With --replay: only datagrams sent to this UDP port.")] = None,
     out: Annotated[Optional[Path], typer.Option(
         help="Folder for the Parquet batches (default: $TIERLENS_HOME/spool/xrootd).")] = None,
-    max_rows: Annotated[int, typer.Option(help="Rotate a batch at this many rows.")] = 200_000,
-    max_seconds: Annotated[float, typer.Option(help="Rotate a batch when its oldest row is this old.")] = 60.0,
+    max_rows: Annotated[int, typer.Option(help="Commit a batch at this many rows.")] = 200_000,
+    max_seconds: Annotated[float, typer.Option(
+        help="Commit (batch, stats, journal checkpoint) at least this often, seconds.")] = 60.0,
     unclosed_timeout: Annotated[float, typer.Option(
         help="Emit an open with no close as unclosed after this many idle seconds.")] = 24 * 3600.0,
     cache_grace: Annotated[float, typer.Option(
@@ -32,6 +35,17 @@ def collect_xrootd(
         "--load", help="Also load each batch into the warehouse as it is written.")] = False,
     warehouse: Annotated[Optional[Path], typer.Option(
         "--warehouse", "-w", help="DuckDB warehouse file for --load (default: $TIERLENS_HOME/warehouse.duckdb).")] = None,
+    journal: Annotated[Optional[Path], typer.Option(
+        help="Folder of the datagram journal (default: OUT/journal); see the collector README for sizing.")] = None,
+    journal_retention: Annotated[float, typer.Option(
+        help="Seconds a decoded journal segment is kept before it is deleted.")] = 3600.0,
+    journal_segment_mb: Annotated[int, typer.Option(help="Size of one journal segment file, MiB.")] = 64,
+    workers: Annotated[int, typer.Option(
+        min=1, help="Receiving processes sharing the port with SO_REUSEPORT, each with its own journal.")] = 1,
+    allow: Annotated[Optional[list[str]], typer.Option(
+        "--allow", help="Accept datagrams only from this network (CIDR, repeatable); others are counted and dropped.")] = None,
+    metrics: Annotated[Optional[str], typer.Option(
+        "--metrics", help="Serve Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:9931).")] = None,
 ) -> None:
     """Collect XRootD detailed monitoring (f-stream, map records, XCache g-stream) into file_access batches."""
     from rich.console import Console
@@ -45,19 +59,31 @@ def collect_xrootd(
         if listen is not None and replay is not None:
             console.print("[red]give either --listen or --replay, not both[/red]")
             raise typer.Exit(2)
+    for cidr in allow or ():
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+        except ValueError as e:
+            console.print(f"[red]--allow {cidr}: {e}[/red]")
+            raise typer.Exit(2) from None
     out_dir = out or paths().home / "spool" / "xrootd"
     wh = (warehouse or paths().warehouse) if load else None
-    opts = Options(out_dir, max_rows, max_seconds, unclosed_timeout, cache_grace, wh)
+    opts = Options(out_dir, max_rows, max_seconds, unclosed_timeout, cache_grace, wh, journal=journal,
+                   journal_retention=journal_retention, segment_bytes=journal_segment_mb << 20,
+                   workers=workers, allow=tuple(allow or ()), metrics=metrics)
     if replay is not None:
         result = run_replay(replay, opts, port)
     else:
-        console.print(f"collecting XRootD monitoring on udp {listen}; batches in {out_dir} "
-                      f"(SIGTERM or Ctrl-C flushes and stops)")
+        console.print(f"collecting XRootD monitoring; batches in {out_dir} (SIGTERM or Ctrl-C flushes and stops)")
         result = run_listen(listen, opts, ready=lambda addr: console.print(f"listening on {addr[0]}:{addr[1]}"))
     s = result.stats
     console.print(f"{s['packets']:,} packets, {result.rows:,} file_access rows in {len(result.files)} "
-                  f"batch(es) under {out_dir}; lost packets {s['lost_packets']}; "
-                  f"quarantined {sum(s['quarantined'].values())}")
+                  f"batch(es) under {out_dir}; kernel drops {s['kernel_drops']:,}; sequence gaps "
+                  f"{s['lost_packets']:,} (a lower bound: pseq has 8 bits); disallowed senders "
+                  f"{s['disallowed']:,}; quarantined {sum(s['quarantined'].values()):,}")
+    for msg in s.get("journal_torn", []):
+        console.print(f"[yellow]journal: {msg}[/yellow]")
+    if not s["lossless"]:
+        console.print("[yellow]datagrams were lost: this run is not lossless (see collector-stats.json)[/yellow]")
 
 
 def ingest_osg(

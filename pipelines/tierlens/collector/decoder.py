@@ -26,6 +26,7 @@ tail of an f-stream packet) is counted and handed to ``quarantine`` with its rea
 from __future__ import annotations
 
 import json
+import pickle
 import struct
 from collections import Counter, deque
 from collections.abc import Callable
@@ -198,6 +199,20 @@ class Decoder:
             self._release(now)
         if now - self._last_sweep >= 1.0:
             self.sweep(now)
+
+    def feed_batch(self, batch) -> None:
+        """Decode every datagram of a DatagramBatch in order (DatagramSink)."""
+        for now, addr, data in batch:
+            self.feed(data, addr, now)
+
+    def snapshot(self) -> bytes:
+        """The decoder's state without its callbacks and settings (DatagramSink)."""
+        skip = ("emit", "quarantine_sink", "unclosed_timeout", "cache_grace")
+        return pickle.dumps({k: v for k, v in self.__dict__.items() if k not in skip}, pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, state: bytes) -> None:
+        """Continue from a :meth:`snapshot` (DatagramSink)."""
+        self.__dict__.update(pickle.loads(state))
 
     def sweep(self, now: float) -> None:
         """Give up opens idle for longer than ``unclosed_timeout``; release rows past their grace."""

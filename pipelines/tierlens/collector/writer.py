@@ -1,9 +1,9 @@
-"""Arrow/Parquet batches of file_access rows, written atomically and rotated by size or time.
+"""Arrow/Parquet batches of file_access rows, written atomically.
 
 A batch file appears under its final name only when complete (written to ``.NAME.tmp`` in the
 same folder, fsynced, then renamed), so a loader watching the folder never sees half a file.
-Quarantined packets go to ``quarantine-<start>.jsonl`` beside the batches, one JSON object per
-packet with the reason, the sender and the bytes in hex.
+Quarantined packets go to ``quarantine-*.jsonl`` beside the batches, one JSON object per packet
+with the reason, the sender and the bytes in hex.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -43,68 +41,87 @@ def rows_to_table(rows: list[list]) -> pa.Table:
 
 
 def write_atomic(table: pa.Table, path: Path) -> None:
+    """Write ``.NAME.tmp``, fsync, rename: a reader sees the whole file or none of it. O_NOFOLLOW:
+    a collector running as root never writes through a symlink planted at the temporary name."""
     tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp, compression="zstd")
-    with open(tmp, "rb") as fh:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        pq.write_table(table, fh, compression="zstd")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_text_atomic(text: str, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+        fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
 class BatchWriter:
-    """Buffers rows; writes a Parquet batch when ``max_rows`` are buffered or the oldest buffered
-    row is ``max_seconds`` old, and on :meth:`flush`. ``on_batch(path, table)`` is called after
-    each file is in place (e.g. to load it into the warehouse)."""
+    """The rows and quarantined packets of the interval being decoded, until the collector
+    commits them (service.Engine.commit writes the batch, its stats and its quarantine, then the
+    checkpoint, so that they are durable together).
 
-    def __init__(self, out_dir: Path, max_rows: int = 200_000, max_seconds: float = 60.0,
-                 on_batch: Callable[[Path, pa.Table], None] | None = None,
-                 prefix: str = "file_access") -> None:
+    Rows arrive through :meth:`add` as an Arrow table in the FILE_ACCESS schema (the new decoder)
+    or as one row, a list in FILE_ACCESS order (the older decoder); both keep their order.
+    :meth:`due` says when ``max_rows`` are buffered or the oldest buffered row is ``max_seconds``
+    old."""
+
+    #: Quarantined packets kept per batch; the rest are only counted.
+    QUARANTINE_KEEP = 10_000
+
+    def __init__(self, out_dir: Path, max_rows: int = 200_000, max_seconds: float = 60.0) -> None:
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.max_rows = max_rows
         self.max_seconds = max_seconds
-        self.on_batch = on_batch
-        self.rows: list[list] = []
+        self.tables: list[pa.Table | list[list]] = []
+        self.pending = 0
         self.first_at: float | None = None
-        self.files: list[Path] = []
-        self.rows_written = 0
-        self._stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-        self._prefix = prefix
-        self._quarantine_fh = None
+        self.quarantine_buffer: list[str] = []
+        self.quarantine_not_kept = 0
 
-    def add(self, row: list) -> None:
-        if not self.rows:
+    def add(self, rows: list | pa.Table) -> None:
+        if not self.pending:
             self.first_at = time.monotonic()
-        self.rows.append(row)
-        if len(self.rows) >= self.max_rows:
-            self.flush()
+        if isinstance(rows, pa.Table):
+            self.tables.append(rows)
+            self.pending += rows.num_rows
+        else:
+            if not self.tables or not isinstance(self.tables[-1], list):
+                self.tables.append([])  # a run of list rows, kept in its place among the tables
+            self.tables[-1].append(rows)
+            self.pending += 1
 
-    def maybe_rotate(self) -> None:
-        if self.rows and self.first_at is not None and time.monotonic() - self.first_at >= self.max_seconds:
-            self.flush()
+    def due(self) -> bool:
+        return self.pending >= self.max_rows or (
+            self.pending > 0 and self.first_at is not None and time.monotonic() - self.first_at >= self.max_seconds)
 
-    def flush(self) -> Path | None:
-        if not self.rows:
-            return None
-        table = rows_to_table(self.rows)
-        self.rows = []
-        self.first_at = None
-        path = self.out_dir / f"{self._prefix}-{self._stamp}-{os.getpid()}-{len(self.files):06d}.parquet"
-        write_atomic(table, path)
-        self.files.append(path)
-        self.rows_written += table.num_rows
-        if self.on_batch is not None:
-            self.on_batch(path, table)
-        return path
+    def take(self) -> pa.Table:
+        """Everything buffered as one FILE_ACCESS table; the buffer is emptied."""
+        parts = [rows_to_table(p) if isinstance(p, list) else p for p in self.tables]
+        self.tables, self.pending, self.first_at = [], 0, None
+        if not parts:
+            return FILE_ACCESS.empty_table()
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
     def quarantine(self, reason: str, addr: tuple, data: bytes, now: float) -> None:
-        if self._quarantine_fh is None:
-            self._quarantine_fh = open(self.out_dir / f"quarantine-{self._stamp}-{os.getpid()}.jsonl", "a")
-        rec = {"time": now, "sender": f"{addr[0]}:{addr[1]}" if addr else None, "reason": reason,
-               "length": len(data), "hex": bytes(data[:4096]).hex()}
-        self._quarantine_fh.write(json.dumps(rec) + "\n")
+        if len(self.quarantine_buffer) >= self.QUARANTINE_KEEP:
+            self.quarantine_not_kept += 1
+            return
+        self.quarantine_buffer.append(json.dumps({
+            "time": now, "sender": f"{addr[0]}:{addr[1]}" if addr else None, "reason": reason,
+            "length": len(data), "hex": bytes(data[:4096]).hex()}) + "\n")
 
-    def close(self) -> None:
-        self.flush()
-        if self._quarantine_fh is not None:
-            self._quarantine_fh.close()
-            self._quarantine_fh = None
+    def flush_quarantine(self, name: str) -> Path | None:
+        if not self.quarantine_buffer:
+            return None
+        path = self.out_dir / name
+        write_text_atomic("".join(self.quarantine_buffer), path)
+        self.quarantine_buffer = []
+        return path

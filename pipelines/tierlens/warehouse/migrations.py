@@ -259,6 +259,8 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "baseline: the schema of commit 9c78adb", (Baseline(),)),
     Migration(2, "raw_batches.tierlens_version", (AddColumns(BATCHES_TABLE, "tierlens_version"),)),
+    Migration(3, "collector_stats record: datagrams, kernel drops, sequence gaps per collector interval",
+              (AddTable(RecordKind.COLLECTOR_STATS),)),
 )
 
 LATEST = MIGRATIONS[-1].version
