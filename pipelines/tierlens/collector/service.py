@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ..records import Batch, RecordKind
 from .decoder import Decoder
-from .replay import udp_packets
+from .replay import batches
 from .writer import BatchWriter
 
 
@@ -81,10 +81,9 @@ def replay(pcap: Path, opts: Options, port: int | None = None) -> RunResult:
     """Decode a capture offline; capture timestamps stand in for arrival times."""
     run = _Run(opts)
     last = 0.0
-    feed = run.decoder.feed
-    for ts, addr, payload in udp_packets(pcap, port):
-        feed(payload, addr, ts)
-        last = ts
+    for batch in batches(pcap, port):
+        run.decoder.feed_batch(batch)
+        last = float(batch.arrival[-1])
     return run.close(last)
 
 

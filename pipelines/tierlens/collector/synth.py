@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import struct
 
-from .decoder import FREC, HDR, OPS, TOD, U32, XFR
+from .wire import FREC, HDR, OPS, TOD, U32, XFR
 
 
 def map_packet(code: str, pseq: int, stod: int, dictid: int, text: str) -> bytes:

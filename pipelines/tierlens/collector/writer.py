@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..records import FILE_ACCESS
-from .decoder import COLUMNS
+from .rows import COLUMNS
 
 assert tuple(FILE_ACCESS.names) == COLUMNS, "decoder.COLUMNS must follow records.FILE_ACCESS"
 
@@ -28,10 +28,12 @@ _TIME_COLUMNS = {"start_time", "end_time"}
 
 
 def rows_to_table(rows: list[list]) -> pa.Table:
-    """Rows (lists in FILE_ACCESS order) -> an Arrow table in the FILE_ACCESS schema."""
+    """Rows (lists in FILE_ACCESS order; trailing fields may be left out: null) -> an Arrow table
+    in the FILE_ACCESS schema."""
     if not rows:
         return FILE_ACCESS.empty_table()
     cols = list(zip(*rows))
+    cols += [(None,) * len(rows)] * (len(FILE_ACCESS) - len(cols))
     arrays = []
     for fld, col in zip(FILE_ACCESS, cols):
         if fld.name in _TIME_COLUMNS:
@@ -64,6 +66,8 @@ class BatchWriter:
         self.max_seconds = max_seconds
         self.on_batch = on_batch
         self.rows: list[list] = []
+        self.tables: list[pa.Table] = []
+        self._n_table_rows = 0
         self.first_at: float | None = None
         self.files: list[Path] = []
         self.rows_written = 0
@@ -71,22 +75,28 @@ class BatchWriter:
         self._prefix = prefix
         self._quarantine_fh = None
 
-    def add(self, row: list) -> None:
-        if not self.rows:
+    def add(self, row: list | pa.Table) -> None:
+        """One row (a list in FILE_ACCESS order) or a FILE_ACCESS table (the decoder's ``emit``)."""
+        if not self.rows and not self.tables:
             self.first_at = time.monotonic()
-        self.rows.append(row)
-        if len(self.rows) >= self.max_rows:
+        if isinstance(row, pa.Table):
+            self.tables.append(row)
+            self._n_table_rows += row.num_rows
+        else:
+            self.rows.append(row)
+        if len(self.rows) + self._n_table_rows >= self.max_rows:
             self.flush()
 
     def maybe_rotate(self) -> None:
-        if self.rows and self.first_at is not None and time.monotonic() - self.first_at >= self.max_seconds:
+        if (self.rows or self.tables) and self.first_at is not None and time.monotonic() - self.first_at >= self.max_seconds:
             self.flush()
 
     def flush(self) -> Path | None:
-        if not self.rows:
+        if not self.rows and not self.tables:
             return None
-        table = rows_to_table(self.rows)
-        self.rows = []
+        parts = self.tables + ([rows_to_table(self.rows)] if self.rows else [])
+        table = pa.concat_tables(parts).combine_chunks() if len(parts) > 1 else parts[0]
+        self.rows, self.tables, self._n_table_rows = [], [], 0
         self.first_at = None
         path = self.out_dir / f"{self._prefix}-{self._stamp}-{os.getpid()}-{len(self.files):06d}.parquet"
         write_atomic(table, path)
