@@ -194,8 +194,8 @@ class Correlator:
             stale = slots[of.times[slots, fs.OT_SEEN] < now - self.unclosed_timeout]
             if len(stale):
                 self._close_open(stale, "timeout", now)
-        for fid_key in [k for k in of.orphan_index.keys()
-                        if of.orphan_times[of.orphan_index[k], 1] < now - self.cache_grace]:
+        okeys, oslots = of.orphan_index.items()
+        for fid_key in okeys[of.orphan_times[oslots, 1] < now - self.cache_grace].tolist():
             c = of.orphan_index.pop(fid_key)
             of.orphan_free[of.orphan_nfree[0]] = c
             of.orphan_nfree[0] += 1
@@ -412,7 +412,7 @@ class Correlator:
         pk_now = batch.arrival[pk_dgram].astype(np.float64)
         f_bytes = int((batch.offsets[pk_dgram + 1] - batch.offsets[pk_dgram]).sum())
         cap = max(64, f_bytes // 64)
-        rows = np.empty((cap, fs.R_COLS), dtype=np.int64)
+        rows = np.empty((fs.R_COLS, cap), dtype=np.int64)
         row_times = np.empty((cap, 2), dtype=np.float64)
         discs = np.empty((max(16, f_bytes // 256), 2), dtype=np.int64)
         disc_times = np.empty(discs.shape[0], dtype=np.float64)
@@ -425,21 +425,23 @@ class Correlator:
         offsets = batch.offsets.astype(np.int64, copy=False)
         k = 0
         while True:
+            # room for this packet's worst case, and (the tables growing geometrically) the next ones
             worst = int((batch.offsets[pk_dgram[k] + 1] - batch.offsets[pk_dgram[k]]) // 8 + 1)
-            of.ensure(worst, min(f_bytes, 1 << 26) + worst * 8, worst)
+            of.ensure(4 * worst, 32 * worst * 8, 4 * worst)
             k = fs.walk(payload, offsets, pk_dgram, pk_srv, pk_stod, pk_now, k,
-                        of.index, of.ints, of.times, of.free, of.nfree, of.arena, of.arena_used,
-                        of.orphan_index, of.orphans, of.orphan_times, of.orphan_free, of.orphan_nfree,
+                        of.index.keys, of.index.vals, of.index.used, of.ints, of.times, of.free, of.nfree,
+                        of.arena, of.arena_used, of.orphan_index.keys, of.orphan_index.vals, of.orphan_index.used,
+                        of.orphans, of.orphan_times, of.orphan_free, of.orphan_nfree,
                         self._last_tod, rows, row_times, nrows, discs, disc_times, ndiscs, errors, counters)
             if nrows[0]:
-                self._closed_rows(rows[:nrows[0]], row_times[:nrows[0]], float(pk_now[min(k, len(pk_now)) - 1]))
+                self._closed_rows(rows[:, :nrows[0]], row_times[:nrows[0]], float(pk_now[min(k, len(pk_now)) - 1]))
                 nrows[0] = 0
             if k >= len(pk_dgram):
                 break
             worst = int((batch.offsets[pk_dgram[k] + 1] - batch.offsets[pk_dgram[k]]) // 8 + 1)
-            if rows.shape[0] < worst or ndiscs[0] + worst > discs.shape[0]:
-                rows = np.empty((max(worst, rows.shape[0]), fs.R_COLS), dtype=np.int64)
-                row_times = np.empty((rows.shape[0], 2), dtype=np.float64)
+            if rows.shape[1] < worst or ndiscs[0] + worst > discs.shape[0]:
+                rows = np.empty((fs.R_COLS, max(worst, rows.shape[1])), dtype=np.int64)
+                row_times = np.empty((rows.shape[1], 2), dtype=np.float64)
                 if ndiscs[0] + worst > discs.shape[0]:
                     discs = np.concatenate([discs, np.empty((discs.shape[0] + worst, 2), dtype=np.int64)])
                     disc_times = np.concatenate([disc_times, np.empty(disc_times.shape[0] + worst)])
@@ -478,15 +480,15 @@ class Correlator:
         of = self._open
         ints = of.ints[slots]
         srv = ints[:, fs.O_KEY] >> 32
-        rows = np.empty((len(slots), fs.R_COLS), dtype=np.int64)
-        rows[:, fs.R_SRV] = srv
-        rows[:, fs.R_FID] = ints[:, fs.O_KEY] & 0xFFFFFFFF
-        rows[:, fs.R_SIZE] = ints[:, fs.O_SIZE]
-        rows[:, fs.R_RD], rows[:, fs.R_RV], rows[:, fs.R_WR] = ints[:, fs.O_RD], ints[:, fs.O_RV], ints[:, fs.O_WR]
-        rows[:, fs.R_NRD] = rows[:, fs.R_NRV] = rows[:, fs.R_NWR] = -1
-        rows[:, fs.R_USER] = ints[:, fs.O_USER]
-        rows[:, fs.R_REASON] = -1
-        rows[:, fs.R_LFN_OFF], rows[:, fs.R_LFN_LEN] = ints[:, fs.O_LFN_OFF], ints[:, fs.O_LFN_LEN]
+        rows = np.empty((fs.R_COLS, len(slots)), dtype=np.int64)
+        rows[fs.R_SRV] = srv
+        rows[fs.R_FID] = ints[:, fs.O_KEY] & 0xFFFFFFFF
+        rows[fs.R_SIZE] = ints[:, fs.O_SIZE]
+        rows[fs.R_RD], rows[fs.R_RV], rows[fs.R_WR] = ints[:, fs.O_RD], ints[:, fs.O_RV], ints[:, fs.O_WR]
+        rows[fs.R_NRD] = rows[fs.R_NRV] = rows[fs.R_NWR] = -1
+        rows[fs.R_USER] = ints[:, fs.O_USER]
+        rows[fs.R_REASON] = -1
+        rows[fs.R_LFN_OFF], rows[fs.R_LFN_LEN] = ints[:, fs.O_LFN_OFF], ints[:, fs.O_LFN_LEN]
         times = np.empty((len(slots), 2), dtype=np.float64)
         times[:, 0] = of.times[slots, fs.OT_START]
         times[:, 1] = np.maximum(times[:, 0], self._last_tod[srv])
@@ -499,16 +501,16 @@ class Correlator:
         """Finished accesses from the walk (or from the open table) -> Arrow, then wait for the grace."""
         users = self._users_of(rows)
         lfns = None
-        no_lfn = rows[:, fs.R_LFN_LEN] < 0
+        no_lfn = rows[fs.R_LFN_LEN] < 0
         if no_lfn.any():
             lfns, keep = self._path_lfns(rows, no_lfn, users, reason)
-            rows, times = rows[keep], times[keep]
+            rows, times = rows[:, keep], times[keep]
             lfns = [x for x, k in zip(lfns, keep.tolist()) if k]
             users = (users[0], users[1][keep])
-            if not len(rows):
+            if not rows.shape[1]:
                 return
         table = rowlib.build(rows, times, self._open.arena, users, self._slots, reason, lfns)
-        slots = rows[:, fs.R_SRV]
+        slots = rows[fs.R_SRV]
         cache = np.zeros(len(slots), dtype=bool)
         if any(s.is_cache for s in self._slots):
             cache = np.fromiter((self._slots[s].is_cache for s in slots.tolist()), dtype=bool, count=len(slots))
@@ -521,11 +523,11 @@ class Correlator:
 
     def _path_lfns(self, rows: np.ndarray, no_lfn: np.ndarray, users: tuple, reason: str | None):
         """Opens without an lfn (monitoring without ``lfn``): the name (and user) of a ``d`` path map."""
-        lfns: list[str | None] = [None] * len(rows)
-        keep = np.ones(len(rows), dtype=bool)
+        lfns: list[str | None] = [None] * rows.shape[1]
+        keep = np.ones(rows.shape[1], dtype=bool)
         for j in np.flatnonzero(no_lfn).tolist():
-            srv = self._slots[int(rows[j, fs.R_SRV])]
-            p = srv.paths.pop(int(rows[j, fs.R_FID]), None)
+            srv = self._slots[int(rows[fs.R_SRV, j])]
+            p = srv.paths.pop(int(rows[fs.R_FID, j]), None)
             if p is None:
                 keep[j] = False
                 if reason in (None, "disconnect"):
@@ -544,7 +546,7 @@ class Correlator:
     def _users_of(self, rows: np.ndarray) -> tuple[list[User | None], np.ndarray]:
         """The login of each row, looked up once per distinct (server, user dictid): the distinct
         logins and, per row, an index into them."""
-        keys = (rows[:, fs.R_SRV] << 32) | rows[:, fs.R_USER]
+        keys = (rows[fs.R_SRV] << 32) | rows[fs.R_USER]
         uniq, inv = np.unique(keys, return_inverse=True)
         found = [self._slots[key >> 32].users.get(key & 0xFFFFFFFF) if key & 0xFFFFFFFF else None
                  for key in uniq.tolist()]

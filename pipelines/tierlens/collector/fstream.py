@@ -17,13 +17,12 @@ the arrays and calls again from there, so a batch of any size decodes in bounded
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict
+from numba import njit
 
 from .wire import (CLOSE_BYTES, CLOSE_FORCED, CLOSE_HAS_OPS, CLOSE_OPS_BYTES, FILE_HDR_BYTES, HEADER_BYTES,
                    IS_CLOSE, IS_DISC, IS_OPEN, IS_TIME, IS_XFR, OPEN_HAS_LFN, OPEN_MIN_BYTES, TIME_BYTES)
 
-# Columns of the integer row matrix.
+# Rows of the integer row matrix (column-major: one contiguous array per field, as Arrow wants).
 R_SRV, R_FID, R_SIZE, R_RD, R_RV, R_WR, R_NRD, R_NRV, R_NWR, R_USER, R_REASON, R_LFN_OFF, R_LFN_LEN = range(13)
 R_COLS = 13
 # Columns of the time row matrix.
@@ -47,22 +46,119 @@ N_COUNTERS = 5
 NO_LFN = -1
 
 
-def new_index() -> Dict:
-    return Dict.empty(key_type=types.int64, value_type=types.int64)
+EMPTY, TOMB = -1, -2
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+class HashIndex:
+    """Non-negative int64 key -> int64 value, open addressing in two numpy arrays, so the loop
+    looks keys up without leaving compiled code (numba's typed dict costs several times more)."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        cap = 1 << max(4, (capacity - 1).bit_length())
+        self.keys = np.full(cap, EMPTY, dtype=np.int64)
+        self.vals = np.zeros(cap, dtype=np.int64)
+        self.used = np.zeros(2, dtype=np.int64)  # live keys, live + deleted positions
+
+    def __len__(self) -> int:
+        return int(self.used[0])
+
+    def ensure(self, inserts: int) -> None:
+        """Room for ``inserts`` more keys at a load of at most one half."""
+        if 2 * (self.used[1] + inserts) > self.keys.shape[0]:
+            cap = self.keys.shape[0]
+            while 2 * (self.used[0] + inserts) > cap // 2:
+                cap *= 2
+            self.keys, self.vals = _rehash(self.keys, self.vals, cap)
+            self.used[1] = self.used[0]
+
+    def items(self) -> tuple[np.ndarray, np.ndarray]:
+        live = self.keys >= 0
+        return self.keys[live], self.vals[live]
+
+    def values(self) -> np.ndarray:
+        return self.vals[self.keys >= 0]
+
+    def pop(self, key: int) -> int:
+        return int(_h_del(self.keys, self.vals, self.used, np.int64(key)))
+
+    def __setitem__(self, key: int, val: int) -> None:
+        self.ensure(1)
+        _h_put(self.keys, self.vals, self.used, np.int64(key), np.int64(val))
+
+    def clear(self) -> None:
+        self.keys[:] = EMPTY
+        self.used[:] = 0
+
+
+@njit(cache=True, inline="always")
+def _h_pos(keys, key):
+    """Position of ``key``, or of the first free position on its probe path when absent (as ~pos)."""
+    mask = keys.shape[0] - 1
+    i = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & mask
+    free = -1
+    while True:
+        k = keys[i]
+        if k == key:
+            return i
+        if k == EMPTY:
+            return ~(free if free >= 0 else i)
+        if k == TOMB and free < 0:
+            free = i
+        i = (i + 1) & mask
+
+
+@njit(cache=True, inline="always")
+def _h_get(keys, vals, key):
+    i = _h_pos(keys, key)
+    return vals[i] if i >= 0 else -1
+
+
+@njit(cache=True, inline="always")
+def _h_put(keys, vals, used, key, val):
+    i = _h_pos(keys, key)
+    if i < 0:
+        i = ~i
+        if keys[i] == EMPTY:
+            used[1] += 1
+        keys[i] = key
+        used[0] += 1
+    vals[i] = val
+
+
+@njit(cache=True, inline="always")
+def _h_del(keys, vals, used, key):
+    i = _h_pos(keys, key)
+    if i < 0:
+        return -1
+    keys[i] = TOMB
+    used[0] -= 1
+    return vals[i]
+
+
+@njit(cache=True)
+def _rehash(keys, vals, cap):
+    nk = np.full(cap, EMPTY, dtype=np.int64)
+    nv = np.zeros(cap, dtype=np.int64)
+    used = np.zeros(2, dtype=np.int64)
+    for j in range(keys.shape[0]):
+        if keys[j] >= 0:
+            _h_put(nk, nv, used, keys[j], vals[j])
+    return nk, nv
 
 
 class OpenFiles:
     """Open files and orphan closes of every server instance, as arrays the loop can use."""
 
     def __init__(self, capacity: int = 1024) -> None:
-        self.index = new_index()
+        self.index = HashIndex(2 * capacity)
         self.ints = np.zeros((capacity, O_COLS), dtype=np.int64)
         self.times = np.zeros((capacity, 2), dtype=np.float64)
         self.free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
         self.nfree = np.array([capacity], dtype=np.int64)
         self.arena = np.zeros(1 << 16, dtype=np.uint8)
         self.arena_used = np.zeros(1, dtype=np.int64)
-        self.orphan_index = new_index()
+        self.orphan_index = HashIndex(128)
         self.orphans = np.zeros((64, C_COLS), dtype=np.int64)
         self.orphan_times = np.zeros((64, 2), dtype=np.float64)  # close window end, arrival
         self.orphan_free = np.arange(63, -1, -1, dtype=np.int64)
@@ -70,6 +166,8 @@ class OpenFiles:
 
     # ---- growing ------------------------------------------------------------------------------
     def ensure(self, opens: int, arena: int, orphans: int) -> None:
+        self.index.ensure(opens)
+        self.orphan_index.ensure(orphans)
         if self.nfree[0] < opens:
             self.ints, self.times, self.free, self.nfree = _grow(self.ints, self.times, self.free, self.nfree, opens)
         if self.orphan_nfree[0] < orphans:
@@ -90,14 +188,14 @@ class OpenFiles:
         self.arena_used[0] = _compact(self.arena, self.ints, slots)
 
     def active_slots(self) -> np.ndarray:
-        return np.fromiter(self.index.values(), dtype=np.int64, count=len(self.index))
+        return self.index.values()
 
     def release(self, slots: np.ndarray) -> None:
         """Forget the open files in ``slots`` (emitted by the caller)."""
-        _release(self.index, self.ints, self.free, self.nfree, slots)
+        _release(self.index.keys, self.index.vals, self.index.used, self.ints, self.free, self.nfree, slots)
 
     def release_orphans(self) -> None:
-        slots = np.fromiter(self.orphan_index.values(), dtype=np.int64, count=len(self.orphan_index))
+        slots = self.orphan_index.values()
         self.orphan_index.clear()
         self.orphan_free[self.orphan_nfree[0]:self.orphan_nfree[0] + len(slots)] = slots
         self.orphan_nfree[0] += len(slots)
@@ -108,12 +206,12 @@ class OpenFiles:
     # ---- snapshot -------------------------------------------------------------------------------
     def state(self) -> dict:
         slots = self.active_slots()
-        oslots = np.fromiter(self.orphan_index.values(), dtype=np.int64, count=len(self.orphan_index))
+        okeys, oslots = self.orphan_index.items()
         ints = self.ints[slots].copy()
         lfns = [self.lfn(int(o), int(n)) if n >= 0 else None for o, n in ints[:, [O_LFN_OFF, O_LFN_LEN]]]
         return {"ints": ints, "times": self.times[slots].copy(), "lfns": lfns,
                 "orphans": self.orphans[oslots].copy(), "orphan_times": self.orphan_times[oslots].copy(),
-                "orphan_keys": np.fromiter(self.orphan_index.keys(), dtype=np.int64, count=len(self.orphan_index))}
+                "orphan_keys": okeys}
 
     @classmethod
     def from_state(cls, st: dict) -> OpenFiles:
@@ -172,12 +270,10 @@ def _compact(arena, ints, slots):
 
 
 @njit(cache=True)
-def _release(index, ints, free, nfree, slots):
+def _release(hkeys, hvals, hused, ints, free, nfree, slots):
     for j in range(slots.shape[0]):
         s = slots[j]
-        key = ints[s, O_KEY]
-        if key in index:
-            del index[key]
+        if _h_del(hkeys, hvals, hused, ints[s, O_KEY]) >= 0:
             free[nfree[0]] = s
             nfree[0] += 1
 
@@ -208,13 +304,14 @@ def _be64(b, i):
 
 
 @njit(cache=True, inline="always")
-def _take_slot(index, free, nfree, key):
+def _take_slot(hkeys, hvals, hused, free, nfree, key):
     """The table row of ``key``: its current one, or a free one now given to it."""
-    if key in index:
-        return index[key]
+    s = _h_get(hkeys, hvals, key)
+    if s >= 0:
+        return s
     s = free[nfree[0] - 1]
     nfree[0] -= 1
-    index[key] = s
+    _h_put(hkeys, hvals, hused, key, s)
     return s
 
 
@@ -228,19 +325,19 @@ def _give_slot(free, nfree, s):
 def _put_row(rows, row_times, nrows, srv, rid, size, rd, rv, wr, nrd, nrv, nwr, user, forced, lfn_off, lfn_len,
              start, end):
     r = nrows[0]
-    rows[r, R_SRV] = srv
-    rows[r, R_FID] = rid
-    rows[r, R_SIZE] = size
-    rows[r, R_RD] = rd
-    rows[r, R_RV] = rv
-    rows[r, R_WR] = wr
-    rows[r, R_NRD] = nrd
-    rows[r, R_NRV] = nrv
-    rows[r, R_NWR] = nwr
-    rows[r, R_USER] = user
-    rows[r, R_REASON] = REASON_FORCED if forced else REASON_CLOSE
-    rows[r, R_LFN_OFF] = lfn_off
-    rows[r, R_LFN_LEN] = lfn_len
+    rows[R_SRV, r] = srv
+    rows[R_FID, r] = rid
+    rows[R_SIZE, r] = size
+    rows[R_RD, r] = rd
+    rows[R_RV, r] = rv
+    rows[R_WR, r] = wr
+    rows[R_NRD, r] = nrd
+    rows[R_NRV, r] = nrv
+    rows[R_NWR, r] = nwr
+    rows[R_USER, r] = user
+    rows[R_REASON, r] = REASON_FORCED if forced else REASON_CLOSE
+    rows[R_LFN_OFF, r] = lfn_off
+    rows[R_LFN_LEN, r] = lfn_len
     row_times[r, T_START] = start
     row_times[r, T_END] = max(end, start)  # a close reported in the open's window
     nrows[0] = r + 1
@@ -248,14 +345,14 @@ def _put_row(rows, row_times, nrows, srv, rid, size, rd, rv, wr, nrd, nrv, nwr, 
 
 @njit(cache=True)
 def walk(payload, offsets, pk_dgram, pk_srv, pk_stod, pk_now, start,
-         index, o_ints, o_times, o_free, o_nfree, arena, arena_used,
-         c_index, c_ints, c_times, c_free, c_nfree,
+         hk, hv, hu, o_ints, o_times, o_free, o_nfree, arena, arena_used,
+         ck, cv, cu, c_ints, c_times, c_free, c_nfree,
          srv_last_tod, rows, row_times, nrows, discs, disc_times, ndiscs, errors, counters):
     """Walk packets ``start..`` of ``pk_dgram``; return the index of the first packet not walked
     (``len(pk_dgram)`` when all were). ``errors[k] = (code, offset)`` for a packet whose walk
     stopped at a bad record (the records before it count)."""
     n_pk = pk_dgram.shape[0]
-    row_cap = rows.shape[0]
+    row_cap = rows.shape[1]
     disc_cap = discs.shape[0]
     for k in range(start, n_pk):
         d = pk_dgram[k]
@@ -264,7 +361,8 @@ def walk(payload, offsets, pk_dgram, pk_srv, pk_stod, pk_now, start,
         # room for the worst case of this packet: every 8 bytes a row / an open / a disconnect
         worst = plen // FILE_HDR_BYTES + 1
         if (row_cap - nrows[0] < worst or disc_cap - ndiscs[0] < worst or o_nfree[0] < worst
-                or c_nfree[0] < worst or arena.shape[0] - arena_used[0] < plen):
+                or c_nfree[0] < worst or arena.shape[0] - arena_used[0] < plen
+                or 2 * (hu[1] + worst) > hk.shape[0] or 2 * (cu[1] + worst) > ck.shape[0]):
             return k
         srv = pk_srv[k]
         now = pk_now[k]
@@ -298,15 +396,14 @@ def walk(payload, offsets, pk_dgram, pk_srv, pk_stod, pk_now, start,
                     nwr = _be32s(payload, i + 40)
                 forced = 1 if (rflag & CLOSE_FORCED) else 0
                 key = skey | rid
-                if key in index:
-                    s = index[key]
-                    del index[key]
+                s = _h_del(hk, hv, hu, key)
+                if s >= 0:
                     _put_row(rows, row_times, nrows, srv, rid, o_ints[s, O_SIZE], rd, rv, wr, nrd, nrv, nwr,
                              o_ints[s, O_USER], forced, o_ints[s, O_LFN_OFF], o_ints[s, O_LFN_LEN],
                              o_times[s, OT_START], tend)
                     _give_slot(o_free, o_nfree, s)
                 else:
-                    c = _take_slot(c_index, c_free, c_nfree, key)
+                    c = _take_slot(ck, cv, cu, c_free, c_nfree, key)
                     c_ints[c, C_RD:C_FORCED + 1] = (rd, rv, wr, nrd, nrv, nwr, forced)
                     c_times[c, 0] = tend
                     c_times[c, 1] = now
@@ -330,9 +427,8 @@ def walk(payload, offsets, pk_dgram, pk_srv, pk_stod, pk_now, start,
                     arena_used[0] = lfn_off + lfn_len
                 key = skey | rid
                 counters[N_OPENS] += 1
-                if key in c_index:
-                    c = c_index[key]
-                    del c_index[key]
+                c = _h_del(ck, cv, cu, key) if cu[0] > 0 else -1
+                if c >= 0:
                     _put_row(rows, row_times, nrows, srv, rid, fsz, c_ints[c, C_RD], c_ints[c, C_RV], c_ints[c, C_WR],
                              c_ints[c, C_NRD], c_ints[c, C_NRV], c_ints[c, C_NWR], user, c_ints[c, C_FORCED],
                              lfn_off, lfn_len, tbeg, c_times[c, 0])
@@ -340,7 +436,7 @@ def walk(payload, offsets, pk_dgram, pk_srv, pk_stod, pk_now, start,
                     counters[N_REORDERED] += 1
                 else:
                     # (an open of a file id already open replaces it: the newer one counts)
-                    s = _take_slot(index, o_free, o_nfree, key)
+                    s = _take_slot(hk, hv, hu, o_free, o_nfree, key)
                     o_ints[s, O_KEY:O_LFN_LEN + 1] = (key, fsz, user, 0, 0, 0, lfn_off, lfn_len)
                     o_times[s, OT_START] = tbeg
                     o_times[s, OT_SEEN] = now
@@ -352,8 +448,8 @@ def walk(payload, offsets, pk_dgram, pk_srv, pk_stod, pk_now, start,
                         srv_last_tod[srv] = tend
             elif rtype == IS_XFR:
                 key = skey | rid
-                if rsize >= CLOSE_BYTES and key in index:
-                    s = index[key]
+                s = _h_get(hk, hv, key) if rsize >= CLOSE_BYTES else -1
+                if s >= 0:
                     o_ints[s, O_RD] = _be64(payload, i + 8)
                     o_ints[s, O_RV] = _be64(payload, i + 16)
                     o_ints[s, O_WR] = _be64(payload, i + 24)
@@ -383,18 +479,73 @@ def gather_lfns(arena, rows, n):
     """The lfn bytes of rows ``0..n`` back to back, with Arrow-style offsets."""
     total = 0
     for r in range(n):
-        if rows[r, R_LFN_LEN] > 0:
-            total += rows[r, R_LFN_LEN]
+        if rows[R_LFN_LEN, r] > 0:
+            total += rows[R_LFN_LEN, r]
     data = np.empty(total, dtype=np.uint8)
     offs = np.empty(n + 1, dtype=np.int32)
     pos = 0
     offs[0] = 0
     for r in range(n):
-        ln = rows[r, R_LFN_LEN]
+        ln = rows[R_LFN_LEN, r]
         if ln > 0:
-            o = rows[r, R_LFN_OFF]
+            o = rows[R_LFN_OFF, r]
             for b in range(ln):
                 data[pos + b] = arena[o + b]
             pos += ln
         offs[r + 1] = pos
     return data, offs
+
+
+@njit(cache=True)
+def take_strings(offsets, data, idx):
+    """Strings ``idx`` of a small table of strings (Arrow-style ``offsets``/``data``), back to back."""
+    n = idx.shape[0]
+    out_offs = np.empty(n + 1, dtype=np.int32)
+    total = 0
+    for r in range(n):
+        total += offsets[idx[r] + 1] - offsets[idx[r]]
+    out = np.empty(total, dtype=np.uint8)
+    pos = 0
+    out_offs[0] = 0
+    for r in range(n):
+        a = offsets[idx[r]]
+        ln = offsets[idx[r] + 1] - a
+        for b in range(ln):
+            out[pos + b] = data[a + b]
+        pos += ln
+        out_offs[r + 1] = pos
+    return out_offs, out
+
+
+@njit(cache=True)
+def unique_ids(prefix_offsets, prefix_data, slots, fids):
+    """``<prefix of the row's server><file dictid>`` per row (the SLAC record's unique_id)."""
+    n = slots.shape[0]
+    offs = np.empty(n + 1, dtype=np.int32)
+    out = np.empty(n * 32 + prefix_data.shape[0] * 0 + 16, dtype=np.uint8)
+    digits = np.empty(20, dtype=np.uint8)
+    pos = 0
+    offs[0] = 0
+    for r in range(n):
+        a = prefix_offsets[slots[r]]
+        ln = prefix_offsets[slots[r] + 1] - a
+        if pos + ln + 20 > out.shape[0]:
+            bigger = np.empty(2 * out.shape[0] + ln + 20, dtype=np.uint8)
+            bigger[:pos] = out[:pos]
+            out = bigger
+        for b in range(ln):
+            out[pos + b] = prefix_data[a + b]
+        pos += ln
+        v = fids[r]
+        nd = 0
+        while True:
+            digits[nd] = 48 + v % 10
+            nd += 1
+            v //= 10
+            if v == 0:
+                break
+        for b in range(nd):
+            out[pos + b] = digits[nd - 1 - b]
+        pos += nd
+        offs[r + 1] = pos
+    return offs, out[:pos]

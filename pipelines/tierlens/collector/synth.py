@@ -91,3 +91,42 @@ class SimServer:
 
     def new_file(self) -> int:
         return self._dictid()
+
+
+def open_close_stream(closes: int, servers: int = 8, packet_bytes: int = 16384, seed: int = 1,
+                      logins: int = 50) -> list[tuple[int, bytes]]:
+    """[(server index, payload)] in send order: per server an identity and ``logins`` logins, then
+    f-stream packets of up to ``packet_bytes`` full of open+close pairs (closes with op counts),
+    ``closes // servers`` accesses per server. For benchmarks and load tests."""
+    import random
+
+    rng = random.Random(seed)
+    sims = [SimServer(f"xrd{i:02d}.example.org", 1094, sid=1000 + i, stod=1_700_000_000) for i in range(servers)]
+    out: list[tuple[int, bytes]] = []
+    users = []
+    for i, s in enumerate(sims):
+        out.append((i, s.ident()))
+        us = []
+        for k in range(logins):
+            uid, p = s.login(10_000 + k, f"wn{k:03d}.example.org", "cmsRun", f"slurm.t2.{i * 1000 + k}")
+            us.append(uid)
+            out.append((i, p))
+        users.append(us)
+    t = 1_700_000_100
+    for i, s in enumerate(sims):
+        recs: list[bytes] = []
+        size = 32
+        for _ in range(closes // servers):
+            fid = s.new_file()
+            lfn = f"/store/data/run{rng.randrange(100000):06d}/file{fid}.root"
+            o = open_record(fid, rng.randrange(1, 4 << 30), rng.choice(users[i]), lfn)
+            c = close_record(fid, rng.randrange(1 << 30), rng.randrange(1 << 20), 0, (rng.randrange(1, 500), 1, 0))
+            if size + len(o) + len(c) > packet_bytes:
+                out.append((i, s.fpacket(t, t + 1, recs)))
+                t += 1
+                recs, size = [], 32
+            recs += [o, c]
+            size += len(o) + len(c)
+        if recs:
+            out.append((i, s.fpacket(t, t + 1, recs)))
+    return out
