@@ -475,46 +475,35 @@ def walk(payload, offsets, pk_dgram, pk_srv, pk_stod, pk_now, start,
 
 
 @njit(cache=True)
-def gather_lfns(arena, rows, n):
-    """The lfn bytes of rows ``0..n`` back to back, with Arrow-style offsets."""
+def _concat(src, starts, lengths):
+    """``src[starts[r]:starts[r] + lengths[r]]`` for every r, back to back, with Arrow offsets."""
+    n = starts.shape[0]
     total = 0
     for r in range(n):
-        if rows[R_LFN_LEN, r] > 0:
-            total += rows[R_LFN_LEN, r]
-    data = np.empty(total, dtype=np.uint8)
+        if lengths[r] > 0:
+            total += lengths[r]
+    out = np.empty(total, dtype=np.uint8)
     offs = np.empty(n + 1, dtype=np.int32)
     pos = 0
     offs[0] = 0
     for r in range(n):
-        ln = rows[R_LFN_LEN, r]
+        ln = lengths[r]
         if ln > 0:
-            o = rows[R_LFN_OFF, r]
-            for b in range(ln):
-                data[pos + b] = arena[o + b]
+            out[pos:pos + ln] = src[starts[r]:starts[r] + ln]
             pos += ln
         offs[r + 1] = pos
-    return data, offs
+    return out, offs
 
 
-@njit(cache=True)
+def gather_lfns(arena, rows, n):
+    """The lfn bytes of rows ``0..n`` back to back, with Arrow-style offsets."""
+    return _concat(arena, rows[R_LFN_OFF, :n], rows[R_LFN_LEN, :n])
+
+
 def take_strings(offsets, data, idx):
     """Strings ``idx`` of a small table of strings (Arrow-style ``offsets``/``data``), back to back."""
-    n = idx.shape[0]
-    out_offs = np.empty(n + 1, dtype=np.int32)
-    total = 0
-    for r in range(n):
-        total += offsets[idx[r] + 1] - offsets[idx[r]]
-    out = np.empty(total, dtype=np.uint8)
-    pos = 0
-    out_offs[0] = 0
-    for r in range(n):
-        a = offsets[idx[r]]
-        ln = offsets[idx[r] + 1] - a
-        for b in range(ln):
-            out[pos + b] = data[a + b]
-        pos += ln
-        out_offs[r + 1] = pos
-    return out_offs, out
+    out, offs = _concat(data, offsets[idx], offsets[idx + 1] - offsets[idx])
+    return offs, out
 
 
 @njit(cache=True)
