@@ -247,9 +247,12 @@ def _grow(ints, times, free, nfree, need):
     ints2[:cap] = ints
     times2 = np.zeros((new_cap, times.shape[1]), dtype=times.dtype)
     times2[:cap] = times
-    added = np.arange(new_cap - 1, cap - 1, -1, dtype=np.int64)
-    free2 = np.concatenate([added, free[:nfree[0]]])
-    return ints2, times2, free2, np.array([free2.shape[0]], dtype=np.int64)
+    # the free stack must hold every slot: closed files give theirs back
+    free2 = np.empty(new_cap, dtype=np.int64)
+    k = new_cap - cap
+    free2[:k] = np.arange(new_cap - 1, cap - 1, -1, dtype=np.int64)
+    free2[k:k + nfree[0]] = free[:nfree[0]]
+    return ints2, times2, free2, np.array([k + nfree[0]], dtype=np.int64)
 
 
 @njit(cache=True)

@@ -99,7 +99,8 @@ def build(rows: np.ndarray, times: np.ndarray, arena: np.ndarray, users: tuple[l
     table. ``reason`` None: ended by close records (``R_REASON``); else every row ended so.
     server_host and server_role are filled when the rows leave (:func:`with_servers`)."""
     n = rows.shape[1]
-    cols = rows
+    # A copy: Arrow keeps these buffers without copying, and the loop reuses its matrix.
+    cols = np.array(rows, order="C")
     rd, rv, wr = cols[fs.R_RD], cols[fs.R_RV], cols[fs.R_WR]
     nrd, nrv, nwr = cols[fs.R_NRD], cols[fs.R_NRV], cols[fs.R_NWR]
     has_ops = nrd >= 0
