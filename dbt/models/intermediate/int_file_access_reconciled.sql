@@ -15,7 +15,8 @@
 --     report in 1 s windows). A fill belongs to the earliest-opened cache access it can; the one
 --     that made the cache fetch.
 --   * evidence 'origin' / 'both' (g-stream present too): miss = the fill bytes, capped by what
---     the access read (less bypass) and by the file size; hit = the rest of what it read. A
+--     the access was served (less bypass; the f-stream's bytes, or the g-stream's when larger)
+--     and by the file size; hit = the rest of what it was served. A
 --     cache access without a fill is all hits when the cache's origin is monitored (the cache
 --     has fills at all) and the g-stream does not say an origin was contacted (remotes).
 --   * evidence 'gstream' (no origin evidence): b_hit + b_miss corrected with what the event
@@ -89,8 +90,13 @@ sides as (
         accesses.*,
         fill_bytes.origin_fill_bytes,
         monitored_origin.server_host is not null                          as origin_monitored,
-        greatest(coalesce(accesses.read_bytes_at_close, 0) - coalesce(accesses.cache_bypass_bytes, 0), 0)
-                                                                           as stored_path_bytes,
+        -- what the access was served, less bypass: the f-stream's bytes, or the g-stream's when
+        -- larger (a close the server forces when the client dies reports 0 bytes on an XCache)
+        greatest(
+            greatest(coalesce(accesses.read_bytes_at_close, 0),
+                     coalesce(accesses.cache_hit_bytes + accesses.cache_miss_bytes + accesses.cache_bypass_bytes, 0))
+            - coalesce(accesses.cache_bypass_bytes, 0),
+            0)                                                             as stored_path_bytes,
         accesses.cache_hit_bytes + accesses.cache_miss_bytes               as gstream_served_bytes
     from accesses
     left join fill_bytes
