@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tierlens.collector.datagrams import DatagramBatch
 from tierlens.collector.decoder import HDR, Decoder
 from tierlens.collector.synth import SimServer, close_record, disc_record, open_record
 from tierlens.records import FILE_ACCESS
@@ -255,3 +256,8 @@ def test_fuzz_the_decoder_never_raises(blobs, data):
     d.sweep(1e9)
     d.finish(1e9)
     assert all(r["end_reason"] in ("close", "disconnect", "timeout", "shutdown", "server_restart") for r in rows)
+    # the same datagrams in one batch: the compiled loop walks them together
+    b, batch_rows, _ = _decoder(unclosed_timeout=1.0, cache_grace=0.5)
+    b.feed_batch(DatagramBatch.pack([(float(k), ADDR, p) for k, p in enumerate(packets)], "fuzz"))
+    b.finish(1e9)
+    assert sum(b.quarantined.values()) >= 0 and len(batch_rows) <= len(packets)
