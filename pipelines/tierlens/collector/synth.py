@@ -8,38 +8,30 @@ number per stream, as xrootd 5 does.
 from __future__ import annotations
 
 import json
-import struct
 
-from .wire import FREC, HDR, OPS, TOD, U32, XFR
+from .wire import HDR, CloseRecord, DiscRecord, MapRecord, OpenRecord, TimeRecord, UserId
 
 
 def map_packet(code: str, pseq: int, stod: int, dictid: int, text: str) -> bytes:
-    body = U32.pack(dictid) + text.encode()
-    return HDR.pack(ord(code), pseq & 0xFF, 8 + len(body), stod) + body
+    userid, _, info = text.partition("\n")
+    return MapRecord(ord(code), dictid, UserId.parse(userid), userid, info).pack(pseq, stod)
 
 
 def tod_record(tbeg: int, tend: int, sid: int, n_xfr: int = 0, n_total: int = 0) -> bytes:
-    return TOD.pack(2, 0x01, 24, n_xfr, n_total, tbeg, tend, sid)
+    return TimeRecord(tbeg, tend, sid, n_xfr, n_total).pack()
 
 
 def open_record(fileid: int, size: int, user: int, lfn: str) -> bytes:
-    raw = lfn.encode() + b"\0"
-    pad = (-(20 + len(raw))) % 4
-    raw += b"\0" * pad
-    return FREC.pack(1, 0x01, 20 + len(raw), fileid) + struct.pack(">q", size) + U32.pack(user) + raw
+    return OpenRecord(fileid, size, user, lfn).pack()
 
 
 def close_record(fileid: int, read: int, readv: int, write: int,
                  ops: tuple[int, int, int] | None = (1, 0, 0)) -> bytes:
-    if ops is None:
-        return FREC.pack(0, 0, 32, fileid) + XFR.pack(read, readv, write)
-    n_rd, n_rv, n_wr = ops
-    body = OPS.pack(n_rd, n_rv, n_wr, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-    return FREC.pack(0, 0x02, 80, fileid) + XFR.pack(read, readv, write) + body
+    return CloseRecord(fileid, read, readv, write, ops).pack()
 
 
 def disc_record(userid: int) -> bytes:
-    return FREC.pack(4, 0, 8, userid)
+    return DiscRecord(userid).pack()
 
 
 def fstream_packet(pseq: int, stod: int, records: list[bytes]) -> bytes:
