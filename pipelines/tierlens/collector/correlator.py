@@ -113,8 +113,7 @@ class _Pending:
     only once its first g-stream event arrives)."""
 
     deadline: float
-    table: pa.Table        # FILE_ACCESS columns; server_host and server_role filled at release
-    slots: np.ndarray      # server slot per row
+    chunk: rowlib.Chunk
 
 
 class Correlator:
@@ -231,7 +230,7 @@ class Correlator:
     def snapshot(self) -> bytes:
         state = {"servers": self.servers, "slots": self._slots, "last_tod": self._last_tod,
                  "by_addr": self._by_addr, "open": self._open.state(),
-                 "pending": [(p.deadline, p.table, p.slots) for p in self._pending],
+                 "pending": [(p.deadline, p.chunk) for p in self._pending],
                  "cache_queue": list(self._cache_queue), "stats": self.stats, "quarantined": self.quarantined,
                  "last_sweep": self._last_sweep}
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
@@ -509,17 +508,16 @@ class Correlator:
             users = (users[0], users[1][keep])
             if not rows.shape[1]:
                 return
-        table = rowlib.build(rows, times, self._open.arena, users, self._slots, reason, lfns)
-        slots = rows[fs.R_SRV]
-        cache = np.zeros(len(slots), dtype=bool)
-        if any(s.is_cache for s in self._slots):
-            cache = np.fromiter((self._slots[s].is_cache for s in slots.tolist()), dtype=bool, count=len(slots))
+        ch = rowlib.chunk(rows, times, self._open.arena, users, reason, lfns)
         deadline = now + self.cache_grace
-        if cache.any():
-            self._to_cache_wait(table.filter(pa.array(cache)), slots[cache], deadline)
-            table, slots = table.filter(pa.array(~cache)), slots[~cache]
-        if table.num_rows:
-            self._pending.append(_Pending(deadline, table, slots))
+        if any(s.is_cache for s in self._slots):
+            slots = ch.ints[fs.R_SRV]
+            cache = np.fromiter((self._slots[s].is_cache for s in slots.tolist()), dtype=bool, count=len(slots))
+            if cache.any():
+                self._to_cache_wait(ch.select(cache), deadline)
+                ch = ch.select(~cache)
+        if len(ch):
+            self._pending.append(_Pending(deadline, ch))
 
     def _path_lfns(self, rows: np.ndarray, no_lfn: np.ndarray, users: tuple, reason: str | None):
         """Opens without an lfn (monitoring without ``lfn``): the name (and user) of a ``d`` path map."""
@@ -568,9 +566,11 @@ class Correlator:
 
     def _release(self, now: float) -> None:
         out: list[pa.Table] = []
+        due = []
         while self._pending and self._pending[0].deadline <= now:
-            p = self._pending.popleft()
-            out.append(rowlib.with_servers(p.table, p.slots, self._slots))
+            due.append(self._pending.popleft().chunk)
+        if due:
+            out.append(rowlib.build(rowlib.concat(due), self._slots))
         q = self._cache_queue
         cache_rows = []
         while q and q[0][0] <= now:
@@ -594,8 +594,8 @@ class Correlator:
             self.emit(t)
 
     # ---- XCache g-stream ----------------------------------------------------------------------------
-    def _to_cache_wait(self, table: pa.Table, slots: np.ndarray, deadline: float) -> None:
-        for row, slot in zip(table.to_pylist(), slots.tolist()):
+    def _to_cache_wait(self, ch: rowlib.Chunk, deadline: float) -> None:
+        for row, slot in zip(rowlib.build(ch, self._slots).to_pylist(), ch.ints[fs.R_SRV].tolist()):
             srv = self._slots[slot]
             self._match_waiting_row(srv, row)
             srv.waiting.setdefault(row["file_lfn"], []).append(row)
@@ -605,10 +605,10 @@ class Correlator:
         """The first g-stream event of a server: its accesses still waiting may get cache bytes."""
         srv.is_cache = True
         for p in self._pending:
-            mine = p.slots == srv.slot
+            mine = p.chunk.ints[fs.R_SRV] == srv.slot
             if mine.any():
-                self._to_cache_wait(p.table.filter(pa.array(mine)), p.slots[mine], p.deadline)
-                p.table, p.slots = p.table.filter(pa.array(~mine)), p.slots[~mine]
+                self._to_cache_wait(p.chunk.select(mine), p.deadline)
+                p.chunk = p.chunk.select(~mine)
 
     def _json_packet(self, data: bytes, addr: tuple, now: float) -> None:
         text = data.decode("utf-8")

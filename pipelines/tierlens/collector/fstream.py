@@ -498,6 +498,11 @@ def _concat(src, starts, lengths):
     return out, offs
 
 
+def concat_slices(src, starts, lengths):
+    """``src[starts[r]:starts[r] + lengths[r]]`` back to back: (bytes, Arrow offsets)."""
+    return _concat(src, starts, lengths)
+
+
 def gather_lfns(arena, rows, n):
     """The lfn bytes of rows ``0..n`` back to back, with Arrow-style offsets."""
     return _concat(arena, rows[R_LFN_OFF, :n], rows[R_LFN_LEN, :n])
