@@ -471,7 +471,6 @@ class Correlator:
         keys = (of.ints[slots, fs.O_KEY] >> 32 << 32) | of.ints[slots, fs.O_USER]
         gone = slots[np.isin(keys, (discs[:, 0] << 32) | discs[:, 1])]
         if len(gone):
-            self.stats["closed_by_disconnect"] += len(gone)
             self._close_open(gone, "disconnect", float(times.max()))
 
     def _close_open(self, slots: np.ndarray, reason: str, now: float) -> None:
