@@ -141,16 +141,22 @@ def test_cache_bytes_rest_on_the_origin_record_of_the_cache_own_read(joined):
 
 def test_without_origin_evidence_the_gstream_is_corrected(tmp_path):
     """Origins elsewhere (no fills seen): access_cnt 1 makes the g-stream's hit a miss; remotes ''
-    makes it a hit; otherwise its split stands."""
+    makes it a hit; the blocks that reached the disk since the cache's previous report on the file
+    were fetched for this access; otherwise its split stands."""
     wh = tmp_path / "wh.duckdb"
     rows = []
-    for uid, count, remotes, hit, miss in (("g1", 1, "origin.example:1094", 900, 100),
-                                           ("g2", 3, "", 0, 1000), ("g3", 2, "origin.example:1094", 600, 400),
-                                           ("g4", None, None, 700, 300)):
+    for uid, count, remotes, hit, miss, lfn, blocks_done, minute in (
+            ("g1", 1, "origin.example:1094", 900, 100, "/g1", None, 0), ("g2", 3, "", 0, 1000, "/g2", None, 0),
+            ("g3", 2, "origin.example:1094", 600, 400, "/g3", None, 0), ("g4", None, None, 700, 300, "/g4", None, 0),
+            # /g5: 10 blocks of 100 bytes; 2 on disk after access 1, 5 after access 2: 300 bytes fetched
+            ("g5a", 1, "origin.example:1094", 1000, 0, "/g5", 2, 0),
+            ("g5b", 2, "origin.example:1094", 950, 50, "/g5", 5, 10)):
         r = dict(zip(COLUMNS, _access(uid, "wn09", 5, T(9), T(9, 5))))
         r.update(server_role="cache", server_host="xc:1094", read_bytes_at_close=1000, cache_hit_bytes=hit,
                  cache_miss_bytes=miss, cache_bypass_bytes=0, cache_access_count=count, cache_remotes=remotes,
-                 server_pid=77, server_addr="10.1.1.1", start_time=T(9), end_time=T(9, 5))
+                 server_pid=77, server_addr="10.1.1.1", start_time=T(9, minute), end_time=T(9, minute + 5),
+                 file_lfn=lfn, file_size_bytes=1000, cache_blocks=10 if blocks_done is not None else None,
+                 cache_blocks_done=blocks_done)
         rows.append(r)
     with Warehouse(wh) as w:
         w.load(Batch(RecordKind.FILE_ACCESS, pa.Table.from_pylist(rows, schema=FILE_ACCESS), "gstream-only"))
@@ -164,4 +170,4 @@ def test_without_origin_evidence_the_gstream_is_corrected(tmp_path):
     finally:
         con.close()
     assert got == {"g1": (0, 1000, "gstream"), "g2": (1000, 0, "gstream"), "g3": (600, 400, "gstream"),
-                   "g4": (700, 300, "gstream")}
+                   "g4": (700, 300, "gstream"), "g5a": (0, 1000, "gstream"), "g5b": (700, 300, "gstream")}

@@ -21,7 +21,10 @@
 --     has fills at all) and the g-stream does not say an origin was contacted (remotes).
 --   * evidence 'gstream' (no origin evidence): b_hit + b_miss corrected with what the event
 --     carries besides: access_cnt = 1 is the file's first access, so nothing was on disk (all
---     miss); remotes = '' means no origin was contacted (all hit); otherwise the g-stream split.
+--     miss); remotes = '' means no origin was contacted (all hit); when the cache's report on the
+--     access before (access_cnt one less) is there, the blocks that reached its disk since
+--     (n_blks_done now - then, at the file's mean block size) were fetched for this access;
+--     otherwise the g-stream split.
 --   * no evidence: NULL bytes.
 -- gstream_* keep the cache's own word beside the reconciled figures.
 with accesses as (
@@ -85,9 +88,27 @@ monitored_origin as (
     from fills
 ),
 
+-- The cache's previous report on the same file: the blocks it had on disk then, when that report
+-- was the access just before this one (access_cnt one less).
+previous_report as (
+    select
+        server_host,
+        unique_id,
+        case
+            when lag(cache_access_count) over (partition by server_host, file_lfn
+                                               order by cache_access_count, start_time, unique_id)
+                 = cache_access_count - 1
+            then lag(cache_blocks_done) over (partition by server_host, file_lfn
+                                              order by cache_access_count, start_time, unique_id)
+        end as previous_blocks_done
+    from accesses
+    where server_role = 'cache' and cache_access_count is not null
+),
+
 sides as (
     select
         accesses.*,
+        previous_report.previous_blocks_done,
         fill_bytes.origin_fill_bytes,
         monitored_origin.server_host is not null                          as origin_monitored,
         -- what the access was served, less bypass: the f-stream's bytes, or the g-stream's when
@@ -105,6 +126,9 @@ sides as (
     left join monitored_origin
         on monitored_origin.server_host = accesses.server_host
         and accesses.server_role = 'cache'
+    left join previous_report
+        on previous_report.server_host = accesses.server_host
+        and previous_report.unique_id = accesses.unique_id
 ),
 
 evidence as (
@@ -118,6 +142,11 @@ evidence as (
             when gstream_served_bytes is null then null
             when cache_access_count = 1 then gstream_served_bytes
             when cache_remotes = '' then 0
+            -- blocks that reached the disk during this attach, at the file's mean block size
+            when previous_blocks_done is not null and cache_blocks_done >= previous_blocks_done
+                 and cache_blocks > 0 and file_size_bytes is not null
+                then least(gstream_served_bytes,
+                           cast((cache_blocks_done - previous_blocks_done) * file_size_bytes / cache_blocks as bigint))
             else cache_miss_bytes
         end as reconciled_miss_bytes,
         case
