@@ -9,17 +9,27 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tierlens.collector.decoder import COLUMNS, HDR, Decoder
+from tierlens.collector.datagrams import DatagramBatch
+from tierlens.collector.decoder import HDR, Decoder
 from tierlens.collector.synth import SimServer, close_record, disc_record, open_record
-from tierlens.collector.writer import rows_to_table
 from tierlens.records import FILE_ACCESS
 
 ADDR = ("10.0.0.1", 40000)
 
 
+def _plain(table) -> list[dict]:
+    """Rows of an emitted table, times as epoch seconds."""
+    assert table.schema.equals(FILE_ACCESS)
+    out = table.to_pylist()
+    for r in out:
+        for k in ("start_time", "end_time"):
+            r[k] = r[k].timestamp() if r[k] is not None else None
+    return out
+
+
 def _decoder(**kw):
     rows, quarantined = [], []
-    d = Decoder(lambda r: rows.append(dict(zip(COLUMNS, r))),
+    d = Decoder(lambda t: rows.extend(_plain(t)),
                 lambda reason, addr, data, now: quarantined.append(reason), **kw)
     return d, rows, quarantined
 
@@ -47,7 +57,7 @@ def test_open_close_becomes_one_row_with_the_login_fields():
     assert (r["client_host"], r["client_pid"], r["app_name"], r["job_identity"]) == \
         ("wn01.example.org", 777, "cmsRun", "slurm.c1.42")
     assert (r["start_time"], r["end_time"], r["close_seen"]) == (1_700_000_100.0, 1_700_000_106.0, True)
-    assert rows_to_table([list(r.values())]).schema.equals(FILE_ACCESS)
+    assert r["end_reason"] == "close" and r["server_pid"] == 4242 and r["server_addr"] == "10.0.0.1"
 
 
 def test_dictionary_ids_are_per_server_instance():
@@ -145,19 +155,39 @@ def test_unclosed_after_timeout_and_at_shutdown():
     assert [(r["file_lfn"], r["close_seen"]) for r in rows] == [("/idle", False), ("/recent", False)]
 
 
-def test_disconnected_users_are_forgotten_but_their_open_files_keep_them():
+def test_disconnect_ends_the_open_files_of_its_user_at_once_with_their_bytes():
+    d, rows, _ = _decoder(cache_grace=0.0)
+    s = SimServer()
+    uid, login = s.login(3, "wn", "a", "job.7")
+    other, login2 = s.login(4, "wn", "a", "job.8")
+    fid, kept = s.new_file(), s.new_file()
+    d.feed(login, ADDR, 0.0)
+    d.feed(login2, ADDR, 0.0)
+    xfr = struct.pack(">BBhI", 3, 0, 32, fid) + struct.pack(">qqq", 700, 20, 0)
+    d.feed(s.fpacket(100, 101, [open_record(fid, 5000, uid, "/f"), open_record(kept, 5, other, "/g"), xfr]),
+           ADDR, 0.0)
+    d.feed(s.fpacket(102, 103, [disc_record(uid)]), ADDR, 1.0)
+    d.sweep(2.0)
+    assert [(r["file_lfn"], r["job_identity"], r["end_reason"], r["close_seen"], r["read_bytes"], r["readv_bytes"],
+             r["end_time"]) for r in rows] == [("/f", "job.7", "disconnect", False, 700, 20, 103.0)]
+    d.sweep(1000.0)
+    srv = next(iter(d.servers.values()))
+    assert uid not in srv.users and other in srv.users  # the other login still has a file open
+    d.finish(1001.0)
+    assert [(r["file_lfn"], r["end_reason"]) for r in rows[1:]] == [("/g", "shutdown")]
+
+
+def test_a_close_forced_by_a_disconnect_says_so():
     d, rows, _ = _decoder(cache_grace=0.0)
     s = SimServer()
     uid, login = s.login(3, "wn", "a", "job.7")
     fid = s.new_file()
+    forced = bytearray(close_record(fid, 50, 0, 0))
+    forced[1] |= 0x01
     d.feed(login, ADDR, 0.0)
-    d.feed(s.fpacket(100, 101, [open_record(fid, 5, uid, "/f"), disc_record(uid)]), ADDR, 0.0)
-    d.sweep(1000.0)
-    srv = next(iter(d.servers.values()))
-    assert srv.users == {} and srv.users_by_id == {}
-    d.feed(s.fpacket(102, 103, [close_record(fid, 5, 0, 0)]), ADDR, 1001.0)
-    d.finish(1002.0)
-    assert [(r["file_lfn"], r["job_identity"], r["close_seen"]) for r in rows] == [("/f", "job.7", True)]
+    d.feed(s.fpacket(100, 101, [open_record(fid, 50, uid, "/f"), bytes(forced), disc_record(uid)]), ADDR, 0.0)
+    d.finish(1.0)
+    assert [(r["end_reason"], r["close_seen"], r["read_bytes"]) for r in rows] == [("disconnect", True, 50)]
 
 
 def test_pfc_events_give_cache_bytes_in_either_order():
@@ -225,5 +255,9 @@ def test_fuzz_the_decoder_never_raises(blobs, data):
         d.feed(p, ADDR, float(k))
     d.sweep(1e9)
     d.finish(1e9)
-    if rows:
-        rows_to_table([list(r.values()) for r in rows])
+    assert all(r["end_reason"] in ("close", "disconnect", "timeout", "shutdown", "server_restart") for r in rows)
+    # the same datagrams in one batch: the compiled loop walks them together
+    b, batch_rows, _ = _decoder(unclosed_timeout=1.0, cache_grace=0.5)
+    b.feed_batch(DatagramBatch.pack([(float(k), ADDR, p) for k, p in enumerate(packets)], "fuzz"))
+    b.finish(1e9)
+    assert sum(b.quarantined.values()) >= 0 and len(batch_rows) <= len(packets)

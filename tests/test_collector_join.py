@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from tierlens.collector.service import Options, replay
-from tierlens.records import JOB, Batch, RecordKind, job_identity
+from tierlens.records import FILE_ACCESS, JOB, Batch, RecordKind, job_identity
 from tierlens.transform import run_dbt
 from tierlens.warehouse import Warehouse
 from tierlens.collector.writer import rows_to_table
@@ -117,3 +117,57 @@ def test_captured_accesses_join_exactly_on_the_identity_the_client_sent(joined):
     # no batch node: unmatched.
     fetch = [r for r in captured if r["app_name"] == "xrootd"]
     assert [(r["match_quality"], r["job_id"]) for r in fetch] == [("unmatched", None)]
+
+
+def test_cache_bytes_rest_on_the_origin_record_of_the_cache_own_read(joined):
+    """The capture's g-stream calls the first read through the cache all hits (b_miss 0, xrootd
+    #2366); the origin recorded the cache fetching the file, so the first access is a miss of the
+    file's size and the second, for which the cache contacted no origin, is all hits."""
+    captured = {r["job_identity"]: r for r in joined if not r["unique_id"].startswith("x")}
+    fill = next(r for r in joined if r["app_name"] == "xrootd")
+    first, second = captured["slurm.t2test.102"], captured["slurm.t2test.103"]
+    assert (first["gstream_hit_bytes"], first["gstream_miss_bytes"]) == (first["read_bytes_at_close"], 0)
+    size = first["file_size_bytes"]
+    assert fill["client_pid"] == first["server_pid"] and fill["read_bytes_at_close"] >= size
+    assert first["origin_fill_bytes"] == fill["read_bytes_at_close"]
+    assert (first["cache_miss_bytes"], first["cache_evidence"]) == (size, "both")
+    assert first["cache_hit_bytes"] == first["read_bytes_at_close"] - size
+    assert first["cache_access_count"] == 1 and first["cache_remotes"] != ""
+    assert (second["cache_hit_bytes"], second["cache_miss_bytes"], second["cache_evidence"]) == (size, 0, "both")
+    assert second["origin_fill_bytes"] is None and second["cache_remotes"] == ""
+    origin_rows = [r for r in joined if r["server_role"] == "origin"]
+    assert all(r["cache_evidence"] is None and r["cache_hit_bytes"] is None for r in origin_rows)
+
+
+def test_without_origin_evidence_the_gstream_is_corrected(tmp_path):
+    """Origins elsewhere (no fills seen): access_cnt 1 makes the g-stream's hit a miss; remotes ''
+    makes it a hit; the blocks that reached the disk since the cache's previous report on the file
+    were fetched for this access; otherwise its split stands."""
+    wh = tmp_path / "wh.duckdb"
+    rows = []
+    for uid, count, remotes, hit, miss, lfn, blocks_done, minute in (
+            ("g1", 1, "origin.example:1094", 900, 100, "/g1", None, 0), ("g2", 3, "", 0, 1000, "/g2", None, 0),
+            ("g3", 2, "origin.example:1094", 600, 400, "/g3", None, 0), ("g4", None, None, 700, 300, "/g4", None, 0),
+            # /g5: 10 blocks of 100 bytes; 2 on disk after access 1, 5 after access 2: 300 bytes fetched
+            ("g5a", 1, "origin.example:1094", 1000, 0, "/g5", 2, 0),
+            ("g5b", 2, "origin.example:1094", 950, 50, "/g5", 5, 10)):
+        r = dict(zip(COLUMNS, _access(uid, "wn09", 5, T(9), T(9, 5))))
+        r.update(server_role="cache", server_host="xc:1094", read_bytes_at_close=1000, cache_hit_bytes=hit,
+                 cache_miss_bytes=miss, cache_bypass_bytes=0, cache_access_count=count, cache_remotes=remotes,
+                 server_pid=77, server_addr="10.1.1.1", start_time=T(9, minute), end_time=T(9, minute + 5),
+                 file_lfn=lfn, file_size_bytes=1000, cache_blocks=10 if blocks_done is not None else None,
+                 cache_blocks_done=blocks_done)
+        rows.append(r)
+    with Warehouse(wh) as w:
+        w.load(Batch(RecordKind.FILE_ACCESS, pa.Table.from_pylist(rows, schema=FILE_ACCESS), "gstream-only"))
+    result = run_dbt(wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled", "--indirect-selection", "cautious"])
+    assert result.success, result.failures
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        got = {u: (h, m, e) for u, h, m, e in con.execute(
+            "select unique_id, cache_hit_bytes, cache_miss_bytes, cache_evidence "
+            "from intermediate.int_file_access_reconciled").fetchall()}
+    finally:
+        con.close()
+    assert got == {"g1": (0, 1000, "gstream"), "g2": (1000, 0, "gstream"), "g3": (600, 400, "gstream"),
+                   "g4": (700, 300, "gstream"), "g5a": (0, 1000, "gstream"), "g5b": (700, 300, "gstream")}

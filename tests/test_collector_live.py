@@ -169,6 +169,34 @@ f.close()
 """
 
 
+KILLED_READ = 1_000_000
+KILLED = """
+import sys, time
+from XRootD import client
+f = client.File()
+st, _ = f.open(sys.argv[1])
+assert st.ok, st
+st, data = f.read(0, int(sys.argv[2]))
+assert st.ok and len(data) == int(sys.argv[2]), st
+print("read", flush=True)
+time.sleep(120)
+"""
+
+
+def _run_killed(url: str) -> int:
+    """A client that opens ``url``, reads KILLED_READ bytes and is killed (SIGKILL) holding it open."""
+    env = dict(os.environ, XRD_MONINFO="slurm.t2test.900", XRD_APPNAME="killed-test")
+    p = subprocess.Popen([SYSTEM_PYTHON, "-c", KILLED, url, str(KILLED_READ)], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "read", p.stderr.read() if p.poll() is not None else ""
+        time.sleep(1.5)  # past the server's 1 s f-stream window, so the open is reported first
+    finally:
+        p.kill()
+        p.wait()
+    return p.pid
+
+
 def _rows(folder: Path) -> list[dict]:
     rows = []
     for p in sorted(folder.glob("file_access-*.parquet")):
@@ -186,7 +214,7 @@ def site_run():
         assert shutil.which(tool), f"{tool} is not installed: see deploy/ci/system-packages.txt"
     site = Site()
     try:
-        sizes = {"/big.bin": 3_000_000 + 17, "/cached.bin": 1_500_000 + 5}
+        sizes = {"/big.bin": 3_000_000 + 17, "/cached.bin": 1_500_000 + 5, "/killed.bin": 4_000_000 + 3}
         for name, size in sizes.items():
             site.write_file(name.lstrip("/"), size)
         site.start_collector()
@@ -212,10 +240,18 @@ def site_run():
         vec = [(0, 100), (200_000, 3000), (2_999_000, 1017)]
         done["vector"] = _run_client([SYSTEM_PYTHON, "-c", PY_READS, o + "/big.bin", "vector"]
                                      + [f"{a}:{n}" for a, n in vec], "htcondor.pool1.8.0", "pyxrootd-test")
-        # 3 accesses on the origin by the test, 1 by the cache fetching cached.bin, 2 on the cache.
-        _wait_for(lambda: site.stats().get("counters", {}).get("closes", 0) >= 6
-                  and site.stats().get("counters", {}).get("pfc_file_close", 0) >= 2,
-                  "all closes and both cache events", detail=lambda: json.dumps(site.stats()))
+        # A client killed after reading KILLED_READ bytes, through the cache and from the origin.
+        done["killed_cache"] = _run_killed(c + "/killed.bin")
+        done["killed_origin"] = _run_killed(o + "/killed.bin")
+        # 3+1 accesses on the origin by the test, 1+1 by the cache fetching cached.bin and
+        # killed.bin, 2+1 on the cache.
+        _wait_for(lambda: site.stats().get("counters", {}).get("closes", 0) >= 9
+                  and site.stats().get("counters", {}).get("pfc_file_close", 0) >= 3,
+                  "all closes and the cache events", detail=lambda: json.dumps(site.stats()))
+        # Ended by the disconnect: written while the collector runs, not at its unclosed timeout
+        # (24 h) or shutdown.
+        _wait_for(lambda: len([r for r in _rows(site.out) if r["app_name"] == "killed-test"]) == 2,
+                  "the killed clients' accesses in a batch", detail=lambda: json.dumps(site.stats()))
         _stop(site.collector)
         time.sleep(0.5)  # tcpdump -U writes each packet as it is seen; let the last one land
         _stop(site.tcpdump, signal.SIGINT)
@@ -236,7 +272,8 @@ def _one(rows, **where) -> dict:
 
 
 def test_live_rows_match_what_the_clients_did(site_run):
-    rows, pids, sizes = site_run["rows"], site_run["pids"], site_run["sizes"]
+    pids, sizes = site_run["pids"], site_run["sizes"]
+    rows = [r for r in site_run["rows"] if r["file_lfn"] != "/killed.bin"]
     origin = [r for r in rows if r["server_host"].endswith(f":{site_run['site'].origin_port}")]
     cache = [r for r in rows if r["server_host"].endswith(f":{site_run['cache_port']}")]
     assert len(origin) == 4 and len(cache) == 2, rows
@@ -281,7 +318,9 @@ def test_live_rows_match_what_the_clients_did(site_run):
 
     st = site_run["stats"]
     assert st["lost_packets"] == 0 and sum(st["quarantined"].values()) == 0, st
-    assert st["counters"]["pfc_matched"] == 2 and st["counters"].get("pfc_unmatched", 0) == 0
+    assert st["counters"]["pfc_matched"] == 3 and st["counters"].get("pfc_unmatched", 0) == 0
+    assert st["counters"].get("cache_accesses_unmatched", 0) == 0
+    assert {r["end_reason"] for r in rows} == {"close"}
 
 
 def test_replaying_the_capture_gives_the_live_rows(site_run, tmp_path):
@@ -307,4 +346,53 @@ def test_batches_load_through_the_ordinary_loader(site_run, tmp_path):
         rejected = con.execute("select count(*) from raw_rejects").fetchone()[0]
     finally:
         con.close()
-    assert (n, jobs, rejected) == (6, 5, 0)
+    assert (n, jobs, rejected) == (9, 7, 0)
+
+
+def test_a_killed_client_access_ends_by_its_disconnect_with_its_bytes(site_run):
+    """xrootd closes a killed client's files itself (a close record flagged forced) and reports
+    the disconnect: the access ends there, as a disconnect, with the bytes the client read."""
+    rows = [r for r in site_run["rows"] if r["app_name"] == "killed-test"]
+    origin = _one(rows, client_pid=site_run["pids"]["killed_origin"])
+    cache = _one(rows, client_pid=site_run["pids"]["killed_cache"])
+    for r in (origin, cache):
+        assert (r["end_reason"], r["file_lfn"], r["job_identity"]) == ("disconnect", "/killed.bin", "slurm.t2test.900")
+    assert origin["read_bytes_at_close"] == KILLED_READ
+    # The cache's f-stream counts 0 bytes at such a close (xrootd 5.5.3, pss+pfc); its g-stream
+    # event has what it served, and the reconciled model takes the larger (see test below).
+    assert cache["cache_hit_bytes"] + cache["cache_miss_bytes"] + cache["cache_bypass_bytes"] == KILLED_READ
+
+
+def test_cache_hits_and_misses_follow_the_origin_record_not_the_gstream(site_run, tmp_path):
+    """First read through the cache: a miss of the file's size (the origin recorded the cache
+    fetching it); second read: a hit; whatever the g-stream says (it says hit both times)."""
+    import duckdb
+
+    from tierlens.transform import run_dbt
+
+    wh = tmp_path / "wh.duckdb"
+    files = sorted(site_run["site"].out.glob("file_access-*.parquet"))
+    subprocess.run([TIERLENS, "load", "file_access", *map(str, files), "-w", str(wh)], check=True,
+                   capture_output=True)
+    result = run_dbt(wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled",
+                                                     "--indirect-selection", "cautious"])
+    assert result.success, result.failures
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        cur = con.execute("select * from intermediate.int_file_access_reconciled")
+        names = [d[0] for d in cur.description]
+        got = [dict(zip(names, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+    pids, size = site_run["pids"], site_run["sizes"]["/cached.bin"]
+    first = _one(got, client_pid=pids["cache_first"])
+    second = _one(got, client_pid=pids["cache_second"])
+    fill = _one(got, app_name="xrootd", file_lfn="/cached.bin")
+    assert fill["client_pid"] == first["server_pid"] and fill["read_bytes_at_close"] >= size
+    assert first["gstream_miss_bytes"] == 0  # the g-stream's word: all hits
+    assert (first["cache_miss_bytes"], first["cache_evidence"]) == (size, "both")
+    assert first["cache_hit_bytes"] == first["read_bytes_at_close"] - size
+    assert (second["cache_hit_bytes"], second["cache_miss_bytes"], second["cache_evidence"]) == (size, 0, "both")
+    killed = _one(got, client_pid=pids["killed_cache"])
+    assert killed["cache_hit_bytes"] + killed["cache_miss_bytes"] == KILLED_READ
+    assert killed["cache_miss_bytes"] == KILLED_READ and killed["cache_evidence"] == "both"

@@ -107,7 +107,20 @@ FILE_ACCESS = pa.schema([
     _f("cache_miss_bytes", pa.int64(), "Bytes the cache fetched from its origin to serve this access (staged in); null when not a cache.", "bytes"),
     _f("cache_bypass_bytes", pa.int64(), "Bytes passed through the cache without being stored; null when not a cache.", "bytes"),
     _f("close_seen", pa.bool_(), "True when the close was observed; false for records emitted as unclosed.", nullable=False),
+    # Appended by the collector v2 (issue 16): how the access ended, and the evidence for cache truth.
+    _f("end_reason", pa.string(), "How the access ended; one of END_REASONS (close, disconnect, timeout, shutdown, server_restart)."),
+    _f("server_pid", pa.int32(), "Process id of the xrootd server (from its '=' identity); an origin sees a cache's own reads under this pid."),
+    _f("server_addr", pa.string(), "IP address the server's monitoring packets came from."),
+    _f("cache_attach_time", TIMESTAMP, "XCache g-stream: when the cache attached the file for this access.", "UTC"),
+    _f("cache_detach_time", TIMESTAMP, "XCache g-stream: when the cache detached the file.", "UTC"),
+    _f("cache_access_count", pa.int64(), "XCache g-stream access_cnt: accesses of the file so far, this one included (1: first, cannot be a hit).", "accesses"),
+    _f("cache_remotes", pa.string(), "XCache g-stream remotes: origins contacted during this attach, comma separated; empty: none."),
+    _f("cache_blocks", pa.int64(), "XCache g-stream n_blks: blocks of the file.", "blocks"),
+    _f("cache_blocks_done", pa.int64(), "XCache g-stream n_blks_done: blocks on the cache's disk at detach.", "blocks"),
 ])
+
+#: How a file_access ended (FILE_ACCESS.end_reason).
+END_REASONS: tuple[str, ...] = ("close", "disconnect", "timeout", "shutdown", "server_restart")
 
 NODE = pa.schema([
     _f("cluster", pa.string(), "Cluster the node belongs to.", nullable=False),
@@ -227,6 +240,8 @@ SPECS: dict[RecordKind, RecordSpec] = {
             Rule("read_bytes_at_close", "read_bytes_at_close < 0", "negative"),
             Rule("write_bytes_at_close", "write_bytes_at_close < 0", "negative"),
             Rule("close_seen", "close_seen IS NULL", "missing"),
+            Rule("end_reason", f"end_reason IS NOT NULL AND end_reason NOT IN ({_in_list(END_REASONS)})",
+                 "not an end reason"),
         ),
     ),
     RecordKind.NODE: RecordSpec(

@@ -17,7 +17,7 @@
 -- several step rows the access goes to the whole-job row (step_id ''), else to its first step,
 -- so an access is never counted twice.
 with accesses as (
-    select * from {{ ref('stg_file_access') }}
+    select * from {{ ref('int_file_access_reconciled') }}
 ),
 
 -- One row per job: the whole-job row, else its first step. (Ranking in a subquery, not QUALIFY:

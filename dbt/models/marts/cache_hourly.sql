@@ -1,6 +1,8 @@
 -- What each XCache (server_role 'cache') delivered per UTC hour, by the hour of the access's
 -- end_time (its close; start_time when no end was recorded), as in the SLAC study's hourly
 -- "GB delivered from cache vs GB staged in" plot. GB = 1e9 bytes (decimal gigabytes).
+-- Hit and miss bytes are the reconciled ones (int_file_access_reconciled: the origin's record of
+-- the cache's own reads where there is one, else the g-stream corrected), not the g-stream's word.
 with accesses as (
     select
         server_host,
@@ -9,7 +11,7 @@ with accesses as (
         coalesce(cache_miss_bytes, 0)   as miss_bytes,
         coalesce(cache_bypass_bytes, 0) as bypass_bytes,
         coalesce(read_bytes_at_close, 0) as read_bytes
-    from {{ ref('stg_file_access') }}
+    from {{ ref('int_file_access_reconciled') }}
     where server_role = 'cache'
 ),
 

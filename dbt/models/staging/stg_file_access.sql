@@ -30,7 +30,17 @@ renamed as (
         cast(cache_hit_bytes as bigint)                  as cache_hit_bytes,
         cast(cache_miss_bytes as bigint)                 as cache_miss_bytes,
         cast(cache_bypass_bytes as bigint)               as cache_bypass_bytes,
-        cast(close_seen as boolean)                      as close_seen
+        cast(close_seen as boolean)                      as close_seen,
+        lower(nullif(trim(end_reason), ''))              as end_reason,
+        cast(server_pid as integer)                      as server_pid,
+        nullif(trim(server_addr), '')                    as server_addr,
+        cast(cache_attach_time as {{ type_instant() }})  as cache_attach_time,
+        cast(cache_detach_time as {{ type_instant() }})  as cache_detach_time,
+        cast(cache_access_count as bigint)               as cache_access_count,
+        -- '' (the cache contacted no origin) is kept apart from NULL (not reported)
+        cast(cache_remotes as {{ dbt.type_string() }})   as cache_remotes,
+        cast(cache_blocks as bigint)                     as cache_blocks,
+        cast(cache_blocks_done as bigint)                as cache_blocks_done
     from source
 )
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import dpkt
 
+from .datagrams import DatagramBatch
+
 _PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
 
 
@@ -24,6 +26,18 @@ def _ip_of(linktype: int, buf: bytes):
     if linktype in (dpkt.pcap.DLT_RAW, 101, 228, 229):
         return dpkt.ip.IP(buf) if buf[:1] and (buf[0] >> 4) == 4 else dpkt.ip6.IP6(buf)
     raise ValueError(f"unsupported link type {linktype}")
+
+
+def batches(path: Path, port: int | None = None, size: int = 8192) -> Iterator[DatagramBatch]:
+    """The capture's datagrams in :class:`DatagramBatch` values of up to ``size`` datagrams."""
+    items: list[tuple[float, tuple[str, int], bytes]] = []
+    for item in udp_packets(path, port):
+        items.append(item)
+        if len(items) >= size:
+            yield DatagramBatch.pack(items, str(path))
+            items = []
+    if items:
+        yield DatagramBatch.pack(items, str(path))
 
 
 def udp_packets(path: Path, port: int | None = None) -> Iterator[tuple[float, tuple[str, int], bytes]]:

@@ -8,38 +8,30 @@ number per stream, as xrootd 5 does.
 from __future__ import annotations
 
 import json
-import struct
 
-from .decoder import FREC, HDR, OPS, TOD, U32, XFR
+from .wire import HDR, CloseRecord, DiscRecord, MapRecord, OpenRecord, TimeRecord, UserId
 
 
 def map_packet(code: str, pseq: int, stod: int, dictid: int, text: str) -> bytes:
-    body = U32.pack(dictid) + text.encode()
-    return HDR.pack(ord(code), pseq & 0xFF, 8 + len(body), stod) + body
+    userid, _, info = text.partition("\n")
+    return MapRecord(ord(code), dictid, UserId.parse(userid), userid, info).pack(pseq, stod)
 
 
 def tod_record(tbeg: int, tend: int, sid: int, n_xfr: int = 0, n_total: int = 0) -> bytes:
-    return TOD.pack(2, 0x01, 24, n_xfr, n_total, tbeg, tend, sid)
+    return TimeRecord(tbeg, tend, sid, n_xfr, n_total).pack()
 
 
 def open_record(fileid: int, size: int, user: int, lfn: str) -> bytes:
-    raw = lfn.encode() + b"\0"
-    pad = (-(20 + len(raw))) % 4
-    raw += b"\0" * pad
-    return FREC.pack(1, 0x01, 20 + len(raw), fileid) + struct.pack(">q", size) + U32.pack(user) + raw
+    return OpenRecord(fileid, size, user, lfn).pack()
 
 
 def close_record(fileid: int, read: int, readv: int, write: int,
                  ops: tuple[int, int, int] | None = (1, 0, 0)) -> bytes:
-    if ops is None:
-        return FREC.pack(0, 0, 32, fileid) + XFR.pack(read, readv, write)
-    n_rd, n_rv, n_wr = ops
-    body = OPS.pack(n_rd, n_rv, n_wr, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-    return FREC.pack(0, 0x02, 80, fileid) + XFR.pack(read, readv, write) + body
+    return CloseRecord(fileid, read, readv, write, ops).pack()
 
 
 def disc_record(userid: int) -> bytes:
-    return FREC.pack(4, 0, 8, userid)
+    return DiscRecord(userid).pack()
 
 
 def fstream_packet(pseq: int, stod: int, records: list[bytes]) -> bytes:
@@ -91,3 +83,42 @@ class SimServer:
 
     def new_file(self) -> int:
         return self._dictid()
+
+
+def open_close_stream(closes: int, servers: int = 8, packet_bytes: int = 16384, seed: int = 1,
+                      logins: int = 50) -> list[tuple[int, bytes]]:
+    """[(server index, payload)] in send order: per server an identity and ``logins`` logins, then
+    f-stream packets of up to ``packet_bytes`` full of open+close pairs (closes with op counts),
+    ``closes // servers`` accesses per server. For benchmarks and load tests."""
+    import random
+
+    rng = random.Random(seed)
+    sims = [SimServer(f"xrd{i:02d}.example.org", 1094, sid=1000 + i, stod=1_700_000_000) for i in range(servers)]
+    out: list[tuple[int, bytes]] = []
+    users = []
+    for i, s in enumerate(sims):
+        out.append((i, s.ident()))
+        us = []
+        for k in range(logins):
+            uid, p = s.login(10_000 + k, f"wn{k:03d}.example.org", "cmsRun", f"slurm.t2.{i * 1000 + k}")
+            us.append(uid)
+            out.append((i, p))
+        users.append(us)
+    t = 1_700_000_100
+    for i, s in enumerate(sims):
+        recs: list[bytes] = []
+        size = 32
+        for _ in range(closes // servers):
+            fid = s.new_file()
+            lfn = f"/store/data/run{rng.randrange(100000):06d}/file{fid}.root"
+            o = open_record(fid, rng.randrange(1, 4 << 30), rng.choice(users[i]), lfn)
+            c = close_record(fid, rng.randrange(1 << 30), rng.randrange(1 << 20), 0, (rng.randrange(1, 500), 1, 0))
+            if size + len(o) + len(c) > packet_bytes:
+                out.append((i, s.fpacket(t, t + 1, recs)))
+                t += 1
+                recs, size = [], 32
+            recs += [o, c]
+            size += len(o) + len(c)
+        if recs:
+            out.append((i, s.fpacket(t, t + 1, recs)))
+    return out

@@ -152,10 +152,23 @@ def from_parquet(paths: list[Path]) -> Trace:
     return from_table(table, source=",".join(str(p) for p in paths))
 
 
+#: An origin access that is an XCache filling itself: its client is a cache server (that cache's
+#: host or monitoring address, and its server pid). Those reads follow from cache misses; they are
+#: not demand, and replaying them beside the cache's own accesses would count the bytes twice.
+_CACHE_FILL = ("EXISTS (SELECT 1 FROM raw_file_access AS c WHERE c.server_role = 'cache' "
+               "AND c.server_pid = raw_file_access.client_pid AND (c.server_addr = raw_file_access.client_host "
+               "OR lower(split_part(c.server_host, ':', 1)) = lower(raw_file_access.client_host)))")
+
+
 def from_warehouse(con, server: str | None = None, role: str | None = None,
-                   start: str | None = None, end: str | None = None) -> Trace:
-    """File accesses from ``raw_file_access`` (optionally one server, one role, a time range)."""
+                   start: str | None = None, end: str | None = None, include_cache_fills: bool = False) -> Trace:
+    """File accesses from ``raw_file_access`` (optionally one server, one role, a time range),
+    without the reads a cache made at an origin to fill itself unless ``include_cache_fills``."""
     where, params = [], []
+    cols = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                      "WHERE table_name = 'raw_file_access'").fetchall()}
+    if not include_cache_fills and "server_pid" in cols:
+        where.append(f"NOT (client_pid IS NOT NULL AND {_CACHE_FILL})")
     if server:
         where.append("server_host = ?")
         params.append(server)

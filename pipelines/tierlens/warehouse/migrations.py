@@ -261,6 +261,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "raw_batches.tierlens_version", (AddColumns(BATCHES_TABLE, "tierlens_version"),)),
     Migration(3, "collector_stats record: datagrams, kernel drops, sequence gaps per collector interval",
               (AddTable(RecordKind.COLLECTOR_STATS),)),
+    Migration(4, "file_access: how an access ended, the server's pid and address, the cache's own figures",
+              (AddColumns(RecordKind.FILE_ACCESS, "end_reason", "server_pid", "server_addr", "cache_attach_time",
+                          "cache_detach_time", "cache_access_count", "cache_remotes", "cache_blocks",
+                          "cache_blocks_done"),
+               # rows written before the field existed: a seen close is a close; an unclosed row
+               # may have timed out or been cut by a shutdown, which the old collector did not record
+               Backfill(RecordKind.FILE_ACCESS, "end_reason", "CASE WHEN close_seen THEN 'close' END"))),
 )
 
 LATEST = MIGRATIONS[-1].version

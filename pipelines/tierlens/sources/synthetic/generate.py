@@ -253,10 +253,10 @@ class _Emitter:
             "client_host": client, "client_pid": pid or None, "app_name": app, "job_identity": ident,
             "cache_hit_bytes": None if hit is None else int(round(hit)),
             "cache_miss_bytes": None if miss is None else int(round(miss)),
-            "cache_bypass_bytes": None if hit is None else 0, "close_seen": True,
+            "cache_bypass_bytes": None if hit is None else 0, "close_seen": True, "end_reason": "close",
         }
-        for k, v in row.items():
-            self.access[k].append(v)
+        for k, col in self.access.items():  # fields the generator does not make are null
+            col.append(row.get(k))
 
     def drain(self, force: bool = False) -> Iterator[Batch]:
         for kind, cols, schema in ((RecordKind.JOB, self.jobs, JOB), (RecordKind.JOB_TAG, self.tags, JOB_TAG),
