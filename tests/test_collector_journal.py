@@ -224,7 +224,8 @@ def test_the_writer_takes_arrow_tables_and_rows_alike(tmp_path):
     from tierlens.records import FILE_ACCESS
 
     row = [None] * len(FILE_ACCESS.names)
-    row[0], row[1], row[3], row[5], row[6], row[-1] = "srv:1094", "u1", "/a", 10.0, 11.0, True
+    row[0], row[1], row[3], row[5], row[6] = "srv:1094", "u1", "/a", 10.0, 11.0
+    row[FILE_ACCESS.get_field_index("close_seen")] = True
     table = rows_to_table([list(row)])
     w = BatchWriter(tmp_path, max_rows=3)
     w.add(table)
