@@ -6,6 +6,16 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 venv="${AIRFLOW_VENV:-$repo/.venv-airflow}"
+# `airflow standalone` starts its scheduler, DAG processor, triggerer and API server as `airflow`
+# from PATH: without this venv's bin there, each dies (FileNotFoundError) and nothing is scheduled.
+export PATH="$venv/bin:$PATH"
+# The UI and API on loopback unless the site says otherwise (AIRFLOW__API__HOST=0.0.0.0); tasks
+# reach the execution API on the same port, wherever it is.
+export AIRFLOW__API__HOST="${AIRFLOW__API__HOST:-127.0.0.1}"
+export AIRFLOW__API__PORT="${AIRFLOW__API__PORT:-8080}"
+api_host="$AIRFLOW__API__HOST"
+[ "$api_host" = 0.0.0.0 ] && api_host=127.0.0.1
+export AIRFLOW__CORE__EXECUTION_API_SERVER_URL="${AIRFLOW__CORE__EXECUTION_API_SERVER_URL:-http://$api_host:$AIRFLOW__API__PORT/execution/}"
 export TIERLENS_HOME="${TIERLENS_HOME:-$HOME/.local/share/tierlens}"
 export AIRFLOW_HOME="${AIRFLOW_HOME:-$TIERLENS_HOME/airflow}"
 export AIRFLOW__CORE__DAGS_FOLDER="$repo/dags"
@@ -19,6 +29,8 @@ if [ ! -x "$venv/bin/airflow" ]; then
   make -C "$repo" setup airflow-venv
 fi
 mkdir -p "$AIRFLOW_HOME"
-"$venv/bin/airflow" db migrate
-"$venv/bin/airflow" pools set "${TIERLENS_POOL:-tierlens_warehouse}" 1 "tierlens: one DuckDB writer at a time"
-exec "$venv/bin/airflow" standalone
+airflow db migrate
+airflow pools set "${TIERLENS_POOL:-tierlens_warehouse}" 1 "tierlens: one DuckDB writer at a time"
+# Stop it with SIGINT (Ctrl-C; KillSignal=SIGINT in the systemd unit): on SIGINT it stops its
+# components before exiting.
+exec airflow standalone
