@@ -256,7 +256,13 @@ def units() -> list[Path]:
 def verify(unit: Path, tmp_path: Path) -> str:
     """``systemd-analyze verify`` of ``unit`` with /opt/tierlens read as this checkout; its
     complaints (it exits 0 on unknown keys and bad values, so they are read, not the status)."""
-    copy = tmp_path / unit.name
+    # Beside the units of its own folder, so a service that names its socket unit finds it.
+    folder = tmp_path / unit.parent.name
+    folder.mkdir(exist_ok=True)
+    for sibling in units():
+        if sibling.parent == unit.parent:
+            (folder / sibling.name).write_text(sibling.read_text().replace(UNIT_CHECKOUT, str(REPO)))
+    copy = folder / unit.name
     copy.write_text(unit.read_text().replace(UNIT_CHECKOUT, str(REPO)))
     r = subprocess.run(["systemd-analyze", "verify", "--man=no", str(copy)], capture_output=True, text=True,
                        timeout=120)
