@@ -100,3 +100,123 @@ def test_change_log_csv_and_yaml_load_with_rejects_naming_file_and_line(tmp_path
     r = runner.invoke(app, ["change", "load", str(log_csv), str(log_yaml), "--warehouse", str(wh)])
     assert _rows(wh, "select count(*) from raw_site_change") == [(3,)]
     assert _rows(wh, "select count(*) from raw_rejects") == [(4,)]
+
+
+# --- 2a. the statistic on arrays: known effect covered, null effect rarely significant ------
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+
+from tierlens.analysis.change import ChangeParams, assign_bins, bin_labels, change_effects  # noqa: E402
+from tierlens.records import SITE_CHANGE  # noqa: E402
+
+T0 = datetime(2026, 10, 1, tzinfo=UTC)
+CHANGE_AT = datetime(2026, 10, 8, tzinfo=UTC)
+HOUR_US = 3_600_000_000
+
+
+def _array_site(seed: int, effect: float, jobs_per_hour: int = 8, days: int = 14) -> pa.Table:
+    """Jobs on 4 nodes (wn1, wn2 in scope), per-job efficiency 0.75 + an hourly shock every job
+    of that hour shares + noise; in-scope jobs after the change gain ``effect``."""
+    rng = np.random.default_rng(seed)
+    hours = days * 24
+    n = hours * jobs_per_hour
+    hour = np.repeat(np.arange(hours), jobs_per_hour)
+    shock = rng.normal(0, 0.03, hours)[hour]
+    node = rng.choice(["wn1", "wn2", "wn3", "wn4"], n)
+    end_us = int(T0.timestamp() * 1e6) + hour * HOUR_US + rng.integers(0, HOUR_US, n)
+    wall = rng.uniform(600, 3 * 3600, n)
+    start_us = end_us - (wall * 1e6).astype(np.int64)
+    after = start_us >= int(CHANGE_AT.timestamp() * 1e6)
+    eff = 0.75 + shock + rng.normal(0, 0.1, n) + np.where(after & np.isin(node, ["wn1", "wn2"]), effect, 0.0)
+    cores = rng.choice([1, 4], n, p=[0.8, 0.2])
+    to_ts = lambda us: pa.array(us, pa.int64()).cast(pa.timestamp("us", tz="UTC"))  # noqa: E731
+    return pa.table({
+        "cluster": ["c"] * n, "node": node, "storage_type": ["hdd"] * n, "ab_arm": ["A"] * n,
+        "job_class": rng.choice(["analysis", "production"], n),
+        "start_time": to_ts(start_us), "end_time": to_ts(end_us),
+        "cpu_seconds": eff * wall * cores, "wall_seconds": wall, "core_wall_seconds": wall * cores,
+        "bytes_read": (rng.lognormal(np.log(5e9), 1.0, n)).astype(np.int64),
+        "bytes_read_remote": pa.nulls(n, pa.int64()),
+    })
+
+
+def _changes(*entries: dict) -> pa.Table:
+    base = {f.name: None for f in SITE_CHANGE}
+    return pa.Table.from_pylist([base | e for e in entries], schema=SITE_CHANGE)
+
+
+NODE_CHANGE = {"change_id": "c1", "changed_at": CHANGE_AT, "description": "pagepool", "category": "filesystem",
+               "scope_nodes": ["wn1", "wn2"]}
+
+
+def test_bins_have_the_labels_the_sql_macro_writes():
+    assert bin_labels((1, 3, 10, 30, 100)) == ["<1 GB", "1-3 GB", "3-10 GB", "10-30 GB", "30-100 GB", ">=100 GB"]
+    got = assign_bins(np.array([0, 0.999e9, 1e9, 29.9e9, 1e11, np.nan]), (1, 3, 10, 30, 100))
+    assert got.tolist() == ["<1 GB", "<1 GB", "1-3 GB", "10-30 GB", ">=100 GB", "unknown"]
+
+
+def test_point_estimate_is_the_difference_in_differences_of_ratios_of_sums():
+    jobs = _array_site(1, 0.05)
+    out = change_effects(jobs, _changes(NODE_CHANGE), ChangeParams(n_resamples=199)).to_pylist()
+    row = next(r for r in out if r["row_kind"] == "change")
+    d = jobs.to_pydict()
+    t = CHANGE_AT.timestamp()
+    w = 7 * 86400
+
+    def eff(scope: bool, after: bool) -> float:
+        num = den = 0.0
+        for i in range(len(d["node"])):
+            s, e = d["start_time"][i].timestamp(), d["end_time"][i].timestamp()
+            window = (s >= t and e < t + w) if after else (t - w <= e < t)
+            if window and (d["node"][i] in ("wn1", "wn2")) == scope:
+                num += d["cpu_seconds"][i]
+                den += d["core_wall_seconds"][i]
+        return num / den
+
+    expected = (eff(True, True) - eff(True, False)) - (eff(False, True) - eff(False, False))
+    assert row["comparison"] == "difference-in-differences" and not row["control_missing"]
+    assert row["effect_unstratified"] == pytest.approx(expected, abs=1e-12)
+    assert row["efficiency_scope_after"] == pytest.approx(eff(True, True), abs=1e-12)
+    assert row["effect_unstratified_ci_low"] < expected < row["effect_unstratified_ci_high"]
+    assert row["conclusion"] == "efficiency higher after"
+    strata = [r for r in out if r["row_kind"] == "stratum"]
+    assert {r["job_class"] for r in strata} == {"analysis", "production"}
+    assert sum(r["jobs_scope_before"] for r in strata) == row["jobs_scope_before"]
+
+
+def test_interval_covers_a_known_effect_at_about_95_percent():
+    true_effect, reps, covered = 0.03, 60, 0
+    for seed in range(reps):
+        out = change_effects(_array_site(100 + seed, true_effect, jobs_per_hour=4), _changes(NODE_CHANGE),
+                             ChangeParams(n_resamples=299, seed=seed)).to_pylist()
+        row = out[0]
+        covered += row["effect_ci_low"] <= true_effect <= row["effect_ci_high"]
+    # 95 % nominal; 60 repetitions: binomial sd ~2.8 points
+    assert covered / reps >= 0.85, covered
+
+
+def test_a_null_change_is_no_significant_difference_in_at_least_90_percent_of_seeds():
+    reps, null = 60, 0
+    for seed in range(reps):
+        out = change_effects(_array_site(500 + seed, 0.0, jobs_per_hour=4), _changes(NODE_CHANGE),
+                             ChangeParams(n_resamples=299, seed=seed)).to_pylist()
+        null += out[0]["conclusion"] == "no significant difference"
+    assert null / reps >= 0.90, null
+
+
+def test_flags_short_window_overlap_and_missing_control():
+    jobs = _array_site(3, 0.0, days=10)           # 7 days before the change, 3 after
+    site_wide = {"change_id": "c2", "changed_at": CHANGE_AT, "description": "kernel update", "category": "software"}
+    later = {"change_id": "c3", "changed_at": datetime(2026, 10, 9, tzinfo=UTC), "description": "x",
+             "scope_nodes": ["wn9"]}
+    out = {r["change_id"]: r for r in change_effects(jobs, _changes(site_wide, later),
+                                                     ChangeParams(n_resamples=99)).to_pylist()
+           if r["row_kind"] == "change"}
+    c2, c3 = out["c2"], out["c3"]
+    assert c2["short_window"] and c2["after_days_with_data"] < 3.01
+    assert c2["control_missing"] and c2["comparison"] == "before-after" and c2["jobs_control_before"] == 0
+    assert c2["overlapping_changes"] == "c3" and c3["overlapping_changes"] == "c2"
+    assert "site-wide change" in c2["warning"] and "overlaps change(s) c3" in c2["warning"]
+    # wn9 ran nothing: no job in scope, so no conclusion
+    assert c3["jobs_scope_before"] == 0 and c3["conclusion"] == "insufficient data" and not c3["enough_data"]
