@@ -220,3 +220,165 @@ def test_flags_short_window_overlap_and_missing_control():
     assert "site-wide change" in c2["warning"] and "overlaps change(s) c3" in c2["warning"]
     # wn9 ran nothing: no job in scope, so no conclusion
     assert c3["jobs_scope_before"] == 0 and c3["conclusion"] == "insufficient data" and not c3["enough_data"]
+
+
+# --- 2b. the synthetic site, end to end through the warehouse and dbt -----------------------
+
+import dataclasses  # noqa: E402
+from datetime import timedelta  # noqa: E402
+
+from test_dbt_project import run_dbt  # noqa: E402  (the shared dbt runner)
+from tierlens.pipeline import ingest  # noqa: E402
+from tierlens.records import RecordKind  # noqa: E402
+from tierlens.sources.synthetic import MixShift, SyntheticChange, SyntheticOptions, demo_site, generate  # noqa: E402
+from tierlens.sources.synthetic.site import contention_free_site  # noqa: E402
+
+EDGES = (1, 3, 10, 30, 100)
+HDD_CHANGE = SyntheticChange(day=7, read_speedup=3.0, storage_type="hdd", description="hdd read-ahead 4 MB")
+DEMO = SyntheticOptions(days=14, seed=5, site=demo_site(nodes_per_type=1), changes=(HDD_CHANGE,))
+MIX = SyntheticOptions(days=10, seed=5, site=contention_free_site(nodes=6),
+                       changes=(SyntheticChange(day=5, read_speedup=1.0, description="nothing really"),),
+                       mix_shift=MixShift(day=5, share_after=0.3, cpu_factor=0.15, skim_files=(50, 80)))
+
+
+def _jobs_of(batches) -> list[dict]:
+    """Finished jobs with their tag's storage type, straight from the generator's batches."""
+    jobs, tags = {}, {}
+    for b in batches:
+        if b.kind is RecordKind.JOB:
+            for r in b.table.to_pylist():
+                jobs[(r["cluster"], r["job_id"])] = r
+        elif b.kind is RecordKind.JOB_TAG:
+            for r in b.table.to_pylist():
+                tags[(r["cluster"], r["job_id"])] = r["storage_type"]
+    return [dict(r, storage_type=tags[k], cpu=r["cpu_user_seconds"] + r["cpu_system_seconds"],
+                 core_wall=r["wall_seconds"] * r["allocated_cores"],
+                 bin=_bin(r["bytes_read"])) for k, r in jobs.items()]
+
+
+def _bin(b) -> str:
+    labels = ["<1 GB", "1-3 GB", "3-10 GB", "10-30 GB", "30-100 GB", ">=100 GB"]
+    return "unknown" if b is None else labels[sum(b >= e * 1e9 for e in EDGES)]
+
+
+def _window(jobs, at: datetime, days: float, after: bool, pred=lambda j: True) -> list[dict]:
+    w = timedelta(days=days)
+    if after:
+        return [j for j in jobs if pred(j) and j["start_time"] >= at and j["end_time"] < at + w]
+    return [j for j in jobs if pred(j) and at - w <= j["end_time"] < at]
+
+
+def _eff(jobs) -> float:
+    return sum(j["cpu"] for j in jobs) / sum(j["core_wall"] for j in jobs)
+
+
+@pytest.fixture(scope="module")
+def synthetic_build(tmp_path_factory):
+    root = tmp_path_factory.mktemp("change_effects")
+    wh = root / "warehouse.duckdb"
+    demo_batches = list(generate(DEMO))
+    mix_batches = list(generate(MIX))
+    ingest(demo_batches + mix_batches, wh)
+    proc = run_dbt(wh, root / "dbt", "build")
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    without = _jobs_of(generate(dataclasses.replace(DEMO, changes=())))
+    return wh, _jobs_of(demo_batches), without, _jobs_of(mix_batches)
+
+
+def _mart(wh, cluster: str) -> list[dict]:
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        cur = con.execute("select * from marts.change_effects where cluster = ? order by row_kind, job_class, "
+                          "bytes_read_bin", [cluster])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_synthetic_change_is_recovered_within_its_interval(synthetic_build):
+    wh, with_change, without_change, _ = synthetic_build
+    rows = _mart(wh, "t2demo")
+    row = next(r for r in rows if r["row_kind"] == "change")
+    at = datetime(2026, 10, 1, tzinfo=UTC) + timedelta(days=HDD_CHANGE.day)
+    hdd = lambda j: j["storage_type"] == "hdd"  # noqa: E731
+    assert row["changed_at"] == at and row["scope"] == "storage type hdd"
+    assert row["comparison"] == "difference-in-differences"
+    assert row["jobs_scope_after"] == len(_window(with_change, at, 7, True, hdd))
+    # The true effect: the hdd jobs after the change against the same site run without it.
+    after_with = _window(with_change, at, 7, True, hdd)
+    after_without = _window(without_change, at, 7, True, hdd)
+    truth = _eff(after_with) - _eff(after_without)
+    assert truth > 0.05  # the change is big enough to matter
+    assert row["effect_unstratified_ci_low"] <= truth <= row["effect_unstratified_ci_high"], (truth, row)
+    # Stratified: the same truth per stratum, weighted as the mart weighs (in-scope core-hours, both windows).
+    used = [r for r in rows if r["row_kind"] == "stratum" and min(
+        r["jobs_scope_before"], r["jobs_scope_after"], r["jobs_control_before"], r["jobs_control_after"]) >= 5]
+    scope_jobs = _window(with_change, at, 7, True, hdd) + _window(with_change, at, 7, False, hdd)
+    weight = {(r["job_class"], r["bytes_read_bin"]): sum(
+        j["core_wall"] for j in scope_jobs if (j["job_class"], j["bin"]) == (r["job_class"], r["bytes_read_bin"]))
+        for r in used}
+    total = sum(weight.values())
+    truth_std = 0.0
+    for (jc, b), w in weight.items():
+        pick = lambda j: j["job_class"] == jc and j["bin"] == b  # noqa: E731
+        cf = [j for j in after_without if pick(j)]
+        if cf:
+            truth_std += w / total * (_eff([j for j in after_with if pick(j)]) - _eff(cf))
+    assert row["effect_ci_low"] <= truth_std <= row["effect_ci_high"], (truth_std, row)
+    assert row["conclusion"] == "efficiency higher after"
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_a_job_mix_shift_is_no_effect_once_stratified(synthetic_build):
+    wh, _, _, mix_jobs = synthetic_build
+    rows = _mart(wh, "t2mix")
+    row = next(r for r in rows if r["row_kind"] == "change")
+    at = datetime(2026, 10, 1, tzinfo=UTC) + timedelta(days=5)
+    before, after = _window(mix_jobs, at, 7, False), _window(mix_jobs, at, 7, True)
+    # unstratified: the plain before/after difference of all jobs, shown beside the stratified one
+    assert row["effect_unstratified"] == pytest.approx(_eff(after) - _eff(before), abs=1e-9)
+    assert row["conclusion_unstratified"] == "efficiency lower after"
+    assert row["conclusion"] == "no significant difference", row
+    assert row["effect_ci_low"] <= 0 <= row["effect_ci_high"]
+    # the skims (>= 100 GB) exist only after the shift: outside the strata, and the share says so
+    skim_hours = sum(j["core_wall"] for j in after if j["bin"] == ">=100 GB")
+    assert skim_hours > 0
+    assert row["strata_core_hours_share"] <= 1 - skim_hours / sum(j["core_wall"] for j in before + after) + 1e-9
+    assert row["control_missing"] and row["short_window"]  # site-wide; 5 of 7 days each side
+
+
+# --- 3. efficiency against job input size (IFCA's table) -------------------------------------
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_efficiency_by_input_size_is_the_ratio_of_sums_per_bin_and_window(synthetic_build):
+    wh, _, _, mix_jobs = synthetic_build
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        got = con.execute("""
+            select period, bytes_read_bin, job_class, sum(jobs), sum(cpu_hours) / sum(core_wall_hours)
+            from marts.efficiency_by_input_size
+            where storage_type = 'other' and period in ('all', 'before synthetic-t2mix-1', 'after synthetic-t2mix-1')
+            group by all""").fetchall()
+    finally:
+        con.close()
+    at = datetime(2026, 10, 1, tzinfo=UTC) + timedelta(days=5)
+    expected_sets = {"all": mix_jobs, "before synthetic-t2mix-1": _window(mix_jobs, at, 7, False),
+                     "after synthetic-t2mix-1": _window(mix_jobs, at, 7, True)}
+    expected = {}
+    for period, jobs in expected_sets.items():
+        for j in jobs:
+            key = (period, j["bin"], j["job_class"])
+            n, c, w = expected.get(key, (0, 0.0, 0.0))
+            expected[key] = (n + 1, c + j["cpu"], w + j["core_wall"])
+    assert {(p, b, jc) for p, b, jc, _, _ in got} == set(expected)
+    for p, b, jc, n, eff in got:
+        en, ec, ew = expected[(p, b, jc)]
+        assert n == en and eff == pytest.approx(ec / ew, rel=1e-9)
+    # IFCA's finding in the synthetic site: the skims (largest bin) are the least efficient analysis jobs
+    after = {b: e for p, b, jc, _, e in got if p == "after synthetic-t2mix-1" and jc == "analysis"}
+    assert after[">=100 GB"] == min(after.values())

@@ -369,7 +369,7 @@ def change_batch(options: SyntheticOptions) -> Batch:
     for k, c in enumerate(options.changes):
         at = options.start + timedelta(days=c.day)
         rows.append({
-            "change_id": f"synthetic-{k + 1}", "changed_at": at,
+            "change_id": f"synthetic-{options.site.cluster}-{k + 1}", "changed_at": at,
             "description": f"{c.description} (true read speed-up x{c.read_speedup:g})",
             "category": c.category, "cluster": options.site.cluster,
             "scope_nodes": list(c.nodes) if c.nodes else None, "scope_storage_type": c.storage_type,
