@@ -382,3 +382,39 @@ def test_efficiency_by_input_size_is_the_ratio_of_sums_per_bin_and_window(synthe
     # IFCA's finding in the synthetic site: the skims (largest bin) are the least efficient analysis jobs
     after = {b: e for p, b, jc, _, e in got if p == "after synthetic-t2mix-1" and jc == "analysis"}
     assert after[">=100 GB"] == min(after.values())
+
+
+# --- 5. the report: change timeline, before/after table, IFCA's plot ---------------------------
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_report_shows_the_changes_and_efficiency_by_input_size(synthetic_build, tmp_path):
+    import csv
+
+    from tierlens.report import build_report
+
+    wh = synthetic_build[0]
+    result = build_report(wh, tmp_path / "report")
+    for section in ("changes", "input_size"):
+        assert section in result.sections and section not in result.no_data
+    with (tmp_path / "report" / "change_effects.csv").open() as fh:
+        rows = {r["change_id"]: r for r in csv.DictReader(fh)}
+    assert set(rows) == {"synthetic-t2demo-1", "synthetic-t2mix-1"}
+    mart = {r["change_id"]: r for c in ("t2demo", "t2mix") for r in _mart(wh, c) if r["row_kind"] == "change"}
+    for cid, r in rows.items():
+        assert float(r["effect"]) == pytest.approx(mart[cid]["effect"], rel=1e-12)
+        assert r["conclusion"] == mart[cid]["conclusion"]
+    html = result.html_path.read_text(encoding="utf-8")
+    assert "Site changes: efficiency before and after" in html and "Efficiency against job input size" in html
+    assert "hdd read-ahead 4 MB" in html
+
+
+def test_synthetic_change_option_parses_and_refuses_bad_text():
+    c = SyntheticChange.parse("day=14,storage_type=raid1,read_speedup=1.3")
+    assert (c.day, c.storage_type, c.read_speedup, c.nodes) == (14.0, "raid1", 1.3, None)
+    assert SyntheticChange.parse("day=3,nodes=wn-hdd-01+wn-hdd-02").nodes == ("wn-hdd-01", "wn-hdd-02")
+    for bad in ("storage_type=raid1", "day=1,speed=2", "day=1,raid1"):
+        with pytest.raises(ValueError, match="--change"):
+            SyntheticChange.parse(bad)
+    r = runner.invoke(app, ["demo", "--change", "day=1,speed=2", "--days", "1"])
+    assert r.exit_code == 2 and "unknown key" in r.output

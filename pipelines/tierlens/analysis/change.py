@@ -305,7 +305,7 @@ def change_effects(job_efficiency: pa.Table, site_change: pa.Table, params: Chan
                 continue
             sub_b = Cells(cb.num[:, :, s:s + 1], cb.den[:, :, s:s + 1], cb.jobs[:, s:s + 1], cb.wall[:, s:s + 1])
             sub_a = Cells(ca.num[:, :, s:s + 1], ca.den[:, :, s:s + 1], ca.jobs[:, s:s + 1], ca.wall[:, s:s + 1])
-            rows.append(_stratum_row(sub_b, sub_a, control, jc, b, context, p, rng))
+            rows.append(_stratum_row(sub_b, sub_a, control, jc, b, context, p, rng, kind))
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 
@@ -391,7 +391,7 @@ def _change_row(before: Cells, after: Cells, control: bool, strata, context: dic
 
 
 def _stratum_row(before: Cells, after: Cells, control: bool, job_class: str, bin_label: str, context: dict,
-                 p: ChangeParams, rng: np.random.Generator) -> dict:
+                 p: ChangeParams, rng: np.random.Generator, kind: str) -> dict:
     # Blocks where this stratum had no job still count as blocks of the window (they were
     # hours of the window too); resampling them keeps the interval honest about sparse strata.
     value = _none(_effect(before.num.sum(0), before.den.sum(0), after.num.sum(0), after.den.sum(0), None, control))
@@ -400,7 +400,7 @@ def _stratum_row(before: Cells, after: Cells, control: bool, job_class: str, bin
         lo, hi = _bootstrap(before, after, None, control, p, rng)
     effect = Effect(value, lo, hi)
     reasons = _enough(before, after, control, p, context)
-    short, notes = _flags(context, reasons, p, "site" if not control else "partial")
+    short, notes = _flags(context, reasons, p, kind)
     enough = not reasons
     return dict(context, **_describe(before, after, control), row_kind="stratum", job_class=job_class,
                 bytes_read_bin=bin_label, effect=effect.value, effect_ci_low=effect.ci_low,
