@@ -109,7 +109,8 @@ def _slurm_job_without_plugin(root: Path, wh: Path) -> dict:
     os.chmod(work, 0o755)
     try:
         with LocalCluster(work / "cluster", plugstack_lines=[]) as cluster:
-            r = cluster.run(["srun", "-n1", "bash", "-c", "timeout 1 sh -c 'while :; do :; done'; echo ID:$SLURM_JOB_ID"])
+            # seconds of CPU: a job of 0 s elapsed has no efficiency and is not counted (int_job_tagged)
+            r = cluster.run(["srun", "-n1", "bash", "-c", "timeout 3 sh -c 'while :; do :; done'; echo ID:$SLURM_JOB_ID"])
             job_id = r.stdout.split("ID:")[1].split()[0]
             cluster.wait_accounted(job_id)
             r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(wh), "--first-hours", "2"],
@@ -216,7 +217,13 @@ def test_a_real_slurm_job_without_the_plugin_is_untagged(built):
         pytest.skip("a real Slurm cluster needs root")
     rows = _mart(built["wh"], "grain = 'cluster' and subject = ? and measure = 'jobs_tagged'",
                  [built["slurm"]["cluster"]])
-    assert rows, "the Slurm job is not in the completeness account"
+    con = duckdb.connect(str(built["wh"]), read_only=True)
+    try:
+        raw = con.execute("select cluster, job_id, step_id, start_time, end_time, wall_seconds, state "
+                          "from raw_job where batch_system = 'slurm'").fetchall()
+    finally:
+        con.close()
+    assert rows, f"the Slurm job is not in the completeness account; raw_job has {raw}"
     assert sum(r["numerator"] for r in rows) == 0
     assert sum(r["denominator"] for r in rows) >= 1
 
@@ -292,3 +299,33 @@ def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floo
     run = _transform(env, floor_home, partial, completeness_floor_cpu_hours_tagged="0.95")
     assert run["state"] == "failed", run
     assert run["tasks"]["data_completeness.test"] == "failed", run["tasks"]
+
+
+# --- the report: a one-line verdict per week at the top, and the completeness section --------
+
+def test_report_opens_with_the_verdict_per_week(built, tmp_path):
+    import csv
+
+    from tierlens.report import build_report
+
+    result = build_report(built["wh"], tmp_path / "report")
+    assert result.sections[0] == "verdict" and "completeness" in result.sections
+    assert "verdict" not in result.no_data and "completeness" not in result.no_data
+    with (tmp_path / "report" / "verdict.csv").open() as fh:
+        weeks = {r["week_start"]: r for r in csv.DictReader(fh)}
+    tagged, total = defaultdict(float), defaultdict(float)
+    for j in built["jobs"]:
+        d = _day(j["end_time"])
+        week = (d - timedelta(days=d.weekday())).isoformat()
+        cpu = j["cpu_user_seconds"] + j["cpu_system_seconds"]
+        total[week] += cpu
+        if j["job_id"] not in built["untagged"]:
+            tagged[week] += cpu
+    for week, cpu in total.items():
+        # the Slurm job (if any) ran today, in another week than the synthetic October
+        assert float(weeks[week]["cpu_hours_tagged"]) == pytest.approx(tagged[week] / cpu, rel=1e-9)
+        share = f"{tagged[week] / cpu * 100:.1f} % of CPU hours tagged"
+        assert weeks[week]["verdict"].startswith(share)
+    html = result.html_path.read_text(encoding="utf-8")
+    assert html.index("How much of the data is behind these figures") < html.index("Summary")
+    assert "of bytes joined to jobs" in html and "Data completeness" in html
