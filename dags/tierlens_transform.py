@@ -4,7 +4,8 @@ A task per model with its tests right after it (and one per seed), scheduled by 
 ``tierlens_raw`` Asset that tierlens_ingest updates. The dbt target (engine) comes from the
 ``dbt_target`` setting: duckdb (default), spark or spark_thrift. dbt runs as a subprocess of the dbt in
 tierlens' own virtualenv (``dbt_executable`` setting), so Airflow's and dbt's pins never meet.
-Settings: dags/README.md.
+Completeness thresholds (tests on marts.data_completeness): a warning marks the run
+(completeness_warning below), a hard floor fails the test task. Settings: dags/README.md.
 """
 
 from __future__ import annotations
