@@ -1,17 +1,19 @@
 -- Question: Which nodes send untagged jobs?
--- Jobs (whole-job rows, else first step) that ended in the last 7 days with data and carry no
+-- Jobs (whole-job rows, else first step) that ended in the cluster's last 7 days with data and carry no
 -- plugin tag (no job_tag for the job or its step), per cluster and node: the plugin is missing,
 -- misconfigured or failing there. Nodes with the most untagged CPU hours first; the share of the
 -- node's jobs untagged beside it. From intermediate.int_job_tagged (tag_level NULL = untagged).
-with jobs as (
-    select *
-    from (
-        select *, row_number() over (partition by batch_system, cluster, job_id
-                                     order by case when step_id = '' then 0 else 1 end, step_id) as r
-        from intermediate.int_job_tagged
-    ) as ranked
-    where r = 1
-      and end_time >= (select max(end_time) from intermediate.int_job_tagged) - interval 7 day
+with ranked as (
+    select *,
+           row_number() over (partition by batch_system, cluster, job_id
+                              order by case when step_id = '' then 0 else 1 end, step_id) as r,
+           max(end_time) over (partition by cluster) as cluster_last_end
+    from intermediate.int_job_tagged
+),
+
+jobs as (
+    select * from ranked
+    where r = 1 and end_time >= cluster_last_end - interval 7 day
 )
 select
     cluster,

@@ -1,14 +1,17 @@
 -- Question: Which servers' accesses match no job?
--- Per XRootD server over the last 7 days with data (marts.data_completeness, grain 'server'):
+-- Per XRootD server over its last 7 days with data (marts.data_completeness, grain 'server'):
 -- accesses and bytes read that joined no job (neither through the job identity nor by client
 -- host and time), against all accesses from job clients (a cache's own stage-in reads from an
 -- origin are counted apart). High shares point at clients without the plugin's XRD_MONINFO or at
 -- accounting that has not arrived. Most unmatched bytes first.
-with recent as (
-    select *
+with server_days as (
+    select *, max("day") over (partition by subject) as last_day
     from marts.data_completeness
     where grain = 'server'
-      and "day" >= (select max("day") from marts.data_completeness where grain = 'server') - 6
+),
+
+recent as (
+    select * from server_days where "day" >= last_day - 6
 )
 select
     subject                                                                     as server,

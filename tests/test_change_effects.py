@@ -418,3 +418,24 @@ def test_synthetic_change_option_parses_and_refuses_bad_text():
             SyntheticChange.parse(bad)
     r = runner.invoke(app, ["demo", "--change", "day=1,speed=2", "--days", "1"])
     assert r.exit_code == 2 and "unknown key" in r.output
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_sql_did_last_weeks_change_help(synthetic_build):
+    from test_dbt_project import REPO
+
+    wh = synthetic_build[0]
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        cur = con.execute((REPO / "sql" / "did_last_weeks_change_help.sql").read_text())
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+    # both changes (day 7 of t2demo, day 5 of t2mix) are within 7 days of the latest one
+    mart = {r["description"]: r for c in ("t2demo", "t2mix") for r in _mart(wh, c) if r["row_kind"] == "change"}
+    assert [r["description"] for r in rows] == sorted(mart, key=lambda d: mart[d]["changed_at"], reverse=True)
+    for r in rows:
+        assert r["conclusion"] == mart[r["description"]]["conclusion"]
+        assert r["effect"] == pytest.approx(round(mart[r["description"]]["effect"], 3))

@@ -334,3 +334,47 @@ def test_report_opens_with_the_verdict_per_week(built, tmp_path):
     html = result.html_path.read_text(encoding="utf-8")
     assert html.index("How much of the data is behind these figures") < html.index("Summary")
     assert "of bytes joined to jobs" in html and "Data completeness" in html
+
+
+# --- sql/: where to look ----------------------------------------------------------------------
+
+def _sql(wh: Path, name: str) -> list[dict]:
+    from test_dbt_project import REPO
+
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        cur = con.execute((REPO / "sql" / name).read_text())
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def test_sql_names_the_nodes_that_send_untagged_jobs(built):
+    rows = {(r["cluster"], r["node"]): r for r in _sql(built["wh"], "nodes_sending_untagged_jobs.sql")
+            if r["cluster"] == SITE.cluster}
+    last = max(j["end_time"] for j in built["jobs"])
+    recent = [j for j in built["jobs"] if j["end_time"] >= last - timedelta(days=7)]
+    untagged, jobs = defaultdict(int), defaultdict(int)
+    for j in recent:
+        jobs[j["node"]] += 1
+        untagged[j["node"]] += j["job_id"] in built["untagged"]
+    expected = {(SITE.cluster, n): u for n, u in untagged.items() if u}
+    assert {k: r["untagged_jobs"] for k, r in rows.items()} == expected
+    for (_, node), r in rows.items():
+        assert r["jobs"] == jobs[node]
+
+
+def test_sql_names_the_servers_whose_accesses_match_no_job(built):
+    rows = {r["server"]: r for r in _sql(built["wh"], "servers_with_unmatched_accesses.sql")}
+    accesses = defaultdict(int)
+    last = {}
+    for a in built["accesses"]:
+        last[a["server_host"]] = max(last.get(a["server_host"], _day(a["start_time"])), _day(a["start_time"]))
+    for a in built["accesses"]:
+        if a["client_host"] != CACHE_HOST and _day(a["start_time"]) >= last[a["server_host"]] - timedelta(days=6):
+            accesses[a["server_host"]] += 1
+    assert {s: r["accesses"] for s, r in rows.items() if s in accesses} == {s: float(n) for s, n in accesses.items()}
+    for r in rows.values():
+        if r["accesses"] is not None:  # a server known only from collector counters has no accesses
+            assert r["accesses_unmatched"] <= r["accesses"]
