@@ -5,7 +5,8 @@ A task per model with its tests right after it (and one per seed), scheduled by 
 readers open. The dbt target (engine) comes from the ``dbt_target`` setting: duckdb (default),
 spark or spark_thrift. dbt runs as a subprocess of the dbt in tierlens' own virtualenv
 (``dbt_executable`` setting), so Airflow's and dbt's pins never meet.
-Settings: dags/README.md.
+Completeness thresholds (tests on marts.data_completeness): a warning marks the run
+(completeness_warning below), a hard floor fails the test task. Settings: dags/README.md.
 """
 
 from __future__ import annotations
@@ -31,6 +32,35 @@ _dbt = orchestration.dbt_executable(orchestration.airflow_var)
 _target = orchestration.dbt_target(orchestration.airflow_var)
 _env = orchestration.dbt_env(orchestration.airflow_var)
 
+
+
+def completeness_warning(context) -> None:
+    """Cosmos calls this when a dbt test task ends with warnings (e.g. a completeness threshold).
+
+    It marks the run: the warned tests go to <home>/alerts/tierlens_transform/<run_id>.json and to
+    the task's XCom ``warnings``; with ``alert_email`` set they are mailed through smtp_default.
+    A failed hard floor is not a warning: that test errors and fails its task.
+    """
+    lookup = orchestration.airflow_var
+    run_id = str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", "unknown"))
+    tests = [str(t) for t in context.get("test_names") or []]
+    results = [str(r) for r in context.get("test_results") or []]
+    path = orchestration.record_alert(orchestration.tierlens_home(lookup), "tierlens_transform", run_id,
+                                      tests, results)
+    ti = context.get("ti")
+    if ti is not None:
+        ti.xcom_push(key="warnings", value={"tests": tests, "alert_file": str(path)})
+    to = orchestration.settings_list("alert_email", lookup)
+    if to:
+        from airflow.providers.smtp.hooks.smtp import SmtpHook
+
+        body = "<p>tierlens_transform run {} warned:</p><ul>{}</ul><p>{}</p>".format(
+            run_id, "".join(f"<li>{t}</li>" for t in tests), path)
+        with SmtpHook(smtp_conn_id="smtp_default") as hook:
+            hook.send_email_smtp(to=to, subject=f"tierlens: data completeness warning ({run_id})",
+                                 html_content=body)
+
+
 tierlens_transform = DbtDag(
     dag_id="tierlens_transform",
     schedule=[orchestration.raw_asset()],
@@ -52,6 +82,7 @@ tierlens_transform = DbtDag(
                                should_detach_multiple_parents_tests=True,
                                select=orchestration.settings_list("dbt_select", orchestration.airflow_var)),
     operator_args={"install_deps": False, "emit_datasets": False},
+    on_warning_callback=completeness_warning,
 )
 
 # Readers (tierlens sql, the report, duckdb -readonly) open a published copy, never the file the

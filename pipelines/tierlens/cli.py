@@ -376,16 +376,26 @@ def demo(
     nodes_per_type: Annotated[int, typer.Option(help="Worker nodes per storage type (HDD and RAID0 get twice).")] = 2,
     home: Annotated[Optional[Path], typer.Option(help="Folder for the demo's warehouse, lake and report "
                                                       "[default: $TIERLENS_HOME/demo].")] = None,
+    change: Annotated[Optional[list[str]], typer.Option(
+        help="A site change mid-month with a known effect, e.g. 'day=14,storage_type=raid1,read_speedup=1.3' "
+             "(repeatable; see marts.change_effects).")] = None,
 ) -> None:
     """Simulate a month of a synthetic Tier-2, ingest it, run dbt, write the report, print a summary."""
     from .demo import run_demo
 
     demo_home = home or paths().home / "demo"
+    from .sources.synthetic import SyntheticChange
+
+    try:
+        changes = tuple(SyntheticChange.parse(c) for c in change or [])
+    except ValueError as e:
+        err.print(f"[red]{e}[/red]")
+        raise typer.Exit(2) from e
     p = Paths(demo_home)
     if p.warehouse.exists():
         p.warehouse.unlink()  # the demo's own warehouse: start clean so every run is the same
     run_demo(p, days=days, seed=seed, nodes_per_type=nodes_per_type, console=console,
-             progress=_progress, transform=_run_transform)
+             progress=_progress, transform=_run_transform, changes=changes)
 
 
 @app.command()
@@ -428,6 +438,7 @@ from .sources.condor.command import register as _reg_condor; _reg_condor(ingest_
 from .sources.slurm.command import register as _reg_slurm; _reg_slurm(ingest_app)  # noqa: E402,E702
 from .collector.command import register as _reg_xrootd; _reg_xrootd(collect_app, ingest_app)  # noqa: E402,E702
 from .simulator.command import register as _reg_sim; _reg_sim(app)  # noqa: E402,E702
+from .changes.command import register as _reg_change; _reg_change(app)  # noqa: E402,E702
 # --- end of source commands ---
 
 

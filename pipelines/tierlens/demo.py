@@ -33,8 +33,10 @@ class DemoSummary:
 
 
 def run_demo(p: Paths, *, days: float, seed: int, nodes_per_type: int, console: Console,
-             progress: Callable[[], Progress], transform: Callable[[Path, Path], None]) -> DemoSummary:
-    options = SyntheticOptions(days=days, seed=seed, site=demo_site(nodes_per_type=nodes_per_type))
+             progress: Callable[[], Progress], transform: Callable[[Path, Path], None],
+             changes: tuple = ()) -> DemoSummary:
+    options = SyntheticOptions(days=days, seed=seed, site=demo_site(nodes_per_type=nodes_per_type),
+                               changes=changes)
     console.print(f"[bold]tierlens demo[/bold]: {days:g} days of a synthetic Tier-2 "
                   f"({len(options.site.nodes)} nodes, {options.site.slots} cores), seed {seed}, into {p.home}")
     with progress() as bar:

@@ -76,7 +76,24 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "condor_history": ("", "comma-separated HTCondor history files or SPOOL folders"),
     "condor_cluster": ("htcondor", "pool name for ads without TierlensCluster"),
     "xrootd_dir": ("", "folder where `tierlens collect xrootd` writes file_access Parquet batches"),
+    # Completeness alerts of tierlens_transform (tests on marts.data_completeness, per day x subject)
+    "completeness_min_cpu_hours_tagged": ("0.90", "warn when a cluster-day has a smaller share of CPU hours "
+                                                  "from plugin-tagged jobs"),
+    "completeness_min_bytes_joined": ("0.80", "warn when a server-day has a smaller share of bytes read "
+                                              "joined to jobs"),
+    "completeness_max_kernel_drops": ("0", "warn when a collector-day has more datagrams dropped by the kernel"),
+    "completeness_floor_cpu_hours_tagged": ("0.50", "fail the transform when a cluster-day's tagged CPU-hours "
+                                                    "share is below this hard floor"),
+    "completeness_floor_bytes_joined": ("0.30", "fail the transform when a server-day's joined bytes share "
+                                                "is below this hard floor"),
+    "alert_email": ("", "comma-separated recipients of completeness warnings; empty: no e-mail (uses "
+                        "Airflow's smtp_default)"),
 }
+
+#: The completeness settings and the environment variables the dbt tests read them from.
+COMPLETENESS_SETTINGS = ("completeness_min_cpu_hours_tagged", "completeness_min_bytes_joined",
+                         "completeness_max_kernel_drops", "completeness_floor_cpu_hours_tagged",
+                         "completeness_floor_bytes_joined")
 
 
 def setting(name: str, lookup: Callable[[str], str | None] | None = None) -> str:
@@ -130,6 +147,7 @@ def dbt_env(lookup=None) -> dict[str, str]:
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",
         "DO_NOT_TRACK": "1",
     }
+    env.update(completeness_env(lookup))
     if dbt_target(lookup) != "duckdb":
         env["TIERLENS_LAKE"] = str(lake_path(lookup).resolve())
         spark_wh = setting("spark_warehouse", lookup)
@@ -518,3 +536,36 @@ def simulate_caches(warehouse: Path, start: datetime, end: datetime, configs: li
                          "capacity_bytes": r.params.capacity_bytes, "hit_ratio": r.hit_ratio,
                          "byte_hit_ratio": r.byte_hit_ratio})
     return {"accesses": len(trace), "runs": runs}
+
+
+# ---------------------------------------------------------------------- completeness alerts
+
+
+def completeness_env(lookup=None) -> dict[str, str]:
+    """TIERLENS_COMPLETENESS_* for the dbt tests on marts.data_completeness, each a checked number."""
+    env = {}
+    for name in COMPLETENESS_SETTINGS:
+        value = setting(name, lookup)
+        try:
+            float(value)
+        except ValueError as e:
+            raise ValueError(f"setting {name} must be a number, not {value!r}") from e
+        env[f"TIERLENS_{name.upper()}"] = value
+    return env
+
+
+def record_alert(home_dir: Path, dag_id: str, run_id: str, tests: list[str], results: list[str]) -> Path:
+    """Write what warned in a DAG run to <home>/alerts/<dag_id>/<run_id>.json; returns the file.
+
+    The mark a site manager (and a monitoring check) can see without the Airflow UI; written
+    aside and renamed, so a reader never sees half a file.
+    """
+    folder = home_dir / "alerts" / dag_id
+    folder.mkdir(parents=True, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in run_id)
+    path = folder / f"{safe}.json"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"dag_id": dag_id, "run_id": run_id, "tests": tests, "results": results,
+                               "written_at": datetime.now(timezone.utc).isoformat()}, indent=1))
+    os.replace(tmp, path)
+    return path

@@ -31,6 +31,9 @@ STORAGE_TYPES: tuple[str, ...] = (
 #: Roles an XRootD server plays in a file access.
 SERVER_ROLES: tuple[str, ...] = ("origin", "cache")
 
+#: Kinds of site change a site manager records (site_change.category).
+CHANGE_CATEGORIES: tuple[str, ...] = ("storage", "network", "filesystem", "cache", "software", "other")
+
 
 def _f(name: str, type_: pa.DataType, doc: str, unit: str = "", nullable: bool = True) -> pa.Field:
     meta = {"doc": doc}
@@ -144,6 +147,18 @@ STORAGE_CATALOG = pa.schema([
     _f("endurance_tbw", pa.float64(), "Rated write endurance of one device; null for HDDs.", "TB written"),
 ])
 
+SITE_CHANGE = pa.schema([
+    _f("change_id", pa.string(), "Identifier of the change; `tierlens change add` derives one from time, text and scope when none is given.", nullable=False),
+    _f("changed_at", TIMESTAMP, "When the change took effect.", "UTC", nullable=False),
+    _f("description", pa.string(), "What changed, in the site manager's words, e.g. 'GPFS pagepool 512MB -> 1GB'.", nullable=False),
+    _f("category", pa.string(), "Kind of change; one of CHANGE_CATEGORIES."),
+    _f("cluster", pa.string(), "Cluster the change applies to; null for every cluster of the site."),
+    _f("scope_nodes", pa.list_(pa.string()), "Nodes the change applies to; null when not limited to nodes."),
+    _f("scope_storage_type", pa.string(), "Storage type the change applies to (nodes of that scratch type); null when not limited."),
+    _f("scope_ab_arm", pa.string(), "A/B arm the change applies to; null when not limited."),
+    _f("changed_by", pa.string(), "Who made the change."),
+    _f("recorded_at", TIMESTAMP, "When the change was recorded in tierlens.", "UTC"),
+])
 
 COLLECTOR_STATS = pa.schema([
     _f("collector_host", pa.string(), "Host the collector ran on.", nullable=False),
@@ -169,6 +184,7 @@ class RecordKind(str, Enum):
     FILE_ACCESS = "file_access"
     NODE = "node"
     STORAGE_CATALOG = "storage_catalog"
+    SITE_CHANGE = "site_change"
     COLLECTOR_STATS = "collector_stats"
 
     @property
@@ -259,6 +275,17 @@ SPECS: dict[RecordKind, RecordSpec] = {
                  "not a known storage type"),
             Rule("unit_price", "unit_price < 0", "negative"),
             Rule("capacity_bytes", "capacity_bytes <= 0", "zero or negative"),
+        ),
+    ),
+    RecordKind.SITE_CHANGE: RecordSpec(
+        RecordKind.SITE_CHANGE, SITE_CHANGE, ("change_id",), "changed_at",
+        _required("change_id", "description") + (
+            Rule("changed_at", "changed_at IS NULL", "missing"),
+            Rule("category", f"category IS NOT NULL AND category NOT IN ({_in_list(CHANGE_CATEGORIES)})",
+                 f"not a change category ({', '.join(CHANGE_CATEGORIES)})"),
+            Rule("scope_storage_type",
+                 f"scope_storage_type IS NOT NULL AND scope_storage_type NOT IN ({_in_list(STORAGE_TYPES)})",
+                 "not a known storage type"),
         ),
     ),
     RecordKind.COLLECTOR_STATS: RecordSpec(

@@ -1056,6 +1056,258 @@ _PREDICTION_SECTIONS: tuple[tuple[str, str, Callable[[_Warehouse], Section]], ..
 )
 
 
+# --------------------------------------------------------------------------- site operations
+# Changes before/after, efficiency against job input size, and the completeness account
+# (models/marts/operations). The verdict opens the report; the others follow the rest.
+
+#: Shown first (verdict) and after the others when the warehouse has any of OPERATIONS_MARTS.
+OPERATIONS_TOP_IDS = ("verdict",)
+OPERATIONS_SECTION_IDS = ("changes", "input_size", "completeness")
+OPERATIONS_MARTS = ("data_completeness", "change_effects", "efficiency_by_input_size")
+OPERATIONS_CSV_NAMES = (
+    "verdict.csv", "change_effects.csv", "change_effects_strata.csv", "efficiency_daily.csv",
+    "efficiency_by_input_size.csv", "completeness_by_cluster.csv", "completeness_by_server.csv",
+    "completeness_collector.csv", "completeness_rejects.csv",
+)
+
+
+def _share_sql(measure: str) -> str:
+    return (f"sum(numerator) filter (where measure = '{measure}') "
+            f"/ nullif(sum(denominator) filter (where measure = '{measure}'), 0)")
+
+
+def _verdict(wh: _Warehouse) -> Section:
+    s = Section(
+        "verdict", "How much of the data is behind these figures",
+        "One line per week (ISO weeks, UTC): the share of CPU hours from jobs a plugin tagged with "
+        "their storage and arm, and the share of the bytes read from XRootD servers that joined to a "
+        "job (exactly or by inference). What is missing is missing from every figure below.",
+    )
+    why = wh.mart_missing("data_completeness")
+    if why:
+        s.no_data.append(why)
+        return s
+    rows = wh.rows(f"""
+        SELECT cast(date_trunc('week', "day") AS date) AS week_start,
+               {_share_sql('cpu_hours_tagged')} AS cpu_hours_tagged,
+               sum(denominator) FILTER (WHERE measure = 'cpu_hours_tagged') AS cpu_hours,
+               {_share_sql('bytes_joined')} AS bytes_joined,
+               sum(numerator) FILTER (WHERE measure = 'kernel_drops') AS kernel_drops,
+               sum(numerator) FILTER (WHERE measure = 'rejected_records') AS rejected_records
+        FROM marts.data_completeness GROUP BY ALL ORDER BY week_start
+    """)
+    for r in rows:
+        parts = [f"{fmt.pct(r['cpu_hours_tagged'])} of CPU hours tagged" if r["cpu_hours"] else "no jobs",
+                 f"{fmt.pct(r['bytes_joined'])} of bytes joined to jobs" if r["bytes_joined"] is not None
+                 else "no file accesses"]
+        if r["kernel_drops"]:
+            parts.append(f"{fmt.integer(r['kernel_drops'])} datagrams dropped by the kernel")
+        if r["rejected_records"]:
+            parts.append(f"{fmt.integer(r['rejected_records'])} records rejected")
+        r["verdict"] = ", ".join(parts)
+        s.facts.append((f"Week of {fmt.text(r['week_start'])}", r["verdict"]))
+    s.tables.append(Table(
+        "verdict", "Verdict per week",
+        [Column("week_start", "week starting"), Column("cpu_hours_tagged", "CPU hours tagged", "pct"),
+         Column("cpu_hours", "CPU hours", "hours"), Column("bytes_joined", "bytes joined", "pct"),
+         Column("kernel_drops", "kernel drops", "int"), Column("rejected_records", "rejected", "int"),
+         Column("verdict", "verdict")], rows, shown=False))
+    s.notes.append("Source: marts.data_completeness (section Data completeness below has the detail).")
+    return s
+
+
+def _changes(wh: _Warehouse) -> Section:
+    s = Section(
+        "changes", "Site changes: efficiency before and after",
+        "Each recorded change (`tierlens change add`) against the jobs in its scope, in a window "
+        "before and after it. Where the change touched only some nodes, the other nodes are the "
+        "control (difference in differences). The effect is compared within job class × bytes "
+        "read per job, so a week of heavier jobs does not pass for an effect; the plain difference "
+        "is beside it. 95 % intervals: hour-block bootstrap, as for the A/B trial.",
+    )
+    why = wh.mart_missing("change_effects", "Record changes with `tierlens change add`.")
+    if why:
+        s.no_data.append(why)
+        return s
+    changes = wh.rows("""
+        SELECT change_id, changed_at, description, scope, comparison, jobs_scope_before, jobs_scope_after,
+               core_hours_scope_before + core_hours_scope_after AS core_hours_behind,
+               efficiency_scope_before, efficiency_scope_after, efficiency_control_before,
+               efficiency_control_after, effect, effect_ci_low, effect_ci_high, effect_unstratified,
+               effect_unstratified_ci_low, effect_unstratified_ci_high, strata_core_hours_share,
+               conclusion, conclusion_unstratified, NOT enough_data OR short_window OR control_missing
+                 OR overlapping_changes IS NOT NULL AS weak, warning
+        FROM marts.change_effects WHERE row_kind = 'change' ORDER BY changed_at, change_id
+    """)
+    if wh.has("marts", "job_efficiency"):
+        days = wh.rows("""
+            SELECT "day", sum(cpu_seconds) / nullif(sum(core_wall_seconds), 0) AS efficiency,
+                   count(*) AS jobs, sum(core_wall_seconds) / 3600.0 AS core_hours
+            FROM marts.job_efficiency GROUP BY ALL ORDER BY "day"
+        """)
+        if days:
+            marks = [{"changed_at": c["changed_at"], "label": c["change_id"]} for c in changes]
+            s.figures.append(FigureBlock(
+                plots.efficiency_timeline_with_changes(days, marks),
+                "Daily CPU efficiency of the site with the recorded changes marked",
+                "Line: Σcpu / Σ(wall × cores) of the jobs ending each UTC day. Dashed lines: recorded changes.",
+                "efficiency_daily.csv"))
+            s.tables.append(Table(
+                "efficiency_daily", "Daily efficiency",
+                [Column("day", "day"), Column("jobs", "jobs", "int"), Column("core_hours", "core-hours", "hours"),
+                 Column("efficiency", "efficiency", "pct")], days, shown=False))
+    s.tables.append(Table(
+        "change_effects", "Before and after each change (in scope; control where there is one)",
+        [Column("changed_at", "changed at"), Column("description", "change"), Column("scope", "scope"),
+         Column("comparison", "comparison"), Column("jobs_scope_before", "jobs before", "int"),
+         Column("jobs_scope_after", "jobs after", "int"),
+         Column("core_hours_behind", "core-hours behind", "hours"),
+         Column("efficiency_scope_before", "before", "pct"), Column("efficiency_scope_after", "after", "pct"),
+         Column("efficiency_control_before", "control before", "pct"),
+         Column("efficiency_control_after", "control after", "pct"),
+         Column("effect", "effect (stratified)", "pct"), Column("effect_ci_low", "95 % low", "pct"),
+         Column("effect_ci_high", "95 % high", "pct"), Column("effect_unstratified", "unstratified", "pct"),
+         Column("effect_unstratified_ci_low", "unstrat. low", "pct", csv_only=True),
+         Column("effect_unstratified_ci_high", "unstrat. high", "pct", csv_only=True),
+         Column("strata_core_hours_share", "share in strata", "pct", csv_only=True),
+         Column("conclusion", "conclusion"), Column("conclusion_unstratified", "unstratified says", csv_only=True),
+         Column("weak", "caveat", "flag"), Column("warning", "why"), Column("change_id", "id", csv_only=True)],
+        changes, flag_key="weak"))
+    strata = wh.rows("""
+        SELECT change_id, job_class, bytes_read_bin, jobs_scope_before, jobs_scope_after,
+               efficiency_scope_before, efficiency_scope_after, effect, effect_ci_low, effect_ci_high, conclusion
+        FROM marts.change_effects WHERE row_kind = 'stratum' ORDER BY changed_at, change_id, job_class, bytes_read_bin
+    """)
+    s.tables.append(Table(
+        "change_effects_strata", "Per stratum", [Column(k, k) for k in strata[0]] if strata else
+        [Column("change_id", "change_id")], strata, shown=False))
+    s.notes.append("A flagged row has a caveat (too few jobs, a short window, an overlapping change or no "
+                   "control): read its interval with that in mind. Sources: marts.change_effects, "
+                   "marts.job_efficiency; every stratum in change_effects_strata.csv.")
+    return s
+
+
+def _input_size(wh: _Warehouse) -> Section:
+    s = Section(
+        "input_size", "Efficiency against job input size",
+        "IFCA's table: CPU efficiency of jobs by the bytes they read, per storage type over the "
+        "whole period, and before against after each change for the jobs in its scope. I/O-heavy "
+        "jobs show first where storage is the bottleneck.",
+    )
+    why = wh.mart_missing("efficiency_by_input_size")
+    if why:
+        s.no_data.append(why)
+        return s
+    rows = wh.rows("""
+        SELECT period, change_id, change_window, coalesce(storage_type, 'unknown') AS storage_type,
+               bytes_read_bin, min(bytes_read_bin_order) AS bin_order, sum(jobs) AS jobs,
+               sum(cpu_hours) AS cpu_hours, sum(core_wall_hours) AS core_wall_hours,
+               sum(cpu_hours) / nullif(sum(core_wall_hours), 0) AS efficiency
+        FROM marts.efficiency_by_input_size
+        WHERE period = 'all' OR in_change_scope
+        GROUP BY ALL ORDER BY period, storage_type, bin_order
+    """)
+    overall = [dict(r, series=r["storage_type"], bin=r["bytes_read_bin"]) for r in rows if r["period"] == "all"]
+    overall.sort(key=lambda r: r["bin_order"])
+    if overall:
+        s.figures.append(FigureBlock(
+            plots.efficiency_by_input_size(overall), "CPU efficiency against bytes read per job, per storage type",
+            "Σcpu / Σ(wall × cores) of the jobs in each bytes-read bin, one line per storage type.",
+            "efficiency_by_input_size.csv"))
+    s.tables.append(Table(
+        "efficiency_by_input_size", "Efficiency by bytes read per job (all jobs; in-scope jobs around each change)",
+        [Column("period", "period"), Column("storage_type", "storage type"), Column("bytes_read_bin", "bytes read"),
+         Column("jobs", "jobs", "int"), Column("core_wall_hours", "core-hours", "hours"),
+         Column("efficiency", "efficiency", "pct"), Column("change_id", "change", csv_only=True)],
+        rows))
+    s.notes.append("Bytes read per job: the batch system's figure, else the bytes of its exactly matched file "
+                   "accesses. Source: marts.efficiency_by_input_size.")
+    return s
+
+
+def _completeness(wh: _Warehouse) -> Section:
+    s = Section(
+        "completeness", "Data completeness",
+        "What share of what happened reached tierlens and was joined: jobs tagged by a plugin, jobs "
+        "whose file accesses were found (exactly through the identity the plugin handed the job, or "
+        "inferred from host and time), accesses and bytes that joined no job, what the collector "
+        "lost, and the records rejected on loading.",
+    )
+    why = wh.mart_missing("data_completeness")
+    if why:
+        s.no_data.append(why)
+        return s
+    pivot = lambda measures: ", ".join(  # noqa: E731
+        f"sum(numerator) FILTER (WHERE measure = '{m}') / nullif(sum(denominator) FILTER (WHERE measure = '{m}'), 0)"
+        f" AS {m}" for m in measures)
+    by_cluster = wh.rows(f"""
+        SELECT "day", subject AS cluster,
+               sum(denominator) FILTER (WHERE measure = 'jobs_tagged') AS jobs,
+               sum(denominator) FILTER (WHERE measure = 'cpu_hours_tagged') AS cpu_hours,
+               {pivot(['jobs_tagged', 'cpu_hours_tagged', 'jobs_with_exact_accesses',
+                       'jobs_with_inferred_accesses_only', 'jobs_without_accesses'])},
+               sum(numerator) FILTER (WHERE measure = 'tags_without_job') AS tags_without_job
+        FROM marts.data_completeness WHERE grain = 'cluster' GROUP BY ALL ORDER BY "day", cluster
+    """)
+    s.tables.append(Table(
+        "completeness_by_cluster", "Jobs per day and cluster",
+        [Column("day", "day"), Column("cluster", "cluster"), Column("jobs", "jobs", "int"),
+         Column("cpu_hours", "CPU hours", "hours"), Column("jobs_tagged", "jobs tagged", "pct"),
+         Column("cpu_hours_tagged", "CPU hours tagged", "pct"),
+         Column("jobs_with_exact_accesses", "accesses exact", "pct"),
+         Column("jobs_with_inferred_accesses_only", "inferred only", "pct"),
+         Column("jobs_without_accesses", "no accesses", "pct"),
+         Column("tags_without_job", "tags without job", "int")], by_cluster))
+    by_server = wh.rows(f"""
+        SELECT "day", subject AS server,
+               sum(denominator) FILTER (WHERE measure = 'accesses_exact') AS accesses,
+               {pivot(['accesses_exact', 'accesses_inferred', 'accesses_unmatched', 'bytes_joined',
+                       'cache_accesses_gstream_only', 'sequence_gaps'])},
+               sum(numerator) FILTER (WHERE measure = 'cache_stage_in_accesses') AS cache_stage_in_accesses
+        FROM marts.data_completeness WHERE grain = 'server' GROUP BY ALL ORDER BY "day", server
+    """)
+    s.tables.append(Table(
+        "completeness_by_server", "File accesses per day and server",
+        [Column("day", "day"), Column("server", "server"), Column("accesses", "accesses", "int"),
+         Column("accesses_exact", "exact", "pct"), Column("accesses_inferred", "inferred", "pct"),
+         Column("accesses_unmatched", "no job", "pct"), Column("bytes_joined", "bytes joined", "pct"),
+         Column("cache_accesses_gstream_only", "cache: g-stream only", "pct"),
+         Column("sequence_gaps", "sequence gaps", "pct"),
+         Column("cache_stage_in_accesses", "cache stage-in", "int")], by_server))
+    collector = wh.rows("""
+        SELECT "day", subject AS collector, measure, numerator, denominator, share
+        FROM marts.data_completeness WHERE grain = 'collector' ORDER BY "day", collector, measure
+    """)
+    s.tables.append(Table(
+        "completeness_collector", "Collector losses",
+        [Column("day", "day"), Column("collector", "collector"), Column("measure", "what"),
+         Column("numerator", "count", "int"), Column("denominator", "of", "int"), Column("share", "share", "pct")],
+        collector, shown=bool(collector)))
+    rejects = wh.rows("""
+        SELECT subject AS source, detail AS kind_and_reason, sum(numerator) AS rejected, sum(denominator) AS records
+        FROM marts.data_completeness WHERE grain = 'source' GROUP BY ALL ORDER BY rejected DESC, source
+    """)
+    s.tables.append(Table(
+        "completeness_rejects", "Rejected records by source and reason",
+        [Column("source", "source"), Column("kind_and_reason", "record: reason"),
+         Column("rejected", "rejected", "int"), Column("records", "records in its batches", "int")],
+        rejects, shown=bool(rejects)))
+    s.notes.append("Accesses a cache made to an origin to stage a file in belong to no job and are counted "
+                   "apart (cache stage-in). Until the collector records reconciled hit/miss evidence every "
+                   "cache access counts as g-stream only. Source: marts.data_completeness.")
+    return s
+
+
+_OPERATIONS_TOP: tuple[tuple[str, str, Callable[[_Warehouse], Section]], ...] = (
+    ("verdict", "How much of the data is behind these figures", _verdict),
+)
+_OPERATIONS_SECTIONS: tuple[tuple[str, str, Callable[[_Warehouse], Section]], ...] = (
+    ("changes", "Site changes: efficiency before and after", _changes),
+    ("input_size", "Efficiency against job input size", _input_size),
+    ("completeness", "Data completeness", _completeness),
+)
+
+
 #: The marts of the analytics sections; the sections are shown when the warehouse has any of them.
 ANALYSIS_MARTS = ("ab_uncertainty", "occupancy_efficiency", "client_fairness", "file_popularity")
 
@@ -1142,6 +1394,8 @@ def build_report(warehouse: Path, out_dir: Path, title: str = "tierlens site rep
             chosen = _SECTIONS + _ANALYSIS_SECTIONS
         if _has_predictions(wh):
             chosen = chosen + _PREDICTION_SECTIONS
+        if any(wh.has("marts", name) for name in OPERATIONS_MARTS):
+            chosen = _OPERATIONS_TOP + chosen + _OPERATIONS_SECTIONS
         sections = [_guarded(wh, sid, title_, build) for sid, title_, build in chosen]
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -1152,7 +1406,7 @@ def build_report(warehouse: Path, out_dir: Path, title: str = "tierlens site rep
             _atomic_write(path, table.csv_text())
             csv_paths.append(path)
     written = {p.name for p in csv_paths}
-    for name in CSV_NAMES + ANALYSIS_CSV_NAMES + PREDICTION_CSV_NAMES:
+    for name in CSV_NAMES + ANALYSIS_CSV_NAMES + PREDICTION_CSV_NAMES + OPERATIONS_CSV_NAMES:
         if name not in written:
             (out_dir / name).unlink(missing_ok=True)
 

@@ -277,3 +277,47 @@ def measured_vs_predicted(rows: Sequence[dict[str, Any]]) -> str:
         ax.set_ylabel("predicted CPU efficiency")
         ax.legend(loc="upper left", fontsize=8)
         return _to_data_uri(fig)
+
+
+def efficiency_timeline_with_changes(days: Sequence[dict[str, Any]], changes: Sequence[dict[str, Any]]) -> str:
+    """Daily site efficiency (Σcpu / Σ(wall×cores)) with a vertical line at each recorded change."""
+    with matplotlib.rc_context(_RC):
+        fig = _new_figure(9.0, 3.8)
+        ax = fig.add_subplot()
+        xs = [d["day"] for d in days]
+        ax.plot(xs, [_f(d["efficiency"]) for d in days], color=BLUE, marker=_marker(len(xs)), markersize=4,
+                label="site, per day")
+        for i, c in enumerate(changes):
+            ax.axvline(c["changed_at"], color=LIMIT_COLOUR, linestyle="--", linewidth=1,
+                       label="change" if i == 0 else None)
+            ax.annotate(str(c["label"]), (c["changed_at"], 1.0), xycoords=("data", "axes fraction"),
+                        rotation=90, va="top", ha="right", fontsize=7, color=LIMIT_COLOUR)
+        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=None))
+        ax.set_ylabel("CPU efficiency")
+        _date_axis(ax)
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2)
+        return _to_data_uri(fig)
+
+
+def efficiency_by_input_size(rows: Sequence[dict[str, Any]]) -> str:
+    """IFCA's plot: efficiency (ratio of sums) against bytes read per job, one line per series.
+
+    ``rows`` have ``series`` (e.g. a storage type, or 'before'/'after' a change), ``bin`` (label,
+    in size order) and ``efficiency``.
+    """
+    with matplotlib.rc_context(_RC):
+        fig = _new_figure(9.0, 3.8)
+        ax = fig.add_subplot()
+        bins = list(dict.fromkeys(r["bin"] for r in rows))
+        series = list(dict.fromkeys(r["series"] for r in rows))
+        by_key = {(r["series"], r["bin"]): r for r in rows}
+        for i, name in enumerate(series):
+            pts = [(j, _f(by_key[(name, b)]["efficiency"])) for j, b in enumerate(bins) if (name, b) in by_key]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=4,
+                    color=ARM_COLOURS[i % len(ARM_COLOURS)], label=str(name))
+        ax.set_xticks(range(len(bins)), bins)
+        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=None))
+        ax.set_ylabel("CPU efficiency")
+        ax.set_xlabel("bytes read per job")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+        return _to_data_uri(fig)

@@ -268,6 +268,8 @@ MIGRATIONS: tuple[Migration, ...] = (
                # rows written before the field existed: a seen close is a close; an unclosed row
                # may have timed out or been cut by a shutdown, which the old collector did not record
                Backfill(RecordKind.FILE_ACCESS, "end_reason", "CASE WHEN close_seen THEN 'close' END"))),
+    Migration(5, "site_change record: configuration changes for the before/after analysis",
+              (AddTable(RecordKind.SITE_CHANGE),)),
 )
 
 LATEST = MIGRATIONS[-1].version

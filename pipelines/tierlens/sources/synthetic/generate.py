@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pyarrow as pa
 
-from ...records import FILE_ACCESS, JOB, JOB_TAG, NODE, Batch, RecordKind, job_identity
+from ...records import FILE_ACCESS, JOB, JOB_TAG, NODE, SITE_CHANGE, Batch, RecordKind, job_identity
 from .model import READ_CHUNKS_PER_FILE, STAGE_PIECE_BYTES, Access, FinishedJob, Job, SiteModel
 from .site import GB, MB, SiteSpec, demo_site
 
@@ -29,6 +29,64 @@ PRODUCTION_ACCOUNTS = (("atlas", "atlas-prod"), ("cms", "cms-prod"))
 
 
 @dataclass(frozen=True)
+class SyntheticChange:
+    """A setting changed mid-period on some nodes (all when no scope): from ``day`` on, their scratch
+    reads take 1/``read_speedup`` of the device time (1.0: a change with no effect at all).
+
+    The generator applies it in the model and emits it as a site_change record, so the true effect
+    is known: run the same seed without it for the counterfactual.
+    """
+
+    day: float
+    read_speedup: float = 1.0
+    storage_type: str | None = None
+    nodes: tuple[str, ...] | None = None
+    description: str = "scratch read-ahead tuned"
+    category: str = "storage"
+
+    @classmethod
+    def parse(cls, text: str) -> "SyntheticChange":
+        """'day=14,storage_type=raid1,read_speedup=1.3' (nodes separated by '+')."""
+        values: dict[str, object] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, sep, value = part.partition("=")
+            if not sep:
+                raise ValueError(f"--change {text!r}: {part!r} is not key=value")
+            key = key.strip()
+            if key in ("day", "read_speedup"):
+                values[key] = float(value)
+            elif key == "nodes":
+                values[key] = tuple(v for v in value.split("+") if v)
+            elif key in ("storage_type", "description", "category"):
+                values[key] = value.strip()
+            else:
+                raise ValueError(f"--change {text!r}: unknown key {key!r} (day, read_speedup, storage_type, "
+                                 "nodes, description, category)")
+        if "day" not in values:
+            raise ValueError(f"--change {text!r}: day= is required")
+        return cls(**values)  # type: ignore[arg-type]
+
+    def in_scope(self, node: str, storage_type: str) -> bool:
+        if self.nodes is not None and node not in self.nodes:
+            return False
+        return self.storage_type is None or storage_type == self.storage_type
+
+
+@dataclass(frozen=True)
+class MixShift:
+    """A change in the job mix with no setting changed: from ``day`` on, ``share_after`` of the
+    analysis jobs (``share_before`` until then) are I/O-heavy skims, IFCA's skimming jobs: they read
+    a run of ``skim_files`` whole files and spend ``cpu_factor`` of an analysis job's CPU per GB.
+    """
+
+    day: float
+    share_after: float = 0.3
+    share_before: float = 0.0
+    skim_files: tuple[int, int] = (20, 36)
+    cpu_factor: float = 0.35
+
+
+@dataclass(frozen=True)
 class SyntheticOptions:
     days: float = 30.0
     seed: int = 42
@@ -38,6 +96,9 @@ class SyntheticOptions:
     start: datetime = DEFAULT_START
     batch_rows: int = 50_000
     site: SiteSpec = field(default_factory=demo_site)
+    #: Site changes applied mid-period (each also emitted as a site_change record).
+    changes: tuple[SyntheticChange, ...] = ()
+    mix_shift: MixShift | None = None
 
 
 @dataclass
@@ -78,20 +139,25 @@ def _pick_dataset(cat: FileCatalogue, t: float, activity: float, rng: np.random.
     return int(rng.choice(len(w), p=w / s))
 
 
-def _analysis_plan(site: SiteSpec, cat: FileCatalogue, t: float, rng: np.random.Generator) -> list[tuple]:
+def _analysis_plan(site: SiteSpec, cat: FileCatalogue, t: float, rng: np.random.Generator,
+                   skim: MixShift | None = None) -> list[tuple]:
     wl = site.workload
     ds = _pick_dataset(cat, t, site.catalogue.activity_days * DAY, rng)
-    nfiles = int(min(cat.dataset_files[ds], rng.integers(3, 13)))
-    offset = int(rng.integers(0, cat.dataset_files[ds] - nfiles + 1))
+    if skim is None:
+        nfiles = int(min(cat.dataset_files[ds], rng.integers(3, 13)))
+        offset = int(rng.integers(0, cat.dataset_files[ds] - nfiles + 1))
+    else:  # a skim runs over a long run of files, across dataset boundaries
+        nfiles = int(rng.integers(skim.skim_files[0], skim.skim_files[1] + 1))
+        offset = 0
     direct = rng.random() < wl.analysis_direct_share
     plan: list[tuple] = []
     for slot in range(nfiles):
-        fidx = int(cat.dataset_first[ds] + offset + slot)
+        fidx = int(cat.dataset_first[ds] + offset + slot) % len(cat.sizes)
         size = float(cat.sizes[fidx])
-        fraction = float(np.clip(rng.beta(2.2, 1.6), 0.05, 1.0))
+        fraction = float(np.clip(rng.beta(2.2, 1.6), 0.05, 1.0)) if skim is None else 1.0
         read = size * fraction
         chunk = read / READ_CHUNKS_PER_FILE
-        cpu = chunk / GB * wl.analysis_cpu_seconds_per_gb * rng.uniform(0.8, 1.2)
+        cpu = chunk / GB * wl.analysis_cpu_seconds_per_gb * rng.uniform(0.8, 1.2) * (skim.cpu_factor if skim else 1.0)
         seeks = chunk / MB * wl.analysis_seeks_per_mb
         if direct:
             for c in range(READ_CHUNKS_PER_FILE):
@@ -148,12 +214,17 @@ def _arrivals(site: SiteSpec, days: float, rng: np.random.Generator) -> np.ndarr
     return t[keep]
 
 
-def _make_job(i: int, t: float, site: SiteSpec, cat: FileCatalogue, rng: np.random.Generator) -> Job:
+def _make_job(i: int, t: float, site: SiteSpec, cat: FileCatalogue, rng: np.random.Generator,
+              mix: MixShift | None = None, warmup: float = 0.0) -> Job:
     wl = site.workload
     if rng.random() < wl.analysis_share:
         vo, account = ANALYSIS_ACCOUNTS[int(rng.random() < 0.35)]
         user = f"{vo}u{int(rng.zipf(1.6)) % 40:02d}"
-        plan = _analysis_plan(site, cat, t, rng)
+        skim = None
+        if mix is not None:  # drawn only with a mix shift, so the default stream stays the same
+            share = mix.share_after if t >= warmup + mix.day * DAY else mix.share_before
+            skim = mix if rng.random() < share else None
+        plan = _analysis_plan(site, cat, t, rng, skim)
         return Job(i, "analysis", account, vo, user, 1, t, plan,
                    fails=rng.random() < wl.failed_share,
                    has_identity=rng.random() >= wl.missing_identity_share)
@@ -284,6 +355,29 @@ def node_batch(site: SiteSpec) -> Batch:
     return Batch(RecordKind.NODE, pa.table(rows, schema=NODE), SOURCE)
 
 
+def _apply_changes(model: SiteModel, options: SyntheticOptions) -> None:
+    for change in options.changes:
+        since = (options.warmup_days + change.day) * DAY
+        for node in options.site.nodes:
+            if change.in_scope(node.name, node.scratch.storage_type):
+                model.scratch[node.name].read_speedups.append((since, change.read_speedup))
+
+
+def change_batch(options: SyntheticOptions) -> Batch:
+    """The site_change records of the options' changes, as a site manager would have logged them."""
+    rows = []
+    for k, c in enumerate(options.changes):
+        at = options.start + timedelta(days=c.day)
+        rows.append({
+            "change_id": f"synthetic-{options.site.cluster}-{k + 1}", "changed_at": at,
+            "description": f"{c.description} (true read speed-up x{c.read_speedup:g})",
+            "category": c.category, "cluster": options.site.cluster,
+            "scope_nodes": list(c.nodes) if c.nodes else None, "scope_storage_type": c.storage_type,
+            "scope_ab_arm": None, "changed_by": "synthetic", "recorded_at": at,
+        })
+    return Batch(RecordKind.SITE_CHANGE, pa.Table.from_pylist(rows, schema=SITE_CHANGE), SOURCE)
+
+
 def generate(options: SyntheticOptions, progress=None) -> Iterator[Batch]:
     """Yield the synthetic site's batches: nodes first, then jobs, tags and accesses by day.
 
@@ -300,6 +394,9 @@ def generate(options: SyntheticOptions, progress=None) -> Iterator[Batch]:
     model = SiteModel(site, np.random.default_rng(options.seed + 2), emitter.finish)
     model.file_sizes = cat.sizes.astype(float)
     yield node_batch(site)
+    if options.changes:
+        _apply_changes(model, options)
+        yield change_batch(options)
     arrivals = _arrivals(site, span, rng)
     next_arrival = 0
     day = 0
@@ -307,7 +404,7 @@ def generate(options: SyntheticOptions, progress=None) -> Iterator[Batch]:
         horizon = min((day + 1) * DAY, span * DAY)
         while next_arrival < len(arrivals) and arrivals[next_arrival] < horizon:
             t = float(arrivals[next_arrival])
-            model.submit(_make_job(next_arrival, t, site, cat, rng))
+            model.submit(_make_job(next_arrival, t, site, cat, rng, options.mix_shift, options.warmup_days * DAY))
             next_arrival += 1
         model.run(horizon)
         day += 1

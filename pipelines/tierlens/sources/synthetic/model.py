@@ -62,8 +62,13 @@ class Scratch:
         self.q = shared_queues or Queues(cfg.members * d.queues, d.access_seconds,
                                          d.read_bytes_per_second, d.write_bytes_per_second)
         self.latency = cfg.network_latency_seconds
+        #: (from time, factor): a site change that made this node's scratch reads faster (or slower).
+        self.read_speedups: list[tuple[float, float]] = []
 
     def read(self, t: float, nbytes: float, seeks: float) -> float:
+        for since, factor in self.read_speedups:
+            if t >= since:
+                seeks, nbytes = seeks / factor, nbytes / factor  # the device time, not the data, shrinks
         q, kind = self.q, self.cfg.storage_type
         if kind == "raid0":  # striped: every member does its share of the request
             n = len(q.next_free)

@@ -149,3 +149,28 @@ def demo_site(nodes_per_type: int = 2, slots: int = 8, cluster: str = "t2demo") 
     # Sized against the working set so the cache hits often but not always, as at SLAC.
     cache_capacity = int(total_slots * 0.05e12)
     return SiteSpec(cluster, tuple(nodes), origins, cache, cache_capacity)
+
+
+def contention_free_site(nodes: int = 6, slots: int = 8, cluster: str = "t2mix",
+                         scratch_latency_seconds: float = 0.01, load: float = 0.9) -> SiteSpec:
+    """A site where no job waits for another: what a job-mix test needs.
+
+    Every read a job makes from scratch pays a fixed latency per access (a high-latency network
+    block device), on a node with as many scratch channels as job slots, and the servers are
+    flash behind ample network; analysis jobs stage their input in. A job's efficiency then
+    depends on its own work alone, so changing the job mix changes the site's efficiency only
+    through the mix, which is what a stratified before/after comparison must see through.
+    """
+    scratch = ScratchConfig("other", SAMSUNG_NVME, network_latency_seconds=scratch_latency_seconds)
+    if slots > SAMSUNG_NVME.queues:
+        raise ValueError(f"{slots} slots would share {SAMSUNG_NVME.queues} scratch channels")
+    node_specs = tuple(NodeSpec(f"wn-{i + 1:02d}", scratch, slots, "A" if i % 2 == 0 else "B", nic_gbps=400.0)
+                       for i in range(nodes))
+
+    def server(host: str, role: str) -> ServerSpec:
+        return ServerSpec(host, role, SAMSUNG_NVME, queues=64, nic_bytes_per_second=200 * GB)
+
+    origins = tuple(server(f"se{i + 1:02d}.{cluster}", "origin") for i in range(3))
+    return SiteSpec(cluster, node_specs, origins, server(f"xcache01.{cluster}", "cache"),
+                    cache_capacity_bytes=int(nodes * slots * 0.05e12),
+                    workload=Workload(load=load, analysis_direct_share=0.0))

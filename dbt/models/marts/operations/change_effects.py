@@ -1,0 +1,37 @@
+"""marts.change_effects: did each recorded site change help? Efficiency before and after it.
+
+A dbt Python model, like ab_uncertainty: the statistics are tierlens.analysis.change (the A/B
+marts' hour-block percentile bootstrap, difference-in-differences against the nodes outside the
+change's scope, strata of job class x bytes read per job). Parameters are dbt vars passed through
+the model's config in _operations.yml: change_window_days (7), change_block ('hour'), change_seed
+(42), bytes_read_bin_edges_gb ([1, 3, 10, 30, 100]), change_min_jobs (30), change_min_blocks (10).
+"""
+
+from tierlens.analysis.change import DEFAULT_EDGES_GB, ChangeParams, change_effects
+
+
+def _value(value, default, cast):
+    return default if value in (None, "") else cast(value)
+
+
+def _edges(value):
+    if value in (None, ""):
+        return DEFAULT_EDGES_GB
+    if isinstance(value, str):  # a var rendered into config arrives as its text
+        value = value.strip("[] ").split(",")
+    return tuple(float(v) for v in value)
+
+
+def model(dbt, session):
+    dbt.config(materialized="table")
+    params = ChangeParams(
+        window_days=_value(dbt.config.get("change_window_days"), 7.0, float),
+        block=_value(dbt.config.get("change_block"), "hour", str),
+        seed=_value(dbt.config.get("change_seed"), 42, int),
+        bin_edges_gb=_edges(dbt.config.get("bytes_read_bin_edges_gb")),
+        min_jobs=_value(dbt.config.get("change_min_jobs"), 30, int),
+        min_blocks=_value(dbt.config.get("change_min_blocks"), 10, int),
+    )
+    jobs = dbt.ref("job_efficiency").to_arrow_table()
+    changes = dbt.ref("stg_site_change").to_arrow_table()
+    return change_effects(jobs, changes, params)

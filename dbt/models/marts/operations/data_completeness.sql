@@ -1,0 +1,235 @@
+-- How far each figure can be trusted: per UTC day, what share of the jobs, CPU hours, file
+-- accesses and bytes behind the marts was actually seen and joined. Long format, one row per
+-- day x grain x subject x measure (x detail): numerator / denominator = share.
+--   grain 'cluster'   (subject = cluster; day of the job's end): jobs in accounting, tagged by a
+--                     plugin, with file accesses found exactly / only by inference / not at all;
+--                     plugin spool records (job tags) with no accounting job (day of tagged_at).
+--   grain 'server'    (subject = XRootD server; day of the access's open): accesses and bytes
+--                     joined exactly, by inference, to no job; cache accesses by the evidence
+--                     behind their hit/miss bytes; sequence gaps of the server's datagrams.
+--   grain 'collector' (subject = collector host; day of the counting interval): datagrams the
+--                     kernel dropped, records quarantined, cache events matched to no access.
+--   grain 'source'    (subject = the source, detail = record kind: reason; day of loading):
+--                     records rejected, against the records the source's batches brought.
+-- A job is its whole-job row (step_id ''), else its first step, as in int_file_access_by_job.
+-- Accesses a cache made to an origin to stage a file in (client = a cache server) belong to no
+-- job by nature: they are counted apart (cache_stage_in_accesses), outside the join shares.
+with job_rows as (
+    select *
+    from (
+        select
+            *,
+            row_number() over (
+                partition by batch_system, cluster, job_id
+                order by case when step_id = '' then 0 else 1 end, step_id
+            ) as row_rank
+        from {{ ref('int_job_tagged') }}
+    ) as ranked
+    where row_rank = 1
+),
+
+accesses as (
+    select * from {{ ref('int_file_access_by_job') }}
+),
+
+cache_hosts as (
+    select distinct {{ short_host('server_host') }} as host_key
+    from accesses
+    where server_role = 'cache'
+),
+
+-- The one place that says what evidence a cache access's hit/miss bytes rest on. Until the
+-- collector records reconciled evidence in file_access, every cache access counts as
+-- 'gstream_only' (the pfc g-stream's figures, DESIGN.md: not to be taken at their word).
+cache_evidence as (
+    select server_host, unique_id, 'gstream_only' as evidence
+    from accesses
+    where server_role = 'cache'
+),
+
+job_access_quality as (
+    select
+        batch_system, cluster, job_id,
+        max(case when match_quality = 'exact' then 1 else 0 end)    as has_exact,
+        max(case when match_quality = 'inferred' then 1 else 0 end) as has_inferred
+    from accesses
+    where job_id is not null
+    group by batch_system, cluster, job_id
+),
+
+jobs as (
+    select
+        cast({{ utc('j.end_time') }} as date)                        as day,
+        j.cluster,
+        j.tag_level is not null                                       as tagged,
+        coalesce(j.cpu_user_seconds, 0) + coalesce(j.cpu_system_seconds, 0) as cpu_seconds,
+        coalesce(q.has_exact, 0) = 1                                  as accesses_exact,
+        coalesce(q.has_exact, 0) = 0 and coalesce(q.has_inferred, 0) = 1 as accesses_inferred_only
+    from job_rows j
+    left join job_access_quality q
+        on q.batch_system = j.batch_system and q.cluster = j.cluster and q.job_id = j.job_id
+),
+
+cluster_measures as (
+    select day, cluster as subject, 'jobs_tagged' as measure, 'jobs' as unit,
+           count(*) filter (where tagged) as numerator, count(*) as denominator
+    from jobs group by day, cluster
+    union all
+    select day, cluster, 'jobs_without_tag', 'jobs', count(*) filter (where not tagged), count(*)
+    from jobs group by day, cluster
+    union all
+    select day, cluster, 'cpu_hours_tagged', 'CPU hours',
+           sum(cpu_seconds) filter (where tagged) / 3600.0, sum(cpu_seconds) / 3600.0
+    from jobs group by day, cluster
+    union all
+    select day, cluster, 'jobs_with_exact_accesses', 'jobs', count(*) filter (where accesses_exact), count(*)
+    from jobs group by day, cluster
+    union all
+    select day, cluster, 'jobs_with_inferred_accesses_only', 'jobs',
+           count(*) filter (where accesses_inferred_only), count(*)
+    from jobs group by day, cluster
+    union all
+    select day, cluster, 'jobs_without_accesses', 'jobs',
+           count(*) filter (where not accesses_exact and not accesses_inferred_only), count(*)
+    from jobs group by day, cluster
+),
+
+-- Plugin spool records whose job accounting never delivered (tag of a job or step not in stg_job).
+tags as (
+    select
+        cast({{ utc('coalesce(t.tagged_at, j.start_time)') }} as date) as day,
+        t.cluster,
+        j.job_id is null                                                as orphan
+    from {{ ref('stg_job_tag') }} t
+    left join (select distinct batch_system, cluster, job_id, min(start_time) as start_time
+               from {{ ref('stg_job') }} group by batch_system, cluster, job_id) j
+        on j.batch_system = t.batch_system and j.cluster = t.cluster and j.job_id = t.job_id
+),
+
+tag_measures as (
+    select day, cluster as subject, 'tags_without_job' as measure, 'tags' as unit,
+           count(*) filter (where orphan) as numerator, count(*) as denominator
+    from tags
+    where day is not null
+    group by day, cluster
+),
+
+job_side_accesses as (
+    select
+        a.*,
+        cast({{ utc('a.start_time') }} as date)                               as day,
+        coalesce(a.read_bytes_at_close, 0)                                    as bytes,
+        c.host_key is not null                                                as from_cache
+    from accesses a
+    left join cache_hosts c on c.host_key = {{ short_host('a.client_host') }}
+),
+
+server_measures as (
+    select day, server_host as subject, 'accesses_exact' as measure, 'accesses' as unit,
+           count(*) filter (where match_quality = 'exact') as numerator, count(*) as denominator
+    from job_side_accesses where not from_cache group by day, server_host
+    union all
+    select day, server_host, 'accesses_inferred', 'accesses',
+           count(*) filter (where match_quality = 'inferred'), count(*)
+    from job_side_accesses where not from_cache group by day, server_host
+    union all
+    select day, server_host, 'accesses_unmatched', 'accesses',
+           count(*) filter (where match_quality = 'unmatched'), count(*)
+    from job_side_accesses where not from_cache group by day, server_host
+    union all
+    select day, server_host, 'bytes_joined', 'bytes',
+           sum(bytes) filter (where match_quality <> 'unmatched'), sum(bytes)
+    from job_side_accesses where not from_cache group by day, server_host
+    union all
+    select day, server_host, 'bytes_unmatched', 'bytes',
+           sum(bytes) filter (where match_quality = 'unmatched'), sum(bytes)
+    from job_side_accesses where not from_cache group by day, server_host
+    union all
+    select day, server_host, 'cache_stage_in_accesses', 'accesses', count(*) filter (where from_cache), count(*)
+    from job_side_accesses group by day, server_host
+    union all
+    select a.day, a.server_host, 'cache_accesses_reconciled', 'accesses',
+           count(*) filter (where e.evidence = 'reconciled'), count(*)
+    from job_side_accesses a
+    inner join cache_evidence e on e.server_host = a.server_host and e.unique_id = a.unique_id
+    group by a.day, a.server_host
+    union all
+    select a.day, a.server_host, 'cache_accesses_gstream_only', 'accesses',
+           count(*) filter (where e.evidence = 'gstream_only'), count(*)
+    from job_side_accesses a
+    inner join cache_evidence e on e.server_host = a.server_host and e.unique_id = a.unique_id
+    group by a.day, a.server_host
+),
+
+stats as (
+    select *, cast({{ utc('interval_start') }} as date) as day
+    from {{ ref('stg_collector_stats') }}
+),
+
+collector_measures as (
+    select day, 'server' as grain, server_host as subject, 'sequence_gaps' as measure, 'datagrams' as unit,
+           sum(sequence_gaps) as numerator, sum(datagrams + sequence_gaps) as denominator
+    from stats where server_host <> '' group by day, server_host
+    union all
+    select day, 'collector', collector_host, 'kernel_drops', 'datagrams',
+           sum(kernel_drops), sum(datagrams + kernel_drops)
+    from stats group by day, collector_host
+    union all
+    select day, 'collector', collector_host, 'quarantined', 'datagrams', sum(quarantined), sum(datagrams)
+    from stats group by day, collector_host
+    union all
+    select day, 'collector', collector_host, 'cache_events_unmatched', 'events', sum(pfc_unmatched),
+           cast(null as bigint)
+    from stats group by day, collector_host
+),
+
+batches as (
+    select cast({{ utc('loaded_at') }} as date) as day, source, record_kind, sum(rows_in) as rows_in
+    from {{ source('raw', 'raw_batches') }}
+    group by 1, 2, 3
+),
+
+rejects as (
+    select cast({{ utc('rejected_at') }} as date) as day, source, record_kind, reason, count(*) as rejected
+    from {{ source('raw', 'raw_rejects') }}
+    group by 1, 2, 3, 4
+),
+
+source_measures as (
+    select r.day, r.source as subject, r.record_kind || ': ' || r.reason as detail,
+           'rejected_records' as measure, 'records' as unit,
+           r.rejected as numerator, b.rows_in as denominator
+    from rejects r
+    left join batches b on b.day = r.day and b.source = r.source and b.record_kind = r.record_kind
+),
+
+unioned as (
+    select day, 'cluster' as grain, subject, measure, '' as detail, unit,
+           cast(numerator as double) as numerator, cast(denominator as double) as denominator
+    from cluster_measures
+    union all
+    select day, 'cluster', subject, measure, '', unit, numerator, denominator from tag_measures
+    union all
+    select day, 'server', subject, measure, '', unit, numerator, denominator from server_measures
+    union all
+    select day, grain, subject, measure, '', unit, numerator, denominator from collector_measures
+    union all
+    select day, 'source', subject, measure, detail, unit, numerator, denominator from source_measures
+),
+
+final as (
+    select
+        day,
+        grain,
+        coalesce(subject, '')                                   as subject,
+        measure,
+        detail,
+        unit,
+        coalesce(numerator, 0)                                  as numerator,
+        denominator,
+        coalesce(numerator, 0) / nullif(denominator, 0)         as share
+    from unioned
+    where day is not null
+)
+
+select * from final

@@ -1,0 +1,380 @@
+"""marts.data_completeness: what share of the jobs, CPU hours, accesses and bytes was seen and joined.
+
+A generated site loses a known set of job tags, file accesses and job identities on the way
+(chosen here at random, recorded here); the mart must show exactly those fractions, computed here
+from the rows that were loaded. Orphan tags, collector counters and a rejected record are added
+with known counts. A real Slurm job run without the plugin must show as untagged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from test_dbt_project import run_dbt  # the shared dbt runner
+from tierlens.cli import app
+from tierlens.pipeline import ingest
+from tierlens.records import COLLECTOR_STATS, JOB, JOB_TAG, Batch, RecordKind
+from tierlens.sources.synthetic import SyntheticOptions, demo_site, generate
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+UTC = timezone.utc
+SITE = demo_site(nodes_per_type=1)
+OPTIONS = SyntheticOptions(days=2, seed=11, site=SITE)
+DROP_TAGS, DROP_ACCESS_JOBS, DROP_IDENTITY = 0.10, 0.20, 0.15
+CACHE_HOST = SITE.cache.host
+
+
+def _degrade(batches, rng):
+    """The site's batches with tags, whole jobs' accesses and identities removed at random."""
+    job_rows = [r for b in batches if b.kind is RecordKind.JOB for r in b.table.to_pylist()]
+    ids = sorted(r["job_id"] for r in job_rows)
+    untagged = set(rng.choice(ids, int(len(ids) * DROP_TAGS), replace=False))
+    no_access = set(rng.choice(ids, int(len(ids) * DROP_ACCESS_JOBS), replace=False))
+    out, accesses = [], []
+    for b in batches:
+        if b.kind is RecordKind.JOB_TAG:
+            keep = pa.array([j not in untagged for j in b.table["job_id"].to_pylist()])
+            out.append(Batch(b.kind, b.table.filter(keep), b.source))
+        elif b.kind is RecordKind.FILE_ACCESS:
+            rows = []
+            for r in b.table.to_pylist():
+                job_id = str(100000 + int(r["unique_id"].split("-")[1].split(".")[0]))
+                if job_id in no_access:
+                    continue
+                if r["job_identity"] is not None and rng.random() < DROP_IDENTITY:
+                    r["job_identity"] = None
+                rows.append(r)
+            accesses += rows
+            out.append(Batch(b.kind, pa.Table.from_pylist(rows, schema=b.table.schema), b.source))
+        else:
+            out.append(b)
+    return out, job_rows, untagged, accesses
+
+
+def _day(ts: datetime):
+    return ts.astimezone(UTC).date()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("completeness")
+    wh = root / "warehouse.duckdb"
+    batches, job_rows, untagged, accesses = _degrade(list(generate(OPTIONS)), np.random.default_rng(3))
+    # Two plugin spool records for jobs accounting never delivered, on the first day.
+    t0 = datetime(2026, 10, 1, 6, tzinfo=UTC)
+    orphans = [{f.name: None for f in JOB_TAG} | {"batch_system": "synthetic", "cluster": SITE.cluster,
+                                                 "job_id": f"orphan{i}", "step_id": "", "node": "wn-hdd-01",
+                                                 "storage_type": "hdd", "tagged_at": t0} for i in range(2)]
+    batches.append(Batch(RecordKind.JOB_TAG, pa.Table.from_pylist(orphans, schema=JOB_TAG), "orphans"))
+    # Collector counters: one socket-level row with kernel drops, one per-server row with gaps.
+    stats = [{f.name: 0 for f in COLLECTOR_STATS} | {
+        "collector_host": "col1", "worker": 0, "interval_start": t0, "interval_end": t0 + timedelta(minutes=1),
+        "server_host": server, "datagrams": dg, "kernel_drops": drops, "sequence_gaps": gaps}
+        for server, dg, drops, gaps in (("", 0, 25, 0), ("se01", 975, 0, 5))]
+    batches.append(Batch(RecordKind.COLLECTOR_STATS, pa.Table.from_pylist(stats, schema=COLLECTOR_STATS), "col1"))
+    # One rejected job record among three from a source.
+    bad = [{f.name: None for f in JOB} | {"batch_system": "slurm", "cluster": "other", "job_id": str(i),
+                                          "step_id": "", "allocated_cores": 0 if i == 1 else 1}
+           for i in range(3)]
+    batches.append(Batch(RecordKind.JOB, pa.Table.from_pylist(bad, schema=JOB), "sacct-test.json"))
+    ingest(batches, wh)
+    slurm = _slurm_job_without_plugin(root, wh) if os.geteuid() == 0 else None
+    proc = run_dbt(wh, root / "dbt", "build")
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    return dict(wh=wh, jobs=job_rows, untagged=untagged, accesses=accesses, slurm=slurm)
+
+
+def _slurm_job_without_plugin(root: Path, wh: Path) -> dict:
+    """A real one-node Slurm cluster with no plugin in plugstack.conf: its job has no tag."""
+    from tierlens.sources.slurm.localcluster import LocalCluster
+
+    why = LocalCluster.available()
+    if why:
+        pytest.fail(f"cannot start a Slurm cluster: {why} (deploy/ci/system-packages.txt)")
+    work = Path(tempfile.mkdtemp(prefix="tierlens-completeness-", dir="/tmp"))
+    os.chmod(work, 0o755)
+    try:
+        with LocalCluster(work / "cluster", plugstack_lines=[]) as cluster:
+            # seconds of CPU: a job of 0 s elapsed has no efficiency and is not counted (int_job_tagged)
+            r = cluster.run(["srun", "-n1", "bash", "-c", "timeout 3 sh -c 'while :; do :; done'; echo ID:$SLURM_JOB_ID"])
+            job_id = r.stdout.split("ID:")[1].split()[0]
+            cluster.wait_accounted(job_id)
+            r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(wh), "--first-hours", "2"],
+                                   env={"SLURM_CONF": str(cluster.conf)})
+            assert r.exit_code == 0, r.output + repr(r.exception)
+            return {"cluster": cluster.cluster_name, "job_id": job_id}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _mart(wh: Path, where: str = "true", params=None) -> list[dict]:
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        cur = con.execute(f"select * from marts.data_completeness where {where}", params or [])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def _by_day(rows, measure: str, grain: str = "cluster", subject: str = SITE.cluster) -> dict:
+    return {r["day"]: (r["numerator"], r["denominator"]) for r in rows
+            if r["measure"] == measure and r["grain"] == grain and r["subject"] == subject}
+
+
+def test_tags_dropped_show_exactly_as_untagged_jobs_and_cpu_hours(built):
+    rows = _mart(built["wh"])
+    tagged, total, cpu_tagged, cpu_total = (defaultdict(float) for _ in range(4))
+    for j in built["jobs"]:
+        d = _day(j["end_time"])
+        cpu = j["cpu_user_seconds"] + j["cpu_system_seconds"]
+        total[d] += 1
+        cpu_total[d] += cpu / 3600
+        if j["job_id"] not in built["untagged"]:
+            tagged[d] += 1
+            cpu_tagged[d] += cpu / 3600
+    assert sum(total.values()) - sum(tagged.values()) == len(built["untagged"])
+    assert _by_day(rows, "jobs_tagged") == {d: (tagged[d], total[d]) for d in total}
+    assert _by_day(rows, "jobs_without_tag") == {d: (total[d] - tagged[d], total[d]) for d in total}
+    got = _by_day(rows, "cpu_hours_tagged")
+    assert set(got) == set(total)
+    for d, (num, den) in got.items():
+        assert num == pytest.approx(cpu_tagged[d], rel=1e-9) and den == pytest.approx(cpu_total[d], rel=1e-9)
+    overall = sum(tagged.values()) / sum(total.values())
+    assert overall == pytest.approx(1 - DROP_TAGS, abs=1 / sum(total.values()))
+    # the two spool records without an accounting job
+    orphans = _by_day(rows, "tags_without_job")
+    assert sum(n for n, _ in orphans.values()) == 2
+
+
+def test_accesses_and_identities_dropped_show_exactly(built):
+    rows = _mart(built["wh"])
+    job_day = {j["job_identity"]: _day(j["end_time"]) for j in built["jobs"]}
+    with_exact, total = defaultdict(int), defaultdict(int)
+    for j in built["jobs"]:
+        total[_day(j["end_time"])] += 1
+    exact_jobs = {a["job_identity"] for a in built["accesses"] if a["job_identity"]}
+    for ident in exact_jobs:
+        with_exact[job_day[ident]] += 1
+    assert _by_day(rows, "jobs_with_exact_accesses") == {d: (with_exact[d], total[d]) for d in total}
+    # per server and day: accesses from jobs (not the cache's own stage-in), exact = identity kept
+    exact, accesses, stage_in = defaultdict(int), defaultdict(int), defaultdict(int)
+    for a in built["accesses"]:
+        key = (_day(a["start_time"]), a["server_host"])
+        if a["client_host"] == CACHE_HOST:
+            stage_in[key] += 1
+            continue
+        accesses[key] += 1
+        exact[key] += a["job_identity"] is not None
+    got = {(r["day"], r["subject"]): (r["numerator"], r["denominator"]) for r in rows
+           if r["grain"] == "server" and r["measure"] == "accesses_exact"}
+    assert got == {k: (exact[k], accesses[k]) for k in accesses}
+    kept = sum(exact.values()) / sum(accesses.values())
+    # 3 % of the generator's accesses never carried an identity, and 15 % lost it here
+    assert kept == pytest.approx((1 - 0.03) * (1 - DROP_IDENTITY), abs=0.02)
+    split = defaultdict(float)
+    for r in rows:
+        if r["grain"] == "server" and r["measure"] in ("accesses_exact", "accesses_inferred", "accesses_unmatched"):
+            split[(r["day"], r["subject"])] += r["numerator"]
+    assert split == {k: float(v) for k, v in accesses.items()}
+    got_stage = {(r["day"], r["subject"]): r["numerator"] for r in rows
+                 if r["grain"] == "server" and r["measure"] == "cache_stage_in_accesses" and r["numerator"]}
+    assert got_stage == {k: float(v) for k, v in stage_in.items()}
+    # no reconciled evidence yet: every cache access is g-stream only
+    for r in rows:
+        if r["measure"] == "cache_accesses_gstream_only":
+            assert r["numerator"] == r["denominator"] > 0
+        if r["measure"] == "cache_accesses_reconciled":
+            assert r["numerator"] == 0
+
+
+def test_collector_losses_and_rejects(built):
+    rows = _mart(built["wh"], "grain in ('collector', 'source') or measure = 'sequence_gaps'")
+    got = {(r["grain"], r["subject"], r["measure"]): (r["numerator"], r["denominator"], r["detail"]) for r in rows
+           if r["measure"] in ("kernel_drops", "sequence_gaps", "rejected_records")}
+    # of all it was sent: the 975 datagrams it received (over all servers) and the 25 the kernel dropped
+    assert got[("collector", "col1", "kernel_drops")][:2] == (25, 1000)
+    assert got[("server", "se01", "sequence_gaps")][:2] == (5, 980)
+    assert got[("source", "sacct-test.json", "rejected_records")] == (1, 3, "job: missing or below 1 core")
+
+
+def test_a_real_slurm_job_without_the_plugin_is_untagged(built):
+    if built["slurm"] is None:
+        pytest.skip("a real Slurm cluster needs root")
+    rows = _mart(built["wh"], "grain = 'cluster' and subject = ? and measure = 'jobs_tagged'",
+                 [built["slurm"]["cluster"]])
+    con = duckdb.connect(str(built["wh"]), read_only=True)
+    try:
+        raw = con.execute("select cluster, job_id, step_id, start_time, end_time, wall_seconds, state "
+                          "from raw_job where batch_system = 'slurm'").fetchall()
+    finally:
+        con.close()
+    assert rows, f"the Slurm job is not in the completeness account; raw_job has {raw}"
+    assert sum(r["numerator"] for r in rows) == 0
+    assert sum(r["denominator"] for r in rows) >= 1
+
+
+# --- alerts: the transform DAG on a warehouse above and below the thresholds (real Airflow) ---
+
+def _airflow_env(base: Path) -> dict:
+    from test_airflow_dags import AIRFLOW_PY, AIRFLOW_VENV, DBT, REPO
+
+    if not AIRFLOW_PY.exists():
+        pytest.skip(f"no Airflow virtualenv at {AIRFLOW_VENV}: `make test` (or `make airflow-venv`) creates it")
+    af_home = base / "airflow-home"
+    af_home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "TIERLENS_"))}
+    env.update({
+        "AIRFLOW_HOME": str(af_home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300", "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__COSMOS__ENABLE_TELEMETRY": "False", "AIRFLOW__COSMOS__CACHE_DIR": str(af_home / "cosmos"),
+        "DO_NOT_TRACK": "1", "SCARF_NO_ANALYTICS": "true", "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",
+        "TIERLENS_DBT_EXECUTABLE": str(DBT), "TIERLENS_RETRIES": "0",
+        # the DAG runs the mart and its tests; its parents are built beforehand (_parents_built)
+        "TIERLENS_DBT_SELECT": "data_completeness", "DBT_INDIRECT_SELECTION": "cautious",
+    })
+    r = subprocess.run([str(AIRFLOW_VENV / "bin" / "airflow"), "db", "migrate"], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return env
+
+
+def _transform(env: dict, home: Path, warehouse: Path, **settings: str) -> dict:
+    from test_airflow_dags import AIRFLOW_PY, DRIVER, REPO
+
+    plan = {"dags": str(REPO / "dags"), "runs": [{"dag": "tierlens_transform"}]}
+    run_env = {**env, "TIERLENS_HOME": str(home), "TIERLENS_WAREHOUSE": str(warehouse),
+               **{f"TIERLENS_{k.upper()}": v for k, v in settings.items()}}
+    r = subprocess.run([str(AIRFLOW_PY), "-c", DRIVER, json.dumps(plan)], env=run_env,
+                       capture_output=True, text=True, timeout=1500, cwd=home)
+    lines = [x for x in r.stdout.splitlines() if x.startswith("DRIVER-RESULT ")]
+    assert r.returncode == 0 and lines, (r.stdout[-6000:] + r.stderr[-6000:])
+    return json.loads(lines[-1].removeprefix("DRIVER-RESULT "))["runs"][0]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floor(tmp_path):
+    small = SyntheticOptions(days=1, seed=2, site=SITE)
+    complete, partial = tmp_path / "complete.duckdb", tmp_path / "partial.duckdb"
+    batches = list(generate(small))
+    ingest(batches, complete)
+    degraded, job_rows, untagged, _ = _degrade(batches, np.random.default_rng(5))
+    ingest(degraded, partial)
+    for wh in (complete, partial):  # the mart's parents, so each DAG run is the mart and its tests
+        proc = run_dbt(wh, tmp_path / f"dbt-{wh.stem}", "run", "--select", "+data_completeness",
+                       "--exclude", "data_completeness")
+        assert proc.returncode == 0, proc.stdout[-4000:]
+    env = _airflow_env(tmp_path)
+    alerts = lambda home: sorted((home / "alerts" / "tierlens_transform").glob("*.json"))  # noqa: E731
+
+    clean_home = tmp_path / "clean"
+    clean_home.mkdir()
+    run = _transform(env, clean_home, complete)
+    assert run["state"] == "success" and set(run["tasks"].values()) == {"success"}, run
+    assert alerts(clean_home) == []  # above every threshold: no mark
+
+    marked_home = tmp_path / "marked"
+    marked_home.mkdir()
+    run = _transform(env, marked_home, partial)
+    assert run["state"] == "success", run
+    assert "data_completeness.test" in run["tasks"]
+    found = alerts(marked_home)
+    assert len(found) == 1, found
+    alert = json.loads(found[0].read_text())
+    assert any("completeness_cpu_hours_tagged_below_threshold" in t for t in alert["tests"]), alert
+
+    floor_home = tmp_path / "floor"
+    floor_home.mkdir()
+    # the site lost 10 % of its tags: a floor at 95 % must stop the transform
+    run = _transform(env, floor_home, partial, completeness_floor_cpu_hours_tagged="0.95")
+    assert run["state"] == "failed", run
+    assert run["tasks"]["data_completeness.test"] == "failed", run["tasks"]
+
+
+# --- the report: a one-line verdict per week at the top, and the completeness section --------
+
+def test_report_opens_with_the_verdict_per_week(built, tmp_path):
+    import csv
+
+    from tierlens.report import build_report
+
+    result = build_report(built["wh"], tmp_path / "report")
+    assert result.sections[0] == "verdict" and "completeness" in result.sections
+    assert "verdict" not in result.no_data and "completeness" not in result.no_data
+    with (tmp_path / "report" / "verdict.csv").open() as fh:
+        weeks = {r["week_start"]: r for r in csv.DictReader(fh)}
+    tagged, total = defaultdict(float), defaultdict(float)
+    for j in built["jobs"]:
+        d = _day(j["end_time"])
+        week = (d - timedelta(days=d.weekday())).isoformat()
+        cpu = j["cpu_user_seconds"] + j["cpu_system_seconds"]
+        total[week] += cpu
+        if j["job_id"] not in built["untagged"]:
+            tagged[week] += cpu
+    for week, cpu in total.items():
+        # the Slurm job (if any) ran today, in another week than the synthetic October
+        assert float(weeks[week]["cpu_hours_tagged"]) == pytest.approx(tagged[week] / cpu, rel=1e-9)
+        share = f"{tagged[week] / cpu * 100:.1f} % of CPU hours tagged"
+        assert weeks[week]["verdict"].startswith(share)
+    html = result.html_path.read_text(encoding="utf-8")
+    assert html.index("How much of the data is behind these figures") < html.index("Summary")
+    assert "of bytes joined to jobs" in html and "Data completeness" in html
+
+
+# --- sql/: where to look ----------------------------------------------------------------------
+
+def _sql(wh: Path, name: str) -> list[dict]:
+    from test_dbt_project import REPO
+
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        cur = con.execute((REPO / "sql" / name).read_text())
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def test_sql_names_the_nodes_that_send_untagged_jobs(built):
+    rows = {(r["cluster"], r["node"]): r for r in _sql(built["wh"], "nodes_sending_untagged_jobs.sql")
+            if r["cluster"] == SITE.cluster}
+    last = max(j["end_time"] for j in built["jobs"])
+    recent = [j for j in built["jobs"] if j["end_time"] >= last - timedelta(days=7)]
+    untagged, jobs = defaultdict(int), defaultdict(int)
+    for j in recent:
+        jobs[j["node"]] += 1
+        untagged[j["node"]] += j["job_id"] in built["untagged"]
+    expected = {(SITE.cluster, n): u for n, u in untagged.items() if u}
+    assert {k: r["untagged_jobs"] for k, r in rows.items()} == expected
+    for (_, node), r in rows.items():
+        assert r["jobs"] == jobs[node]
+
+
+def test_sql_names_the_servers_whose_accesses_match_no_job(built):
+    rows = {r["server"]: r for r in _sql(built["wh"], "servers_with_unmatched_accesses.sql")}
+    accesses = defaultdict(int)
+    last = {}
+    for a in built["accesses"]:
+        last[a["server_host"]] = max(last.get(a["server_host"], _day(a["start_time"])), _day(a["start_time"]))
+    for a in built["accesses"]:
+        if a["client_host"] != CACHE_HOST and _day(a["start_time"]) >= last[a["server_host"]] - timedelta(days=6):
+            accesses[a["server_host"]] += 1
+    assert {s: r["accesses"] for s, r in rows.items() if s in accesses} == {s: float(n) for s, n in accesses.items()}
+    for r in rows.values():
+        if r["accesses"] is not None:  # a server known only from collector counters has no accesses
+            assert r["accesses_unmatched"] <= r["accesses"]
