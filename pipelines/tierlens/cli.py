@@ -316,6 +316,7 @@ from .sources.condor.command import register as _reg_condor; _reg_condor(ingest_
 from .sources.slurm.command import register as _reg_slurm; _reg_slurm(ingest_app)  # noqa: E402,E702
 from .collector.command import register as _reg_xrootd; _reg_xrootd(collect_app, ingest_app)  # noqa: E402,E702
 from .simulator.command import register as _reg_sim; _reg_sim(app)  # noqa: E402,E702
+from .probe.command import register as _reg_probe; _reg_probe(app)  # noqa: E402,E702
 # --- end of source commands ---
 
 
