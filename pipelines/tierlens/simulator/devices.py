@@ -47,6 +47,8 @@ SMALL, LARGE = 128 * KIB, 1024 * KIB
 MAPPING_NAMES = ("seeks_per_gb", "channel_sharing", "write_factor")
 MAPPING_BOUNDS = ((0.0, 0.0, 0.2), (1e5, 1.0, 5.0))
 MAPPING_START = np.array([2000.0, 0.5, 1.0])
+#: Prior standard deviation of log(write_factor) around 0 (job writes stream as fio's do).
+WRITE_FACTOR_PRIOR_SD = 0.25
 #: Floor of a fitted composite's relative error in the mapping fit (the fit's own standard
 #: errors are optimistic: they ignore the model's structure).
 MIN_RELATIVE_ERROR = 0.05
@@ -166,6 +168,9 @@ def fit_mapping(figures: dict[str, DeviceFigures], fitted: dict[str, tuple[float
             out.append(np.log((r * f + w) / (tr * f + tw)) / sigma)
             out.append(0.3 * np.log(r / tr))
             out.append(0.3 * np.log(w / tw))
+        # a stage-in copy streams like fio's sequential write: without a write-dominated type
+        # among the fitted ones the data hardly pin write_factor, and the prior keeps it near 1
+        out.append(np.log(theta[2]) / WRITE_FACTOR_PRIOR_SD)
         return np.asarray(out)
 
     sol = least_squares(residuals, MAPPING_START, bounds=MAPPING_BOUNDS, x_scale=[1000.0, 0.3, 0.5])
