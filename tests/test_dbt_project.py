@@ -291,7 +291,9 @@ def test_build_passes_with_schemas_named_exactly(built, con):
                      # XRootD accesses per job and per file
                      "job_data_access", "file_reads",
                      # the efficiency model's input and its predictions (empty until a simulation)
-                     "job_io_profile", "efficiency_measured_vs_predicted", "efficiency_what_if"}
+                     "job_io_profile", "efficiency_measured_vs_predicted", "efficiency_what_if",
+                     # the buying guide (empty until `simulate efficiency --candidates`)
+                     "hardware_options"}
     # The tag of job 2000 (not loaded) is reported as a warning, not a failure.
     assert "WARN" in stdout and "stg_job_tag_job_exists_in_stg_job" in stdout
 

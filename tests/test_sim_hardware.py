@@ -53,7 +53,8 @@ def test_datasheet_figures_and_a_row_without_them():
 
 
 def test_the_mapping_recovers_the_parameters_that_made_the_times():
-    theta = np.array([3500.0, 0.6, 1.3])
+    # write_factor at the centre of its prior (devices.WRITE_FACTOR_PRIOR_SD), so nothing pulls the fit away
+    theta = np.array([3500.0, 0.6, 1.0])
     figs = {st: dv.from_probe(run_synthetic_probe(st, slots=8).to_pylist()) for st in ("hdd", "ssd", "nvme", "raid1", "nfs")}
     targets = {st: (*dv.service_times(f, theta), 0.01) for st, f in figs.items()}
     m = dv.fit_mapping(figs, targets, read_fraction=0.6)
@@ -185,3 +186,171 @@ def test_datasheet_only_predictions_carry_their_own_larger_error(type_loo):
     assert errors["datasheet"] > errors["probe"]
     rms = np.sqrt(np.mean([h.error ** 2 for h in type_loo if h.evidence == "probe"]))
     assert errors["probe"] == pytest.approx(rms)
+
+
+@pytest.fixture(scope="module")
+def without_nvme(demo, tmp_path_factory):
+    """The demo site as a site with no NVMe nodes: NVMe's jobs removed, its probe kept; the CLI
+    asked for an NVMe prediction and the buying guide."""
+    import shutil
+
+    import duckdb
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+
+    wh, _ = demo
+    copy = tmp_path_factory.mktemp("nonvme") / "warehouse.duckdb"
+    shutil.copy(wh, copy)
+    con = duckdb.connect(str(copy))
+    con.execute("delete from marts.job_io_profile where storage_type = 'nvme'")
+    con.close()
+    r = CliRunner().invoke(app, ["simulate", "efficiency", "-w", str(copy), "-n", "8", "--candidates"])
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    return copy, r.output
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_a_site_without_nvme_gets_an_nvme_prediction_with_a_measured_error_bar(demo, without_nvme):
+    import duckdb
+
+    _, generated = demo
+    wh, output = without_nvme
+    measured = _measured_by_type(generated)
+    con = duckdb.connect(str(wh), read_only=True)
+    (eff, sd, evidence, extrapolated), = con.execute(
+        "select predicted_efficiency, efficiency_sd, evidence, extrapolated from sim_efficiency_predictions "
+        "where scenario = 'what-if' and storage_type = 'nvme' and jobs_per_node = 8").fetchall()
+    loo = con.execute("select storage_type, error from sim_efficiency_type_loo where evidence = 'probe'").fetchall()
+    params = dict(con.execute("select applies_to, evidence from sim_efficiency_parameters "
+                              "where parameter = 'scratch_read_s_per_gb'").fetchall())
+    con.close()
+    assert evidence == "probe" and not extrapolated
+    assert params["nvme"] == "probe" and params["hdd"] == "jobs"
+    assert "nvme" not in {st for st, _ in loo} and len(loo) == 5
+    # the error bar is the measured leave-one-type-out error of probe-derived predictions (or more)
+    rms = float(np.sqrt(np.mean([e * e for _, e in loo])))
+    assert sd >= rms - 1e-12
+    # and the prediction lands where the generator's NVMe nodes (8 slots, full) actually were
+    assert abs(eff - measured["nvme"]) <= PROBE_TOLERANCE
+    assert eff - 1.96 * sd <= measured["nvme"] <= eff + 1.96 * sd
+    assert "Hardware you could buy" in output
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_buying_guide_orders_prices_as_the_generators_measured_throughput_does(demo, without_nvme):
+    import csv
+
+    import duckdb
+
+    from tierlens.config import DBT_PROJECT_DIR
+
+    _, generated = demo
+    wh, _ = without_nvme
+    measured = _measured_by_type(generated)
+    with (DBT_PROJECT_DIR / "seeds" / "storage_catalog.csv").open() as f:
+        catalog = list(csv.DictReader(f))
+    # independently: the node's storage price over the core-hours 8 single-core jobs deliver per
+    # node-hour at the efficiency the generator measured on that storage type
+    reference = {r["config_name"]: float(r["unit_price"]) * int(r["devices_per_node"]) / (8 * measured[r["storage_type"]])
+                 for r in catalog}
+    con = duckdb.connect(str(wh), read_only=True)
+    guide = dict(con.execute("select config_name, price_per_throughput from sim_hardware_options "
+                             "where jobs_per_node = 8 and cache = 'none'").fetchall())
+    rows = con.execute("select config_name, evidence, price_per_throughput_low, price_per_throughput, "
+                       "price_per_throughput_high from sim_hardware_options").fetchall()
+    con.close()
+    assert set(guide) == set(reference)
+    assert sorted(guide, key=guide.get) == sorted(reference, key=reference.get)
+    for name, evidence, low, mid, high in rows:
+        assert low <= mid <= high, name
+        assert evidence == ("probe" if name == "Enterprise NVMe" else "measured")
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_mart_report_section_and_cheapest_configuration_query(without_nvme, tmp_path):
+    import csv
+    from pathlib import Path
+
+    import duckdb
+
+    from tierlens.report import build_report
+    from tierlens.transform import run_dbt
+
+    wh, _ = without_nvme
+    built = run_dbt(wh, tmp_path / "dbt", "build", ["--select", "stg_sim_efficiency_runs", "stg_sim_hardware_options+",
+                                                     "stg_sim_efficiency_type_loo+", "--exclude", "test_type:singular"])
+    assert built.success, built.failures
+    con = duckdb.connect(str(wh), read_only=True)
+    options = con.execute("select config_name, jobs_per_node, efficiency, price_per_core_hour, "
+                          "efficiency_low from sim_hardware_options").fetchall()
+    mart = con.execute("select config_name, jobs_per_node, price_rank, evidence, structural_error "
+                       "from marts.hardware_options").fetchall()
+    loo = dict(con.execute("select evidence, sqrt(avg(error * error)) from sim_efficiency_type_loo "
+                           "group by evidence").fetchall())
+    query = (Path(__file__).resolve().parents[1] / "sql" / "cheapest_configuration_for_efficiency.sql").read_text()
+    answer = con.execute(query).fetchall()
+    con.close()
+    assert len(mart) == len(options)
+    assert sorted(r[2] for r in mart) == list(range(1, len(mart) + 1))
+    for name, _, _, evidence, err in mart:
+        if evidence == "probe":
+            assert err == pytest.approx(loo["probe"]), name
+    # the query: every option whose 95 % low end reaches 75 %, cheapest delivered core-hour first
+    expected = sorted((o for o in options if o[4] >= 0.75), key=lambda o: o[3])
+    assert [(r[1], r[3]) for r in answer] == [(o[0], o[1]) for o in expected]
+    report = build_report(wh, tmp_path / "report")
+    with (tmp_path / "report" / "hardware_options.csv").open() as f:
+        assert len(list(csv.DictReader(f))) == len(options)
+    assert "Hardware you could buy" in report.html_path.read_text()
+
+
+# --------------------------------------------------------------------------- Glasgow Table 4
+
+#: Glasgow's catalog (Table 4: unit price in GBP, devices, GB per device; 2xHDD(500GB) is two
+#: 250 GB disks in RAID0) and the measured throughput of Table 1 (8 jobs on an 8-core node).
+GLASGOW = [
+    ({"config_name": "Kingston SSDnow", "storage_type": "ssd", "device_model": "Kingston SSDnow",
+      "devices_per_node": 1, "unit_price": 155.0, "currency": "GBP", "capacity_bytes": 128 * 10**9,
+      "endurance_tbw": None, "raid_level": None}, 4.5, 34.40, 1.21),
+    ({"config_name": "Intel X-25 SSD", "storage_type": "ssd", "device_model": "Intel X-25",
+      "devices_per_node": 1, "unit_price": 245.0, "currency": "GBP", "capacity_bytes": 160 * 10**9,
+      "endurance_tbw": None, "raid_level": None}, 6.0, 40.80, 1.53),
+    ({"config_name": "2xHDD(500GB)", "storage_type": "raid0", "device_model": "HDD 250GB",
+      "devices_per_node": 2, "unit_price": 40.0, "currency": "GBP", "capacity_bytes": 250 * 10**9,
+      "endurance_tbw": None, "raid_level": "raid0"}, 7.0, 11.40, 0.16),
+]
+
+
+def test_glasgow_table4_through_the_buying_guide():
+    from tierlens.simulator import hardware as hw
+
+    rows = []
+    for row, throughput, per_throughput, per_gb in GLASGOW:
+        eff = throughput / 8
+        r = hw.guide_row(hw.candidate(row, "measured"), hw.Performance(eff, eff, eff, jobs_per_node=8))
+        # Table 4 prints two decimals of values rounded to 0.1 (155 / 4.5 = 34.44 -> 34.40)
+        assert r["price_per_throughput"] == pytest.approx(per_throughput, abs=0.05), row["config_name"]
+        assert round(r["price_per_gb"], 2) == per_gb, row["config_name"]
+        rows.append(r)
+    ranked = hw.rank(rows).to_pylist()
+    assert [r["config_name"] for r in ranked] == ["2xHDD(500GB)", "Kingston SSDnow", "Intel X-25 SSD"]
+    # a wider efficiency interval widens the price interval around the same central price
+    r = hw.guide_row(hw.candidate(GLASGOW[0][0], "probe"), hw.Performance(0.5625, 0.50, 0.62, jobs_per_node=8))
+    assert r["price_per_throughput_low"] == pytest.approx(155 / (8 * 0.62))
+    assert r["price_per_throughput_high"] == pytest.approx(155 / (8 * 0.50))
+
+
+def test_ssd_lifetime_shortens_the_service_life_it_is_priced_over():
+    from tierlens.simulator import hardware as hw
+
+    row = dict(GLASGOW[0][0], endurance_tbw=40.0)
+    perf = hw.Performance(0.6, 0.6, 0.6, jobs_per_node=8, scratch_gb_written_per_node_day=100.0)
+    r = hw.guide_row(hw.candidate(row, "datasheet"), perf)
+    assert r["ssd_lifetime_years"] == pytest.approx(40_000 / 100 / 365.25)
+    assert r["price_per_core_hour"] == pytest.approx(155 / (8 * 0.6 * r["ssd_lifetime_years"] * 365.25 * 24))
+    mirror = hw.candidate(dict(row, devices_per_node=2, raid_level="raid1", storage_type="raid1"), "datasheet")
+    assert mirror.endurance_tb_per_node == 40.0 and mirror.capacity_gb_per_node == 128.0
