@@ -354,3 +354,42 @@ def test_ssd_lifetime_shortens_the_service_life_it_is_priced_over():
     assert r["price_per_core_hour"] == pytest.approx(155 / (8 * 0.6 * r["ssd_lifetime_years"] * 365.25 * 24))
     mirror = hw.candidate(dict(row, devices_per_node=2, raid_level="raid1", storage_type="raid1"), "datasheet")
     assert mirror.endurance_tb_per_node == 40.0 and mirror.capacity_gb_per_node == 128.0
+
+
+# --------------------------------------------------------------------------- other engines' marts
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_efficiency_from_a_parquet_marts_folder_equals_the_warehouse_run(demo, tmp_path):
+    import duckdb
+    import pyarrow.parquet as pq
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+    from tierlens.simulator import whatif
+
+    wh, _ = demo
+    marts = tmp_path / "spark-warehouse" / "marts.db"
+    (marts / "job_io_profile").mkdir(parents=True)
+    con = duckdb.connect(str(wh), read_only=True)
+    # several part files, as Spark writes them
+    con.execute(f"copy (select * from marts.job_io_profile) to '{marts / 'job_io_profile'}' "
+                "(format parquet, per_thread_output true, row_group_size 2000, overwrite_or_ignore true)")
+    options = whatif.EfficiencyOptions(jobs_per_node=(8,), validate=False)
+    expected = whatif.run(con, options).predictions
+    con.close()
+    got = whatif.run(whatif.marts_connection(marts), options).predictions
+    assert got.column("storage_type").to_pylist() == expected.column("storage_type").to_pylist()
+    assert got.column("predicted_efficiency").to_pylist() == pytest.approx(
+        expected.column("predicted_efficiency").to_pylist(), rel=1e-9)
+    probe = tmp_path / "nvme-probe.parquet"
+    pq.write_table(run_synthetic_probe("nvme"), probe)
+    out = tmp_path / "results.duckdb"
+    r = CliRunner().invoke(app, ["simulate", "efficiency", "--marts", str(marts), "--probe", str(probe), "-w", str(out),
+                                 "-n", "8", "--no-validate"])
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    con = duckdb.connect(str(out), read_only=True)
+    assert con.execute("select count(*) from sim_efficiency_predictions").fetchone()[0] == got.num_rows
+    con.close()
+    refused = CliRunner().invoke(app, ["simulate", "efficiency", "--marts", str(marts), "-c", "lru:1TB", "--no-write"])
+    assert refused.exit_code == 1 and "int_file_access_by_job" in refused.output

@@ -89,6 +89,32 @@ def print_efficiency(run, run_id: str | None) -> None:
         console.print(f"written: sim_efficiency_runs / _parameters / _predictions, run_id {run_id}")
 
 
+def _efficiency_from_marts(options, marts: Path, probes: list[Path] | None, warehouse: Path | None) -> None:
+    """`simulate efficiency --marts`: profiles from another engine's Parquet marts; results
+    written to ``warehouse`` (created if needed) unless it is None."""
+    from ..cli import console, err
+    from ..warehouse import Warehouse
+    from . import store, whatif
+
+    try:
+        con = whatif.marts_connection(marts, probes)
+        if any(c.policy for c in options.caches) and not con.execute(
+                "select count(*) from duckdb_views() where view_name = 'int_file_access_by_job'").fetchone()[0]:
+            raise ValueError(f"cache what-ifs replay int_file_access_by_job, and {marts.parent / 'intermediate.db'} "
+                             "has none: use --cache none")
+        with console.status("simulating") as status:
+            run = whatif.run(con, options, progress=lambda m: status.update(m))
+    except ValueError as e:
+        err.print(f"[red]{e}[/red]")
+        raise typer.Exit(1) from e
+    rid = None
+    if warehouse is not None:
+        with Warehouse(warehouse) as w:
+            rid = store.write_efficiency(w.con, run)
+    print_efficiency(run, rid)
+    print_hardware(run)
+
+
 def print_hardware(run) -> None:
     """The device layer's validation and the buying guide, when the run has them."""
     from rich.table import Table
@@ -243,6 +269,8 @@ def register(app: typer.Typer) -> None:
         validate: Annotated[bool, typer.Option(help="Leave each measured configuration out in turn and predict it.")] = True,
         write: Annotated[bool, typer.Option(help="Write the run to the warehouse (sim_efficiency_*).")] = True,
         candidates: Annotated[bool, typer.Option(help="Buying guide: price every storage_catalog configuration per delivered core-hour (sim_hardware_options, marts.hardware_options).")] = False,
+        marts: Annotated[Optional[Path], typer.Option(help="Read job_io_profile from this Parquet marts folder (e.g. <spark.sql.warehouse.dir>/marts.db) instead of the warehouse; results still go to --warehouse.", exists=True, file_okay=False)] = None,
+        probe: Annotated[Optional[list[Path]], typer.Option(help="With --marts: device_probe Parquet files (`tierlens probe storage --out`); repeat.", exists=True, dir_okay=False)] = None,
     ) -> None:
         """Predict CPU efficiency and throughput of configurations, calibrated on the measured jobs."""
         from ..cli import _warehouse
@@ -256,6 +284,9 @@ def register(app: typer.Typer) -> None:
             caches=tuple(parse_cache(c) for c in (cache or ["none"])),
             start=start, end=end, validate=validate, candidates=candidates)
         wh = _warehouse(warehouse)
+        if marts is not None:
+            _efficiency_from_marts(options, marts, probe, wh if write else None)
+            return
         if not wh.exists():
             raise typer.BadParameter(f"no warehouse at {wh}: ingest and run `tierlens transform` first")
         with Warehouse(wh, read_only=not write) as w:

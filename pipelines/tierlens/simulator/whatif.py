@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -365,3 +366,31 @@ def arm_differences(run: EfficiencyRun) -> dict[str, tuple[float, float]]:
             out[st] = (r["measured_efficiency"] - other["measured_efficiency"],
                        r["predicted_efficiency"] - other["predicted_efficiency"])
     return out
+
+
+# ----------------------------------------------------------------------------- other engines' marts
+
+def marts_connection(marts: Path, probes: list[Path] | None = None):
+    """An in-memory DuckDB connection that shows a Parquet marts folder (what the Spark target
+    writes: ``<spark.sql.warehouse.dir>/marts.db``) as ``marts.job_io_profile``, its sibling
+    ``intermediate.db/int_file_access_by_job`` (for cache what-ifs) when present, and probe
+    records written by ``tierlens probe storage --out`` as ``raw_device_probe``."""
+    import duckdb
+
+    def parquet(folder: Path) -> str:
+        if not folder.is_dir() or not any(folder.rglob("*.parquet")):
+            raise ValueError(f"{folder} holds no Parquet files")
+        return "read_parquet('" + str(folder / "**" / "*.parquet").replace("'", "''") + "')"
+
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    con.execute("create schema marts")
+    con.execute(f"create view marts.job_io_profile as select * from {parquet(marts / 'job_io_profile')}")
+    accesses = marts.parent / "intermediate.db" / "int_file_access_by_job"
+    if accesses.is_dir():
+        con.execute("create schema intermediate")
+        con.execute(f"create view intermediate.int_file_access_by_job as select * from {parquet(accesses)}")
+    if probes:
+        files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in probes)
+        con.execute(f"create view raw_device_probe as select * from read_parquet([{files}])")
+    return con
