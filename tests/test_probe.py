@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from tierlens.cli import app
 from tierlens.probe import JOBS
 from tierlens.probe.fio import MARKER, WORKDIR_PREFIX
-from tierlens.probe.synthetic import run_synthetic_probe
+from tierlens.sources.synthetic.probe import run_synthetic_probe
 from tierlens.sources.synthetic.site import SCRATCH
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tierlens.probe.synthetic import run_synthetic_probe
+from tierlens.sources.synthetic.probe import run_synthetic_probe
 from tierlens.simulator import devices as dv
 from tierlens.simulator import efficiency as ef
 from tierlens.sources.synthetic.site import GB, SCRATCH

@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
         """Run the probe job set (stage-in writes, sequential and random reads; one job alone and a full node)."""
         from ..simulator.command import parse_bytes
         from .fio import ProbeOptions, ProbeRefused, run_probe
-        from .synthetic import run_synthetic_probe
+        from ..sources.synthetic.probe import run_synthetic_probe
 
         if (path is None) == (synthetic is None):
             raise typer.BadParameter("give a PATH to probe, or --synthetic TYPE")

@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 import numpy as np
 import pyarrow as pa
 
-from ..records import DEVICE_PROBE
-from ..sources.synthetic.model import STREAM_BYTES_PER_SEEK, Scratch
-from ..sources.synthetic.site import SCRATCH, ScratchConfig
-from .jobs import JOBS, ProbeJob
+from ...probe.jobs import JOBS, ProbeJob
+from ...records import DEVICE_PROBE
+from .model import STREAM_BYTES_PER_SEEK, Scratch
+from .site import SCRATCH, ScratchConfig
 
 #: Simulated seconds per job and the most requests one process issues (bounds the cost on fast devices).
 SIM_SECONDS = 20.0
