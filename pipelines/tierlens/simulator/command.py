@@ -115,7 +115,7 @@ def _efficiency_from_marts(options, marts: Path, probes: list[Path] | None, ware
     print_hardware(run)
 
 
-def print_hardware(run) -> None:
+def print_hardware(run, limit: int = 30) -> None:
     """The device layer's validation and the buying guide, when the run has them."""
     from rich.table import Table
 
@@ -140,7 +140,7 @@ def print_hardware(run) -> None:
     for c in ("#", "configuration", "evidence", "jobs/node", "cache", "efficiency", "price/throughput",
               "per 1000 core-hours", "SSD life"):
         t.add_column(c, justify="left" if c in ("configuration", "evidence", "cache") else "right")
-    for r in guide.to_pylist()[:30]:
+    for r in guide.to_pylist()[:limit]:
         cur = r["currency"] or ""
         life = r["ssd_lifetime_years"]
         t.add_row(str(r["rank"]), r["config_name"], r["evidence"], f"{r['jobs_per_node']:g}", r["cache"],

@@ -24,6 +24,10 @@ per-job efficiency) from ``marts.job_io_profile``. Predicting a configuration ke
 and bytes and changes what the configuration changes: the storage type's service times, ``N``,
 and, through a cache replay, which of the job's remote bytes hit the cache.
 
+A storage type without measured jobs gets its two times from the device layer (devices.py):
+derived from a probe or datasheet through a mapping fitted on the types that have both, and
+marked ``derived`` rather than ``fitted`` (:func:`with_derived_types`).
+
 The overlap term says a copy to scratch takes the longer of its network read and its disk write,
 not their sum. Simplifications a reader should know: the overlap uses the uncontended write time;
 a device with several channels (RAID1 mirrors, NVMe queues, NFS spindles) is one centre with an

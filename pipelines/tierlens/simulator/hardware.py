@@ -104,15 +104,6 @@ def fitted_targets(cal: ef.Calibration, exclude: str | None = None) -> dict[str,
     return out
 
 
-def derive(cal: ef.Calibration, figures: dict[str, dv.DeviceFigures], read_fraction: float,
-           types: list[str]) -> tuple[ef.Calibration, dv.Mapping]:
-    """``cal`` extended with ``types`` derived from ``figures`` through a mapping fitted on the
-    job-fitted types that have figures."""
-    mapping = dv.fit_mapping(figures, fitted_targets(cal), read_fraction)
-    times = {st: mapping.times(figures[st]) for st in types}
-    return ef.with_derived_types(cal, times, {st: figures[st].evidence for st in types}), mapping
-
-
 @dataclass
 class TypeHeldOut:
     storage_type: str
@@ -272,14 +263,6 @@ def rank(rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist([dict(r, rank=i + 1) for i, r in enumerate(rows)], schema=GUIDE_SCHEMA)
 
 
-def candidate_evidence(row: dict, measured_types: set[str], devices: Devices) -> str | None:
-    if row["storage_type"] in measured_types:
-        return "measured"
-    if row["storage_type"] in devices.probe:
-        return "probe"
-    return "datasheet" if dv.from_datasheet(row) is not None else None
-
-
 def candidate_figures(row: dict, devices: Devices) -> dv.DeviceFigures | None:
     """A catalog row's figures: its storage type's probe, else a probe of its member device composed
     into its RAID level, else its datasheet."""
@@ -295,9 +278,6 @@ def candidate_figures(row: dict, devices: Devices) -> dv.DeviceFigures | None:
     return dv.from_datasheet(row)
 
 
-def with_evidence(rows: list[dict], run_types: dict[str, str]) -> list[dict]:
-    return [dict(r, evidence=run_types.get(r["storage_type"], r["evidence"])) for r in rows]
-
-
 def replace_structural(cal: ef.Calibration, error: float | None) -> ef.Calibration:
+    """``cal`` with the structural error of a kind of evidence (kept when that is unknown)."""
     return replace(cal, structural_error=error if error is not None else cal.structural_error)
