@@ -42,6 +42,27 @@ def test_raid_is_composed_from_its_members():
                                                          dv.service_times(disk, theta)[1]))
 
 
+def test_a_probed_disk_prices_raid_layouts_of_it():
+    from tierlens.simulator import hardware as hw
+
+    rows = run_synthetic_probe("hdd", slots=8).to_pylist()
+    devices = hw.Devices({"hdd": dv.from_probe(rows)}, {}, [], {"hdd": rows})
+    disk = devices.probe["hdd"]
+    catalog = {"config_name": "2xHDD RAID0", "storage_type": "raid0", "device_model": " seagate st500dm002 ",
+               "devices_per_node": 2, "raid_level": "raid0"}
+    r0 = hw.candidate_figures(catalog, devices)
+    assert r0.evidence == "probe" and r0.storage_type == "raid0"
+    assert r0.read_bytes_per_second == pytest.approx(2 * disk.read_bytes_per_second)
+    r1 = hw.candidate_figures(dict(catalog, storage_type="raid1", raid_level="raid1"), devices)
+    assert r1.read_channels == pytest.approx(2 * disk.read_channels)
+    assert r1.write_bytes_per_second == pytest.approx(disk.write_bytes_per_second)
+    # a device nobody probed falls back to its datasheet, and without one there is nothing
+    other = dict(catalog, device_model="Other disk", seq_read_mb_per_s=200.0, seq_write_mb_per_s=150.0,
+                 rand_read_iops_4k=100.0)
+    assert hw.candidate_figures(other, devices).evidence == "datasheet"
+    assert hw.candidate_figures(dict(catalog, device_model="Other disk"), devices) is None
+
+
 def test_datasheet_figures_and_a_row_without_them():
     row = {"config_name": "x", "storage_type": "raid0", "device_model": "d", "devices_per_node": 2,
            "seq_read_mb_per_s": 125.0, "seq_write_mb_per_s": 100.0, "rand_read_iops_4k": 80.0, "raid_level": "raid0"}
