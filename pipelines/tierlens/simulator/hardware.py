@@ -39,7 +39,8 @@ def catalog_rows(con, seed: Path | None = None) -> list[dict]:
     names = [f.name for f in STORAGE_CATALOG]
     rows: list[dict] = []
     try:
-        rows = con.execute(f"select {', '.join(names)} from raw_storage_catalog").to_arrow_table().to_pylist()
+        # select *: a warehouse opened read-only may predate the datasheet columns
+        rows = con.execute("select * from raw_storage_catalog").to_arrow_table().to_pylist()
     except Exception:  # noqa: BLE001 - a warehouse without the table has no catalog rows of its own
         rows = []
     seed = seed or DBT_PROJECT_DIR / "seeds" / "storage_catalog.csv"
