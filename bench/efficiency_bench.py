@@ -36,6 +36,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--warehouse", type=Path)
     ap.add_argument("--days", type=float, default=30.0)
+    ap.add_argument("--probe-dir", type=Path, help="Also time a real fio probe of this (empty) directory and "
+                                                   "its overhead on CPU-bound work running beside it.")
+    ap.add_argument("--probe-seconds", type=float, default=35.0)
     args = ap.parse_args()
     wh = args.warehouse
     if wh is None:
@@ -104,6 +107,9 @@ def main() -> None:
     print("|---|---:|---:|")
     for name, secs, rss in steps:
         print(f"| {name} | {secs:.1f} | {rss:.0f} MiB |")
+    device_layer(prof)
+    if args.probe_dir:
+        probe_overhead(args.probe_dir, args.probe_seconds)
     print(f"\nerrors (points): in-sample max {max(abs(e) for e in _in_sample(cal, prof, held)) * 100:.1f}, "
           f"left-out max {max(abs(h.error) for h in held) * 100:.1f}, mean |left-out| "
           f"{np.mean([abs(h.error) for h in held]) * 100:.1f}")
@@ -117,6 +123,111 @@ def _in_sample(cal, prof, held):
         sub = prof.take((prof.storage_type == h.storage_type) & (prof.arm == h.arm))
         out.append(ef.efficiency_of(sub, ef.predict_wall(cal.log_times, cal.storage_types, sub)) - h.measured)
     return out
+
+
+def device_layer(prof) -> None:
+    """Synthetic probes of every device, the mapping fit, and leave-one-type-out: errors and cost."""
+    from tierlens.sources.synthetic.probe import run_synthetic_probe
+    from tierlens.simulator import devices as dv
+    from tierlens.simulator import efficiency as ef
+    from tierlens.simulator import hardware as hw
+    from tierlens.simulator import whatif
+    from tierlens.sources.synthetic.site import SCRATCH
+
+    steps: list[tuple[str, float, float]] = []
+    t = time.perf_counter()
+    probe = {st: dv.from_probe(run_synthetic_probe(st, slots=8).to_pylist()) for st in SCRATCH}
+    steps.append((f"synthetic probe of {len(probe)} devices (7 jobs each)", time.perf_counter() - t, peak_rss_mib()))
+    datasheet = {}
+    for row in hw.catalog_rows(duckdb.connect()):
+        fig = dv.from_datasheet(row)
+        if fig is not None:
+            datasheet.setdefault(row["storage_type"], fig)
+    devices = hw.Devices(probe, datasheet, [], {})
+    frac = whatif.staged_read_fraction(prof)
+    t = time.perf_counter()
+    cal = ef.calibrate(prof, "analysis")
+    mapping = dv.fit_mapping(probe, hw.fitted_targets(cal), frac)
+    steps.append(("calibrate + fit the probe mapping", time.perf_counter() - t, peak_rss_mib()))
+    t = time.perf_counter()
+    held = hw.validate_types(prof, "analysis", devices, frac)
+    n_types = len({h.storage_type for h in held})
+    steps.append((f"leave-one-type-out ({n_types} fits, probe and datasheet)", time.perf_counter() - t,
+                  peak_rss_mib()))
+    print("\nDevice layer: mapping " + ", ".join(f"{k} {v:.3g}" for k, v in mapping.as_dict().items())
+          + f" (RMS log error of the fitted composites {mapping.rms_log_error:.3f})")
+    print("\n| storage type left out | jobs | measured | from probe | error | from datasheet | error |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    by = {(h.storage_type, h.evidence): h for h in held}
+    for st in sorted({h.storage_type for h in held}):
+        p, d = by.get((st, "probe")), by.get((st, "datasheet"))
+        m = (p or d)
+        cells = [f"{x.predicted:.1%} | {x.error * 100:+.1f}" if x else "- | -" for x in (p, d)]
+        print(f"| {st} | {m.jobs:,} | {m.measured:.1%} | {cells[0]} | {cells[1]} |")
+    errors = hw.type_errors(held)
+    print("\nRMS leave-one-type-out error: " + ", ".join(f"{k} {v * 100:.1f} points" for k, v in errors.items() if v))
+    print("\n| step | seconds | peak RSS |")
+    print("|---|---:|---:|")
+    for name, secs, rss in steps:
+        print(f"| {name} | {secs:.1f} | {rss:.0f} MiB |")
+
+
+def _spin(seconds: float, out) -> None:
+    """CPU-bound work standing in for a job: loop iterations completed in ``seconds``."""
+    end = time.perf_counter() + seconds
+    n = 0
+    while time.perf_counter() < end:
+        for _ in range(10_000):
+            n += 1
+    out.put(n / seconds)
+
+
+def _spin_rate(workers: int, seconds: float) -> float:
+    import multiprocessing as mp
+
+    q = mp.Queue()
+    procs = [mp.Process(target=_spin, args=(seconds, q)) for _ in range(workers)]
+    for p in procs:
+        p.start()
+    rates = [q.get() for _ in procs]
+    for p in procs:
+        p.join()
+    return sum(rates)
+
+
+def probe_overhead(path: Path, seconds: float) -> None:
+    """A full node: one CPU-bound job per core. Their rate alone, then beside a fio probe of
+    ``path`` (the probe's own duration measured too)."""
+    import os
+    import threading
+
+    from tierlens.probe.fio import ProbeOptions, run_probe
+
+    cores = os.cpu_count() or 1
+    alone = _spin_rate(cores, seconds)
+    result: dict = {}
+
+    def probe() -> None:
+        t = time.perf_counter()
+        result["table"] = run_probe(ProbeOptions(path, "bench", seconds, cores, 256 * 1024 ** 2))
+        result["seconds"] = time.perf_counter() - t
+
+    th = threading.Thread(target=probe)
+    th.start()
+    beside = _spin_rate(cores, seconds)
+    th.join()
+    busy_probe_s = result["seconds"]
+    t = time.perf_counter()
+    run_probe(ProbeOptions(path, "bench", seconds, cores, 256 * 1024 ** 2))
+    idle_probe_s = time.perf_counter() - t
+    load = os.getloadavg()[0]
+    print(f"\nfio probe of {path} ({seconds:g} s of jobs, {cores} processes for the full-node jobs, 256 MiB files):")
+    print("| measurement | value |")
+    print("|---|---:|")
+    print(f"| probe wall time beside {cores} CPU-bound jobs | {busy_probe_s:.1f} s |")
+    print(f"| probe wall time, no jobs beside it | {idle_probe_s:.1f} s |")
+    print(f"| CPU-bound jobs' rate beside the probe / alone | {beside / alone:.3f} |")
+    print(f"| load average (1 min) at the end | {load:.1f} |")
 
 
 if __name__ == "__main__":

@@ -439,6 +439,7 @@ from .sources.slurm.command import register as _reg_slurm; _reg_slurm(ingest_app
 from .collector.command import register as _reg_xrootd; _reg_xrootd(collect_app, ingest_app)  # noqa: E402,E702
 from .simulator.command import register as _reg_sim; _reg_sim(app)  # noqa: E402,E702
 from .changes.command import register as _reg_change; _reg_change(app)  # noqa: E402,E702
+from .probe.command import register as _reg_probe; _reg_probe(app)  # noqa: E402,E702
 # --- end of source commands ---
 
 

@@ -56,6 +56,9 @@ def run_demo(p: Paths, *, days: float, seed: int, nodes_per_type: int, console: 
     print_summary(s, console)
     _print_node_tests(console)
     print_efficiency_checks(efficiency, console)
+    from .simulator.command import print_hardware
+
+    print_hardware(efficiency, limit=8)
     console.print(f"\nreport: [bold]{result.html_path}[/bold]   CSV files: {result.html_path.parent}")
     console.print(f"warehouse: {p.warehouse}   ad-hoc queries: tierlens sql --list, tierlens sql NAME -w {p.warehouse}")
     return s
@@ -78,12 +81,25 @@ def predict_efficiency(p: Paths, site: SiteSpec, console: Console):
 
     caches = (whatif.CacheOption(),) + tuple(whatif.CacheOption(pol, site.cache_capacity_bytes)
                                              for pol in DEMO_CACHE_POLICIES)
-    options = whatif.EfficiencyOptions(job_class="analysis", jobs_per_node=DEMO_JOBS_PER_NODE, caches=caches)
+    options = whatif.EfficiencyOptions(job_class="analysis", jobs_per_node=DEMO_JOBS_PER_NODE, caches=caches,
+                                       candidates=True)
+    probe_devices(p, site)
     with Warehouse(p.warehouse) as w, console.status("simulating efficiency of configurations") as status:
         run = whatif.run(w.con, options, progress=lambda m: status.update(f"efficiency model: {m}"))
         store.write_efficiency(w.con, run, truth_table(site, whatif.staged_read_fraction(run.profiles)))
     refresh_efficiency_marts(p.warehouse, p.dbt_state)
     return run
+
+
+def probe_devices(p: Paths, site: SiteSpec) -> None:
+    """Probe every storage type of the site through the generator's device model (`tierlens probe
+    storage --synthetic`), so the efficiency run validates the device layer by leaving each type
+    out and predicting it from its probe."""
+    from .probe.command import load_probe
+    from .sources.synthetic.probe import run_synthetic_probe
+
+    for st in sorted({n.scratch.storage_type for n in site.nodes}):
+        load_probe(run_synthetic_probe(st, max(n.slots for n in site.nodes)), f"probe:synthetic:{st}", p.warehouse)
 
 
 def print_efficiency_checks(run, console: Console) -> None:

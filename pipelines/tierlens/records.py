@@ -28,6 +28,9 @@ STORAGE_TYPES: tuple[str, ...] = (
     "tmpfs", "nfs", "lustre", "gpfs", "cephfs", "other",
 )
 
+#: How a storage_catalog configuration combines its devices ('none': one device, or a JBOD of one).
+RAID_LEVELS: tuple[str, ...] = ("none", "raid0", "raid1", "raid5", "raid6", "raid10")
+
 #: Roles an XRootD server plays in a file access.
 SERVER_ROLES: tuple[str, ...] = ("origin", "cache")
 
@@ -145,6 +148,33 @@ STORAGE_CATALOG = pa.schema([
     _f("currency", pa.string(), "ISO 4217 currency of unit_price, e.g. GBP."),
     _f("capacity_bytes", pa.int64(), "Usable capacity of one device.", "bytes"),
     _f("endurance_tbw", pa.float64(), "Rated write endurance of one device; null for HDDs.", "TB written"),
+    # datasheet figures (issue 13): let a device nobody has probed be priced and predicted
+    _f("seq_read_mb_per_s", pa.float64(), "Datasheet sequential read rate of one device; null when unknown.", "MB/s (1e6 bytes)"),
+    _f("seq_write_mb_per_s", pa.float64(), "Datasheet sustained sequential write rate of one device; null when unknown.", "MB/s (1e6 bytes)"),
+    _f("rand_read_iops_4k", pa.float64(), "Datasheet random read operations per second at 4 KiB of one device; null when unknown.", "IOPS"),
+    _f("raid_level", pa.string(), "How devices_per_node devices are combined: none (one device), raid0, raid1, raid5, raid6 or raid10; null = none."),
+])
+
+DEVICE_PROBE = pa.schema([
+    _f("probe_id", pa.string(), "One run of `tierlens probe storage`: every job of the run shares it.", nullable=False),
+    _f("node", pa.string(), "Node the probe ran on (or 'synthetic:<type>' for the demo's device model).", nullable=False),
+    _f("path", pa.string(), "Directory probed (the scratch path jobs would use)."),
+    _f("storage_type", pa.string(), "Storage type under path, from the plugins' detector; one of STORAGE_TYPES.", nullable=False),
+    _f("device_models", pa.list_(pa.string()), "Model strings of the block devices under path (RAID members listed individually)."),
+    _f("tool", pa.string(), "What measured: fio, or synthetic (the demo generator's discrete-event device)."),
+    _f("tool_version", pa.string(), "Version of the tool, e.g. fio-3.33."),
+    _f("job_name", pa.string(), "Probe job, one of tierlens.probe.jobs.JOBS (e.g. stagein_write, rand_read_128k_node).", nullable=False),
+    _f("rw", pa.string(), "Access pattern: write (sequential), read (sequential) or randread."),
+    _f("block_size_bytes", pa.int64(), "Size of each request.", "bytes"),
+    _f("queue_depth", pa.int32(), "Requests each process keeps in flight (1: synchronous, as a job's reads are).", "requests"),
+    _f("processes", pa.int32(), "Processes running the job at once (1, or a full node's job slots).", "processes"),
+    _f("direct_io", pa.bool_(), "True when the page cache was bypassed (O_DIRECT); false where the file system refuses it (tmpfs)."),
+    _f("seconds", pa.float64(), "How long the job ran.", "s"),
+    _f("bandwidth_bytes_per_second", pa.float64(), "Bytes transferred per second, all processes together.", "bytes/s"),
+    _f("iops", pa.float64(), "Requests completed per second, all processes together.", "requests/s"),
+    _f("mean_latency_seconds", pa.float64(), "Mean time from issuing a request to its completion.", "s"),
+    _f("p99_latency_seconds", pa.float64(), "99th percentile of the completion latency.", "s"),
+    _f("probed_at", TIMESTAMP, "When the probe run started.", "UTC"),
 ])
 
 SITE_CHANGE = pa.schema([
@@ -186,6 +216,7 @@ class RecordKind(str, Enum):
     STORAGE_CATALOG = "storage_catalog"
     SITE_CHANGE = "site_change"
     COLLECTOR_STATS = "collector_stats"
+    DEVICE_PROBE = "device_probe"
 
     @property
     def table(self) -> str:
@@ -275,6 +306,23 @@ SPECS: dict[RecordKind, RecordSpec] = {
                  "not a known storage type"),
             Rule("unit_price", "unit_price < 0", "negative"),
             Rule("capacity_bytes", "capacity_bytes <= 0", "zero or negative"),
+            Rule("seq_read_mb_per_s", "seq_read_mb_per_s <= 0", "zero or negative"),
+            Rule("seq_write_mb_per_s", "seq_write_mb_per_s <= 0", "zero or negative"),
+            Rule("rand_read_iops_4k", "rand_read_iops_4k <= 0", "zero or negative"),
+            Rule("raid_level", f"raid_level IS NOT NULL AND raid_level NOT IN ({_in_list(RAID_LEVELS)})",
+                 "not none, raid0, raid1, raid5, raid6 or raid10"),
+        ),
+    ),
+    RecordKind.DEVICE_PROBE: RecordSpec(
+        RecordKind.DEVICE_PROBE, DEVICE_PROBE, ("probe_id", "job_name"), "probed_at",
+        _required("probe_id", "node", "job_name") + (
+            Rule("storage_type", f"storage_type IS NULL OR storage_type NOT IN ({_in_list(STORAGE_TYPES)})",
+                 "not a known storage type"),
+            Rule("block_size_bytes", "block_size_bytes IS NULL OR block_size_bytes <= 0", "missing or not positive"),
+            Rule("bandwidth_bytes_per_second", "bandwidth_bytes_per_second IS NULL OR bandwidth_bytes_per_second <= 0",
+                 "missing or not positive"),
+            Rule("mean_latency_seconds", "mean_latency_seconds < 0", "negative"),
+            Rule("probed_at", "probed_at IS NULL", "missing"),
         ),
     ),
     RecordKind.SITE_CHANGE: RecordSpec(

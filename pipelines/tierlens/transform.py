@@ -94,7 +94,8 @@ def _lake_dir(lake: Path) -> Path:
 
 
 #: The models that read the simulator's efficiency tables, from staging to the marts.
-EFFICIENCY_MODELS = ("stg_sim_efficiency_runs", "stg_sim_efficiency_predictions", "int_latest_efficiency_predictions+")
+EFFICIENCY_MODELS = ("stg_sim_efficiency_runs", "stg_sim_efficiency_predictions", "int_latest_efficiency_predictions+",
+                     "stg_sim_hardware_options+", "stg_sim_efficiency_type_loo+")
 
 
 def refresh_efficiency_marts(warehouse: Path, state_dir: Path) -> None:

@@ -10,7 +10,11 @@ with warehouse_rows as (
         upper(nullif(trim(currency), ''))                as currency,
         cast(capacity_bytes as bigint)                   as capacity_bytes,
         cast(endurance_tbw as double)                    as endurance_tbw,
-        'warehouse'                                      as catalog_source
+        'warehouse'                                      as catalog_source,
+        cast(seq_read_mb_per_s as double)                as seq_read_mb_per_s,
+        cast(seq_write_mb_per_s as double)               as seq_write_mb_per_s,
+        cast(rand_read_iops_4k as double)                as rand_read_iops_4k,
+        coalesce(lower(nullif(trim(raid_level), '')), 'none') as raid_level
     from {{ source('raw', 'raw_storage_catalog') }}
 ),
 
@@ -24,7 +28,11 @@ seed_rows as (
         upper(nullif(trim(currency), ''))                as currency,
         cast(capacity_bytes as bigint)                   as capacity_bytes,
         cast(endurance_tbw as double)                    as endurance_tbw,
-        'seed'                                           as catalog_source
+        'seed'                                           as catalog_source,
+        cast(seq_read_mb_per_s as double)                as seq_read_mb_per_s,
+        cast(seq_write_mb_per_s as double)               as seq_write_mb_per_s,
+        cast(rand_read_iops_4k as double)                as rand_read_iops_4k,
+        coalesce(lower(nullif(trim(raid_level), '')), 'none') as raid_level
     from {{ ref('storage_catalog') }}
     where config_name not in (select config_name from warehouse_rows)
 )

@@ -1369,10 +1369,14 @@ def _render(title: str, warehouse: Path, sections: list[Section]) -> str:
 
 
 def _has_predictions(wh: _Warehouse) -> bool:
-    if not wh.has("marts", "efficiency_measured_vs_predicted"):
+    return _mart_has_rows(wh, "efficiency_measured_vs_predicted")
+
+
+def _mart_has_rows(wh: _Warehouse, name: str) -> bool:
+    if not wh.has("marts", name):
         return False
     try:
-        return bool(wh.scalar("SELECT count(*) FROM marts.efficiency_measured_vs_predicted"))
+        return bool(wh.scalar(f"SELECT count(*) FROM marts.{name}"))
     except QUERY_ERRORS:
         return True  # unreadable: the section says so
 
@@ -1396,6 +1400,8 @@ def build_report(warehouse: Path, out_dir: Path, title: str = "tierlens site rep
             chosen = chosen + _PREDICTION_SECTIONS
         if any(wh.has("marts", name) for name in OPERATIONS_MARTS):
             chosen = _OPERATIONS_TOP + chosen + _OPERATIONS_SECTIONS
+        if _has_hardware_options(wh):
+            chosen = chosen + _HARDWARE_SECTIONS
         sections = [_guarded(wh, sid, title_, build) for sid, title_, build in chosen]
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -1406,7 +1412,7 @@ def build_report(warehouse: Path, out_dir: Path, title: str = "tierlens site rep
             _atomic_write(path, table.csv_text())
             csv_paths.append(path)
     written = {p.name for p in csv_paths}
-    for name in CSV_NAMES + ANALYSIS_CSV_NAMES + PREDICTION_CSV_NAMES + OPERATIONS_CSV_NAMES:
+    for name in CSV_NAMES + ANALYSIS_CSV_NAMES + PREDICTION_CSV_NAMES + OPERATIONS_CSV_NAMES + HARDWARE_CSV_NAMES:
         if name not in written:
             (out_dir / name).unlink(missing_ok=True)
 
@@ -1418,3 +1424,81 @@ def build_report(warehouse: Path, out_dir: Path, title: str = "tierlens site rep
         sections=[s.id for s in sections],
         no_data=[s.id for s in sections if not s.has_data],
     )
+
+
+# --------------------------------------------------------------------------- hardware you could buy
+
+HARDWARE_CSV_NAMES = ("hardware_options.csv", "device_type_validation.csv")
+
+
+def _has_hardware_options(wh: _Warehouse) -> bool:
+    return _mart_has_rows(wh, "hardware_options")
+
+
+def _hardware(wh: _Warehouse) -> Section:
+    s = Section(
+        "hardware", "Hardware you could buy",
+        "Storage configurations of the catalogue, including ones no node here has, ranked by the "
+        "storage price per CPU core-hour they would deliver with this site's jobs (Glasgow Table 4 "
+        "style). Each prediction's 95 % interval is carried into its prices, and each row says what "
+        "it rests on: jobs measured on that storage type, a device probe (`tierlens probe storage`), "
+        "or only a datasheet, whose predictions have been checked to be much less reliable.",
+    )
+    rows = wh.rows("""
+        SELECT job_class, price_rank, config_name, storage_type, evidence, jobs_per_node, cache, currency,
+               price_per_node, price_per_gb, efficiency, efficiency_low, efficiency_high, node_throughput,
+               price_per_throughput, price_per_core_hour * 1000 AS price_per_1000_core_hours,
+               price_per_core_hour_low * 1000 AS price_per_1000_core_hours_low,
+               price_per_core_hour_high * 1000 AS price_per_1000_core_hours_high,
+               ssd_lifetime_years, structural_error
+        FROM marts.hardware_options ORDER BY job_class, price_rank
+    """)
+    s.tables.append(Table(
+        "hardware_options", "Candidate configurations, cheapest delivered core-hour first",
+        [Column("job_class", "job class"), Column("price_rank", "rank", "int"),
+         Column("config_name", "configuration"), Column("storage_type", "storage type"),
+         Column("evidence", "evidence"), Column("jobs_per_node", "jobs / node", "num"), Column("cache", "cache"),
+         Column("price_per_node", "price / node", "money", suffix_key="currency"),
+         Column("currency", "currency", csv_only=True),
+         Column("price_per_gb", "price / GB", "money"),
+         Column("efficiency", "efficiency", "pct"), Column("efficiency_low", "95 % low", "pct"),
+         Column("efficiency_high", "95 % high", "pct"),
+         Column("node_throughput", "core-h / node-h", "num"),
+         Column("price_per_throughput", "price / throughput", "money"),
+         Column("price_per_1000_core_hours", "per 1000 core-h", "money"),
+         Column("price_per_1000_core_hours_low", "95 % low", "money"),
+         Column("price_per_1000_core_hours_high", "95 % high", "money"),
+         Column("ssd_lifetime_years", "SSD life (years)", "num"),
+         Column("structural_error", "structural error", "pct", csv_only=True)],
+        rows,
+    ))
+    if wh.has("staging", "stg_sim_efficiency_type_loo"):
+        checks = wh.rows("""
+            SELECT loo.storage_type, loo.evidence, loo.jobs, loo.measured_efficiency, loo.predicted_efficiency,
+                   loo.error
+            FROM staging.stg_sim_efficiency_type_loo AS loo
+            WHERE loo.run_id IN (SELECT DISTINCT run_id FROM marts.hardware_options)
+            ORDER BY loo.evidence DESC, loo.storage_type
+        """)
+        if checks:
+            s.tables.append(Table(
+                "device_type_validation", "How far derived predictions were off: each storage type left out entirely",
+                [Column("storage_type", "storage type left out"), Column("evidence", "predicted from"),
+                 Column("jobs", "jobs", "int"), Column("measured_efficiency", "measured", "pct"),
+                 Column("predicted_efficiency", "predicted", "pct"), Column("error", "error", "pct")],
+                checks,
+            ))
+    s.notes.append(
+        "Throughput = jobs per node x cores per job x efficiency (core-hours per node-hour); price / "
+        "throughput = storage price per node / throughput, as in Glasgow's Table 4. A core-hour is "
+        "priced over 5 years of service, or over the SSD's rated life when the predicted scratch "
+        "writes use up its endurance sooner. Probe- and datasheet-derived rows carry the RMS "
+        "leave-one-type-out error of their kind of evidence as structural error. Source: "
+        "marts.hardware_options (tierlens simulate efficiency --candidates)."
+    )
+    return s
+
+
+_HARDWARE_SECTIONS: tuple[tuple[str, str, Callable[[_Warehouse], Section]], ...] = (
+    ("hardware", "Hardware you could buy", _hardware),
+)

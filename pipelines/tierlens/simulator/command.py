@@ -89,6 +89,69 @@ def print_efficiency(run, run_id: str | None) -> None:
         console.print(f"written: sim_efficiency_runs / _parameters / _predictions, run_id {run_id}")
 
 
+def _efficiency_from_marts(options, marts: Path, probes: list[Path] | None, warehouse: Path | None) -> None:
+    """`simulate efficiency --marts`: profiles from another engine's Parquet marts; results
+    written to ``warehouse`` (created if needed) unless it is None."""
+    from ..cli import console, err
+    from ..warehouse import Warehouse
+    from . import store, whatif
+
+    try:
+        con = whatif.marts_connection(marts, probes)
+        if any(c.policy for c in options.caches) and not con.execute(
+                "select count(*) from duckdb_views() where view_name = 'int_file_access_by_job'").fetchone()[0]:
+            raise ValueError(f"cache what-ifs replay int_file_access_by_job, and {marts.parent / 'intermediate.db'} "
+                             "has none: use --cache none")
+        with console.status("simulating") as status:
+            run = whatif.run(con, options, progress=lambda m: status.update(m))
+    except ValueError as e:
+        err.print(f"[red]{e}[/red]")
+        raise typer.Exit(1) from e
+    rid = None
+    if warehouse is not None:
+        with Warehouse(warehouse) as w:
+            rid = store.write_efficiency(w.con, run)
+    print_efficiency(run, rid)
+    print_hardware(run)
+
+
+def print_hardware(run, limit: int = 30) -> None:
+    """The device layer's validation and the buying guide, when the run has them."""
+    from rich.table import Table
+
+    from ..cli import console
+    from .hardware import type_errors
+
+    if run.type_held_out:
+        t = Table(title="storage types left out entirely, predicted from their probe or datasheet")
+        for c in ("storage type", "from", "jobs", "measured", "predicted", "error"):
+            t.add_column(c, justify="left" if c in ("storage type", "from") else "right")
+        for h in run.type_held_out:
+            t.add_row(h.storage_type, h.evidence, f"{h.jobs:,}", f"{h.measured:.1%}", f"{h.predicted:.1%}",
+                      f"{h.error * 100:+.1f}")
+        console.print(t)
+        errors = type_errors(run.type_held_out)
+        console.print("structural error of derived predictions (RMS over types): "
+                      + ", ".join(f"{k} {v * 100:.1f} points" for k, v in errors.items() if v is not None))
+    guide = run.hardware_options
+    if guide is None or guide.num_rows == 0:
+        return
+    t = Table(title="Hardware you could buy: price per delivered CPU core-hour (95 % interval)")
+    for c in ("#", "configuration", "evidence", "jobs/node", "cache", "efficiency", "price/throughput",
+              "per 1000 core-hours", "SSD life"):
+        t.add_column(c, justify="left" if c in ("configuration", "evidence", "cache") else "right")
+    for r in guide.to_pylist()[:limit]:
+        cur = r["currency"] or ""
+        life = r["ssd_lifetime_years"]
+        t.add_row(str(r["rank"]), r["config_name"], r["evidence"], f"{r['jobs_per_node']:g}", r["cache"],
+                  f"{r['efficiency']:.1%} ({r['efficiency_low']:.1%}-{r['efficiency_high']:.1%})",
+                  f"{r['price_per_throughput']:.2f} {cur}",
+                  f"{1000 * r['price_per_core_hour']:.3f} ({1000 * r['price_per_core_hour_low']:.3f}-"
+                  f"{1000 * r['price_per_core_hour_high']:.3f})",
+                  f"{life:.1f} y" if life else "")
+    console.print(t)
+
+
 def _load_trace(warehouse: Path | None, parquet: list[Path] | None, oracle: Path | None, size_unit: int,
                 server: str | None, role: str | None, start: str | None, end: str | None):
     from ..cli import _warehouse
@@ -205,6 +268,9 @@ def register(app: typer.Typer) -> None:
         end: Annotated[Optional[str], typer.Option(help="Only jobs ending before this UTC time.")] = None,
         validate: Annotated[bool, typer.Option(help="Leave each measured configuration out in turn and predict it.")] = True,
         write: Annotated[bool, typer.Option(help="Write the run to the warehouse (sim_efficiency_*).")] = True,
+        candidates: Annotated[bool, typer.Option(help="Buying guide: price every storage_catalog configuration per delivered core-hour (sim_hardware_options, marts.hardware_options).")] = False,
+        marts: Annotated[Optional[Path], typer.Option(help="Read job_io_profile from this Parquet marts folder (e.g. <spark.sql.warehouse.dir>/marts.db) instead of the warehouse; results still go to --warehouse.", exists=True, file_okay=False)] = None,
+        probe: Annotated[Optional[list[Path]], typer.Option(help="With --marts: device_probe Parquet files (`tierlens probe storage --out`); repeat.", exists=True, dir_okay=False)] = None,
     ) -> None:
         """Predict CPU efficiency and throughput of configurations, calibrated on the measured jobs."""
         from ..cli import _warehouse
@@ -216,8 +282,11 @@ def register(app: typer.Typer) -> None:
             storage_types=tuple(storage_type or ()),
             jobs_per_node=tuple(jobs_per_node or (4, 8, 16)),
             caches=tuple(parse_cache(c) for c in (cache or ["none"])),
-            start=start, end=end, validate=validate)
+            start=start, end=end, validate=validate, candidates=candidates)
         wh = _warehouse(warehouse)
+        if marts is not None:
+            _efficiency_from_marts(options, marts, probe, wh if write else None)
+            return
         if not wh.exists():
             raise typer.BadParameter(f"no warehouse at {wh}: ingest and run `tierlens transform` first")
         with Warehouse(wh, read_only=not write) as w:
@@ -234,6 +303,7 @@ def register(app: typer.Typer) -> None:
                 raise
             rid = store.write_efficiency(w.con, run) if write else None
         print_efficiency(run, rid)
+        print_hardware(run)
 
     @export_app.command("trace")
     def export_trace(

@@ -24,6 +24,10 @@ per-job efficiency) from ``marts.job_io_profile``. Predicting a configuration ke
 and bytes and changes what the configuration changes: the storage type's service times, ``N``,
 and, through a cache replay, which of the job's remote bytes hit the cache.
 
+A storage type without measured jobs gets its two times from the device layer (devices.py):
+derived from a probe or datasheet through a mapping fitted on the types that have both, and
+marked ``derived`` rather than ``fitted`` (:func:`with_derived_types`).
+
 The overlap term says a copy to scratch takes the longer of its network read and its disk write,
 not their sum. Simplifications a reader should know: the overlap uses the uncontended write time;
 a device with several channels (RAID1 mirrors, NVMe queues, NFS spindles) is one centre with an
@@ -40,7 +44,8 @@ import numpy as np
 from numba import njit
 from scipy.optimize import least_squares
 
-MODEL_VERSION = "tierlens-mva-1"
+#: mva-2: the device layer (devices.py) derives times for storage types without measured jobs.
+MODEL_VERSION = "tierlens-mva-2"
 ROUTES = ("stage_origin", "stage_cache_hit", "stage_cache_miss",
           "direct_origin", "direct_cache_hit", "direct_cache_miss")
 N_STAGE_ROUTES = 3
@@ -216,10 +221,25 @@ class Calibration:
     rms_error: float             # per-job efficiency residual, RMS
     fingerprint: str = ""
     structural_error: float | None = None  # leave-one-out RMS error of configuration efficiency
+    #: bool per parameter: derived from a probe or datasheet by the device layer (not from jobs)
+    derived: np.ndarray | None = None
+    #: per storage type: what its times rest on, 'jobs', 'probe' or 'datasheet'
+    evidence: dict[str, str] | None = None
 
     @property
     def n_types(self) -> int:
         return len(self.storage_types)
+
+    @property
+    def determined(self) -> np.ndarray:
+        """Parameters some evidence determined: fitted from jobs or derived from a device."""
+        return self.fitted if self.derived is None else self.fitted | self.derived
+
+    def type_evidence(self, storage_type: str) -> str:
+        if self.evidence and storage_type in self.evidence:
+            return self.evidence[storage_type]
+        i = self.storage_types.index(storage_type)
+        return "jobs" if self.fitted[i] else "none"
 
     def names(self) -> list[tuple[str, str | None]]:
         """(parameter, storage type or route) for each entry of log_times."""
@@ -340,7 +360,7 @@ def predict(cal: Calibration, prof: JobProfiles, scenario: Scenario | None = Non
     per_node = None
     if sc.jobs_per_node is not None:
         per_node = float(sc.jobs_per_node * 3600.0 / np.mean(wall * prof.cores))
-    return Prediction(eff, sd, float(np.mean(wall)), per_node, len(prof), bool((used & ~cal.fitted).any()))
+    return Prediction(eff, sd, float(np.mean(wall)), per_node, len(prof), bool((used & ~cal.determined).any()))
 
 
 def _used_parameters(cal: Calibration, prof: JobProfiles, sc: Scenario) -> np.ndarray:
@@ -396,3 +416,32 @@ def validate(prof: JobProfiles, job_class: str, min_jobs: int = MIN_JOBS, max_jo
 def structural_error(held: list[HeldOut]) -> float | None:
     ok = [h.error for h in held if not h.extrapolated]
     return float(np.sqrt(np.mean(np.square(ok)))) if ok else None
+
+
+def with_derived_types(cal: Calibration, times: dict[str, tuple[float, float]], evidence: dict[str, str]) -> Calibration:
+    """``cal`` with read and write times (s/GB) set for storage types by the device layer: types
+    not in its layout are added; the times are marked derived (not fitted) and carry no fit
+    covariance (their error is the leave-one-type-out error, applied by the caller)."""
+    types = tuple(cal.storage_types) + tuple(t for t in times if t not in cal.storage_types)
+    nt_old, nt = cal.n_types, len(types)
+    pos = np.concatenate([np.arange(nt_old), nt + np.arange(nt_old), 2 * nt + np.arange(len(ROUTES))])
+    size = 2 * nt + len(ROUTES)
+    log_times = np.full(size, np.log(5.0))
+    log_times[pos] = cal.log_times
+    cov = np.zeros((size, size))
+    cov[np.ix_(pos, pos)] = cal.covariance
+    fitted = np.zeros(size, bool)
+    fitted[pos] = cal.fitted
+    derived = np.zeros(size, bool)
+    if cal.derived is not None:
+        derived[pos] = cal.derived
+    for st, (read, write) in times.items():
+        i = types.index(st)
+        log_times[i], log_times[nt + i] = np.log(read), np.log(write)
+        fitted[i] = fitted[nt + i] = False
+        derived[i] = derived[nt + i] = True
+        cov[[i, nt + i], :] = 0.0
+        cov[:, [i, nt + i]] = 0.0
+    ev = {st: cal.type_evidence(st) for st in cal.storage_types} | dict(evidence)
+    return Calibration(cal.job_class, types, log_times, cov, fitted, cal.jobs, cal.rms_error, cal.fingerprint,
+                       cal.structural_error, derived, ev)

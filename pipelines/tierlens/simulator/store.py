@@ -27,6 +27,8 @@ MRC = "sim_cache_mrc"
 EFF_RUNS = "sim_efficiency_runs"
 EFF_PARAMS = "sim_efficiency_parameters"
 EFF_PRED = "sim_efficiency_predictions"
+EFF_TYPE_LOO = "sim_efficiency_type_loo"
+HW_OPTIONS = "sim_hardware_options"
 
 DDL = {
     RUNS: f"""CREATE TABLE IF NOT EXISTS {RUNS} (
@@ -54,14 +56,26 @@ DDL = {
     EFF_PARAMS: f"""CREATE TABLE IF NOT EXISTS {EFF_PARAMS} (
         run_id VARCHAR, parameter VARCHAR, applies_to VARCHAR, value DOUBLE, std_error DOUBLE,
         unit VARCHAR, fitted BOOLEAN, true_value DOUBLE, true_low DOUBLE, true_high DOUBLE,
-        PRIMARY KEY (run_id, parameter, applies_to))""",
+        evidence VARCHAR, PRIMARY KEY (run_id, parameter, applies_to))""",
     EFF_PRED: f"""CREATE TABLE IF NOT EXISTS {EFF_PRED} (
         run_id VARCHAR, model_version VARCHAR, job_class VARCHAR, scenario VARCHAR,
         storage_type VARCHAR, ab_arm VARCHAR, jobs_per_node DOUBLE, cache VARCHAR,
         cache_policy VARCHAR, cache_bytes BIGINT, jobs BIGINT, mean_concurrent_jobs DOUBLE,
         measured_efficiency DOUBLE, predicted_efficiency DOUBLE, efficiency_sd DOUBLE,
         efficiency_low DOUBLE, efficiency_high DOUBLE, loo_predicted_efficiency DOUBLE,
-        predicted_mean_wall_seconds DOUBLE, jobs_per_node_hour DOUBLE, extrapolated BOOLEAN)""",
+        predicted_mean_wall_seconds DOUBLE, jobs_per_node_hour DOUBLE, extrapolated BOOLEAN,
+        evidence VARCHAR)""",
+    EFF_TYPE_LOO: f"""CREATE TABLE IF NOT EXISTS {EFF_TYPE_LOO} (
+        run_id VARCHAR, storage_type VARCHAR, evidence VARCHAR, jobs BIGINT, measured_efficiency DOUBLE,
+        predicted_efficiency DOUBLE, error DOUBLE, PRIMARY KEY (run_id, storage_type, evidence))""",
+    HW_OPTIONS: f"""CREATE TABLE IF NOT EXISTS {HW_OPTIONS} (
+        run_id VARCHAR, config_name VARCHAR, storage_type VARCHAR, evidence VARCHAR, jobs_per_node DOUBLE,
+        cache VARCHAR, currency VARCHAR, price_per_node DOUBLE, capacity_gb_per_node DOUBLE, price_per_gb DOUBLE,
+        efficiency DOUBLE, efficiency_low DOUBLE, efficiency_high DOUBLE, node_throughput DOUBLE,
+        node_throughput_low DOUBLE, node_throughput_high DOUBLE, price_per_throughput DOUBLE,
+        price_per_throughput_low DOUBLE, price_per_throughput_high DOUBLE, price_per_core_hour DOUBLE,
+        price_per_core_hour_low DOUBLE, price_per_core_hour_high DOUBLE, scratch_gb_written_per_node_day DOUBLE,
+        ssd_lifetime_years DOUBLE, rank INTEGER, PRIMARY KEY (run_id, config_name, jobs_per_node, cache))""",
 }
 
 COMMENTS = {
@@ -71,6 +85,8 @@ COMMENTS = {
     EFF_RUNS: "One row per efficiency-model run (tierlens simulate efficiency): model version, inputs, fit quality.",
     EFF_PARAMS: "Fitted service times per run (s/GB) with standard errors; true values where a synthetic site knows them.",
     EFF_PRED: "Predicted CPU efficiency per configuration: measured configurations back-filled beside their measurement, and the what-if grid.",
+    EFF_TYPE_LOO: "Device layer validation: each storage type left out entirely, predicted from its probe or datasheet.",
+    HW_OPTIONS: "Buying guide (simulate efficiency --candidates): catalog configurations priced per delivered core-hour.",
 }
 
 
@@ -207,12 +223,23 @@ def write_efficiency(con, run, truth: dict[str, tuple[float, float, float]] | No
                                                      pa.float64()))
     params = params.append_column("run_id", pa.array([rid] * params.num_rows, pa.string()))
     cols_pred = [c.split()[0] for c in DDL[EFF_PRED].split("(", 1)[1].rsplit(")", 1)[0].split(",")]
-    with replacing_run(con, rid, (EFF_PRED, EFF_PARAMS, EFF_RUNS)):
+    with replacing_run(con, rid, (EFF_PRED, EFF_PARAMS, EFF_TYPE_LOO, HW_OPTIONS, EFF_RUNS)):
         con.execute(f"INSERT INTO {EFF_RUNS} VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [rid, __version__, MODEL_VERSION, cal.job_class, json.dumps(inputs, sort_keys=True),
                      cal.fingerprint, len(run.profiles), cal.jobs, cal.rms_error, cal.structural_error,
                      run.seconds])
         insert_arrow(con, EFF_PARAMS, params, ("run_id", "parameter", "applies_to", "value", "std_error", "unit",
-                                               "fitted", "true_value", "true_low", "true_high"))
+                                               "fitted", "true_value", "true_low", "true_high", "evidence"))
         insert_arrow(con, EFF_PRED, pred, cols_pred)
+        for table, t in ((EFF_TYPE_LOO, _type_loo(run)), (HW_OPTIONS, run.hardware_options)):
+            if t is not None and t.num_rows:
+                t = t.append_column("run_id", pa.array([rid] * t.num_rows, pa.string()))
+                insert_arrow(con, table, t, tuple(t.column_names))
     return rid
+
+
+def _type_loo(run) -> pa.Table | None:
+    from .hardware import type_loo_table
+
+    held = getattr(run, "type_held_out", None)
+    return type_loo_table(held) if held else None

@@ -12,11 +12,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
+from . import devices as dv
 from . import efficiency as ef
+from . import hardware as hw
 from .engine import CacheParams, simulate
 from .trace import Trace, encode, from_table
 
@@ -50,12 +53,13 @@ class EfficiencyOptions:
     validate: bool = True
     max_fit_jobs: int = ef.DEFAULT_FIT_JOBS
     seed: int = 0
+    candidates: bool = False                      # price the catalog's configurations (buying guide)
 
     def as_dict(self) -> dict:
         return {"job_class": self.job_class, "storage_types": list(self.storage_types),
                 "jobs_per_node": list(self.jobs_per_node), "caches": [c.label for c in self.caches],
                 "start": self.start, "end": self.end, "validate": self.validate,
-                "max_fit_jobs": self.max_fit_jobs, "seed": self.seed}
+                "max_fit_jobs": self.max_fit_jobs, "seed": self.seed, "candidates": self.candidates}
 
 
 @dataclass
@@ -68,6 +72,10 @@ class EfficiencyRun:
     seconds: float
     profiles: ef.JobProfiles
     notes: list[str] = field(default_factory=list)
+    #: leave-one-type-out validation of the device layer, and the buying guide (empty when not asked)
+    type_held_out: list[hw.TypeHeldOut] = field(default_factory=list)
+    hardware_options: pa.Table | None = None
+    mappings: dict[str, dv.Mapping] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------- cache replay
@@ -150,11 +158,14 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
         raise ValueError(f"only {len(prof)} completed {options.job_class or ''} jobs with a storage type "
                          f"and CPU time in marts.job_io_profile; need at least {ef.MIN_JOBS}")
     measured_types = tuple(sorted(set(prof.storage_type)))
-    grid_types = options.storage_types or measured_types
-    unknown = sorted(set(grid_types) - set(measured_types))
+    devices = hw.load_devices(con)
+    derivable = (set(devices.probe) | set(devices.datasheet)) - set(measured_types)
+    grid_types = options.storage_types or measured_types + tuple(sorted(derivable))
+    unknown = sorted(set(grid_types) - set(measured_types) - derivable)
     if unknown:
-        raise ValueError(f"no measured jobs on storage type(s) {', '.join(unknown)}; "
-                         f"the model can predict {', '.join(measured_types)}")
+        raise ValueError(f"no measured jobs, probe or datasheet figures for storage type(s) {', '.join(unknown)}; "
+                         f"the model can predict {', '.join(sorted(set(measured_types) | derivable))} "
+                         f"(`tierlens probe storage` measures a device)")
     step("calibrating")
     cal = ef.calibrate(prof, options.job_class or "all", measured_types, options.max_fit_jobs, options.seed)
     held: list[ef.HeldOut] = []
@@ -162,6 +173,14 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
         step("validating (leave one configuration out)")
         held = ef.validate(prof, options.job_class or "all", max_jobs=options.max_fit_jobs, seed=options.seed)
         cal.structural_error = ef.structural_error(held)
+    frac = staged_read_fraction(prof)
+    type_held: list[hw.TypeHeldOut] = []
+    if options.validate and (devices.probe or devices.datasheet):
+        step("validating the device layer (leave one storage type out)")
+        type_held = hw.validate_types(prof, options.job_class or "all", devices, frac, options.max_fit_jobs,
+                                      options.seed)
+    type_error = hw.type_errors(type_held)
+    cal, mappings = _derive_types(cal, devices, frac, [t for t in grid_types if t not in measured_types])
     rows: list[dict] = []
     step("back-filling measured configurations")
     loo = {(h.storage_type, h.arm): h for h in held}
@@ -174,15 +193,79 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
                          loo=h.predicted if h else None))
     replayed = (job_trace(prof, job_accesses(con, options.start, options.end))
                 if any(c.policy for c in options.caches) else None)
+    guide: list[dict] = []
+    candidates = _candidates(cal, devices, frac, mappings, measured_types) if options.candidates else []
     for cache in options.caches:
         step(f"cache {cache.label}")
         remote = remote_under_cache(prof, replayed, cache)
         for st in grid_types:
+            evidence = cal.type_evidence(st)
+            c = hw.replace_structural(cal, type_error.get(evidence))
             for n in options.jobs_per_node:
-                p = ef.predict(cal, prof, ef.Scenario(st, float(n), remote))
-                rows.append(_row("what-if", st, None, float(n), cache, p))
+                p = ef.predict(c, prof, ef.Scenario(st, float(n), remote))
+                rows.append(_row("what-if", st, None, float(n), cache, p, evidence=evidence))
+        for cand, cal_c, st in candidates:
+            for n in options.jobs_per_node:
+                p = ef.predict(hw.replace_structural(cal_c, type_error.get(cal_c.type_evidence(st))), prof,
+                               ef.Scenario(st, float(n), remote))
+                guide.append(hw.guide_row(cand, _performance(prof, p, float(n), cal_c, st), cache.label))
     return EfficiencyRun(options, cal, held, pa.Table.from_pylist(rows, schema=PREDICTION_SCHEMA),
-                         parameter_table(cal, prof), time.perf_counter() - began, prof)
+                         parameter_table(cal, prof, mappings), time.perf_counter() - began, prof,
+                         type_held_out=type_held, hardware_options=hw.rank(guide) if options.candidates else None,
+                         mappings=mappings)
+
+
+def _derive_types(cal: ef.Calibration, devices: hw.Devices, frac: float,
+                  types: list[str]) -> tuple[ef.Calibration, dict[str, dv.Mapping]]:
+    """Times for storage types without jobs: from their probe, else their datasheet, each through
+    the mapping fitted on the measured types with the same kind of figures."""
+    mappings: dict[str, dv.Mapping] = {}
+    for evidence, figs in (("probe", devices.probe), ("datasheet", devices.datasheet)):
+        try:
+            mappings[evidence] = dv.fit_mapping(figs, hw.fitted_targets(cal), frac)
+        except ValueError:
+            continue
+    derived = {}
+    for st in types:
+        evidence = "probe" if st in devices.probe else "datasheet"
+        if evidence not in mappings:
+            raise ValueError(f"storage type {st} has {evidence} figures, but fewer than two measured storage types "
+                             f"have {evidence} figures to fit the device mapping on: probe the measured types")
+        derived[st] = (evidence, mappings[evidence].times((devices.probe if evidence == "probe" else devices.datasheet)[st]))
+    if derived:
+        cal = ef.with_derived_types(cal, {st: t for st, (_, t) in derived.items()},
+                                    {st: ev for st, (ev, _) in derived.items()})
+    return cal, mappings
+
+
+def _candidates(cal: ef.Calibration, devices: hw.Devices, frac: float, mappings: dict[str, dv.Mapping],
+                measured: tuple[str, ...]) -> list[tuple[hw.Candidate, ef.Calibration, str]]:
+    """Each priced catalog row with the calibration that predicts it and the type name it has there:
+    a measured type as fitted; otherwise its own figures (probe, a member's probe composed into its
+    RAID level, or datasheet) through the mapping for that kind of figures, as type 'type:config'."""
+    out = []
+    for row in devices.catalog:
+        if row.get("unit_price") is None:
+            continue
+        if row["storage_type"] in measured:
+            out.append((hw.candidate(row, "measured"), cal, row["storage_type"]))
+            continue
+        fig = hw.candidate_figures(row, devices)
+        if fig is None or fig.evidence not in mappings:
+            continue
+        name = f"{row['storage_type']}:{row['config_name']}"
+        c = ef.with_derived_types(cal, {name: mappings[fig.evidence].times(fig)}, {name: fig.evidence})
+        out.append((hw.candidate(row, fig.evidence), c, name))
+    return out
+
+
+def _performance(prof: ef.JobProfiles, p: ef.Prediction, n: float, cal: ef.Calibration, st: str) -> hw.Performance:
+    """A prediction as the buying guide prices it: efficiency and its 95 % interval, cores per job,
+    and the scratch bytes a node of ``n`` job slots writes per day at the predicted wall time."""
+    jobs_per_day = n * 86400.0 / p.mean_wall_seconds
+    written = float(np.mean(prof.scratch_write)) * jobs_per_day / 1e9
+    return hw.Performance(p.efficiency, p.efficiency - 1.96 * p.efficiency_sd, p.efficiency + 1.96 * p.efficiency_sd,
+                          n, float(np.mean(prof.cores)), written)
 
 
 PREDICTION_SCHEMA = pa.schema([
@@ -193,11 +276,13 @@ PREDICTION_SCHEMA = pa.schema([
     ("efficiency_sd", pa.float64()), ("efficiency_low", pa.float64()), ("efficiency_high", pa.float64()),
     ("loo_predicted_efficiency", pa.float64()), ("predicted_mean_wall_seconds", pa.float64()),
     ("jobs_per_node_hour", pa.float64()), ("extrapolated", pa.bool_()),
+    ("evidence", pa.string()),
 ])
 
 
 def _row(scenario: str, st: str, arm: str | None, n: float | None, cache: CacheOption, p: ef.Prediction,
-         measured: float | None = None, mean_concurrency: float | None = None, loo: float | None = None) -> dict:
+         measured: float | None = None, mean_concurrency: float | None = None, loo: float | None = None,
+         evidence: str = "jobs") -> dict:
     return {"scenario": scenario, "storage_type": st, "ab_arm": arm, "jobs_per_node": n,
             "cache": cache.label if scenario == "what-if" else "as measured", "cache_policy": cache.policy,
             "cache_bytes": cache.capacity_bytes, "jobs": p.jobs, "mean_concurrent_jobs": mean_concurrency,
@@ -205,7 +290,7 @@ def _row(scenario: str, st: str, arm: str | None, n: float | None, cache: CacheO
             "efficiency_low": p.efficiency - 1.96 * p.efficiency_sd,
             "efficiency_high": p.efficiency + 1.96 * p.efficiency_sd, "loo_predicted_efficiency": loo,
             "predicted_mean_wall_seconds": p.mean_wall_seconds, "jobs_per_node_hour": p.jobs_per_node_hour,
-            "extrapolated": p.extrapolated}
+            "extrapolated": p.extrapolated, "evidence": evidence}
 
 
 def staged_read_fraction(prof: ef.JobProfiles) -> float:
@@ -214,21 +299,31 @@ def staged_read_fraction(prof: ef.JobProfiles) -> float:
     return float(prof.scratch_read[staged].sum() / prof.stage_in[staged].sum()) if staged.any() else 0.0
 
 
-def parameter_table(cal: ef.Calibration, prof: ef.JobProfiles) -> pa.Table:
+def parameter_table(cal: ef.Calibration, prof: ef.JobProfiles, mappings: dict[str, dv.Mapping] | None = None) -> pa.Table:
     """The fitted times, plus per storage type the scratch seconds per GB staged in and then read
     (read time x the workload's read fraction + write time): the combination the accounting
     pins down best, since a job's scratch reads and writes grow together."""
     times = np.exp(cal.log_times)
     se = cal.standard_errors()
-    rows = [{"parameter": p, "applies_to": k, "value": float(v), "std_error": float(e), "unit": "s/GB",
-             "fitted": bool(f)} for (p, k), v, e, f in zip(cal.names(), times, se, cal.fitted)]
-    frac = staged_read_fraction(prof)
     nt = cal.n_types
+    evidence = [cal.type_evidence(k) if i < 2 * nt else ("jobs" if f else "none")
+                for i, ((_, k), f) in enumerate(zip(cal.names(), cal.fitted))]
+    rows = [{"parameter": p, "applies_to": k, "value": float(v), "std_error": float(e), "unit": "s/GB",
+             "fitted": bool(f), "evidence": ev}
+            for (p, k), v, e, f, ev in zip(cal.names(), times, se, cal.fitted, evidence)]
+    frac = staged_read_fraction(prof)
     for i, st in enumerate(cal.storage_types):
         v = times[i] * frac + times[nt + i]
         e = float(np.hypot(se[i] * frac, se[nt + i]))
         rows.append({"parameter": "scratch_s_per_staged_gb", "applies_to": st, "value": float(v),
-                     "std_error": e, "unit": "s/GB", "fitted": bool(cal.fitted[i] and cal.fitted[nt + i])})
+                     "std_error": e, "unit": "s/GB", "fitted": bool(cal.fitted[i] and cal.fitted[nt + i]),
+                     "evidence": cal.type_evidence(st)})
+    units = {"seeks_per_gb": "accesses/GB", "channel_sharing": "exponent", "write_factor": "ratio"}
+    for evidence, m in (mappings or {}).items():
+        for name, value in m.as_dict().items():
+            rows.append({"parameter": f"device_{name}", "applies_to": f"{evidence} mapping", "value": value,
+                         "std_error": None, "unit": units[name], "fitted": True,
+                         "evidence": f"jobs on {', '.join(m.types)}"})
     return pa.Table.from_pylist(rows)
 
 
@@ -271,3 +366,31 @@ def arm_differences(run: EfficiencyRun) -> dict[str, tuple[float, float]]:
             out[st] = (r["measured_efficiency"] - other["measured_efficiency"],
                        r["predicted_efficiency"] - other["predicted_efficiency"])
     return out
+
+
+# ----------------------------------------------------------------------------- other engines' marts
+
+def marts_connection(marts: Path, probes: list[Path] | None = None):
+    """An in-memory DuckDB connection that shows a Parquet marts folder (what the Spark target
+    writes: ``<spark.sql.warehouse.dir>/marts.db``) as ``marts.job_io_profile``, its sibling
+    ``intermediate.db/int_file_access_by_job`` (for cache what-ifs) when present, and probe
+    records written by ``tierlens probe storage --out`` as ``raw_device_probe``."""
+    import duckdb
+
+    def parquet(folder: Path) -> str:
+        if not folder.is_dir() or not any(folder.rglob("*.parquet")):
+            raise ValueError(f"{folder} holds no Parquet files")
+        return "read_parquet('" + str(folder / "**" / "*.parquet").replace("'", "''") + "')"
+
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    con.execute("create schema marts")
+    con.execute(f"create view marts.job_io_profile as select * from {parquet(marts / 'job_io_profile')}")
+    accesses = marts.parent / "intermediate.db" / "int_file_access_by_job"
+    if accesses.is_dir():
+        con.execute("create schema intermediate")
+        con.execute(f"create view intermediate.int_file_access_by_job as select * from {parquet(accesses)}")
+    if probes:
+        files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in probes)
+        con.execute(f"create view raw_device_probe as select * from read_parquet([{files}])")
+    return con

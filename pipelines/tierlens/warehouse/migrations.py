@@ -270,6 +270,13 @@ MIGRATIONS: tuple[Migration, ...] = (
                Backfill(RecordKind.FILE_ACCESS, "end_reason", "CASE WHEN close_seen THEN 'close' END"))),
     Migration(5, "site_change record: configuration changes for the before/after analysis",
               (AddTable(RecordKind.SITE_CHANGE),)),
+    Migration(6, "hardware prediction: device probes, catalog datasheet figures, evidence and buying-guide tables",
+              (AddTable(RecordKind.DEVICE_PROBE),
+               AddColumns(RecordKind.STORAGE_CATALOG, "seq_read_mb_per_s", "seq_write_mb_per_s",
+                          "rand_read_iops_4k", "raid_level"),
+               AddColumns("sim_efficiency_parameters", "evidence"),
+               AddColumns("sim_efficiency_predictions", "evidence"),
+               AddTable("sim_efficiency_type_loo"), AddTable("sim_hardware_options"))),
 )
 
 LATEST = MIGRATIONS[-1].version

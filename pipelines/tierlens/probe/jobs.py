@@ -1,0 +1,43 @@
+"""The fixed probe job set: what a grid job does to its scratch, in a few short fio jobs.
+
+* ``stagein_write``: sequential writes of 8 MiB (xrdcp's block size), as a stage-in copy writes
+  its input file to scratch;
+* ``seq_read``: sequential 1 MiB reads (a job streaming a staged file);
+* ``rand_read_128k`` and ``rand_read_1m``: random reads at the two ends of the request sizes ROOT
+  basket and vector reads make (128 KiB to 1 MiB); the pair separates a device's per-request
+  access time from its transfer rate;
+* each at queue depth 1 in one process (one job alone), and the ``_node`` variants with one
+  process per job slot of a full node, where the device's parallel channels (RAID1 mirrors,
+  flash queues) show up.
+
+The set is part of the ``device_probe`` contract: the device layer reads these names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+@dataclass(frozen=True)
+class ProbeJob:
+    name: str
+    rw: str              # fio rw=: write, read, randread
+    block_size: int      # bytes
+    full_node: bool      # one process per job slot, else one process
+
+    def processes(self, slots: int) -> int:
+        return max(slots, 1) if self.full_node else 1
+
+
+JOBS: tuple[ProbeJob, ...] = (
+    ProbeJob("stagein_write", "write", 8 * MIB, False),
+    ProbeJob("stagein_write_node", "write", 8 * MIB, True),
+    ProbeJob("seq_read", "read", MIB, False),
+    ProbeJob("seq_read_node", "read", MIB, True),
+    ProbeJob("rand_read_128k", "randread", 128 * KIB, False),
+    ProbeJob("rand_read_128k_node", "randread", 128 * KIB, True),
+    ProbeJob("rand_read_1m", "randread", MIB, False),
+)

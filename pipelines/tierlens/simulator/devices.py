@@ -1,0 +1,179 @@
+"""The device layer under the queueing core: a device's probe or datasheet figures → the read and
+write seconds per GB of *this site's* job mix, for storage types nobody has run jobs on.
+
+A device is described by four figures, whichever way they were obtained:
+
+* ``access_seconds``: the fixed cost of one random request (seek and rotation for a disk, the
+  controller's latency for flash);
+* ``read_bytes_per_second`` / ``write_bytes_per_second``: the transfer rates;
+* ``read_channels`` / ``write_channels``: how many requests it serves at once when a full node
+  keeps it busy (RAID1 mirrors, flash queues).
+
+From a probe (probe/jobs.py): the random reads at 128 KiB and 1 MiB give a per-request latency
+``L(b) = access + b / rate`` at two sizes, hence both; the stage-in write's latency minus the
+access gives the write rate; the full-node jobs' IOPS over the one-process IOPS give the channels.
+From a datasheet: sequential MB/s are the rates, ``1 / IOPS(4 KiB) - 4 KiB / rate`` the access
+(datasheet IOPS are quoted at deep queues, so this flatters flash: the datasheet error is larger
+and measured separately), one channel per device.
+
+RAID layouts are composed from their members: striping (RAID0, and the data devices of RAID5/6/10)
+multiplies the rates, since every request is shared by the stripe's members; mirrors (RAID1, RAID10)
+serve reads independently (read channels x copies) while every mirror writes everything (the write
+rate is that of the data devices alone).
+
+The mapping to the job mix has three parameters, fitted on the storage types the site both runs
+and has probed (their times fitted from jobs are the targets):
+
+    read_s_per_gb  = (seeks_per_gb * access + GB / read_rate) / read_channels ** sharing
+    write_s_per_gb = write_factor * GB / write_rate / write_channels ** sharing
+
+``seeks_per_gb`` is the workload's random accesses per GB read (ROOT baskets), ``sharing`` how far
+a node's jobs actually use the device's channels (0: not at all, 1: fully), ``write_factor`` how
+the job's writes compare to fio's streaming write. The efficiency model keeps its queueing core;
+only the per-type times it is given come from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy.optimize import least_squares
+
+GB = 1e9
+KIB = 1024
+SMALL, LARGE = 128 * KIB, 1024 * KIB
+#: Parameter names and bounds of the mapping (seeks per GB, sharing exponent, write factor).
+MAPPING_NAMES = ("seeks_per_gb", "channel_sharing", "write_factor")
+MAPPING_BOUNDS = ((0.0, 0.0, 0.2), (1e5, 1.0, 5.0))
+MAPPING_START = np.array([2000.0, 0.5, 1.0])
+#: Prior standard deviation of log(write_factor) around 0 (job writes stream as fio's do).
+WRITE_FACTOR_PRIOR_SD = 0.25
+#: Floor of a fitted composite's relative error in the mapping fit (the fit's own standard
+#: errors are optimistic: they ignore the model's structure).
+MIN_RELATIVE_ERROR = 0.05
+
+
+@dataclass(frozen=True)
+class DeviceFigures:
+    storage_type: str
+    access_seconds: float
+    read_bytes_per_second: float
+    write_bytes_per_second: float
+    read_channels: float = 1.0
+    write_channels: float = 1.0
+    evidence: str = "probe"       # probe | datasheet
+    label: str = ""
+
+    def composed(self, raid_level: str | None, devices: int) -> DeviceFigures:
+        """The figures of ``devices`` such devices combined as ``raid_level``."""
+        n = max(int(devices or 1), 1)
+        level = (raid_level or "none").lower()
+        data = {"raid0": n, "raid1": 1, "raid10": max(n // 2, 1), "raid5": max(n - 1, 1),
+                "raid6": max(n - 2, 1)}.get(level)
+        if data is None or n == 1:
+            return self
+        read_copies = n if level == "raid1" else (2 if level == "raid10" else 1)
+        return replace(self, read_bytes_per_second=self.read_bytes_per_second * data,
+                       write_bytes_per_second=self.write_bytes_per_second * data,
+                       read_channels=self.read_channels * read_copies,
+                       label=f"{n}x {self.label} {level}".strip())
+
+
+def from_probe(rows: list[dict]) -> DeviceFigures:
+    """Figures from one probe run's device_probe rows (the job set of probe/jobs.py)."""
+    by = {r["job_name"]: r for r in rows}
+    missing = {"stagein_write", "rand_read_128k", "rand_read_1m", "rand_read_128k_node",
+               "stagein_write_node"} - set(by)
+    if missing:
+        raise ValueError(f"probe {rows[0]['probe_id'] if rows else '?'} lacks job(s) {', '.join(sorted(missing))}")
+    small, large = by["rand_read_128k"]["mean_latency_seconds"], by["rand_read_1m"]["mean_latency_seconds"]
+    if large > small:
+        rate = (LARGE - SMALL) / (large - small)
+        access = max(small - SMALL / rate, 0.0)
+    else:  # latency does not grow with size (memory, noise): all transfer, no access
+        rate, access = LARGE / large, 0.0
+    w = by["stagein_write"]
+    per_write = w["mean_latency_seconds"]
+    # the access is paid once per 8 MiB write; keep at least half the latency as transfer
+    write_rate = w["block_size_bytes"] / max(per_write - access, 0.5 * per_write)
+
+    def channels(job: str) -> float:
+        alone, node = by[job], by[f"{job}_node"]
+        return float(np.clip(node["iops"] / alone["iops"], 1.0, max(node["processes"], 1)))
+
+    first = rows[0]
+    return DeviceFigures(first["storage_type"], access, rate, write_rate, channels("rand_read_128k"),
+                         channels("stagein_write"), "probe", ", ".join(first.get("device_models") or []))
+
+
+def from_datasheet(row: dict) -> DeviceFigures | None:
+    """Figures from a storage_catalog row's datasheet columns, composed by its RAID level; None
+    when the row has no datasheet figures."""
+    read, write, iops = row.get("seq_read_mb_per_s"), row.get("seq_write_mb_per_s"), row.get("rand_read_iops_4k")
+    if not (read and write and iops):
+        return None
+    rate = read * 1e6
+    member = DeviceFigures(row["storage_type"], max(1.0 / iops - 4 * KIB / rate, 0.0), rate, write * 1e6,
+                           evidence="datasheet", label=row.get("device_model") or row["config_name"])
+    return replace(member.composed(row.get("raid_level"), row.get("devices_per_node") or 1),
+                   storage_type=row["storage_type"])
+
+
+# ----------------------------------------------------------------------------- the mapping
+
+def service_times(fig: DeviceFigures, theta: np.ndarray) -> tuple[float, float]:
+    """(read, write) seconds per GB of the job mix for ``fig`` under mapping ``theta``."""
+    seeks, sharing, write_factor = theta
+    read = (seeks * fig.access_seconds + GB / fig.read_bytes_per_second) / fig.read_channels ** sharing
+    write = write_factor * GB / fig.write_bytes_per_second / fig.write_channels ** sharing
+    return read, write
+
+
+@dataclass
+class Mapping:
+    theta: np.ndarray
+    types: tuple[str, ...]        # the types it was fitted on
+    read_fraction: float          # scratch bytes read per byte staged (the workload's mix)
+    rms_log_error: float          # of the composite times it was fitted on
+
+    def times(self, fig: DeviceFigures) -> tuple[float, float]:
+        return service_times(fig, self.theta)
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(zip(MAPPING_NAMES, self.theta.tolist()))
+
+
+def fit_mapping(figures: dict[str, DeviceFigures], fitted: dict[str, tuple[float, float, float]],
+                read_fraction: float) -> Mapping:
+    """Fit the mapping on the types with both figures and job-fitted times.
+
+    ``fitted`` maps a storage type to (read s/GB, write s/GB, relative standard error of their
+    composite). The composite ``read * f + write`` (f = bytes read per byte staged) is what the
+    accounting pins down, so it carries the fit; the separate read and write times, which a job's
+    reads and writes growing together leave loosely determined, pull only weakly.
+    """
+    types = tuple(sorted(set(figures) & set(fitted)))
+    if len(types) < 2:
+        raise ValueError(f"the device mapping needs at least two storage types with both measured jobs and a probe "
+                         f"(or datasheet); have {', '.join(types) or 'none'}")
+    f = read_fraction
+
+    def residuals(theta: np.ndarray) -> np.ndarray:
+        out = []
+        for st in types:
+            r, w = service_times(figures[st], theta)
+            tr, tw, rel = fitted[st]
+            sigma = max(rel, MIN_RELATIVE_ERROR)
+            out.append(np.log((r * f + w) / (tr * f + tw)) / sigma)
+            out.append(0.3 * np.log(r / tr))
+            out.append(0.3 * np.log(w / tw))
+        # a stage-in copy streams like fio's sequential write: without a write-dominated type
+        # among the fitted ones the data hardly pin write_factor, and the prior keeps it near 1
+        out.append(np.log(theta[2]) / WRITE_FACTOR_PRIOR_SD)
+        return np.asarray(out)
+
+    sol = least_squares(residuals, MAPPING_START, bounds=MAPPING_BOUNDS, x_scale=[1000.0, 0.3, 0.5])
+    comp = [np.log(sum(np.array(service_times(figures[st], sol.x)) * [f, 1]) / (fitted[st][0] * f + fitted[st][1]))
+            for st in types]
+    return Mapping(sol.x, types, f, float(np.sqrt(np.mean(np.square(comp)))))

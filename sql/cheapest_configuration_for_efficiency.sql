@@ -1,0 +1,30 @@
+-- Question: What is the cheapest storage configuration that reaches a target CPU efficiency?
+-- From the newest buying guide (marts.hardware_options, written by `tierlens simulate efficiency
+-- --candidates`): the configurations whose predicted efficiency reaches the target (change 0.75
+-- below) even at the low end of its 95 % interval, cheapest delivered core-hour first. evidence
+-- says what each prediction rests on (measured jobs, a device probe, a datasheet) and
+-- structural_error how far that kind of prediction has been off when checked.
+with target as (
+    select 0.75 as efficiency
+)
+
+select
+    options.job_class,
+    options.config_name,
+    options.storage_type,
+    options.jobs_per_node,
+    options.cache,
+    options.evidence,
+    round(options.efficiency, 3)            as efficiency,
+    round(options.efficiency_low, 3)        as efficiency_low,
+    round(options.structural_error, 3)      as structural_error,
+    options.currency,
+    round(options.price_per_node, 2)        as price_per_node,
+    round(options.price_per_throughput, 2)  as price_per_throughput,
+    round(options.price_per_core_hour, 6)   as price_per_core_hour,
+    round(options.price_per_core_hour_high, 6) as price_per_core_hour_high,
+    round(options.ssd_lifetime_years, 1)    as ssd_lifetime_years
+from marts.hardware_options as options
+cross join target
+where options.efficiency_low >= target.efficiency
+order by options.price_per_core_hour, options.price_per_gb

@@ -1,0 +1,416 @@
+"""The device layer (probe or datasheet figures → service times for a storage type nobody ran jobs
+on), its validation by leaving whole storage types out on the demo site, and the buying guide."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tierlens.sources.synthetic.probe import run_synthetic_probe
+from tierlens.simulator import devices as dv
+from tierlens.simulator import efficiency as ef
+from tierlens.sources.synthetic.site import GB, SCRATCH
+
+
+# --------------------------------------------------------------------------- device figures
+
+@pytest.mark.parametrize("st", ["hdd", "ssd", "nvme", "raid1"])
+def test_probe_figures_recover_the_generators_device(st):
+    fig = dv.from_probe(run_synthetic_probe(st, slots=8).to_pylist())
+    d = SCRATCH[st].device
+    assert fig.access_seconds == pytest.approx(d.access_seconds, rel=1e-6)
+    assert fig.read_bytes_per_second == pytest.approx(d.read_bytes_per_second, rel=1e-6)
+    assert fig.write_bytes_per_second == pytest.approx(d.write_bytes_per_second, rel=1e-6)
+    assert fig.read_channels == pytest.approx(min(SCRATCH[st].members * d.queues, 8), rel=1e-3)
+    # a mirror writes everything on every member: no more write channels than one device has
+    assert fig.write_channels == pytest.approx(min(d.queues, 8), rel=1e-3)
+
+
+def test_raid_is_composed_from_its_members():
+    disk = dv.DeviceFigures("hdd", 0.01, 100e6, 90e6, 1.0, 1.0, "datasheet", "disk")
+    r0, r1, r10 = disk.composed("raid0", 2), disk.composed("raid1", 2), disk.composed("raid10", 4)
+    assert (r0.read_bytes_per_second, r0.write_bytes_per_second, r0.read_channels) == (200e6, 180e6, 1.0)
+    assert (r1.read_bytes_per_second, r1.write_bytes_per_second, r1.read_channels, r1.write_channels) == \
+        (100e6, 90e6, 2.0, 1.0)
+    assert (r10.read_bytes_per_second, r10.write_bytes_per_second, r10.read_channels) == (200e6, 180e6, 2.0)
+    assert disk.composed("none", 1) == disk and r0.access_seconds == disk.access_seconds
+    theta = np.array([3000.0, 1.0, 1.0])
+    # striping halves the transfer; mirroring halves reads under load and leaves writes alone
+    assert dv.service_times(r0, theta)[1] == pytest.approx(dv.service_times(disk, theta)[1] / 2)
+    assert dv.service_times(r0, theta)[0] == pytest.approx(3000 * 0.01 + GB / 200e6)
+    assert dv.service_times(r1, theta) == pytest.approx((dv.service_times(disk, theta)[0] / 2,
+                                                         dv.service_times(disk, theta)[1]))
+
+
+def test_a_probed_disk_prices_raid_layouts_of_it():
+    from tierlens.simulator import hardware as hw
+
+    rows = run_synthetic_probe("hdd", slots=8).to_pylist()
+    devices = hw.Devices({"hdd": dv.from_probe(rows)}, {}, [], {"hdd": rows})
+    disk = devices.probe["hdd"]
+    catalog = {"config_name": "2xHDD RAID0", "storage_type": "raid0", "device_model": " seagate st500dm002 ",
+               "devices_per_node": 2, "raid_level": "raid0"}
+    r0 = hw.candidate_figures(catalog, devices)
+    assert r0.evidence == "probe" and r0.storage_type == "raid0"
+    assert r0.read_bytes_per_second == pytest.approx(2 * disk.read_bytes_per_second)
+    r1 = hw.candidate_figures(dict(catalog, storage_type="raid1", raid_level="raid1"), devices)
+    assert r1.read_channels == pytest.approx(2 * disk.read_channels)
+    assert r1.write_bytes_per_second == pytest.approx(disk.write_bytes_per_second)
+    # a device nobody probed falls back to its datasheet, and without one there is nothing
+    other = dict(catalog, device_model="Other disk", seq_read_mb_per_s=200.0, seq_write_mb_per_s=150.0,
+                 rand_read_iops_4k=100.0)
+    assert hw.candidate_figures(other, devices).evidence == "datasheet"
+    assert hw.candidate_figures(dict(catalog, device_model="Other disk"), devices) is None
+
+
+def test_datasheet_figures_and_a_row_without_them():
+    row = {"config_name": "x", "storage_type": "raid0", "device_model": "d", "devices_per_node": 2,
+           "seq_read_mb_per_s": 125.0, "seq_write_mb_per_s": 100.0, "rand_read_iops_4k": 80.0, "raid_level": "raid0"}
+    fig = dv.from_datasheet(row)
+    assert fig.read_bytes_per_second == 250e6 and fig.write_bytes_per_second == 200e6
+    assert fig.access_seconds == pytest.approx(1 / 80 - 4096 / 125e6)
+    assert fig.evidence == "datasheet" and fig.storage_type == "raid0"
+    assert dv.from_datasheet(dict(row, rand_read_iops_4k=None)) is None
+
+
+def test_the_mapping_recovers_the_parameters_that_made_the_times():
+    # write_factor at the centre of its prior (devices.WRITE_FACTOR_PRIOR_SD), so nothing pulls the fit away
+    theta = np.array([3500.0, 0.6, 1.0])
+    figs = {st: dv.from_probe(run_synthetic_probe(st, slots=8).to_pylist()) for st in ("hdd", "ssd", "nvme", "raid1", "nfs")}
+    targets = {st: (*dv.service_times(f, theta), 0.01) for st, f in figs.items()}
+    m = dv.fit_mapping(figs, targets, read_fraction=0.6)
+    assert m.theta == pytest.approx(theta, rel=1e-3)
+    assert m.rms_log_error < 1e-6
+    with pytest.raises(ValueError, match="at least two"):
+        dv.fit_mapping({"hdd": figs["hdd"]}, targets, 0.6)
+
+
+def test_derived_types_extend_the_calibration_without_touching_the_fitted_times():
+    types = ("hdd", "ssd")
+    lt = np.log(np.arange(1.0, 2 * len(types) + len(ef.ROUTES) + 1))
+    cal = ef.Calibration("analysis", types, lt, np.eye(len(lt)) * 0.01, np.ones(len(lt), bool), 100, 0.01)
+    ext = ef.with_derived_types(cal, {"nvme": (0.5, 0.7)}, {"nvme": "probe"})
+    t = ext.times()
+    for (p, k), v in cal.times().items():
+        assert t[(p, k)] == pytest.approx(v)
+    assert t[("scratch_read_s_per_gb", "nvme")] == pytest.approx(0.5)
+    assert t[("scratch_write_s_per_gb", "nvme")] == pytest.approx(0.7)
+    i = ext.storage_types.index("nvme")
+    assert not ext.fitted[i] and ext.derived[i] and ext.determined[i]
+    assert ext.type_evidence("nvme") == "probe" and ext.type_evidence("hdd") == "jobs"
+    assert ext.covariance[i, i] == 0.0
+    # the queueing core is unchanged: the same jobs on hdd get the same walls from either calibration
+    n = 20
+    prof = ef.JobProfiles(np.array(["hdd"] * n, dtype=object), np.array([""] * n, dtype=object), np.ones(n),
+                          np.full(n, 3600.0), np.zeros(n), np.full(n, 2 * GB), np.full(n, GB), np.full(n, GB),
+                          np.zeros((len(ef.ROUTES), n)), np.full(n, 4.0),
+                          np.array([str(i) for i in range(n)], dtype=object), np.array(["n"] * n, dtype=object))
+    assert ef.predict_wall(ext.log_times, ext.storage_types, prof) == pytest.approx(
+        ef.predict_wall(cal.log_times, cal.storage_types, prof))
+
+
+# --------------------------------------------------------------------------- the demo site
+
+DAYS, SEED = 3.0, 11
+#: Leave-one-type-out tolerance for probe-derived predictions, in efficiency points. Chosen from
+#: the data: on the demo site (3 days, nodes_per_type 1) the largest error over the six storage
+#: types was 3.7 points with seed 11 and 5.1 with seed 5 (RMS 2.9 and 3.0 points); 6 points leaves
+#: room for other seeds without hiding a broken mapping (datasheet-only errors reach 17-26 points).
+PROBE_TOLERANCE = 0.06
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """A small demo site in a warehouse: generated, ingested, job_io_profile built, every
+    storage type probed through the generator's device model."""
+    import duckdb  # noqa: F401 - the warehouse's engine, imported where used below
+    from collections import defaultdict
+
+    import pyarrow as pa
+
+    from tierlens.pipeline import ingest
+    from tierlens.records import Batch, RecordKind
+    from tierlens.sources.synthetic import SyntheticOptions, demo_site, generate
+    from tierlens.transform import run_dbt
+
+    home = tmp_path_factory.mktemp("hwdemo")
+    wh = home / "warehouse.duckdb"
+    parts = defaultdict(list)
+
+    def keep(batches):
+        for b in batches:
+            parts[b.kind].append(b.table)
+            yield b
+
+    ingest(keep(generate(SyntheticOptions(days=DAYS, seed=SEED, site=demo_site(nodes_per_type=1)))), wh)
+    probes = [run_synthetic_probe(st, slots=8) for st in SCRATCH]
+    ingest([Batch(RecordKind.DEVICE_PROBE, t, f"probe:synthetic:{t['storage_type'][0]}") for t in probes], wh)
+    result = run_dbt(wh, home / "dbt", "build", ["--select", "+job_io_profile", "+int_file_access_by_job",
+                                                  "+stg_storage_catalog", "--exclude", "test_type:singular"])
+    assert result.success, result.failures
+    return wh, {k: pa.concat_tables(v) for k, v in parts.items()}
+
+
+def _measured_by_type(generated) -> dict[str, float]:
+    """The generator's measured efficiency of completed analysis jobs per storage type, from the records."""
+    from collections import defaultdict
+
+    from tierlens.records import RecordKind
+
+    tags = {r["job_id"]: r["storage_type"] for r in generated[RecordKind.JOB_TAG].to_pylist()}
+    cpu, core_wall = defaultdict(float), defaultdict(float)
+    for j in generated[RecordKind.JOB].to_pylist():
+        busy = j["cpu_user_seconds"] + j["cpu_system_seconds"]
+        if j["job_class"] != "analysis" or j["state"] != "COMPLETED" or busy <= 0 or j["wall_seconds"] <= 0:
+            continue
+        cpu[tags[j["job_id"]]] += busy
+        core_wall[tags[j["job_id"]]] += j["wall_seconds"] * j["allocated_cores"]
+    return {k: cpu[k] / core_wall[k] for k in cpu}
+
+
+@pytest.fixture(scope="module")
+def type_loo(demo):
+    import duckdb
+
+    from tierlens.simulator import hardware as hw
+    from tierlens.simulator.whatif import staged_read_fraction
+
+    wh, _ = demo
+    con = duckdb.connect(str(wh), read_only=True)
+    prof = ef.load_profiles(con, "analysis")
+    devices = hw.load_devices(con)
+    con.close()
+    return hw.validate_types(prof, "analysis", devices, staged_read_fraction(prof))
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_every_type_left_out_is_predicted_from_its_probe(demo, type_loo):
+    _, generated = demo
+    measured = _measured_by_type(generated)
+    probe = {h.storage_type: h for h in type_loo if h.evidence == "probe"}
+    assert set(probe) == set(SCRATCH) == set(measured)
+    for st, h in probe.items():
+        assert h.measured == pytest.approx(measured[st], rel=1e-9), st
+        assert abs(h.predicted - measured[st]) <= PROBE_TOLERANCE, (st, h.predicted, measured[st])
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_datasheet_only_predictions_carry_their_own_larger_error(type_loo):
+    from tierlens.simulator import hardware as hw
+
+    errors = hw.type_errors(type_loo)
+    sheet = {h.storage_type for h in type_loo if h.evidence == "datasheet"}
+    # the catalog has datasheet figures for the devices one can buy, not for the NFS share
+    assert sheet == set(SCRATCH) - {"nfs"}
+    assert errors["datasheet"] > errors["probe"]
+    rms = np.sqrt(np.mean([h.error ** 2 for h in type_loo if h.evidence == "probe"]))
+    assert errors["probe"] == pytest.approx(rms)
+
+
+@pytest.fixture(scope="module")
+def without_nvme(demo, tmp_path_factory):
+    """The demo site as a site with no NVMe nodes: NVMe's jobs removed, its probe kept; the CLI
+    asked for an NVMe prediction and the buying guide."""
+    import shutil
+
+    import duckdb
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+
+    wh, _ = demo
+    copy = tmp_path_factory.mktemp("nonvme") / "warehouse.duckdb"
+    shutil.copy(wh, copy)
+    con = duckdb.connect(str(copy))
+    con.execute("delete from marts.job_io_profile where storage_type = 'nvme'")
+    con.close()
+    r = CliRunner().invoke(app, ["simulate", "efficiency", "-w", str(copy), "-n", "8", "--candidates"])
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    return copy, r.output
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_a_site_without_nvme_gets_an_nvme_prediction_with_a_measured_error_bar(demo, without_nvme):
+    import duckdb
+
+    _, generated = demo
+    wh, output = without_nvme
+    measured = _measured_by_type(generated)
+    con = duckdb.connect(str(wh), read_only=True)
+    (eff, sd, evidence, extrapolated), = con.execute(
+        "select predicted_efficiency, efficiency_sd, evidence, extrapolated from sim_efficiency_predictions "
+        "where scenario = 'what-if' and storage_type = 'nvme' and jobs_per_node = 8").fetchall()
+    loo = con.execute("select storage_type, error from sim_efficiency_type_loo where evidence = 'probe'").fetchall()
+    params = dict(con.execute("select applies_to, evidence from sim_efficiency_parameters "
+                              "where parameter = 'scratch_read_s_per_gb'").fetchall())
+    con.close()
+    assert evidence == "probe" and not extrapolated
+    assert params["nvme"] == "probe" and params["hdd"] == "jobs"
+    assert "nvme" not in {st for st, _ in loo} and len(loo) == 5
+    # the error bar is the measured leave-one-type-out error of probe-derived predictions (or more)
+    rms = float(np.sqrt(np.mean([e * e for _, e in loo])))
+    assert sd >= rms - 1e-12
+    # and the prediction lands where the generator's NVMe nodes (8 slots, full) actually were
+    assert abs(eff - measured["nvme"]) <= PROBE_TOLERANCE
+    assert eff - 1.96 * sd <= measured["nvme"] <= eff + 1.96 * sd
+    assert "Hardware you could buy" in output
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_buying_guide_orders_prices_as_the_generators_measured_throughput_does(demo, without_nvme):
+    import csv
+
+    import duckdb
+
+    from tierlens.config import DBT_PROJECT_DIR
+
+    _, generated = demo
+    wh, _ = without_nvme
+    measured = _measured_by_type(generated)
+    with (DBT_PROJECT_DIR / "seeds" / "storage_catalog.csv").open() as f:
+        catalog = list(csv.DictReader(f))
+    # independently: the node's storage price over the core-hours 8 single-core jobs deliver per
+    # node-hour at the efficiency the generator measured on that storage type
+    reference = {r["config_name"]: float(r["unit_price"]) * int(r["devices_per_node"]) / (8 * measured[r["storage_type"]])
+                 for r in catalog}
+    con = duckdb.connect(str(wh), read_only=True)
+    guide = dict(con.execute("select config_name, price_per_throughput from sim_hardware_options "
+                             "where jobs_per_node = 8 and cache = 'none'").fetchall())
+    rows = con.execute("select config_name, evidence, price_per_throughput_low, price_per_throughput, "
+                       "price_per_throughput_high from sim_hardware_options").fetchall()
+    con.close()
+    assert set(guide) == set(reference)
+    assert sorted(guide, key=guide.get) == sorted(reference, key=reference.get)
+    for name, evidence, low, mid, high in rows:
+        assert low <= mid <= high, name
+        assert evidence == ("probe" if name == "Enterprise NVMe" else "measured")
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_mart_report_section_and_cheapest_configuration_query(without_nvme, tmp_path):
+    import csv
+    from pathlib import Path
+
+    import duckdb
+
+    from tierlens.report import build_report
+    from tierlens.transform import run_dbt
+
+    wh, _ = without_nvme
+    built = run_dbt(wh, tmp_path / "dbt", "build", ["--select", "stg_sim_efficiency_runs", "stg_sim_hardware_options+",
+                                                     "stg_sim_efficiency_type_loo+", "--exclude", "test_type:singular"])
+    assert built.success, built.failures
+    con = duckdb.connect(str(wh), read_only=True)
+    options = con.execute("select config_name, jobs_per_node, efficiency, price_per_core_hour, "
+                          "efficiency_low from sim_hardware_options").fetchall()
+    mart = con.execute("select config_name, jobs_per_node, price_rank, evidence, structural_error "
+                       "from marts.hardware_options").fetchall()
+    loo = dict(con.execute("select evidence, sqrt(avg(error * error)) from sim_efficiency_type_loo "
+                           "group by evidence").fetchall())
+    query = (Path(__file__).resolve().parents[1] / "sql" / "cheapest_configuration_for_efficiency.sql").read_text()
+    answer = con.execute(query).fetchall()
+    con.close()
+    assert len(mart) == len(options)
+    assert sorted(r[2] for r in mart) == list(range(1, len(mart) + 1))
+    for name, _, _, evidence, err in mart:
+        if evidence == "probe":
+            assert err == pytest.approx(loo["probe"]), name
+    # the query: every option whose 95 % low end reaches 75 %, cheapest delivered core-hour first
+    expected = sorted((o for o in options if o[4] >= 0.75), key=lambda o: o[3])
+    assert [(r[1], r[3]) for r in answer] == [(o[0], o[1]) for o in expected]
+    report = build_report(wh, tmp_path / "report")
+    with (tmp_path / "report" / "hardware_options.csv").open() as f:
+        assert len(list(csv.DictReader(f))) == len(options)
+    assert "Hardware you could buy" in report.html_path.read_text()
+
+
+# --------------------------------------------------------------------------- Glasgow Table 4
+
+#: Glasgow's catalog (Table 4: unit price in GBP, devices, GB per device; 2xHDD(500GB) is two
+#: 250 GB disks in RAID0) and the measured throughput of Table 1 (8 jobs on an 8-core node).
+GLASGOW = [
+    ({"config_name": "Kingston SSDnow", "storage_type": "ssd", "device_model": "Kingston SSDnow",
+      "devices_per_node": 1, "unit_price": 155.0, "currency": "GBP", "capacity_bytes": 128 * 10**9,
+      "endurance_tbw": None, "raid_level": None}, 4.5, 34.40, 1.21),
+    ({"config_name": "Intel X-25 SSD", "storage_type": "ssd", "device_model": "Intel X-25",
+      "devices_per_node": 1, "unit_price": 245.0, "currency": "GBP", "capacity_bytes": 160 * 10**9,
+      "endurance_tbw": None, "raid_level": None}, 6.0, 40.80, 1.53),
+    ({"config_name": "2xHDD(500GB)", "storage_type": "raid0", "device_model": "HDD 250GB",
+      "devices_per_node": 2, "unit_price": 40.0, "currency": "GBP", "capacity_bytes": 250 * 10**9,
+      "endurance_tbw": None, "raid_level": "raid0"}, 7.0, 11.40, 0.16),
+]
+
+
+def test_glasgow_table4_through_the_buying_guide():
+    from tierlens.simulator import hardware as hw
+
+    rows = []
+    for row, throughput, per_throughput, per_gb in GLASGOW:
+        eff = throughput / 8
+        r = hw.guide_row(hw.candidate(row, "measured"), hw.Performance(eff, eff, eff, jobs_per_node=8))
+        # Table 4 prints two decimals of values rounded to 0.1 (155 / 4.5 = 34.44 -> 34.40)
+        assert r["price_per_throughput"] == pytest.approx(per_throughput, abs=0.05), row["config_name"]
+        assert round(r["price_per_gb"], 2) == per_gb, row["config_name"]
+        rows.append(r)
+    ranked = hw.rank(rows).to_pylist()
+    assert [r["config_name"] for r in ranked] == ["2xHDD(500GB)", "Kingston SSDnow", "Intel X-25 SSD"]
+    # a wider efficiency interval widens the price interval around the same central price
+    r = hw.guide_row(hw.candidate(GLASGOW[0][0], "probe"), hw.Performance(0.5625, 0.50, 0.62, jobs_per_node=8))
+    assert r["price_per_throughput_low"] == pytest.approx(155 / (8 * 0.62))
+    assert r["price_per_throughput_high"] == pytest.approx(155 / (8 * 0.50))
+
+
+def test_ssd_lifetime_shortens_the_service_life_it_is_priced_over():
+    from tierlens.simulator import hardware as hw
+
+    row = dict(GLASGOW[0][0], endurance_tbw=40.0)
+    perf = hw.Performance(0.6, 0.6, 0.6, jobs_per_node=8, scratch_gb_written_per_node_day=100.0)
+    r = hw.guide_row(hw.candidate(row, "datasheet"), perf)
+    assert r["ssd_lifetime_years"] == pytest.approx(40_000 / 100 / 365.25)
+    assert r["price_per_core_hour"] == pytest.approx(155 / (8 * 0.6 * r["ssd_lifetime_years"] * 365.25 * 24))
+    mirror = hw.candidate(dict(row, devices_per_node=2, raid_level="raid1", storage_type="raid1"), "datasheet")
+    assert mirror.endurance_tb_per_node == 40.0 and mirror.capacity_gb_per_node == 128.0
+
+
+# --------------------------------------------------------------------------- other engines' marts
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_efficiency_from_a_parquet_marts_folder_equals_the_warehouse_run(demo, tmp_path):
+    import duckdb
+    import pyarrow.parquet as pq
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+    from tierlens.simulator import whatif
+
+    wh, _ = demo
+    marts = tmp_path / "spark-warehouse" / "marts.db"
+    (marts / "job_io_profile").mkdir(parents=True)
+    con = duckdb.connect(str(wh), read_only=True)
+    # several part files, as Spark writes them
+    con.execute(f"copy (select * from marts.job_io_profile) to '{marts / 'job_io_profile'}' "
+                "(format parquet, per_thread_output true, row_group_size 2000, overwrite_or_ignore true)")
+    options = whatif.EfficiencyOptions(jobs_per_node=(8,), validate=False)
+    expected = whatif.run(con, options).predictions
+    con.close()
+    got = whatif.run(whatif.marts_connection(marts), options).predictions
+    assert got.column("storage_type").to_pylist() == expected.column("storage_type").to_pylist()
+    assert got.column("predicted_efficiency").to_pylist() == pytest.approx(
+        expected.column("predicted_efficiency").to_pylist(), rel=1e-9)
+    probe = tmp_path / "nvme-probe.parquet"
+    pq.write_table(run_synthetic_probe("nvme"), probe)
+    out = tmp_path / "results.duckdb"
+    r = CliRunner().invoke(app, ["simulate", "efficiency", "--marts", str(marts), "--probe", str(probe), "-w", str(out),
+                                 "-n", "8", "--no-validate"])
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    con = duckdb.connect(str(out), read_only=True)
+    assert con.execute("select count(*) from sim_efficiency_predictions").fetchone()[0] == got.num_rows
+    con.close()
+    refused = CliRunner().invoke(app, ["simulate", "efficiency", "--marts", str(marts), "-c", "lru:1TB", "--no-write"])
+    assert refused.exit_code == 1 and "int_file_access_by_job" in refused.output
