@@ -20,6 +20,11 @@ from numba import njit
 
 NEVER = np.int64(2**62)
 
+#: The small steps the kernels are written in. They allocate nothing, so they are compiled
+#: without reference counting (numba's _nrt=False): with it, every call counted a reference to
+#: each array it was passed, which made the steps cost 2-5x the replay they are part of.
+step = njit(cache=True, nogil=True, _nrt=False)
+
 
 @njit(cache=True, nogil=True)
 def next_access_kernel(obj, n_obj):
@@ -35,7 +40,7 @@ def next_access_kernel(obj, n_obj):
 
 # ----------------------------------------------------------------------------- shared steps
 
-@njit(cache=True, nogil=True)
+@step
 def _record_hit(out, req_hit, i, h, nbytes):
     """Request ``i`` (hour ``h``) was served from the cache; flag it when the caller keeps flags."""
     out[0, h] += 1
@@ -44,56 +49,51 @@ def _record_hit(out, req_hit, i, h, nbytes):
         req_hit[i] = 1
 
 
-# Doubly linked queues threaded through arrays indexed by object id; queue q runs from
-# heads[q] (newest) to tails[q] (oldest), -1 ends a list.
+# Doubly linked lists threaded through arrays indexed by object id (prv, nxt; -1 ends a list),
+# newest at the head. The ends travel as plain integers, returned updated, so that LRU keeps
+# them in registers.
 
-@njit(cache=True, nogil=True)
-def _unlink(o, prv, nxt, heads, tails, q):
+@step
+def _unlink(o, prv, nxt, head, tail):
+    """Take ``o`` out of the list; returns the new (head, tail)."""
     p = prv[o]
     n = nxt[o]
     if p >= 0:
         nxt[p] = n
     else:
-        heads[q] = n
+        head = n
     if n >= 0:
         prv[n] = p
     else:
-        tails[q] = p
+        tail = p
     prv[o] = -1
     nxt[o] = -1
+    return head, tail
 
 
-@njit(cache=True, nogil=True)
-def _link_head(o, prv, nxt, heads, tails, q):
-    h = heads[q]
+@step
+def _link_head(o, prv, nxt, head, tail):
+    """Put ``o`` at the head of the list; returns the new (head, tail)."""
     prv[o] = -1
-    nxt[o] = h
-    if h >= 0:
-        prv[h] = o
+    nxt[o] = head
+    if head >= 0:
+        prv[head] = o
     else:
-        tails[q] = o
-    heads[q] = o
-
-
-@njit(cache=True, nogil=True)
-def _pop_tail(prv, nxt, heads, tails, q):
-    """Remove and return the oldest entry of queue q (which must not be empty)."""
-    t = tails[q]
-    _unlink(t, prv, nxt, heads, tails, q)
-    return t
+        tail = o
+    return o, tail
 
 
 # ----------------------------------------------------------------------------- LRU / FIFO
 
 @njit(cache=True, nogil=True)
 def lru_kernel(obj, osize, read, hr, n_hours, cap, move_on_hit, req_hit):
-    """LRU (move_on_hit=True) or FIFO (False) on a byte-capacity cache: one queue, newest at
-    the head, evicting from the tail."""
+    """LRU (move_on_hit=True) or FIFO (False) on a byte-capacity cache: one list, evicting
+    from the tail."""
     n_obj = osize.shape[0]
     prv = np.full(n_obj, -1, np.int32)
     nxt = np.full(n_obj, -1, np.int32)
-    heads = np.full(1, -1, np.int32)
-    tails = np.full(1, -1, np.int32)
+    head = -1
+    tail = -1
     inc = np.zeros(n_obj, np.bool_)
     out = np.zeros((3, n_hours), np.int64)
     used = np.int64(0)
@@ -101,18 +101,19 @@ def lru_kernel(obj, osize, read, hr, n_hours, cap, move_on_hit, req_hit):
         o = obj[i]
         if inc[o]:
             _record_hit(out, req_hit, i, hr[i], read[i])
-            if move_on_hit and o != heads[0]:
-                _unlink(o, prv, nxt, heads, tails, 0)
-                _link_head(o, prv, nxt, heads, tails, 0)
+            if move_on_hit and o != head:
+                head, tail = _unlink(o, prv, nxt, head, tail)
+                head, tail = _link_head(o, prv, nxt, head, tail)
             continue
         s = osize[o]
         if s > cap:
             continue
         while used + s > cap:
-            t = _pop_tail(prv, nxt, heads, tails, 0)
+            t = tail
+            head, tail = _unlink(t, prv, nxt, head, tail)
             inc[t] = False
             used -= osize[t]
-        _link_head(o, prv, nxt, heads, tails, 0)
+        head, tail = _link_head(o, prv, nxt, head, tail)
         inc[o] = True
         used += s
         out[2, hr[i]] += s
@@ -121,7 +122,7 @@ def lru_kernel(obj, osize, read, hr, n_hours, cap, move_on_hit, req_hit):
 
 # ----------------------------------------------------------------------------- heaps
 
-@njit(cache=True, nogil=True)
+@step
 def _sift_down(hk, hv, pos, size):
     k = hk[pos]
     v = hv[pos]
@@ -140,7 +141,7 @@ def _sift_down(hk, hv, pos, size):
     hv[pos] = v
 
 
-@njit(cache=True, nogil=True)
+@step
 def _push(hk, hv, size, k, v):
     pos = size
     while pos > 0:
@@ -155,7 +156,7 @@ def _push(hk, hv, size, k, v):
     return size + 1
 
 
-@njit(cache=True, nogil=True)
+@step
 def _pop(hk, hv, size):
     size -= 1
     if size > 0:
@@ -165,13 +166,13 @@ def _pop(hk, hv, size):
     return size
 
 
-@njit(cache=True, nogil=True)
+@step
 def _heapify(hk, hv, m):
     for j in range(m // 2 - 1, -1, -1):
         _sift_down(hk, hv, j, m)
 
 
-@njit(cache=True, nogil=True)
+@step
 def _compact(hk, hv, size, key, inc):
     """Drop stale entries (lazy deletion) and re-heapify."""
     m = 0
@@ -192,7 +193,7 @@ def _keyed_heap(n_obj):
             np.empty(2 * n_obj + 1024, np.int64), np.empty(2 * n_obj + 1024, np.int32))
 
 
-@njit(cache=True, nogil=True)
+@step
 def _push_keyed(hk, hv, size, k, o, key, inc):
     """Rank ``o`` by ``k`` (its older entries go stale); cleans the heap first when it is full."""
     if size >= hk.shape[0]:
@@ -201,7 +202,7 @@ def _push_keyed(hk, hv, size, k, o, key, inc):
     return _push(hk, hv, size, k, o)
 
 
-@njit(cache=True, nogil=True)
+@step
 def _evict_min(hk, hv, size, key, inc):
     """Evict the cached object of lowest key, skipping stale entries: (new size, the object)."""
     while True:
@@ -278,6 +279,24 @@ def belady_kernel(obj, osize, read, hr, n_hours, cap, next_use, req_hit):
 
 # ----------------------------------------------------------------------------- S3-FIFO
 
+@step
+def _q_unlink(o, prv, nxt, heads, tails, q):
+    heads[q], tails[q] = _unlink(o, prv, nxt, heads[q], tails[q])
+
+
+@step
+def _q_link_head(o, prv, nxt, heads, tails, q):
+    heads[q], tails[q] = _link_head(o, prv, nxt, heads[q], tails[q])
+
+
+@step
+def _q_pop_tail(prv, nxt, heads, tails, q):
+    """Remove and return the oldest entry of queue ``q`` (which must not be empty)."""
+    t = tails[q]
+    _q_unlink(t, prv, nxt, heads, tails, q)
+    return t
+
+
 @njit(cache=True, nogil=True)
 def s3fifo_kernel(obj, osize, read, hr, n_hours, cap, small_ratio, req_hit):
     """S3-FIFO (Yang et al., SOSP'23) in bytes: a small FIFO S (``small_ratio`` of the bytes), a
@@ -308,35 +327,35 @@ def s3fifo_kernel(obj, osize, read, hr, n_hours, cap, small_ratio, req_hit):
             continue
         target = 1
         if w == 3:
-            _unlink(o, prv, nxt, heads, tails, 3)
+            _q_unlink(o, prv, nxt, heads, tails, 3)
             qbytes[3] -= s
             where[o] = 0
             target = 2
         while qbytes[1] + qbytes[2] + s > cap:
             if heads[1] >= 0 and (qbytes[1] > small_cap or heads[2] < 0):
-                t = _pop_tail(prv, nxt, heads, tails, 1)
+                t = _q_pop_tail(prv, nxt, heads, tails, 1)
                 ts = osize[t]
                 qbytes[1] -= ts
                 # hit while in S: promoted to M; otherwise remembered as a ghost
                 q = 2 if freq[t] >= 1 else 3
                 freq[t] = 0
-                _link_head(t, prv, nxt, heads, tails, q)
+                _q_link_head(t, prv, nxt, heads, tails, q)
                 where[t] = q
                 qbytes[q] += ts
                 while qbytes[3] > ghost_cap:
-                    g = _pop_tail(prv, nxt, heads, tails, 3)
+                    g = _q_pop_tail(prv, nxt, heads, tails, 3)
                     qbytes[3] -= osize[g]
                     where[g] = 0
             else:
-                t = _pop_tail(prv, nxt, heads, tails, 2)
+                t = _q_pop_tail(prv, nxt, heads, tails, 2)
                 if freq[t] > 0:
                     freq[t] -= 1
-                    _link_head(t, prv, nxt, heads, tails, 2)
+                    _q_link_head(t, prv, nxt, heads, tails, 2)
                 else:
                     qbytes[2] -= osize[t]
                     where[t] = 0
         freq[o] = 0
-        _link_head(o, prv, nxt, heads, tails, target)
+        _q_link_head(o, prv, nxt, heads, tails, target)
         where[o] = target
         qbytes[target] += s
         out[2, hr[i]] += s
@@ -344,14 +363,11 @@ def s3fifo_kernel(obj, osize, read, hr, n_hours, cap, small_ratio, req_hit):
 
 
 # ----------------------------------------------------------------------------- SLAC 1-3
-# Per-file state travels as one tuple, ``files`` = (cnt, sfrac, un, ver, inc, osize): accesses
-# in the window, their summed read fractions, accesses by upcoming jobs, entry version, cached,
-# size. ``rule`` = (algo, min_reads, max_size, assumed read fraction).
+# Per file: cnt (accesses in the window), sfrac (their summed read fractions), un (accesses by
+# upcoming jobs), ver (entry version), inc (cached).
 
-@njit(cache=True, nogil=True)
-def _score(f, files, rule):
-    cnt, sfrac, un, _, _, _ = files
-    algo, _, _, assumed = rule
+@step
+def _score(f, algo, cnt, sfrac, un, assumed):
     if algo == 1:
         return np.float64(cnt[f])
     sc = sfrac[f]
@@ -363,29 +379,27 @@ def _score(f, files, rule):
     return sc
 
 
-@njit(cache=True, nogil=True)
-def _slac_wanted(f, files, rule):
+@step
+def _slac_wanted(f, cnt, un, min_reads, osize, max_size):
     """May ``f`` be staged in: read often enough (or by an upcoming job) and small enough."""
-    cnt, _, un, _, _, osize = files
-    return (cnt[f] >= rule[1] or un[f] > 0) and osize[f] <= rule[2]
+    return (cnt[f] >= min_reads or un[f] > 0) and osize[f] <= max_size
 
 
-@njit(cache=True, nogil=True)
-def _slac_valid(v, want_cached, files, rule):
-    _, _, _, ver, inc, _ = files
+@step
+def _slac_valid(v, ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
     f = np.int32(v & 0xFFFFFFFF)
     if (v >> 32) != ver[f] or inc[f] != want_cached:
         return False
-    return want_cached or _slac_wanted(f, files, rule)
+    return want_cached or _slac_wanted(f, cnt, un, min_reads, osize, max_size)
 
 
-@njit(cache=True, nogil=True)
-def _push_ranked(hk, hv, size, k, v, want_cached, files, rule):
+@step
+def _push_ranked(hk, hv, size, k, v, ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
     """Push entry ``v`` (version << 32 | file) at rank ``k``, cleaning the heap first when full."""
     if size >= hk.shape[0]:
         m = 0
         for j in range(size):
-            if _slac_valid(hv[j], want_cached, files, rule):
+            if _slac_valid(hv[j], ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
                 hk[m] = hk[j]
                 hv[m] = hv[j]
                 m += 1
@@ -394,21 +408,22 @@ def _push_ranked(hk, hv, size, k, v, want_cached, files, rule):
     return _push(hk, hv, size, k, v)
 
 
-@njit(cache=True, nogil=True)
-def _rerank(f, files, rule, cand, csz, cached, esz):
-    """A new version of ``f``'s entry: among the cached files by score (evicted lowest first) or
-    among the candidates by -score (staged best first). Returns (csz, esz)."""
-    _, _, _, ver, inc, _ = files
+@step
+def _rerank(f, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size, ck, cv, csz, ek, ev, esz):
+    """A new version of ``f``'s entry: among the cached files by score (ek, ev: evicted lowest
+    first) or among the candidates by -score (ck, cv: staged best first). Returns (csz, esz)."""
     ver[f] += 1
     v = (ver[f] << 32) | f
     if inc[f]:
-        esz = _push_ranked(cached[0], cached[1], esz, _score(f, files, rule), v, True, files, rule)
-    elif _slac_wanted(f, files, rule):
-        csz = _push_ranked(cand[0], cand[1], csz, -_score(f, files, rule), v, False, files, rule)
+        esz = _push_ranked(ek, ev, esz, _score(f, algo, cnt, sfrac, un, assumed), v,
+                           ver, inc, True, cnt, un, min_reads, osize, max_size)
+    elif _slac_wanted(f, cnt, un, min_reads, osize, max_size):
+        csz = _push_ranked(ck, cv, csz, -_score(f, algo, cnt, sfrac, un, assumed), v,
+                           ver, inc, False, cnt, un, min_reads, osize, max_size)
     return csz, esz
 
 
-@njit(cache=True, nogil=True)
+@step
 def _mark_dirty(f, tick_no, dstamp, dirty, nd):
     """Queue ``f`` for re-scoring at this tick (once); returns the queue's new length."""
     if dstamp[f] != tick_no:
@@ -418,7 +433,7 @@ def _mark_dirty(f, tick_no, dstamp, dirty, nd):
     return nd
 
 
-@njit(cache=True, nogil=True)
+@step
 def _read_fraction(read, osize, i, f):
     fr = read[i] / osize[f]
     return fr if fr < 1.0 else 1.0
@@ -478,10 +493,6 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
     budget = np.int64(0)
     hour_cap = np.int64(cap * cap_frac)
     max_size = hour_cap if hour_cap < cap else cap
-    files = (cnt, sfrac, un, ver, inc, osize)
-    rule = (algo, min_reads, max_size, assumed)
-    cand = (ck, cv)
-    cached = (ek, ev)
     tick_no = 0
     next_tick = t0 + tick_s
     for i in range(n + 1):
@@ -529,12 +540,13 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                         nd = _mark_dirty(f, tick_no, dstamp, dirty, nd)
                     up_p += 1
             for j in range(nd):
-                csz, esz = _rerank(dirty[j], files, rule, cand, csz, cached, esz)
+                csz, esz = _rerank(dirty[j], algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
+                                   ck, cv, csz, ek, ev, esz)
             # stage in, best first
             while csz > 0 and budget > 0:
                 v = cv[0]
                 sc = -ck[0]
-                if not _slac_valid(v, False, files, rule):
+                if not _slac_valid(v, ver, inc, False, cnt, un, min_reads, osize, max_size):
                     csz = _pop(ck, cv, csz)
                     continue
                 c = np.int32(v & 0xFFFFFFFF)
@@ -542,7 +554,7 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                 if s > budget:
                     break
                 while used + s > cap and esz > 0:
-                    if not _slac_valid(ev[0], True, files, rule):
+                    if not _slac_valid(ev[0], ver, inc, True, cnt, un, min_reads, osize, max_size):
                         esz = _pop(ek, ev, esz)
                         continue
                     if ek[0] >= sc:
@@ -551,7 +563,8 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                     esz = _pop(ek, ev, esz)
                     inc[t] = False
                     used -= osize[t]
-                    csz, esz = _rerank(t, files, rule, cand, csz, cached, esz)
+                    csz, esz = _rerank(t, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
+                                       ck, cv, csz, ek, ev, esz)
                 if used + s > cap:
                     break
                 # still the top: files evicted for it score lower and sit below it
@@ -560,12 +573,14 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                 used += s
                 budget -= s
                 out[2, h_idx] += s
-                csz, esz = _rerank(c, files, rule, cand, csz, cached, esz)
+                csz, esz = _rerank(c, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
+                                   ck, cv, csz, ek, ev, esz)
             # the upcoming jobs' bonus lasts one tick
             for j in range(ucount):
                 f = ulist[j]
                 un[f] = 0
-                csz, esz = _rerank(f, files, rule, cand, csz, cached, esz)
+                csz, esz = _rerank(f, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
+                                   ck, cv, csz, ek, ev, esz)
             ucount = 0
         if i == n:
             break
