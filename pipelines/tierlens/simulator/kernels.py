@@ -409,17 +409,24 @@ def _push_ranked(hk, hv, size, k, v, ver, inc, want_cached, cnt, un, min_reads, 
 
 
 @step
-def _rerank(f, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size, ck, cv, csz, ek, ev, esz):
-    """A new version of ``f``'s entry: among the cached files by score (ek, ev: evicted lowest
-    first) or among the candidates by -score (ck, cv: staged best first). Returns (csz, esz)."""
-    ver[f] += 1
-    v = (ver[f] << 32) | f
-    if inc[f]:
-        esz = _push_ranked(ek, ev, esz, _score(f, algo, cnt, sfrac, un, assumed), v,
-                           ver, inc, True, cnt, un, min_reads, osize, max_size)
-    elif _slac_wanted(f, cnt, un, min_reads, osize, max_size):
-        csz = _push_ranked(ck, cv, csz, -_score(f, algo, cnt, sfrac, un, assumed), v,
-                           ver, inc, False, cnt, un, min_reads, osize, max_size)
+def _rerank(files, count, end_bonus, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
+            ck, cv, csz, ek, ev, esz):
+    """New versions of the entries of ``files[:count]`` (first ending their upcoming-job bonus
+    when ``end_bonus``): among the cached files by score (ek, ev: evicted lowest first) or among
+    the candidates by -score (ck, cv: staged best first). Returns (csz, esz). One call per
+    tick, not per file: a call passes every array."""
+    for j in range(count):
+        f = files[j]
+        if end_bonus:
+            un[f] = 0
+        ver[f] += 1
+        v = (ver[f] << 32) | f
+        if inc[f]:
+            esz = _push_ranked(ek, ev, esz, _score(f, algo, cnt, sfrac, un, assumed), v,
+                               ver, inc, True, cnt, un, min_reads, osize, max_size)
+        elif _slac_wanted(f, cnt, un, min_reads, osize, max_size):
+            csz = _push_ranked(ck, cv, csz, -_score(f, algo, cnt, sfrac, un, assumed), v,
+                               ver, inc, False, cnt, un, min_reads, osize, max_size)
     return csz, esz
 
 
@@ -539,9 +546,8 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                         un[f] += 1
                         nd = _mark_dirty(f, tick_no, dstamp, dirty, nd)
                     up_p += 1
-            for j in range(nd):
-                csz, esz = _rerank(dirty[j], algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
-                                   ck, cv, csz, ek, ev, esz)
+            csz, esz = _rerank(dirty, nd, False, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
+                               ck, cv, csz, ek, ev, esz)
             # stage in, best first
             while csz > 0 and budget > 0:
                 v = cv[0]
@@ -563,8 +569,10 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                     esz = _pop(ek, ev, esz)
                     inc[t] = False
                     used -= osize[t]
-                    csz, esz = _rerank(t, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
-                                       ck, cv, csz, ek, ev, esz)
+                    ver[t] += 1
+                    if _slac_wanted(t, cnt, un, min_reads, osize, max_size):
+                        csz = _push_ranked(ck, cv, csz, -_score(t, algo, cnt, sfrac, un, assumed), (ver[t] << 32) | t,
+                                           ver, inc, False, cnt, un, min_reads, osize, max_size)
                 if used + s > cap:
                     break
                 # still the top: files evicted for it score lower and sit below it
@@ -573,14 +581,11 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                 used += s
                 budget -= s
                 out[2, h_idx] += s
-                csz, esz = _rerank(c, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
-                                   ck, cv, csz, ek, ev, esz)
+                ver[c] += 1
+                esz = _push_ranked(ek, ev, esz, sc, (ver[c] << 32) | c, ver, inc, True, cnt, un, min_reads, osize, max_size)
             # the upcoming jobs' bonus lasts one tick
-            for j in range(ucount):
-                f = ulist[j]
-                un[f] = 0
-                csz, esz = _rerank(f, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
-                                   ck, cv, csz, ek, ev, esz)
+            csz, esz = _rerank(ulist, ucount, True, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
+                               ck, cv, csz, ek, ev, esz)
             ucount = 0
         if i == n:
             break
