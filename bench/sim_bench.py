@@ -92,9 +92,10 @@ def child(measure: str, path: Path) -> dict:
         fn, args = kernels.lru_kernel, (tr.obj, osize, tr.read, hr, nh, cap, measure == "lru", NO_HITS)
     elif measure == "s3fifo":
         fn, args = kernels.s3fifo_kernel, (tr.obj, osize, tr.read, hr, nh, cap, 0.1, NO_HITS)
-    elif measure in ("lfu", "belady"):
-        keys = next_access(tr.obj) if measure == "belady" else np.zeros(1, np.int64)
-        fn, args = kernels.heap_kernel, (tr.obj, osize, tr.read, hr, nh, cap, keys, int(measure == "belady"), NO_HITS)
+    elif measure == "lfu":
+        fn, args = kernels.lfu_kernel, (tr.obj, osize, tr.read, hr, nh, cap, NO_HITS)
+    elif measure == "belady":
+        fn, args = kernels.belady_kernel, (tr.obj, osize, tr.read, hr, nh, cap, next_access(tr.obj), NO_HITS)
     elif measure.startswith("slac"):
         algo = int(measure[-1])
         up_o, up_s = engine.upcoming(tr) if algo == 3 else (np.zeros(0, np.int64), np.zeros(0))

@@ -48,7 +48,8 @@ _FSTYPE = {
     "nfs": "nfs", "nfs4": "nfs",
     "lustre": "lustre",
     "gpfs": "gpfs",
-    "ceph": "cephfs", "fuse.ceph": "cephfs",
+    # kernel client; the fstab helper's type; what a ceph-fuse mount shows in mountinfo
+    "ceph": "cephfs", "fuse.ceph": "cephfs", "fuse.ceph-fuse": "cephfs",
     "tmpfs": "tmpfs", "ramfs": "tmpfs",
 }
 _RAID_LEVELS = ("raid0", "raid1", "raid5", "raid6", "raid10")
@@ -56,6 +57,7 @@ _RAID_LEVELS = ("raid0", "raid1", "raid5", "raid6", "raid10")
 _MAGIC = {
     0x6969: "nfs",
     0x01021994: "tmpfs",
+    0x858458F6: "tmpfs",  # ramfs
     0x0BD00BD0: "lustre",
     0x47504653: "gpfs",
     0x00C36400: "cephfs",

@@ -35,7 +35,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tl_core.h"
+#include "lib/detect.h"
+#include "lib/identity.h"
+#include "lib/spool.h"
 
 SPANK_PLUGIN(tierlens, 1);
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import time as _time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -12,7 +14,6 @@ import pyarrow as pa
 from . import kernels
 from .trace import Trace, next_access
 
-POLICIES = ("lru", "fifo", "lfu", "s3fifo", "belady", "slac1", "slac2", "slac3")
 
 #: The SLAC SSD box: two 10 Gbit/s NICs delivering up to 2.5 GB/s (9000 GB/hour).
 SLAC_NIC_BYTES_PER_S = 2.5e9
@@ -117,6 +118,72 @@ def upcoming(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     return order, start[order]
 
 
+@dataclass(frozen=True)
+class _Replay:
+    """What every policy's kernel is given: the trace, in the dense arrays the kernels take."""
+
+    trace: Trace
+    osize: np.ndarray
+    hr: np.ndarray
+    n_hours: int
+    t0: float
+    cap: np.int64
+    params: CacheParams
+    req_hit: np.ndarray
+
+    @property
+    def common(self) -> tuple:
+        """The leading arguments of the online policies' kernels."""
+        return self.trace.obj, self.osize, self.trace.read, self.hr, self.n_hours, self.cap
+
+
+def _recency(r: _Replay, move_on_hit: bool) -> np.ndarray:
+    return kernels.lru_kernel(*r.common, move_on_hit, r.req_hit)
+
+
+def _lfu(r: _Replay) -> np.ndarray:
+    return kernels.lfu_kernel(*r.common, r.req_hit)
+
+
+def _belady(r: _Replay) -> np.ndarray:
+    return kernels.belady_kernel(*r.common, next_access(r.trace.obj), r.req_hit)
+
+
+def _s3fifo(r: _Replay) -> np.ndarray:
+    return kernels.s3fifo_kernel(*r.common, r.params.s3fifo_small_ratio, r.req_hit)
+
+
+def _slac(r: _Replay, algo: int, looks_ahead: bool) -> np.ndarray:
+    """SLAC algorithm ``algo`` (1, 2 or 3 as in the paper); the look-ahead one ticks every
+    ``upcoming_minutes`` and is told which files the jobs about to start will read."""
+    p, tr = r.params, r.trace
+    tick = p.upcoming_minutes * 60.0 if looks_ahead else 3600.0
+    if 3600.0 % tick:
+        raise ValueError("upcoming_minutes must divide an hour")
+    if looks_ahead:
+        up_order, up_start = upcoming(tr)
+    else:
+        up_order, up_start = np.zeros(0, np.int64), np.zeros(0, np.float64)
+    return kernels.slac_kernel(tr.time, tr.obj, r.osize, tr.read, r.hr, r.n_hours, r.t0, r.cap, algo,
+                               p.min_reads, p.stage_cap_pct / 100.0, p.window_days * 86400.0,
+                               p.period_hours * 3600.0, p.n_periods, tick, up_order, up_start,
+                               p.assumed_read_frac, r.req_hit)
+
+
+#: Every policy by the name users give it, and how its replay runs.
+_REPLAYS: dict[str, Callable[[_Replay], np.ndarray]] = {
+    "lru": partial(_recency, move_on_hit=True),
+    "fifo": partial(_recency, move_on_hit=False),
+    "lfu": _lfu,
+    "s3fifo": _s3fifo,
+    "belady": _belady,
+    "slac1": partial(_slac, algo=1, looks_ahead=False),
+    "slac2": partial(_slac, algo=2, looks_ahead=False),
+    "slac3": partial(_slac, algo=3, looks_ahead=True),
+}
+POLICIES = tuple(_REPLAYS)
+
+
 def simulate(trace: Trace, params: CacheParams, per_request: bool = False) -> CacheResult:
     """Replay ``trace`` through the cache ``params`` describe.
 
@@ -128,32 +195,12 @@ def simulate(trace: Trace, params: CacheParams, per_request: bool = False) -> Ca
     osize = object_sizes(trace)
     t0, hr, n_hours = hours(trace)
     cap = np.int64(params.capacity_bytes)
-    p = params.policy
     req_hit = np.zeros(len(trace) if per_request else 0, np.int8)
     begin = _time.perf_counter()
     if len(trace) == 0:
         out = np.zeros((3, 1), np.int64)
-    elif p in ("lru", "fifo"):
-        out = kernels.lru_kernel(trace.obj, osize, trace.read, hr, n_hours, cap, p == "lru", req_hit)
-    elif p == "lfu":
-        out = kernels.heap_kernel(trace.obj, osize, trace.read, hr, n_hours, cap, np.zeros(1, np.int64), 0, req_hit)
-    elif p == "belady":
-        out = kernels.heap_kernel(trace.obj, osize, trace.read, hr, n_hours, cap, next_access(trace.obj), 1, req_hit)
-    elif p == "s3fifo":
-        out = kernels.s3fifo_kernel(trace.obj, osize, trace.read, hr, n_hours, cap, params.s3fifo_small_ratio, req_hit)
     else:
-        algo = int(p[-1])
-        tick = params.upcoming_minutes * 60.0 if algo == 3 else 3600.0
-        if 3600.0 % tick:
-            raise ValueError("upcoming_minutes must divide an hour")
-        if algo == 3:
-            up_order, up_start = upcoming(trace)
-        else:
-            up_order, up_start = np.zeros(0, np.int64), np.zeros(0, np.float64)
-        out = kernels.slac_kernel(trace.time, trace.obj, osize, trace.read, hr, n_hours, t0, cap, algo,
-                                  params.min_reads, params.stage_cap_pct / 100.0, params.window_days * 86400.0,
-                                  params.period_hours * 3600.0, params.n_periods, tick, up_order, up_start,
-                                  params.assumed_read_frac, req_hit)
+        out = _REPLAYS[params.policy](_Replay(trace, osize, hr, n_hours, t0, cap, params, req_hit))
     elapsed = _time.perf_counter() - begin
     req = np.bincount(hr, minlength=n_hours).astype(np.int64)
     breq = np.bincount(hr, weights=trace.read, minlength=n_hours)

@@ -20,6 +20,11 @@ from numba import njit
 
 NEVER = np.int64(2**62)
 
+#: The small steps the kernels are written in. They allocate nothing, so they are compiled
+#: without reference counting (numba's _nrt=False): with it, every call counted a reference to
+#: each array it was passed, which made the steps cost 2-5x the replay they are part of.
+step = njit(cache=True, nogil=True, _nrt=False)
+
 
 @njit(cache=True, nogil=True)
 def next_access_kernel(obj, n_obj):
@@ -33,61 +38,82 @@ def next_access_kernel(obj, n_obj):
     return out
 
 
+# ----------------------------------------------------------------------------- shared steps
+
+@step
+def _record_hit(out, req_hit, i, h, nbytes):
+    """Request ``i`` (hour ``h``) was served from the cache; flag it when the caller keeps flags."""
+    out[0, h] += 1
+    out[1, h] += nbytes
+    if req_hit.shape[0] > 0:
+        req_hit[i] = 1
+
+
+# Doubly linked lists threaded through arrays indexed by object id (prv, nxt; -1 ends a list),
+# newest at the head. The ends travel as plain integers, returned updated, so that LRU keeps
+# them in registers.
+
+@step
+def _unlink(o, prv, nxt, head, tail):
+    """Take ``o`` out of the list; returns the new (head, tail)."""
+    p = prv[o]
+    n = nxt[o]
+    if p >= 0:
+        nxt[p] = n
+    else:
+        head = n
+    if n >= 0:
+        prv[n] = p
+    else:
+        tail = p
+    prv[o] = -1
+    nxt[o] = -1
+    return head, tail
+
+
+@step
+def _link_head(o, prv, nxt, head, tail):
+    """Put ``o`` at the head of the list; returns the new (head, tail)."""
+    prv[o] = -1
+    nxt[o] = head
+    if head >= 0:
+        prv[head] = o
+    else:
+        tail = o
+    return o, tail
+
+
 # ----------------------------------------------------------------------------- LRU / FIFO
 
 @njit(cache=True, nogil=True)
 def lru_kernel(obj, osize, read, hr, n_hours, cap, move_on_hit, req_hit):
-    """LRU (move_on_hit=True) or FIFO (False) on a byte-capacity cache: a doubly linked list
-    threaded through arrays indexed by object id; head = most recent."""
+    """LRU (move_on_hit=True) or FIFO (False) on a byte-capacity cache: one list, evicting
+    from the tail."""
     n_obj = osize.shape[0]
     prv = np.full(n_obj, -1, np.int32)
     nxt = np.full(n_obj, -1, np.int32)
-    inc = np.zeros(n_obj, np.bool_)
-    out = np.zeros((3, n_hours), np.int64)
-    keep_hits = req_hit.shape[0] > 0  # per-request hit flags only when asked for
     head = -1
     tail = -1
+    inc = np.zeros(n_obj, np.bool_)
+    out = np.zeros((3, n_hours), np.int64)
     used = np.int64(0)
     for i in range(obj.shape[0]):
         o = obj[i]
         if inc[o]:
-            h = hr[i]
-            out[0, h] += 1
-            if keep_hits:
-                req_hit[i] = 1
-            out[1, h] += read[i]
+            _record_hit(out, req_hit, i, hr[i], read[i])
             if move_on_hit and o != head:
-                p = prv[o]
-                q = nxt[o]
-                nxt[p] = q
-                if q >= 0:
-                    prv[q] = p
-                else:
-                    tail = p
-                prv[o] = -1
-                nxt[o] = head
-                prv[head] = o
-                head = o
+                head, tail = _unlink(o, prv, nxt, head, tail)
+                head, tail = _link_head(o, prv, nxt, head, tail)
             continue
         s = osize[o]
         if s > cap:
             continue
         while used + s > cap:
             t = tail
-            tail = prv[t]
-            if tail >= 0:
-                nxt[tail] = -1
-            else:
-                head = -1
+            head, tail = _unlink(t, prv, nxt, head, tail)
             inc[t] = False
             used -= osize[t]
-        prv[o] = -1
-        nxt[o] = head
-        if head >= 0:
-            prv[head] = o
-        else:
-            tail = o
-        head = o
+        head, tail = _link_head(o, prv, nxt, head, tail)
         inc[o] = True
         used += s
         out[2, hr[i]] += s
@@ -96,7 +122,7 @@ def lru_kernel(obj, osize, read, hr, n_hours, cap, move_on_hit, req_hit):
 
 # ----------------------------------------------------------------------------- heaps
 
-@njit(cache=True, nogil=True)
+@step
 def _sift_down(hk, hv, pos, size):
     k = hk[pos]
     v = hv[pos]
@@ -115,7 +141,7 @@ def _sift_down(hk, hv, pos, size):
     hv[pos] = v
 
 
-@njit(cache=True, nogil=True)
+@step
 def _push(hk, hv, size, k, v):
     pos = size
     while pos > 0:
@@ -130,7 +156,7 @@ def _push(hk, hv, size, k, v):
     return size + 1
 
 
-@njit(cache=True, nogil=True)
+@step
 def _pop(hk, hv, size):
     size -= 1
     if size > 0:
@@ -140,7 +166,13 @@ def _pop(hk, hv, size):
     return size
 
 
-@njit(cache=True, nogil=True)
+@step
+def _heapify(hk, hv, m):
+    for j in range(m // 2 - 1, -1, -1):
+        _sift_down(hk, hv, j, m)
+
+
+@step
 def _compact(hk, hv, size, key, inc):
     """Drop stale entries (lazy deletion) and re-heapify."""
     m = 0
@@ -150,87 +182,96 @@ def _compact(hk, hv, size, key, inc):
             hk[m] = hk[j]
             hv[m] = v
             m += 1
-    for j in range(m // 2 - 1, -1, -1):
-        _sift_down(hk, hv, j, m)
+    _heapify(hk, hv, m)
     return m
 
 
 @njit(cache=True, nogil=True)
-def heap_kernel(obj, osize, read, hr, n_hours, cap, keys_in, mode, req_hit):
-    """Priority eviction with a lazy-deletion min-heap.
+def _keyed_heap(n_obj):
+    """Cached flags, current keys, and a min-heap of (key, object) with room for stale entries."""
+    return (np.zeros(n_obj, np.bool_), np.zeros(n_obj, np.int64),
+            np.empty(2 * n_obj + 1024, np.int64), np.empty(2 * n_obj + 1024, np.int32))
 
-    mode 0, LFU: key = frequency * 2**40 + request index (least frequent, then least recent,
-    goes first; frequency restarts at 1 on admission). mode 1, Belady: key = -(next access
-    index) (furthest next use goes first; the requested file itself is a candidate, so a file
-    needed later than everything cached bypasses the cache). ``keys_in`` is the next-access
-    array for Belady (-1: never again).
-    """
-    n_obj = osize.shape[0]
-    inc = np.zeros(n_obj, np.bool_)
-    key = np.zeros(n_obj, np.int64)
-    freq = np.zeros(n_obj, np.int64)
-    capacity = 2 * n_obj + 1024
-    hk = np.empty(capacity, np.int64)
-    hv = np.empty(capacity, np.int32)
+
+@step
+def _push_keyed(hk, hv, size, k, o, key, inc):
+    """Rank ``o`` by ``k`` (its older entries go stale); cleans the heap first when it is full."""
+    if size >= hk.shape[0]:
+        size = _compact(hk, hv, size, key, inc)
+    key[o] = k
+    return _push(hk, hv, size, k, o)
+
+
+@step
+def _evict_min(hk, hv, size, key, inc):
+    """Evict the cached object of lowest key, skipping stale entries: (new size, the object)."""
+    while True:
+        t = hv[0]
+        tk = hk[0]
+        size = _pop(hk, hv, size)
+        if inc[t] and key[t] == tk:
+            inc[t] = False
+            return size, t
+
+
+@njit(cache=True, nogil=True)
+def lfu_kernel(obj, osize, read, hr, n_hours, cap, req_hit):
+    """LFU with a lazy-deletion min-heap: key = frequency * 2**40 + request index (least
+    frequent, then least recent, goes first; frequency restarts at 1 on admission)."""
+    inc, key, hk, hv = _keyed_heap(osize.shape[0])
+    freq = np.zeros(osize.shape[0], np.int64)
     size = 0
-    count = 0
     out = np.zeros((3, n_hours), np.int64)
-    keep_hits = req_hit.shape[0] > 0  # per-request hit flags only when asked for
     used = np.int64(0)
     for i in range(obj.shape[0]):
         o = obj[i]
         h = hr[i]
-        k = np.int64(0)
-        if mode == 1:
-            nx = keys_in[i]
-            k = -(nx if nx >= 0 else NEVER)
         if inc[o]:
-            out[0, h] += 1
-            if keep_hits:
-                req_hit[i] = 1
-            out[1, h] += read[i]
-            if mode == 0:
-                freq[o] += 1
-                k = freq[o] * (np.int64(1) << 40) + i
-            if size >= capacity:
-                size = _compact(hk, hv, size, key, inc)
-            key[o] = k
-            size = _push(hk, hv, size, k, o)
+            _record_hit(out, req_hit, i, h, read[i])
+            freq[o] += 1
+            size = _push_keyed(hk, hv, size, freq[o] * (np.int64(1) << 40) + i, o, key, inc)
             continue
         s = osize[o]
         if s > cap:
             continue
-        if mode == 0:
-            while used + s > cap:
-                while True:
-                    t = hv[0]
-                    tk = hk[0]
-                    size = _pop(hk, hv, size)
-                    if inc[t] and key[t] == tk:
-                        break
-                inc[t] = False
-                used -= osize[t]
-                count -= 1
-            freq[o] = 1
-            k = (np.int64(1) << 40) + i
-        if size >= capacity:
-            size = _compact(hk, hv, size, key, inc)
+        while used + s > cap:
+            size, t = _evict_min(hk, hv, size, key, inc)
+            used -= osize[t]
+        freq[o] = 1
+        size = _push_keyed(hk, hv, size, (np.int64(1) << 40) + i, o, key, inc)
         inc[o] = True
-        key[o] = k
         used += s
-        count += 1
-        size = _push(hk, hv, size, k, o)
-        if mode == 1:
-            while used > cap:
-                while True:
-                    t = hv[0]
-                    tk = hk[0]
-                    size = _pop(hk, hv, size)
-                    if inc[t] and key[t] == tk:
-                        break
-                inc[t] = False
-                used -= osize[t]
-                count -= 1
+        out[2, h] += s
+    return out
+
+
+@njit(cache=True, nogil=True)
+def belady_kernel(obj, osize, read, hr, n_hours, cap, next_use, req_hit):
+    """Belady's MIN with a lazy-deletion min-heap: key = -(next access index) (``next_use``,
+    -1: never again), so the file used furthest ahead goes first. The requested file itself is
+    a candidate: a file needed later than everything cached bypasses the cache."""
+    inc, key, hk, hv = _keyed_heap(osize.shape[0])
+    size = 0
+    out = np.zeros((3, n_hours), np.int64)
+    used = np.int64(0)
+    for i in range(obj.shape[0]):
+        o = obj[i]
+        h = hr[i]
+        nx = next_use[i]
+        k = -(nx if nx >= 0 else NEVER)
+        if inc[o]:
+            _record_hit(out, req_hit, i, h, read[i])
+            size = _push_keyed(hk, hv, size, k, o, key, inc)
+            continue
+        s = osize[o]
+        if s > cap:
+            continue
+        size = _push_keyed(hk, hv, size, k, o, key, inc)
+        inc[o] = True
+        used += s
+        while used > cap:
+            size, t = _evict_min(hk, hv, size, key, inc)
+            used -= osize[t]
         if inc[o]:
             out[2, h] += s
     return out
@@ -238,32 +279,22 @@ def heap_kernel(obj, osize, read, hr, n_hours, cap, keys_in, mode, req_hit):
 
 # ----------------------------------------------------------------------------- S3-FIFO
 
-@njit(cache=True, nogil=True)
-def _unlink(o, prv, nxt, heads, tails, q):
-    p = prv[o]
-    n = nxt[o]
-    if p >= 0:
-        nxt[p] = n
-    else:
-        heads[q] = n
-    if n >= 0:
-        prv[n] = p
-    else:
-        tails[q] = p
-    prv[o] = -1
-    nxt[o] = -1
+@step
+def _q_unlink(o, prv, nxt, heads, tails, q):
+    heads[q], tails[q] = _unlink(o, prv, nxt, heads[q], tails[q])
 
 
-@njit(cache=True, nogil=True)
-def _link_head(o, prv, nxt, heads, tails, q):
-    h = heads[q]
-    prv[o] = -1
-    nxt[o] = h
-    if h >= 0:
-        prv[h] = o
-    else:
-        tails[q] = o
-    heads[q] = o
+@step
+def _q_link_head(o, prv, nxt, heads, tails, q):
+    heads[q], tails[q] = _link_head(o, prv, nxt, heads[q], tails[q])
+
+
+@step
+def _q_pop_tail(prv, nxt, heads, tails, q):
+    """Remove and return the oldest entry of queue ``q`` (which must not be empty)."""
+    t = tails[q]
+    _q_unlink(t, prv, nxt, heads, tails, q)
+    return t
 
 
 @njit(cache=True, nogil=True)
@@ -283,16 +314,11 @@ def s3fifo_kernel(obj, osize, read, hr, n_hours, cap, small_ratio, req_hit):
     small_cap = np.int64(cap * small_ratio)
     ghost_cap = cap - small_cap
     out = np.zeros((3, n_hours), np.int64)
-    keep_hits = req_hit.shape[0] > 0  # per-request hit flags only when asked for
     for i in range(obj.shape[0]):
         o = obj[i]
         w = where[o]
         if w == 1 or w == 2:
-            h = hr[i]
-            out[0, h] += 1
-            if keep_hits:
-                req_hit[i] = 1
-            out[1, h] += read[i]
+            _record_hit(out, req_hit, i, hr[i], read[i])
             if freq[o] < 3:
                 freq[o] += 1
             continue
@@ -301,41 +327,35 @@ def s3fifo_kernel(obj, osize, read, hr, n_hours, cap, small_ratio, req_hit):
             continue
         target = 1
         if w == 3:
-            _unlink(o, prv, nxt, heads, tails, 3)
+            _q_unlink(o, prv, nxt, heads, tails, 3)
             qbytes[3] -= s
             where[o] = 0
             target = 2
         while qbytes[1] + qbytes[2] + s > cap:
             if heads[1] >= 0 and (qbytes[1] > small_cap or heads[2] < 0):
-                t = tails[1]
-                _unlink(t, prv, nxt, heads, tails, 1)
+                t = _q_pop_tail(prv, nxt, heads, tails, 1)
                 ts = osize[t]
                 qbytes[1] -= ts
-                if freq[t] >= 1:
-                    freq[t] = 0
-                    _link_head(t, prv, nxt, heads, tails, 2)
-                    where[t] = 2
-                    qbytes[2] += ts
-                else:
-                    _link_head(t, prv, nxt, heads, tails, 3)
-                    where[t] = 3
-                    qbytes[3] += ts
-                    while qbytes[3] > ghost_cap:
-                        g = tails[3]
-                        _unlink(g, prv, nxt, heads, tails, 3)
-                        qbytes[3] -= osize[g]
-                        where[g] = 0
+                # hit while in S: promoted to M; otherwise remembered as a ghost
+                q = 2 if freq[t] >= 1 else 3
+                freq[t] = 0
+                _q_link_head(t, prv, nxt, heads, tails, q)
+                where[t] = q
+                qbytes[q] += ts
+                while qbytes[3] > ghost_cap:
+                    g = _q_pop_tail(prv, nxt, heads, tails, 3)
+                    qbytes[3] -= osize[g]
+                    where[g] = 0
             else:
-                t = tails[2]
-                _unlink(t, prv, nxt, heads, tails, 2)
+                t = _q_pop_tail(prv, nxt, heads, tails, 2)
                 if freq[t] > 0:
                     freq[t] -= 1
-                    _link_head(t, prv, nxt, heads, tails, 2)
+                    _q_link_head(t, prv, nxt, heads, tails, 2)
                 else:
                     qbytes[2] -= osize[t]
                     where[t] = 0
         freq[o] = 0
-        _link_head(o, prv, nxt, heads, tails, target)
+        _q_link_head(o, prv, nxt, heads, tails, target)
         where[o] = target
         qbytes[target] += s
         out[2, hr[i]] += s
@@ -343,8 +363,10 @@ def s3fifo_kernel(obj, osize, read, hr, n_hours, cap, small_ratio, req_hit):
 
 
 # ----------------------------------------------------------------------------- SLAC 1-3
+# Per file: cnt (accesses in the window), sfrac (their summed read fractions), un (accesses by
+# upcoming jobs), ver (entry version), inc (cached).
 
-@njit(cache=True, nogil=True)
+@step
 def _score(f, algo, cnt, sfrac, un, assumed):
     if algo == 1:
         return np.float64(cnt[f])
@@ -357,27 +379,71 @@ def _score(f, algo, cnt, sfrac, un, assumed):
     return sc
 
 
-@njit(cache=True, nogil=True)
+@step
+def _slac_wanted(f, cnt, un, min_reads, osize, max_size):
+    """May ``f`` be staged in: read often enough (or by an upcoming job) and small enough."""
+    return (cnt[f] >= min_reads or un[f] > 0) and osize[f] <= max_size
+
+
+@step
 def _slac_valid(v, ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
     f = np.int32(v & 0xFFFFFFFF)
     if (v >> 32) != ver[f] or inc[f] != want_cached:
         return False
-    if want_cached:
-        return True
-    return (cnt[f] >= min_reads or un[f] > 0) and osize[f] <= max_size
+    return want_cached or _slac_wanted(f, cnt, un, min_reads, osize, max_size)
 
 
-@njit(cache=True, nogil=True)
-def _slac_compact(hk, hv, size, ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
-    m = 0
-    for j in range(size):
-        if _slac_valid(hv[j], ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
-            hk[m] = hk[j]
-            hv[m] = hv[j]
-            m += 1
-    for j in range(m // 2 - 1, -1, -1):
-        _sift_down(hk, hv, j, m)
-    return m
+@step
+def _push_ranked(hk, hv, size, k, v, ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
+    """Push entry ``v`` (version << 32 | file) at rank ``k``, cleaning the heap first when full."""
+    if size >= hk.shape[0]:
+        m = 0
+        for j in range(size):
+            if _slac_valid(hv[j], ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
+                hk[m] = hk[j]
+                hv[m] = hv[j]
+                m += 1
+        _heapify(hk, hv, m)
+        size = m
+    return _push(hk, hv, size, k, v)
+
+
+@step
+def _rerank(files, count, end_bonus, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
+            ck, cv, csz, ek, ev, esz):
+    """New versions of the entries of ``files[:count]`` (first ending their upcoming-job bonus
+    when ``end_bonus``): among the cached files by score (ek, ev: evicted lowest first) or among
+    the candidates by -score (ck, cv: staged best first). Returns (csz, esz). One call per
+    tick, not per file: a call passes every array."""
+    for j in range(count):
+        f = files[j]
+        if end_bonus:
+            un[f] = 0
+        ver[f] += 1
+        v = (ver[f] << 32) | f
+        if inc[f]:
+            esz = _push_ranked(ek, ev, esz, _score(f, algo, cnt, sfrac, un, assumed), v,
+                               ver, inc, True, cnt, un, min_reads, osize, max_size)
+        elif _slac_wanted(f, cnt, un, min_reads, osize, max_size):
+            csz = _push_ranked(ck, cv, csz, -_score(f, algo, cnt, sfrac, un, assumed), v,
+                               ver, inc, False, cnt, un, min_reads, osize, max_size)
+    return csz, esz
+
+
+@step
+def _mark_dirty(f, tick_no, dstamp, dirty, nd):
+    """Queue ``f`` for re-scoring at this tick (once); returns the queue's new length."""
+    if dstamp[f] != tick_no:
+        dstamp[f] = tick_no
+        dirty[nd] = f
+        nd += 1
+    return nd
+
+
+@step
+def _read_fraction(read, osize, i, f):
+    fr = read[i] / osize[f]
+    return fr if fr < 1.0 else 1.0
 
 
 @njit(cache=True, nogil=True)
@@ -425,7 +491,6 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
     ev = np.empty(hcap, np.int64)
     esz = 0
     out = np.zeros((3, n_hours), np.int64)
-    keep_hits = req_hit.shape[0] > 0  # per-request hit flags only when asked for
     used = np.int64(0)
     add_p = 0
     rem_p = 0
@@ -455,12 +520,8 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                 while add_p < n and time[add_p] < T:
                     f = obj[add_p]
                     cnt[f] += 1
-                    fr = read[add_p] / osize[f]
-                    sfrac[f] += fr if fr < 1.0 else 1.0
-                    if dstamp[f] != tick_no:
-                        dstamp[f] = tick_no
-                        dirty[nd] = f
-                        nd += 1
+                    sfrac[f] += _read_fraction(read, osize, add_p, f)
+                    nd = _mark_dirty(f, tick_no, dstamp, dirty, nd)
                     add_p += 1
                 if algo == 1:
                     ws = np.floor(T / period_s) * period_s - (n_periods - 1) * period_s
@@ -472,12 +533,8 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                     if cnt[f] == 0:
                         sfrac[f] = 0.0
                     else:
-                        fr = read[rem_p] / osize[f]
-                        sfrac[f] -= fr if fr < 1.0 else 1.0
-                    if dstamp[f] != tick_no:
-                        dstamp[f] = tick_no
-                        dirty[nd] = f
-                        nd += 1
+                        sfrac[f] -= _read_fraction(read, osize, rem_p, f)
+                    nd = _mark_dirty(f, tick_no, dstamp, dirty, nd)
                     rem_p += 1
             if algo == 3:
                 while up_p < n_up and up_start[up_p] < T + tick_s:
@@ -487,24 +544,10 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                             ulist[ucount] = f
                             ucount += 1
                         un[f] += 1
-                        if dstamp[f] != tick_no:
-                            dstamp[f] = tick_no
-                            dirty[nd] = f
-                            nd += 1
+                        nd = _mark_dirty(f, tick_no, dstamp, dirty, nd)
                     up_p += 1
-            # re-score what changed
-            for j in range(nd):
-                f = dirty[j]
-                ver[f] += 1
-                v = (ver[f] << 32) | f
-                if inc[f]:
-                    if esz >= hcap:
-                        esz = _slac_compact(ek, ev, esz, ver, inc, True, cnt, un, min_reads, osize, max_size)
-                    esz = _push(ek, ev, esz, _score(f, algo, cnt, sfrac, un, assumed), v)
-                elif (cnt[f] >= min_reads or un[f] > 0) and osize[f] <= max_size:
-                    if csz >= hcap:
-                        csz = _slac_compact(ck, cv, csz, ver, inc, False, cnt, un, min_reads, osize, max_size)
-                    csz = _push(ck, cv, csz, -_score(f, algo, cnt, sfrac, un, assumed), v)
+            csz, esz = _rerank(dirty, nd, False, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
+                               ck, cv, csz, ek, ev, esz)
             # stage in, best first
             while csz > 0 and budget > 0:
                 v = cv[0]
@@ -527,46 +570,28 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                     inc[t] = False
                     used -= osize[t]
                     ver[t] += 1
-                    if (cnt[t] >= min_reads or un[t] > 0) and osize[t] <= max_size:
-                        if csz >= hcap:
-                            csz = _slac_compact(ck, cv, csz, ver, inc, False, cnt, un, min_reads, osize, max_size)
-                        csz = _push(ck, cv, csz, -_score(t, algo, cnt, sfrac, un, assumed), (ver[t] << 32) | t)
+                    if _slac_wanted(t, cnt, un, min_reads, osize, max_size):
+                        csz = _push_ranked(ck, cv, csz, -_score(t, algo, cnt, sfrac, un, assumed), (ver[t] << 32) | t,
+                                           ver, inc, False, cnt, un, min_reads, osize, max_size)
                 if used + s > cap:
                     break
                 # still the top: files evicted for it score lower and sit below it
                 csz = _pop(ck, cv, csz)
                 inc[c] = True
-                ver[c] += 1
                 used += s
                 budget -= s
                 out[2, h_idx] += s
-                if esz >= hcap:
-                    esz = _slac_compact(ek, ev, esz, ver, inc, True, cnt, un, min_reads, osize, max_size)
-                esz = _push(ek, ev, esz, sc, (ver[c] << 32) | c)
+                ver[c] += 1
+                esz = _push_ranked(ek, ev, esz, sc, (ver[c] << 32) | c, ver, inc, True, cnt, un, min_reads, osize, max_size)
             # the upcoming jobs' bonus lasts one tick
-            for j in range(ucount):
-                f = ulist[j]
-                un[f] = 0
-                ver[f] += 1
-                v = (ver[f] << 32) | f
-                if inc[f]:
-                    if esz >= hcap:
-                        esz = _slac_compact(ek, ev, esz, ver, inc, True, cnt, un, min_reads, osize, max_size)
-                    esz = _push(ek, ev, esz, _score(f, algo, cnt, sfrac, un, assumed), v)
-                elif cnt[f] >= min_reads and osize[f] <= max_size:
-                    if csz >= hcap:
-                        csz = _slac_compact(ck, cv, csz, ver, inc, False, cnt, un, min_reads, osize, max_size)
-                    csz = _push(ck, cv, csz, -_score(f, algo, cnt, sfrac, un, assumed), v)
+            csz, esz = _rerank(ulist, ucount, True, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
+                               ck, cv, csz, ek, ev, esz)
             ucount = 0
         if i == n:
             break
         o = obj[i]
         if inc[o]:
-            h = hr[i]
-            out[0, h] += 1
-            if keep_hits:
-                req_hit[i] = 1
-            out[1, h] += read[i]
+            _record_hit(out, req_hit, i, hr[i], read[i])
     return out
 
 

@@ -1,5 +1,6 @@
 /*
- * tl_test - C test driver for tl_core.c, run under valgrind by tests/test_slurm_plugin.py.
+ * tl_test - C test driver for lib/ (detect, identity, spool), run under valgrind by
+ * tests/test_slurm_plugin.py.
  *
  *   tl_test detect ROOT SCRATCH   print {"storage_type":...,"device_models":[...],"error":...}
  *   tl_test arm N ID...           print the hashed arm index (0..N-1) of each job id
@@ -15,7 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tl_core.h"
+#include "lib/detect.h"
+#include "lib/identity.h"
+#include "lib/spool.h"
 
 static int failures;
 

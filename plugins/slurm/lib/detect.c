@@ -1,8 +1,7 @@
 /*
- * tl_core.c - storage detection, arm hashing, XRD_MONINFO and the spool record
- * for the tierlens SPANK plugin. See tl_core.h. No heap allocation anywhere.
+ * detect.c - storage detection for the tierlens SPANK plugin (see detect.h).
  *
- * Detection follows the shared spec (tests/vectors/README.md):
+ * Follows the shared spec (tests/vectors/README.md):
  *   mount containing scratch (longest mount point in <root>/proc/self/mountinfo)
  *   -> network / memory file systems by fstype
  *   -> otherwise <root>/sys/dev/block/MAJ:MIN, resolved inside root
@@ -11,13 +10,10 @@
  * Live fallback when mountinfo cannot be read: statfs f_type magic.
  */
 #define _GNU_SOURCE
-#include "tl_core.h"
+#include "detect.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,16 +24,6 @@
 #define MAX_SYMLINKS 40
 #define MAX_SLAVES   TL_MAX_MODELS
 #define MAX_DEPTH    8
-
-static void seterr(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	if (!err || !len || err[0])     /* keep the first error: it is the cause */
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
 
 static int is_live(const char *root)
 {
@@ -199,7 +185,7 @@ static int find_mount(const char *root, const char *scratch, struct mount_hit *h
 
 	hit->found = 0;
 	if (in_root(root, "/proc/self/mountinfo", full, sizeof full) < 0 || !(f = fopen(full, "re"))) {
-		seterr(err, TL_ERR_LEN, "cannot read %s: %s", full, strerror(errno));
+		tl_seterr(err, TL_ERR_LEN, "cannot read %s: %s", full, strerror(errno));
 		return -2;
 	}
 	while (fgets(line, sizeof line, f)) {
@@ -231,7 +217,7 @@ static int find_mount(const char *root, const char *scratch, struct mount_hit *h
 	}
 	fclose(f);
 	if (!hit->found)
-		seterr(err, TL_ERR_LEN, "no mount contains %s", scratch);
+		tl_seterr(err, TL_ERR_LEN, "no mount contains %s", scratch);
 	return hit->found ? 0 : -1;
 }
 
@@ -319,7 +305,7 @@ static void classify(const char *root, const char *devin, struct tl_storage *out
 	int i, n;
 
 	if (depth > MAX_DEPTH) {
-		seterr(out->err, TL_ERR_LEN, "device stack deeper than %d at %s", MAX_DEPTH, devin);
+		tl_seterr(out->err, TL_ERR_LEN, "device stack deeper than %d at %s", MAX_DEPTH, devin);
 		snprintf(out->type, TL_TYPE_LEN, "other");
 		return;
 	}
@@ -333,7 +319,7 @@ static void classify(const char *root, const char *devin, struct tl_storage *out
 		    || !strcmp(val, "raid6") || !strcmp(val, "raid10")) {
 			snprintf(out->type, TL_TYPE_LEN, "%s", val);
 		} else {
-			seterr(out->err, TL_ERR_LEN, "md level '%s' of %s is not a known RAID level", val, name);
+			tl_seterr(out->err, TL_ERR_LEN, "md level '%s' of %s is not a known RAID level", val, name);
 			snprintf(out->type, TL_TYPE_LEN, "other");
 		}
 		n = list_slaves(root, dev, slaves);
@@ -354,7 +340,7 @@ static void classify(const char *root, const char *devin, struct tl_storage *out
 		char first[TL_TYPE_LEN] = "";
 		n = list_slaves(root, dev, slaves);
 		if (n == 0) {
-			seterr(out->err, TL_ERR_LEN, "%s has no slaves", name);
+			tl_seterr(out->err, TL_ERR_LEN, "%s has no slaves", name);
 			snprintf(out->type, TL_TYPE_LEN, "other");
 			return;
 		}
@@ -386,7 +372,7 @@ static void classify(const char *root, const char *devin, struct tl_storage *out
 		snprintf(out->type, TL_TYPE_LEN, "%s", val[0] == '1' ? "hdd" : "ssd");
 		return;
 	}
-	seterr(out->err, TL_ERR_LEN, "cannot tell what %s is (no md/level, queue/rotational)", name);
+	tl_seterr(out->err, TL_ERR_LEN, "cannot tell what %s is (no md/level, queue/rotational)", name);
 	snprintf(out->type, TL_TYPE_LEN, "other");
 }
 
@@ -423,7 +409,7 @@ int tl_detect(const char *scratch_in, const char *root, struct tl_storage *out)
 	snprintf(out->type, TL_TYPE_LEN, "other");
 	normalise(scratch_in, rel, sizeof rel);
 	if (rel[0] != '/') {
-		seterr(out->err, TL_ERR_LEN, "scratch '%s' is not an absolute path", rel);
+		tl_seterr(out->err, TL_ERR_LEN, "scratch '%s' is not an absolute path", rel);
 		return -1;
 	}
 	/* the scratch path's own symlinks, resolved inside root */
@@ -448,158 +434,14 @@ int tl_detect(const char *scratch_in, const char *root, struct tl_storage *out)
 	}
 	snprintf(rel, sizeof rel, "/sys/dev/block/%u:%u", hit.maj, hit.min);
 	if (!exists_in_root(root, rel)) {
-		seterr(out->err, TL_ERR_LEN, "%s (%s on %s) has no block device %u:%u",
+		tl_seterr(out->err, TL_ERR_LEN, "%s (%s on %s) has no block device %u:%u",
 		       scratch, hit.fstype, hit.point, hit.maj, hit.min);
 		return -1;
 	}
 	if (resolve_in_root(root, rel, dev, sizeof dev) < 0) {
-		seterr(out->err, TL_ERR_LEN, "cannot resolve %s", rel);
+		tl_seterr(out->err, TL_ERR_LEN, "cannot resolve %s", rel);
 		return -1;
 	}
 	classify(root, dev, out, 0);
 	return out->err[0] ? -1 : 0;
-}
-
-unsigned int tl_fnv1a32(const char *s)
-{
-	unsigned int h = 2166136261u;
-	for (; s && *s; s++) {
-		h ^= (unsigned char) *s;
-		h *= 16777619u;
-	}
-	return h;
-}
-
-int tl_moninfo(const char *existing, const char *identity, char *out, size_t outlen)
-{
-	size_t el = existing ? strlen(existing) : 0, il = strlen(identity);
-	int n;
-
-	if (el == 0)
-		n = snprintf(out, outlen, "%s", identity);
-	else if ((el == il && !strcmp(existing, identity))
-		 || (el > il && existing[el - il - 1] == ',' && !strcmp(existing + el - il, identity)))
-		n = snprintf(out, outlen, "%s", existing);
-	else
-		n = snprintf(out, outlen, "%s,%s", existing, identity);
-	return (n < 0 || (size_t) n >= outlen) ? -1 : 0;
-}
-
-void tl_json_init(struct tl_json *j, char *buf, size_t cap)
-{
-	j->buf = buf;
-	j->cap = cap;
-	j->len = 0;
-	j->overflow = cap == 0;
-	if (cap)
-		buf[0] = '\0';
-}
-
-static void put(struct tl_json *j, const char *s, size_t n)
-{
-	if (j->overflow || j->len + n + 1 > j->cap) {
-		j->overflow = 1;
-		return;
-	}
-	memcpy(j->buf + j->len, s, n);
-	j->len += n;
-	j->buf[j->len] = '\0';
-}
-
-void tl_json_raw(struct tl_json *j, const char *s)
-{
-	put(j, s, strlen(s));
-}
-
-void tl_json_str(struct tl_json *j, const char *s)
-{
-	if (!s) {
-		put(j, "null", 4);
-		return;
-	}
-	put(j, "\"", 1);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char) *s;
-		char esc[8];
-		if (c == '"' || c == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char) c;
-			put(j, esc, 2);
-		} else if (c < 0x20 || c == 0x7f) {
-			snprintf(esc, sizeof esc, "\\u%04x", c);
-			put(j, esc, 6);
-		} else {
-			put(j, (const char *) &c, 1);
-		}
-	}
-	put(j, "\"", 1);
-}
-
-void tl_json_key(struct tl_json *j, const char *key, int first)
-{
-	if (!first)
-		put(j, ",", 1);
-	tl_json_str(j, key);
-	put(j, ":", 1);
-}
-
-int tl_spool_write(const char *dir, const char *name, const char *data, size_t len,
-		   char *err, size_t errlen)
-{
-	char tmp[512];
-	struct stat st;
-	int dfd, fd;
-	size_t done = 0;
-
-	if (err && errlen)
-		err[0] = '\0';
-	if (!name[0] || strchr(name, '/') || name[0] == '.') {
-		seterr(err, errlen, "bad spool file name '%s'", name);
-		return -1;
-	}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		seterr(err, errlen, "cannot create spool directory %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0) {
-		seterr(err, errlen, "cannot open spool directory %s (symlinks are refused): %s",
-		       dir, strerror(errno));
-		return -1;
-	}
-	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-		seterr(err, errlen, "spool directory %s must be owned by uid %u and not group/world "
-		       "writable", dir, (unsigned) geteuid());
-		close(dfd);
-		return -1;
-	}
-	snprintf(tmp, sizeof tmp, ".tmp.%ld.%s", (long) getpid(), name);
-	unlinkat(dfd, tmp, 0);          /* a leftover of this pid from a crash */
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		seterr(err, errlen, "cannot create %s/%s: %s", dir, tmp, strerror(errno));
-		close(dfd);
-		return -1;
-	}
-	while (done < len) {
-		ssize_t w = write(fd, data + done, len - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			seterr(err, errlen, "cannot write %s/%s: %s", dir, tmp, strerror(errno));
-			close(fd);
-			unlinkat(dfd, tmp, 0);
-			close(dfd);
-			return -1;
-		}
-		done += (size_t) w;
-	}
-	if (close(fd) < 0 || renameat(dfd, tmp, dfd, name) < 0) {
-		seterr(err, errlen, "cannot put %s/%s in place: %s", dir, name, strerror(errno));
-		unlinkat(dfd, tmp, 0);
-		close(dfd);
-		return -1;
-	}
-	close(dfd);
-	return 0;
 }
