@@ -6,9 +6,17 @@ component has not shown anything, and CI must not pass on it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
+
+# libcachesim (the simulator's exactness reference) registers a pybind11 translator for every
+# std::exception. Imported after duckdb, as collecting tests/test_sim_exact.py would, it turns each
+# DuckDB error into a bare RuntimeError for the rest of the session, so code catching duckdb.Error
+# or duckdb.IOException misbehaves only in the full suite. Imported first, both keep their own.
+with contextlib.suppress(ImportError):
+    import libcachesim  # noqa: F401
 
 # The Slurm cluster fixtures, shared by every module that needs the real cluster.
 pytest_plugins = ["slurm_fixtures"]
