@@ -56,6 +56,8 @@ TOLERANCE: dict[str, dict[str, float]] = {
     "int_node_config": {"nic_gbps": 0.0},
     "int_file_access_by_job": {"read_single_average_bytes": 0.0, "read_vector_average_bytes": 0.0,
                                "write_average_bytes": 0.0},
+    "int_file_access_reconciled": {"read_single_average_bytes": 0.0, "read_vector_average_bytes": 0.0,
+                                   "write_average_bytes": 0.0},
     "int_node_hourly": {"allocated_core_seconds": SUM, "cpu_seconds": SUM, "capacity_core_seconds": 0.0,
                         "occupancy": SUM},
     "job_efficiency": {"cpu_user_seconds": 0.0, "cpu_system_seconds": 0.0, "cpu_seconds": 0.0,
@@ -238,8 +240,11 @@ def _assert_close(name: str, column: str, n: int, d: Any, s: Any, tol: float) ->
 
 def test_both_engines_build_and_test_the_whole_project(builds):
     duck, spark = builds["duck_result"], builds["spark_result"]
-    # Every SQL model on both; the Python model only on DuckDB (Spark: tierlens ab-uncertainty).
-    assert spark.models == duck.models - 1, (spark.models, duck.models)
+    # Every model on both except those dbt_project.yml turns off on Spark: the Python model
+    # ab_uncertainty (Spark sites run tierlens ab-uncertainty) and the site operations marts.
+    operations = [p for p in (REPO / "dbt" / "models" / "marts" / "operations").iterdir()
+                  if p.suffix in (".sql", ".py")]
+    assert spark.models == duck.models - 1 - len(operations), (spark.models, duck.models)
     assert spark.tests > 200 and duck.tests > spark.tests  # the YAML tests run on Spark too
     assert spark.seeds == duck.seeds == 1
 
