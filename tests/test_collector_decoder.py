@@ -114,6 +114,30 @@ def test_sequence_gaps_count_lost_packets_and_late_packets_take_them_back():
     assert (st_["lost"], st_["reordered"], st_["duplicates"]) == (1, 1, 1)
 
 
+def test_after_a_burst_of_loss_new_packets_with_recent_numbers_are_decoded():
+    """pseq has 8 bits: after 200 lost packets, the next ones carry numbers seen among the last
+    128. They hold new accesses and must be decoded; only the same number with the same bytes is
+    a duplicate."""
+    d, rows, _ = _decoder()
+    s = SimServer()
+    uid, login = s.login(1, "wn", "a", "j")
+    d.feed(login, ADDR, 1.0)
+
+    def packet(i: int) -> bytes:
+        f = s.new_file()
+        return s.fpacket(100 + i, 101 + i, [open_record(f, 10, uid, f"/f{i}"), close_record(f, 10, 0, 0)])
+
+    sent = [packet(i) for i in range(300)]
+    received = sent[:50] + sent[250:]    # packets 50..249 lost in the network
+    for p in received:
+        d.feed(p, ADDR, 2.0)
+    d.feed(sent[260], ADDR, 2.0)         # one true duplicate: same number, same bytes
+    d.finish(3.0)
+    expected = sorted(f"/f{i}" for i in list(range(50)) + list(range(250, 300)))
+    assert sorted(r["file_lfn"] for r in rows) == expected
+    assert d.server_stats()[0]["duplicates"] == 1
+
+
 def test_sequence_numbers_wrap_at_256():
     d, _, _ = _decoder()
     s = SimServer()

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import pickle
 import struct
+import zlib
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,7 +62,9 @@ class User:
 class Seq:
     last: int
     missing: set[int] = field(default_factory=set)
-    #: sequence numbers of the last 128 packets, to tell a duplicate from a late packet
+    #: (sequence number, CRC-32 of the payload) of the last 128 packets. pseq has 8 bits, so after
+    #: a burst of loss a new packet often carries a number seen recently: only the same number with
+    #: the same bytes is a duplicate; a new packet is never thrown away.
     seen: deque = field(default_factory=lambda: deque(maxlen=128))
 
 
@@ -281,20 +284,23 @@ class Correlator:
             self.stats["server_instances"] += 1
         return srv
 
-    def _sequence(self, srv: Server, stream: str, pseq: int) -> bool:
+    def _sequence(self, srv: Server, stream: str, pseq: int, payload) -> bool:
         """Track the stream's sequence number; False for a duplicate packet (to be ignored)."""
         srv.packets += 1
+        # The header (with plen and stod), the time window and the last records (newest dictids)
+        # tell two packets apart; hashing the whole payload would cost the decoder a tenth.
+        key = (pseq, zlib.crc32(payload[-64:], zlib.crc32(payload[:64])))
         seq = srv.seqs.get(stream)
         if seq is None:
             seq = srv.seqs[stream] = Seq(pseq)
-            seq.seen.append(pseq)
+            seq.seen.append(key)
             return True
-        diff = (pseq - seq.last) & 0xFF
-        if diff == 1:
-            seq.last = pseq
-        elif diff == 0 or pseq in seq.seen:
+        if key in seq.seen:
             srv.duplicates += 1
             return False
+        diff = (pseq - seq.last) & 0xFF
+        if diff in (0, 1):  # 0 with new bytes: the number wrapped (256+ lost; the kernel counts them)
+            seq.last = pseq
         elif diff < 128:
             for k in range(1, diff):
                 seq.missing.add((seq.last + k) & 0xFF)
@@ -308,7 +314,7 @@ class Correlator:
             srv.reordered += 1
         else:
             srv.reordered += 1  # older than the first packet seen of this stream
-        seq.seen.append(pseq)
+        seq.seen.append(key)
         return True
 
     def _datagram(self, mv: memoryview, a: int, b: int, addr: tuple, now: float) -> Server | None:
@@ -333,7 +339,7 @@ class Correlator:
                 raise BadPacket("truncated: g-stream header")
             _, _, sid = GSH.unpack_from(mv, a + HEADER_BYTES)
             srv = self._server(addr[0], sid & SID_MASK, stod)
-            if self._sequence(srv, "g", pseq):
+            if self._sequence(srv, "g", pseq, mv[a:b]):
                 self._gstream_events(srv, bytes(mv[a + GSTREAM_HEADER_BYTES:b]), now)
         elif code in IGNORED_CODES:
             self.stats[f"ignored_{chr(code)}"] += 1
@@ -352,7 +358,7 @@ class Correlator:
             srv = self._by_addr.get((addr[0], addr[1], stod))
             if srv is None:
                 raise BadPacket("unknown server: f-stream packet without a server id")
-        if not self._sequence(srv, "f", pseq):
+        if not self._sequence(srv, "f", pseq, mv[a:a + n]):
             return None
         srv.last_time = max(srv.last_time, now)
         return srv
@@ -364,7 +370,7 @@ class Correlator:
             raise BadPacket("bad map record: no server id in the user id")
         srv = self._server(addr[0], uid.sid, stod)
         self._by_addr[(addr[0], addr[1], stod)] = srv
-        if not self._sequence(srv, "map", pseq):
+        if not self._sequence(srv, "map", pseq, data):
             return
         srv.last_time = max(srv.last_time, now)
         if code == CODE_SERVER_ID:
@@ -624,7 +630,7 @@ class Correlator:
             raise BadPacket("bad json: header without integer sid and stod")
         srv = self._server(addr[0], sid & SID_MASK, stod)
         pseq = head.get("pseq")
-        if isinstance(pseq, int) and not self._sequence(srv, f"json{code}", pseq & 0xFF):
+        if isinstance(pseq, int) and not self._sequence(srv, f"json{code}", pseq & 0xFF, data):
             return
         srv.last_time = max(srv.last_time, now)
         if code == "=":
