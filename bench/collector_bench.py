@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pipelines"))
 
 from tierlens.collector.decoder import Decoder  # noqa: E402
 from tierlens.collector.service import Options, replay  # noqa: E402
-from tierlens.collector.synth import open_close_stream  # noqa: E402
+from tierlens.collector.synth import SimServer, close_record, open_close_stream, open_record  # noqa: E402
 
 OUT = Path(__file__).parent / "out" / "collector"
 
