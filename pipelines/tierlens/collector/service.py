@@ -34,7 +34,7 @@ from ..records import COLLECTOR_STATS, Batch, RecordKind
 from . import journal as jr
 from .datagrams import DatagramBatch
 from .decoder import Decoder
-from .replay import udp_packets
+from .replay import batches as pcap_batches
 from .writer import BatchWriter, write_atomic, write_text_atomic
 
 CHECKPOINT = "checkpoint.json"
@@ -321,17 +321,6 @@ class Engine:
 
 # ---- offline ------------------------------------------------------------------------------
 
-def _pcap_batches(path: Path, port: int | None) -> Iterator[DatagramBatch]:
-    chunk: list = []
-    for item in udp_packets(path, port):
-        chunk.append(item)
-        if len(chunk) >= BATCH:
-            yield DatagramBatch.pack(chunk, str(path))
-            chunk = []
-    if chunk:
-        yield DatagramBatch.pack(chunk, str(path))
-
-
 def replay(path: Path, opts: Options, port: int | None = None) -> RunResult:
     """Decode a capture (pcap/pcapng: capture times stand in for arrival times) or a journal
     segment offline; rows are written in batches of ``max_rows``."""
@@ -355,7 +344,7 @@ def replay(path: Path, opts: Options, port: int | None = None) -> RunResult:
             eng.torn.extend(torn)
             fed(batch, worker)
     else:
-        for batch in _pcap_batches(path, port):
+        for batch in pcap_batches(path, port, BATCH):
             fed(batch, 0)
     eng.decoder.finish(last)
     eng.account(eng.workers[0])
