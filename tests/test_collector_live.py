@@ -365,7 +365,7 @@ def test_a_killed_client_access_ends_by_its_disconnect_with_its_bytes(site_run):
 
 def test_cache_hits_and_misses_follow_the_origin_record_not_the_gstream(site_run, tmp_path):
     """First read through the cache: a miss of the file's size (the origin recorded the cache
-    fetching it); second read: a hit; whatever the g-stream says (it says hit both times)."""
+    fetching it); second read: a hit; whatever the g-stream says (mostly hits, both times)."""
     import duckdb
 
     from tierlens.transform import run_dbt
@@ -389,7 +389,10 @@ def test_cache_hits_and_misses_follow_the_origin_record_not_the_gstream(site_run
     second = _one(got, client_pid=pids["cache_second"])
     fill = _one(got, app_name="xrootd", file_lfn="/cached.bin")
     assert fill["client_pid"] == first["server_pid"] and fill["read_bytes_at_close"] >= size
-    assert first["gstream_miss_bytes"] == 0  # the g-stream's word: all hits
+    # The g-stream's word varies run to run on a real XCache (0 when the prefetch won the race,
+    # one 64 KiB block in CI once); it never tells the file's size, and the answer below does
+    # not depend on it.
+    assert first["gstream_miss_bytes"] < size
     assert (first["cache_miss_bytes"], first["cache_evidence"]) == (size, "both")
     assert first["cache_hit_bytes"] == first["read_bytes_at_close"] - size
     assert (second["cache_hit_bytes"], second["cache_miss_bytes"], second["cache_evidence"]) == (size, 0, "both")
