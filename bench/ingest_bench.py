@@ -138,6 +138,7 @@ def file_access_table(first: int, n: int, rng: np.random.Generator) -> pa.Table:
     no_cache = pa.array(~is_cache)
     null64 = pa.scalar(None, pa.int64())
     jobs = rng.integers(0, 1_000_000, n)
+    closed = pa.array(rng.random(n) < 0.995)
     columns = {
         "server_host": servers.take(pa.array(server_idx)),
         "unique_id": unique_id,
@@ -166,7 +167,18 @@ def file_access_table(first: int, n: int, rng: np.random.Generator) -> pa.Table:
         "cache_hit_bytes": pc.if_else(no_cache, null64, pa.array(hit)),
         "cache_miss_bytes": pc.if_else(no_cache, null64, pa.array(total - hit)),
         "cache_bypass_bytes": pc.if_else(no_cache, null64, pa.array(np.zeros(n, dtype=np.int64))),
-        "close_seen": pa.array(rng.random(n) < 0.995),
+        "close_seen": closed,
+        # What the collector fills since schema version 4: how the access ended, the server's
+        # identity, and the XCache g-stream figures on cache servers only.
+        "end_reason": pc.if_else(closed, "close", "disconnect"),
+        "server_pid": pa.array((20_000 + server_idx).astype(np.int32)),
+        "server_addr": _strings("10.1.0.", server_idx),
+        "cache_attach_time": pc.if_else(no_cache, pa.scalar(None, pa.timestamp("us", "UTC")), _timestamps(start)),
+        "cache_detach_time": pc.if_else(no_cache, pa.scalar(None, pa.timestamp("us", "UTC")), _timestamps(end)),
+        "cache_access_count": pc.if_else(no_cache, null64, pa.array(rng.integers(1, 50, n))),
+        "cache_remotes": pc.if_else(no_cache, pa.scalar(None, pa.string()), "origin01.example.org"),
+        "cache_blocks": pc.if_else(no_cache, null64, pa.array(size >> 20)),
+        "cache_blocks_done": pc.if_else(no_cache, null64, pa.array(size >> 20)),
     }
     return pa.table(columns).cast(FILE_ACCESS)
 
