@@ -22,7 +22,7 @@ import pyarrow as pa
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 
-#: Storage types a scheduler plugin may report for a job's scratch space (DESIGN.md).
+#: Storage types a scheduler plugin may report for a job's scratch space (docs/architecture.md, "Records").
 STORAGE_TYPES: tuple[str, ...] = (
     "hdd", "ssd", "nvme", "raid0", "raid1", "raid5", "raid6", "raid10",
     "tmpfs", "nfs", "lustre", "gpfs", "cephfs", "other",
@@ -250,98 +250,101 @@ def _required(*names: str) -> tuple[Rule, ...]:
     return tuple(Rule(n, f"{n} IS NULL OR CAST({n} AS VARCHAR) = ''", "missing") for n in names)
 
 
+# One constructor per kind of check, so the same check reads (and rejects) the same way in
+# every record.
+
+def _null(name: str, reason: str = "missing") -> Rule:
+    return Rule(name, f"{name} IS NULL", reason)
+
+
+def _negative(*names: str) -> tuple[Rule, ...]:
+    return tuple(Rule(n, f"{n} < 0", "negative") for n in names)
+
+
+def _not_positive(*names: str, required: bool = False) -> tuple[Rule, ...]:
+    if required:
+        return tuple(Rule(n, f"{n} IS NULL OR {n} <= 0", "missing or not positive") for n in names)
+    return tuple(Rule(n, f"{n} <= 0", "zero or negative") for n in names)
+
+
+def _at_least_one(name: str, reason: str) -> Rule:
+    return Rule(name, f"{name} IS NULL OR {name} < 1", reason)
+
+
+def _before(later: str, earlier: str) -> Rule:
+    return Rule(later, f"{later} < {earlier}", f"before {earlier}")
+
+
+def _one_of(name: str, values: tuple[str, ...], reason: str, required: bool = False) -> Rule:
+    presence = f"{name} IS NULL OR" if required else f"{name} IS NOT NULL AND"
+    return Rule(name, f"{presence} {name} NOT IN ({_in_list(values)})", reason)
+
+
+def _storage_type(name: str = "storage_type", required: bool = True) -> Rule:
+    return _one_of(name, STORAGE_TYPES, "not a known storage type", required)
+
+
+_WHOLE_JOB_STEP = _null("step_id", "missing (use '' for the whole job)")
+
 SPECS: dict[RecordKind, RecordSpec] = {
     RecordKind.JOB: RecordSpec(
         RecordKind.JOB, JOB, ("batch_system", "cluster", "job_id", "step_id"), "start_time",
         _required("batch_system", "cluster", "job_id") + (
-            Rule("step_id", "step_id IS NULL", "missing (use '' for the whole job)"),
+            _WHOLE_JOB_STEP,
             # a launch failure ends without starting (Slurm time.start NO_VAL, elapsed 0): it keeps
             # its end so it counts as a finished failed job; a job with wall time must have a start
             Rule("start_time", "start_time IS NULL AND end_time IS NOT NULL AND coalesce(wall_seconds, 0) > 0",
                  "missing while end_time is set and wall_seconds > 0"),
-            Rule("end_time", "end_time < start_time", "before start_time"),
-            Rule("allocated_cores", "allocated_cores IS NULL OR allocated_cores < 1", "missing or below 1 core"),
-            Rule("cpu_user_seconds", "cpu_user_seconds < 0", "negative"),
-            Rule("cpu_system_seconds", "cpu_system_seconds < 0", "negative"),
-            Rule("wall_seconds", "wall_seconds < 0", "negative"),
-            Rule("bytes_read", "bytes_read < 0", "negative"),
-            Rule("bytes_written", "bytes_written < 0", "negative"),
-        ),
+            _before("end_time", "start_time"),
+            _at_least_one("allocated_cores", "missing or below 1 core"),
+        ) + _negative("cpu_user_seconds", "cpu_system_seconds", "wall_seconds", "bytes_read", "bytes_written"),
     ),
     RecordKind.JOB_TAG: RecordSpec(
         RecordKind.JOB_TAG, JOB_TAG, ("batch_system", "cluster", "job_id", "step_id"), "tagged_at",
-        _required("batch_system", "cluster", "job_id", "node") + (
-            Rule("step_id", "step_id IS NULL", "missing (use '' for the whole job)"),
-            Rule("storage_type", f"storage_type IS NULL OR storage_type NOT IN ({_in_list(STORAGE_TYPES)})",
-                 "not a known storage type"),
-        ),
+        _required("batch_system", "cluster", "job_id", "node") + (_WHOLE_JOB_STEP, _storage_type()),
     ),
     RecordKind.FILE_ACCESS: RecordSpec(
         RecordKind.FILE_ACCESS, FILE_ACCESS, ("server_host", "unique_id"), "start_time",
         _required("server_host", "unique_id", "file_lfn") + (
-            Rule("server_role", f"server_role IS NOT NULL AND server_role NOT IN ({_in_list(SERVER_ROLES)})",
-                 "not origin or cache"),
-            Rule("start_time", "start_time IS NULL", "missing"),
-            Rule("end_time", "end_time < start_time", "before start_time"),
-            Rule("file_size_bytes", "file_size_bytes < 0", "negative"),
-            Rule("read_bytes_at_close", "read_bytes_at_close < 0", "negative"),
-            Rule("write_bytes_at_close", "write_bytes_at_close < 0", "negative"),
-            Rule("close_seen", "close_seen IS NULL", "missing"),
-            Rule("end_reason", f"end_reason IS NOT NULL AND end_reason NOT IN ({_in_list(END_REASONS)})",
-                 "not an end reason"),
+            _one_of("server_role", SERVER_ROLES, "not origin or cache"),
+            _null("start_time"),
+            _before("end_time", "start_time"),
+        ) + _negative("file_size_bytes", "read_bytes_at_close", "write_bytes_at_close") + (
+            _null("close_seen"),
+            _one_of("end_reason", END_REASONS, "not an end reason"),
         ),
     ),
     RecordKind.NODE: RecordSpec(
         RecordKind.NODE, NODE, ("cluster", "node"), None,
-        _required("cluster", "node") + (
-            Rule("storage_type", f"storage_type IS NULL OR storage_type NOT IN ({_in_list(STORAGE_TYPES)})",
-                 "not a known storage type"),
-            Rule("job_slots", "job_slots IS NULL OR job_slots < 1", "missing or below 1"),
-        ),
+        _required("cluster", "node") + (_storage_type(), _at_least_one("job_slots", "missing or below 1")),
     ),
     RecordKind.STORAGE_CATALOG: RecordSpec(
         RecordKind.STORAGE_CATALOG, STORAGE_CATALOG, ("config_name",), None,
-        _required("config_name") + (
-            Rule("storage_type", f"storage_type IS NULL OR storage_type NOT IN ({_in_list(STORAGE_TYPES)})",
-                 "not a known storage type"),
-            Rule("unit_price", "unit_price < 0", "negative"),
-            Rule("capacity_bytes", "capacity_bytes <= 0", "zero or negative"),
-            Rule("seq_read_mb_per_s", "seq_read_mb_per_s <= 0", "zero or negative"),
-            Rule("seq_write_mb_per_s", "seq_write_mb_per_s <= 0", "zero or negative"),
-            Rule("rand_read_iops_4k", "rand_read_iops_4k <= 0", "zero or negative"),
-            Rule("raid_level", f"raid_level IS NOT NULL AND raid_level NOT IN ({_in_list(RAID_LEVELS)})",
-                 "not none, raid0, raid1, raid5, raid6 or raid10"),
+        _required("config_name") + (_storage_type(),) + _negative("unit_price")
+        + _not_positive("capacity_bytes", "seq_read_mb_per_s", "seq_write_mb_per_s", "rand_read_iops_4k") + (
+            _one_of("raid_level", RAID_LEVELS, "not none, raid0, raid1, raid5, raid6 or raid10"),
         ),
     ),
     RecordKind.DEVICE_PROBE: RecordSpec(
         RecordKind.DEVICE_PROBE, DEVICE_PROBE, ("probe_id", "job_name"), "probed_at",
-        _required("probe_id", "node", "job_name") + (
-            Rule("storage_type", f"storage_type IS NULL OR storage_type NOT IN ({_in_list(STORAGE_TYPES)})",
-                 "not a known storage type"),
-            Rule("block_size_bytes", "block_size_bytes IS NULL OR block_size_bytes <= 0", "missing or not positive"),
-            Rule("bandwidth_bytes_per_second", "bandwidth_bytes_per_second IS NULL OR bandwidth_bytes_per_second <= 0",
-                 "missing or not positive"),
-            Rule("mean_latency_seconds", "mean_latency_seconds < 0", "negative"),
-            Rule("probed_at", "probed_at IS NULL", "missing"),
-        ),
+        _required("probe_id", "node", "job_name") + (_storage_type(),)
+        + _not_positive("block_size_bytes", "bandwidth_bytes_per_second", required=True)
+        + _negative("mean_latency_seconds") + (_null("probed_at"),),
     ),
     RecordKind.SITE_CHANGE: RecordSpec(
         RecordKind.SITE_CHANGE, SITE_CHANGE, ("change_id",), "changed_at",
         _required("change_id", "description") + (
-            Rule("changed_at", "changed_at IS NULL", "missing"),
-            Rule("category", f"category IS NOT NULL AND category NOT IN ({_in_list(CHANGE_CATEGORIES)})",
-                 f"not a change category ({', '.join(CHANGE_CATEGORIES)})"),
-            Rule("scope_storage_type",
-                 f"scope_storage_type IS NOT NULL AND scope_storage_type NOT IN ({_in_list(STORAGE_TYPES)})",
-                 "not a known storage type"),
+            _null("changed_at"),
+            _one_of("category", CHANGE_CATEGORIES, f"not a change category ({', '.join(CHANGE_CATEGORIES)})"),
+            _storage_type("scope_storage_type", required=False),
         ),
     ),
     RecordKind.COLLECTOR_STATS: RecordSpec(
         RecordKind.COLLECTOR_STATS, COLLECTOR_STATS, ("collector_host", "worker", "interval_start", "server_host"),
         "interval_start",
         _required("collector_host", "worker", "interval_start", "interval_end") + (
-            Rule("server_host", "server_host IS NULL", "missing (use '' for socket-level counts)"),
-            Rule("interval_end", "interval_end < interval_start", "before interval_start"),
+            _null("server_host", "missing (use '' for socket-level counts)"),
+            _before("interval_end", "interval_start"),
         ),
     ),
 }

@@ -1,6 +1,6 @@
 """A/B difference of CPU efficiency with a block bootstrap interval and a permutation p-value.
 
-The statistic is the one efficiency definition of DESIGN.md, a ratio of sums:
+The statistic is the one efficiency definition (docs/architecture.md), a ratio of sums:
 
     efficiency(arm) = Σ cpu_seconds / Σ core_wall_seconds,   difference = efficiency(B) - efficiency(A)
 
