@@ -446,3 +446,78 @@ def test_group_efficiency_is_never_nan_for_zero_core_hours(tmp_path: Path):
     tmpfs = next(r for r in rows if r["storage_type"] == "tmpfs")
     assert tmpfs["efficiency"] == "" and tmpfs["mean_job_efficiency"] == ""
     assert not any(isinstance(v, float) and math.isnan(v) for v in map(f, (r["efficiency"] for r in rows)))
+
+
+# --------------------------------------------------------------------------- sections as data
+
+
+def _jobs_by_storage_spec():
+    """A section that is not in the registry: jobs and CPU hours per storage type, from job_efficiency."""
+    from tierlens.report.page import Column
+    from tierlens.report.spec import SectionSpec, TableSpec
+
+    def body(wh, s):
+        s.table("jobs_by_storage", wh.rows("""
+            SELECT coalesce(storage_type, 'untagged') AS storage_type, count(*) AS jobs,
+                   sum(cpu_seconds) / 3600.0 AS cpu_hours
+            FROM marts.job_efficiency GROUP BY ALL ORDER BY storage_type
+        """))
+
+    return SectionSpec(
+        id="jobs_by_storage", title="Jobs per storage type", intro="How many jobs ran on each storage type.",
+        body=body, marts=("job_efficiency",), empty_hint="No jobs yet.",
+        tables=(TableSpec("jobs_by_storage", "Jobs and CPU hours per storage type",
+                          (Column("storage_type", "storage type"), Column("jobs", "jobs", "int"),
+                           Column("cpu_hours", "CPU hours", "hours"))),),
+    )
+
+
+def test_a_registered_section_appears_in_the_toc_and_csv_names(tmp_path: Path):
+    from tierlens.report import registry
+
+    specs = registry.REGISTRY + (_jobs_by_storage_spec(),)
+    assert "jobs_by_storage.csv" in registry.csv_names(registry=specs)
+    assert "jobs_by_storage.csv" not in registry.csv_names()
+    assert registry.section_ids(registry=specs) == tuple(SECTION_IDS) + ("jobs_by_storage",)
+
+    out = tmp_path / "out"
+    result = build_report(make_warehouse(tmp_path / "w.duckdb"), out, specs=specs)
+    assert result.sections == list(SECTION_IDS) + ["jobs_by_storage"]
+    assert result.no_data == []
+    html = result.html_path.read_text(encoding="utf-8")
+    nav = html[html.index("<nav>"):html.index("</nav>")]
+    assert re.findall(r'<a href="#([a-z_]+)">(\d+)\. ', nav)[-1] == ("jobs_by_storage", str(len(SECTION_IDS) + 1))
+    assert '<a href="#jobs_by_storage">6. Jobs per storage type</a>' in nav
+    assert '<section id="jobs_by_storage">' in html and 'href="jobs_by_storage.csv"' in html
+    assert out / "jobs_by_storage.csv" in result.csv_paths
+
+    expected: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for (_, st, _arm, _cls, _acct, cpu, _wall, _cores, _day) in JOBS:
+        expected[st][0] += 1
+        expected[st][1] += cpu / 3600
+    rows = read_csv(out / "jobs_by_storage.csv")
+    assert [r["storage_type"] for r in rows] == sorted(expected)
+    for r in rows:
+        assert int(r["jobs"]) == expected[r["storage_type"]][0]
+        assert f(r["cpu_hours"]) == pytest.approx(expected[r["storage_type"]][1])
+
+    # Without its mart the section says why, and its CSV from the run before is removed.
+    with duckdb.connect(str(tmp_path / "w.duckdb")) as con:
+        con.execute("DELETE FROM marts.job_efficiency")
+    result = build_report(tmp_path / "w.duckdb", out, specs=specs)
+    assert "jobs_by_storage" in result.no_data
+    assert "marts.job_efficiency is empty. No jobs yet." in result.html_path.read_text(encoding="utf-8")
+    assert not (out / "jobs_by_storage.csv").exists()
+
+
+def test_registry_specs_are_consistent():
+    from tierlens.report import registry
+
+    ids = [s.id for s in registry.REGISTRY]
+    assert len(ids) == len(set(ids))
+    names = registry.csv_names()
+    assert len(names) == len(set(names)), "two sections declare a table of the same name"
+    for spec in registry.REGISTRY:
+        tables = {t.name for t in spec.tables}
+        for plot in spec.plots:
+            assert plot.data in tables, (spec.id, plot.name)

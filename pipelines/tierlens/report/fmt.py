@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -27,36 +28,24 @@ def _num(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
-def pct(value: Any) -> str:
-    """Efficiency or ratio as a percentage with one decimal: 0.8123 -> '81.2 %'."""
-    number = _num(value)
-    return MISSING if number is None else f"{number * 100:.1f} %"
+def _measure(template: str, scale: Callable[[float], Any] = lambda n: n) -> Callable[[Any], str]:
+    """A formatter of one measured quantity: ``template`` applied to ``scale(value)``, MISSING for NULL/NaN."""
+
+    def formatter(value: Any) -> str:
+        num = _num(value)
+        return MISSING if num is None else template.format(scale(num))
+
+    return formatter
 
 
-def integer(value: Any) -> str:
-    number = _num(value)
-    return MISSING if number is None else f"{round(number):,d}"
-
-
-def hours(value: Any) -> str:
-    number = _num(value)
-    return MISSING if number is None else f"{number:,.1f}"
-
-
-def ratio(value: Any) -> str:
-    """A plain ratio such as CPU/wall, two decimals as in the SLAC tables: '0.81'."""
-    number = _num(value)
-    return MISSING if number is None else f"{number:.2f}"
-
-
-def gb(value: Any) -> str:
-    number = _num(value)
-    return MISSING if number is None else f"{number:,.1f}"
-
-
-def money(value: Any) -> str:
-    number = _num(value)
-    return MISSING if number is None else f"{number:,.2f}"
+#: Efficiency or ratio as a percentage with one decimal: 0.8123 -> '81.2 %'.
+pct = _measure("{:.1f} %", lambda n: n * 100)
+integer = _measure("{:,d}", round)
+hours = _measure("{:,.1f}")
+#: A plain ratio such as CPU/wall, two decimals as in the SLAC tables: '0.81'.
+ratio = _measure("{:.2f}")
+gb = _measure("{:,.1f}")
+money = _measure("{:,.2f}")
 
 
 def number(value: Any) -> str:

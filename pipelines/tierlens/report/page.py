@@ -1,0 +1,111 @@
+"""The page model the template renders: sections holding facts, figures, tables and notes.
+
+A ``Table`` is both what the page shows and the CSV file written beside it, so the two cannot
+disagree; a figure names the CSV that holds its data.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from . import fmt
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    kind: str = "text"  # a key of fmt.FORMATTERS
+    null_text: str = fmt.MISSING
+    #: Another key of the row whose value is appended to the cell in HTML (e.g. a currency).
+    suffix_key: str | None = None
+    #: Written to the CSV file only, not shown in the HTML table.
+    csv_only: bool = False
+
+    def cell(self, row: dict[str, Any]) -> str:
+        value = row.get(self.key)
+        if value is None and self.kind != "flag":
+            return self.null_text
+        text = fmt.FORMATTERS[self.kind](value)
+        if self.suffix_key and row.get(self.suffix_key):
+            text = f"{text} {row[self.suffix_key]}"
+        return text
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind not in ("text", "flag")
+
+    def css_class(self, row: dict[str, Any]) -> str:
+        classes = ["num"] if self.numeric else []
+        if row.get(self.key) is None and self.kind != "flag":
+            classes.append("missing")
+        return " ".join(classes)
+
+    def labelled(self, **fields: Any) -> Column:
+        """This column with ``{field}`` placeholders of its label filled in."""
+        return replace(self, label=self.label.format(**fields)) if fields else self
+
+
+@dataclass
+class Table:
+    """A table shown in the page (``shown``) or only the data behind a figure; always a CSV."""
+
+    name: str
+    caption: str
+    columns: list[Column]
+    rows: list[dict[str, Any]]
+    flag_key: str | None = None
+    shown: bool = True
+
+    @property
+    def csv_name(self) -> str:
+        return f"{self.name}.csv"
+
+    @property
+    def html_columns(self) -> list[Column]:
+        return [c for c in self.columns if not c.csv_only]
+
+    def html_rows(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "flagged": bool(self.flag_key and row.get(self.flag_key)),
+                "total": bool(row.get("_total")),
+                "cells": [(c.cell(row), c.css_class(row)) for c in self.html_columns],
+            }
+            for row in self.rows
+        ]
+
+    def csv_text(self) -> str:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow([c.key for c in self.columns])
+        for row in self.rows:
+            writer.writerow([fmt.csv_value(row.get(c.key)) for c in self.columns])
+        return buf.getvalue()
+
+
+@dataclass
+class FigureBlock:
+    uri: str
+    alt: str
+    caption: str
+    data_csv: str | None = None
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    intro: str = ""
+    no_data: list[str] = field(default_factory=list)
+    facts: list[tuple[str, str]] = field(default_factory=list)
+    figures: list[FigureBlock] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_data(self) -> bool:
+        return not self.no_data

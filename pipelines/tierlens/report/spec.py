@@ -1,0 +1,157 @@
+"""What a report section is, as data, and the one runner that turns a spec into a page section.
+
+A section module declares a ``SectionSpec``: its id, title and intro, the marts it needs (and the
+hint shown when they are empty), the tables it may write (each a CSV file) and the figures it may
+draw. Its ``body`` only queries and fills rows in; the runner does the rest: the "no data" guard for
+missing or empty marts, turning an unreadable warehouse into "no data" instead of a crash, and
+putting the tables in the order the spec lists them. The registry (``registry.py``) derives the
+report's ids, table of contents and CSV names from the specs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from ..warehouse import QUERY_ERRORS
+from .page import Column, FigureBlock, Section, Table
+from .reader import MartReader
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A table of a section and its CSV file ``<name>.csv``. The caption and column labels may hold
+    ``{field}`` placeholders that the body fills in when it adds the table."""
+
+    name: str
+    caption: str
+    columns: tuple[Column, ...]
+    shown: bool = True
+    flag_key: str | None = None
+
+    @property
+    def csv_name(self) -> str:
+        return f"{self.name}.csv"
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    """A figure: the function of ``plots`` that draws it, its text, and the table holding its data."""
+
+    name: str
+    draw: Callable[..., str]
+    alt: str
+    caption: str
+    data: str
+
+
+class Shown(Enum):
+    """When the sections of a group are in the report at all (their marts decide)."""
+
+    ALWAYS = "always"
+    ANY_MART_EXISTS = "when the warehouse has any of the group's marts"
+    MART_HAS_ROWS = "when one of the group's marts has rows"
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    shown: Shown
+
+
+CORE = Group("core", Shown.ALWAYS)
+ANALYSIS = Group("analysis", Shown.ANY_MART_EXISTS)
+PREDICTION = Group("prediction", Shown.MART_HAS_ROWS)
+OPERATIONS = Group("operations", Shown.ANY_MART_EXISTS)
+HARDWARE = Group("hardware", Shown.MART_HAS_ROWS)
+
+
+@dataclass(frozen=True)
+class SectionSpec:
+    id: str
+    title: str
+    intro: str
+    body: Callable[[MartReader, SectionOut], None]
+    #: Checked in order before the body runs: the first missing or empty one makes the section "no data".
+    marts: tuple[str, ...] = ()
+    #: Appended to "marts.<name> is empty." when a needed mart has no rows.
+    empty_hint: str = ""
+    tables: tuple[TableSpec, ...] = ()
+    plots: tuple[PlotSpec, ...] = ()
+    group: Group = CORE
+
+    @property
+    def csv_names(self) -> tuple[str, ...]:
+        return tuple(t.csv_name for t in self.tables)
+
+    def table_spec(self, name: str) -> TableSpec:
+        return _named(self.tables, name, self.id)
+
+    def plot_spec(self, name: str) -> PlotSpec:
+        return _named(self.plots, name, self.id)
+
+
+def _named(specs: Sequence[Any], name: str, section_id: str) -> Any:
+    for spec in specs:
+        if spec.name == name:
+            return spec
+    raise KeyError(f"section {section_id!r} declares no table or plot {name!r}")
+
+
+class SectionOut:
+    """What a section's body writes to: the section being built, through its spec."""
+
+    def __init__(self, spec: SectionSpec, section: Section):
+        self.spec = spec
+        self.section = section
+
+    def table(self, name: str, rows: list[dict[str, Any]], *, shown: bool | None = None,
+              columns: Sequence[Column] | None = None, **fields: Any) -> None:
+        """Add the declared table ``name`` with ``rows``; ``fields`` fill its caption's and labels' placeholders."""
+        t = self.spec.table_spec(name)
+        self.section.tables.append(Table(
+            t.name,
+            t.caption.format(**fields) if fields else t.caption,
+            [c.labelled(**fields) for c in (columns if columns is not None else t.columns)],
+            rows,
+            flag_key=t.flag_key,
+            shown=t.shown if shown is None else shown,
+        ))
+
+    def figure(self, name: str, *data: Any) -> None:
+        """Draw the declared figure ``name`` from ``data`` (the arguments of its plot function)."""
+        p = self.spec.plot_spec(name)
+        self.section.figures.append(FigureBlock(p.draw(*data), p.alt, p.caption, f"{p.data}.csv"))
+
+    def fact(self, label: str, shown: str) -> None:
+        self.section.facts.append((label, shown))
+
+    def note(self, text: str) -> None:
+        self.section.notes.append(text)
+
+    def no_data(self, reason: str) -> None:
+        self.section.no_data.append(reason)
+
+
+def run_section(spec: SectionSpec, wh: MartReader) -> Section:
+    """The section of ``spec``: "no data" with the reason when a mart it needs is missing, empty
+    or unreadable; otherwise whatever its body found, tables in the order the spec declares them."""
+    section = Section(spec.id, spec.title, spec.intro)
+    try:
+        for mart in spec.marts:
+            why = wh.mart_missing(mart, spec.empty_hint)
+            if why:
+                section.no_data.append(why)
+                return section
+        spec.body(wh, SectionOut(spec, section))
+    except QUERY_ERRORS as exc:  # a mart of the wrong shape, a view over missing files, ...
+        return Section(spec.id, spec.title, no_data=[f"The warehouse could not be read: {_first_line(exc)}"])
+    order = {t.name: i for i, t in enumerate(spec.tables)}
+    section.tables.sort(key=lambda t: order[t.name])
+    return section
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
