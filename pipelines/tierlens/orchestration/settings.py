@@ -112,10 +112,6 @@ def paths(lookup: Lookup = None) -> config.Paths:
     return config.Paths(Path(home).expanduser()) if home else config.paths()
 
 
-def tierlens_home(lookup: Lookup = None) -> Path:
-    return paths(lookup).home
-
-
 def warehouse_path(lookup: Lookup = None) -> Path:
     return _path("warehouse", paths(lookup).warehouse, lookup)
 
