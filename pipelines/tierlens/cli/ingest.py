@@ -13,7 +13,7 @@ import typer
 from .. import config
 from .common import WarehouseOpt, console, err, fail, ingest_and_print, parsed, print_ingest, warehouse
 
-app = typer.Typer(name="ingest", help="Ingest batch-system accounting and plugin spool records.",
+app = typer.Typer(name="ingest", help="Ingest batch-system accounting, plugin spool records and file accesses.",
                   no_args_is_help=True)
 
 
