@@ -11,26 +11,24 @@ from pathlib import Path
 
 from airflow.sdk import dag, task
 from airflow.sdk.exceptions import AirflowSkipException
-from tierlens import orchestration
+from tierlens.orchestration import airflow_glue as af
+from tierlens.orchestration import settings as cfg
+from tierlens.orchestration import tasks
+from tierlens.orchestration.intervals import interval_folder
+
+var = af.airflow_var
 
 
-def _report_dir() -> Path:
-    d = orchestration.dag_setting("report_dir")
-    return Path(d).expanduser() if d else orchestration.tierlens_home(orchestration.airflow_var) / "reports"
-
-
-@dag(dag_id="tierlens_report", schedule=orchestration.dag_timetable("report_schedule"), start_date=orchestration.dag_start_date(),
-     catchup=orchestration.dag_catchup(), max_active_runs=1, default_args=orchestration.dag_default_args(), tags=["tierlens"],
-     doc_md=__doc__)
+@dag(**af.dag_kwargs("tierlens_report", "report_schedule"), doc_md=__doc__)
 def tierlens_report():
     @task
     def build(data_interval_start=None, data_interval_end=None) -> dict:
-        out = orchestration.interval_folder(_report_dir(), data_interval_start, data_interval_end)
-        return orchestration.build_report(orchestration.warehouse_path(orchestration.airflow_var), out)
+        out = interval_folder(cfg.report_dir(var), data_interval_start, data_interval_end)
+        return tasks.build_report(cfg.warehouse_path(var), out)
 
     @task(pool="default_pool")
     def email(report: dict, data_interval_start=None, data_interval_end=None) -> list[str]:
-        to = orchestration.settings_list("report_email", orchestration.airflow_var)
+        to = cfg.settings_list("report_email", var)
         if not to:
             raise AirflowSkipException("no report_email recipients configured")
         from airflow.providers.smtp.hooks.smtp import SmtpHook

@@ -14,33 +14,33 @@ from __future__ import annotations
 
 from airflow.sdk import dag, task
 from airflow.sdk.exceptions import AirflowSkipException
-from tierlens import orchestration as tl
+from tierlens.orchestration import airflow_glue as af
+from tierlens.orchestration import settings as cfg
+from tierlens.orchestration import tasks
 
-var = tl.airflow_var
+var = af.airflow_var
 
 
-@dag(dag_id="tierlens_simulate", schedule=tl.dag_timetable("simulate_schedule"), start_date=tl.dag_start_date(),
-     catchup=tl.dag_catchup(), max_active_runs=1, default_args=tl.dag_default_args(), tags=["tierlens"],
-     doc_md=__doc__)
+@dag(**af.dag_kwargs("tierlens_simulate", "simulate_schedule"), doc_md=__doc__)
 def tierlens_simulate():
     @task
     def replay_caches(data_interval_start=None, data_interval_end=None) -> dict:
-        configs = tl.parse_cache_configs(tl.dag_setting("simulate_caches"))
-        if not configs:
+        caches = cfg.cache_configs(var)
+        if not caches:
             raise AirflowSkipException("no cache configurations in the simulate_caches setting")
-        return tl.simulate_caches(tl.warehouse_path(var), data_interval_start, data_interval_end, configs,
-                                  role=tl.dag_setting("simulate_role") or None)
+        return tasks.simulate_caches(cfg.warehouse_path(var), data_interval_start, data_interval_end, caches,
+                                     role=af.dag_setting("simulate_role") or None)
 
     @task
     def predict_efficiency(data_interval_start=None, data_interval_end=None) -> dict:
-        job_class = tl.dag_setting("simulate_efficiency").strip()
+        job_class = af.dag_setting("simulate_efficiency").strip()
         if not job_class:
             raise AirflowSkipException("simulate_efficiency is empty: no efficiency prediction")
-        per_node = [float(x) for x in tl.dag_setting("efficiency_jobs_per_node").split(",") if x.strip()]
+        per_node = [float(x) for x in cfg.settings_list("efficiency_jobs_per_node", var)]
         try:
-            return tl.predict_efficiency(tl.warehouse_path(var), data_interval_start, data_interval_end, job_class,
-                                         per_node, tl.parse_cache_configs(tl.dag_setting("simulate_caches")))
-        except tl.MartsMissing as e:
+            return tasks.predict_efficiency(cfg.warehouse_path(var), data_interval_start, data_interval_end,
+                                            job_class, per_node, cfg.cache_configs(var))
+        except tasks.MartsMissing as e:
             raise AirflowSkipException(str(e)) from e
 
     replay_caches()

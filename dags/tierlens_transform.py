@@ -23,14 +23,17 @@ from airflow.sdk import task  # noqa: E402
 from airflow.sdk.exceptions import AirflowSkipException  # noqa: E402
 from cosmos import DbtDag, ExecutionConfig, ProfileConfig, ProjectConfig, RenderConfig  # noqa: E402
 from cosmos.constants import InvocationMode, LoadMode, TestBehavior  # noqa: E402
-from tierlens import orchestration  # noqa: E402
+from tierlens.orchestration import airflow_glue as af  # noqa: E402
+from tierlens.orchestration import settings as cfg  # noqa: E402
+from tierlens.orchestration import tasks  # noqa: E402
 
-_project = orchestration.dbt_project_dir(orchestration.airflow_var)
-_dbt = orchestration.dbt_executable(orchestration.airflow_var)
+var = af.airflow_var
+_project = cfg.dbt_project_dir(var)
+_dbt = cfg.dbt_executable(var)
 # The engine is configuration: setting dbt_target (Variable tierlens_dbt_target, env
 # TIERLENS_DBT_TARGET) names a dbt/profiles.yml output; the Spark ones read the lake.
-_target = orchestration.dbt_target(orchestration.airflow_var)
-_env = orchestration.dbt_env(orchestration.airflow_var)
+_target = cfg.dbt_target(var)
+_env = cfg.dbt_env(var)
 
 
 
@@ -41,16 +44,14 @@ def completeness_warning(context) -> None:
     the task's XCom ``warnings``; with ``alert_email`` set they are mailed through smtp_default.
     A failed hard floor is not a warning: that test errors and fails its task.
     """
-    lookup = orchestration.airflow_var
     run_id = str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", "unknown"))
     tests = [str(t) for t in context.get("test_names") or []]
     results = [str(r) for r in context.get("test_results") or []]
-    path = orchestration.record_alert(orchestration.tierlens_home(lookup), "tierlens_transform", run_id,
-                                      tests, results)
+    path = tasks.record_alert(cfg.paths(var).alerts, "tierlens_transform", run_id, tests, results)
     ti = context.get("ti")
     if ti is not None:
         ti.xcom_push(key="warnings", value={"tests": tests, "alert_file": str(path)})
-    to = orchestration.settings_list("alert_email", lookup)
+    to = cfg.settings_list("alert_email", var)
     if to:
         from airflow.providers.smtp.hooks.smtp import SmtpHook
 
@@ -62,13 +63,7 @@ def completeness_warning(context) -> None:
 
 
 tierlens_transform = DbtDag(
-    dag_id="tierlens_transform",
-    schedule=[orchestration.raw_asset()],
-    start_date=orchestration.dag_start_date(),
-    catchup=False,
-    max_active_runs=1,
-    default_args=orchestration.dag_default_args(),
-    tags=["tierlens"],
+    **af.dag_kwargs("tierlens_transform", schedule=[af.raw_asset()], catchup=False),
     doc_md=__doc__,
     project_config=ProjectConfig(dbt_project_path=_project, env_vars=_env),
     profile_config=ProfileConfig(profile_name="tierlens", target_name=_target,
@@ -80,7 +75,7 @@ tierlens_transform = DbtDag(
                                # a test of several models (e.g. assert_rows_conserved) runs once
                                # all of them are built, in a task of its own
                                should_detach_multiple_parents_tests=True,
-                               select=orchestration.settings_list("dbt_select", orchestration.airflow_var)),
+                               select=cfg.settings_list("dbt_select", var)),
     operator_args={"install_deps": False, "emit_datasets": False},
     on_warning_callback=completeness_warning,
 )
@@ -90,8 +85,7 @@ tierlens_transform = DbtDag(
 with tierlens_transform:
     @task(task_id="publish_snapshot")
     def publish_snapshot() -> str:
-        published = orchestration.publish_snapshot(orchestration.warehouse_path(orchestration.airflow_var),
-                                                   orchestration.airflow_var)
+        published = tasks.publish_snapshot(cfg.warehouse_path(var), var)
         if published is None:
             raise AirflowSkipException(f"dbt target {_target}: the DuckDB warehouse did not change")
         return published

@@ -90,5 +90,5 @@ def test_interval_selection_keeps_locations_and_is_deterministic():
 
 
 def test_interval_folder_names():
-    assert tl.interval_folder(tl.Path("/r"), T0, T0 + timedelta(days=7)).name == "2026-10-01_2026-10-08"
-    assert tl.interval_folder(tl.Path("/r"), T0, T0 + timedelta(hours=1)).name == "2026-10-01T00_2026-10-01T01"
+    assert tl.interval_folder(Path("/r"), T0, T0 + timedelta(days=7)).name == "2026-10-01_2026-10-08"
+    assert tl.interval_folder(Path("/r"), T0, T0 + timedelta(hours=1)).name == "2026-10-01T00_2026-10-01T01"

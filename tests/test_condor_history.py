@@ -402,18 +402,18 @@ def test_schedd_history_with_watermark(tmp_path):
     mark = Watermark(tmp_path / "state" / "wm.json")
     first = ScheddHistory(schedd, mark, CLUSTER)
     jobs = [r for b in first.batches() if b.kind.value == "job" for r in b.table.to_pylist()]
-    assert len(jobs) == 3 and mark.read() is None  # not advanced before commit
+    assert len(jobs) == 3 and first.since() is None  # not advanced before commit
     first.commit()
-    assert mark.read() == "103.0"
+    assert first.since() == "103.0" and mark.read() == {"since": "103.0"}
     schedd.ads.append(classad2.parseOne(AD_G))
     second = ScheddHistory(schedd, mark, CLUSTER)
     jobs = [r for b in second.batches() if b.kind.value == "job" for r in b.table.to_pylist()]
     assert [r["job_id"] for r in jobs] == [gjid(108, QDATES[108])]
     assert schedd.calls == [None, "103.0"]
     second.commit()
-    assert mark.read() == "108.0"
+    assert second.since() == "108.0"
     (tmp_path / "state" / "wm.json").write_text("garbage")
-    assert mark.read() is None
+    assert second.since() is None and mark.read() == {}
 
 
 # ------------------------------------------------------------------------------ warehouse and marts
@@ -485,7 +485,7 @@ def test_cli_schedd_mode_advances_the_watermark(tmp_path, monkeypatch):
         schedd.ads.append(classad2.parseOne(AD_C))
     assert schedd.calls[:2] == [None, "102.0"]
     marks = list((tmp_path / "tierlens-home" / "state").glob("condor-history-ap01.json"))
-    assert len(marks) == 1 and Watermark(marks[0]).read() == "103.0"
+    assert len(marks) == 1 and Watermark(marks[0]).read() == {"since": "103.0"}
 
 
 def test_cli_without_paths_or_schedd_says_what_to_do(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ at another DuckDB file.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .resources import locate
@@ -28,26 +28,36 @@ def home() -> Path:
     return Path(xdg) / "tierlens"
 
 
+#: Where each part of the state lives, relative to the home (one table: the layout at a glance).
+LAYOUT: dict[str, str] = {
+    "warehouse": "warehouse.duckdb",
+    "lake": "lake",
+    "reports": "reports",
+    "dbt_state": "dbt",                 # dbt's target/ and logs/, kept out of the source tree
+    "spark_warehouse": "spark-warehouse",  # spark.sql.warehouse.dir of the Airflow spark target
+    "state": "state",                   # watermarks of incremental sources (HTCondor schedds)
+    "xrootd_spool": "spool/xrootd",     # the collector's batches, stats and journal
+    "synthetic": "synthetic",           # the synthetic site's simulations, one folder per options
+    "alerts": "alerts",                 # completeness warnings of the DAG runs
+}
+
+
 @dataclass(frozen=True)
 class Paths:
     home: Path
+    warehouse: Path = field(init=False)
+    lake: Path = field(init=False)
+    reports: Path = field(init=False)
+    dbt_state: Path = field(init=False)
+    spark_warehouse: Path = field(init=False)
+    state: Path = field(init=False)
+    xrootd_spool: Path = field(init=False)
+    synthetic: Path = field(init=False)
+    alerts: Path = field(init=False)
 
-    @property
-    def warehouse(self) -> Path:
-        return self.home / "warehouse.duckdb"
-
-    @property
-    def lake(self) -> Path:
-        return self.home / "lake"
-
-    @property
-    def reports(self) -> Path:
-        return self.home / "reports"
-
-    @property
-    def dbt_state(self) -> Path:
-        """dbt's target/ and logs/, kept out of the source tree."""
-        return self.home / "dbt"
+    def __post_init__(self) -> None:
+        for name, relative in LAYOUT.items():
+            object.__setattr__(self, name, self.home / relative)
 
 
 def paths() -> Paths:

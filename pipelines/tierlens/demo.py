@@ -56,9 +56,9 @@ def run_demo(p: Paths, *, days: float, seed: int, nodes_per_type: int, console: 
     print_summary(s, console)
     _print_node_tests(console)
     print_efficiency_checks(efficiency, console)
-    from .simulator.command import print_hardware
+    from .simulator.tables import print_hardware
 
-    print_hardware(efficiency, limit=8)
+    print_hardware(efficiency, console, limit=8)
     console.print(f"\nreport: [bold]{result.html_path}[/bold]   CSV files: {result.html_path.parent}")
     console.print(f"warehouse: {p.warehouse}   ad-hoc queries: tierlens sql --list, tierlens sql NAME -w {p.warehouse}")
     return s
@@ -95,7 +95,7 @@ def probe_devices(p: Paths, site: SiteSpec) -> None:
     """Probe every storage type of the site through the generator's device model (`tierlens probe
     storage --synthetic`), so the efficiency run validates the device layer by leaving each type
     out and predicting it from its probe."""
-    from .probe.command import load_probe
+    from .probe.load import load_probe
     from .sources.synthetic.probe import run_synthetic_probe
 
     for st in sorted({n.scratch.storage_type for n in site.nodes}):
@@ -104,9 +104,9 @@ def probe_devices(p: Paths, site: SiteSpec) -> None:
 
 def print_efficiency_checks(run, console: Console) -> None:
     from .simulator import whatif
-    from .simulator.command import print_efficiency
+    from .simulator.tables import print_efficiency
 
-    print_efficiency(run, None)
+    print_efficiency(run, None, console)
     g = whatif.glasgow_ordering(run, GLASGOW_TABLE1)
     console.print(f"Glasgow Table 1 ordering ({g.name}, no cache): Kendall tau {g.kendall_tau:+.2f}; "
                   + ", ".join(f"{k} {g.predicted[k]:.0%} (seed {g.reference[k]:.0%})"

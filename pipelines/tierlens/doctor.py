@@ -363,7 +363,7 @@ def _collector_losses(stats: dict) -> list[Finding]:
 # ---- warehouse, dbt, Airflow ----------------------------------------------------------------------
 
 def check_warehouse(opts: Options) -> list[Finding]:
-    from .orchestration import warehouse_path
+    from .orchestration.settings import warehouse_path
 
     wh = opts.warehouse or warehouse_path()
     if not wh.exists():
@@ -419,7 +419,7 @@ def check_dbt(opts: Options) -> list[Finding]:
 
 
 def check_airflow(opts: Options) -> list[Finding]:
-    from .orchestration import SETTINGS
+    from .orchestration.settings import SETTINGS
 
     exe = opts.airflow or shutil.which("airflow")
     if not exe:

@@ -8,5 +8,6 @@
     service            journals -> decoder -> committed batches + checkpoint; replays
     metrics            --metrics: Prometheus text metrics (prometheus_client)
     osg.osg_batches    OSG collector JSON records -> Batches
-    command.register   `tierlens collect xrootd`, `tierlens ingest xrootd-osg`
+    batches            the committed file_access batches as a source (`tierlens ingest xrootd`, the DAG)
+(the commands, `tierlens collect xrootd` and `tierlens ingest xrootd | xrootd-osg`, are in tierlens.cli)
 """

@@ -41,6 +41,20 @@ class CacheOption:
             return "none"
         return f"{self.policy}:{self.capacity_bytes / 1e12:g}TB"
 
+    @classmethod
+    def parse(cls, text: str, allow_none: bool = True) -> CacheOption:
+        """'none' or POLICY:SIZE (e.g. lru:50TB); ValueError naming the text otherwise."""
+        from ..units import parse_bytes
+        from .engine import POLICIES
+
+        if allow_none and text.strip().lower() == "none":
+            return cls()
+        policy, _, size = (s.strip() for s in text.partition(":"))
+        if policy.lower() not in POLICIES or not size:
+            raise ValueError(f"not a cache: {text!r} ({'none, or ' if allow_none else ''}POLICY:SIZE with "
+                             f"POLICY one of {', '.join(POLICIES)}, e.g. lru:50TB)")
+        return cls(policy.lower(), parse_bytes(size))
+
 
 @dataclass(frozen=True)
 class EfficiencyOptions:

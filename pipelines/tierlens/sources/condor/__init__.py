@@ -4,5 +4,6 @@
   implementation, Python standard library only, shipped to the execution points);
 * ``history`` — history files (incl. rotated ``history.*``) → canonical job and job_tag batches;
 * ``schedd``  — the same from ``htcondor2.Schedd.history`` with a watermark, when a schedd answers;
-* ``command`` — the ``tierlens ingest condor`` command.
+* ``source``  — ``CondorSource``: files or a schedd behind one ``batches()``, for `tierlens ingest condor`
+  and the ingest DAG.
 """

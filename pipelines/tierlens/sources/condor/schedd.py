@@ -17,37 +17,15 @@ mapping are tested with a stand-in schedd object (tests/test_condor_history.py).
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from ...records import Batch
+from ..watermark import Watermark
 from .history import BATCH_ADS, ads_to_batches
 
 _JOB_ID = re.compile(r"^\d+\.\d+$")
-
-
-@dataclass
-class Watermark:
-    """The newest job (``ClusterId.ProcId``) loaded from one schedd."""
-
-    path: Path
-
-    def read(self) -> str | None:
-        try:
-            value = json.loads(self.path.read_text()).get("since")
-        except (OSError, ValueError, AttributeError):
-            return None
-        return value if isinstance(value, str) and _JOB_ID.match(value) else None
-
-    def write(self, since: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"since": since}) + "\n")
-        os.replace(tmp, self.path)
 
 
 def watermark_for(state_dir: Path, schedd_name: str) -> Watermark:
@@ -80,8 +58,13 @@ class ScheddHistory:
         self.newest: str | None = None
         self.ads = 0
 
+    def since(self) -> str | None:
+        """The newest job loaded last time (``ClusterId.ProcId``), None before the first run."""
+        value = self.watermark.read().get("since")
+        return value if isinstance(value, str) and _JOB_ID.match(value) else None
+
     def batches(self) -> Iterator[Batch]:
-        since = self.watermark.read()
+        since = self.since()
         ads = self.schedd.history(constraint=None, projection=[], match=-1, since=since)
 
         def located():
@@ -98,4 +81,4 @@ class ScheddHistory:
     def commit(self) -> None:
         """Call after every batch is loaded: the next run starts after the newest job seen."""
         if self.newest is not None:
-            self.watermark.write(self.newest)
+            self.watermark.write({"since": self.newest})

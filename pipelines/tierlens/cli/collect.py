@@ -1,4 +1,4 @@
-"""`tierlens collect xrootd` and `tierlens ingest xrootd-osg`."""
+"""`tierlens collect xrootd`: XRootD monitoring streams into file_access batches."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..config import paths
+from .common import WarehouseOpt, err, fail, warehouse
 
-def register(collect_app: typer.Typer, ingest_app: typer.Typer) -> None:
-    collect_app.command("xrootd")(collect_xrootd)
-    ingest_app.command("xrootd-osg")(ingest_osg)
+app = typer.Typer(name="collect", help="Collect monitoring streams (XRootD) into record batches.", no_args_is_help=True)
 
 
-def collect_xrootd(
+@app.command("xrootd")
+def xrootd(
     listen: Annotated[Optional[str], typer.Option(
         "--listen", help="UDP HOST:PORT to receive monitoring on (the xrootd.monitor dest); 127.0.0.1:9930 when neither this nor --replay is given.")] = None,
     replay: Annotated[Optional[Path], typer.Option(
@@ -33,8 +34,7 @@ def collect_xrootd(
         help="Seconds a closed access waits for the cache's pfc file_close event.")] = 5.0,
     load: Annotated[bool, typer.Option(
         "--load", help="Also load each batch into the warehouse as it is written.")] = False,
-    warehouse: Annotated[Optional[Path], typer.Option(
-        "--warehouse", "-w", help="DuckDB warehouse file for --load (default: $TIERLENS_HOME/warehouse.duckdb).")] = None,
+    warehouse_file: WarehouseOpt = None,
     journal: Annotated[Optional[Path], typer.Option(
         help="Folder of the datagram journal (default: OUT/journal); see the collector README for sizing.")] = None,
     journal_retention: Annotated[float, typer.Option(
@@ -48,58 +48,33 @@ def collect_xrootd(
         "--metrics", help="Serve Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:9931).")] = None,
 ) -> None:
     """Collect XRootD detailed monitoring (f-stream, map records, XCache g-stream) into file_access batches."""
-    from rich.console import Console
+    from ..collector.service import Options, listen as run_listen, replay as run_replay
 
-    from ..config import paths
-    from .service import Options, listen as run_listen, replay as run_replay
-
-    console = Console(stderr=True)
     if (listen is None) == (replay is None):
         listen = listen or ("127.0.0.1:9930" if replay is None else None)
         if listen is not None and replay is not None:
-            console.print("[red]give either --listen or --replay, not both[/red]")
-            raise typer.Exit(2)
+            fail("give either --listen or --replay, not both", 2)
     for cidr in allow or ():
         try:
             ipaddress.ip_network(cidr, strict=False)
         except ValueError as e:
-            console.print(f"[red]--allow {cidr}: {e}[/red]")
-            raise typer.Exit(2) from None
-    out_dir = out or paths().home / "spool" / "xrootd"
-    wh = (warehouse or paths().warehouse) if load else None
+            fail(f"--allow {cidr}: {e}", 2)
+    out_dir = out or paths().xrootd_spool
+    wh = warehouse(warehouse_file) if load else None
     opts = Options(out_dir, max_rows, max_seconds, unclosed_timeout, cache_grace, wh, journal=journal,
                    journal_retention=journal_retention, segment_bytes=journal_segment_mb << 20,
                    workers=workers, allow=tuple(allow or ()), metrics=metrics)
     if replay is not None:
         result = run_replay(replay, opts, port)
     else:
-        console.print(f"collecting XRootD monitoring; batches in {out_dir} (SIGTERM or Ctrl-C flushes and stops)")
-        result = run_listen(listen, opts, ready=lambda addr: console.print(f"listening on {addr[0]}:{addr[1]}"))
+        err.print(f"collecting XRootD monitoring; batches in {out_dir} (SIGTERM or Ctrl-C flushes and stops)")
+        result = run_listen(listen, opts, ready=lambda addr: err.print(f"listening on {addr[0]}:{addr[1]}"))
     s = result.stats
-    console.print(f"{s['packets']:,} packets, {result.rows:,} file_access rows in {len(result.files)} "
-                  f"batch(es) under {out_dir}; kernel drops {s['kernel_drops']:,}; sequence gaps "
-                  f"{s['lost_packets']:,} (a lower bound: pseq has 8 bits); disallowed senders "
-                  f"{s['disallowed']:,}; quarantined {sum(s['quarantined'].values()):,}")
+    err.print(f"{s['packets']:,} packets, {result.rows:,} file_access rows in {len(result.files)} "
+              f"batch(es) under {out_dir}; kernel drops {s['kernel_drops']:,}; sequence gaps "
+              f"{s['lost_packets']:,} (a lower bound: pseq has 8 bits); disallowed senders "
+              f"{s['disallowed']:,}; quarantined {sum(s['quarantined'].values()):,}")
     for msg in s.get("journal_torn", []):
-        console.print(f"[yellow]journal: {msg}[/yellow]")
+        err.print(f"[yellow]journal: {msg}[/yellow]")
     if not s["lossless"]:
-        console.print("[yellow]datagrams were lost: this run is not lossless (see collector-stats.json)[/yellow]")
-
-
-def ingest_osg(
-    files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False,
-                                                 help="JSON or JSON Lines files of OSG collector file-close records.")],
-    warehouse: Annotated[Optional[Path], typer.Option("--warehouse", "-w", help="DuckDB warehouse file.")] = None,
-) -> None:
-    """Import file-close records of the OSG XRootD monitoring collector as file_access rows."""
-    from rich.console import Console
-
-    from ..config import paths
-    from ..pipeline import ingest
-    from .osg import osg_batches
-
-    wh = warehouse or paths().warehouse
-    summary = ingest(osg_batches(list(files)), wh)
-    Console().print(f"file_access: {summary.rows_in['file_access']:,} in, "
-                    f"{summary.rows_loaded['file_access']:,} loaded, "
-                    f"{summary.rows_rejected['file_access']:,} rejected (see `tierlens rejects`)")
+        err.print("[yellow]datagrams were lost: this run is not lossless (see collector-stats.json)[/yellow]")

@@ -1,0 +1,72 @@
+"""`tierlens probe storage`: measure a scratch device with the fixed job set and load the records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from .common import WarehouseOpt, console, fail, parsed, print_ingest, warehouse
+
+app = typer.Typer(name="probe", help="Measure scratch devices with short fio jobs (device_probe records).",
+                  no_args_is_help=True)
+
+
+def print_probe(table) -> None:
+    rows = table.to_pylist()
+    first = rows[0]
+    t = Table(title=f"probe {first['probe_id']}: {first['node']} {first['path'] or ''} "
+                    f"({first['storage_type']}; {', '.join(first['device_models'] or []) or 'no device model'}; "
+                    f"{first['tool_version']})")
+    for c in ("job", "pattern", "block", "processes", "MB/s", "IOPS", "mean latency", "p99 latency", "seconds"):
+        t.add_column(c, justify="left" if c in ("job", "pattern") else "right")
+    for r in rows:
+        p99 = r["p99_latency_seconds"]
+        t.add_row(r["job_name"], r["rw"], f"{r['block_size_bytes'] // 1024} KiB", str(r["processes"]),
+                  f"{r['bandwidth_bytes_per_second'] / 1e6:,.1f}", f"{r['iops']:,.0f}",
+                  f"{r['mean_latency_seconds'] * 1e3:.3f} ms", f"{p99 * 1e3:.3f} ms" if p99 is not None else "",
+                  f"{r['seconds']:.1f}")
+    console.print(t)
+
+
+@app.command("storage")
+def storage(
+    path: Annotated[Optional[Path], typer.Argument(help="An empty directory on the device to probe (e.g. the scratch path).")] = None,
+    node: Annotated[Optional[str], typer.Option(help="Node name to record [default: this host's name].")] = None,
+    seconds: Annotated[float, typer.Option(help="Seconds for the whole job set (7 jobs).")] = 60.0,
+    slots: Annotated[Optional[int], typer.Option(help="Processes of the full-node jobs [default: this node's cores].")] = None,
+    file_size: Annotated[str, typer.Option(help="Bytes of files one job writes or reads, e.g. 1GB; the free space checked first.")] = "1GiB",
+    synthetic: Annotated[Optional[str], typer.Option(help="Probe the demo generator's device model of this storage type instead of PATH.")] = None,
+    warehouse_file: WarehouseOpt = None,
+    load: Annotated[bool, typer.Option(help="Load the records into the warehouse.")] = True,
+    out: Annotated[Optional[Path], typer.Option(help="Also write the records to this Parquet file.")] = None,
+) -> None:
+    """Run the probe job set (stage-in writes, sequential and random reads; one job alone and a full node)."""
+    from ..probe.fio import ProbeOptions, ProbeRefused, run_probe
+    from ..probe.load import load_probe
+    from ..sources.synthetic.probe import run_synthetic_probe
+    from ..units import parse_bytes
+
+    if (path is None) == (synthetic is None):
+        raise typer.BadParameter("give a PATH to probe, or --synthetic TYPE")
+    size = parsed(parse_bytes, file_size, "--file-size")
+    try:
+        if synthetic:
+            table = run_synthetic_probe(synthetic, slots or 8, node)
+        else:
+            with console.status(f"probing {path} with fio ({seconds:g} s)"):
+                table = run_probe(ProbeOptions(path, node, seconds, slots, size))
+    except (ProbeRefused, ValueError) as e:
+        fail(f"refused: {e}", 1, e)
+    print_probe(table)
+    if out is not None:
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, out)
+        console.print(f"written: {out}")
+    if load:
+        wh = warehouse(warehouse_file)
+        first = table.slice(0, 1).to_pylist()[0]
+        print_ingest(load_probe(table, f"probe:{first['node']}:{first['path'] or first['storage_type']}", wh), wh)

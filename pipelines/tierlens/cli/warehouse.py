@@ -1,0 +1,141 @@
+"""The warehouse itself: `tierlens load`, `status`, `rejects`, `migrate` and `sql`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from ..records import RecordKind
+from .common import CsvOpt, WarehouseOpt, console, err, fail, ingest_and_print, print_rows, warehouse
+
+app = typer.Typer()
+
+
+@app.command()
+def load(
+    kind: Annotated[RecordKind, typer.Argument(help="Record kind the files hold.")],
+    files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, help="Parquet files.")],
+    warehouse_file: WarehouseOpt = None,
+) -> None:
+    """Load Parquet files of canonical records into the warehouse, one transaction per batch."""
+    from ..pipeline import parquet_batches
+
+    ingest_and_print(parquet_batches(kind, files, direct=True), warehouse(warehouse_file), what=kind.value)
+
+
+@app.command()
+def sql(
+    name: Annotated[Optional[str], typer.Argument(help="A bundled query's name (see --list) or a .sql file.")] = None,
+    warehouse_file: WarehouseOpt = None,
+    csv: CsvOpt = False,
+    list_queries: Annotated[bool, typer.Option("--list", help="List the bundled queries and their questions.")] = False,
+) -> None:
+    """Run a bundled query, or a SQL file, against the warehouse's published snapshot (read-only)."""
+    import duckdb
+
+    from ..resources import bundled_queries, find_query, question_of
+    from ..warehouse import QUERY_ERRORS
+    from ..warehouse.publish import reader_path
+
+    if list_queries:
+        print_rows("bundled queries: tierlens sql NAME", ("name", "question"),
+                   ((q.name, q.question) for q in bundled_queries()))
+        return
+    if name is None:
+        fail("give a query name or file (`tierlens sql --list` shows the bundled ones)", 2)
+    try:
+        file = find_query(name)
+    except FileNotFoundError as e:
+        fail(str(e), 2, e)
+    query = file.read_text()
+    con = duckdb.connect(str(reader_path(warehouse(warehouse_file))), read_only=True)
+    try:
+        cur = con.execute(query)
+        if cur.description is None:
+            return
+        columns = [d[0] for d in cur.description]
+        print_rows(question_of(query) or file.name, columns, cur.fetchall(), csv, cell=_fmt)
+    except QUERY_ERRORS as e:
+        fail(f"{file}: {e}", 1, e)
+    finally:
+        con.close()
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    return "" if v is None else str(v)
+
+
+@app.command()
+def rejects(
+    warehouse_file: WarehouseOpt = None,
+    limit: Annotated[int, typer.Option(help="Newest N rejects.")] = 20,
+    csv: CsvOpt = False,
+) -> None:
+    """Show rejected records: where they came from and why."""
+    import duckdb
+
+    con = duckdb.connect(str(warehouse(warehouse_file)), read_only=True)
+    try:
+        total = con.execute("SELECT count(*) FROM raw_rejects").fetchone()[0]
+        rows = con.execute("SELECT record_kind, source, location, field, reason FROM raw_rejects "
+                           "ORDER BY rejected_at DESC, location LIMIT ?", [limit]).fetchall()
+    finally:
+        con.close()
+    print_rows(f"{total:,} rejected record(s)", ("record", "source", "location", "field", "reason"), rows, csv)
+
+
+@app.command()
+def status(warehouse_file: WarehouseOpt = None) -> None:
+    """Rows per raw table and where the warehouse lives."""
+    from ..warehouse import Warehouse
+
+    wh = warehouse(warehouse_file)
+    if not wh.exists():
+        err.print(f"no warehouse at {wh} yet: run `tierlens demo` or `tierlens load`.")
+        raise typer.Exit(1)
+    with Warehouse(wh, read_only=True) as w:
+        counts = w.counts()
+    t = Table(title=str(wh))
+    t.add_column("table")
+    t.add_column("rows", justify="right")
+    for name, n in counts.items():
+        t.add_row(name, f"{n:,}")
+    console.print(t)
+
+
+@app.command()
+def migrate(
+    warehouse_file: WarehouseOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the statements without applying them.")] = False,
+) -> None:
+    """Bring the warehouse's schema to this tierlens' version, one transaction per version.
+
+    Any writing command does this on its own; run it to see or apply the change beforehand."""
+    from ..warehouse import Warehouse
+    from ..warehouse.migrations import LATEST, SchemaError, current_version
+    from ..warehouse.migrations import migrate as run_migrations
+
+    wh = warehouse(warehouse_file)
+    if not wh.exists():
+        err.print(f"no warehouse at {wh}")
+        raise typer.Exit(1)
+    try:
+        with Warehouse(wh, migrate=False) as w:
+            before = current_version(w.con)
+            applied = run_migrations(w.con, wh, dry_run=dry_run)
+            if not dry_run:
+                w.ensure_schema()  # checks the result against records.py, syncs comments
+    except SchemaError as e:
+        fail(str(e), 2, e)
+    verb = "would apply" if dry_run else "applied"
+    console.print(f"{wh}: schema version {before}, this tierlens: {LATEST}; {verb} {len(applied)} migration(s)",
+                  soft_wrap=True, highlight=False)
+    for m in applied:
+        console.print(f"  {m.version}  {m.name}")
+        for statement in m.statements:
+            console.print(f"      {statement}", soft_wrap=True, highlight=False, markup=False)

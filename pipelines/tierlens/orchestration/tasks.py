@@ -1,0 +1,185 @@
+"""One function per DAG task, each for one data interval [start, end).
+
+Every function takes plain values (paths, datetimes, lists) and returns a small dict that Airflow
+can keep as XCom; none imports Airflow, so each can be run and tested by hand. The sources are
+read through the same ``batches()`` entries as `tierlens ingest`, then cut to the interval.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..records import Batch
+from .intervals import interval_batches, utc
+from .settings import Lookup, dbt_target, lake_path
+
+
+# ---- sources ----------------------------------------------------------------------------------
+def _load(source: str, batches: Iterable[Batch], warehouse: Path, start: datetime, end: datetime) -> dict:
+    from ..pipeline import ingest
+
+    warehouse = Path(warehouse)
+    warehouse.parent.mkdir(parents=True, exist_ok=True)
+    summary = ingest(interval_batches(batches, start, end), warehouse)
+    return {"source": source, "start": utc(start).isoformat(), "end": utc(end).isoformat(),
+            "batches": summary.batches, "rows_in": dict(summary.rows_in),
+            "rows_loaded": dict(summary.rows_loaded), "rows_rejected": dict(summary.rows_rejected)}
+
+
+def ingest_synthetic(warehouse: Path, start: datetime, end: datetime, options, cache_dir: Path) -> dict:
+    """The synthetic demo site as a source: the records of one simulation that fall in [start, end)."""
+    from ..sources.synthetic.stored import batches
+
+    return _load("synthetic", batches(options, cache_dir), warehouse, start, end)
+
+
+def ingest_slurm(warehouse: Path, start: datetime, end: datetime, sacct: str = "sacct",
+                 clusters: str | None = None, spool_dirs: Iterable[Path] = (),
+                 window_hours: float = 6.0) -> dict:
+    """Jobs and steps that ended in [start, end) from sacct (explicit window, no watermark), plus
+    the SPANK plugin's spool tags of those jobs."""
+    from ..sources.slurm.sacct import SacctError, SacctRunner, WindowReport
+    from ..sources.slurm.source import batches
+
+    retry: list[WindowReport] = []
+    runner = SacctRunner(sacct=sacct, clusters=clusters or None)
+    summary = _load("slurm", batches(runner, utc(start).timestamp(), utc(end).timestamp(), window_hours=window_hours,
+                                     spool=spool_dirs, retry=retry), warehouse, start, end)
+    if retry:
+        # what was complete is loaded; failing the task makes the scheduler run this interval again
+        raise SacctError("incomplete sacct output: " + " | ".join(r.describe() for r in retry))
+    return summary
+
+
+def ingest_condor(warehouse: Path, start: datetime, end: datetime, history: Iterable[Path],
+                  cluster: str = "htcondor") -> dict:
+    """Jobs that ended in [start, end) from HTCondor history files (incl. rotated history.*)."""
+    from ..sources.condor.source import CondorSource
+
+    paths = [Path(p) for p in history]
+    if not paths:
+        raise ValueError("condor source: set TIERLENS_CONDOR_HISTORY (history files or SPOOL folders)")
+    return _load("condor", CondorSource.open(cluster, paths).batches(), warehouse, start, end)
+
+
+def ingest_xrootd(warehouse: Path, start: datetime, end: datetime, batch_dir: Path) -> dict:
+    """File accesses that ended in [start, end) from the collector's Parquet batches."""
+    from ..collector.batches import batches
+
+    return _load("xrootd", batches(batch_dir), warehouse, start, end)
+
+
+# ---- the warehouse after the loads and after dbt ---------------------------------------------
+def counts(warehouse: Path) -> dict[str, int]:
+    from ..warehouse import Warehouse
+
+    with Warehouse(warehouse, read_only=True) as wh:
+        return wh.counts()
+
+
+def publish(warehouse: Path, lookup: Lookup = None) -> dict:
+    """Rows per raw table; with a Spark dbt target, the lake is exported for it first."""
+    if dbt_target(lookup) != "duckdb":
+        from ..warehouse import export_lake
+
+        export_lake(warehouse, lake_path(lookup))
+    return counts(warehouse)
+
+
+def publish_snapshot(warehouse: Path, lookup: Lookup = None) -> str | None:
+    """After a transform: copy the warehouse to the snapshot readers open (None: the dbt target
+    is not DuckDB, so the warehouse did not change)."""
+    if dbt_target(lookup) != "duckdb":
+        return None
+    from ..warehouse.publish import publish as publish_warehouse
+
+    return str(publish_warehouse(Path(warehouse)))
+
+
+def record_alert(alerts_dir: Path, dag_id: str, run_id: str, tests: list[str], results: list[str]) -> Path:
+    """Write what warned in a DAG run to <alerts_dir>/<dag_id>/<run_id>.json (alerts_dir: Paths.alerts);
+    returns the file.
+
+    The mark a site manager (and a monitoring check) can see without the Airflow UI; written
+    aside and renamed, so a reader never sees half a file.
+    """
+    folder = Path(alerts_dir) / dag_id
+    folder.mkdir(parents=True, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in run_id)
+    path = folder / f"{safe}.json"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"dag_id": dag_id, "run_id": run_id, "tests": tests, "results": results,
+                               "written_at": datetime.now(timezone.utc).isoformat()}, indent=1))
+    os.replace(tmp, path)
+    return path
+
+
+def build_report(warehouse: Path, out_dir: Path) -> dict:
+    """The report from the published snapshot (the working file when none is published yet)."""
+    from ..report import build_report as build
+    from ..warehouse.publish import reader_path
+
+    r = build(reader_path(warehouse), Path(out_dir))
+    return {"html": str(r.html_path), "csv": [str(p) for p in r.csv_paths], "no_data": list(r.no_data)}
+
+
+# ---- the simulator ----------------------------------------------------------------------------
+class MartsMissing(RuntimeError):
+    """The warehouse has not been through dbt yet (no marts.job_io_profile)."""
+
+
+def predict_efficiency(warehouse: Path, start: datetime, end: datetime, job_class: str,
+                       jobs_per_node: list[float], caches: list, state_dir: Path | None = None) -> dict:
+    """Calibrate the efficiency model on the jobs that ended in [start, end), predict the grid
+    (no cache plus each ``caches`` entry, simulator.whatif.CacheOption), write the run back and
+    rebuild the marts that compare measured and predicted. A rerun of the same interval replaces its run."""
+    from ..simulator import store, whatif
+    from ..transform import refresh_efficiency_marts
+    from ..warehouse import Warehouse
+
+    options = whatif.EfficiencyOptions(
+        job_class=None if job_class == "all" else job_class, jobs_per_node=tuple(jobs_per_node),
+        caches=(whatif.CacheOption(),) + tuple(caches), start=utc(start).isoformat(), end=utc(end).isoformat())
+    with Warehouse(warehouse) as w:
+        has_profile = w.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+                                    "'marts' AND table_name = 'job_io_profile'").fetchone()[0]
+        if not has_profile:
+            raise MartsMissing(f"{warehouse} has no marts.job_io_profile: run the transform first")
+        run = whatif.run(w.con, options)
+        run_id = store.write_efficiency(w.con, run)
+    refresh_efficiency_marts(Path(warehouse), state_dir or Path(warehouse).parent / "dbt-efficiency")
+    return {"run_id": run_id, "jobs": len(run.profiles), "structural_error": run.calibration.structural_error,
+            "predictions": run.predictions.num_rows}
+
+
+def simulate_caches(warehouse: Path, start: datetime, end: datetime, caches: list,
+                    role: str | None = None, ssd: str | None = None) -> dict:
+    """Replay the file accesses opened in [start, end) through each cache configuration
+    (simulator.whatif.CacheOption) and write the runs to the warehouse (sim_cache_runs, sim_cache_hourly).
+
+    A run's id hashes its parameters and the trace's content, so rerunning an interval replaces
+    its rows and never adds to them.
+    """
+    from ..simulator import CacheParams, from_warehouse, simulate, store
+    from ..warehouse import Warehouse
+
+    if not caches:
+        raise ValueError("simulate: set TIERLENS_SIMULATE_CACHES, e.g. lru:11TB,slac2:11TB")
+    params = [CacheParams(c.policy, c.capacity_bytes) for c in caches]
+    with Warehouse(warehouse, read_only=True) as w:
+        trace = from_warehouse(w.con, None, role or None, utc(start).isoformat(), utc(end).isoformat())
+    if len(trace) == 0:
+        return {"accesses": 0, "runs": []}
+    results = [simulate(trace, p) for p in params]
+    runs = []
+    with Warehouse(warehouse) as w:
+        ssd_row = store.catalog_ssd(w.con, ssd or None)
+        for r in results:
+            runs.append({"run_id": store.write_run(w.con, r, ssd_row), "policy": r.params.policy,
+                         "capacity_bytes": r.params.capacity_bytes, "hit_ratio": r.hit_ratio,
+                         "byte_hit_ratio": r.byte_hit_ratio})
+    return {"accesses": len(trace), "runs": runs}

@@ -1,0 +1,82 @@
+"""An efficiency run (simulator.whatif) as tables on a console: the command line and the demo print these."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from .hardware import type_errors
+
+
+def print_efficiency(run, run_id: str | None, console: Console) -> None:
+    """Measured against predicted efficiency per configuration, then the what-if grid."""
+    cal = run.calibration
+    t = Table(title=f"{cal.job_class} jobs: measured vs predicted CPU efficiency "
+                    f"({len(run.profiles):,} jobs, model fitted on {cal.jobs:,})")
+    for c in ("storage type", "arm", "jobs", "jobs/node", "measured", "predicted", "left out"):
+        t.add_column(c, justify="left" if c in ("storage type", "arm") else "right")
+    pred = run.predictions.to_pylist()
+    for r in (r for r in pred if r["scenario"] == "measured"):
+        loo = r["loo_predicted_efficiency"]
+        t.add_row(r["storage_type"], r["ab_arm"] or "", f"{r['jobs']:,}", f"{r['mean_concurrent_jobs']:.1f}",
+                  f"{r['measured_efficiency']:.1%}", f"{r['predicted_efficiency']:.1%}",
+                  f"{loo:.1%}" if loo is not None else "")
+    console.print(t)
+    if cal.structural_error is not None:
+        console.print(f"leave-one-out error (RMS over configurations): {cal.structural_error * 100:.1f} points")
+    what_if = [r for r in pred if r["scenario"] == "what-if"]
+    per_node = sorted({r["jobs_per_node"] for r in what_if})
+    t = Table(title="what if: predicted efficiency (jobs per node-hour) by jobs per node")
+    t.add_column("cache")
+    t.add_column("storage type")
+    for n in per_node:
+        t.add_column(f"{n:g} / node", justify="right")
+    cell = {(r["cache"], r["storage_type"], r["jobs_per_node"]): r for r in what_if}
+    for cache, st in dict.fromkeys((r["cache"], r["storage_type"]) for r in what_if):
+        row = []
+        for n in per_node:
+            r = cell.get((cache, st, n))
+            row.append("" if r is None else f"{r['predicted_efficiency']:.1%} ({r['jobs_per_node_hour']:.1f})"
+                       + (" *" if r["extrapolated"] else ""))
+        t.add_row(cache, st, *row)
+    console.print(t)
+    sd = [r["efficiency_sd"] for r in what_if]
+    if sd:
+        console.print(f"95 % intervals: ± {196 * min(sd):.1f} to ± {196 * max(sd):.1f} points "
+                      "(sim_efficiency_predictions, marts.efficiency_what_if)")
+    if any(r["extrapolated"] for r in pred):
+        console.print("* uses a service time the measured jobs did not determine (extrapolated)")
+    if run_id:
+        console.print(f"written: sim_efficiency_runs / _parameters / _predictions, run_id {run_id}")
+
+
+def print_hardware(run, console: Console, limit: int = 30) -> None:
+    """The device layer's validation and the buying guide, when the run has them."""
+    if run.type_held_out:
+        t = Table(title="storage types left out entirely, predicted from their probe or datasheet")
+        for c in ("storage type", "from", "jobs", "measured", "predicted", "error"):
+            t.add_column(c, justify="left" if c in ("storage type", "from") else "right")
+        for h in run.type_held_out:
+            t.add_row(h.storage_type, h.evidence, f"{h.jobs:,}", f"{h.measured:.1%}", f"{h.predicted:.1%}",
+                      f"{h.error * 100:+.1f}")
+        console.print(t)
+        errors = type_errors(run.type_held_out)
+        console.print("structural error of derived predictions (RMS over types): "
+                      + ", ".join(f"{k} {v * 100:.1f} points" for k, v in errors.items() if v is not None))
+    guide = run.hardware_options
+    if guide is None or guide.num_rows == 0:
+        return
+    t = Table(title="Hardware you could buy: price per delivered CPU core-hour (95 % interval)")
+    for c in ("#", "configuration", "evidence", "jobs/node", "cache", "efficiency", "price/throughput",
+              "per 1000 core-hours", "SSD life"):
+        t.add_column(c, justify="left" if c in ("configuration", "evidence", "cache") else "right")
+    for r in guide.to_pylist()[:limit]:
+        cur = r["currency"] or ""
+        life = r["ssd_lifetime_years"]
+        t.add_row(str(r["rank"]), r["config_name"], r["evidence"], f"{r['jobs_per_node']:g}", r["cache"],
+                  f"{r['efficiency']:.1%} ({r['efficiency_low']:.1%}-{r['efficiency_high']:.1%})",
+                  f"{r['price_per_throughput']:.2f} {cur}",
+                  f"{1000 * r['price_per_core_hour']:.3f} ({1000 * r['price_per_core_hour_low']:.3f}-"
+                  f"{1000 * r['price_per_core_hour_high']:.3f})",
+                  f"{life:.1f} y" if life else "")
+    console.print(t)
