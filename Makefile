@@ -9,7 +9,7 @@ export TIERLENS_HOME ?= $(CURDIR)/.tierlens
 export DBT_SEND_ANONYMOUS_USAGE_STATS := False
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test bench bench-spark setup system-deps airflow-venv clean
+.PHONY: demo test bench bench-spark setup system-deps airflow-venv clean dbt-sources lint-sql
 
 setup: $(VENV)/.installed
 
@@ -55,6 +55,14 @@ bench: setup
 # DuckDB against local Spark at 1x and 10x the demo (about 20 minutes on 2 cores; Java 17).
 bench-spark: setup
 	$(BIN)/python bench/spark_bench.py --scales 1 10
+
+# dbt/models/staging/_sources.yml from records.py and simulator/store.py (a test checks it is current).
+dbt-sources: setup
+	$(BIN)/python -m tierlens.warehouse.dbt_sources
+
+# sqlfluff over the dbt project and sql/ (.sqlfluff); make test runs it as tests/test_dbt_lint.py.
+lint-sql: setup
+	$(BIN)/sqlfluff lint dbt sql
 
 clean:
 	rm -rf $(VENV) $(AIRFLOW_VENV) .tierlens .pytest_cache

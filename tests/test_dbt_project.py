@@ -151,6 +151,38 @@ def access_rows() -> list[dict]:
     return rows
 
 
+# A Slurm 24.11 launch failure as `sacct --json` prints it (data_parser v0.0.42): FAILED, time.start
+# NO_VAL, elapsed 0, no steps, "None assigned" nodes. Loaded through the real sacct parser.
+LAUNCH_FAILURE_DOC = REPO / "tests" / "data" / "sacct_24.11_launch_failure.json"
+
+
+def launch_failure_rows() -> list[dict]:
+    from tierlens.sources.slurm.sacct import parse_json_document
+
+    rows, _, rejects = parse_json_document(LAUNCH_FAILURE_DOC.read_text(), LAUNCH_FAILURE_DOC.name)
+    assert not rejects and len(rows) == 1
+    return rows
+
+
+# A cache whose origin is monitored too: xcache03 (pid 777, from its '=' record) stages a file in
+# from origin02, whose f-stream shows the read from host xcache03, pid 777. The g-stream calls the
+# access a hit (a first read it waited for); the origin's record says it was fetched. On 03-08,
+# when no job ran, from a client host no job ran on.
+FILL_LFN = "/atlas/fill.root"
+
+
+def fill_rows() -> list[dict]:
+    base = access_rows()[0]
+    cache = dict(base, server_host="xcache03", unique_id="c1", file_lfn=FILL_LFN, start_time=t(8, 10),
+                 end_time=t(8, 10, 5), job_identity=None, client_host="ui01", server_pid=777,
+                 cache_hit_bytes=GB, cache_miss_bytes=0, cache_bypass_bytes=0)
+    origin = dict(base, server_host="origin02", unique_id="o1", server_role="origin", file_lfn=FILL_LFN,
+                  start_time=t(8, 10, 1), end_time=t(8, 10, 4), job_identity=None, client_host="xcache03",
+                  client_pid=777, app_name="xrootd", cache_hit_bytes=None, cache_miss_bytes=None,
+                  cache_bypass_bytes=None)
+    return [cache, origin]
+
+
 def node_rows() -> list[dict]:
     keys = ("cluster", "node", "storage_type", "device_models", "device_count", "job_slots", "nic_gbps", "ab_arm")
     return [dict(zip(keys, n)) for n in NODES]
@@ -202,9 +234,9 @@ def build_warehouse(path: Path) -> None:
     create_raw_tables(path)
     con = duckdb.connect(str(path))
     try:
-        insert(con, RecordKind.JOB, job_rows())
+        insert(con, RecordKind.JOB, job_rows() + launch_failure_rows())
         insert(con, RecordKind.JOB_TAG, tag_rows())
-        insert(con, RecordKind.FILE_ACCESS, access_rows())
+        insert(con, RecordKind.FILE_ACCESS, access_rows() + fill_rows())
         insert(con, RecordKind.NODE, node_rows())
         insert(con, RecordKind.STORAGE_CATALOG, catalog_rows())
         con.execute("""INSERT INTO raw_rejects VALUES
@@ -326,11 +358,39 @@ def test_job_efficiency(con):
     assert (got["1002"]["files_accessed"], got["1002"]["bytes_read_remote"]) == (0, 0)
 
 
+def test_launch_failure_counts_as_failed_not_in_efficiency(con):
+    [failure] = launch_failure_rows()
+    assert failure["start_time"] is None and failure["wall_seconds"] == 0 and failure["state"] == "FAILED"
+    tagged = rows(con, "select * from intermediate.int_job_tagged where job_id = '700'")
+    assert [(r["ran"], r["failed"], r["cpu_seconds"], r["core_wall_seconds"]) for r in tagged] == [(False, True, 0, 0)]
+    assert rows(con, "select * from marts.job_efficiency where job_id = '700'") == []
+    # every failed job of int_job_tagged once in the day rows, once in the week rows
+    for grain in ("day", "week"):
+        [total] = rows(con, "select sum(failed_jobs) as failed, sum(launch_failures) as launch, sum(jobs) as jobs "
+                            f"from marts.efficiency_by_group where period_grain = '{grain}'")
+        assert (total["failed"], total["launch"], total["jobs"]) == (1, 1, len(FINISHED))
+
+
+def test_completeness_counts_cache_accesses_by_their_evidence(con):
+    got = {(r["day"], r["subject"], r["measure"]): (r["numerator"], r["denominator"]) for r in rows(
+        con, "select * from marts.data_completeness where grain = 'server' and measure like 'cache_%'")}
+    # cache accesses per server, all days: xcache01 a1 a2 a3 a4 a6 (g-stream), xcache02 a7 (g-stream,
+    # its zero figures included), xcache03 c1 (the origin's record beside the g-stream: 'both')
+    def total(subject, measure):
+        return tuple(sum(v[i] for (_, s, m), v in got.items() if s == subject and m == measure) for i in (0, 1))
+    assert total("xcache01", "cache_accesses_gstream_only") == (5, 5)
+    assert total("xcache01", "cache_accesses_reconciled") == (0, 5)
+    assert total("xcache02", "cache_accesses_gstream_only") == (1, 1)
+    assert total("xcache03", "cache_accesses_reconciled") == (1, 1)
+    assert total("xcache03", "cache_accesses_gstream_only") == (0, 1)
+    assert total("origin02", "cache_stage_in_accesses") == (1, 1)  # the fill, outside the join shares
+
+
 def test_file_access_match_quality(con):
     got = {r["unique_id"]: r for r in rows(con, "select * from intermediate.int_file_access_by_job")}
     assert {u: r["match_quality"] for u, r in got.items()} == {
         "a1": "exact", "a2": "exact", "a3": "inferred", "a4": "exact", "a5": "exact",
-        "a6": "unmatched", "a7": "exact"}
+        "a6": "unmatched", "a7": "exact", "c1": "unmatched", "o1": "unmatched"}
     assert got["a7"]["step_id"] == "batch"
     # a3 has no identity: job 1001 ran on its client host wn-hdd-01 while it was open, and its
     # exactly matched accesses a1 and a2 came from the same client pid at the same time.
@@ -345,11 +405,22 @@ def test_efficiency_by_group_matches_hand_computation(con):
         dims = (j["storage_type"], j["ab_arm"], j["account"] or "unknown", j["job_class"])
         groups[("day", j["day"], *dims)].append(j)
         groups[("week", j["week"], *dims)].append(j)
+    # the launch failure: no tag, no node, account atlas, partition grid; ended 2024-03-06 (a Wednesday)
+    [failure] = launch_failure_rows()
+    end_day = failure["end_time"].date()
+    failure_dims = ("unknown", "none", failure["account"], "analysis")
+    failure_keys = {("day", end_day, *failure_dims), ("week", end_day - timedelta(days=end_day.weekday()), *failure_dims)}
     got = {(r["period_grain"], r["period_start"], r["storage_type"], r["ab_arm"], r["account"], r["job_class"]): r
            for r in rows(con, "select * from marts.efficiency_by_group")}
-    assert set(got) == set(groups)
+    assert set(got) == set(groups) | failure_keys
+    for key in failure_keys:
+        g = got[key]
+        assert key not in groups  # a group of the launch failure alone
+        assert (g["jobs"], g["failed_jobs"], g["launch_failures"], g["failed_share"]) == (0, 1, 1, 1.0)
+        assert (g["cpu_hours"], g["core_wall_hours"], g["efficiency"], g["mean_job_efficiency"]) == (0, 0, None, None)
     for key, jobs in groups.items():
         g = got[key]
+        assert (g["failed_jobs"], g["launch_failures"], g["failed_share"]) == (0, 0, 0.0)  # every job COMPLETED
         eff = sum(j["cpu"] for j in jobs) / sum(j["core_wall"] for j in jobs)
         assert g["jobs"] == len(jobs)
         assert g["cpu_hours"] == pytest.approx(sum(j["cpu"] for j in jobs) / 3600)
@@ -415,7 +486,9 @@ def test_ab_comparison_arm_names_are_vars(built, tmp_path):
 
 def test_cache_hourly(con):
     got = {(r["hour"], r["server_host"]): r for r in rows(con, "select * from marts.cache_hourly")}
-    assert set(got) == {(t(4, 9), "xcache01"), (t(11, 7), "xcache01"), (t(5, 13), "xcache02")}
+    assert set(got) == {(t(4, 9), "xcache01"), (t(11, 7), "xcache01"), (t(5, 13), "xcache02"), (t(8, 10), "xcache03")}
+    h = got[(t(8, 10), "xcache03")]  # the origin's record wins over the g-stream's "hit"
+    assert (h["accesses"], h["hit_accesses"], h["gb_delivered_from_cache"], h["gb_staged_in"]) == (1, 0, 0, 1.0)
     h = got[(t(4, 9), "xcache01")]
     assert (h["accesses"], h["hit_accesses"]) == (3, 1)
     assert h["gb_delivered_from_cache"] == pytest.approx(1.5)

@@ -52,7 +52,12 @@ SITE = dict(days=1.0, seed=23, nodes_per_type=1)
 # the value is a ratio of small differences or a statistic over a resampling.
 SUM = 1e-9
 TOLERANCE: dict[str, dict[str, float]] = {
-    "int_job_tagged": {"cpu_user_seconds": 0.0, "cpu_system_seconds": 0.0, "wall_seconds": 0.0},
+    "int_job_tagged": {"cpu_user_seconds": 0.0, "cpu_system_seconds": 0.0, "wall_seconds": 0.0,
+                       "cpu_seconds": 0.0, "core_wall_seconds": 0.0},
+    "int_job_remote_bytes": {c: SUM for c in (
+        "mean_read_fraction", "remote_bytes", "stage_in_bytes", "direct_read_bytes", "origin_bytes", "cache_hit_bytes",
+        "cache_miss_bytes", "stage_origin_bytes", "stage_cache_hit_bytes", "stage_cache_miss_bytes",
+        "direct_origin_bytes", "direct_cache_hit_bytes", "direct_cache_miss_bytes")},
     "int_node_config": {"nic_gbps": 0.0},
     "int_file_access_by_job": {"read_single_average_bytes": 0.0, "read_vector_average_bytes": 0.0,
                                "write_average_bytes": 0.0},
@@ -63,7 +68,7 @@ TOLERANCE: dict[str, dict[str, float]] = {
     "job_efficiency": {"cpu_user_seconds": 0.0, "cpu_system_seconds": 0.0, "cpu_seconds": 0.0,
                        "wall_seconds": 0.0, "core_wall_seconds": 0.0, "efficiency": 0.0},
     "efficiency_by_group": {"cpu_hours": SUM, "wall_hours": SUM, "core_wall_hours": SUM, "efficiency": SUM,
-                            "mean_job_efficiency": SUM},
+                            "mean_job_efficiency": SUM, "failed_share": 0.0},
     "ab_comparison": {f"{c}_{arm}": SUM for c in ("cpu_hours", "wall_hours", "core_wall_hours",
                                                     "cpu_per_wall", "efficiency") for arm in "ab"}
                      | {"efficiency_difference": 1e-7, "cpu_per_wall_difference": 1e-7},

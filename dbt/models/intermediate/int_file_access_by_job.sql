@@ -20,32 +20,14 @@ with accesses as (
     select * from {{ ref('int_file_access_reconciled') }}
 ),
 
--- One row per job: the whole-job row, else its first step. (Ranking in a subquery, not QUALIFY:
--- Spark SQL has no QUALIFY.)
+-- One row per job: the whole-job row, else its first step.
 job_rows as (
-    select job_identity, batch_system, cluster, job_id, step_id, node, node_list, start_time, end_time
-    from (
-        select
-            job_identity,
-            batch_system,
-            cluster,
-            job_id,
-            step_id,
-            node,
-            node_list,
-            start_time,
-            end_time,
-            row_number() over (
-                partition by batch_system, cluster, job_id
-                order by case when step_id = '' then 0 else 1 end, step_id
-            ) as row_rank
-        from {{ ref('stg_job') }}
-    ) as ranked
-    where row_rank = 1
+    select job_identity, {{ job_key() }}, node, node_list, start_time, end_time
+    from {{ one_row_per_job(ref('stg_job')) }} as first_rows
 ),
 
 job_by_identity as (
-    select job_identity, batch_system, cluster, job_id, step_id, node, node_list, start_time, end_time
+    select job_identity, {{ job_key() }}
     from (
         select
             job_rows.*,
@@ -67,10 +49,7 @@ exact as (
         accesses.client_pid,
         accesses.start_time,
         coalesce(accesses.end_time, accesses.start_time) as end_time,
-        job_by_identity.batch_system,
-        job_by_identity.cluster,
-        job_by_identity.job_id,
-        job_by_identity.step_id
+        {{ job_key('job_by_identity') }}
     from accesses
     inner join job_by_identity
         on job_by_identity.job_identity = {{ tierlens_identity('accesses.job_identity') }}
@@ -79,10 +58,7 @@ exact as (
 -- The host a job ran on, as a short lower-case name (IP addresses kept whole), one row per node.
 job_host_names as (
     select
-        batch_system,
-        cluster,
-        job_id,
-        step_id,
+        {{ job_key() }},
         start_time,
         end_time,
         {{ explode_list(split_and_append("coalesce(node_list, node, '')", "','", "coalesce(node, '')")) }} as h
@@ -92,10 +68,7 @@ job_host_names as (
 
 job_hosts as (
     select distinct
-        batch_system,
-        cluster,
-        job_id,
-        step_id,
+        {{ job_key() }},
         start_time,
         end_time,
         {{ short_host('trim(h)') }} as host_key
@@ -124,10 +97,7 @@ candidate_pairs as (
         u.host_key,
         u.start_time,
         u.end_time,
-        j.batch_system,
-        j.cluster,
-        j.job_id,
-        j.step_id,
+        {{ job_key('j') }},
         j.start_time as job_start,
         -- seconds of the access's open..close that fall inside the job's run
         {{ seconds_between('greatest(u.start_time, j.start_time)',
@@ -145,17 +115,17 @@ candidate_pairs as (
 -- engines hash-join (a left join with the range conditions in ON made DuckDB 10x slower).
 exact_hosts as (
     select
-        batch_system, cluster, job_id, client_pid, start_time, end_time,
+        {{ job_key(with_step=false) }}, client_pid, start_time, end_time,
         {{ short_host('client_host') }} as host_key
     from exact
     where client_pid is not null
 ),
 
 pid_matches as (
-    select distinct c.server_host, c.unique_id, c.batch_system, c.cluster, c.job_id
+    select distinct c.server_host, c.unique_id, {{ job_key('c', with_step=false) }}
     from candidate_pairs c
     inner join exact_hosts e
-        on  e.batch_system = c.batch_system and e.cluster = c.cluster and e.job_id = c.job_id
+        on  {{ job_key_join('e', 'c', with_step=false) }}
         and e.client_pid = c.client_pid and e.host_key = c.host_key
     where e.start_time <= c.end_time and e.end_time >= c.start_time
 ),
@@ -164,29 +134,23 @@ candidates as (
     select
         c.server_host,
         c.unique_id,
-        c.batch_system,
-        c.cluster,
-        c.job_id,
-        c.step_id,
+        {{ job_key('c') }},
         c.job_start,
         c.overlap_seconds,
         p.job_id is not null as pid_evidence
     from candidate_pairs c
     left join pid_matches p
         on  p.server_host = c.server_host and p.unique_id = c.unique_id
-        and p.batch_system = c.batch_system and p.cluster = c.cluster and p.job_id = c.job_id
+        and {{ job_key_join('p', 'c', with_step=false) }}
 ),
 
 inferred as (
-    select server_host, unique_id, batch_system, cluster, job_id, step_id, match_method, match_candidates
+    select server_host, unique_id, {{ job_key() }}, match_method, match_candidates
     from (
         select
             server_host,
             unique_id,
-            batch_system,
-            cluster,
-            job_id,
-            step_id,
+            {{ job_key() }},
             case when pid_evidence then 'host_pid' else 'host_time' end as match_method,
             count(*) over (partition by server_host, unique_id)          as match_candidates,
             row_number() over (
@@ -199,31 +163,27 @@ inferred as (
     where candidate_rank = 1
 ),
 
+-- Exact and inferred matches are disjoint: inference only looks at accesses without an identity.
+matched as (
+    select server_host, unique_id, {{ job_key() }},
+           'exact' as match_quality, 'identity' as match_method, 1 as match_candidates
+    from exact
+    union all
+    select server_host, unique_id, {{ job_key() }},
+           'inferred', match_method, match_candidates
+    from inferred
+),
+
 final as (
     select
         accesses.*,
-        coalesce(exact.batch_system, inferred.batch_system)      as batch_system,
-        coalesce(exact.cluster, inferred.cluster)                as cluster,
-        coalesce(exact.job_id, inferred.job_id)                  as job_id,
-        coalesce(exact.step_id, inferred.step_id)                as step_id,
-        case
-            when exact.job_id is not null then 'exact'
-            when inferred.job_id is not null then 'inferred'
-            else 'unmatched'
-        end                                                      as match_quality,
-        case
-            when exact.job_id is not null then 'identity'
-            else inferred.match_method
-        end                                                      as match_method,
-        case
-            when exact.job_id is not null then 1
-            else coalesce(inferred.match_candidates, 0)
-        end                                                      as match_candidates
+        {{ job_key('matched') }},
+        coalesce(matched.match_quality, 'unmatched')                 as match_quality,
+        matched.match_method,
+        coalesce(matched.match_candidates, 0)                        as match_candidates
     from accesses
-    left join exact
-        on exact.server_host = accesses.server_host and exact.unique_id = accesses.unique_id
-    left join inferred
-        on inferred.server_host = accesses.server_host and inferred.unique_id = accesses.unique_id
+    left join matched
+        on matched.server_host = accesses.server_host and matched.unique_id = accesses.unique_id
 )
 
 select * from final

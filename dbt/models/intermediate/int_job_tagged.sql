@@ -1,19 +1,23 @@
--- Finished jobs (end_time set, wall_seconds > 0) with what tierlens knows about where they ran:
+-- Finished jobs (end_time set) with what tierlens knows about where they ran:
 --   * the job tag: the tag of the same step, else the tag of the whole job (step_id '');
 --   * storage_type: tag, else node inventory, else 'unknown';
 --   * ab_arm: tag, else the node's fixed arm, else 'none';
 --   * job_class: the job's own, else 'production' when account or partition contains 'prod',
 --     else 'analysis'.
+-- ran is false for a job with no wall time: a launch failure (Slurm FAILED with no start and
+-- elapsed 0) ends without running. It has no efficiency, so it stays out of job_efficiency and
+-- of every efficiency denominator, but it is kept here to be counted among the failed jobs.
+-- failed: the final state is one of var failed_states.
+{%- set failed_states = var('failed_states') %}
 with jobs as (
     select
         *,
-        -- the job whose whole-job tag a step falls back to; NULL for a whole-job row. An equality
-        -- key, so the join below is a hash join (a `step_id <> ''` in its ON clause made DuckDB
-        -- compare every job with every tag).
-        case when step_id <> '' then job_id end as parent_job_id
+        -- the step of the whole-job tag a step falls back to (''); NULL for a whole-job row, whose
+        -- own tag is its step tag. An equality key, so the join below is a hash join (a
+        -- `step_id <> ''` in its ON clause made DuckDB compare every job with every tag).
+        case when step_id <> '' then '' end as whole_job_step_id
     from {{ ref('stg_job') }}
     where end_time is not null
-      and wall_seconds > 0
 ),
 
 tags as (
@@ -42,15 +46,10 @@ joined as (
         nodes.ab_arm                                            as node_ab_arm
     from jobs
     left join tags as step_tag
-        on  step_tag.batch_system = jobs.batch_system
-        and step_tag.cluster = jobs.cluster
-        and step_tag.job_id = jobs.job_id
-        and step_tag.step_id = jobs.step_id
+        on {{ job_key_join('step_tag', 'jobs') }}
     left join tags as job_tag
-        on  job_tag.batch_system = jobs.batch_system
-        and job_tag.cluster = jobs.cluster
-        and job_tag.job_id = jobs.parent_job_id
-        and job_tag.step_id = ''
+        on  {{ job_key_join('job_tag', 'jobs', with_step=false) }}
+        and job_tag.step_id = jobs.whole_job_step_id
     left join nodes
         on  nodes.cluster = jobs.cluster
         and nodes.node = jobs.node
@@ -58,10 +57,7 @@ joined as (
 
 final as (
     select
-        batch_system,
-        cluster,
-        job_id,
-        step_id,
+        {{ job_key() }},
         job_identity,
         user_name,
         account,
@@ -100,7 +96,14 @@ final as (
         state,
         exit_code,
         bytes_read,
-        bytes_written
+        bytes_written,
+        coalesce(wall_seconds, 0) > 0                                        as ran,
+        coalesce(state in ({% for s in failed_states %}{{ sql_literal(s) }}{{ ', ' if not loop.last }}{% endfor %}), false)
+                                                                             as failed,
+        coalesce(cpu_user_seconds, 0) + coalesce(cpu_system_seconds, 0)     as cpu_seconds,
+        wall_seconds * allocated_cores                                       as core_wall_seconds,
+        cast({{ utc('end_time') }} as date)                                  as day,
+        cast(date_trunc('week', {{ utc('end_time') }}) as date)              as week
     from joined
 )
 

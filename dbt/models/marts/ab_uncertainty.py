@@ -7,7 +7,7 @@ it. The computation is tierlens.analysis.uncertainty (scipy.stats.bootstrap and
 permutation_test, seeded), shared with `tierlens ab-uncertainty`, which builds the same table from
 the marts of another engine: dbt-spark runs Python models only on Databricks, so dbt_project.yml
 disables this model on Spark. Parameters are dbt vars, passed in through the model's config in
-_marts.yml: arm_a, arm_b, ab_block ('hour' or 'day'), ab_seed, ab_min_jobs, ab_min_core_hours,
+ab_uncertainty.yml: arm_a, arm_b, ab_block ('hour' or 'day'), ab_seed, ab_min_jobs, ab_min_core_hours,
 ab_min_blocks, high_hit_ratio.
 """
 

@@ -24,40 +24,30 @@ with catalog as (
     select * from {{ ref('stg_storage_catalog') }}
 ),
 
-node_jobs as (
+-- The catalog configurations each node has (see above): one row per node x configuration.
+node_catalog as (
     select
-        jobs.cluster,
-        jobs.node,
-        config.storage_type as node_storage_type,
-        config.device_model as node_device_model,
-        jobs.cpu_seconds,
-        jobs.core_wall_seconds,
-        jobs.start_time,
-        jobs.end_time
-    from {{ ref('job_efficiency') }} as jobs
+        catalog.config_name,
+        config.cluster,
+        config.node
+    from catalog
     inner join {{ ref('int_node_config') }} as config
-        on config.cluster = jobs.cluster and config.node = jobs.node
+        on  config.storage_type = catalog.storage_type
+        and (
+            catalog.device_model is null
+            or lower(trim(config.device_model)) = lower(trim(catalog.device_model))
+        )
 ),
 
-staged_in as (
-    select batch_system, cluster, job_id, step_id,
-           sum(coalesce(read_bytes_at_close, 0)) as staged_in_bytes
-    from {{ ref('int_file_access_by_job') }}
-    where match_quality = 'exact' and app_name = 'xrdcp'
-    group by batch_system, cluster, job_id, step_id
-),
-
+-- Scratch bytes written per node: per job the larger of wchar and the bytes it copied in.
 node_writes as (
     select
         jobs.cluster,
         jobs.node,
-        sum(greatest(coalesce(jobs.bytes_written, 0), coalesce(staged_in.staged_in_bytes, 0))) as scratch_bytes_written
+        sum(greatest(coalesce(jobs.bytes_written, 0), coalesce(remote.bytes_copied_exact, 0))) as scratch_bytes_written
     from {{ ref('job_efficiency') }} as jobs
-    left join staged_in
-        on  staged_in.batch_system = jobs.batch_system
-        and staged_in.cluster = jobs.cluster
-        and staged_in.job_id = jobs.job_id
-        and staged_in.step_id = jobs.step_id
+    left join {{ ref('int_job_remote_bytes') }} as remote
+        on {{ job_key_join('remote', 'jobs') }}
     group by jobs.cluster, jobs.node
 ),
 
@@ -72,56 +62,33 @@ node_full as (
     group by cluster, node
 ),
 
-node_extra as (
-    select
-        config.cluster,
-        config.node,
-        config.storage_type as node_storage_type,
-        config.device_model as node_device_model,
-        coalesce(node_full.full_node_hours, 0)             as full_node_hours,
-        coalesce(node_full.full_cpu_seconds, 0)            as full_cpu_seconds,
-        coalesce(node_full.full_allocated_core_seconds, 0) as full_allocated_core_seconds,
-        coalesce(node_writes.scratch_bytes_written, 0)     as scratch_bytes_written
-    from {{ ref('int_node_config') }} as config
-    inner join node_writes
-        on node_writes.cluster = config.cluster and node_writes.node = config.node
-    left join node_full
-        on node_full.cluster = config.cluster and node_full.node = config.node
-),
-
 extra as (
     select
-        catalog.config_name,
-        sum(node_extra.full_node_hours)                           as full_node_hours,
-        sum(node_extra.full_cpu_seconds)                          as full_cpu_seconds,
-        sum(node_extra.full_allocated_core_seconds)               as full_allocated_core_seconds,
-        sum(node_extra.scratch_bytes_written)                     as scratch_bytes_written
-    from catalog
-    inner join node_extra
-        on  node_extra.node_storage_type = catalog.storage_type
-        and (
-            catalog.device_model is null
-            or lower(trim(node_extra.node_device_model)) = lower(trim(catalog.device_model))
-        )
-    group by catalog.config_name
+        node_catalog.config_name,
+        sum(coalesce(node_full.full_node_hours, 0))               as full_node_hours,
+        sum(coalesce(node_full.full_cpu_seconds, 0))              as full_cpu_seconds,
+        sum(coalesce(node_full.full_allocated_core_seconds, 0))   as full_allocated_core_seconds,
+        sum(node_writes.scratch_bytes_written)                    as scratch_bytes_written
+    from node_catalog
+    inner join node_writes
+        on node_writes.cluster = node_catalog.cluster and node_writes.node = node_catalog.node
+    left join node_full
+        on node_full.cluster = node_catalog.cluster and node_full.node = node_catalog.node
+    group by node_catalog.config_name
 ),
 
 measured as (
     select
-        catalog.config_name,
-        {{ count_distinct_pair('node_jobs.cluster', 'node_jobs.node') }} as nodes,
+        node_catalog.config_name,
+        {{ count_distinct_pair('jobs.cluster', 'jobs.node') }}   as nodes,
         count(*)                                                  as jobs,
-        sum(node_jobs.cpu_seconds)                                as cpu_seconds,
-        sum(node_jobs.core_wall_seconds)                          as core_wall_seconds,
-        {{ seconds_between('min(node_jobs.start_time)', 'max(node_jobs.end_time)') }} / 3600.0 as observed_hours
-    from catalog
-    inner join node_jobs
-        on  node_jobs.node_storage_type = catalog.storage_type
-        and (
-            catalog.device_model is null
-            or lower(trim(node_jobs.node_device_model)) = lower(trim(catalog.device_model))
-        )
-    group by catalog.config_name
+        sum(jobs.cpu_seconds)                                     as cpu_seconds,
+        sum(jobs.core_wall_seconds)                               as core_wall_seconds,
+        {{ seconds_between('min(jobs.start_time)', 'max(jobs.end_time)') }} / 3600.0 as observed_hours
+    from node_catalog
+    inner join {{ ref('job_efficiency') }} as jobs
+        on jobs.cluster = node_catalog.cluster and jobs.node = node_catalog.node
+    group by node_catalog.config_name
 ),
 
 priced as (

@@ -1,47 +1,24 @@
 -- One row per file open-to-close on an XRootD server or cache, typed.
 with source as (
     select * from {{ source('raw', 'raw_file_access') }}
-),
-
-renamed as (
-    select
-        cast(server_host as {{ dbt.type_string() }})                     as server_host,
-        cast(unique_id as {{ dbt.type_string() }})                       as unique_id,
-        lower(nullif(trim(server_role), ''))             as server_role,
-        cast(file_lfn as {{ dbt.type_string() }})                        as file_lfn,
-        cast(file_size_bytes as bigint)                  as file_size_bytes,
-        cast(start_time as {{ type_instant() }})                  as start_time,
-        cast(end_time as {{ type_instant() }})                    as end_time,
-        cast(read_single_average_bytes as double)        as read_single_average_bytes,
-        cast(read_vector_average_bytes as double)        as read_vector_average_bytes,
-        cast(write_average_bytes as double)              as write_average_bytes,
-        cast(read_bytes_at_close as bigint)              as read_bytes_at_close,
-        cast(write_bytes_at_close as bigint)             as write_bytes_at_close,
-        cast(read_bytes as bigint)                       as read_bytes,
-        cast(readv_bytes as bigint)                      as readv_bytes,
-        cast(write_bytes as bigint)                      as write_bytes,
-        cast(read_ops as bigint)                         as read_ops,
-        cast(readv_ops as bigint)                        as readv_ops,
-        cast(write_ops as bigint)                        as write_ops,
-        nullif(trim(client_host), '')                    as client_host,
-        cast(client_pid as integer)                      as client_pid,
-        nullif(trim(app_name), '')                       as app_name,
-        nullif(trim(job_identity), '')                   as job_identity,
-        cast(cache_hit_bytes as bigint)                  as cache_hit_bytes,
-        cast(cache_miss_bytes as bigint)                 as cache_miss_bytes,
-        cast(cache_bypass_bytes as bigint)               as cache_bypass_bytes,
-        cast(close_seen as boolean)                      as close_seen,
-        lower(nullif(trim(end_reason), ''))              as end_reason,
-        cast(server_pid as integer)                      as server_pid,
-        nullif(trim(server_addr), '')                    as server_addr,
-        cast(cache_attach_time as {{ type_instant() }})  as cache_attach_time,
-        cast(cache_detach_time as {{ type_instant() }})  as cache_detach_time,
-        cast(cache_access_count as bigint)               as cache_access_count,
-        -- '' (the cache contacted no origin) is kept apart from NULL (not reported)
-        cast(cache_remotes as {{ dbt.type_string() }})   as cache_remotes,
-        cast(cache_blocks as bigint)                     as cache_blocks,
-        cast(cache_blocks_done as bigint)                as cache_blocks_done
-    from source
 )
 
-select * from renamed
+select
+    {{ typed_columns('raw', 'raw_file_access', ['server_host', 'unique_id']) }},
+    lower(nullif(trim(server_role), ''))                    as server_role,
+    {{ typed_columns('raw', 'raw_file_access', [
+        'file_lfn', 'file_size_bytes', 'start_time', 'end_time', 'read_single_average_bytes',
+        'read_vector_average_bytes', 'write_average_bytes', 'read_bytes_at_close', 'write_bytes_at_close',
+        'read_bytes', 'readv_bytes', 'write_bytes', 'read_ops', 'readv_ops', 'write_ops']) }},
+    {{ blank_to_null(['client_host']) }},
+    {{ typed_columns('raw', 'raw_file_access', ['client_pid']) }},
+    {{ blank_to_null(['app_name', 'job_identity']) }},
+    {{ typed_columns('raw', 'raw_file_access', ['cache_hit_bytes', 'cache_miss_bytes', 'cache_bypass_bytes',
+                                                'close_seen']) }},
+    lower(nullif(trim(end_reason), ''))                     as end_reason,
+    {{ typed_columns('raw', 'raw_file_access', ['server_pid']) }},
+    {{ blank_to_null(['server_addr']) }},
+    -- cache_remotes '' (the cache contacted no origin) is kept apart from NULL (not reported)
+    {{ typed_columns('raw', 'raw_file_access', ['cache_attach_time', 'cache_detach_time', 'cache_access_count',
+                                                'cache_remotes', 'cache_blocks', 'cache_blocks_done']) }}
+from source

@@ -31,7 +31,7 @@ CACHE_COLUMNS = ("hour", "gb_delivered_from_cache", "gb_staged_in", "gb_bypassed
 
 @dataclass(frozen=True)
 class ABParams:
-    """The dbt vars of the model, with the same defaults (dbt_project.yml, _marts.yml)."""
+    """The dbt vars of the model, with the same defaults (dbt_project.yml, ab_uncertainty.yml)."""
 
     arm_a: str = "A"
     arm_b: str = "B"

@@ -90,6 +90,86 @@ COMMENTS = {
 }
 
 
+#: Column descriptions of the tables the dbt project reads (source `simulator`);
+#: ``python -m tierlens.warehouse.dbt_sources`` writes them into dbt/models/staging/_sources.yml.
+COLUMN_DOCS: dict[str, dict[str, str]] = {
+    EFF_RUNS: {
+        'run_id': "Hash of the model version, the run's inputs and the calibration data.",
+        'created_at': 'When the run was written, UTC.',
+        'tierlens_version': 'tierlens version that wrote the run.',
+        'model_version': 'Efficiency model version, e.g. tierlens-mva-1.',
+        'job_class': "Job class the model was calibrated on and predicts ('all' for every class).",
+        'inputs': "The run's inputs as JSON: grid, caches, period, validation settings.",
+        'data_fingerprint': "Hash of the calibration jobs' profiles.",
+        'jobs': 'Jobs in the calibration set. Unit: jobs.',
+        'fit_jobs': 'Jobs the fit itself used (a seeded sample of the set). Unit: jobs.',
+        'rms_error': 'RMS of the per-job efficiency residuals of the fit. Unit: fraction.',
+        'structural_error': 'RMS leave-one-out error of configuration efficiency; null without validation. Unit: fraction.',
+        'run_seconds': 'Wall time of the run. Unit: seconds.',
+    },
+    EFF_PRED: {
+        'run_id': 'Run that made the prediction.',
+        'model_version': 'Efficiency model version.',
+        'job_class': 'Job class predicted.',
+        'scenario': "'measured' (a configuration the site ran) or 'what-if'.",
+        'storage_type': "Storage type under the jobs' scratch.",
+        'ab_arm': 'A/B arm of a measured configuration; null for what-if rows.',
+        'jobs_per_node': 'Jobs per node of a what-if row; null for measured rows (each job keeps its measured node sharing). Unit: jobs.',
+        'cache': "'as measured', 'none', or POLICY:SIZE of the replayed cache.",
+        'cache_policy': 'Replayed cache policy; null for none or as measured.',
+        'cache_bytes': 'Replayed cache capacity. Unit: bytes.',
+        'jobs': 'Jobs the prediction is over. Unit: jobs.',
+        'mean_concurrent_jobs': 'Measured rows: mean jobs sharing a node. Unit: jobs.',
+        'measured_efficiency': "Measured rows: the jobs' measured efficiency. Unit: fraction.",
+        'predicted_efficiency': 'Predicted efficiency, sum(cpu) / sum(wall x cores). Unit: fraction.',
+        'efficiency_sd': 'Standard uncertainty of the prediction (fit and structural error). Unit: fraction.',
+        'efficiency_low': 'Lower end of the 95 % interval. Unit: fraction.',
+        'efficiency_high': 'Upper end of the 95 % interval. Unit: fraction.',
+        'loo_predicted_efficiency': 'Measured rows: prediction when this configuration was left out of the fit. Unit: fraction.',
+        'predicted_mean_wall_seconds': 'Predicted mean wall time per job. Unit: seconds.',
+        'jobs_per_node_hour': 'What-if rows: throughput of a full node. Unit: jobs per node-hour.',
+        'extrapolated': 'The prediction uses a service time the measured jobs did not determine.',
+        'evidence': "What the storage type's times rest on: jobs (fitted), probe or datasheet (derived by the device layer).",
+    },
+    HW_OPTIONS: {
+        'run_id': 'Run that priced the option (sim_efficiency_runs.run_id).',
+        'config_name': 'storage_catalog configuration priced.',
+        'storage_type': 'Storage type the configuration provides.',
+        'evidence': 'What the prediction rests on: measured (jobs on this storage type), probe (a device probe, possibly of a RAID member), or datasheet.',
+        'jobs_per_node': 'Jobs per node of the option. Unit: jobs.',
+        'cache': "'none' or POLICY:SIZE of the replayed cache.",
+        'currency': 'Currency of the prices.',
+        'price_per_node': 'Storage price of one node: unit price x devices per node. Unit: currency.',
+        'capacity_gb_per_node': 'Usable scratch per node (RAID-aware). Unit: GB.',
+        'price_per_gb': 'price_per_node / capacity_gb_per_node. Unit: currency per GB.',
+        'efficiency': 'Predicted CPU efficiency. Unit: fraction.',
+        'efficiency_low': 'Lower end of its 95 % interval. Unit: fraction.',
+        'efficiency_high': 'Upper end of its 95 % interval. Unit: fraction.',
+        'node_throughput': 'CPU core-hours delivered per node-hour: jobs x cores x efficiency. Unit: core-hours per node-hour.',
+        'node_throughput_low': 'node_throughput at efficiency_low. Unit: core-hours per node-hour.',
+        'node_throughput_high': 'node_throughput at efficiency_high. Unit: core-hours per node-hour.',
+        'price_per_throughput': "price_per_node / node_throughput (Glasgow Table 4's price/throughput). Unit: currency per (core-hour per node-hour).",
+        'price_per_throughput_low': 'price_per_node / node_throughput_high. Unit: currency per (core-hour per node-hour).',
+        'price_per_throughput_high': 'price_per_node / node_throughput_low. Unit: currency per (core-hour per node-hour).',
+        'price_per_core_hour': "Storage price per delivered CPU core-hour over the service life (5 years, or the SSD's rated life if shorter). Unit: currency per core-hour.",
+        'price_per_core_hour_low': 'price_per_core_hour at efficiency_high. Unit: currency per core-hour.',
+        'price_per_core_hour_high': 'price_per_core_hour at efficiency_low. Unit: currency per core-hour.',
+        'scratch_gb_written_per_node_day': 'Predicted scratch writes of a node per day. Unit: GB per day.',
+        'ssd_lifetime_years': "Rated endurance of the node's data devices / predicted writes; null without an endurance. Unit: years.",
+        'rank': 'Rank by price_per_core_hour within the run, 1 = cheapest.',
+    },
+    EFF_TYPE_LOO: {
+        'run_id': 'Run that validated the device layer.',
+        'storage_type': 'Storage type left out (its jobs and its fitted times).',
+        'evidence': 'Figures its times were derived from: probe or datasheet.',
+        'jobs': 'Jobs of the type predicted. Unit: jobs.',
+        'measured_efficiency': "The type's measured efficiency. Unit: fraction.",
+        'predicted_efficiency': 'Its efficiency predicted from the derived times. Unit: fraction.',
+        'error': 'predicted - measured. Unit: fraction.',
+    },
+}
+
+
 def ensure_tables(con) -> None:
     for table, ddl in DDL.items():
         con.execute(ddl)

@@ -3,7 +3,7 @@
 A dbt Python model, like ab_uncertainty: the statistics are tierlens.analysis.change (the A/B
 marts' hour-block percentile bootstrap, difference-in-differences against the nodes outside the
 change's scope, strata of job class x bytes read per job). Parameters are dbt vars passed through
-the model's config in _operations.yml: change_window_days (7), change_block ('hour'), change_seed
+the model's config in change_effects.yml: change_window_days (7), change_block ('hour'), change_seed
 (42), bytes_read_bin_edges_gb ([1, 3, 10, 30, 100]), change_min_jobs (30), change_min_blocks (10).
 """
 

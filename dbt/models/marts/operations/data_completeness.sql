@@ -6,7 +6,8 @@
 --                     plugin spool records (job tags) with no accounting job (day of tagged_at).
 --   grain 'server'    (subject = XRootD server; day of the access's open): accesses and bytes
 --                     joined exactly, by inference, to no job; cache accesses by the evidence
---                     behind their hit/miss bytes; sequence gaps of the server's datagrams.
+--                     behind their hit/miss bytes (int_file_access_reconciled.cache_evidence);
+--                     sequence gaps of the server's datagrams.
 --   grain 'collector' (subject = collector host; day of the counting interval): datagrams the
 --                     kernel dropped, records quarantined, cache events matched to no access.
 --   grain 'source'    (subject = the source, detail = record kind: reason; day of loading):
@@ -15,17 +16,8 @@
 -- Accesses a cache made to an origin to stage a file in (client = a cache server) belong to no
 -- job by nature: they are counted apart (cache_stage_in_accesses), outside the join shares.
 with job_rows as (
-    select *
-    from (
-        select
-            *,
-            row_number() over (
-                partition by batch_system, cluster, job_id
-                order by case when step_id = '' then 0 else 1 end, step_id
-            ) as row_rank
-        from {{ ref('int_job_tagged') }}
-    ) as ranked
-    where row_rank = 1
+    -- jobs that ran: a launch failure has no CPU hours and is counted in efficiency_by_group
+    select * from {{ one_row_per_job(ref('int_job_tagged'), where='ran') }} as first_rows
 ),
 
 accesses as (
@@ -38,23 +30,14 @@ cache_hosts as (
     where server_role = 'cache'
 ),
 
--- The one place that says what evidence a cache access's hit/miss bytes rest on. Until the
--- collector records reconciled evidence in file_access, every cache access counts as
--- 'gstream_only' (the pfc g-stream's figures, DESIGN.md: not to be taken at their word).
-cache_evidence as (
-    select server_host, unique_id, 'gstream_only' as evidence
-    from accesses
-    where server_role = 'cache'
-),
-
 job_access_quality as (
     select
-        batch_system, cluster, job_id,
+        {{ job_key(with_step=false) }},
         max(case when match_quality = 'exact' then 1 else 0 end)    as has_exact,
         max(case when match_quality = 'inferred' then 1 else 0 end) as has_inferred
     from accesses
     where job_id is not null
-    group by batch_system, cluster, job_id
+    group by {{ job_key(with_step=false) }}
 ),
 
 jobs as (
@@ -67,7 +50,7 @@ jobs as (
         coalesce(q.has_exact, 0) = 0 and coalesce(q.has_inferred, 0) = 1 as accesses_inferred_only
     from job_rows j
     left join job_access_quality q
-        on q.batch_system = j.batch_system and q.cluster = j.cluster and q.job_id = j.job_id
+        on {{ job_key_join('q', 'j', with_step=false) }}
 ),
 
 cluster_measures as (
@@ -101,9 +84,9 @@ tags as (
         t.cluster,
         j.job_id is null                                                as orphan
     from {{ ref('stg_job_tag') }} t
-    left join (select distinct batch_system, cluster, job_id, min(start_time) as start_time
-               from {{ ref('stg_job') }} group by batch_system, cluster, job_id) j
-        on j.batch_system = t.batch_system and j.cluster = t.cluster and j.job_id = t.job_id
+    left join (select {{ job_key(with_step=false) }}, min(start_time) as start_time
+               from {{ ref('stg_job') }} group by {{ job_key(with_step=false) }}) j
+        on {{ job_key_join('j', 't', with_step=false) }}
 ),
 
 tag_measures as (
@@ -148,17 +131,16 @@ server_measures as (
     select day, server_host, 'cache_stage_in_accesses', 'accesses', count(*) filter (where from_cache), count(*)
     from job_side_accesses group by day, server_host
     union all
-    select a.day, a.server_host, 'cache_accesses_reconciled', 'accesses',
-           count(*) filter (where e.evidence = 'reconciled'), count(*)
-    from job_side_accesses a
-    inner join cache_evidence e on e.server_host = a.server_host and e.unique_id = a.unique_id
-    group by a.day, a.server_host
+    -- the evidence behind a cache access's hit/miss bytes (int_file_access_reconciled): the
+    -- origin's record of the cache's reads ('origin', or 'both' with the g-stream beside it), or
+    -- the g-stream alone, which is not to be taken at its word
+    select day, server_host, 'cache_accesses_reconciled', 'accesses',
+           count(*) filter (where cache_evidence in ('origin', 'both')), count(*)
+    from job_side_accesses where server_role = 'cache' group by day, server_host
     union all
-    select a.day, a.server_host, 'cache_accesses_gstream_only', 'accesses',
-           count(*) filter (where e.evidence = 'gstream_only'), count(*)
-    from job_side_accesses a
-    inner join cache_evidence e on e.server_host = a.server_host and e.unique_id = a.unique_id
-    group by a.day, a.server_host
+    select day, server_host, 'cache_accesses_gstream_only', 'accesses',
+           count(*) filter (where cache_evidence = 'gstream'), count(*)
+    from job_side_accesses where server_role = 'cache' group by day, server_host
 ),
 
 stats as (

@@ -1,0 +1,9 @@
+"""Lint-time stand-in for dbt's cross-database macros (see adapter.py)."""
+
+
+def type_string() -> str:
+    return "varchar"
+
+
+def split_part(string: str, delimiter: str, part: int) -> str:
+    return f"split_part({string}, {delimiter}, {part})"

@@ -1,0 +1,78 @@
+-- What each job read over XRootD, summed once per job (or step) from its matched file accesses
+-- (int_file_access_by_job, exact or inferred), for every mart that reports remote bytes per job.
+-- One row per job key with at least one matched access.
+--
+-- Bytes are split by route (origin, cache hit, cache miss) and by kind of read: plain reads are
+-- whole-file copies to scratch (stage-in), vector reads are ROOT reading the file in place
+-- (direct). They cost very differently at a disk server (a stream against a seek every few
+-- kilobytes), so the efficiency model keeps them apart. A cache's hit bytes are shared between
+-- the two kinds in proportion to the access's bytes of each.
+-- The *_exact columns count the accesses matched by job identity alone: job_efficiency reports
+-- only those, and the SSD wear estimate counts only the xrdcp copies it is sure of.
+with accesses as (
+    select
+        {{ job_key() }},
+        match_quality,
+        file_lfn,
+        file_size_bytes,
+        server_role,
+        app_name,
+        close_seen,
+        read_bytes_at_close,
+        -- the reconciled cache outcome of the access, as int_file_access_reconciled gives it
+        cache_hit_bytes                                                        as outcome_hit_bytes,
+        cache_miss_bytes                                                       as outcome_miss_bytes,
+        cache_bypass_bytes                                                     as outcome_bypass_bytes,
+        cast(coalesce(read_bytes_at_close, 0) as double)                       as total_bytes,
+        case when coalesce(read_bytes, 0) + coalesce(readv_bytes, 0) > 0
+             then cast(coalesce(read_bytes, 0) as double)
+                  / (coalesce(read_bytes, 0) + coalesce(readv_bytes, 0))
+             else 1.0 end                                                      as stage_share,
+        case when server_role = 'cache' then 0.0
+             else cast(coalesce(read_bytes_at_close, 0) as double) end         as origin_part,
+        case when server_role <> 'cache' then 0.0
+             when coalesce(cache_hit_bytes, 0) < coalesce(read_bytes_at_close, 0)
+             then cast(coalesce(cache_hit_bytes, 0) as double)
+             else cast(coalesce(read_bytes_at_close, 0) as double) end         as hit_part
+    from {{ ref('int_file_access_by_job') }}
+    where job_id is not null
+),
+
+routed as (
+    select
+        *,
+        total_bytes - origin_part - hit_part                                   as miss_part
+    from accesses
+)
+
+select
+    {{ job_key() }},
+    count(*)                                                                   as accesses,
+    count(distinct file_lfn)                                                   as files,
+    count(*) filter (where match_quality = 'exact')                            as accesses_exact,
+    count(*) filter (where match_quality = 'inferred')                         as accesses_inferred,
+    count(*) filter (where not close_seen)                                     as accesses_unclosed,
+    count(*) filter (where server_role = 'cache')                              as accesses_via_cache,
+    coalesce(sum(read_bytes_at_close), 0)                                      as bytes_read,
+    coalesce(sum(read_bytes_at_close) filter (where match_quality = 'exact'), 0) as bytes_read_exact,
+    coalesce(sum(read_bytes_at_close) filter (where match_quality = 'exact' and app_name = 'xrdcp'), 0)
+                                                                               as bytes_copied_exact,
+    coalesce(sum(file_size_bytes), 0)                                          as bytes_opened,
+    avg(cast(read_bytes_at_close as double) / nullif(file_size_bytes, 0))      as mean_read_fraction,
+    coalesce(sum(outcome_hit_bytes), 0)                                        as bytes_from_cache,
+    coalesce(sum(outcome_miss_bytes), 0)                                       as bytes_staged_in,
+    coalesce(sum(outcome_bypass_bytes), 0)                                     as bytes_bypassed,
+    sum(total_bytes)                                                           as remote_bytes,
+    sum(total_bytes * stage_share)                                             as stage_in_bytes,
+    sum(total_bytes * (1 - stage_share))                                       as direct_read_bytes,
+    sum(origin_part)                                                           as origin_bytes,
+    sum(hit_part)                                                              as cache_hit_bytes,
+    sum(miss_part)                                                             as cache_miss_bytes,
+    sum(origin_part * stage_share)                                             as stage_origin_bytes,
+    sum(hit_part * stage_share)                                                as stage_cache_hit_bytes,
+    sum(miss_part * stage_share)                                               as stage_cache_miss_bytes,
+    sum(origin_part * (1 - stage_share))                                       as direct_origin_bytes,
+    sum(hit_part * (1 - stage_share))                                          as direct_cache_hit_bytes,
+    sum(miss_part * (1 - stage_share))                                         as direct_cache_miss_bytes
+from routed
+group by {{ job_key() }}
