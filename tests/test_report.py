@@ -37,6 +37,14 @@ DAY_GROUPS = [
     (D(2024, 5, 6), "hdd", "A", "atlas", "analysis", 999, 1.0, 900.0, 900.0, 0.01, 0),
 ]
 
+
+def _failures(group: tuple) -> tuple[int, int]:
+    """(failed_jobs, launch_failures) of a group row: failed jobs that ran are a quarter of its
+    jobs; production groups also had one launch failure (FAILED, never started)."""
+    jobs, job_class = group[5], group[4]
+    launch = 1 if job_class == "production" else 0
+    return jobs // 4 + launch, launch
+
 # ab_comparison: (grain, start, end, jobs_a, cpu_a, wall_a, core_wall_a, jobs_b, cpu_b, wall_b, core_wall_b)
 AB_ROWS = [
     ("day", D(2024, 5, 6), D(2024, 5, 6), 10, 60.0, 40.0, 80.0, 12, 70.0, 40.0, 80.0),
@@ -86,13 +94,17 @@ def _create_marts(con: duckdb.DuckDBPyConnection) -> None:
             period_grain VARCHAR, period_start DATE, storage_type VARCHAR, ab_arm VARCHAR,
             account VARCHAR, job_class VARCHAR, jobs BIGINT, cpu_hours DOUBLE, wall_hours DOUBLE,
             core_wall_hours DOUBLE, efficiency DOUBLE, mean_job_efficiency DOUBLE,
-            jobs_above_one BIGINT, efficiency_above_one BOOLEAN)
+            jobs_above_one BIGINT, efficiency_above_one BOOLEAN,
+            failed_jobs BIGINT, launch_failures BIGINT, failed_share DOUBLE)
     """)
     for grain, rows in (("week", WEEK_GROUPS), ("day", DAY_GROUPS)):
-        for (start, st, arm, acct, cls, jobs, cpu, wall, cw, mean, above) in rows:
+        for row in rows:
+            (start, st, arm, acct, cls, jobs, cpu, wall, cw, mean, above) = row
+            failed, launch = _failures(row)
             con.execute(
-                "INSERT INTO marts.efficiency_by_group VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [grain, start, st, arm, acct, cls, jobs, cpu, wall, cw, cpu / cw, mean, above, cpu / cw > 1],
+                "INSERT INTO marts.efficiency_by_group VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [grain, start, st, arm, acct, cls, jobs, cpu, wall, cw, cpu / cw, mean, above, cpu / cw > 1,
+                 failed, launch, failed / (jobs + launch)],
             )
     con.execute("""
         CREATE TABLE marts.ab_comparison (
@@ -246,9 +258,12 @@ def test_summary_numbers(full_report):
 
 
 def _expected_groups(keyfunc):
-    acc = defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0.0, 0])
-    for (_, st, arm, _acct, cls, jobs, cpu, wall, cw, mean, above) in WEEK_GROUPS:
+    acc = defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0])
+    for row in WEEK_GROUPS:
+        (_, st, arm, _acct, cls, jobs, cpu, wall, cw, mean, above) = row
         a = acc[keyfunc(st, arm, cls)]
+        a[6] += _failures(row)[0]
+        a[7] += _failures(row)[1]
         a[0] += jobs
         a[1] += cpu
         a[2] += wall
@@ -257,7 +272,8 @@ def _expected_groups(keyfunc):
         a[5] += above
     return {
         k: {"jobs": v[0], "cpu_hours": v[1], "wall_hours": v[2], "core_wall_hours": v[3],
-            "efficiency": v[1] / v[3], "mean_job_efficiency": v[4] / v[0], "jobs_above_one": v[5]}
+            "efficiency": v[1] / v[3], "mean_job_efficiency": v[4] / v[0], "jobs_above_one": v[5],
+            "failed_jobs": v[6], "launch_failures": v[7], "failed_share": v[6] / (v[0] + v[7])}
         for k, v in acc.items()
     }
 
@@ -271,6 +287,8 @@ def _check_group_rows(rows, expected, keyfunc):
         for col in ("cpu_hours", "wall_hours", "core_wall_hours", "efficiency", "mean_job_efficiency"):
             assert f(row[col]) == pytest.approx(exp[col]), (key, col)
         assert int(row["jobs_above_one"]) == exp["jobs_above_one"]
+        assert (int(row["failed_jobs"]), int(row["launch_failures"])) == (exp["failed_jobs"], exp["launch_failures"])
+        assert f(row["failed_share"]) == pytest.approx(exp["failed_share"]), key
         assert row["efficiency_above_one"] == ("true" if exp["efficiency"] > 1 else "false")
 
 
@@ -440,7 +458,7 @@ def test_group_efficiency_is_never_nan_for_zero_core_hours(tmp_path: Path):
     warehouse = make_warehouse(tmp_path / "w.duckdb")
     with duckdb.connect(str(warehouse)) as con:
         con.execute("""INSERT INTO marts.efficiency_by_group VALUES
-            ('week', DATE '2024-05-13', 'tmpfs', 'A', 'atlas', 'analysis', 1, 0, 0, 0, NULL, NULL, 0, false)""")
+            ('week', DATE '2024-05-13', 'tmpfs', 'A', 'atlas', 'analysis', 1, 0, 0, 0, NULL, NULL, 0, false, 0, 0, 0)""")
     result = build_report(warehouse, tmp_path / "out")
     rows = read_csv(result.html_path.parent / "efficiency_by_storage.csv")
     tmpfs = next(r for r in rows if r["storage_type"] == "tmpfs")

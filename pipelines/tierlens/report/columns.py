@@ -39,6 +39,14 @@ EFFICIENCY_SUMS = (
     Column("efficiency_above_one", "group above 100 %", "flag"),
 )
 
+#: Failed jobs of a group (marts.efficiency_by_group summed): launch failures never ran, so they
+#: are in the failed share but in no efficiency.
+FAILED_JOBS = (
+    Column("failed_jobs", "failed jobs", "int"),
+    Column("launch_failures", "of which never started", "int"),
+    Column("failed_share", "failed share", "pct"),
+)
+
 #: What the cache servers moved, summed over servers and/or hours (marts.cache_hourly).
 CACHE_TRAFFIC = (
     Column("accesses", "accesses", "int"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import plots
-from ..columns import AB_ARM, EFFICIENCY_SUMS, JOB_CLASS, STORAGE_TYPE
+from ..columns import AB_ARM, EFFICIENCY_SUMS, FAILED_JOBS, JOB_CLASS, STORAGE_TYPE
 from ..page import Column
 from ..reader import MartReader
 from ..spec import PlotSpec, SectionOut, SectionSpec, TableSpec
@@ -19,7 +19,10 @@ _GROUP_SUMS = """
     sum(cpu_hours) / nullif(sum(core_wall_hours), 0) AS efficiency,
     sum(mean_job_efficiency * jobs)
       / nullif(sum(jobs) FILTER (WHERE mean_job_efficiency IS NOT NULL), 0) AS mean_job_efficiency,
-    sum(jobs_above_one) AS jobs_above_one
+    sum(jobs_above_one) AS jobs_above_one,
+    sum(failed_jobs) AS failed_jobs,
+    sum(launch_failures) AS launch_failures,
+    sum(failed_jobs) / nullif(sum(jobs) + sum(launch_failures), 0) AS failed_share
 """
 
 FLAGGED_LIMIT = 50
@@ -79,14 +82,16 @@ SPEC = SectionSpec(
     title="Efficiency by storage type and A/B arm",
     intro="CPU efficiency of each group of jobs as Σcpu hours / Σ(wall hours × cores) — a ratio of "
           "sums, never a mean of ratios — with the mean of per-job efficiencies (weighted by jobs) "
-          "beside it. Groups above 100 % are flagged, not clipped.",
+          "beside it. Groups above 100 % are flagged, not clipped. Failed jobs (the states of dbt "
+          "var failed_states) are counted beside it; launch failures, which never started, are in "
+          "no efficiency.",
     body=body,
     marts=("efficiency_by_group",),
     tables=(
         TableSpec("efficiency_by_storage", "By storage type and arm",
-                  (STORAGE_TYPE, AB_ARM, *EFFICIENCY_SUMS), flag_key="efficiency_above_one"),
+                  (STORAGE_TYPE, AB_ARM, *EFFICIENCY_SUMS, *FAILED_JOBS), flag_key="efficiency_above_one"),
         TableSpec("efficiency_by_job_class", "By storage type, arm and job class",
-                  (STORAGE_TYPE, AB_ARM, JOB_CLASS, *EFFICIENCY_SUMS), flag_key="efficiency_above_one"),
+                  (STORAGE_TYPE, AB_ARM, JOB_CLASS, *EFFICIENCY_SUMS, *FAILED_JOBS), flag_key="efficiency_above_one"),
         TableSpec("efficiency_flagged_groups",
                   "Groups ({grain} × storage × arm × account × job class) with efficiency above 100 %{top}",
                   (Column("period_start", "{grain} starting"), STORAGE_TYPE, AB_ARM,
