@@ -1,0 +1,375 @@
+"""History files read a block at a time, as arrays: the fast path of ``history.history_batches``.
+
+A block (``READ_BYTES``, cut after a banner line) becomes one Arrow string array of its lines,
+without copying: the line offsets come from the newline positions. Each ad is the run of lines
+between two ``*** `` banners (ad number = running count of banners). Every line is split at its
+first `` = `` into name and value; names are dictionary-encoded, so the checks on names
+(well-formed, one of ``NEEDED``, a needed name spelt in another case) run once per distinct name.
+
+An ad is read here, without classad2, only when classad2 would read the same thing:
+
+* every line is ``Name = value`` with a well-formed name, its last character is not one that leaves
+  an expression open (an operator, an opening bracket, a comma, a blank), and its quotes and
+  brackets balance (checked per line, stricter than per ad);
+* every needed value is a literal written the plain way HTCondor writes it: a decimal integer of up
+  to 18 digits without sign or leading zero, a real ``123.45[e±NN]``, a string without escapes, a
+  list of such strings, or true/false/undefined/error in any case;
+* no needed attribute appears twice or in another spelling, the ad has a GlobalJobId string, its
+  storage type is ASCII, and its scratch devices (when present) are a list.
+
+Any other ad goes to classad2 (``history.parse_ad``), so its row is exactly what classad2 gives:
+tests compare both paths on every ad. The checks on names and values are narrower than the
+ClassAd grammar on purpose; what they do not recognise costs time, never a wrong row.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: bytes read from a history file at a time (a block ends at its last banner line)
+READ_BYTES = 1 << 24
+_BANNER_AFTER_NEWLINE = b"\n*** "
+
+NAME = r"^[A-Za-z_][A-Za-z0-9_.]*$"
+_INT_OR_REAL = r"^(?:0|[1-9][0-9]{0,17})(?:\.[0-9]+(?:[eE][-+]?[0-9]{1,2})?)?$"
+_STRING_LIST = r'^\{[ \t]*(?:"[^"\\]*"[ \t]*(?:,[ \t]*"[^"\\]*"[ \t]*)*)?\}$'
+_KEYWORDS = pa.array(["true", "false", "undefined", "error"])
+#: characters Python's str.strip() removes from an ASCII string
+ASCII_SPACE = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+
+
+def _lut(chars: str, value: int = 1, dtype=np.uint8) -> np.ndarray:
+    t = np.zeros(256, dtype)
+    t[np.frombuffer(chars.encode(), np.uint8)] = value
+    return t
+
+
+#: a value ending in one of these was cut or leaves an expression open
+_CUT = _lut("-+*/%&|^<>=!?:,([{. \t\r").astype(bool)
+_DIGIT = _lut("0123456789").astype(bool)
+_LETTER = _lut("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_").astype(bool)
+#: per-line sums that are zero when the line's brackets balance (each kind below 2**20 per line)
+_BRACKET_WEIGHT = np.zeros(256, np.int64)
+for _c, _w in zip("()[]{}", (1, -1, 1 << 21, -(1 << 21), 1 << 42, -(1 << 42))):
+    _BRACKET_WEIGHT[ord(_c)] = _w
+#: per-line quotes (low 32 bits) and backslashes (high 32 bits)
+_QUOTE_WEIGHT = np.zeros(256, np.int64)
+_QUOTE_WEIGHT[ord('"')] = 1
+_QUOTE_WEIGHT[ord("\\")] = 1 << 32
+#: translate() deletes every byte but these, leaving a short text with the same lines
+_KEEP = set(b'"()[]{}\\\n')
+_DELETE = bytes(b for b in range(256) if b not in _KEEP)
+_MAX_LINE = 1 << 19
+
+#: value kinds of a needed attribute line
+NOT_LITERAL, NUMBER, STRING, LIST, TRUE, OTHER_LITERAL = range(6)
+
+
+def blocks(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(file offset, bytes) of consecutive blocks of a history file, each ending after a banner
+    line (the last block: at the end of the file)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    base, buf = 0, b""
+    with opener(path, "rb") as f:
+        while chunk := f.read(READ_BYTES):
+            buf += chunk
+            i = buf.rfind(_BANNER_AFTER_NEWLINE)
+            end = buf.find(b"\n", i + 1) if i >= 0 else -1
+            if end < 0:  # no complete banner line yet; the next read brings one
+                continue
+            yield base, buf[:end + 1]
+            base, buf = base + end + 1, buf[end + 1:]
+    if buf:
+        yield base, buf
+
+
+@dataclass
+class Block:
+    """What a block holds: its fast ads as needed-attribute columns, and the others' text."""
+
+    needed: tuple[str, ...]         # the attribute names of the columns
+    offsets: np.ndarray             # file offset of each fast ad
+    numbers: np.ndarray             # (len(NEEDED), ads) float64; NaN: absent or not a number
+    strings: dict[str, pa.Array]    # needed name -> string per ad; null: absent, "" or not a string
+    true: dict[str, np.ndarray]     # needed name -> value is the literal true
+    lists: dict[str, pa.Array]      # needed name -> list<string> per ad; null: not a list
+    slow: list[tuple[int, bytes]]   # (file offset, text) of the ads classad2 reads
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+def _np(a: pa.Array) -> np.ndarray:
+    return a.to_numpy(zero_copy_only=False)
+
+
+def _segments(starts: np.ndarray, ends: np.ndarray, banner: np.ndarray, size: int):
+    """Per ad (the lines between banners): first and end byte, number of lines; per line: ad."""
+    seg = np.cumsum(banner) - banner
+    where = np.flatnonzero(banner)
+    first = np.r_[0, ends[where] + 1]
+    stops = np.r_[starts[where], size]
+    lines = np.bincount(seg[~banner], minlength=len(first))
+    return seg, first, stops, lines
+
+
+def _line_sums(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per line: the bracket balance (0 when balanced) and quotes + backslashes * 2**32."""
+    kept = np.frombuffer(data.translate(None, _DELETE), np.uint8)
+    nl = np.flatnonzero(kept == 10)
+    assert len(nl) == n
+    out = []
+    for weight in (_BRACKET_WEIGHT, _QUOTE_WEIGHT):
+        c = np.cumsum(weight[kept])
+        at = c[nl]
+        out.append(at - np.r_[0, at[:-1]])
+    return out[0], out[1]
+
+
+def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
+    """The ads of one block; ``data`` ends after a banner line or at the end of the file."""
+    size = len(data)
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    u = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(u == 10)
+    n = len(ends)
+    starts = np.r_[0, ends[:-1] + 1]
+    lines = pa.LargeStringArray.from_buffers(n, pa.py_buffer(np.r_[0, ends + 1]), pa.py_buffer(data))
+    banner = _np(pc.starts_with(lines, "*** "))
+    seg, seg_start, seg_stop, seg_lines = _segments(starts, ends, banner, size)
+    nseg = len(seg_start)
+    utf8 = data.isascii() or _is_utf8(data)
+
+    # name = line[:p], value = line[p + 3:] (quotes dropped from "..."), p = first " = "
+    p = _np(pc.find_substring(lines, " = ")).astype(np.int64)
+    has_sep = p >= 1
+    p = np.where(has_sep, p, 0)
+    vs = np.where(has_sep, starts + p + 3, starts)
+    ve = np.where(has_sep, ends, starts)
+    nonempty = ve > vs
+    first = np.where(nonempty, u[np.minimum(vs, size)], 0)
+    last = np.where(nonempty, u[np.maximum(ve - 1, 0)], 0)
+    brackets, quotes = _line_sums(data, n)
+    quoted = nonempty & (first == 34) & (last == 34) & (ve - vs >= 2) & (quotes == 2)
+    vs_q, ve_q = np.where(quoted, vs + 1, vs), np.where(quoted, ve - 1, ve)
+    # four pieces a line: name, " = " (and quote), value, end of line; all views of data
+    cuts = np.empty(4 * n + 1, np.int64)
+    cuts[0:-1:4], cuts[1::4], cuts[2::4], cuts[3::4] = starts, starts + p, vs_q, ve_q
+    cuts[-1] = len(data)
+    pieces = pa.LargeStringArray.from_buffers(4 * n, pa.py_buffer(cuts), pa.py_buffer(data))
+
+    names = pc.take(pieces, pa.array(np.arange(0, 4 * n, 4))).dictionary_encode()
+    codes, distinct = _np(names.indices), names.dictionary
+    needed_arr = pa.array(needed)
+    well_formed = _np(pc.match_substring_regex(distinct, NAME))
+    exact = _np(pc.index_in(distinct, value_set=needed_arr).fill_null(-1))
+    lowered = _np(pc.index_in(pc.utf8_lower(distinct), value_set=pc.utf8_lower(needed_arr)).fill_null(-1))
+    k = exact[codes]
+    body = ~banner
+    bad = body & ~(well_formed[codes] & has_sep & (exact[codes] == lowered[codes]))
+    bad |= body & (_CUT[last] | (brackets != 0) | ((quotes & 0xFFFFFFFF) % 2 == 1) | (ends - starts > _MAX_LINE))
+    slow = np.bincount(seg[bad], minlength=nseg) > 0
+    slow |= not utf8
+
+    # needed lines: what kind of literal each value is
+    sel = np.flatnonzero(body & (k >= 0) & ~slow[seg])
+    ks, kind = k[sel], np.full(len(sel), NOT_LITERAL, np.int8)
+    value_at = 4 * sel + 2
+    f_ = first[sel]
+    kind[quoted[sel] & ((quotes[sel] >> 32) == 0)] = STRING
+    for mask, pattern, ok in ((_DIGIT[f_], _INT_OR_REAL, NUMBER), (f_ == 123, _STRING_LIST, LIST)):
+        at = np.flatnonzero(mask)
+        if len(at):
+            vals = pc.take(pieces, pa.array(value_at[at]))
+            kind[at[_np(pc.match_substring_regex(vals, pattern))]] = ok
+    at = np.flatnonzero(_LETTER[f_])
+    if len(at):
+        word = pc.utf8_lower(pc.take(pieces, pa.array(value_at[at])))
+        kind[at[_np(pc.is_in(word, value_set=_KEYWORDS))]] = OTHER_LITERAL
+        kind[at[_np(pc.equal(word, "true"))]] = TRUE
+    ad = seg[sel]
+    slow[ad[kind == NOT_LITERAL]] = True
+    key = ad * len(needed) + ks
+    slow[ad[np.bincount(key, minlength=nseg * len(needed))[key] > 1]] = True
+    _demand(slow, nseg, ad, ks, kind, pieces, value_at, needed)
+
+    # ads without lines (two banners in a row, the empty tail) are no ads at all
+    fast = ~slow & (seg_lines > 0)
+    slow &= seg_lines > 0
+    slow_ads = [(base + int(a), data[a:b])
+                for a, b in zip(seg_start[slow], seg_stop[slow])]
+    index = np.full(nseg, -1, np.int64)
+    index[fast] = np.arange(int(fast.sum()))
+    keep = fast[ad]
+    ad, ks, kind, value_at = index[ad[keep]], ks[keep], kind[keep], value_at[keep]
+    nads = int(fast.sum())
+    return Block(needed, base + seg_start[fast], *_columns(pieces, needed, nads, ad, ks, kind, value_at),
+                 slow=slow_ads)
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _demand(slow, nseg, ad, ks, kind, pieces, value_at, needed) -> None:
+    """Ads that need classad2 for what the row makes of a value: no GlobalJobId string, a
+    storage type that is not ASCII (Python's and Arrow's lower() differ), devices as a string."""
+    gj = (ks == needed.index("GlobalJobId")) & (kind == STRING)
+    has = np.zeros(nseg, bool)
+    has[ad[gj]] = _np(pc.binary_length(pc.take(pieces, pa.array(value_at[gj])))) > 0
+    slow |= ~has
+    st = np.flatnonzero((ks == needed.index("MachineAttrTierlensStorageType0")) & (kind == STRING))
+    ascii_ = _np(pc.string_is_ascii(pc.take(pieces, pa.array(value_at[st]))))
+    slow[ad[st[~ascii_]]] = True
+    slow[ad[(ks == needed.index("MachineAttrTierlensScratchDevices0")) & (kind == STRING)]] = True
+
+
+def _columns(pieces, needed, nads, ad, ks, kind, value_at):
+    """Pivot the needed values of the fast ads: one column per needed attribute."""
+    numbers = np.full((len(needed), nads), np.nan)
+    num = kind == NUMBER
+    if num.any():
+        numbers[ks[num], ad[num]] = _np(pc.cast(pc.take(pieces, pa.array(value_at[num])), pa.float64()))
+    strings, true, lists = {}, {}, {}
+    text_at = np.full((len(needed), nads), -1, np.int64)
+    st = kind == STRING
+    text_at[ks[st], ad[st]] = value_at[st]
+    flag = np.zeros((len(needed), nads), bool)
+    flag[ks[kind == TRUE], ad[kind == TRUE]] = True
+    list_at = np.full((len(needed), nads), -1, np.int64)
+    li = kind == LIST
+    list_at[ks[li], ad[li]] = value_at[li]
+    for i, name in enumerate(needed):
+        at = text_at[i]
+        col = pc.take(pieces, pa.array(at, mask=at < 0)).cast(pa.string())
+        strings[name] = pc.if_else(pc.equal(pc.binary_length(col), 0), None, col)
+        true[name] = flag[i]
+        if (list_at[i] >= 0).any():
+            lists[name] = _string_lists(pieces, list_at[i])
+    return numbers, strings, true, lists
+
+
+def _string_lists(pieces: pa.Array, at: np.ndarray) -> pa.Array:
+    """``{ "a", "b" }`` (checked: no escapes, no quotes inside) -> ["a", "b"]; null where at < 0."""
+    raw = pc.take(pieces, pa.array(np.where(at < 0, 0, at)))
+    parts = pc.split_pattern(raw, '"')
+    offsets = _np(parts.offsets)
+    flat = parts.flatten().cast(pa.string())
+    position = np.arange(len(flat)) - np.repeat(offsets[:-1], np.diff(offsets))
+    strings = flat.filter(pa.array(position % 2 == 1))
+    counts = (np.diff(offsets) - 1) // 2
+    new_offsets = np.r_[0, np.cumsum(counts)].astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(new_offsets), strings, mask=pa.array(at < 0))
+
+
+# ------------------------------------------------------------------------------ columns → rows
+
+def _or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Python's ``a or b`` on numbers where NaN stands for None: b when a is None or 0."""
+    return np.where(np.isnan(a) | (a == 0), b, a)
+
+
+def _timestamps(seconds: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """As datetime.fromtimestamp(s, utc) does it: whole seconds, then the fraction rounded to
+    microseconds half to even; null where not valid or not above 0."""
+    ok = valid & (seconds > 0)
+    s = np.where(ok, seconds, 0.0)
+    whole = np.trunc(s)
+    micros = whole.astype(np.int64) * 1_000_000 + np.rint((s - whole) * 1e6).astype(np.int64)
+    return pa.array(micros, pa.int64(), mask=~ok).cast(pa.timestamp("us", tz="UTC"))
+
+
+def _ints(values: np.ndarray, valid: np.ndarray, type_: pa.DataType) -> pa.Array:
+    """int(v) (towards zero) where valid, else null."""
+    return pa.array(np.trunc(np.where(valid, values, 0.0)).astype(np.int64), mask=~valid).cast(type_)
+
+
+def rows(block: Block, cluster: str, job_schema: pa.Schema, tag_schema: pa.Schema,
+         batch_system: str, tagger: str, job_states: dict[int, str]):
+    """The job table and job_tag table (with the positions of the tagged ads) of a block's fast
+    ads: ``history.ad_rows`` as column expressions. Tests compare the two on every ad."""
+    n = len(block)
+    needed = block.needed
+    def num(name):
+        return block.numbers[needed.index(name)]
+    s = block.strings
+    gjid = s["GlobalJobId"]
+    clusters = pc.coalesce(s["TierlensCluster"], pa.scalar(cluster))
+    computed = pc.binary_join_element_wise(batch_system, clusters, gjid, ".")
+    identity = _own_identity(s["TierlensJobIdentity"], gjid, computed)
+    host = pc.coalesce(s["LastRemoteHost"], s["RemoteHost"])
+    node = pc.replace_substring_regex(host, "^.*@", "")  # rsplit("@", 1)[-1]
+    start = _or(num("JobCurrentStartDate"), num("JobStartDate"))
+    started = ~np.isnan(start) & (start != 0)
+    end = num("CompletionDate")
+    end = np.where((np.isnan(end) | (end == 0)) & started, num("EnteredCurrentStatus"), end)
+    status, code = num("JobStatus"), num("ExitCode")
+    done = status == 4
+    cores = np.ones(n)
+    for name in ("RequestCpus", "CpusProvisioned"):  # the first that is >= 1 wins
+        v = num(name)
+        cores = np.where(v >= 1, v, cores)
+    wall = num("RemoteWallClockTime")
+    for name in ("RemoteWallClockTime", "LastRemoteWallClockTime", "CommittedTime"):
+        v = num(name)
+        wall = np.where(v > 0, v, wall)
+    state = np.full(n, "UNKNOWN", object)
+    for value, label in job_states.items():
+        state[np.trunc(status) == value] = label
+    failed = block.true["ExitBySignal"] | ~(np.isnan(code) | (code == 0))
+    state[done] = np.where(failed[done], "FAILED", "COMPLETED")
+    kb = {name: num(name) for name in ("BlockReadKbytes", "BlockWriteKbytes")}
+    const = pa.array(np.full(n, batch_system, object), pa.string())
+    empty = pa.array(np.full(n, "", object), pa.string())
+    nothing = pa.nulls(n, pa.string())
+    job = pa.Table.from_arrays([
+        const, clusters, gjid, empty, identity, s["Owner"],
+        pc.coalesce(s["AccountingGroup"], s["AcctGroup"]), s["x509UserProxyVOName"], nothing, nothing,
+        node, node,
+        _timestamps(num("QDate"), np.ones(n, bool)), _timestamps(start, np.ones(n, bool)),
+        _timestamps(end, started),
+        _ints(cores, np.ones(n, bool), pa.int32()),
+        pa.array(num("RemoteUserCpu"), from_pandas=True), pa.array(num("RemoteSysCpu"), from_pandas=True),
+        pa.array(wall, from_pandas=True),
+        pa.array(state, pa.string()),
+        _ints(code, ~np.isnan(code) & done, pa.int32()),
+        _ints(kb["BlockReadKbytes"] * 1024, ~np.isnan(kb["BlockReadKbytes"]), pa.int64()),
+        _ints(kb["BlockWriteKbytes"] * 1024, ~np.isnan(kb["BlockWriteKbytes"]), pa.int64()),
+    ], schema=job_schema)
+    storage = s["MachineAttrTierlensStorageType0"]
+    tagged = _np(pc.is_valid(storage))
+    devices = block.lists.get("MachineAttrTierlensScratchDevices0", pa.nulls(n, pa.list_(pa.string())))
+    tag = pa.Table.from_arrays([
+        const, clusters, gjid, empty, pc.coalesce(node, ""),
+        pc.ascii_lower(pc.utf8_trim(storage, ASCII_SPACE)),
+        devices, s["MachineAttrTierlensScratchPath0"],
+        pc.coalesce(s["MachineAttrTierlensAbArm0"], s["TierlensAbArm"]),
+        s["MachineAttrTierlensCacheRoute0"],
+        _timestamps(start, np.ones(n, bool)),
+        pa.array(np.full(n, tagger, object), pa.string()),
+    ], schema=tag_schema).filter(pa.array(tagged))
+    return job, tag, np.flatnonzero(tagged)
+
+
+def _own_identity(identity: pa.Array, gjid: pa.Array, computed: pa.Array) -> pa.Array:
+    """The job's identity when it ends in "." + its GlobalJobId, else the computed one. Nearly
+    always it is the computed one; the few others are looked at one by one."""
+    same = _np(pc.fill_null(pc.equal(identity, computed), False))
+    other = np.flatnonzero(~same & _np(pc.is_valid(identity)))
+    keep = same.copy()
+    for i, ident, g in zip(other, pc.take(identity, pa.array(other)).to_pylist(),
+                           pc.take(gjid, pa.array(other)).to_pylist()):
+        keep[i] = ident.endswith("." + g)
+    return pc.if_else(pa.array(keep), identity, computed)
