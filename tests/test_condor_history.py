@@ -54,37 +54,24 @@ def common(cid, qdate, owner="alice", group="group_atlas.prod.alice", with_ident
     return s
 
 
-AD_A = common(101, T - 600) + f"""JobStatus = 4
-ExitCode = 0
-ExitBySignal = false
-JobStartDate = {T}
-JobCurrentStartDate = {T}
-CompletionDate = {T + 4000}
+def finished(start, wall, user, sys_, cores=1, exit_code=0, provisioned=True):
+    """The lines of a job that ran once, from start for wall seconds, and completed."""
+    s = (f"JobStatus = 4\nExitCode = {exit_code}\nJobStartDate = {start}\nJobCurrentStartDate = {start}\n"
+         f"CompletionDate = {start + wall}\nRequestCpus = {cores}\nRemoteUserCpu = {user:.1f}\n"
+         f"RemoteSysCpu = {sys_:.1f}\nRemoteWallClockTime = {wall:.1f}\nCommittedTime = {wall}\n")
+    return s + (f"CpusProvisioned = {cores}\n" if provisioned else "")
+
+
+AD_A = common(101, T - 600) + finished(T, 4000, 3000, 200) + """ExitBySignal = false
 NumJobStarts = 1
-RequestCpus = 1
-CpusProvisioned = 1
-RemoteUserCpu = 3000.0
-RemoteSysCpu = 200.0
-RemoteWallClockTime = 4000.0
-CommittedTime = 4000
 LastRemoteWallClockTime = 4000.0
 BlockReadKbytes = 2048
 BlockWriteKbytes = 1024
 LastRemoteHost = "slot1_1@wn-ssd01.t2.example.org"
 """ + tags("ssd", ["Samsung SSD 870 EVO 1TB"], "A")
 
-AD_B = common(102, T - 500, owner="bob", group="group_atlas.analysis.bob") + f"""JobStatus = 4
-ExitCode = 0
-JobStartDate = {T + 100}
-JobCurrentStartDate = {T + 100}
-CompletionDate = {T + 3700}
-NumJobStarts = 1
-RequestCpus = 8
-CpusProvisioned = 8
-RemoteUserCpu = 20000.0
-RemoteSysCpu = 880.0
-RemoteWallClockTime = 3600.0
-CommittedTime = 3600
+AD_B = common(102, T - 500, owner="bob", group="group_atlas.analysis.bob") + finished(
+    T + 100, 3600, 20000, 880, cores=8) + """NumJobStarts = 1
 JobBatchName = "Grüße – ανάλυση ✓"
 Arguments = "-c 'print(\\"hello world\\")' --flag"
 SubmitEventNotes = "line one\\nline two"
@@ -116,17 +103,8 @@ MachineAttrTierlensAbArm1 = "A"
 """ + tags("raid0", ["ST2000NM0055-1V4104", "WDC WD2003FZEX-00SRLA0"], "B")
 
 # Submitted before tierlens was deployed: no identity, no tags.
-AD_D = common(104, T - 300, owner="carol", group="group_cms.carol", with_identity=False) + f"""JobStatus = 4
-ExitCode = 0
-JobCurrentStartDate = {T + 300}
-JobStartDate = {T + 300}
-CompletionDate = {T + 2300}
-RequestCpus = 1
-RemoteUserCpu = 1000.0
-RemoteSysCpu = 0.0
-RemoteWallClockTime = 2000.0
-CommittedTime = 2000
-LastRemoteHost = "slot1_1@wn-old01.t2.example.org"
+AD_D = common(104, T - 300, owner="carol", group="group_cms.carol", with_identity=False) + finished(
+    T + 300, 2000, 1000, 0, provisioned=False) + """LastRemoteHost = "slot1_1@wn-old01.t2.example.org"
 """
 
 # RequestCpus is an expression (2 here); no CpusProvisioned.
@@ -168,17 +146,8 @@ CommittedTime = 1000
 LastRemoteHost = "slot1_3@wn-ssd01.t2.example.org"
 """ + tags("ssd", ["Samsung SSD 870 EVO 1TB"], "A")
 
-AD_G = common(108, T - 50, owner="bob", group="group_atlas.analysis.bob") + f"""JobStatus = 4
-ExitCode = 1
-JobCurrentStartDate = {T + 600}
-JobStartDate = {T + 600}
-CompletionDate = {T + 1600}
-RequestCpus = 1
-RemoteUserCpu = 900.0
-RemoteSysCpu = 50.0
-RemoteWallClockTime = 1000.0
-CommittedTime = 1000
-LastRemoteHost = "slot1_5@wn-hdd01.t2.example.org"
+AD_G = common(108, T - 50, owner="bob", group="group_atlas.analysis.bob") + finished(
+    T + 600, 1000, 900, 50, exit_code=1, provisioned=False) + """LastRemoteHost = "slot1_5@wn-hdd01.t2.example.org"
 """ + tags("hdd", ["ST4000NM0035-1V4107"], "B", route="cache:xcache01:1094")
 
 AD_NO_GJID = """ClusterId = 109

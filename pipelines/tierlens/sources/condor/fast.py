@@ -55,18 +55,15 @@ def _lut(chars: str, value: int = 1, dtype=np.uint8) -> np.ndarray:
 _CUT = _lut("-+*/%&|^<>=!?:,([{. \t\r").astype(bool)
 _DIGIT = _lut("0123456789").astype(bool)
 _LETTER = _lut("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_").astype(bool)
-#: per-line sums that are zero when the line's brackets balance (each kind below 2**20 per line)
-_BRACKET_WEIGHT = np.zeros(256, np.int64)
-for _c, _w in zip("()[]{}", (1, -1, 1 << 21, -(1 << 21), 1 << 42, -(1 << 42))):
-    _BRACKET_WEIGHT[ord(_c)] = _w
-#: per-line quotes (low 32 bits) and backslashes (high 32 bits)
-_QUOTE_WEIGHT = np.zeros(256, np.int64)
-_QUOTE_WEIGHT[ord('"')] = 1
-_QUOTE_WEIGHT[ord("\\")] = 1 << 32
+#: per line, one sum of these weights over its brackets, quotes and backslashes; decoded by
+#: _line_sums (exact while a line holds fewer than _MAX_SPECIALS of them)
+_WEIGHT = np.zeros(256, np.int64)
+for _c, _w in zip('()[]{}"\\', (1, -1, 1 << 10, -(1 << 10), 1 << 20, -(1 << 20), 1 << 32, 1 << 48)):
+    _WEIGHT[ord(_c)] = _w
+_MAX_SPECIALS = 1 << 9
 #: translate() deletes every byte but these, leaving a short text with the same lines
 _KEEP = set(b'"()[]{}\\\n')
 _DELETE = bytes(b for b in range(256) if b not in _KEEP)
-_MAX_LINE = 1 << 19
 
 #: value kinds of a needed attribute line
 NOT_LITERAL, NUMBER, STRING, LIST, TRUE, OTHER_LITERAL = range(6)
@@ -97,13 +94,23 @@ class Block:
     needed: tuple[str, ...]         # the attribute names of the columns
     offsets: np.ndarray             # file offset of each fast ad
     numbers: np.ndarray             # (len(NEEDED), ads) float64; NaN: absent or not a number
-    strings: dict[str, pa.Array]    # needed name -> string per ad; null: absent, "" or not a string
+    text_at: np.ndarray             # (len(NEEDED), ads) position in pieces of a string; -1: none
+    pieces: pa.Array                # the block's lines cut in four: name, " = ", value, end
     true: dict[str, np.ndarray]     # needed name -> value is the literal true
     lists: dict[str, pa.Array]      # needed name -> list<string> per ad; null: not a list
     slow: list[tuple[int, bytes]]   # (file offset, text) of the ads classad2 reads
 
     def __len__(self) -> int:
         return len(self.offsets)
+
+    def number(self, name: str) -> np.ndarray:
+        return self.numbers[self.needed.index(name)]
+
+    def string(self, name: str) -> pa.Array:
+        """The attribute's string per ad; null where absent, empty or not a string."""
+        at = self.text_at[self.needed.index(name)]
+        col = pc.take(self.pieces, pa.array(at, mask=at < 0))
+        return pc.if_else(pc.equal(pc.binary_length(col), 0), None, col).cast(pa.string())
 
 
 def _np(a: pa.Array) -> np.ndarray:
@@ -120,17 +127,17 @@ def _segments(starts: np.ndarray, ends: np.ndarray, banner: np.ndarray, size: in
     return seg, first, stops, lines
 
 
-def _line_sums(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per line: the bracket balance (0 when balanced) and quotes + backslashes * 2**32."""
+def _line_sums(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per line: balanced brackets, quotes, backslashes."""
     kept = np.frombuffer(data.translate(None, _DELETE), np.uint8)
     nl = np.flatnonzero(kept == 10)
     assert len(nl) == n
-    out = []
-    for weight in (_BRACKET_WEIGHT, _QUOTE_WEIGHT):
-        c = np.cumsum(weight[kept])
-        at = c[nl]
-        out.append(at - np.r_[0, at[:-1]])
-    return out[0], out[1]
+    total = np.cumsum(np.take(_WEIGHT, kept))[nl]
+    sums = np.diff(total, prepend=0)
+    low = ((sums + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)   # the brackets' signed part
+    high = (sums - low) >> 32
+    balanced = (low == 0) & (np.diff(nl, prepend=-1) <= _MAX_SPECIALS)
+    return balanced, high & 0xFFFF, high >> 16
 
 
 def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
@@ -142,7 +149,8 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
     ends = np.flatnonzero(u == 10)
     n = len(ends)
     starts = np.r_[0, ends[:-1] + 1]
-    lines = pa.LargeStringArray.from_buffers(n, pa.py_buffer(np.r_[0, ends + 1]), pa.py_buffer(data))
+    strings, offset_type = (pa.StringArray, np.int32) if 4 * len(data) < 2**31 else (pa.LargeStringArray, np.int64)
+    lines = strings.from_buffers(n, pa.py_buffer(np.r_[0, ends + 1].astype(offset_type)), pa.py_buffer(data))
     banner = _np(pc.starts_with(lines, "*** "))
     seg, seg_start, seg_stop, seg_lines = _segments(starts, ends, banner, size)
     nseg = len(seg_start)
@@ -157,14 +165,14 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
     nonempty = ve > vs
     first = np.where(nonempty, u[np.minimum(vs, size)], 0)
     last = np.where(nonempty, u[np.maximum(ve - 1, 0)], 0)
-    brackets, quotes = _line_sums(data, n)
+    balanced, quotes, backslashes = _line_sums(data, n)
     quoted = nonempty & (first == 34) & (last == 34) & (ve - vs >= 2) & (quotes == 2)
     vs_q, ve_q = np.where(quoted, vs + 1, vs), np.where(quoted, ve - 1, ve)
     # four pieces a line: name, " = " (and quote), value, end of line; all views of data
     cuts = np.empty(4 * n + 1, np.int64)
     cuts[0:-1:4], cuts[1::4], cuts[2::4], cuts[3::4] = starts, starts + p, vs_q, ve_q
     cuts[-1] = len(data)
-    pieces = pa.LargeStringArray.from_buffers(4 * n, pa.py_buffer(cuts), pa.py_buffer(data))
+    pieces = strings.from_buffers(4 * n, pa.py_buffer(cuts.astype(offset_type)), pa.py_buffer(data))
 
     names = pc.take(pieces, pa.array(np.arange(0, 4 * n, 4))).dictionary_encode()
     codes, distinct = _np(names.indices), names.dictionary
@@ -175,7 +183,7 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
     k = exact[codes]
     body = ~banner
     bad = body & ~(well_formed[codes] & has_sep & (exact[codes] == lowered[codes]))
-    bad |= body & (_CUT[last] | (brackets != 0) | ((quotes & 0xFFFFFFFF) % 2 == 1) | (ends - starts > _MAX_LINE))
+    bad |= body & (_CUT[last] | ~balanced | ((quotes & 1) == 1))
     slow = np.bincount(seg[bad], minlength=nseg) > 0
     slow |= not utf8
 
@@ -184,12 +192,21 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
     ks, kind = k[sel], np.full(len(sel), NOT_LITERAL, np.int8)
     value_at = 4 * sel + 2
     f_ = first[sel]
-    kind[quoted[sel] & ((quotes[sel] >> 32) == 0)] = STRING
-    for mask, pattern, ok in ((_DIGIT[f_], _INT_OR_REAL, NUMBER), (f_ == 123, _STRING_LIST, LIST)):
-        at = np.flatnonzero(mask)
-        if len(at):
-            vals = pc.take(pieces, pa.array(value_at[at]))
-            kind[at[_np(pc.match_substring_regex(vals, pattern))]] = ok
+    kind[quoted[sel] & (backslashes[sel] == 0)] = STRING
+    number = np.full(len(sel), np.nan)
+    digits = np.flatnonzero(_DIGIT[f_])
+    if len(digits):  # integers (most numbers) without a regex: all digits, no leading 0, <= 18
+        text = pc.take(pieces, pa.array(value_at[digits]))
+        length = ve[sel[digits]] - vs[sel[digits]]
+        plain = _np(pc.ascii_is_decimal(text)) & (length <= 18) & ((f_[digits] != 48) | (length == 1))
+        other = np.flatnonzero(~plain)
+        plain[other[_np(pc.match_substring_regex(text.take(pa.array(other)), _INT_OR_REAL))]] = True
+        kind[digits[plain]] = NUMBER
+        number[digits[plain]] = _np(pc.cast(text.filter(pa.array(plain)), pa.float64()))
+    lists = np.flatnonzero(f_ == 123)
+    if len(lists):
+        text = pc.take(pieces, pa.array(value_at[lists]))
+        kind[lists[_np(pc.match_substring_regex(text, _STRING_LIST))]] = LIST
     at = np.flatnonzero(_LETTER[f_])
     if len(at):
         word = pc.utf8_lower(pc.take(pieces, pa.array(value_at[at])))
@@ -209,9 +226,9 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
     index = np.full(nseg, -1, np.int64)
     index[fast] = np.arange(int(fast.sum()))
     keep = fast[ad]
-    ad, ks, kind, value_at = index[ad[keep]], ks[keep], kind[keep], value_at[keep]
+    ad, ks, kind, value_at, number = index[ad[keep]], ks[keep], kind[keep], value_at[keep], number[keep]
     nads = int(fast.sum())
-    return Block(needed, base + seg_start[fast], *_columns(pieces, needed, nads, ad, ks, kind, value_at),
+    return Block(needed, base + seg_start[fast], *_columns(pieces, needed, nads, ad, ks, kind, value_at, number),
                  slow=slow_ads)
 
 
@@ -236,29 +253,20 @@ def _demand(slow, nseg, ad, ks, kind, pieces, value_at, needed) -> None:
     slow[ad[(ks == needed.index("MachineAttrTierlensScratchDevices0")) & (kind == STRING)]] = True
 
 
-def _columns(pieces, needed, nads, ad, ks, kind, value_at):
-    """Pivot the needed values of the fast ads: one column per needed attribute."""
-    numbers = np.full((len(needed), nads), np.nan)
-    num = kind == NUMBER
-    if num.any():
-        numbers[ks[num], ad[num]] = _np(pc.cast(pc.take(pieces, pa.array(value_at[num])), pa.float64()))
-    strings, true, lists = {}, {}, {}
-    text_at = np.full((len(needed), nads), -1, np.int64)
-    st = kind == STRING
-    text_at[ks[st], ad[st]] = value_at[st]
-    flag = np.zeros((len(needed), nads), bool)
-    flag[ks[kind == TRUE], ad[kind == TRUE]] = True
-    list_at = np.full((len(needed), nads), -1, np.int64)
-    li = kind == LIST
-    list_at[ks[li], ad[li]] = value_at[li]
-    for i, name in enumerate(needed):
-        at = text_at[i]
-        col = pc.take(pieces, pa.array(at, mask=at < 0)).cast(pa.string())
-        strings[name] = pc.if_else(pc.equal(pc.binary_length(col), 0), None, col)
-        true[name] = flag[i]
-        if (list_at[i] >= 0).any():
-            lists[name] = _string_lists(pieces, list_at[i])
-    return numbers, strings, true, lists
+def _columns(pieces, needed, nads, ad, ks, kind, value_at, number):
+    """Pivot the needed values of the fast ads: one row per needed attribute, one column per ad."""
+    def matrix(of_kind, values, fill, dtype):
+        m = np.full((len(needed), nads), fill, dtype)
+        sel = kind == of_kind
+        m[ks[sel], ad[sel]] = values(sel) if callable(values) else values
+        return m
+
+    numbers = matrix(NUMBER, lambda sel: number[sel], np.nan, np.float64)
+    text_at = matrix(STRING, lambda sel: value_at[sel], -1, np.int64)
+    true = matrix(TRUE, True, False, bool)
+    list_at = matrix(LIST, lambda sel: value_at[sel], -1, np.int64)
+    lists = {name: _string_lists(pieces, list_at[i]) for i, name in enumerate(needed) if (list_at[i] >= 0).any()}
+    return numbers, text_at, pieces, dict(zip(needed, true)), lists
 
 
 def _string_lists(pieces: pa.Array, at: np.ndarray) -> pa.Array:
@@ -301,10 +309,8 @@ def rows(block: Block, cluster: str, job_schema: pa.Schema, tag_schema: pa.Schem
     """The job table and job_tag table (with the positions of the tagged ads) of a block's fast
     ads: ``history.ad_rows`` as column expressions. Tests compare the two on every ad."""
     n = len(block)
-    needed = block.needed
-    def num(name):
-        return block.numbers[needed.index(name)]
-    s = block.strings
+    num = block.number
+    s = _Strings(block)
     gjid = s["GlobalJobId"]
     clusters = pc.coalesce(s["TierlensCluster"], pa.scalar(cluster))
     computed = pc.binary_join_element_wise(batch_system, clusters, gjid, ".")
@@ -361,6 +367,18 @@ def rows(block: Block, cluster: str, job_schema: pa.Schema, tag_schema: pa.Schem
         pa.array(np.full(n, tagger, object), pa.string()),
     ], schema=tag_schema).filter(pa.array(tagged))
     return job, tag, np.flatnonzero(tagged)
+
+
+class _Strings(dict):
+    """Block.string(name), each asked once."""
+
+    def __init__(self, block: Block) -> None:
+        super().__init__()
+        self.block = block
+
+    def __missing__(self, name: str) -> pa.Array:
+        self[name] = self.block.string(name)
+        return self[name]
 
 
 def _own_identity(identity: pa.Array, gjid: pa.Array, computed: pa.Array) -> pa.Array:
