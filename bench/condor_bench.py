@@ -7,10 +7,11 @@ followed by its banner), then times
 
 * the floor: ``classad2.parseAds`` over the same text with the banners turned into blank lines
   (the one way parseAds reads it correctly), i.e. classad2's parse alone;
-* tierlens: ``history_batches`` — read, split on banners, read each ad's needed literals without
-  classad2 (``literal_ad``; classad2 only where a needed value is an expression or a line does not
-  parse), map it and build the Arrow batches (no warehouse load). ``--classad2-path`` also times
-  the same with classad2 reading every ad.
+* tierlens: ``history_batches`` — read a block at a time, its lines as one Arrow array, split
+  name/value, check and pivot the needed literals by ad without classad2 (``fast.read_block``;
+  classad2 only for an ad where a needed value is an expression or a line does not parse), map
+  them as column expressions and build the Arrow batches (no warehouse load). ``--classad2-path``
+  also times the same with classad2 reading every ad.
 
 Prints ads/s (wall and CPU) for each, their ratios, peak RSS and the load average.
 """

@@ -471,9 +471,10 @@ def test_cli_without_paths_or_schedd_says_what_to_do(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------------ fast path
 
-def _all(paths, fast: bool):
+def _all(paths, fast: bool, batch_ads: int = 50_000):
     jobs, tags_, rejects = [], [], []
-    for b in history_batches(paths, CLUSTER, fast=fast):
+    for b in history_batches(paths, CLUSTER, fast=fast, batch_ads=batch_ads):
+        assert b.table.num_rows + len(b.rejects) <= batch_ads
         (jobs if b.kind.value == "job" else tags_).extend(zip(b.table.to_pylist(), b.locations))
         rejects.extend((r.location, r.field, r.reason) for r in b.rejects)
     return jobs, tags_, sorted(rejects)
@@ -489,11 +490,11 @@ def test_fast_path_rows_equal_classad2_on_the_fixtures(spool):
     assert _same_as_classad2([spool]) == 7
 
 
-def _slow_ads(path: Path) -> int:
-    """How many ads of the file the fast path hands to classad2."""
+def _slow_ads(path: Path) -> list[int]:
+    """The offsets of the ads the fast path hands to classad2."""
     from tierlens.sources.condor.fast import blocks, read_block
     from tierlens.sources.condor.history import NEEDED
-    return sum(len(read_block(data, base, NEEDED).slow) for base, data in blocks(path))
+    return [o for base, data in blocks(path) for o, _ in read_block(data, base, NEEDED).slow]
 
 
 def test_fast_path_rows_equal_classad2_on_the_bench_file(tmp_path):
@@ -503,7 +504,7 @@ def test_fast_path_rows_equal_classad2_on_the_bench_file(tmp_path):
     path = tmp_path / "history"
     write_history(path, 20_000)
     assert _same_as_classad2([path]) == 20_000
-    assert _slow_ads(path) == 0   # all took the fast path
+    assert _slow_ads(path) == []   # all took the fast path
 
 
 def test_ad_rows_reads_only_the_needed_attributes(spool):
@@ -546,5 +547,88 @@ def test_ad_rows_reads_only_the_needed_attributes(spool):
 def test_fast_path_leaves_to_classad2_what_is_not_plain(tmp_path, line, fast):
     path = tmp_path / "history"
     path.write_text(f'GlobalJobId = "s#1.0#5"\nJobStatus = 4\n{line}\n*** Offset = 0\n')
-    assert (_slow_ads(path) == 0) == fast
+    assert (_slow_ads(path) == []) == fast
     _same_as_classad2([path])   # and either way the row is classad2's
+
+
+def _bench_ads(n: int) -> list[str]:
+    """n ads of the bench's generator, each without its banner."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from condor_bench import _AD
+    t0 = T
+    return [_AD.format(cid=1000 + i, q=t0 + i - 600, start=t0 + i, end=t0 + i + 3600, slot=i, node=i, arm="AB"[i % 2])
+            for i in range(n)]
+
+
+def _set(ad: str, name: str, value: str) -> str:
+    """The ad with the value of its line for ``name`` replaced."""
+    out, n = re.subn(rf"^{name} = .*$", f"{name} = {value}", ad, flags=re.M)
+    assert n == 1, name
+    return out
+
+
+def _damaged_file(tmp_path) -> tuple[Path, list[int]]:
+    """A history file of bench ads, most of them damaged in one way; and each ad's offset."""
+    ads = _bench_ads(16)
+    ads[1] = _set(ads[1], "RequestCpus", "ifThenElse(MachineAttrCpus0 > 2, 3, 1)").replace(
+        "CpusProvisioned = 4\n", "")                                                  # expression: 3
+    ads[2] = _set(ads[2], "Owner", '"at\\"las"')                                     # escaped string
+    ads[3] = ads[3] + "RemoteUserCpu = 777.5\n"                                       # duplicate: last wins
+    ads[4] = ads[4].replace("ProcId = 0\n", "ProcId = 0\nthis is not an attribute\n")  # bad line
+    ads[5] = ads[5][:ads[5].index('"LINUX"') + 3] + "\n"                              # truncated mid-string
+    ads[6] = _set(ads[6], "RemoteSysCpu", "12 +")                                     # cut expression
+    ads[7] = _set(ads[7], "QDate", "1794815400.25")                                   # a real time
+    ads[8] = _set(ads[8], "ExitBySignal", "TRUE")                                     # keyword, failed
+    ads[9] = _set(ads[9], "MachineAttrTierlensStorageType0", '" NVMe "')              # spaces, case
+    ads[10] = _set(ads[10], "TierlensJobIdentity", '"htcondor.other.some#1.0#2"')      # not its own
+    ads[11] = _set(ads[11], "ExitCode", "-1")                                         # a sign: classad2
+    ads[12] = ads[12].replace("GlobalJobId", "GlobalJobIdX")                          # no GlobalJobId
+    ads[13] = ads[13].replace('Owner = "atlas"', 'owner = "bob"')                     # another spelling
+    ads[14] = _set(ads[14], "RemoteUserCpu", "1.5e+03")                               # exponent
+    data = b""
+    starts = []
+    for i, ad in enumerate(ads):
+        raw = ad.encode()
+        if i == 15:
+            raw = raw.replace(b'Iwd = "', b'Iwd = "\xff')                              # not UTF-8
+        starts.append(len(data))
+        data += raw + f"*** Offset = {len(data)} ClusterId = {1000 + i}\n".encode()
+        if i == 3:
+            data += b"\n*** Offset = 0 ClusterId = 0\n"                                # blank: no ad
+    data += b'GlobalJobId = "tail#1.0#1"\nJobStatus = 4\nCmd = "/bin/tru'              # cut, no banner
+    starts.append(data.rindex(b'GlobalJobId = "tail'))
+    path = tmp_path / "history"
+    path.write_bytes(data)
+    return path, starts
+
+
+def test_damaged_ads_give_classad2_rows_and_rejects_with_offsets(tmp_path):
+    path, starts = _damaged_file(tmp_path)
+    assert _same_as_classad2([path]) == 12
+    jobs, _, rejects = _all([path], True)
+    where = lambda i: f"{path}:offset {starts[i]}"  # noqa: E731
+    assert {r[0] for r in rejects} == {where(i) for i in (4, 5, 6, 12, 16)}
+    row = {loc: r for r, loc in jobs}
+    assert row[where(1)]["allocated_cores"] == 3
+    assert row[where(2)]["user_name"] == 'at"las'
+    assert row[where(3)]["cpu_user_seconds"] == 777.5
+    assert row[where(7)]["submit_time"].timestamp() == 1794815400.25
+    assert row[where(8)]["state"] == "FAILED"
+    assert row[where(10)]["job_identity"] == job_identity("htcondor", "bench", "ap01.example.org#1010.0#" + str(T + 10 - 600))
+    assert row[where(11)]["exit_code"] == -1
+    assert row[where(13)]["user_name"] == "bob"
+    assert row[where(14)]["cpu_user_seconds"] == 1500.0
+    _, tags_, _ = _all([path], True)
+    assert [t["storage_type"] for t, loc in tags_ if loc == where(9)] == ["nvme"]
+    # classad2 read the rejected ones and those whose needed values are not plain or not UTF-8
+    assert _slow_ads(path) == [starts[i] for i in (1, 2, 3, 4, 5, 6, 11, 12, 13, 15, 16)]
+
+
+def test_blocks_cut_anywhere_keep_every_ad_in_order(tmp_path, spool, monkeypatch):
+    """Reads shorter than an ad and batches of 3 ads: the same rows, rejects and order."""
+    from tierlens.sources.condor import fast
+    monkeypatch.setattr(fast, "READ_BYTES", 1000)
+    path, _ = _damaged_file(tmp_path)
+    for paths in ([path], [spool]):
+        assert _all(paths, True, batch_ads=3) == _all(paths, False, batch_ads=3)

@@ -154,7 +154,6 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
     banner = _np(pc.starts_with(lines, "*** "))
     seg, seg_start, seg_stop, seg_lines = _segments(starts, ends, banner, size)
     nseg = len(seg_start)
-    utf8 = data.isascii() or _is_utf8(data)
 
     # name = line[:p], value = line[p + 3:] (quotes dropped from "..."), p = first " = "
     p = _np(pc.find_substring(lines, " = ")).astype(np.int64)
@@ -179,13 +178,14 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
     needed_arr = pa.array(needed)
     well_formed = _np(pc.match_substring_regex(distinct, NAME))
     exact = _np(pc.index_in(distinct, value_set=needed_arr).fill_null(-1))
-    lowered = _np(pc.index_in(pc.utf8_lower(distinct), value_set=pc.utf8_lower(needed_arr)).fill_null(-1))
+    lowered = _np(pc.index_in(pc.ascii_lower(distinct), value_set=pc.ascii_lower(needed_arr)).fill_null(-1))
     k = exact[codes]
     body = ~banner
     bad = body & ~(well_formed[codes] & has_sep & (exact[codes] == lowered[codes]))
     bad |= body & (_CUT[last] | ~balanced | ((quotes & 1) == 1))
     slow = np.bincount(seg[bad], minlength=nseg) > 0
-    slow |= not utf8
+    if not data.isascii():
+        slow |= _not_utf8(data, seg_start, seg_stop)
 
     # needed lines: what kind of literal each value is
     sel = np.flatnonzero(body & (k >= 0) & ~slow[seg])
@@ -209,7 +209,7 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
         kind[lists[_np(pc.match_substring_regex(text, _STRING_LIST))]] = LIST
     at = np.flatnonzero(_LETTER[f_])
     if len(at):
-        word = pc.utf8_lower(pc.take(pieces, pa.array(value_at[at])))
+        word = pc.ascii_lower(pc.take(pieces, pa.array(value_at[at])))
         kind[at[_np(pc.is_in(word, value_set=_KEYWORDS))]] = OTHER_LITERAL
         kind[at[_np(pc.equal(word, "true"))]] = TRUE
     ad = seg[sel]
@@ -221,8 +221,9 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
     # ads without lines (two banners in a row, the empty tail) are no ads at all
     fast = ~slow & (seg_lines > 0)
     slow &= seg_lines > 0
-    slow_ads = [(base + int(a), data[a:b])
-                for a, b in zip(seg_start[slow], seg_stop[slow])]
+    # text between banners that is blank is no ad (as split_ads)
+    slow_ads = [(base + a, data[a:b]) for a, b in zip(seg_start[slow].tolist(), seg_stop[slow].tolist())
+                if data[a:b].strip()]
     index = np.full(nseg, -1, np.int64)
     index[fast] = np.arange(int(fast.sum()))
     keep = fast[ad]
@@ -232,12 +233,20 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
                  slow=slow_ads)
 
 
-def _is_utf8(data: bytes) -> bool:
+def _not_utf8(data: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """Per ad: its bytes are not UTF-8 (classad2 reads it as decoded with replacement)."""
     try:
         data.decode("utf-8")
+        return np.zeros(len(starts), bool)
     except UnicodeDecodeError:
-        return False
-    return True
+        pass
+    out = np.zeros(len(starts), bool)
+    for i, (a, b) in enumerate(zip(starts.tolist(), stops.tolist())):
+        try:
+            data[a:b].decode("utf-8")
+        except UnicodeDecodeError:
+            out[i] = True
+    return out
 
 
 def _demand(slow, nseg, ad, ks, kind, pieces, value_at, needed) -> None:

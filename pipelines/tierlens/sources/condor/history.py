@@ -450,9 +450,8 @@ def _block_piece(block: _fast.Block, path: Path, source: str, cluster: str) -> _
         return _Piece(jobs, job_at, tags, tag_at, [])
     slow = _Pending(source)
     for offset, text in block.slow:
-        if text.strip():  # as split_ads: blank text between banners is no ad
-            for location, item in _classad2(RawAd(str(path), offset, text.decode("utf-8", "replace"))):
-                slow.add(location, item, cluster)
+        for location, item in _classad2(RawAd(str(path), offset, text.decode("utf-8", "replace"))):
+            slow.add(location, item, cluster)
 
     def offsets(locations: list[str]) -> np.ndarray:
         return np.array([int(x.rsplit(" ", 1)[1]) for x in locations], np.int64)
