@@ -117,7 +117,8 @@ def _np(a: pa.Array) -> np.ndarray:
     return a.to_numpy(zero_copy_only=False)
 
 
-def _segments(starts: np.ndarray, ends: np.ndarray, banner: np.ndarray, size: int):
+def _segments(starts: np.ndarray, ends: np.ndarray, banner: np.ndarray, size: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per ad (the lines between banners): first and end byte, number of lines; per line: ad."""
     seg = np.cumsum(banner) - banner
     where = np.flatnonzero(banner)
@@ -140,11 +141,28 @@ def _line_sums(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return balanced, high & 0xFFFF, high >> 16
 
 
-def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
-    """The ads of one block; ``data`` ends after a banner line or at the end of the file."""
-    size = len(data)
-    if not data.endswith(b"\n"):
-        data += b"\n"
+@dataclass
+class _Lines:
+    """A block's lines as arrays: byte positions, the line cut at its first " = ", and the
+    line's own checks. ``pieces`` holds four views of ``data`` a line: name, " = " (and an
+    opening quote), value, the rest (closing quote, newline)."""
+
+    data: bytes
+    starts: np.ndarray
+    ends: np.ndarray          # position of the newline
+    banner: np.ndarray
+    value_start: np.ndarray
+    value_end: np.ndarray
+    first: np.ndarray         # first and last byte of the value (0: empty)
+    last: np.ndarray
+    quoted: np.ndarray        # the value is "..." with no other quote in the line
+    pieces: pa.Array
+    bad: np.ndarray           # not 'Name = value', or cut, unbalanced, odd quotes
+    backslashes: np.ndarray
+    needed: np.ndarray        # index in NEEDED of the line's name, -1: not needed
+
+
+def _cut_lines(data: bytes, needed: tuple[str, ...]) -> _Lines:
     u = np.frombuffer(data, np.uint8)
     ends = np.flatnonzero(u == 10)
     n = len(ends)
@@ -152,71 +170,87 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
     strings, offset_type = (pa.StringArray, np.int32) if 4 * len(data) < 2**31 else (pa.LargeStringArray, np.int64)
     lines = strings.from_buffers(n, pa.py_buffer(np.r_[0, ends + 1].astype(offset_type)), pa.py_buffer(data))
     banner = _np(pc.starts_with(lines, "*** "))
-    seg, seg_start, seg_stop, seg_lines = _segments(starts, ends, banner, size)
-    nseg = len(seg_start)
-
-    # name = line[:p], value = line[p + 3:] (quotes dropped from "..."), p = first " = "
     p = _np(pc.find_substring(lines, " = ")).astype(np.int64)
     has_sep = p >= 1
     p = np.where(has_sep, p, 0)
     vs = np.where(has_sep, starts + p + 3, starts)
     ve = np.where(has_sep, ends, starts)
     nonempty = ve > vs
-    first = np.where(nonempty, u[np.minimum(vs, size)], 0)
+    first = np.where(nonempty, u[np.minimum(vs, len(data) - 1)], 0)
     last = np.where(nonempty, u[np.maximum(ve - 1, 0)], 0)
     balanced, quotes, backslashes = _line_sums(data, n)
     quoted = nonempty & (first == 34) & (last == 34) & (ve - vs >= 2) & (quotes == 2)
-    vs_q, ve_q = np.where(quoted, vs + 1, vs), np.where(quoted, ve - 1, ve)
-    # four pieces a line: name, " = " (and quote), value, end of line; all views of data
     cuts = np.empty(4 * n + 1, np.int64)
-    cuts[0:-1:4], cuts[1::4], cuts[2::4], cuts[3::4] = starts, starts + p, vs_q, ve_q
+    cuts[0:-1:4], cuts[1::4], cuts[2::4], cuts[3::4] = starts, starts + p, vs + quoted, ve - quoted
     cuts[-1] = len(data)
     pieces = strings.from_buffers(4 * n, pa.py_buffer(cuts.astype(offset_type)), pa.py_buffer(data))
+    well_formed, needed_index = _names(pc.take(pieces, pa.array(np.arange(0, 4 * n, 4))), needed)
+    bad = ~banner & (~(well_formed & has_sep) | _CUT[last] | ~balanced | ((quotes & 1) == 1))
+    return _Lines(data, starts, ends, banner, vs, ve, first, last, quoted, pieces, bad, backslashes,
+                  needed_index)
 
-    names = pc.take(pieces, pa.array(np.arange(0, 4 * n, 4))).dictionary_encode()
-    codes, distinct = _np(names.indices), names.dictionary
+
+def _names(names: pa.Array, needed: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per line: the name is well-formed (and not a needed name spelt in another case, which
+    classad2 would take for it); the name's index in ``needed`` or -1. Checked once per
+    distinct name."""
+    codes = names.dictionary_encode()
+    distinct = codes.dictionary
     needed_arr = pa.array(needed)
-    well_formed = _np(pc.match_substring_regex(distinct, NAME))
     exact = _np(pc.index_in(distinct, value_set=needed_arr).fill_null(-1))
-    lowered = _np(pc.index_in(pc.ascii_lower(distinct), value_set=pc.ascii_lower(needed_arr)).fill_null(-1))
-    k = exact[codes]
-    body = ~banner
-    bad = body & ~(well_formed[codes] & has_sep & (exact[codes] == lowered[codes]))
-    bad |= body & (_CUT[last] | ~balanced | ((quotes & 1) == 1))
-    slow = np.bincount(seg[bad], minlength=nseg) > 0
-    if not data.isascii():
-        slow |= _not_utf8(data, seg_start, seg_stop)
+    folded = _np(pc.index_in(pc.ascii_lower(distinct), value_set=pc.ascii_lower(needed_arr)).fill_null(-1))
+    good = _np(pc.match_substring_regex(distinct, NAME)) & (exact == folded)
+    at = _np(codes.indices)
+    return good[at], exact[at]
 
-    # needed lines: what kind of literal each value is
-    sel = np.flatnonzero(body & (k >= 0) & ~slow[seg])
-    ks, kind = k[sel], np.full(len(sel), NOT_LITERAL, np.int8)
+
+def _kinds(lines: _Lines, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What kind of literal the value of each selected line is, and its number (NaN: none)."""
+    kind = np.full(len(sel), NOT_LITERAL, np.int8)
     value_at = 4 * sel + 2
-    f_ = first[sel]
-    kind[quoted[sel] & (backslashes[sel] == 0)] = STRING
+    first = lines.first[sel]
+    kind[lines.quoted[sel] & (lines.backslashes[sel] == 0)] = STRING
     number = np.full(len(sel), np.nan)
-    digits = np.flatnonzero(_DIGIT[f_])
+    digits = np.flatnonzero(_DIGIT[first])
     if len(digits):  # integers (most numbers) without a regex: all digits, no leading 0, <= 18
-        text = pc.take(pieces, pa.array(value_at[digits]))
-        length = ve[sel[digits]] - vs[sel[digits]]
-        plain = _np(pc.ascii_is_decimal(text)) & (length <= 18) & ((f_[digits] != 48) | (length == 1))
+        text = pc.take(lines.pieces, pa.array(value_at[digits]))
+        length = (lines.value_end - lines.value_start)[sel[digits]]
+        plain = _np(pc.ascii_is_decimal(text)) & (length <= 18) & ((first[digits] != 48) | (length == 1))
         other = np.flatnonzero(~plain)
         plain[other[_np(pc.match_substring_regex(text.take(pa.array(other)), _INT_OR_REAL))]] = True
         kind[digits[plain]] = NUMBER
         number[digits[plain]] = _np(pc.cast(text.filter(pa.array(plain)), pa.float64()))
-    lists = np.flatnonzero(f_ == 123)
+    lists = np.flatnonzero(first == 123)
     if len(lists):
-        text = pc.take(pieces, pa.array(value_at[lists]))
+        text = pc.take(lines.pieces, pa.array(value_at[lists]))
         kind[lists[_np(pc.match_substring_regex(text, _STRING_LIST))]] = LIST
-    at = np.flatnonzero(_LETTER[f_])
-    if len(at):
-        word = pc.ascii_lower(pc.take(pieces, pa.array(value_at[at])))
-        kind[at[_np(pc.is_in(word, value_set=_KEYWORDS))]] = OTHER_LITERAL
-        kind[at[_np(pc.equal(word, "true"))]] = TRUE
-    ad = seg[sel]
+    words = np.flatnonzero(_LETTER[first])
+    if len(words):
+        word = pc.ascii_lower(pc.take(lines.pieces, pa.array(value_at[words])))
+        kind[words[_np(pc.is_in(word, value_set=_KEYWORDS))]] = OTHER_LITERAL
+        kind[words[_np(pc.equal(word, "true"))]] = TRUE
+    return kind, number
+
+
+def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
+    """The ads of one block; ``data`` ends after a banner line or at the end of the file."""
+    size = len(data)
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    lines = _cut_lines(data, needed)
+    seg, seg_start, seg_stop, seg_lines = _segments(lines.starts, lines.ends, lines.banner, size)
+    nseg = len(seg_start)
+    slow = np.bincount(seg[lines.bad], minlength=nseg) > 0
+    if not data.isascii():
+        slow |= _not_utf8(data, seg_start, seg_stop)
+
+    sel = np.flatnonzero(~lines.banner & (lines.needed >= 0) & ~slow[seg])
+    ad, ks, value_at = seg[sel], lines.needed[sel], 4 * sel + 2
+    kind, number = _kinds(lines, sel)
     slow[ad[kind == NOT_LITERAL]] = True
     key = ad * len(needed) + ks
-    slow[ad[np.bincount(key, minlength=nseg * len(needed))[key] > 1]] = True
-    _demand(slow, nseg, ad, ks, kind, pieces, value_at, needed)
+    slow[ad[np.bincount(key, minlength=nseg * len(needed))[key] > 1]] = True  # twice: classad2
+    _demand(slow, nseg, ad, ks, kind, lines.pieces, value_at, needed)
 
     # ads without lines (two banners in a row, the empty tail) are no ads at all
     fast = ~slow & (seg_lines > 0)
@@ -224,13 +258,13 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
     # text between banners that is blank is no ad (as split_ads)
     slow_ads = [(base + a, data[a:b]) for a, b in zip(seg_start[slow].tolist(), seg_stop[slow].tolist())
                 if data[a:b].strip()]
-    index = np.full(nseg, -1, np.int64)
-    index[fast] = np.arange(int(fast.sum()))
-    keep = fast[ad]
-    ad, ks, kind, value_at, number = index[ad[keep]], ks[keep], kind[keep], value_at[keep], number[keep]
     nads = int(fast.sum())
-    return Block(needed, base + seg_start[fast], *_columns(pieces, needed, nads, ad, ks, kind, value_at, number),
-                 slow=slow_ads)
+    index = np.full(nseg, -1, np.int64)
+    index[fast] = np.arange(nads)
+    keep = fast[ad]
+    columns = _columns(lines.pieces, needed, nads, index[ad[keep]], ks[keep], kind[keep], value_at[keep],
+                       number[keep])
+    return Block(needed, base + seg_start[fast], *columns, slow=slow_ads)
 
 
 def _not_utf8(data: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
