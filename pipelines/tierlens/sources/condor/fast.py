@@ -94,8 +94,8 @@ class Block:
     needed: tuple[str, ...]         # the attribute names of the columns
     offsets: np.ndarray             # file offset of each fast ad
     numbers: np.ndarray             # (len(NEEDED), ads) float64; NaN: absent or not a number
-    text_at: np.ndarray             # (len(NEEDED), ads) position in pieces of a string; -1: none
-    pieces: pa.Array                # the block's lines cut in four: name, " = ", value, end
+    text_at: np.ndarray             # (len(NEEDED), ads) position in values of a string; -1: none
+    values: pa.Array                # the needed values of the block's lines, quotes dropped
     true: dict[str, np.ndarray]     # needed name -> value is the literal true
     lists: dict[str, pa.Array]      # needed name -> list<string> per ad; null: not a list
     slow: list[tuple[int, bytes]]   # (file offset, text) of the ads classad2 reads
@@ -109,7 +109,7 @@ class Block:
     def string(self, name: str) -> pa.Array:
         """The attribute's string per ad; null where absent, empty or not a string."""
         at = self.text_at[self.needed.index(name)]
-        col = pc.take(self.pieces, pa.array(at, mask=at < 0))
+        col = self.values.take(pa.array(at, mask=at < 0))
         return pc.if_else(pc.equal(pc.binary_length(col), 0), None, col).cast(pa.string())
 
 
@@ -180,10 +180,10 @@ def _cut_lines(data: bytes, needed: tuple[str, ...]) -> _Lines:
     last = np.where(nonempty, u[np.maximum(ve - 1, 0)], 0)
     balanced, quotes, backslashes = _line_sums(data, n)
     quoted = nonempty & (first == 34) & (last == 34) & (ve - vs >= 2) & (quotes == 2)
-    cuts = np.empty(4 * n + 1, np.int64)
+    cuts = np.empty(4 * n + 1, offset_type)
     cuts[0:-1:4], cuts[1::4], cuts[2::4], cuts[3::4] = starts, starts + p, vs + quoted, ve - quoted
     cuts[-1] = len(data)
-    pieces = strings.from_buffers(4 * n, pa.py_buffer(cuts.astype(offset_type)), pa.py_buffer(data))
+    pieces = strings.from_buffers(4 * n, pa.py_buffer(cuts), pa.py_buffer(data))
     well_formed, needed_index = _names(pc.take(pieces, pa.array(np.arange(0, 4 * n, 4))), needed)
     bad = ~banner & (~(well_formed & has_sep) | _CUT[last] | ~balanced | ((quotes & 1) == 1))
     return _Lines(data, starts, ends, banner, vs, ve, first, last, quoted, pieces, bad, backslashes,
@@ -204,16 +204,15 @@ def _names(names: pa.Array, needed: tuple[str, ...]) -> tuple[np.ndarray, np.nda
     return good[at], exact[at]
 
 
-def _kinds(lines: _Lines, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """What kind of literal the value of each selected line is, and its number (NaN: none)."""
     kind = np.full(len(sel), NOT_LITERAL, np.int8)
-    value_at = 4 * sel + 2
     first = lines.first[sel]
     kind[lines.quoted[sel] & (lines.backslashes[sel] == 0)] = STRING
     number = np.full(len(sel), np.nan)
     digits = np.flatnonzero(_DIGIT[first])
     if len(digits):  # integers (most numbers) without a regex: all digits, no leading 0, <= 18
-        text = pc.take(lines.pieces, pa.array(value_at[digits]))
+        text = values.take(pa.array(digits))
         length = (lines.value_end - lines.value_start)[sel[digits]]
         plain = _np(pc.ascii_is_decimal(text)) & (length <= 18) & ((first[digits] != 48) | (length == 1))
         other = np.flatnonzero(~plain)
@@ -222,11 +221,11 @@ def _kinds(lines: _Lines, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         number[digits[plain]] = _np(pc.cast(text.filter(pa.array(plain)), pa.float64()))
     lists = np.flatnonzero(first == 123)
     if len(lists):
-        text = pc.take(lines.pieces, pa.array(value_at[lists]))
+        text = values.take(pa.array(lists))
         kind[lists[_np(pc.match_substring_regex(text, _STRING_LIST))]] = LIST
     words = np.flatnonzero(_LETTER[first])
     if len(words):
-        word = pc.ascii_lower(pc.take(lines.pieces, pa.array(value_at[words])))
+        word = pc.ascii_lower(values.take(pa.array(words)))
         kind[words[_np(pc.is_in(word, value_set=_KEYWORDS))]] = OTHER_LITERAL
         kind[words[_np(pc.equal(word, "true"))]] = TRUE
     return kind, number
@@ -245,12 +244,14 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
         slow |= _not_utf8(data, seg_start, seg_stop)
 
     sel = np.flatnonzero(~lines.banner & (lines.needed >= 0) & ~slow[seg])
-    ad, ks, value_at = seg[sel], lines.needed[sel], 4 * sel + 2
-    kind, number = _kinds(lines, sel)
+    # the needed values, in a short array of their own: later look-ups stay in cache
+    values = pc.take(lines.pieces, pa.array(4 * sel + 2))
+    ad, ks, value_at = seg[sel], lines.needed[sel], np.arange(len(sel))
+    kind, number = _kinds(lines, sel, values)
     slow[ad[kind == NOT_LITERAL]] = True
     key = ad * len(needed) + ks
     slow[ad[np.bincount(key, minlength=nseg * len(needed))[key] > 1]] = True  # twice: classad2
-    _demand(slow, nseg, ad, ks, kind, lines.pieces, value_at, needed)
+    _demand(slow, nseg, ad, ks, kind, values, value_at, needed)
 
     # ads without lines (two banners in a row, the empty tail) are no ads at all
     fast = ~slow & (seg_lines > 0)
@@ -262,7 +263,7 @@ def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
     index = np.full(nseg, -1, np.int64)
     index[fast] = np.arange(nads)
     keep = fast[ad]
-    columns = _columns(lines.pieces, needed, nads, index[ad[keep]], ks[keep], kind[keep], value_at[keep],
+    columns = _columns(values, needed, nads, index[ad[keep]], ks[keep], kind[keep], value_at[keep],
                        number[keep])
     return Block(needed, base + seg_start[fast], *columns, slow=slow_ads)
 
@@ -283,38 +284,38 @@ def _not_utf8(data: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     return out
 
 
-def _demand(slow, nseg, ad, ks, kind, pieces, value_at, needed) -> None:
+def _demand(slow, nseg, ad, ks, kind, values, value_at, needed) -> None:
     """Ads that need classad2 for what the row makes of a value: no GlobalJobId string, a
     storage type that is not ASCII (Python's and Arrow's lower() differ), devices as a string."""
     gj = (ks == needed.index("GlobalJobId")) & (kind == STRING)
     has = np.zeros(nseg, bool)
-    has[ad[gj]] = _np(pc.binary_length(pc.take(pieces, pa.array(value_at[gj])))) > 0
+    has[ad[gj]] = _np(pc.binary_length(pc.take(values, pa.array(value_at[gj])))) > 0
     slow |= ~has
     st = np.flatnonzero((ks == needed.index("MachineAttrTierlensStorageType0")) & (kind == STRING))
-    ascii_ = _np(pc.string_is_ascii(pc.take(pieces, pa.array(value_at[st]))))
+    ascii_ = _np(pc.string_is_ascii(pc.take(values, pa.array(value_at[st]))))
     slow[ad[st[~ascii_]]] = True
     slow[ad[(ks == needed.index("MachineAttrTierlensScratchDevices0")) & (kind == STRING)]] = True
 
 
-def _columns(pieces, needed, nads, ad, ks, kind, value_at, number):
+def _columns(values, needed, nads, ad, ks, kind, value_at, number):
     """Pivot the needed values of the fast ads: one row per needed attribute, one column per ad."""
-    def matrix(of_kind, values, fill, dtype):
+    def matrix(of_kind, content, fill, dtype):
         m = np.full((len(needed), nads), fill, dtype)
         sel = kind == of_kind
-        m[ks[sel], ad[sel]] = values(sel) if callable(values) else values
+        m[ks[sel], ad[sel]] = content(sel) if callable(content) else content
         return m
 
     numbers = matrix(NUMBER, lambda sel: number[sel], np.nan, np.float64)
     text_at = matrix(STRING, lambda sel: value_at[sel], -1, np.int64)
     true = matrix(TRUE, True, False, bool)
     list_at = matrix(LIST, lambda sel: value_at[sel], -1, np.int64)
-    lists = {name: _string_lists(pieces, list_at[i]) for i, name in enumerate(needed) if (list_at[i] >= 0).any()}
-    return numbers, text_at, pieces, dict(zip(needed, true)), lists
+    lists = {name: _string_lists(values, list_at[i]) for i, name in enumerate(needed) if (list_at[i] >= 0).any()}
+    return numbers, text_at, values, dict(zip(needed, true)), lists
 
 
-def _string_lists(pieces: pa.Array, at: np.ndarray) -> pa.Array:
+def _string_lists(values: pa.Array, at: np.ndarray) -> pa.Array:
     """``{ "a", "b" }`` (checked: no escapes, no quotes inside) -> ["a", "b"]; null where at < 0."""
-    raw = pc.take(pieces, pa.array(np.where(at < 0, 0, at)))
+    raw = pc.take(values, pa.array(np.where(at < 0, 0, at)))
     parts = pc.split_pattern(raw, '"')
     offsets = _np(parts.offsets)
     flat = parts.flatten().cast(pa.string())
