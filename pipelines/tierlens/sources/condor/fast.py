@@ -71,20 +71,21 @@ NOT_LITERAL, NUMBER, STRING, LIST, TRUE, OTHER_LITERAL = range(6)
 
 def blocks(path: Path) -> Iterator[tuple[int, bytes]]:
     """(file offset, bytes) of consecutive blocks of a history file, each ending after a banner
-    line (the last block: at the end of the file)."""
+    line (the last block: at the end of the file). Each read is copied once, into its block."""
     opener = gzip.open if path.suffix == ".gz" else open
-    base, buf = 0, b""
+    base, rest = 0, b""
     with opener(path, "rb") as f:
         while chunk := f.read(READ_BYTES):
-            buf += chunk
-            i = buf.rfind(_BANNER_AFTER_NEWLINE)
-            end = buf.find(b"\n", i + 1) if i >= 0 else -1
-            if end < 0:  # no complete banner line yet; the next read brings one
+            i = chunk.rfind(_BANNER_AFTER_NEWLINE)
+            end = chunk.find(b"\n", i + 1) if i >= 0 else -1
+            if end < 0:  # no complete banner line in this read; the next brings one
+                rest += chunk
                 continue
-            yield base, buf[:end + 1]
-            base, buf = base + end + 1, buf[end + 1:]
-    if buf:
-        yield base, buf
+            block = b"".join((rest, memoryview(chunk)[:end + 1]))
+            yield base, block
+            base, rest = base + len(block), chunk[end + 1:]
+    if rest:
+        yield base, rest
 
 
 @dataclass

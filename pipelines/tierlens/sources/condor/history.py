@@ -434,7 +434,7 @@ class _Piece:
 
 
 def _locations(path: str, offsets: np.ndarray) -> list[str]:
-    return [f"{path}:offset {o}" for o in offsets.tolist()]
+    return list(map(f"{path}:offset ".__add__, map(str, offsets.tolist())))
 
 
 def _by_offset(table: pa.Table, at: np.ndarray) -> tuple[pa.Table, np.ndarray]:
