@@ -38,6 +38,7 @@ READ_BYTES = 1 << 24
 _BANNER_AFTER_NEWLINE = b"\n*** "
 
 NAME = r"^[A-Za-z_][A-Za-z0-9_.]*$"
+_NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_."
 _INT_OR_REAL = r"^(?:0|[1-9][0-9]{0,17})(?:\.[0-9]+(?:[eE][-+]?[0-9]{1,2})?)?$"
 _STRING_LIST = r'^\{[ \t]*(?:"[^"\\]*"[ \t]*(?:,[ \t]*"[^"\\]*"[ \t]*)*)?\}$'
 _KEYWORDS = pa.array(["true", "false", "undefined", "error"])
@@ -69,21 +70,29 @@ _DELETE = bytes(b for b in range(256) if b not in _KEEP)
 NOT_LITERAL, NUMBER, STRING, LIST, TRUE, OTHER_LITERAL = range(6)
 
 
-def blocks(path: Path) -> Iterator[tuple[int, bytes]]:
+def blocks(path: Path) -> Iterator[tuple[int, bytearray]]:
     """(file offset, bytes) of consecutive blocks of a history file, each ending after a banner
-    line (the last block: at the end of the file). Each read is copied once, into its block."""
+    line (the last block: at the end of the file). Each block is read into its own buffer, after
+    what the last read left beyond its last banner."""
     opener = gzip.open if path.suffix == ".gz" else open
     base, rest = 0, b""
     with opener(path, "rb") as f:
-        while chunk := f.read(READ_BYTES):
-            i = chunk.rfind(_BANNER_AFTER_NEWLINE)
-            end = chunk.find(b"\n", i + 1) if i >= 0 else -1
+        while True:
+            block = bytearray(len(rest) + READ_BYTES)
+            block[:len(rest)] = rest
+            got = f.readinto(memoryview(block)[len(rest):])
+            del block[len(rest) + got:]
+            if not got:
+                break
+            i = block.rfind(_BANNER_AFTER_NEWLINE)
+            end = block.find(b"\n", i + 1) if i >= 0 else -1
             if end < 0:  # no complete banner line in this read; the next brings one
-                rest += chunk
+                rest = block
                 continue
-            block = b"".join((rest, memoryview(chunk)[:end + 1]))
+            rest = block[end + 1:]
+            del block[end + 1:]
             yield base, block
-            base, rest = base + len(block), chunk[end + 1:]
+            base += len(block)
     if rest:
         yield base, rest
 
@@ -146,7 +155,7 @@ def _line_sums(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 @dataclass
 class _Lines:
-    """A block's lines as arrays: byte positions, the line cut at its first " = ", and the
+    """A block's lines as arrays: byte positions, the line cut after its name and " = ", and the
     line's own checks. ``pieces`` holds four views of ``data`` a line: name, " = " (and an
     opening quote), value, the rest (closing quote, newline)."""
 
@@ -177,9 +186,12 @@ def _cut_lines(data: bytes, needed: tuple[str, ...]) -> _Lines:
     starts = bounds[:-1]
     lines = strings.from_buffers(n, pa.py_buffer(bounds), pa.py_buffer(data))
     banner = _banners(u, starts)
-    p = _np(pc.find_substring(lines, " = ")).astype(itype, copy=False)
-    has_sep = p >= 1
-    p = np.maximum(p, 0)
+    # p: length of the leading run of name characters (ltrim is much cheaper than a search)
+    p = (ends + 1 - starts) - _np(pc.binary_length(pc.ascii_ltrim(lines, _NAME_CHARS))).astype(itype)
+    last_byte = len(data) - 1
+    has_sep = (p >= 1) & (u[np.minimum(starts + p, last_byte)] == 32)
+    has_sep &= (u[np.minimum(starts + p + 1, last_byte)] == 61) & (u[np.minimum(starts + p + 2, last_byte)] == 32)
+    p *= has_sep
     vs = starts + (p + 3) * has_sep
     ve = np.where(has_sep, ends, starts)
     nonempty = ve > vs
@@ -248,7 +260,7 @@ def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray
     return kind, number
 
 
-def read_block(data: bytes, base: int, needed: tuple[str, ...]) -> Block:
+def read_block(data: bytes | bytearray, base: int, needed: tuple[str, ...]) -> Block:
     """The ads of one block; ``data`` ends after a banner line or at the end of the file."""
     size = len(data)
     if not data.endswith(b"\n"):
