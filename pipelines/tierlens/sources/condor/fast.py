@@ -188,15 +188,21 @@ def _cut_lines(data: bytes, needed: tuple[str, ...]) -> _Lines:
     banner = _banners(u, starts)
     # p: length of the leading run of name characters (ltrim is much cheaper than a search)
     p = (ends + 1 - starts) - _np(pc.binary_length(pc.ascii_ltrim(lines, _NAME_CHARS))).astype(itype)
-    last_byte = len(data) - 1
-    has_sep = (p >= 1) & (u[np.minimum(starts + p, last_byte)] == 32)
-    has_sep &= (u[np.minimum(starts + p + 1, last_byte)] == 61) & (u[np.minimum(starts + p + 2, last_byte)] == 32)
+    # name + " = ": the name ends at or before the newline, so only the last line's look past
+    # it can leave the block
+    name_end = starts + p
+    after = name_end + 1
+    after[-1] = min(after[-1], len(data) - 1)
+    has_sep = (p >= 1) & (u[name_end] == 32) & (u[after] == 61)
+    after += 1
+    after[-1] = min(after[-1], len(data) - 1)
+    has_sep &= u[after] == 32
     p *= has_sep
     vs = starts + (p + 3) * has_sep
     ve = np.where(has_sep, ends, starts)
     nonempty = ve > vs
-    first = u[np.minimum(vs, len(data) - 1)] * nonempty
-    last = u[np.maximum(ve - 1, 0)] * nonempty
+    first = u[vs] * nonempty         # vs <= the newline
+    last = u[ve - 1] * nonempty      # -1 only where empty
     balanced, quotes, backslashes = _line_sums(data, n)
     quoted = nonempty & (first == 34) & (last == 34) & (ve - vs >= 2) & (quotes == 2)
     cuts = np.empty(4 * n + 1, itype)
