@@ -535,6 +535,9 @@ def test_ad_rows_reads_only_the_needed_attributes(spool):
     ('Owner = "al ice"', True),
     ('MachineAttrTierlensScratchDevices0 = { "a b", "c" }', True),
     ('ExitBySignal = FALSE', True),
+    ('Owner = ""', True),                                               # empty: no user
+    ('MachineAttrTierlensStorageType0 = ""', True),                     # empty: no tag
+    ('JobStatus = UNDEFINED', True),
     ('RequestCpus = ifThenElse(MachineAttrCpus0 > 4, 4, 2)', False),    # an expression
     ('Owner = "al\\"ice"', False),                                      # an escape
     ('RemoteSysCpu = -1', False),                                       # a sign is an operator

@@ -119,8 +119,7 @@ class Block:
     def string(self, name: str) -> pa.Array:
         """The attribute's string per ad; null where absent, empty or not a string."""
         at = self.text_at[self.needed.index(name)]
-        col = self.values.take(pa.array(at, mask=at < 0))
-        return pc.if_else(pc.equal(pc.binary_length(col), 0), None, col).cast(pa.string())
+        return self.values.take(pa.array(at, mask=at < 0)).cast(pa.string())
 
 
 def _np(a: pa.Array) -> np.ndarray:
@@ -243,7 +242,10 @@ def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray
     """What kind of literal the value of each selected line is, and its number (NaN: none)."""
     kind = np.full(len(sel), NOT_LITERAL, np.int8)
     first = lines.first[sel]
-    kind[lines.quoted[sel] & (lines.backslashes[sel] == 0)] = STRING
+    string = lines.quoted[sel] & (lines.backslashes[sel] == 0)
+    kind[string] = STRING
+    # "" is a literal, but no text for the row (as _str)
+    kind[string & ((lines.value_end - lines.value_start)[sel] == 2)] = OTHER_LITERAL
     number = np.full(len(sel), np.nan)
     digits = np.flatnonzero(_DIGIT[first])
     if len(digits):  # integers (most numbers) without a regex: all digits, no leading 0, <= 18
@@ -324,7 +326,7 @@ def _demand(slow, nseg, ad, ks, kind, values, value_at, needed) -> None:
     storage type that is not ASCII (Python's and Arrow's lower() differ), devices as a string."""
     gj = (ks == needed.index("GlobalJobId")) & (kind == STRING)
     has = np.zeros(nseg, bool)
-    has[ad[gj]] = _np(pc.binary_length(pc.take(values, pa.array(value_at[gj])))) > 0
+    has[ad[gj]] = True  # STRING: not empty
     slow |= ~has
     st = np.flatnonzero((ks == needed.index("MachineAttrTierlensStorageType0")) & (kind == STRING))
     ascii_ = _np(pc.string_is_ascii(pc.take(values, pa.array(value_at[st]))))
@@ -410,14 +412,15 @@ def rows(block: Block, cluster: str, job_schema: pa.Schema, tag_schema: pa.Schem
     for name in ("RemoteWallClockTime", "LastRemoteWallClockTime", "CommittedTime"):
         v = num(name)
         wall = np.where(v > 0, v, wall)
-    state = np.full(n, "UNKNOWN", object)
-    for value, label in job_states.items():
-        state[np.trunc(status) == value] = label
+    labels = ["UNKNOWN", "COMPLETED", "FAILED", *job_states.values()]
+    state = np.zeros(n, np.int8)
+    for i, value in enumerate(job_states, 3):
+        state[np.trunc(status) == value] = i
     failed = block.true["ExitBySignal"] | ~(np.isnan(code) | (code == 0))
-    state[done] = np.where(failed[done], "FAILED", "COMPLETED")
+    state[done] = np.where(failed[done], 2, 1)
     kb = {name: num(name) for name in ("BlockReadKbytes", "BlockWriteKbytes")}
-    const = pa.array(np.full(n, batch_system, object), pa.string())
-    empty = pa.array(np.full(n, "", object), pa.string())
+    const = pa.repeat(pa.scalar(batch_system, pa.string()), n)
+    empty = pa.repeat(pa.scalar("", pa.string()), n)
     nothing = pa.nulls(n, pa.string())
     job = pa.Table.from_arrays([
         const, clusters, gjid, empty, identity, s["Owner"],
@@ -428,7 +431,7 @@ def rows(block: Block, cluster: str, job_schema: pa.Schema, tag_schema: pa.Schem
         _ints(cores, np.ones(n, bool), pa.int32()),
         pa.array(num("RemoteUserCpu"), from_pandas=True), pa.array(num("RemoteSysCpu"), from_pandas=True),
         pa.array(wall, from_pandas=True),
-        pa.array(state, pa.string()),
+        pa.array(labels, pa.string()).take(pa.array(state)),
         _ints(code, ~np.isnan(code) & done, pa.int32()),
         _ints(kb["BlockReadKbytes"] * 1024, ~np.isnan(kb["BlockReadKbytes"]), pa.int64()),
         _ints(kb["BlockWriteKbytes"] * 1024, ~np.isnan(kb["BlockWriteKbytes"]), pa.int64()),
@@ -443,7 +446,7 @@ def rows(block: Block, cluster: str, job_schema: pa.Schema, tag_schema: pa.Schem
         pc.coalesce(s["MachineAttrTierlensAbArm0"], s["TierlensAbArm"]),
         s["MachineAttrTierlensCacheRoute0"],
         _timestamps(start, np.ones(n, bool)),
-        pa.array(np.full(n, tagger, object), pa.string()),
+        pa.repeat(pa.scalar(tagger, pa.string()), n),
     ], schema=tag_schema).filter(pa.array(tagged))
     return job, tag, np.flatnonzero(tagged)
 
