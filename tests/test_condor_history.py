@@ -537,7 +537,8 @@ def test_ad_rows_reads_only_the_needed_attributes(spool):
     ('ExitBySignal = FALSE', True),
     ('Owner = ""', True),                                               # empty: no user
     ('MachineAttrTierlensStorageType0 = ""', True),                     # empty: no tag
-    ('JobStatus = UNDEFINED', True),
+    ('ExitCode = UNDEFINED', True),
+    ('JobStatus = 2', False),                                           # twice: classad2 decides
     ('RequestCpus = ifThenElse(MachineAttrCpus0 > 4, 4, 2)', False),    # an expression
     ('Owner = "al\\"ice"', False),                                      # an escape
     ('RemoteSysCpu = -1', False),                                       # a sign is an operator
