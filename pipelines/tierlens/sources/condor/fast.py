@@ -2,9 +2,10 @@
 
 A block (``READ_BYTES``, cut after a banner line) becomes one Arrow string array of its lines,
 without copying: the line offsets come from the newline positions. Each ad is the run of lines
-between two ``*** `` banners (ad number = running count of banners). Every line is split at its
-first `` = `` into name and value; names are dictionary-encoded, so the checks on names
-(well-formed, one of ``NEEDED``, a needed name spelt in another case) run once per distinct name.
+between two ``*** `` banners (ad number = running count of banners). Every line is cut into its
+name (the leading run of name characters), `` = `` and its value; names are dictionary-encoded,
+so the checks on names (well-formed, one of ``NEEDED``, a needed name spelt in another case) run
+once per distinct name.
 
 An ad is read here, without classad2, only when classad2 would read the same thing:
 
