@@ -636,3 +636,14 @@ def test_blocks_cut_anywhere_keep_every_ad_in_order(tmp_path, spool, monkeypatch
     path, _ = _damaged_file(tmp_path)
     for paths in ([path], [spool]):
         assert _all(paths, True, batch_ads=3) == _all(paths, False, batch_ads=3)
+
+
+@pytest.mark.parametrize("text", [
+    b"", b"*** Offset = 0\n", b"\n\n", b"A = 1\n\n*** x\n\n", b"A\n=\n = \n*** \n",
+    b'GlobalJobId = "a#1.0#2"\nJobStatus = 4',                       # no newline at the end
+    b'GlobalJobId = "a#1.0#2"\r\nJobStatus = 4\r\n*** x\r\n',         # CRLF
+])
+def test_edge_files_as_classad2(tmp_path, text):
+    path = tmp_path / "history"
+    path.write_bytes(text)
+    assert _all([path], True) == _all([path], False)

@@ -188,14 +188,12 @@ def _cut_lines(data: bytes, needed: tuple[str, ...]) -> _Lines:
     banner = _banners(u, starts)
     # p: length of the leading run of name characters (ltrim is much cheaper than a search)
     p = (ends + 1 - starts) - _np(pc.binary_length(pc.ascii_ltrim(lines, _NAME_CHARS))).astype(itype)
-    # name + " = ": the name ends at or before the newline, so only the last line's look past
-    # it can leave the block
+    # name + " = ": the name ends at or before the newline; the two bytes after it may lie past
+    # the end of the block (short last lines)
     name_end = starts + p
-    after = name_end + 1
-    after[-1] = min(after[-1], len(data) - 1)
+    after = np.minimum(name_end + 1, len(data) - 1)
     has_sep = (p >= 1) & (u[name_end] == 32) & (u[after] == 61)
-    after += 1
-    after[-1] = min(after[-1], len(data) - 1)
+    np.minimum(after + 1, len(data) - 1, out=after)
     has_sep &= u[after] == 32
     p *= has_sep
     vs = starts + (p + 3) * has_sep
