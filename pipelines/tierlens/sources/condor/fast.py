@@ -25,6 +25,7 @@ ClassAd grammar on purpose; what they do not recognise costs time, never a wrong
 
 from __future__ import annotations
 
+import functools
 import gzip
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -177,7 +178,7 @@ class _Lines:
 def _cut_lines(data: bytes, needed: tuple[str, ...]) -> _Lines:
     u = np.frombuffer(data, np.uint8)
     # 32-bit positions where the block allows: half the memory traffic of every step below
-    strings, itype = (pa.StringArray, np.int32) if 4 * len(data) < 2**31 else (pa.LargeStringArray, np.int64)
+    strings, itype = _string_type(data)
     ends = np.flatnonzero(u == 10).astype(itype)
     n = len(ends)
     bounds = np.empty(n + 1, itype)
@@ -208,9 +209,13 @@ def _cut_lines(data: bytes, needed: tuple[str, ...]) -> _Lines:
     cuts[-1] = len(data)
     pieces = strings.from_buffers(4 * n, pa.py_buffer(cuts), pa.py_buffer(data))
     well_formed, needed_index = _names(pc.take(pieces, pa.array(np.arange(0, 4 * n, 4))), needed)
-    bad = ~banner & (~(well_formed & has_sep) | _CUT[last] | ~balanced | ((quotes & 1) == 1))
+    bad = ~banner & (~(well_formed & has_sep & nonempty) | _CUT[last] | ~balanced | ((quotes & 1) == 1))
     return _Lines(data, starts, ends, banner, vs, ve, first, last, quoted, pieces, bad, backslashes,
                   needed_index)
+
+
+def _string_type(data) -> tuple[type, type]:
+    return (pa.StringArray, np.int32) if 4 * len(data) < 2**31 else (pa.LargeStringArray, np.int64)
 
 
 def _banners(u: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -237,8 +242,10 @@ def _names(names: pa.Array, needed: tuple[str, ...]) -> tuple[np.ndarray, np.nda
     return good[at], exact[at]
 
 
-def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """What kind of literal the value of each selected line is, and its number (NaN: none)."""
+def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array, wanted: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """What kind of literal the value of each selected line is, and its number (NaN: none; only
+    where ``wanted``)."""
     kind = np.full(len(sel), NOT_LITERAL, np.int8)
     first = lines.first[sel]
     string = lines.quoted[sel] & (lines.backslashes[sel] == 0)
@@ -254,6 +261,7 @@ def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray
         other = np.flatnonzero(~plain)
         plain[other[_np(pc.match_substring_regex(text.take(pa.array(other)), _INT_OR_REAL))]] = True
         kind[digits[plain]] = NUMBER
+        plain &= wanted[digits]
         number[digits[plain]] = _np(pc.cast(text.filter(pa.array(plain)), pa.float64()))
     lists = np.flatnonzero(first == 123)
     if len(lists):
@@ -279,11 +287,21 @@ def read_block(data: bytes | bytearray, base: int, needed: tuple[str, ...]) -> B
     if not data.isascii():
         slow |= _not_utf8(data, seg_start, seg_stop)
 
-    sel = np.flatnonzero(~lines.banner & (lines.needed >= 0) & ~slow[seg])
-    # the needed values, in a short array of their own: later look-ups stay in cache
-    values = pc.take(lines.pieces, pa.array(4 * sel + 2))
-    ad, ks, value_at = seg[sel], lines.needed[sel], np.arange(len(sel))
-    kind, number = _kinds(lines, sel, values)
+    # every value of the ads still in: literals are read here, the other values are parsed by
+    # classad2, once per distinct value, as it would parse them in the ad
+    plain_string = lines.quoted & (lines.backslashes == 0)
+    every = np.flatnonzero(~lines.banner & ~slow[seg] & ((lines.needed >= 0) | ~plain_string))
+    values = pc.take(lines.pieces, pa.array(4 * every + 2))
+    wanted = lines.needed[every] >= 0
+    kind, number = _kinds(lines, every, values, wanted)
+    other = np.flatnonzero(~wanted & (kind == NOT_LITERAL))
+    if len(other):
+        lines_at = every[other]
+        text = _views(data, lines.value_start[lines_at], lines.value_end[lines_at])
+        slow[seg[lines_at[~_parse_each(text)]]] = True
+    sel = every[wanted]
+    value_at, kind, number = np.flatnonzero(wanted), kind[wanted], number[wanted]
+    ad, ks = seg[sel], lines.needed[sel]
     slow[ad[kind == NOT_LITERAL]] = True
     key = ad * len(needed) + ks
     slow[ad[np.bincount(key, minlength=nseg * len(needed))[key] > 1]] = True  # twice: classad2
@@ -302,6 +320,35 @@ def read_block(data: bytes | bytearray, base: int, needed: tuple[str, ...]) -> B
     columns = _columns(values, needed, nads, index[ad[keep]], ks[keep], kind[keep], value_at[keep],
                        number[keep])
     return Block(needed, base + seg_start[fast], *columns, slow=slow_ads)
+
+
+def _views(data, starts: np.ndarray, stops: np.ndarray) -> pa.Array:
+    """data[starts[i]:stops[i]] for each i (ascending, not overlapping) as one string array."""
+    strings, itype = _string_type(data)
+    cuts = np.empty(2 * len(starts) + 1, itype)
+    cuts[0:-1:2], cuts[1::2] = starts, stops
+    cuts[-1] = len(data)
+    pieces = strings.from_buffers(2 * len(starts), pa.py_buffer(cuts), pa.py_buffer(data))
+    return pieces.take(pa.array(np.arange(0, 2 * len(starts), 2)))
+
+
+def _parse_each(values: pa.Array) -> np.ndarray:
+    """Per value: classad2 parses it as the value of an attribute line."""
+    codes = values.dictionary_encode()
+    ok = np.array([_parses(v) for v in codes.dictionary.to_pylist()], bool)
+    return ok[_np(codes.indices)]
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _parses(value: str) -> bool:
+    """As parse_ad sees a line: the attribute, and the line after it, made it into the ad."""
+    import classad2
+
+    try:
+        ad = next(iter(classad2.parseAds(f"A = {value}\nB__ = 1\n")), None)
+    except Exception:  # noqa: BLE001 - classad2 raises a few kinds
+        return False
+    return ad is not None and len(ad) == 2
 
 
 def _not_utf8(data: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
