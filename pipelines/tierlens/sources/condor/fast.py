@@ -242,10 +242,8 @@ def _names(names: pa.Array, needed: tuple[str, ...]) -> tuple[np.ndarray, np.nda
     return good[at], exact[at]
 
 
-def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array, wanted: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """What kind of literal the value of each selected line is, and its number (NaN: none; only
-    where ``wanted``)."""
+def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """What kind of literal the value of each selected line is, and its number (NaN: none)."""
     kind = np.full(len(sel), NOT_LITERAL, np.int8)
     first = lines.first[sel]
     string = lines.quoted[sel] & (lines.backslashes[sel] == 0)
@@ -261,7 +259,6 @@ def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array, wanted: np.ndarray
         other = np.flatnonzero(~plain)
         plain[other[_np(pc.match_substring_regex(text.take(pa.array(other)), _INT_OR_REAL))]] = True
         kind[digits[plain]] = NUMBER
-        plain &= wanted[digits]
         number[digits[plain]] = _np(pc.cast(text.filter(pa.array(plain)), pa.float64()))
     lists = np.flatnonzero(first == 123)
     if len(lists):
@@ -287,20 +284,12 @@ def read_block(data: bytes | bytearray, base: int, needed: tuple[str, ...]) -> B
     if not data.isascii():
         slow |= _not_utf8(data, seg_start, seg_stop)
 
-    # every value of the ads still in: literals are read here, the other values are parsed by
-    # classad2, once per distinct value, as it would parse them in the ad
-    plain_string = lines.quoted & (lines.backslashes == 0)
-    every = np.flatnonzero(~lines.banner & ~slow[seg] & ((lines.needed >= 0) | ~plain_string))
-    values = pc.take(lines.pieces, pa.array(4 * every + 2))
-    wanted = lines.needed[every] >= 0
-    kind, number = _kinds(lines, every, values, wanted)
-    other = np.flatnonzero(~wanted & (kind == NOT_LITERAL))
-    if len(other):
-        lines_at = every[other]
-        text = _views(data, lines.value_start[lines_at], lines.value_end[lines_at])
-        slow[seg[lines_at[~_parse_each(text)]]] = True
-    sel = every[wanted]
-    value_at, kind, number = np.flatnonzero(wanted), kind[wanted], number[wanted]
+    slow[seg[_unparsed(data, lines, ~lines.banner & ~slow[seg] & (lines.needed < 0))]] = True
+    sel = np.flatnonzero(~lines.banner & (lines.needed >= 0) & ~slow[seg])
+    # the needed values, in a short array of their own: later look-ups stay in cache
+    values = pc.take(lines.pieces, pa.array(4 * sel + 2))
+    value_at = np.arange(len(sel))
+    kind, number = _kinds(lines, sel, values)
     ad, ks = seg[sel], lines.needed[sel]
     slow[ad[kind == NOT_LITERAL]] = True
     key = ad * len(needed) + ks
@@ -320,6 +309,25 @@ def read_block(data: bytes | bytearray, base: int, needed: tuple[str, ...]) -> B
     columns = _columns(values, needed, nads, index[ad[keep]], ks[keep], kind[keep], value_at[keep],
                        number[keep])
     return Block(needed, base + seg_start[fast], *columns, slow=slow_ads)
+
+
+def _unparsed(data, lines: _Lines, among: np.ndarray) -> np.ndarray:
+    """The lines (of those in ``among``) whose value classad2 would not parse. Plain strings and
+    numbers parse; any other value is parsed by classad2 once per distinct value, as in the ad
+    (expressions mostly repeat from job to job)."""
+    lines_at = np.flatnonzero(among & ~(lines.quoted & (lines.backslashes == 0)))
+    text = _views(data, lines.value_start[lines_at], lines.value_end[lines_at])
+    number = _DIGIT[lines.first[lines_at]]
+    length = (lines.value_end - lines.value_start)[lines_at]
+    number &= (length <= 18) & ((lines.first[lines_at] != 48) | (length == 1))
+    number &= _np(pc.ascii_is_decimal(text))
+    rest = np.flatnonzero(~number & _DIGIT[lines.first[lines_at]])
+    if len(rest):
+        number[rest] = _np(pc.match_substring_regex(text.take(pa.array(rest)), _INT_OR_REAL))
+    rest = np.flatnonzero(~number)
+    if not len(rest):
+        return rest
+    return lines_at[rest[~_parse_each(text.take(pa.array(rest)))]]
 
 
 def _views(data, starts: np.ndarray, stops: np.ndarray) -> pa.Array:
