@@ -15,6 +15,9 @@ An ad is read here, without classad2, only when classad2 would read the same thi
 * every needed value is a literal written the plain way HTCondor writes it: a decimal integer of up
   to 18 digits without sign or leading zero, a real ``123.45[e±NN]``, a string without escapes, a
   list of such strings, or true/false/undefined/error in any case;
+* every other value is a plain string or number, or classad2 parses it as the value of a line
+  (``_parses``: once per distinct value, cached; expressions such as Requirements repeat from job
+  to job), so an ad classad2 would reject for a damaged value it does not need is rejected too;
 * no needed attribute appears twice or in another spelling, the ad has a GlobalJobId string, its
   storage type is ASCII, and its scratch devices (when present) are a list.
 
