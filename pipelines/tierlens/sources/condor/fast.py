@@ -350,7 +350,7 @@ def _parse_each(values: pa.Array) -> np.ndarray:
     return ok[_np(codes.indices)]
 
 
-@functools.lru_cache(maxsize=1 << 14)
+@functools.lru_cache(maxsize=4096)  # bounded: values can be long
 def _parses(value: str) -> bool:
     """As parse_ad sees a line: the attribute, and the line after it, made it into the ad."""
     import classad2
