@@ -54,37 +54,24 @@ def common(cid, qdate, owner="alice", group="group_atlas.prod.alice", with_ident
     return s
 
 
-AD_A = common(101, T - 600) + f"""JobStatus = 4
-ExitCode = 0
-ExitBySignal = false
-JobStartDate = {T}
-JobCurrentStartDate = {T}
-CompletionDate = {T + 4000}
+def finished(start, wall, user, sys_, cores=1, exit_code=0, provisioned=True):
+    """The lines of a job that ran once, from start for wall seconds, and completed."""
+    s = (f"JobStatus = 4\nExitCode = {exit_code}\nJobStartDate = {start}\nJobCurrentStartDate = {start}\n"
+         f"CompletionDate = {start + wall}\nRequestCpus = {cores}\nRemoteUserCpu = {user:.1f}\n"
+         f"RemoteSysCpu = {sys_:.1f}\nRemoteWallClockTime = {wall:.1f}\nCommittedTime = {wall}\n")
+    return s + (f"CpusProvisioned = {cores}\n" if provisioned else "")
+
+
+AD_A = common(101, T - 600) + finished(T, 4000, 3000, 200) + """ExitBySignal = false
 NumJobStarts = 1
-RequestCpus = 1
-CpusProvisioned = 1
-RemoteUserCpu = 3000.0
-RemoteSysCpu = 200.0
-RemoteWallClockTime = 4000.0
-CommittedTime = 4000
 LastRemoteWallClockTime = 4000.0
 BlockReadKbytes = 2048
 BlockWriteKbytes = 1024
 LastRemoteHost = "slot1_1@wn-ssd01.t2.example.org"
 """ + tags("ssd", ["Samsung SSD 870 EVO 1TB"], "A")
 
-AD_B = common(102, T - 500, owner="bob", group="group_atlas.analysis.bob") + f"""JobStatus = 4
-ExitCode = 0
-JobStartDate = {T + 100}
-JobCurrentStartDate = {T + 100}
-CompletionDate = {T + 3700}
-NumJobStarts = 1
-RequestCpus = 8
-CpusProvisioned = 8
-RemoteUserCpu = 20000.0
-RemoteSysCpu = 880.0
-RemoteWallClockTime = 3600.0
-CommittedTime = 3600
+AD_B = common(102, T - 500, owner="bob", group="group_atlas.analysis.bob") + finished(
+    T + 100, 3600, 20000, 880, cores=8) + """NumJobStarts = 1
 JobBatchName = "Grüße – ανάλυση ✓"
 Arguments = "-c 'print(\\"hello world\\")' --flag"
 SubmitEventNotes = "line one\\nline two"
@@ -116,17 +103,8 @@ MachineAttrTierlensAbArm1 = "A"
 """ + tags("raid0", ["ST2000NM0055-1V4104", "WDC WD2003FZEX-00SRLA0"], "B")
 
 # Submitted before tierlens was deployed: no identity, no tags.
-AD_D = common(104, T - 300, owner="carol", group="group_cms.carol", with_identity=False) + f"""JobStatus = 4
-ExitCode = 0
-JobCurrentStartDate = {T + 300}
-JobStartDate = {T + 300}
-CompletionDate = {T + 2300}
-RequestCpus = 1
-RemoteUserCpu = 1000.0
-RemoteSysCpu = 0.0
-RemoteWallClockTime = 2000.0
-CommittedTime = 2000
-LastRemoteHost = "slot1_1@wn-old01.t2.example.org"
+AD_D = common(104, T - 300, owner="carol", group="group_cms.carol", with_identity=False) + finished(
+    T + 300, 2000, 1000, 0, provisioned=False) + """LastRemoteHost = "slot1_1@wn-old01.t2.example.org"
 """
 
 # RequestCpus is an expression (2 here); no CpusProvisioned.
@@ -168,17 +146,8 @@ CommittedTime = 1000
 LastRemoteHost = "slot1_3@wn-ssd01.t2.example.org"
 """ + tags("ssd", ["Samsung SSD 870 EVO 1TB"], "A")
 
-AD_G = common(108, T - 50, owner="bob", group="group_atlas.analysis.bob") + f"""JobStatus = 4
-ExitCode = 1
-JobCurrentStartDate = {T + 600}
-JobStartDate = {T + 600}
-CompletionDate = {T + 1600}
-RequestCpus = 1
-RemoteUserCpu = 900.0
-RemoteSysCpu = 50.0
-RemoteWallClockTime = 1000.0
-CommittedTime = 1000
-LastRemoteHost = "slot1_5@wn-hdd01.t2.example.org"
+AD_G = common(108, T - 50, owner="bob", group="group_atlas.analysis.bob") + finished(
+    T + 600, 1000, 900, 50, exit_code=1, provisioned=False) + """LastRemoteHost = "slot1_5@wn-hdd01.t2.example.org"
 """ + tags("hdd", ["ST4000NM0035-1V4107"], "B", route="cache:xcache01:1094")
 
 AD_NO_GJID = """ClusterId = 109
@@ -502,9 +471,10 @@ def test_cli_without_paths_or_schedd_says_what_to_do(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------------ fast path
 
-def _all(paths, fast: bool):
+def _all(paths, fast: bool, batch_ads: int = 50_000):
     jobs, tags_, rejects = [], [], []
-    for b in history_batches(paths, CLUSTER, fast=fast):
+    for b in history_batches(paths, CLUSTER, fast=fast, batch_ads=batch_ads):
+        assert b.table.num_rows + len(b.rejects) <= batch_ads
         (jobs if b.kind.value == "job" else tags_).extend(zip(b.table.to_pylist(), b.locations))
         rejects.extend((r.location, r.field, r.reason) for r in b.rejects)
     return jobs, tags_, sorted(rejects)
@@ -520,15 +490,21 @@ def test_fast_path_rows_equal_classad2_on_the_fixtures(spool):
     assert _same_as_classad2([spool]) == 7
 
 
+def _slow_ads(path: Path) -> list[int]:
+    """The offsets of the ads the fast path hands to classad2."""
+    from tierlens.sources.condor.fast import blocks, read_block
+    from tierlens.sources.condor.history import NEEDED
+    return [o for base, data in blocks(path) for o, _ in read_block(data, base, NEEDED).slow]
+
+
 def test_fast_path_rows_equal_classad2_on_the_bench_file(tmp_path):
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     from condor_bench import write_history
     path = tmp_path / "history"
-    write_history(path, 500)
-    assert _same_as_classad2([path]) == 500
-    from tierlens.sources.condor.history import literal_ad
-    assert all(literal_ad(raw.text) is not None for raw in split_ads(path))   # all took the fast path
+    write_history(path, 20_000)
+    assert _same_as_classad2([path]) == 20_000
+    assert _slow_ads(path) == []   # all took the fast path
 
 
 def test_ad_rows_reads_only_the_needed_attributes(spool):
@@ -559,6 +535,10 @@ def test_ad_rows_reads_only_the_needed_attributes(spool):
     ('Owner = "al ice"', True),
     ('MachineAttrTierlensScratchDevices0 = { "a b", "c" }', True),
     ('ExitBySignal = FALSE', True),
+    ('Owner = ""', True),                                               # empty: no user
+    ('MachineAttrTierlensStorageType0 = ""', True),                     # empty: no tag
+    ('ExitCode = UNDEFINED', True),
+    ('JobStatus = 2', False),                                           # twice: classad2 decides
     ('RequestCpus = ifThenElse(MachineAttrCpus0 > 4, 4, 2)', False),    # an expression
     ('Owner = "al\\"ice"', False),                                      # an escape
     ('RemoteSysCpu = -1', False),                                       # a sign is an operator
@@ -568,12 +548,130 @@ def test_ad_rows_reads_only_the_needed_attributes(spool):
     ('Requirements = ((Memory > 1)', False),                            # unbalanced
     ('', False),                                                        # a blank line
 ])
-def test_literal_ad_leaves_to_classad2_what_is_not_plain(line, fast):
-    from tierlens.sources.condor.history import literal_ad
-    text = f'GlobalJobId = "s#1.0#5"\nJobStatus = 4\n{line}\n'
-    assert (literal_ad(text) is not None) == fast
-    if fast:   # and then it reads what classad2 reads
-        from tierlens.sources.condor.history import _get, parse_ad, RawAd
-        ad, ref = literal_ad(text), parse_ad(RawAd("x", 0, text))
-        name = line.split(" = ")[0]
-        assert _get(ad, name) == _get(ref, name) or list(_get(ad, name)) == list(_get(ref, name))
+def test_fast_path_leaves_to_classad2_what_is_not_plain(tmp_path, line, fast):
+    path = tmp_path / "history"
+    path.write_text(f'GlobalJobId = "s#1.0#5"\nJobStatus = 4\n{line}\n*** Offset = 0\n')
+    assert (_slow_ads(path) == []) == fast
+    _same_as_classad2([path])   # and either way the row is classad2's
+
+
+def _bench_ads(n: int) -> list[str]:
+    """n ads of the bench's generator, each without its banner."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from condor_bench import _AD
+    t0 = T
+    return [_AD.format(cid=1000 + i, q=t0 + i - 600, start=t0 + i, end=t0 + i + 3600, slot=i, node=i, arm="AB"[i % 2])
+            for i in range(n)]
+
+
+def _set(ad: str, name: str, value: str) -> str:
+    """The ad with the value of its line for ``name`` replaced."""
+    out, n = re.subn(rf"^{name} = .*$", f"{name} = {value}", ad, flags=re.M)
+    assert n == 1, name
+    return out
+
+
+def _damaged_file(tmp_path) -> tuple[Path, list[int]]:
+    """A history file of bench ads, most of them damaged in one way; and each ad's offset."""
+    ads = _bench_ads(16)
+    ads[1] = _set(ads[1], "RequestCpus", "ifThenElse(MachineAttrCpus0 > 2, 3, 1)").replace(
+        "CpusProvisioned = 4\n", "")                                                  # expression: 3
+    ads[2] = _set(ads[2], "Owner", '"at\\"las"')                                     # escaped string
+    ads[3] = ads[3] + "RemoteUserCpu = 777.5\n"                                       # duplicate: last wins
+    ads[4] = ads[4].replace("ProcId = 0\n", "ProcId = 0\nthis is not an attribute\n")  # bad line
+    ads[5] = ads[5][:ads[5].index('"LINUX"') + 3] + "\n"                              # truncated mid-string
+    ads[6] = _set(ads[6], "RemoteSysCpu", "12 +")                                     # cut expression
+    ads[7] = _set(ads[7], "QDate", "1794815400.25")                                   # a real time
+    ads[8] = _set(ads[8], "ExitBySignal", "TRUE")                                     # keyword, failed
+    ads[9] = _set(ads[9], "MachineAttrTierlensStorageType0", '" NVMe "')              # spaces, case
+    ads[10] = _set(ads[10], "TierlensJobIdentity", '"htcondor.other.some#1.0#2"')      # not its own
+    ads[11] = _set(ads[11], "ExitCode", "-1")                                         # a sign: classad2
+    ads[12] = ads[12].replace("GlobalJobId", "GlobalJobIdX")                          # no GlobalJobId
+    ads[13] = ads[13].replace('Owner = "atlas"', 'owner = "bob"')                     # another spelling
+    ads[14] = _set(ads[14], "RemoteUserCpu", "1.5e+03")                               # exponent
+    data = b""
+    starts = []
+    for i, ad in enumerate(ads):
+        raw = ad.encode()
+        if i == 15:
+            raw = raw.replace(b'Iwd = "', b'Iwd = "\xff')                              # not UTF-8
+        starts.append(len(data))
+        data += raw + f"*** Offset = {len(data)} ClusterId = {1000 + i}\n".encode()
+        if i == 3:
+            data += b"\n*** Offset = 0 ClusterId = 0\n"                                # blank: no ad
+    data += b'GlobalJobId = "tail#1.0#1"\nJobStatus = 4\nCmd = "/bin/tru'              # cut, no banner
+    starts.append(data.rindex(b'GlobalJobId = "tail'))
+    path = tmp_path / "history"
+    path.write_bytes(data)
+    return path, starts
+
+
+def test_damaged_ads_give_classad2_rows_and_rejects_with_offsets(tmp_path):
+    path, starts = _damaged_file(tmp_path)
+    assert _same_as_classad2([path]) == 12
+    jobs, _, rejects = _all([path], True)
+    where = lambda i: f"{path}:offset {starts[i]}"  # noqa: E731
+    assert {r[0] for r in rejects} == {where(i) for i in (4, 5, 6, 12, 16)}
+    row = {loc: r for r, loc in jobs}
+    assert row[where(1)]["allocated_cores"] == 3
+    assert row[where(2)]["user_name"] == 'at"las'
+    assert row[where(3)]["cpu_user_seconds"] == 777.5
+    assert row[where(7)]["submit_time"].timestamp() == 1794815400.25
+    assert row[where(8)]["state"] == "FAILED"
+    assert row[where(10)]["job_identity"] == job_identity("htcondor", "bench", "ap01.example.org#1010.0#" + str(T + 10 - 600))
+    assert row[where(11)]["exit_code"] == -1
+    assert row[where(13)]["user_name"] == "bob"
+    assert row[where(14)]["cpu_user_seconds"] == 1500.0
+    _, tags_, _ = _all([path], True)
+    assert [t["storage_type"] for t, loc in tags_ if loc == where(9)] == ["nvme"]
+    # classad2 read the rejected ones and those whose needed values are not plain or not UTF-8
+    assert _slow_ads(path) == [starts[i] for i in (1, 2, 3, 4, 5, 6, 11, 12, 13, 15, 16)]
+
+
+def test_blocks_cut_anywhere_keep_every_ad_in_order(tmp_path, spool, monkeypatch):
+    """Reads shorter than an ad and batches of 3 ads: the same rows, rejects and order."""
+    from tierlens.sources.condor import fast
+    monkeypatch.setattr(fast, "READ_BYTES", 1000)
+    path, _ = _damaged_file(tmp_path)
+    for paths in ([path], [spool]):
+        assert _all(paths, True, batch_ads=3) == _all(paths, False, batch_ads=3)
+
+
+@pytest.mark.parametrize("text", [
+    b"", b"*** Offset = 0\n", b"\n\n", b"A = 1\n\n*** x\n\n", b"A\n=\n = \n*** \n",
+    b'GlobalJobId = "a#1.0#2"\nJobStatus = 4',                       # no newline at the end
+    b'GlobalJobId = "a#1.0#2"\r\nJobStatus = 4\r\n*** x\r\n',         # CRLF
+])
+def test_edge_files_as_classad2(tmp_path, text):
+    path = tmp_path / "history"
+    path.write_bytes(text)
+    assert _all([path], True) == _all([path], False)
+
+
+def test_randomly_damaged_ads_as_classad2(tmp_path):
+    """Bytes inserted, deleted, lines cut short or repeated, anywhere in bench ads (seeded): the
+    fast path gives classad2's rows and rejects, whichever of the two reads an ad."""
+    import random
+    rng = random.Random(17)
+    alphabet = b'abcXYZ019 ="\\(){}[],.+-*\n\t\xff#'
+    for trial in range(12):
+        data = b""
+        for i, ad in enumerate(_bench_ads(20)):
+            raw = ad.encode()
+            for _ in range(rng.randint(0, 3)):
+                pos, op = rng.randrange(len(raw)), rng.random()
+                if op < 0.4:
+                    raw = raw[:pos] + bytes([rng.choice(alphabet)]) + raw[pos:]
+                elif op < 0.7:
+                    raw = raw[:pos] + raw[pos + rng.randint(1, 5):]
+                elif op < 0.85:
+                    raw = raw[:pos] + b"\n"
+                else:
+                    lines = raw.split(b"\n")
+                    lines.insert(rng.randrange(len(lines)), rng.choice(lines))
+                    raw = b"\n".join(lines)
+            data += raw + f"*** Offset = {len(data)} ClusterId = {1000 + i}\n".encode()
+        path = tmp_path / f"history.{trial}"
+        path.write_bytes(data)
+        assert _all([path], True) == _all([path], False), trial

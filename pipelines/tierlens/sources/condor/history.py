@@ -9,10 +9,12 @@ parse; an ad whose attribute lines did not all make it into the parsed ad is the
 (source, ``FILE:offset N`` of the ad's first byte, the bad line) instead of being loaded half-read.
 
 Most ads never reach classad2: accounting needs a few dozen attributes (``NEEDED``) and HTCondor
-writes them as plain literals. ``literal_ad`` reads those values itself when every line is
-'Attribute = value', no value looks cut or unbalanced, and every needed value is a literal it
-reads exactly as classad2 does (decimal integers, reals, strings without escapes, lists of such
-strings, booleans, undefined); any other ad goes to classad2. Tests compare both on every ad.
+writes them as plain literals. ``fast.read_block`` reads a block of the file at a time as arrays
+and takes those values itself when every line is 'Attribute = value', no value looks cut or
+unbalanced, and every needed value is a literal it reads exactly as classad2 does (decimal
+integers, reals, strings without escapes, lists of such strings, booleans, undefined);
+``fast.rows`` then does what ``ad_rows`` does, as column expressions. Any other ad goes to
+classad2 and ``ad_rows``. Tests compare both paths on every ad.
 
 Which attributes make a row, and why (one row per job; see ``ad_rows``):
 
@@ -45,7 +47,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+
+from . import fast as _fast
 
 from ...records import JOB, JOB_TAG, Batch, RecordKind, Reject, job_identity
 
@@ -178,76 +183,6 @@ NEEDED = (
     "MachineAttrTierlensScratchPath0", "MachineAttrTierlensAbArm0", "TierlensAbArm",
     "MachineAttrTierlensCacheRoute0",
 )
-_NEEDED_LOWER = frozenset(n.lower() for n in NEEDED)
-_PAIR = re.compile(r"^[ \t]*([A-Za-z_][A-Za-z0-9_.]*)[ \t]*=[ \t]*([^\n]*)", re.M)
-#: a value that ends in an operator or an opening bracket was cut (classad2 rejects it); one
-#: with trailing blanks is left to classad2 too
-_CUT_VALUE = re.compile(r"[-+*/%&|^<>=!?:,(\[{. \t\r]\n")
-# Literals exactly as HTCondor writes them, kept narrow: anything else (a sign, an octal or hex
-# integer, a string with an escape, an expression) goes to classad2, which is never wrong.
-_REAL = re.compile(r"(?:0|[1-9][0-9]*)\.[0-9]+(?:[eE][-+]?[0-9]{1,3})?")
-_STRING = re.compile(r'"([^"\\]*)"')
-_STRING_LIST = re.compile(r'\{[ \t]*(?:"[^"\\]*"[ \t]*(?:,[ \t]*"[^"\\]*"[ \t]*)*)?\}')
-_KEYWORDS = {"true": True, "false": False, "undefined": None, "error": None}
-_NOT_LITERAL = object()
-
-
-def _literal(text: str):
-    """The Python value of a ClassAd literal, or _NOT_LITERAL."""
-    c = text[0]
-    if c == '"':
-        if text[-1] == '"' and text.count('"') == 2 and "\\" not in text:
-            return text[1:-1]
-        return _NOT_LITERAL
-    if c.isdigit():
-        if text.isdigit() and (c != "0" or len(text) == 1) and len(text) <= 18:
-            return int(text)
-        return float(text) if _REAL.fullmatch(text) else _NOT_LITERAL
-    if c == "{":
-        return _STRING.findall(text) if _STRING_LIST.fullmatch(text) else _NOT_LITERAL
-    return _KEYWORDS.get(text.lower(), _NOT_LITERAL)
-
-
-class LiteralAd(dict):
-    """The needed attributes of an ad whose needed values are all literals, read without
-    classad2, under their NEEDED spelling: looked up like a classad2 ad, KeyError when absent."""
-
-    __slots__ = ("text",)
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def literal_ad(text: str) -> LiteralAd | None:
-    """The ad read without classad2, or None when classad2 must read it: a line that is not
-    'Attribute = value' (a blank line or a comment included), a value that looks cut or
-    unbalanced, a needed attribute spelt in another case, or a needed value that is not a literal."""
-    if not text.endswith("\n"):
-        text += "\n"
-    pairs = _PAIR.findall(text)
-    if len(pairs) != text.count("\n") or _CUT_VALUE.search(text) or text.count('"') % 2:
-        return None
-    for o, c in ("()", "[]", "{}"):
-        if text.count(o) != text.count(c):
-            return None
-    values = dict(pairs)
-    ad = LiteralAd()
-    for name in NEEDED:
-        value = values.get(name)
-        if value is not None:
-            v = _literal(value)
-            if v is _NOT_LITERAL:
-                return None
-            ad[name] = v
-    # classad2 matches names without regard to case: any other spelling of a needed name, or
-    # two spellings of one name, and classad2 decides
-    lowered = set(map(str.lower, values))
-    if len(lowered) != len(values) or len(lowered & _NEEDED_LOWER) != len(ad):
-        return None
-    ad.text = text
-    return ad
-
-
 # ------------------------------------------------------------------------------ ad → rows
 
 def _get(ad, name: str):
@@ -399,6 +334,24 @@ class _Pending:
     def __len__(self) -> int:
         return len(self.jobs) + len(self.rejects)
 
+    def add(self, location: str, item, cluster: str) -> None:
+        """A parsed ad's rows, or (MalformedAd, raw text) as a reject."""
+        if isinstance(item, tuple):
+            err, raw = item
+            self.rejects.append(Reject(RecordKind.JOB, self.source, location, err.attr, err.reason, raw[:4000]))
+            return
+        try:
+            job, tag = ad_rows(item, cluster)
+        except MalformedAd as err:
+            self.rejects.append(Reject(RecordKind.JOB, self.source, location, err.attr, err.reason,
+                                       str(item)[:4000]))
+            return
+        self.jobs.append(job)
+        self.job_locations.append(location)
+        if tag is not None:
+            self.tags.append(tag)
+            self.tag_locations.append(location)
+
     def batches(self) -> Iterator[Batch]:
         if self.jobs or self.rejects:
             yield Batch(RecordKind.JOB, _table(self.jobs, JOB), self.source,
@@ -417,39 +370,113 @@ def ads_to_batches(ads: Iterable[tuple[str, object]], source: str, cluster: str,
     """(location, parsed ad or MalformedAd + raw text) pairs → bounded job / job_tag batches."""
     pending = _Pending(source)
     for location, item in ads:
-        if isinstance(item, tuple):  # (MalformedAd, raw text)
-            err, raw = item
-            pending.rejects.append(Reject(RecordKind.JOB, source, location, err.attr, err.reason, raw[:4000]))
-        else:
-            try:
-                job, tag = ad_rows(item, cluster)
-            except MalformedAd as err:
-                pending.rejects.append(Reject(RecordKind.JOB, source, location, err.attr, err.reason,
-                                              str(item)[:4000]))
-            else:
-                pending.jobs.append(job)
-                pending.job_locations.append(location)
-                if tag is not None:
-                    pending.tags.append(tag)
-                    pending.tag_locations.append(location)
+        pending.add(location, item, cluster)
         if len(pending) >= batch_ads:
             yield from pending.batches()
             pending = _Pending(source)
     yield from pending.batches()
 
 
-def _parsed(path: Path, fast: bool = True) -> Iterator[tuple[str, object]]:
+def _parsed(path: Path) -> Iterator[tuple[str, object]]:
+    """Every ad of a file read by classad2 (``parse_ad``), or its MalformedAd and text."""
     for raw in split_ads(path):
-        location = f"{raw.path}:offset {raw.offset}"
-        ad = literal_ad(raw.text) if fast else None
-        if ad is not None:
-            yield location, ad
-            continue
-        try:
-            yield location, parse_ad(raw)
-        except MalformedAd as err:
-            log.debug("%s: %s", location, err.reason)
-            yield location, (err, raw.text)
+        yield from _classad2(raw)
+
+
+def _classad2(raw: RawAd) -> Iterator[tuple[str, object]]:
+    location = f"{raw.path}:offset {raw.offset}"
+    try:
+        yield location, parse_ad(raw)
+    except MalformedAd as err:
+        log.debug("%s: %s", location, err.reason)
+        yield location, (err, raw.text)
+
+
+@dataclass
+class _Piece:
+    """Rows of consecutive ads of one file, each row with its ad's file offset."""
+
+    jobs: pa.Table
+    job_at: np.ndarray
+    tags: pa.Table
+    tag_at: np.ndarray
+    rejects: list[tuple[int, Reject]]
+
+    def __len__(self) -> int:
+        return len(self.job_at) + len(self.rejects)
+
+    @staticmethod
+    def concat(pieces: list[_Piece]) -> _Piece:
+        return _Piece(pa.concat_tables([p.jobs for p in pieces]), np.concatenate([p.job_at for p in pieces]),
+                      pa.concat_tables([p.tags for p in pieces]), np.concatenate([p.tag_at for p in pieces]),
+                      [r for p in pieces for r in p.rejects])
+
+    def split(self, ads: int) -> tuple[_Piece, _Piece]:
+        """The first ``ads`` ads (rows and rejects) and the rest."""
+        order = np.sort(np.r_[self.job_at, np.array([o for o, _ in self.rejects], np.int64)])
+        if ads >= len(order):
+            return self, _Piece(self.jobs.slice(0, 0), self.job_at[:0], self.tags.slice(0, 0),
+                                self.tag_at[:0], [])
+        cut = order[ads]
+        j, t = int(np.searchsorted(self.job_at, cut)), int(np.searchsorted(self.tag_at, cut))
+        head = _Piece(self.jobs.slice(0, j), self.job_at[:j], self.tags.slice(0, t), self.tag_at[:t],
+                      [r for r in self.rejects if r[0] < cut])
+        tail = _Piece(self.jobs.slice(j), self.job_at[j:], self.tags.slice(t), self.tag_at[t:],
+                      [r for r in self.rejects if r[0] >= cut])
+        return head, tail
+
+    def batches(self, source: str, path: str) -> Iterator[Batch]:
+        if len(self):
+            yield Batch(RecordKind.JOB, self.jobs, source, locations=_locations(path, self.job_at),
+                        rejects=[r for _, r in self.rejects])
+        if self.tags.num_rows:
+            yield Batch(RecordKind.JOB_TAG, self.tags, source, locations=_locations(path, self.tag_at))
+
+
+def _locations(path: str, offsets: np.ndarray) -> list[str]:
+    return list(map(f"{path}:offset ".__add__, map(str, offsets.tolist())))
+
+
+def _by_offset(table: pa.Table, at: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+    order = np.argsort(at, kind="stable")
+    return table.take(pa.array(order)), at[order]
+
+
+def _block_piece(block: _fast.Block, path: Path, source: str, cluster: str) -> _Piece:
+    """The block's fast ads as columns, its other ads through classad2, in file order."""
+    jobs, tags, tagged = _fast.rows(block, cluster, JOB, JOB_TAG, BATCH_SYSTEM, TAGGER, _JOB_STATUS)
+    job_at, tag_at = block.offsets, block.offsets[tagged]
+    if not block.slow:
+        return _Piece(jobs, job_at, tags, tag_at, [])
+    slow = _Pending(source)
+    for offset, text in block.slow:
+        for location, item in _classad2(RawAd(str(path), offset, text.decode("utf-8", "replace"))):
+            slow.add(location, item, cluster)
+
+    def offsets(locations: list[str]) -> np.ndarray:
+        return np.array([int(x.rsplit(" ", 1)[1]) for x in locations], np.int64)
+
+    jobs, job_at = _by_offset(pa.concat_tables([jobs, _table(slow.jobs, JOB)]),
+                              np.r_[job_at, offsets(slow.job_locations)])
+    tags, tag_at = _by_offset(pa.concat_tables([tags, _table(slow.tags, JOB_TAG)]),
+                              np.r_[tag_at, offsets(slow.tag_locations)])
+    rejects = [(int(r.location.rsplit(" ", 1)[1]), r) for r in slow.rejects]
+    return _Piece(jobs, job_at, tags, tag_at, rejects)
+
+
+def _fast_batches(path: Path, source: str, cluster: str, batch_ads: int) -> Iterator[Batch]:
+    pending: list[_Piece] = []
+    count = 0
+    for base, data in _fast.blocks(path):
+        piece = _block_piece(_fast.read_block(data, base, NEEDED), path, source, cluster)
+        pending.append(piece)
+        count += len(piece)
+        while count >= batch_ads:
+            head, tail = _Piece.concat(pending).split(batch_ads)
+            yield from head.batches(source, str(path))
+            pending, count = [tail], len(tail)
+    if count:
+        yield from _Piece.concat(pending).batches(source, str(path))
 
 
 def history_batches(paths: Iterable[Path], cluster: str, batch_ads: int = BATCH_ADS,
@@ -457,9 +484,13 @@ def history_batches(paths: Iterable[Path], cluster: str, batch_ads: int = BATCH_
     """Job and job_tag batches from history files (folders expand to history + history.*).
 
     Each file is its own source, ``condor-history:<file>``; a rejected ad is located as
-    ``<file>:offset <byte offset of its first line>``. With ``fast`` (the default) an ad whose
-    needed values are literals is read without classad2 (``literal_ad``); ``fast=False`` reads
-    every ad with classad2, which tests compare it with.
+    ``<file>:offset <byte offset of its first line>``. With ``fast`` (the default) a block of the
+    file at a time is read as arrays (``fast.read_block``) and only the ads that need it go to
+    classad2; ``fast=False`` reads every ad with classad2, which tests compare it with.
     """
     for path in history_files(paths):
-        yield from ads_to_batches(_parsed(path, fast), f"condor-history:{path}", cluster, batch_ads)
+        source = f"condor-history:{path}"
+        if fast:
+            yield from _fast_batches(path, source, cluster, batch_ads)
+        else:
+            yield from ads_to_batches(_parsed(path), source, cluster, batch_ads)

@@ -1,0 +1,532 @@
+"""History files read a block at a time, as arrays: the fast path of ``history.history_batches``.
+
+A block (``READ_BYTES``, cut after a banner line) becomes one Arrow string array of its lines,
+without copying: the line offsets come from the newline positions. Each ad is the run of lines
+between two ``*** `` banners (ad number = running count of banners). Every line is cut into its
+name (the leading run of name characters), `` = `` and its value; names are dictionary-encoded,
+so the checks on names (well-formed, one of ``NEEDED``, a needed name spelt in another case) run
+once per distinct name.
+
+An ad is read here, without classad2, only when classad2 would read the same thing:
+
+* every line is ``Name = value`` with a well-formed name, its last character is not one that leaves
+  an expression open (an operator, an opening bracket, a comma, a blank), and its quotes and
+  brackets balance (checked per line, stricter than per ad);
+* every needed value is a literal written the plain way HTCondor writes it: a decimal integer of up
+  to 18 digits without sign or leading zero, a real ``123.45[e±NN]``, a string without escapes, a
+  list of such strings, or true/false/undefined/error in any case;
+* every other value is a plain string or number, or classad2 parses it as the value of a line
+  (``_parses``: once per distinct value, cached; expressions such as Requirements repeat from job
+  to job), so an ad classad2 would reject for a damaged value it does not need is rejected too;
+* no needed attribute appears twice or in another spelling, the ad has a GlobalJobId string, its
+  storage type is ASCII, and its scratch devices (when present) are a list.
+
+Any other ad goes to classad2 (``history.parse_ad``), so its row is exactly what classad2 gives:
+tests compare both paths on every ad. The checks on names and values are narrower than the
+ClassAd grammar on purpose; what they do not recognise costs time, never a wrong row.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: bytes read from a history file at a time (a block ends at its last banner line)
+READ_BYTES = 1 << 24
+_BANNER_AFTER_NEWLINE = b"\n*** "
+
+NAME = r"^[A-Za-z_][A-Za-z0-9_.]*$"
+_NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_."
+_INT_OR_REAL = r"^(?:0|[1-9][0-9]{0,17})(?:\.[0-9]+(?:[eE][-+]?[0-9]{1,2})?)?$"
+_STRING_LIST = r'^\{[ \t]*(?:"[^"\\]*"[ \t]*(?:,[ \t]*"[^"\\]*"[ \t]*)*)?\}$'
+_KEYWORDS = pa.array(["true", "false", "undefined", "error"])
+#: characters Python's str.strip() removes from an ASCII string
+ASCII_SPACE = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+
+
+def _lut(chars: str, value: int = 1, dtype=np.uint8) -> np.ndarray:
+    t = np.zeros(256, dtype)
+    t[np.frombuffer(chars.encode(), np.uint8)] = value
+    return t
+
+
+#: a value ending in one of these was cut or leaves an expression open
+_CUT = _lut("-+*/%&|^<>=!?:,([{. \t\r").astype(bool)
+_DIGIT = _lut("0123456789").astype(bool)
+_LETTER = _lut("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_").astype(bool)
+#: per line, one sum of these weights over its brackets, quotes and backslashes; decoded by
+#: _line_sums (exact while a line holds fewer than _MAX_SPECIALS of them)
+_WEIGHT = np.zeros(256, np.int64)
+for _c, _w in zip('()[]{}"\\', (1, -1, 1 << 10, -(1 << 10), 1 << 20, -(1 << 20), 1 << 32, 1 << 48)):
+    _WEIGHT[ord(_c)] = _w
+_MAX_SPECIALS = 1 << 9
+#: translate() deletes every byte but these, leaving a short text with the same lines
+_KEEP = set(b'"()[]{}\\\n')
+_DELETE = bytes(b for b in range(256) if b not in _KEEP)
+
+#: value kinds of a needed attribute line
+NOT_LITERAL, NUMBER, STRING, LIST, TRUE, OTHER_LITERAL = range(6)
+
+
+def blocks(path: Path) -> Iterator[tuple[int, bytearray]]:
+    """(file offset, bytes) of consecutive blocks of a history file, each ending after a banner
+    line (the last block: at the end of the file). Each block is read into its own buffer, after
+    what the last read left beyond its last banner."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    base, rest = 0, b""
+    with opener(path, "rb") as f:
+        while True:
+            block = bytearray(len(rest) + READ_BYTES)
+            block[:len(rest)] = rest
+            got = f.readinto(memoryview(block)[len(rest):])
+            del block[len(rest) + got:]
+            if not got:
+                break
+            i = block.rfind(_BANNER_AFTER_NEWLINE)
+            end = block.find(b"\n", i + 1) if i >= 0 else -1
+            if end < 0:  # no complete banner line in this read; the next brings one
+                rest = block
+                continue
+            rest = block[end + 1:]
+            del block[end + 1:]
+            yield base, block
+            base += len(block)
+    if rest:
+        yield base, rest
+
+
+@dataclass
+class Block:
+    """What a block holds: its fast ads as needed-attribute columns, and the others' text."""
+
+    needed: tuple[str, ...]         # the attribute names of the columns
+    offsets: np.ndarray             # file offset of each fast ad
+    numbers: np.ndarray             # (len(NEEDED), ads) float64; NaN: absent or not a number
+    text_at: np.ndarray             # (len(NEEDED), ads) position in values of a string; -1: none
+    values: pa.Array                # the needed values of the block's lines, quotes dropped
+    true: dict[str, np.ndarray]     # needed name -> value is the literal true
+    lists: dict[str, pa.Array]      # needed name -> list<string> per ad; null: not a list
+    slow: list[tuple[int, bytes]]   # (file offset, text) of the ads classad2 reads
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def number(self, name: str) -> np.ndarray:
+        return self.numbers[self.needed.index(name)]
+
+    def string(self, name: str) -> pa.Array:
+        """The attribute's string per ad; null where absent, empty or not a string."""
+        at = self.text_at[self.needed.index(name)]
+        return self.values.take(pa.array(at, mask=at < 0)).cast(pa.string())
+
+
+def _np(a: pa.Array) -> np.ndarray:
+    return a.to_numpy(zero_copy_only=False)
+
+
+def _segments(starts: np.ndarray, ends: np.ndarray, banner: np.ndarray, size: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per ad (the lines between banners): first and end byte, number of lines; per line: ad."""
+    seg = np.cumsum(banner, dtype=starts.dtype) - banner
+    where = np.flatnonzero(banner)
+    first = np.r_[0, ends[where] + 1]
+    stops = np.r_[starts[where], size]
+    lines = np.bincount(seg[~banner], minlength=len(first))
+    return seg, first, stops, lines
+
+
+def _line_sums(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per line: balanced brackets, quotes, backslashes."""
+    kept = np.frombuffer(data.translate(None, _DELETE), np.uint8)
+    nl = np.flatnonzero(kept == 10)
+    assert len(nl) == n
+    sums = np.cumsum(np.take(_WEIGHT, kept))[nl]
+    sums[1:] -= sums[:-1].copy()
+    low = ((sums + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)   # the brackets' signed part
+    high = (sums - low) >> 32
+    specials = nl.copy()
+    specials[1:] -= nl[:-1]
+    balanced = (low == 0) & (specials <= _MAX_SPECIALS)
+    return balanced, high & 0xFFFF, high >> 16
+
+
+@dataclass
+class _Lines:
+    """A block's lines as arrays: byte positions, the line cut after its name and " = ", and the
+    line's own checks. ``pieces`` holds four views of ``data`` a line: name, " = " (and an
+    opening quote), value, the rest (closing quote, newline)."""
+
+    data: bytes
+    starts: np.ndarray
+    ends: np.ndarray          # position of the newline
+    banner: np.ndarray
+    value_start: np.ndarray
+    value_end: np.ndarray
+    first: np.ndarray         # first and last byte of the value (0: empty)
+    last: np.ndarray
+    quoted: np.ndarray        # the value is "..." with no other quote in the line
+    pieces: pa.Array
+    bad: np.ndarray           # not 'Name = value', or cut, unbalanced, odd quotes
+    backslashes: np.ndarray
+    needed: np.ndarray        # index in NEEDED of the line's name, -1: not needed
+
+
+def _cut_lines(data: bytes, needed: tuple[str, ...]) -> _Lines:
+    u = np.frombuffer(data, np.uint8)
+    # 32-bit positions where the block allows: half the memory traffic of every step below
+    strings, itype = _string_type(data)
+    ends = np.flatnonzero(u == 10).astype(itype)
+    n = len(ends)
+    bounds = np.empty(n + 1, itype)
+    bounds[0] = 0
+    np.add(ends, 1, out=bounds[1:])
+    starts = bounds[:-1]
+    lines = strings.from_buffers(n, pa.py_buffer(bounds), pa.py_buffer(data))
+    banner = _banners(u, starts)
+    # p: length of the leading run of name characters (ltrim is much cheaper than a search)
+    p = (ends + 1 - starts) - _np(pc.binary_length(pc.ascii_ltrim(lines, _NAME_CHARS))).astype(itype)
+    # name + " = ": the name ends at or before the newline; the two bytes after it may lie past
+    # the end of the block (short last lines)
+    name_end = starts + p
+    after = np.minimum(name_end + 1, len(data) - 1)
+    has_sep = (p >= 1) & (u[name_end] == 32) & (u[after] == 61)
+    np.minimum(after + 1, len(data) - 1, out=after)
+    has_sep &= u[after] == 32
+    p *= has_sep
+    vs = starts + (p + 3) * has_sep
+    ve = np.where(has_sep, ends, starts)
+    nonempty = ve > vs
+    first = u[vs] * nonempty         # vs <= the newline
+    last = u[ve - 1] * nonempty      # -1 only where empty
+    balanced, quotes, backslashes = _line_sums(data, n)
+    quoted = nonempty & (first == 34) & (last == 34) & (ve - vs >= 2) & (quotes == 2)
+    cuts = np.empty(4 * n + 1, itype)
+    cuts[0:-1:4], cuts[1::4], cuts[2::4], cuts[3::4] = starts, starts + p, vs + quoted, ve - quoted
+    cuts[-1] = len(data)
+    pieces = strings.from_buffers(4 * n, pa.py_buffer(cuts), pa.py_buffer(data))
+    well_formed, needed_index = _names(pc.take(pieces, pa.array(np.arange(0, 4 * n, 4))), needed)
+    bad = ~banner & (~(well_formed & has_sep & nonempty) | _CUT[last] | ~balanced | ((quotes & 1) == 1))
+    return _Lines(data, starts, ends, banner, vs, ve, first, last, quoted, pieces, bad, backslashes,
+                  needed_index)
+
+
+def _string_type(data) -> tuple[type, type]:
+    return (pa.StringArray, np.int32) if 4 * len(data) < 2**31 else (pa.LargeStringArray, np.int64)
+
+
+def _banners(u: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per line: it starts with "*** " (looked at only where it starts with "*")."""
+    banner = u[starts] == 42
+    at = starts[banner]
+    for i in (1, 2, 3):
+        banner[banner] = u[np.minimum(at + i, len(u) - 1)] == (32 if i == 3 else 42)
+        at = starts[banner]
+    return banner
+
+
+def _names(names: pa.Array, needed: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per line: the name is well-formed (and not a needed name spelt in another case, which
+    classad2 would take for it); the name's index in ``needed`` or -1. Checked once per
+    distinct name."""
+    codes = names.dictionary_encode()
+    distinct = codes.dictionary
+    needed_arr = pa.array(needed)
+    exact = _np(pc.index_in(distinct, value_set=needed_arr).fill_null(-1))
+    folded = _np(pc.index_in(pc.ascii_lower(distinct), value_set=pc.ascii_lower(needed_arr)).fill_null(-1))
+    good = _np(pc.match_substring_regex(distinct, NAME)) & (exact == folded)
+    at = _np(codes.indices)
+    return good[at], exact[at]
+
+
+def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """What kind of literal the value of each selected line is, and its number (NaN: none)."""
+    kind = np.full(len(sel), NOT_LITERAL, np.int8)
+    first = lines.first[sel]
+    string = lines.quoted[sel] & (lines.backslashes[sel] == 0)
+    kind[string] = STRING
+    # "" is a literal, but no text for the row (as _str)
+    kind[string & ((lines.value_end - lines.value_start)[sel] == 2)] = OTHER_LITERAL
+    number = np.full(len(sel), np.nan)
+    digits = np.flatnonzero(_DIGIT[first])
+    if len(digits):  # integers (most numbers) without a regex: all digits, no leading 0, <= 18
+        text = values.take(pa.array(digits))
+        length = (lines.value_end - lines.value_start)[sel[digits]]
+        plain = _np(pc.ascii_is_decimal(text)) & (length <= 18) & ((first[digits] != 48) | (length == 1))
+        other = np.flatnonzero(~plain)
+        plain[other[_np(pc.match_substring_regex(text.take(pa.array(other)), _INT_OR_REAL))]] = True
+        kind[digits[plain]] = NUMBER
+        number[digits[plain]] = _np(pc.cast(text.filter(pa.array(plain)), pa.float64()))
+    lists = np.flatnonzero(first == 123)
+    if len(lists):
+        text = values.take(pa.array(lists))
+        kind[lists[_np(pc.match_substring_regex(text, _STRING_LIST))]] = LIST
+    words = np.flatnonzero(_LETTER[first])
+    if len(words):
+        word = pc.ascii_lower(values.take(pa.array(words)))
+        kind[words[_np(pc.is_in(word, value_set=_KEYWORDS))]] = OTHER_LITERAL
+        kind[words[_np(pc.equal(word, "true"))]] = TRUE
+    return kind, number
+
+
+def read_block(data: bytes | bytearray, base: int, needed: tuple[str, ...]) -> Block:
+    """The ads of one block; ``data`` ends after a banner line or at the end of the file."""
+    size = len(data)
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    lines = _cut_lines(data, needed)
+    seg, seg_start, seg_stop, seg_lines = _segments(lines.starts, lines.ends, lines.banner, size)
+    nseg = len(seg_start)
+    slow = np.bincount(seg[lines.bad], minlength=nseg) > 0
+    if not data.isascii():
+        slow |= _not_utf8(data, seg_start, seg_stop)
+
+    slow[seg[_unparsed(data, lines, ~lines.banner & ~slow[seg] & (lines.needed < 0))]] = True
+    sel = np.flatnonzero(~lines.banner & (lines.needed >= 0) & ~slow[seg])
+    # the needed values, in a short array of their own: later look-ups stay in cache
+    values = pc.take(lines.pieces, pa.array(4 * sel + 2))
+    value_at = np.arange(len(sel))
+    kind, number = _kinds(lines, sel, values)
+    ad, ks = seg[sel], lines.needed[sel]
+    slow[ad[kind == NOT_LITERAL]] = True
+    key = ad * len(needed) + ks
+    slow[ad[np.bincount(key, minlength=nseg * len(needed))[key] > 1]] = True  # twice: classad2
+    _demand(slow, nseg, ad, ks, kind, values, value_at, needed)
+
+    # ads without lines (two banners in a row, the empty tail) are no ads at all
+    fast = ~slow & (seg_lines > 0)
+    slow &= seg_lines > 0
+    # text between banners that is blank is no ad (as split_ads)
+    slow_ads = [(base + a, data[a:b]) for a, b in zip(seg_start[slow].tolist(), seg_stop[slow].tolist())
+                if data[a:b].strip()]
+    nads = int(fast.sum())
+    index = np.full(nseg, -1, np.int64)
+    index[fast] = np.arange(nads)
+    keep = fast[ad]
+    columns = _columns(values, needed, nads, index[ad[keep]], ks[keep], kind[keep], value_at[keep],
+                       number[keep])
+    return Block(needed, base + seg_start[fast], *columns, slow=slow_ads)
+
+
+def _unparsed(data, lines: _Lines, among: np.ndarray) -> np.ndarray:
+    """The lines (of those in ``among``) whose value classad2 would not parse. Plain strings and
+    numbers parse; any other value is parsed by classad2 once per distinct value, as in the ad
+    (expressions mostly repeat from job to job)."""
+    lines_at = np.flatnonzero(among & ~(lines.quoted & (lines.backslashes == 0)))
+    text = _views(data, lines.value_start[lines_at], lines.value_end[lines_at])
+    number = _DIGIT[lines.first[lines_at]]
+    length = (lines.value_end - lines.value_start)[lines_at]
+    number &= (length <= 18) & ((lines.first[lines_at] != 48) | (length == 1))
+    number &= _np(pc.ascii_is_decimal(text))
+    rest = np.flatnonzero(~number & _DIGIT[lines.first[lines_at]])
+    if len(rest):
+        number[rest] = _np(pc.match_substring_regex(text.take(pa.array(rest)), _INT_OR_REAL))
+    rest = np.flatnonzero(~number)
+    if not len(rest):
+        return rest
+    return lines_at[rest[~_parse_each(text.take(pa.array(rest)))]]
+
+
+def _views(data, starts: np.ndarray, stops: np.ndarray) -> pa.Array:
+    """data[starts[i]:stops[i]] for each i (ascending, not overlapping) as one string array."""
+    strings, itype = _string_type(data)
+    cuts = np.empty(2 * len(starts) + 1, itype)
+    cuts[0:-1:2], cuts[1::2] = starts, stops
+    cuts[-1] = len(data)
+    pieces = strings.from_buffers(2 * len(starts), pa.py_buffer(cuts), pa.py_buffer(data))
+    return pieces.take(pa.array(np.arange(0, 2 * len(starts), 2)))
+
+
+def _parse_each(values: pa.Array) -> np.ndarray:
+    """Per value: classad2 parses it as the value of an attribute line."""
+    codes = values.dictionary_encode()
+    ok = np.array([_parses(v) for v in codes.dictionary.to_pylist()], bool)
+    return ok[_np(codes.indices)]
+
+
+@functools.lru_cache(maxsize=4096)  # bounded: values can be long
+def _parses(value: str) -> bool:
+    """As parse_ad sees a line: the attribute, and the line after it, made it into the ad."""
+    import classad2
+
+    try:
+        ad = next(iter(classad2.parseAds(f"A = {value}\nB__ = 1\n")), None)
+    except Exception:  # noqa: BLE001 - classad2 raises a few kinds
+        return False
+    return ad is not None and len(ad) == 2
+
+
+def _not_utf8(data: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """Per ad: its bytes are not UTF-8 (classad2 reads it as decoded with replacement)."""
+    try:
+        data.decode("utf-8")
+        return np.zeros(len(starts), bool)
+    except UnicodeDecodeError:
+        pass
+    out = np.zeros(len(starts), bool)
+    for i, (a, b) in enumerate(zip(starts.tolist(), stops.tolist())):
+        try:
+            data[a:b].decode("utf-8")
+        except UnicodeDecodeError:
+            out[i] = True
+    return out
+
+
+def _demand(slow, nseg, ad, ks, kind, values, value_at, needed) -> None:
+    """Ads that need classad2 for what the row makes of a value: no GlobalJobId string, a
+    storage type that is not ASCII (Python's and Arrow's lower() differ), devices as a string."""
+    gj = (ks == needed.index("GlobalJobId")) & (kind == STRING)
+    has = np.zeros(nseg, bool)
+    has[ad[gj]] = True  # STRING: not empty
+    slow |= ~has
+    st = np.flatnonzero((ks == needed.index("MachineAttrTierlensStorageType0")) & (kind == STRING))
+    ascii_ = _np(pc.string_is_ascii(pc.take(values, pa.array(value_at[st]))))
+    slow[ad[st[~ascii_]]] = True
+    slow[ad[(ks == needed.index("MachineAttrTierlensScratchDevices0")) & (kind == STRING)]] = True
+
+
+def _columns(values, needed, nads, ad, ks, kind, value_at, number):
+    """Pivot the needed values of the fast ads: one row per needed attribute, one column per ad."""
+    def matrix(of_kind, content, fill, dtype):
+        m = np.full((len(needed), nads), fill, dtype)
+        sel = kind == of_kind
+        m[ks[sel], ad[sel]] = content(sel) if callable(content) else content
+        return m
+
+    numbers = matrix(NUMBER, lambda sel: number[sel], np.nan, np.float64)
+    text_at = matrix(STRING, lambda sel: value_at[sel], -1, np.int64)
+    true = matrix(TRUE, True, False, bool)
+    list_at = matrix(LIST, lambda sel: value_at[sel], -1, np.int64)
+    lists = {name: _string_lists(values, list_at[i]) for i, name in enumerate(needed) if (list_at[i] >= 0).any()}
+    return numbers, text_at, values, dict(zip(needed, true)), lists
+
+
+def _string_lists(values: pa.Array, at: np.ndarray) -> pa.Array:
+    """``{ "a", "b" }`` (checked: no escapes, no quotes inside) -> ["a", "b"]; null where at < 0."""
+    raw = pc.take(values, pa.array(np.where(at < 0, 0, at)))
+    parts = pc.split_pattern(raw, '"')
+    offsets = _np(parts.offsets)
+    flat = parts.flatten().cast(pa.string())
+    position = np.arange(len(flat)) - np.repeat(offsets[:-1], np.diff(offsets))
+    strings = flat.filter(pa.array(position % 2 == 1))
+    counts = (np.diff(offsets) - 1) // 2
+    new_offsets = np.r_[0, np.cumsum(counts)].astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(new_offsets), strings, mask=pa.array(at < 0))
+
+
+# ------------------------------------------------------------------------------ columns → rows
+
+def _or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Python's ``a or b`` on numbers where NaN stands for None: b when a is None or 0."""
+    return np.where(np.isnan(a) | (a == 0), b, a)
+
+
+def _timestamps(seconds: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """As datetime.fromtimestamp(s, utc) does it: whole seconds, then the fraction rounded to
+    microseconds half to even; null where not valid or not above 0."""
+    ok = valid & (seconds > 0)
+    s = np.where(ok, seconds, 0.0)
+    whole = np.trunc(s)
+    micros = whole.astype(np.int64) * 1_000_000 + np.rint((s - whole) * 1e6).astype(np.int64)
+    return pa.array(micros, pa.int64(), mask=~ok).cast(pa.timestamp("us", tz="UTC"))
+
+
+def _ints(values: np.ndarray, valid: np.ndarray, type_: pa.DataType) -> pa.Array:
+    """int(v) (towards zero) where valid, else null."""
+    return pa.array(np.trunc(np.where(valid, values, 0.0)).astype(np.int64), mask=~valid).cast(type_)
+
+
+def rows(block: Block, cluster: str, job_schema: pa.Schema, tag_schema: pa.Schema,
+         batch_system: str, tagger: str, job_states: dict[int, str]):
+    """The job table and job_tag table (with the positions of the tagged ads) of a block's fast
+    ads: ``history.ad_rows`` as column expressions. Tests compare the two on every ad."""
+    n = len(block)
+    num = block.number
+    s = _Strings(block)
+    gjid = s["GlobalJobId"]
+    clusters = pc.coalesce(s["TierlensCluster"], pa.scalar(cluster))
+    computed = pc.binary_join_element_wise(batch_system, clusters, gjid, ".")
+    identity = _own_identity(s["TierlensJobIdentity"], gjid, computed)
+    host = pc.coalesce(s["LastRemoteHost"], s["RemoteHost"])
+    node = pc.replace_substring_regex(host, "^.*@", "")  # rsplit("@", 1)[-1]
+    start = _or(num("JobCurrentStartDate"), num("JobStartDate"))
+    started = ~np.isnan(start) & (start != 0)
+    end = num("CompletionDate")
+    end = np.where((np.isnan(end) | (end == 0)) & started, num("EnteredCurrentStatus"), end)
+    status, code = num("JobStatus"), num("ExitCode")
+    done = status == 4
+    cores = np.ones(n)
+    for name in ("RequestCpus", "CpusProvisioned"):  # the first that is >= 1 wins
+        v = num(name)
+        cores = np.where(v >= 1, v, cores)
+    wall = num("RemoteWallClockTime")
+    for name in ("RemoteWallClockTime", "LastRemoteWallClockTime", "CommittedTime"):
+        v = num(name)
+        wall = np.where(v > 0, v, wall)
+    labels = ["UNKNOWN", "COMPLETED", "FAILED", *job_states.values()]
+    state = np.zeros(n, np.int8)
+    for i, value in enumerate(job_states, 3):
+        state[np.trunc(status) == value] = i
+    failed = block.true["ExitBySignal"] | ~(np.isnan(code) | (code == 0))
+    state[done] = np.where(failed[done], 2, 1)
+    kb = {name: num(name) for name in ("BlockReadKbytes", "BlockWriteKbytes")}
+    const = pa.repeat(pa.scalar(batch_system, pa.string()), n)
+    empty = pa.repeat(pa.scalar("", pa.string()), n)
+    nothing = pa.nulls(n, pa.string())
+    job = pa.Table.from_arrays([
+        const, clusters, gjid, empty, identity, s["Owner"],
+        pc.coalesce(s["AccountingGroup"], s["AcctGroup"]), s["x509UserProxyVOName"], nothing, nothing,
+        node, node,
+        _timestamps(num("QDate"), np.ones(n, bool)), _timestamps(start, np.ones(n, bool)),
+        _timestamps(end, started),
+        _ints(cores, np.ones(n, bool), pa.int32()),
+        pa.array(num("RemoteUserCpu"), from_pandas=True), pa.array(num("RemoteSysCpu"), from_pandas=True),
+        pa.array(wall, from_pandas=True),
+        pa.array(labels, pa.string()).take(pa.array(state)),
+        _ints(code, ~np.isnan(code) & done, pa.int32()),
+        _ints(kb["BlockReadKbytes"] * 1024, ~np.isnan(kb["BlockReadKbytes"]), pa.int64()),
+        _ints(kb["BlockWriteKbytes"] * 1024, ~np.isnan(kb["BlockWriteKbytes"]), pa.int64()),
+    ], schema=job_schema)
+    storage = s["MachineAttrTierlensStorageType0"]
+    tagged = _np(pc.is_valid(storage))
+    devices = block.lists.get("MachineAttrTierlensScratchDevices0", pa.nulls(n, pa.list_(pa.string())))
+    tag = pa.Table.from_arrays([
+        const, clusters, gjid, empty, pc.coalesce(node, ""),
+        pc.ascii_lower(pc.utf8_trim(storage, ASCII_SPACE)),
+        devices, s["MachineAttrTierlensScratchPath0"],
+        pc.coalesce(s["MachineAttrTierlensAbArm0"], s["TierlensAbArm"]),
+        s["MachineAttrTierlensCacheRoute0"],
+        _timestamps(start, np.ones(n, bool)),
+        pa.repeat(pa.scalar(tagger, pa.string()), n),
+    ], schema=tag_schema).filter(pa.array(tagged))
+    return job, tag, np.flatnonzero(tagged)
+
+
+class _Strings(dict):
+    """Block.string(name), each asked once."""
+
+    def __init__(self, block: Block) -> None:
+        super().__init__()
+        self.block = block
+
+    def __missing__(self, name: str) -> pa.Array:
+        self[name] = self.block.string(name)
+        return self[name]
+
+
+def _own_identity(identity: pa.Array, gjid: pa.Array, computed: pa.Array) -> pa.Array:
+    """The job's identity when it ends in "." + its GlobalJobId, else the computed one. Nearly
+    always it is the computed one; the few others are looked at one by one."""
+    same = _np(pc.fill_null(pc.equal(identity, computed), False))
+    other = np.flatnonzero(~same & _np(pc.is_valid(identity)))
+    keep = same.copy()
+    for i, ident, g in zip(other, pc.take(identity, pa.array(other)).to_pylist(),
+                           pc.take(gjid, pa.array(other)).to_pylist()):
+        keep[i] = ident.endswith("." + g)
+    return pc.if_else(pa.array(keep), identity, computed)
