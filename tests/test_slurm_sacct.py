@@ -5,6 +5,7 @@ sacct that records how it was called). The real cluster is in test_slurm_cluster
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -554,3 +555,151 @@ def test_watermark_never_passes_a_batch_that_failed_to_load(tmp_path, fake_sacct
     starts = _starttimes(calls())
     state = json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]
     assert abs(state["watermark"] - starts[1]) < 1     # the end of the one window that loaded
+
+
+# ---- the fast path (block scan + typed decode) against the generic one, row for row -----------
+def _bench_doc(n: int) -> str:
+    """Jobs as bench/slurm_bench.py writes them (22.05 layout, one per line, compact)."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import slurm_bench
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        slurm_bench._write_document(Path(d) / "doc.json", n)
+        return (Path(d) / "doc.json").read_text()
+
+
+def _tricky_doc() -> str:
+    """Strings that look like structure, escapes at every parity, non-ASCII (2-, 3- and 4-byte
+    UTF-8), elements that are not jobs, doubled commas, values only the generic path reads."""
+    jobs: list = []
+    for k, name in enumerate(['a "quoted" {job}', "ends in a backslash \\", "\\\\\"}]", "[{\\\"",
+                              "déjà vu", "日本語のジョブ", "emoji 🚀 job", "tab\tand\nnewline"]):
+        j = _new_layout_job(900 + k)
+        j["name"] = name
+        j["user"] = name if k % 2 else "alice"
+        j["comment"] = {"job": "}" * k + "\\" * k + '"' * k}
+        jobs.append(j)
+    as_text = _new_layout_job(920)
+    as_text["time"]["start"] = str(T0)                     # a number written as a string
+    boolean = _new_layout_job(921)
+    boolean["exit_code"]["return_code"] = True             # not a number: null
+    nested = _new_layout_job(922)
+    nested["tres"]["allocated"][0]["count"] = {"set": True, "number": {"number": 8}}   # rejected
+    far = _new_layout_job(923)
+    far["time"]["end"] = 10 ** 12                          # year 33658: rejected
+    frac = _new_layout_job(924)
+    frac["time"]["submission"] = T0 - 0.4999995            # fractional epoch
+    frac["steps"][0]["step"] = {"name": "extern"}          # an id-less step
+    no_id = _new_layout_job(925)
+    no_id["job_id"] = ""
+    odd_state = _new_layout_job(926)
+    odd_state["state"] = "completed"
+    odd_state["steps"][0]["state"] = {"current": []}
+    odd_state["steps"][0]["nodes"] = {"range": "", "list": []}
+    no_steps = _new_layout_job(927)
+    no_steps["steps"] = None
+    no_steps["time"]["user"] = {"seconds": 7, "microseconds": 9}
+    elements = [*jobs, 5, "not a job", [1, 2], None, as_text, boolean, nested, far, frac, no_id,
+                odd_state, no_steps, _job_2411(930, start=NO_VAL, end=T0 + 9, state="FAILED", steps=False)]
+    body = ",\n".join(json.dumps(e, ensure_ascii=False) for e in elements)
+    return '{"meta": {"note": "\\"jobs\\": [ in a string"}, "jobs": [' + body.replace(",\n{", ",,\n{", 1) + "]}"
+
+
+def _2411_sentinel_doc() -> str:
+    job = _job_2411(710)
+    job["steps"][0]["tres"]["consumed"]["total"][0]["count"] = NO_VAL64
+    job["steps"][0]["time"]["end"] = _w(INFINITE)
+    job["time"]["submission"] = NO_VAL
+    return _doc_2411(_job_2411(699), _job_2411(700, start=NO_VAL, end=T0 + 30, state="FAILED", steps=False),
+                     job, _job_2411(711, start=0, end=0, state="PENDING", steps=False))
+
+
+FIXTURES = {
+    "22.05 capture": lambda: CAPTURE.read_text(),
+    "23.02+ layout": lambda: _doc(_new_layout_job(43), _new_layout_job(50, end=0, state="RUNNING"),
+                                  _new_layout_job(44, state="FAILED")),
+    "24.11 sentinels": _2411_sentinel_doc,
+    "bench generator": lambda: _bench_doc(300),
+    "tricky": _tricky_doc,
+    "broken element": lambda: _doc(_new_layout_job(1), _new_layout_job(2), _new_layout_job(3)).replace(
+        '"user": "alice"', '"user": alice"', 2).replace('"user": alice"', '"user": "alice"', 1),
+    "empty": lambda: _doc(),
+    "no jobs key": lambda: '{"meta": {}, "errors": ["sacct: error"]}',
+}
+
+
+def _parse(fn, text: str, source: str = "s"):
+    from tierlens.sources.slurm.sacct import JobBlock, WindowReport
+    report = WindowReport("w")
+    parts = list(fn(io.StringIO(text), source, report).parts())
+    fast_rows = sum(len(p.rows) for p in parts if isinstance(p, JobBlock))
+    items = [i for p in parts for i in (p.items() if isinstance(p, JobBlock) else [p])]
+    return items, report.problems, fast_rows
+
+
+def _same(text: str, read_chars: int, monkeypatch) -> int:
+    """Fast and generic paths give the same items (rows, locations, rejects) and the same
+    problems; returns how many rows came through the fast path."""
+    from tierlens.sources.slurm import sacct
+    monkeypatch.setattr(sacct, "READ_CHARS", read_chars)
+    fast, fast_problems, n_fast = _parse(sacct.iter_json_rows, text)
+    slow, slow_problems, n_slow = _parse(sacct.iter_json_rows_generic, text)
+    assert n_slow == 0
+    assert len(fast) == len(slow)
+    for f, s in zip(fast, slow):
+        assert f == s
+    assert fast_problems == slow_problems
+    return n_fast
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", list(FIXTURES))
+@pytest.mark.parametrize("read_chars", [1 << 22, 4096, 997])
+def test_fast_path_gives_the_generic_rows(name, read_chars, monkeypatch):
+    from tierlens.sources.slurm import sacct
+    text = FIXTURES[name]()
+    n_fast = _same(text, read_chars, monkeypatch)
+    # and the same Arrow batches, cut at the same rows
+    fast = list(sacct.stream_batches(sacct.iter_json_rows(io.StringIO(text), "s"), "s", 64))
+    slow = list(sacct.stream_batches(sacct.iter_json_rows_generic(io.StringIO(text), "s"), "s", 64))
+    assert [b.table for b in fast] == [b.table for b in slow]
+    assert [b.locations for b in fast] == [b.locations for b in slow]
+    assert [b.rejects for b in fast] == [b.rejects for b in slow]
+    # the fast path is what decoded the jobs, not the fallback
+    if name in ("22.05 capture", "23.02+ layout", "24.11 sentinels", "bench generator"):
+        n_rows = sum(b.table.num_rows for b in fast)
+        assert n_rows > 0 and n_fast == n_rows
+    if name == "tricky":
+        assert 16 <= n_fast < sum(b.table.num_rows for b in fast)
+
+
+def test_tricky_document_rows_and_rejects():
+    """What the tricky document holds, checked against the document itself."""
+    text = _tricky_doc()
+    rows, locs, rejects = parse_json_document(text, "t")
+    doc_jobs = json.loads(text.replace(",,", ",", 1))["jobs"]
+    got = _by_key(rows)
+    for j in doc_jobs[:8]:
+        assert got[(str(j["job_id"]), "")]["user_name"] == j["user"]
+    for r, loc in zip(rows, locs):   # every location is the offset of the job's own object
+        off = int(loc.split()[1])
+        assert str(json.JSONDecoder().raw_decode(text, off)[0]["job_id"]) == r["job_id"]
+    assert got[("920", "")]["start_time"] == datetime.fromtimestamp(T0, tz=timezone.utc)
+    assert got[("921", "")]["exit_code"] is None
+    assert got[("924", "extern")]["submit_time"] == datetime.fromtimestamp(T0 - 0.4999995, tz=timezone.utc)
+    assert got[("926", "")]["state"] == "COMPLETED" and got[("926", "batch")]["state"] is None
+    assert got[("927", "")]["cpu_user_seconds"] == 7.000009
+    assert got[("930", "")]["start_time"] is None and got[("930", "")]["wall_seconds"] == 0
+    assert [(r.field, text[int(r.location.split()[-1])]) for r in rejects] == [
+        ("job", "5"), ("job", '"'), ("job", "["), ("job", "n"),
+        ("allocated_cores", "{"), ("end_time", "{"), ("job_id", "{")]
+
+
+@pytest.mark.timeout(300)
+def test_fast_path_on_every_cut_of_a_document(monkeypatch):
+    """A document broken off anywhere: the same complete jobs, the same one reject (its offset
+    and message) as the generic path."""
+    text = _doc_2411(_job_2411(1), _job_2411(2, start=NO_VAL, end=T0 + 3, state="FAILED", steps=False))
+    for doc, stride in ((text, 7), (_tricky_doc(), 97)):
+        for k, cut in enumerate(range(0, len(doc) + 1, stride)):
+            _same(doc[:cut], 4096 if k % 2 else 61, monkeypatch)
