@@ -703,3 +703,31 @@ def test_fast_path_on_every_cut_of_a_document(monkeypatch):
     for doc, stride in ((text, 7), (_tricky_doc(), 97)):
         for k, cut in enumerate(range(0, len(doc) + 1, stride)):
             _same(doc[:cut], 4096 if k % 2 else 61, monkeypatch)
+
+
+def test_scanner_finds_the_decoders_element_ends():
+    """Element ends of the block scan are where json's own decoder ends each element, whatever
+    the strings hold (quotes, brackets, backslash runs, multi-byte characters)."""
+    from hypothesis import given, settings, strategies as st
+    from tierlens.sources.slurm.jsonscan import Stop, char_offsets, scan_array
+
+    text_st = st.text(alphabet='{}[]"\\\\ ,:aé日🚀\n', max_size=12)
+    value_st = st.recursive(st.none() | st.integers() | text_st,
+                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text_st, inner, max_size=3),
+                            max_leaves=8)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.dictionaries(text_st, value_st, max_size=4), max_size=5))
+    def check(elements):
+        text = "[" + ", ".join(json.dumps(e, ensure_ascii=False) for e in elements) + "]"
+        block = text[1:].encode()
+        sc = scan_array(block)
+        dec, pos, ends = json.JSONDecoder(), 1, []
+        for _ in elements:
+            while text[pos] in " ,":
+                pos += 1
+            pos = dec.raw_decode(text, pos)[1]
+            ends.append(pos - 1)
+        assert char_offsets(block, sc.ends).tolist() == ends
+        assert sc.why is Stop.END
+    check()

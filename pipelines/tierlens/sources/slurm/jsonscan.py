@@ -19,12 +19,12 @@ from enum import Enum
 
 import numpy as np
 
-_OPEN_OBJ, _OPEN_ARR, _CLOSE_OBJ, _CLOSE_ARR, _QUOTE, _BACKSLASH = 1, 2, 3, 4, 5, 6
-_TABLE = bytearray(256)
-for _ch, _code in ((b"{", _OPEN_OBJ), (b"[", _OPEN_ARR), (b"}", _CLOSE_OBJ), (b"]", _CLOSE_ARR),
-                   (b'"', _QUOTE), (b"\\", _BACKSLASH)):
-    _TABLE[_ch[0]] = _code
-_TABLE = bytes(_TABLE)
+_OPEN_OBJ, _OPEN_ARR, _CLOSE_OBJ, _CLOSE_ARR = 1, 2, 3, 4
+_BRACKETS = bytearray(256)
+for _ch, _code in ((b"{", _OPEN_OBJ), (b"[", _OPEN_ARR), (b"}", _CLOSE_OBJ), (b"]", _CLOSE_ARR)):
+    _BRACKETS[_ch[0]] = _code
+_BRACKETS = bytes(_BRACKETS)
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
 
 
 class Stop(Enum):
@@ -63,19 +63,17 @@ def _escaped(positions: np.ndarray) -> np.ndarray:
 def scan_array(block: bytes) -> Scan:
     """Elements of a JSON array in ``block``, which starts inside the array between two elements
     (just after '[', or after an element), so outside any string."""
-    cls = np.frombuffer(block.translate(_TABLE), np.uint8)
-    pos = np.flatnonzero(cls)
-    kind = cls[pos]
-    quote = kind == _QUOTE
-    slash = kind == _BACKSLASH
-    qpos = pos[quote]
-    if slash.any():
-        qpos = qpos[~np.isin(qpos, _escaped(pos[slash]))]
-    bracket = ~quote & ~slash
-    bpos, bkind = pos[bracket], kind[bracket]
-    # a bracket is inside a string when an odd number of real quotes come before it
-    outside = (np.searchsorted(qpos, bpos) & 1) == 0
-    bpos, bkind = bpos[outside], bkind[outside]
+    raw = np.frombuffer(block, np.uint8)
+    quote = raw == _QUOTE
+    if block.find(b"\\") >= 0:
+        esc = _escaped(np.flatnonzero(raw == _BACKSLASH))
+        quote[esc[esc < len(quote)]] = False
+    # a byte is inside a string when an odd number of real quotes come before it (or it is one)
+    inside = np.bitwise_xor.accumulate(quote.view(np.uint8))
+    cls = np.frombuffer(block.translate(_BRACKETS), np.uint8)
+    bpos = np.flatnonzero(cls)
+    bpos = bpos[inside[bpos] == 0]
+    bkind = cls[bpos]
     opens = bkind <= _OPEN_ARR
     depth = np.cumsum(np.where(opens, 1, -1))     # depth after each bracket; the array's own is 0
     closing = np.flatnonzero(depth < 0)
