@@ -731,3 +731,17 @@ def test_scanner_finds_the_decoders_element_ends():
         assert char_offsets(block, sc.ends).tolist() == ends
         assert sc.why is Stop.END
     check()
+
+
+def test_a_job_seen_twice_in_one_output_keeps_its_last_rows():
+    from tierlens.sources.slurm.sacct import iter_json_rows, stream_batches
+    text = _doc(_new_layout_job(61, end=0, state="RUNNING"), _new_layout_job(62),
+                _new_layout_job(61, end=T0 + 300, state="COMPLETED"))
+    (batch,) = stream_batches(iter_json_rows(io.StringIO(text), "d"), "d")
+    got = {(r["job_id"], r["step_id"]): (r["state"], loc)
+           for r, loc in zip(batch.table.to_pylist(), batch.locations)}
+    last = text.rindex('"job_id": 61')
+    last = text.rindex("{", 0, last)
+    assert got == {("62", ""): ("COMPLETED", got[("62", "")][1]), ("62", "batch"): ("COMPLETED", got[("62", "batch")][1]),
+                   ("61", ""): ("COMPLETED", f"d:offset {last}"), ("61", "batch"): ("COMPLETED", f"d:offset {last} step batch")}
+    assert [r["job_id"] for r in batch.table.to_pylist()] == ["62", "62", "61", "61"]

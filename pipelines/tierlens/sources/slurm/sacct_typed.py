@@ -144,8 +144,14 @@ def _num(v: Num) -> int | float | None:
     return _plain(v)  # type: ignore[arg-type]
 
 
+#: below the smallest sentinel (NO_VAL): a plain integer that is a quantity as it stands
+_NO_VAL = 0xFFFFFFFE
+
+
 def _us(v: Num) -> int | None:
     """A time in microseconds since the epoch; 0, negative and sentinels are no time."""
+    if type(v) is int and 0 < v < _NO_VAL:
+        return v * 1_000_000
     n = _num(v)
     if not n or n <= 0:
         return None
@@ -160,11 +166,16 @@ def _us(v: Num) -> int | None:
 
 
 def _secs(v: Num) -> float | None:
+    if type(v) is Number and v.seconds is not UNSET:
+        s, us = v.seconds, v.microseconds
+        if type(s) is int and type(us) is int and s < _NO_VAL and us < _NO_VAL:
+            return s + us / 1e6
+        s, us = _plain(s) or 0, _plain(us) or 0   # type: ignore[arg-type]
+        return float(s) + float(us) / 1e6
+    if type(v) is int and v < _NO_VAL:
+        return float(v)
     if v is None:
         return None
-    if type(v) is Number and v.seconds is not UNSET:
-        s, us = _plain(v.seconds) or 0, _plain(v.microseconds) or 0   # type: ignore[arg-type]
-        return float(s) + float(us) / 1e6
     n = _num(v)
     return None if n is None else float(n)
 
@@ -180,7 +191,10 @@ def _state(v: State) -> str | None:
 def _exit(v: ExitCode | None) -> int | None:
     if v is None:
         return None
-    n = _num(v.return_code)
+    n = v.return_code
+    if type(n) is int and n < _NO_VAL:
+        return n
+    n = _num(n)
     return None if n is None else int(n)
 
 
@@ -189,7 +203,10 @@ def _tres(items: list[Tres] | None, type_: str, name: str | None = None) -> int 
         return None
     for t in items:
         if t.type == type_ and (name is None or t.name == name):
-            n = _num(t.count)
+            n = t.count
+            if type(n) is int and 0 <= n < _NO_VAL:
+                return n
+            n = _num(n)
             if n is not None and n >= 0:
                 return n
     return None
@@ -272,5 +289,8 @@ def job_rows(j: Job) -> list[tuple]:
 
 
 def _total(rows: list[tuple], col: int) -> float | int | None:
+    if len(rows) == 1:
+        v = rows[0][col]
+        return None if v is None else 0 + v   # as sum(): -0.0 becomes 0.0
     vals = [r[col] for r in rows if r[col] is not None]
     return sum(vals) if vals else None
