@@ -10,7 +10,11 @@ a fixed list of columns, ``SLURM_TIME_FORMAT=%s`` for epoch times and ``--noconv
 byte counts, so nothing locale- or unit-dependent is parsed.
 
 sacct's output is saved to a temporary file and read a bounded piece at a time, job by job, so a
-window of any size needs little memory. A window whose output is incomplete (broken document,
+window of any size needs little memory. Each piece of the jobs array is cut into its elements by
+a vectorised scan (jsonscan) and each job decoded into typed structs of only the fields mapped
+here (sacct_typed, msgspec), its rows built as tuples; a job those refuse (an unusual value, a
+damaged element) takes the generic path, one ``json`` decode and ``_json_job``, so its rows or
+its reject and offset are exactly what they would be without the fast path. A window whose output is incomplete (broken document,
 non-zero exit, timeout) keeps its complete jobs, leaves one reject and is asked for again
 (``sacct_batches``). Slurm's NO_VAL / INFINITE markers (``SENTINELS``) are missing values; a job
 that ended without starting (a launch failure) is loaded with no start and wall 0.
