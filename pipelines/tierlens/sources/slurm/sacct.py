@@ -45,8 +45,8 @@ import pyarrow.compute as pc
 from ...records import JOB, Batch, RecordKind, Reject, job_identity
 
 #: rows per Batch: bounds memory and the size of one warehouse transaction. Each batch has a
-#: fixed cost in the warehouse (probe, transaction, bookkeeping): 100,000 rows took half the
-#: load CPU of 20,000 (bench/README.md), for about 60 MB more peak memory.
+#: fixed cost in the warehouse (probe, transaction, bookkeeping): 100,000 rows took about half
+#: the load CPU of 20,000 (bench/README.md), for about 130 MB more peak memory.
 BATCH_ROWS = 100_000
 _TIME_COLUMNS = ("submit_time", "start_time", "end_time")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
