@@ -1,7 +1,9 @@
 """sacct and spool records to canonical rows, without a cluster: the 22.05 JSON layout (a real
 capture), the later wrapped-number layout, --parsable2, rejects with their locations, running
 jobs loaded again when they finish, and the watermark of `tierlens ingest slurm` (with a stand-in
-sacct that records how it was called). The real cluster is in test_slurm_cluster.py."""
+sacct that records how it was called). The fast path (block scan + typed decode) is compared with
+the generic one row for row on every document here and on a real sacct's output (the session's
+cluster, slurm_fixtures.py); the rest of the real cluster is in test_slurm_cluster.py."""
 
 from __future__ import annotations
 
@@ -745,3 +747,32 @@ def test_a_job_seen_twice_in_one_output_keeps_its_last_rows():
     assert got == {("62", ""): ("COMPLETED", got[("62", "")][1]), ("62", "batch"): ("COMPLETED", got[("62", "batch")][1]),
                    ("61", ""): ("COMPLETED", f"d:offset {last}"), ("61", "batch"): ("COMPLETED", f"d:offset {last} step batch")}
     assert [r["job_id"] for r in batch.table.to_pylist()] == ["62", "62", "61", "61"]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_fast_path_on_a_real_sacct(cluster, monkeypatch):
+    """What a real sacct prints (here Slurm 22.05), a job name full of JSON's own characters and a
+    failed job included: the fast path decodes every job, and gives the generic path's rows."""
+    name = 'tl "fast" {path} [x] \\ é'
+    jid = cluster.run(["sbatch", "--parsable", "-n1", "-J", name, "-o", "/dev/null",
+                       "--wrap", "srun -n1 true; exit 3"]).stdout.strip().split(";")[0]
+    cluster.wait_accounted(jid)
+    text = cluster.run(["sacct", "--json", "--allusers"]).stdout
+    doc = json.loads(text)
+    # Slurm stores a job name's double quotes as backquotes; the backslash is escaped in the JSON
+    assert any(j["name"] == name.replace('"', "`") for j in doc["jobs"]) and "\\\\ " in text
+    for read_chars in (1 << 22, 997):
+        n_fast = _same(text, read_chars, monkeypatch)
+        rows, _, rejects = parse_json_document(text, "real")
+        assert rejects == [] and n_fast == len(rows)
+    got = _by_key(rows)
+    # the states as sacct's own --parsable2 gives them; 22.05's JSON has the exit codes as 0/SUCCESS
+    # (parsable2 says 3:0 for this job), so those are compared with what the JSON holds
+    p2 = cluster.run(["sacct", "-j", jid, "--parsable2", "--noheader", "-o", "JobIDRaw,State"]).stdout.split()
+    assert {(jid, line.split("|")[0].partition(".")[2]): line.split("|")[1] for line in p2} == {
+        k: r["state"] for k, r in got.items() if k[0] == jid} == {(jid, ""): "FAILED", (jid, "batch"): "FAILED",
+                                                                 (jid, "0"): "COMPLETED"}
+    mine = next(j for j in doc["jobs"] if str(j["job_id"]) == jid)
+    assert got[(jid, "")]["exit_code"] == mine["exit_code"]["return_code"]
+    assert len({k[0] for k in got}) == len([j for j in doc["jobs"] if j["time"]["start"] or j["time"]["end"]])
