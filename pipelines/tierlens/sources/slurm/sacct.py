@@ -299,8 +299,10 @@ class RowStream:
 
 def _fast_parts(f: TextIO, source: str) -> Iterator[Part]:
     """The jobs array cut into elements by the block scanner (jsonscan) and each decoded into
-    typed structs (sacct_typed); an element either refuses goes through ``_next_job`` and
-    ``_json_job`` exactly as in the generic path, so its rows, reject and offset are the same."""
+    typed structs (sacct_typed). An element that either of them refuses (or junk between
+    elements) goes through ``_next_job`` and ``_json_job`` exactly as in the generic path, so
+    its rows, its reject and its offset are the same; when that decode ends elsewhere than the
+    scan said, the scan starts again after it."""
     from . import sacct_typed as typed
     from .jsonscan import Stop, char_offsets, scan_array
 
