@@ -625,7 +625,7 @@ def parse_parsable2(lines: list[str], source: str, first_line: int = 1
 
 
 def iter_parsable2_rows(f: TextIO, source: str, report: WindowReport | None = None,
-                       block_rows: int = BATCH_ROWS) -> Iterator[tuple[dict, str] | Reject]:
+                       block_rows: int = 20_000) -> Iterator[tuple[dict, str] | Reject]:
     """parse_parsable2 over ``f`` in blocks of about ``block_rows`` lines, cut where a job line
     starts (a job and its steps stay together: the job's bytes are the sum of its steps)."""
     block: list[str] = []
