@@ -21,11 +21,11 @@ from functools import lru_cache
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
-from ...records import JOB, job_identity
-from .sacct import first_node   # sacct imports this module only when it decodes
+from ...records import job_identity
+# sacct imports this module only when it decodes, so this import finds sacct loaded
+from .sacct import SENTINELS as _SENTINELS
+from .sacct import first_node
 
-#: Slurm's NO_VAL / INFINITE markers, 32 and 64 bit (as sacct.SENTINELS)
-_SENTINELS = frozenset((0xFFFFFFFE, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF))
 #: the last second datetime can hold (9999-12-31T23:59:59); later epochs are rejected generically
 _MAX_EPOCH = 253_402_300_799
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -227,8 +227,6 @@ def _int(v: int | float | None) -> int | None:
 
 
 _EMPTY_TIMES = Times()
-#: the JOB record's columns, in order, for the row tuples below
-COLUMNS = JOB.names
 _NONE = None
 
 
