@@ -783,3 +783,18 @@ def test_fast_path_on_a_real_sacct(cluster, monkeypatch):
     mine = next(j for j in doc["jobs"] if str(j["job_id"]) == jid)
     assert got[(jid, "")]["exit_code"] == mine["exit_code"]["return_code"]
     assert len({k[0] for k in got}) == len([j for j in doc["jobs"] if j["time"]["start"] or j["time"]["end"]])
+
+
+@pytest.mark.timeout(300)
+def test_fast_path_on_damaged_documents(monkeypatch):
+    """Characters of a document replaced at random by JSON's structural ones (or by a letter):
+    whatever the damage, the fast path gives the generic path's rows, rejects and offsets."""
+    import random
+    rng = random.Random(17)
+    base = _doc_2411(_job_2411(1), _job_2411(2, start=NO_VAL, end=T0 + 3, state="FAILED", steps=False),
+                     _job_2411(3))
+    for k in range(400):
+        doc = list(base)
+        for _ in range(rng.choice((1, 1, 2, 3))):
+            doc[rng.randrange(len(doc))] = rng.choice('{}[]",:\\ 0x')
+        _same("".join(doc), 4096 if k % 2 else 233, monkeypatch)
