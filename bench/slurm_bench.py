@@ -10,6 +10,7 @@
 
     .venv/bin/python bench/slurm_bench.py steps --steps 200 --rounds 10    # needs root
     .venv/bin/python bench/slurm_bench.py ingest --jobs 1000000
+    .venv/bin/python bench/slurm_bench.py ingest --jobs 100000 --layout 24.11
 Results are printed and written to bench/out/slurm-<what>.json.
 """
 
@@ -131,6 +132,25 @@ def _write_document(path: Path, n: int) -> int:
     return path.stat().st_size
 
 
+def _write_document_2411(path: Path, n: int) -> int:
+    """A `sacct --json` document as 24.11 prints it (data_parser v0.0.42, two-space indents,
+    {set, infinite, number} wrappers, state lists), n finished jobs with a batch step each; one
+    in 50 is a launch failure (start NO_VAL, no steps). The job layout is the tests' own."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from test_slurm_sacct import NO_VAL, T0, _job_2411
+
+    with open(path, "w") as f:
+        f.write('{\n  "jobs": [\n')
+        for i in range(n):
+            start = NO_VAL if i % 50 == 49 else T0 + i
+            job = _job_2411(1000 + i, start=start, end=T0 + i + 60 + i % 3600,
+                            state="FAILED" if start == NO_VAL else "COMPLETED", steps=start != NO_VAL)
+            f.write((",\n" if i else "") + json.dumps(job, indent=2))
+        f.write('\n  ],\n  "meta": {"plugin": {"type": "openapi/slurmdbd", "data_parser": "data_parser/v0.0.42"}},'
+                '\n  "errors": [],\n  "warnings": []\n}\n')
+    return path.stat().st_size
+
+
 def _child(code: str) -> dict:
     """Run a measurement in a fresh process: wall time measured inside, peak RSS from the kernel."""
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
@@ -139,15 +159,16 @@ def _child(code: str) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def bench_ingest(jobs: int) -> dict:
+def bench_ingest(jobs: int, layout: str = "22.05") -> dict:
     work = Path(tempfile.mkdtemp(prefix="tierlens-sacct-bench-"))
     try:
         doc = work / "sacct.json"
+        load_before = os.getloadavg()
         t = time.perf_counter()
-        size = _write_document(doc, jobs)
+        size = (_write_document if layout == "22.05" else _write_document_2411)(doc, jobs)
         gen = time.perf_counter() - t
         tierlens = _child(f"""
-import json, sys, time
+import json, os, sys, time
 sys.path.insert(0, "pipelines")
 from pathlib import Path
 from tierlens.sources.slurm.sacct import iter_json_rows, stream_batches
@@ -158,12 +179,12 @@ with open({str(doc)!r}, encoding="utf-8") as f:
 t1 = time.perf_counter()
 import resource
 print(json.dumps({{"rows": sum(s.rows_loaded.values()), "total_s": t1 - t0,
-                  "rejected": s.total_rejected,
+                  "rejected": s.total_rejected, "load_average_at_end": os.getloadavg(),
                   "cpu_s": resource.getrusage(resource.RUSAGE_SELF).ru_utime + resource.getrusage(resource.RUSAGE_SELF).ru_stime,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """)
         duck = _child(f"""
-import duckdb, json, time
+import duckdb, json, os, time
 t0 = time.perf_counter()
 con = duckdb.connect({str(work / 'duck.duckdb')!r})
 con.execute(\"\"\"CREATE TABLE job AS
@@ -177,15 +198,18 @@ con.execute(\"\"\"CREATE TABLE job AS
 n = con.execute("SELECT count(*) FROM job").fetchone()[0]
 t1 = time.perf_counter()
 import resource
-print(json.dumps({{"rows": n, "total_s": t1 - t0,
+print(json.dumps({{"rows": n, "total_s": t1 - t0, "load_average_at_end": os.getloadavg(),
                   "cpu_s": resource.getrusage(resource.RUSAGE_SELF).ru_utime + resource.getrusage(resource.RUSAGE_SELF).ru_stime,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """)
-        return {"what": "ingest", "jobs": jobs, "document_bytes": size, "generate_s": gen,
+        return {"what": "ingest", "jobs": jobs, "layout": layout, "document_bytes": size, "generate_s": gen,
                 "tierlens": tierlens, "duckdb_read_json": duck,
-                "tierlens_jobs_per_s": jobs / tierlens["total_s"],
-                "duckdb_jobs_per_s": jobs / duck["total_s"],
-                "ratio_duckdb_over_tierlens_time": tierlens["total_s"] / duck["total_s"]}
+                "tierlens_jobs_per_cpu_s": jobs / tierlens["cpu_s"],
+                "duckdb_jobs_per_cpu_s": jobs / duck["cpu_s"],
+                # the target (issue 17): tierlens CPU <= 1.2x DuckDB's, peak memory <= 1 GB
+                "ratio_cpu_tierlens_over_duckdb": tierlens["cpu_s"] / duck["cpu_s"],
+                "ratio_wall_tierlens_over_duckdb": tierlens["total_s"] / duck["total_s"],
+                "load_average_before_after": [load_before, os.getloadavg()]}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -198,8 +222,10 @@ def main() -> None:
     s.add_argument("--rounds", type=int, default=10, help="interleaved blocks the steps are cut in")
     i = sub.add_parser("ingest")
     i.add_argument("--jobs", type=int, default=1_000_000)
+    i.add_argument("--layout", choices=["22.05", "24.11"], default="22.05",
+                   help="sacct's JSON layout: 22.05 (dbv0.0.38, compact) or 24.11 (v0.0.42, indented)")
     a = ap.parse_args()
-    res = bench_steps(a.steps, a.rounds) if a.what == "steps" else bench_ingest(a.jobs)
+    res = bench_steps(a.steps, a.rounds) if a.what == "steps" else bench_ingest(a.jobs, a.layout)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"slurm-{a.what}.json").write_text(json.dumps(res, indent=1))
     print(json.dumps(res, indent=1))

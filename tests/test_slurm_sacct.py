@@ -1,14 +1,18 @@
 """sacct and spool records to canonical rows, without a cluster: the 22.05 JSON layout (a real
 capture), the later wrapped-number layout, --parsable2, rejects with their locations, running
 jobs loaded again when they finish, and the watermark of `tierlens ingest slurm` (with a stand-in
-sacct that records how it was called). The real cluster is in test_slurm_cluster.py."""
+sacct that records how it was called). The fast path (block scan + typed decode) is compared with
+the generic one row for row on every document here and on a real sacct's output (the session's
+cluster, slurm_fixtures.py); the rest of the real cluster is in test_slurm_cluster.py."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -554,3 +558,243 @@ def test_watermark_never_passes_a_batch_that_failed_to_load(tmp_path, fake_sacct
     starts = _starttimes(calls())
     state = json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]
     assert abs(state["watermark"] - starts[1]) < 1     # the end of the one window that loaded
+
+
+# ---- the fast path (block scan + typed decode) against the generic one, row for row -----------
+def _bench_doc(n: int) -> str:
+    """Jobs as bench/slurm_bench.py writes them (22.05 layout, one per line, compact)."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import slurm_bench
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        slurm_bench._write_document(Path(d) / "doc.json", n)
+        return (Path(d) / "doc.json").read_text()
+
+
+def _tricky_doc() -> str:
+    """Strings that look like structure, escapes at every parity, non-ASCII (2-, 3- and 4-byte
+    UTF-8), elements that are not jobs, doubled commas, values only the generic path reads."""
+    jobs: list = []
+    for k, name in enumerate(['a "quoted" {job}', "ends in a backslash \\", "\\\\\"}]", "[{\\\"",
+                              "déjà vu", "日本語のジョブ", "emoji 🚀 job", "tab\tand\nnewline"]):
+        j = _new_layout_job(900 + k)
+        j["name"] = name
+        j["user"] = name if k % 2 else "alice"
+        j["comment"] = {"job": "}" * k + "\\" * k + '"' * k}
+        jobs.append(j)
+    as_text = _new_layout_job(920)
+    as_text["time"]["start"] = str(T0)                     # a number written as a string
+    boolean = _new_layout_job(921)
+    boolean["exit_code"]["return_code"] = True             # not a number: null
+    nested = _new_layout_job(922)
+    nested["tres"]["allocated"][0]["count"] = {"set": True, "number": {"number": 8}}   # rejected
+    far = _new_layout_job(923)
+    far["time"]["end"] = 10 ** 12                          # year 33658: rejected
+    frac = _new_layout_job(924)
+    frac["time"]["submission"] = T0 - 0.4999995            # fractional epoch
+    frac["steps"][0]["step"] = {"name": "extern"}          # an id-less step
+    no_id = _new_layout_job(925)
+    no_id["job_id"] = ""
+    odd_state = _new_layout_job(926)
+    odd_state["state"] = "completed"
+    odd_state["steps"][0]["state"] = {"current": []}
+    odd_state["steps"][0]["nodes"] = {"range": "", "list": []}
+    no_steps = _new_layout_job(927)
+    no_steps["steps"] = None
+    no_steps["time"]["user"] = {"seconds": 7, "microseconds": 9}
+    elements = [*jobs, 5, "not a job", [1, 2], None, as_text, boolean, nested, far, frac, no_id,
+                odd_state, no_steps, _job_2411(930, start=NO_VAL, end=T0 + 9, state="FAILED", steps=False)]
+    body = ",\n".join(json.dumps(e, ensure_ascii=False) for e in elements)
+    return '{"meta": {"note": "\\"jobs\\": [ in a string"}, "jobs": [' + body.replace(",\n{", ",,\n{", 1) + "]}"
+
+
+def _2411_sentinel_doc() -> str:
+    job = _job_2411(710)
+    job["steps"][0]["tres"]["consumed"]["total"][0]["count"] = NO_VAL64
+    job["steps"][0]["time"]["end"] = _w(INFINITE)
+    job["time"]["submission"] = NO_VAL
+    return _doc_2411(_job_2411(699), _job_2411(700, start=NO_VAL, end=T0 + 30, state="FAILED", steps=False),
+                     job, _job_2411(711, start=0, end=0, state="PENDING", steps=False))
+
+
+FIXTURES = {
+    "22.05 capture": lambda: CAPTURE.read_text(),
+    "23.02+ layout": lambda: _doc(_new_layout_job(43), _new_layout_job(50, end=0, state="RUNNING"),
+                                  _new_layout_job(44, state="FAILED")),
+    "24.11 sentinels": _2411_sentinel_doc,
+    "bench generator": lambda: _bench_doc(300),
+    "tricky": _tricky_doc,
+    "broken element": lambda: _doc(_new_layout_job(1), _new_layout_job(2), _new_layout_job(3)).replace(
+        '"user": "alice"', '"user": alice"', 2).replace('"user": alice"', '"user": "alice"', 1),
+    "empty": lambda: _doc(),
+    "no jobs key": lambda: '{"meta": {}, "errors": ["sacct: error"]}',
+}
+
+
+def _parse(fn, text: str, source: str = "s"):
+    from tierlens.sources.slurm.sacct import JobBlock, WindowReport
+    report = WindowReport("w")
+    parts = list(fn(io.StringIO(text), source, report).parts())
+    fast_rows = sum(len(p.rows) for p in parts if isinstance(p, JobBlock))
+    items = [i for p in parts for i in (p.items() if isinstance(p, JobBlock) else [p])]
+    return items, report.problems, fast_rows
+
+
+def _same(text: str, read_chars: int, monkeypatch) -> int:
+    """Fast and generic paths give the same items (rows, locations, rejects) and the same
+    problems; returns how many rows came through the fast path."""
+    from tierlens.sources.slurm import sacct
+    monkeypatch.setattr(sacct, "READ_CHARS", read_chars)
+    fast, fast_problems, n_fast = _parse(sacct.iter_json_rows, text)
+    slow, slow_problems, n_slow = _parse(sacct.iter_json_rows_generic, text)
+    assert n_slow == 0
+    assert len(fast) == len(slow)
+    for f, s in zip(fast, slow):
+        assert f == s
+    assert fast_problems == slow_problems
+    return n_fast
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", list(FIXTURES))
+@pytest.mark.parametrize("read_chars", [1 << 22, 4096, 997])
+def test_fast_path_gives_the_generic_rows(name, read_chars, monkeypatch):
+    from tierlens.sources.slurm import sacct
+    text = FIXTURES[name]()
+    n_fast = _same(text, read_chars, monkeypatch)
+    # and the same Arrow batches, cut at the same rows
+    fast = list(sacct.stream_batches(sacct.iter_json_rows(io.StringIO(text), "s"), "s", 64))
+    slow = list(sacct.stream_batches(sacct.iter_json_rows_generic(io.StringIO(text), "s"), "s", 64))
+    assert [b.table for b in fast] == [b.table for b in slow]
+    assert [b.locations for b in fast] == [b.locations for b in slow]
+    assert [b.rejects for b in fast] == [b.rejects for b in slow]
+    # the fast path is what decoded the jobs, not the fallback
+    if name in ("22.05 capture", "23.02+ layout", "24.11 sentinels", "bench generator"):
+        n_rows = sum(b.table.num_rows for b in fast)
+        assert n_rows > 0 and n_fast == n_rows
+    if name == "tricky":
+        assert 16 <= n_fast < sum(b.table.num_rows for b in fast)
+
+
+def test_tricky_document_rows_and_rejects():
+    """What the tricky document holds, checked against the document itself."""
+    text = _tricky_doc()
+    rows, locs, rejects = parse_json_document(text, "t")
+    doc_jobs = json.loads(text.replace(",,", ",", 1))["jobs"]
+    got = _by_key(rows)
+    for j in doc_jobs[:8]:
+        assert got[(str(j["job_id"]), "")]["user_name"] == j["user"]
+    for r, loc in zip(rows, locs):   # every location is the offset of the job's own object
+        off = int(loc.split()[1])
+        assert str(json.JSONDecoder().raw_decode(text, off)[0]["job_id"]) == r["job_id"]
+    assert got[("920", "")]["start_time"] == datetime.fromtimestamp(T0, tz=timezone.utc)
+    assert got[("921", "")]["exit_code"] is None
+    assert got[("924", "extern")]["submit_time"] == datetime.fromtimestamp(T0 - 0.4999995, tz=timezone.utc)
+    assert got[("926", "")]["state"] == "COMPLETED" and got[("926", "batch")]["state"] is None
+    assert got[("927", "")]["cpu_user_seconds"] == 7.000009
+    assert got[("930", "")]["start_time"] is None and got[("930", "")]["wall_seconds"] == 0
+    assert [(r.field, text[int(r.location.split()[-1])]) for r in rejects] == [
+        ("job", "5"), ("job", '"'), ("job", "["), ("job", "n"),
+        ("allocated_cores", "{"), ("end_time", "{"), ("job_id", "{")]
+
+
+@pytest.mark.timeout(300)
+def test_fast_path_on_every_cut_of_a_document(monkeypatch):
+    """A document broken off anywhere: the same complete jobs, the same one reject (its offset
+    and message) as the generic path."""
+    text = _doc_2411(_job_2411(1), _job_2411(2, start=NO_VAL, end=T0 + 3, state="FAILED", steps=False))
+    for doc, stride in ((text, 7), (_tricky_doc(), 97)):
+        for k, cut in enumerate(range(0, len(doc) + 1, stride)):
+            _same(doc[:cut], 4096 if k % 2 else 61, monkeypatch)
+
+
+def test_scanner_finds_the_decoders_element_ends():
+    """Element ends of the block scan are where json's own decoder ends each element, whatever
+    the strings hold (quotes, brackets, backslash runs, multi-byte characters)."""
+    from hypothesis import given, settings, strategies as st
+    from tierlens.sources.slurm.jsonscan import Stop, char_offsets, scan_array
+
+    text_st = st.text(alphabet='{}[]"\\\\ ,:aé日🚀\n', max_size=12)
+    value_st = st.recursive(st.none() | st.integers() | text_st,
+                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text_st, inner, max_size=3),
+                            max_leaves=8)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.dictionaries(text_st, value_st, max_size=4), max_size=5))
+    def check(elements):
+        text = "[" + ", ".join(json.dumps(e, ensure_ascii=False) for e in elements) + "]"
+        block = text[1:].encode()
+        sc = scan_array(block)
+        dec, pos, ends = json.JSONDecoder(), 1, []
+        for _ in elements:
+            while text[pos] in " ,":
+                pos += 1
+            pos = dec.raw_decode(text, pos)[1]
+            ends.append(pos - 1)
+        assert char_offsets(block, sc.ends).tolist() == ends
+        assert sc.why is Stop.END
+    check()
+
+
+def test_a_job_seen_twice_in_one_output_keeps_its_last_rows():
+    from tierlens.sources.slurm.sacct import iter_json_rows, stream_batches
+    text = _doc(_new_layout_job(61, end=0, state="RUNNING"), _new_layout_job(62),
+                _new_layout_job(61, end=T0 + 300, state="COMPLETED"))
+    (batch,) = stream_batches(iter_json_rows(io.StringIO(text), "d"), "d")
+    got = {(r["job_id"], r["step_id"]): (r["state"], loc)
+           for r, loc in zip(batch.table.to_pylist(), batch.locations)}
+    last = text.rindex('"job_id": 61')
+    last = text.rindex("{", 0, last)
+    assert got == {("62", ""): ("COMPLETED", got[("62", "")][1]), ("62", "batch"): ("COMPLETED", got[("62", "batch")][1]),
+                   ("61", ""): ("COMPLETED", f"d:offset {last}"), ("61", "batch"): ("COMPLETED", f"d:offset {last} step batch")}
+    assert [r["job_id"] for r in batch.table.to_pylist()] == ["62", "62", "61", "61"]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_fast_path_on_a_real_sacct(cluster, monkeypatch):
+    """What a real sacct prints (here Slurm 22.05), a job name full of JSON's own characters and a
+    failed job included: the fast path decodes every job, and gives the generic path's rows."""
+    name = 'tl "fast" {path} [x] \\ é'
+    jid = cluster.run(["sbatch", "--parsable", "-n1", "-J", name, "-o", "/dev/null",
+                       "--wrap", "srun -n1 true; exit 3"]).stdout.strip().split(";")[0]
+    cluster.wait_accounted(jid)
+    # slurmdbd may hold a step's record before the job's own: the job is then a placeholder
+    # named "allocation" until the job's record arrives. Slurm stores a job name's double quotes
+    # as backquotes; the backslash is escaped in the JSON.
+    for _ in range(120):
+        text = cluster.run(["sacct", "--json", "--allusers", "--jobs", jid]).stdout
+        doc = json.loads(text)
+        if [j["name"] for j in doc["jobs"]] == [name.replace('"', "`")]:
+            break
+        time.sleep(0.5)
+    assert [j["name"] for j in doc["jobs"]] == [name.replace('"', "`")] and "\\\\ " in text
+    for read_chars in (1 << 22, 997):
+        n_fast = _same(text, read_chars, monkeypatch)
+        rows, _, rejects = parse_json_document(text, "real")
+        assert rejects == [] and n_fast == len(rows)
+    got = _by_key(rows)
+    # the states as sacct's own --parsable2 gives them; 22.05's JSON has the exit codes as 0/SUCCESS
+    # (parsable2 says 3:0 for this job), so those are compared with what the JSON holds
+    p2 = cluster.run(["sacct", "-j", jid, "--parsable2", "--noheader", "-o", "JobIDRaw,State"]).stdout.split()
+    assert {(jid, line.split("|")[0].partition(".")[2]): line.split("|")[1] for line in p2} == {
+        k: r["state"] for k, r in got.items() if k[0] == jid} == {(jid, ""): "FAILED", (jid, "batch"): "FAILED",
+                                                                 (jid, "0"): "COMPLETED"}
+    mine = next(j for j in doc["jobs"] if str(j["job_id"]) == jid)
+    assert got[(jid, "")]["exit_code"] == mine["exit_code"]["return_code"]
+    assert len({k[0] for k in got}) == len([j for j in doc["jobs"] if j["time"]["start"] or j["time"]["end"]])
+
+
+@pytest.mark.timeout(300)
+def test_fast_path_on_damaged_documents(monkeypatch):
+    """Characters of a document replaced at random by JSON's structural ones (or by a letter):
+    whatever the damage, the fast path gives the generic path's rows, rejects and offsets."""
+    import random
+    rng = random.Random(17)
+    base = _doc_2411(_job_2411(1), _job_2411(2, start=NO_VAL, end=T0 + 3, state="FAILED", steps=False),
+                     _job_2411(3))
+    for k in range(400):
+        doc = list(base)
+        for _ in range(rng.choice((1, 1, 2, 3))):
+            doc[rng.randrange(len(doc))] = rng.choice('{}[]",:\\ 0x')
+        _same("".join(doc), 4096 if k % 2 else 233, monkeypatch)

@@ -10,7 +10,11 @@ a fixed list of columns, ``SLURM_TIME_FORMAT=%s`` for epoch times and ``--noconv
 byte counts, so nothing locale- or unit-dependent is parsed.
 
 sacct's output is saved to a temporary file and read a bounded piece at a time, job by job, so a
-window of any size needs little memory. A window whose output is incomplete (broken document,
+window of any size needs little memory. Each piece of the jobs array is cut into its elements by
+a vectorised scan (jsonscan) and each job decoded into typed structs of only the fields mapped
+here (sacct_typed, msgspec), its rows built as tuples; a job those refuse (an unusual value, a
+damaged element) takes the generic path, one ``json`` decode and ``_json_job``, so its rows or
+its reject and offset are exactly what they would be without the fast path. A window whose output is incomplete (broken document,
 non-zero exit, timeout) keeps its complete jobs, leaves one reject and is asked for again
 (``sacct_batches``). Slurm's NO_VAL / INFINITE markers (``SENTINELS``) are missing values; a job
 that ended without starting (a launch failure) is loaded with no start and wall 0.
@@ -26,22 +30,27 @@ from __future__ import annotations
 
 import io
 import json
-import operator
 import os
 import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, TextIO
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...records import JOB, Batch, RecordKind, Reject, job_identity
 
-#: rows per Batch: bounds memory and the size of one warehouse transaction.
-BATCH_ROWS = 20_000
+#: rows per Batch: bounds memory and the size of one warehouse transaction. Each batch has a
+#: fixed cost in the warehouse (probe, transaction, bookkeeping): 100,000 rows took about half
+#: the load CPU of 20,000 (bench/README.md), for about 130 MB more peak memory.
+BATCH_ROWS = 100_000
+_TIME_COLUMNS = ("submit_time", "start_time", "end_time")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ONE_US = timedelta(microseconds=1)
 
 PARSABLE_FIELDS = ("JobIDRaw", "JobID", "Cluster", "User", "Account", "Partition", "NodeList",
                    "Submit", "Start", "End", "AllocCPUS", "UserCPU", "SystemCPU", "ElapsedRaw",
@@ -153,6 +162,7 @@ class _Stream:
 
     def __init__(self, f: TextIO) -> None:
         self.f, self.buf, self.base, self.eof = f, "", 0, False
+        self.tail = ""   # the last characters read, whatever has been dropped
 
     def more(self) -> bool:
         chunk = "" if self.eof else self.f.read(READ_CHARS)
@@ -160,6 +170,7 @@ class _Stream:
             self.eof = True
             return False
         self.buf += chunk
+        self.tail = (self.tail + chunk[-2000:])[-2000:]
         return True
 
     def drop_before(self, pos: int) -> int:
@@ -188,17 +199,10 @@ def _jobs_start(st: _Stream) -> int | None:
     raise _FieldError("jobs", "no jobs array", 0)
 
 
-def _jobs_with_offsets(f: TextIO) -> Iterator[tuple[int, Any]]:
-    """(character offset, decoded job) for each element of the document's "jobs" array, reading
-    ``f`` a bounded piece at a time.
-
-    Decoding job by job keeps a bad element from hiding the good ones and gives every job an
-    exact offset in sacct's output. A document that cannot be read on raises _FieldError."""
-    dec = json.JSONDecoder()
-    st = _Stream(f)
-    pos = _jobs_start(st)
-    if pos is None:
-        return
+def _next_job(st: _Stream, dec: json.JSONDecoder, pos: int) -> tuple[int, Any, int] | None:
+    """(buffer index, decoded value, end index) of the jobs array's next element from buffer
+    index ``pos`` (between elements), or None at the array's end; raises _FieldError when the
+    document cannot be read on."""
     while True:
         while True:
             while pos < len(st.buf) and st.buf[pos] in " \t\r\n,":
@@ -207,9 +211,9 @@ def _jobs_with_offsets(f: TextIO) -> Iterator[tuple[int, Any]]:
                 break
         if pos >= len(st.buf):
             raise _FieldError("jobs", f"document ends inside the jobs array at offset {st.base + pos}",
-                              st.base + pos, st.buf[-2000:])
+                              st.base + pos, st.tail)
         if st.buf[pos] == "]":
-            return
+            return None
         try:
             job, end = dec.raw_decode(st.buf, pos)
         except json.JSONDecodeError as e:
@@ -218,40 +222,183 @@ def _jobs_with_offsets(f: TextIO) -> Iterator[tuple[int, Any]]:
                 continue
             raise _FieldError("jobs", f"not JSON at offset {st.base + e.pos}: {e.msg}", st.base + pos,
                               st.buf[pos:pos + 2000]) from e
-        yield st.base + pos, job
+        return pos, job, end
+
+
+def _jobs_with_offsets(f: TextIO) -> Iterator[tuple[int, Any]]:
+    """(character offset, decoded job) for each element of the document's "jobs" array, reading
+    ``f`` a bounded piece at a time (the generic path: one ``raw_decode`` per job).
+
+    Decoding job by job keeps a bad element from hiding the good ones and gives every job an
+    exact offset in sacct's output. A document that cannot be read on raises _FieldError."""
+    dec = json.JSONDecoder()
+    st = _Stream(f)
+    pos = _jobs_start(st)
+    while pos is not None:
+        nxt = _next_job(st, dec, pos)
+        if nxt is None:
+            return
+        at, job, end = nxt
+        yield st.base + at, job
         pos = st.drop_before(end)
 
 
-def iter_json_rows(f: TextIO, source: str, report: WindowReport | None = None
-                   ) -> Iterator[tuple[dict, str] | Reject]:
+def _job_items(job: Any, offset: int, source: str) -> Iterator[tuple[dict, str] | Reject]:
+    """The rows of one decoded job (the generic path), or its reject."""
+    where = f"{source}:offset {offset}"
+    try:
+        job_rows = list(_json_job(job))
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        field = getattr(e, "field", None) or (e.args[0] if isinstance(e, KeyError) else "job")
+        yield Reject(RecordKind.JOB, source, where, str(field), f"malformed: {e}",
+                     json.dumps(job, default=str)[:2000])
+        return
+    for _k, r in job_rows:
+        yield r, (where if not r["step_id"] else f"{where} step {r['step_id']}")
+
+
+@dataclass
+class JobBlock:
+    """JOB rows decoded by the fast path: tuples in JOB's column order, times as integer
+    microseconds since the epoch, each with its location."""
+
+    rows: list[tuple]
+    locations: list[str]
+
+    def items(self) -> Iterator[tuple[dict, str]]:
+        """The rows as the generic path gives them (dicts, times as UTC datetimes)."""
+        for r, loc in zip(self.rows, self.locations):
+            row = dict(zip(JOB.names, r))
+            for c in _TIME_COLUMNS:
+                if row[c] is not None:
+                    row[c] = _EPOCH + timedelta(microseconds=row[c])
+            yield row, loc
+
+
+Part = JobBlock | Reject | tuple[dict, str]
+
+
+class RowStream:
+    """The rows of one sacct output, in order. Iterated, it gives (row, location) per job and
+    step, and Rejects, as it always did; ``stream_batches`` takes its blocks of fast-decoded rows
+    whole (``parts``), with no dict per row. It reads its input once."""
+
+    def __init__(self, parts: Iterator[Part]) -> None:
+        self._parts = parts
+
+    def parts(self) -> Iterator[Part]:
+        return self._parts
+
+    def __iter__(self) -> Iterator[tuple[dict, str] | Reject]:
+        for p in self._parts:
+            if type(p) is JobBlock:
+                yield from p.items()
+            else:
+                yield p
+
+
+def _fast_parts(f: TextIO, source: str) -> Iterator[Part]:
+    """The jobs array cut into elements by the block scanner (jsonscan) and each decoded into
+    typed structs (sacct_typed). An element that either of them refuses (or junk between
+    elements) goes through ``_next_job`` and ``_json_job`` exactly as in the generic path, so
+    its rows, its reject and its offset are the same; when that decode ends elsewhere than the
+    scan said, the scan starts again after it."""
+    from . import sacct_typed as typed
+    from .jsonscan import Stop, char_offsets, scan_array
+
+    dec = json.JSONDecoder()
+    decode, job_rows, refused = typed.decoder.decode, typed.job_rows, (*typed.DECODE_ERRORS, typed.Fallback)
+    st = _Stream(f)
+    pos = _jobs_start(st)
+    if pos is None:
+        return
+    prefix = f"{source}:offset "
+    rows: list[tuple] = []
+    locs: list[str] = []
+    while True:
+        pos = st.drop_before(pos)
+        # surrogatepass: a lone surrogate gives bytes the typed decoder refuses, not an error here
+        block = st.buf[pos:].encode("utf-8", "surrogatepass")
+        sc = scan_array(block)
+        rescan = False
+        if len(sc.ends):
+            mv = memoryview(block)
+            ends = sc.ends.tolist()
+            char_starts = char_offsets(block, sc.starts).tolist()
+            char_ends = char_offsets(block, sc.ends).tolist()
+            prev = prev_c = 0
+            for s, e, cs, ce in zip(sc.starts.tolist(), ends, char_starts, char_ends):
+                jr = None
+                if not block[prev:s].strip(b" \t\r\n,"):
+                    try:
+                        jr = job_rows(decode(mv[s:e]))
+                    except refused:
+                        pass
+                if jr is None:
+                    if rows:
+                        yield JobBlock(rows, locs)
+                        rows, locs = [], []
+                    nxt = _next_job(st, dec, pos + prev_c)
+                    if nxt is None:
+                        return
+                    at, job, end = nxt
+                    yield from _job_items(job, st.base + at, source)
+                    if end != pos + ce:     # the scan and the decoder disagree: scan again after it
+                        pos, rescan = end, True
+                        break
+                elif jr:
+                    where = prefix + str(st.base + pos + cs)
+                    rows.extend(jr)
+                    locs.append(where)
+                    for r in jr[1:]:
+                        locs.append(f"{where} step {r[3]}")
+                prev, prev_c = e, ce
+            else:
+                pos += char_ends[-1]
+        if rows:
+            yield JobBlock(rows, locs)
+            rows, locs = [], []
+        if rescan or sc.why is Stop.MORE and len(st.buf) - pos < MAX_JOB_CHARS and st.more():
+            continue
+        # the array's end, something the scan leaves to the generic decoder, or no more input
+        nxt = _next_job(st, dec, pos)
+        if nxt is None:
+            return
+        at, job, end = nxt
+        yield from _job_items(job, st.base + at, source)
+        pos = end
+
+
+def _json_parts(parts: Callable[[TextIO, str], Iterator[Part]], f: TextIO, source: str,
+                report: WindowReport | None) -> Iterator[Part]:
+    try:
+        yield from parts(f, source)
+    except _FieldError as e:
+        if report is not None:
+            report.fail(f"malformed document: {e}")
+        yield Reject(RecordKind.JOB, source, f"{source}:offset {e.offset}", e.field,
+                     f"malformed document: {e}", e.raw)
+
+
+def _generic_parts(f: TextIO, source: str) -> Iterator[Part]:
+    for offset, job in _jobs_with_offsets(f):
+        yield from _job_items(job, offset, source)
+
+
+def iter_json_rows(f: TextIO, source: str, report: WindowReport | None = None) -> RowStream:
     """(row, location) per job and step, or a Reject, from one `sacct --json` output read from ``f``.
 
     A job is located as 'SOURCE:offset N', N the character offset of its object in the output;
     its steps as 'SOURCE:offset N step S'. A document that breaks off ends with one reject
     ("malformed document") and marks ``report`` incomplete.
     """
-    it = _jobs_with_offsets(f)
-    while True:
-        try:
-            pos, job = next(it)
-        except StopIteration:
-            return
-        except _FieldError as e:
-            if report is not None:
-                report.fail(f"malformed document: {e}")
-            yield Reject(RecordKind.JOB, source, f"{source}:offset {e.offset}", e.field,
-                         f"malformed document: {e}", e.raw)
-            return
-        where = f"{source}:offset {pos}"
-        try:
-            job_rows = list(_json_job(job))
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
-            field = getattr(e, "field", None) or (e.args[0] if isinstance(e, KeyError) else "job")
-            yield Reject(RecordKind.JOB, source, where, str(field), f"malformed: {e}",
-                         json.dumps(job, default=str)[:2000])
-            continue
-        for _k, r in job_rows:
-            yield r, (where if not r["step_id"] else f"{where} step {r['step_id']}")
+    return RowStream(_json_parts(_fast_parts, f, source, report))
+
+
+def iter_json_rows_generic(f: TextIO, source: str, report: WindowReport | None = None) -> RowStream:
+    """As ``iter_json_rows``, one ``json`` decode and one dict per job: the reference the fast
+    path is tested against, and what it hands the jobs it does not take."""
+    return RowStream(_json_parts(_generic_parts, f, source, report))
 
 
 def _split(items: Iterable[tuple[dict, str] | Reject]) -> tuple[list[dict], list[str], list[Reject]]:
@@ -478,7 +625,7 @@ def parse_parsable2(lines: list[str], source: str, first_line: int = 1
 
 
 def iter_parsable2_rows(f: TextIO, source: str, report: WindowReport | None = None,
-                       block_rows: int = BATCH_ROWS) -> Iterator[tuple[dict, str] | Reject]:
+                       block_rows: int = 20_000) -> Iterator[tuple[dict, str] | Reject]:
     """parse_parsable2 over ``f`` in blocks of about ``block_rows`` lines, cut where a job line
     starts (a job and its steps stay together: the job's bytes are the sum of its steps)."""
     block: list[str] = []
@@ -568,16 +715,19 @@ class SacctRunner:
             report.fail(f"sacct --json printed no JSON: {head[:60]!r}")
         return False
 
-    def rows(self, selection: list[str], report: WindowReport) -> Iterator[tuple[dict, str] | Reject]:
+    def rows(self, selection: list[str], report: WindowReport) -> RowStream:
         """Rows and rejects of one sacct call; problems that make the output incomplete go into
         ``report`` and, so that they are seen in the warehouse too, into one reject."""
+        return RowStream(self._parts(selection, report))
+
+    def _parts(self, selection: list[str], report: WindowReport) -> Iterator[Part]:
         if self.fmt in ("auto", "json"):
             source = f"sacct --json {report.label}"
             out = self._run(["--json", *selection], report)
             if self._json_works(out, report) or self.fmt == "json":
                 self.fmt = "json"
                 with out:
-                    yield from iter_json_rows(out, source, report)
+                    yield from iter_json_rows(out, source, report).parts()
                 yield from self._call_rejects(source, report)
                 return
             out.close()
@@ -605,52 +755,92 @@ def _stamp(t: float) -> str:
     return datetime.fromtimestamp(t, tz=timezone.utc).astimezone().strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def to_batches(rows: list[dict], locs: list[str], rejects: list[Reject], source: str,
-               batch_rows: int = BATCH_ROWS) -> Iterator[Batch]:
-    """Cut rows into bounded JOB batches; the parse rejects travel with the first one."""
+def _micros(t: datetime | None) -> int | None:
+    if t is None:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    return (t - _EPOCH) // _ONE_US
+
+
+_TIME_INDEX = tuple(JOB.names.index(c) for c in _TIME_COLUMNS)
+_KEY_INDEX = tuple(JOB.names.index(c) for c in ("cluster", "job_id", "step_id"))
+
+
+def _as_tuple(row: dict) -> tuple:
+    """A generic-path row in the fast path's form (JOB's column order, times in microseconds)."""
+    values = [row[c] for c in JOB.names]
+    for i in _TIME_INDEX:
+        values[i] = _micros(values[i])
+    return tuple(values)
+
+
+def _tuple_batches(rows: list[tuple], locs: list[str], rejects: list[Reject], source: str,
+                   batch_rows: int) -> Iterator[Batch]:
     if not rows:
         if rejects:
             yield Batch(RecordKind.JOB, JOB.empty_table(), source, locations=[], rejects=rejects)
         return
-    # a running job seen twice in one window (overlap): keep the last, by natural key
-    last: dict[tuple, int] = {}
-    for i, r in enumerate(rows):
-        last[(r["cluster"], r["job_id"], r["step_id"])] = i
-    keep = sorted(last.values())
-    fields = operator.itemgetter(*JOB.names)
-    for start in range(0, len(keep), batch_rows):
-        idx = keep[start:start + batch_rows]
-        # row tuples transposed into columns in C, not one Python lookup per cell
-        columns = zip(*(fields(rows[i]) for i in idx))
-        table = pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, JOB)], schema=JOB)
-        yield Batch(RecordKind.JOB, table, source, locations=[locs[i] for i in idx],
+    columns = list(zip(*rows))   # transposed in C, not one Python lookup per cell
+    arrays = [pa.array(c, f.type) for c, f in zip(columns, JOB)]
+    key = pc.binary_join_element_wise(*(arrays[i] for i in _KEY_INDEX), "\x1f")
+    if pc.count_distinct(key).as_py() < len(rows):
+        # a running job seen twice in one window (overlap): keep the last, by natural key
+        last = {k: i for i, k in enumerate(zip(*(columns[i] for i in _KEY_INDEX)))}
+        keep = sorted(last.values())
+        arrays = [a.take(keep) for a in arrays]
+        locs = [locs[i] for i in keep]
+    table = pa.Table.from_arrays(arrays, schema=JOB)
+    for start in range(0, len(locs), batch_rows):
+        yield Batch(RecordKind.JOB, table.slice(start, batch_rows), source, locations=locs[start:start + batch_rows],
                     rejects=rejects if start == 0 else [])
+
+
+def to_batches(rows: list[dict], locs: list[str], rejects: list[Reject], source: str,
+               batch_rows: int = BATCH_ROWS) -> Iterator[Batch]:
+    """Cut rows into bounded JOB batches; the parse rejects travel with the first one."""
+    yield from _tuple_batches([_as_tuple(r) for r in rows], locs, rejects, source, batch_rows)
 
 
 def stream_batches(items: Iterable[tuple[dict, str] | Reject], source: str,
                    batch_rows: int = BATCH_ROWS) -> Iterator[Batch]:
     """JOB batches of at most ``batch_rows`` rows as the items arrive; a row seen again in a
-    later batch replaces the earlier one when loaded (the warehouse upserts by natural key)."""
-    chunk: list[tuple[dict, str] | Reject] = []
-    n = 0
-    for item in items:
-        chunk.append(item)
-        n += not isinstance(item, Reject)
-        if n >= batch_rows:
-            yield from to_batches(*_split(chunk), source, batch_rows)
-            chunk, n = [], 0
-    yield from to_batches(*_split(chunk), source, batch_rows)
+    later batch replaces the earlier one when loaded (the warehouse upserts by natural key).
+    A RowStream's fast-decoded blocks go in whole."""
+    parts: Iterable[Part] = items.parts() if isinstance(items, RowStream) else items
+    rows: list[tuple] = []
+    locs: list[str] = []
+    rejects: list[Reject] = []
+    for p in parts:
+        if type(p) is JobBlock:
+            rows.extend(p.rows)
+            locs.extend(p.locations)
+        elif isinstance(p, Reject):
+            rejects.append(p)
+        else:
+            rows.append(_as_tuple(p[0]))
+            locs.append(p[1])
+        while len(rows) >= batch_rows:
+            yield from _tuple_batches(rows[:batch_rows], locs[:batch_rows], rejects, source, batch_rows)
+            rows, locs, rejects = rows[batch_rows:], locs[batch_rows:], []
+    yield from _tuple_batches(rows, locs, rejects, source, batch_rows)
 
 
-def _track(items: Iterable[tuple[dict, str] | Reject], pending: set[str]) -> Iterator[tuple[dict, str] | Reject]:
+_JOB_END = JOB.names.index("end_time")
+
+
+def _track(items: RowStream, pending: set[str]) -> RowStream:
     """Keep ``pending`` (jobs seen unfinished) up to date as the rows pass."""
-    for item in items:
-        if not isinstance(item, Reject) and not item[0]["step_id"]:
-            if item[0]["end_time"] is None:
-                pending.add(item[0]["job_id"])
-            else:
-                pending.discard(item[0]["job_id"])
-        yield item
+    def parts() -> Iterator[Part]:
+        for p in items.parts():
+            if type(p) is JobBlock:
+                for r in p.rows:
+                    if not r[3]:
+                        (pending.add if r[_JOB_END] is None else pending.discard)(r[2])
+            elif not isinstance(p, Reject) and not p[0]["step_id"]:
+                (pending.add if p[0]["end_time"] is None else pending.discard)(p[0]["job_id"])
+            yield p
+    return RowStream(parts())
 
 
 def sacct_batches(runner: SacctRunner, start: float, end: float, window: float,
