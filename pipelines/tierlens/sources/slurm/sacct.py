@@ -19,7 +19,7 @@ non-zero exit, timeout) keeps its complete jobs, leaves one reject and is asked 
 (``sacct_batches``). Slurm's NO_VAL / INFINITE markers (``SENTINELS``) are missing values; a job
 that ended without starting (a launch failure) is loaded with no start and wall 0.
 
-Definitions (DESIGN.md): CPU is user + system seconds (sacct TotalCPU); cores are AllocCPUS;
+Definitions (docs/architecture.md): CPU is user + system seconds (sacct TotalCPU); cores are AllocCPUS;
 bytes read/written are fs/disk of TRESUsageInTot / TRESUsageOutTot (rchar / wchar). A job's
 row sums its steps, as sacct's TotalCPU does. Steps keep their own rows (step_id 'batch',
 'extern', '0', ...); the whole job has step_id ''. Job ids are raw ids (JobIDRaw), so an array
