@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numba import njit
 
 #: bytes read from a history file at a time (a block ends at its last banner line)
 READ_BYTES = 1 << 24
@@ -61,15 +62,13 @@ def _lut(chars: str, value: int = 1, dtype=np.uint8) -> np.ndarray:
 _CUT = _lut("-+*/%&|^<>=!?:,([{. \t\r").astype(bool)
 _DIGIT = _lut("0123456789").astype(bool)
 _LETTER = _lut("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_").astype(bool)
-#: per line, one sum of these weights over its brackets, quotes and backslashes; decoded by
-#: _line_sums (exact while a line holds fewer than _MAX_SPECIALS of them)
-_WEIGHT = np.zeros(256, np.int64)
-for _c, _w in zip('()[]{}"\\', (1, -1, 1 << 10, -(1 << 10), 1 << 20, -(1 << 20), 1 << 32, 1 << 48)):
-    _WEIGHT[ord(_c)] = _w
-_MAX_SPECIALS = 1 << 9
-#: translate() deletes every byte but these, leaving a short text with the same lines
-_KEEP = set(b'"()[]{}\\\n')
-_DELETE = bytes(b for b in range(256) if b not in _KEEP)
+_NAME_BYTES = _lut(_NAME_CHARS).astype(bool)
+#: what the scan counts per line: the newline ends it, then brackets, quotes, backslashes
+_NEWLINE, _QUOTE, _BACKSLASH = 1, 2, 3
+_SPECIAL = np.zeros(256, np.uint8)
+_FNV_BASIS, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
+for _i, _c in enumerate('\n"\\()[]{}', 1):
+    _SPECIAL[ord(_c)] = _i
 
 #: value kinds of a needed attribute line
 NOT_LITERAL, NUMBER, STRING, LIST, TRUE, OTHER_LITERAL = range(6)
@@ -142,21 +141,6 @@ def _segments(starts: np.ndarray, ends: np.ndarray, banner: np.ndarray, size: in
     return seg, first, stops, lines
 
 
-def _line_sums(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per line: balanced brackets, quotes, backslashes."""
-    kept = np.frombuffer(data.translate(None, _DELETE), np.uint8)
-    nl = np.flatnonzero(kept == 10)
-    assert len(nl) == n
-    sums = np.cumsum(np.take(_WEIGHT, kept))[nl]
-    sums[1:] -= sums[:-1].copy()
-    low = ((sums + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)   # the brackets' signed part
-    high = (sums - low) >> 32
-    specials = nl.copy()
-    specials[1:] -= nl[:-1]
-    balanced = (low == 0) & (specials <= _MAX_SPECIALS)
-    return balanced, high & 0xFFFF, high >> 16
-
-
 @dataclass
 class _Lines:
     """A block's lines as arrays: byte positions, the line cut after its name and " = ", and the
@@ -178,42 +162,80 @@ class _Lines:
     needed: np.ndarray        # index in NEEDED of the line's name, -1: not needed
 
 
+@njit(cache=True, nogil=True)
+def _scan(u, name_bytes, special, cut, cuts, ends, vs, ve, first, last, banner, quoted, bad, backslashes,
+          name_hash):
+    """One pass over a block's bytes (``u`` ends with a newline), filling the per-line arrays of
+    _Lines; ``cuts`` gets the four pieces of each line, name / " = " / value / rest, and
+    ``name_hash`` the FNV-1a hash of the name piece."""
+    i = 0
+    for line in range(ends.shape[0]):
+        s = i
+        # each test reads a byte only after the one before it was not the newline
+        banner[line] = u[s] == 42 and u[s + 1] == 42 and u[s + 2] == 42 and u[s + 3] == 32
+        j = s
+        h = _FNV_BASIS
+        while name_bytes[u[j]]:
+            h = (h ^ u[j]) * _FNV_PRIME
+            j += 1
+        sep = j > s and u[j] == 32 and u[j + 1] == 61 and u[j + 2] == 32
+        k = j  # the name holds no special byte: count from its end
+        paren = square = brace = quotes = slashes = 0
+        while True:
+            c = special[u[k]]
+            if c:
+                if c == 1:
+                    break
+                elif c == 2:
+                    quotes += 1
+                elif c == 3:
+                    slashes += 1
+                elif c == 4:
+                    paren += 1
+                elif c == 5:
+                    paren -= 1
+                elif c == 6:
+                    square += 1
+                elif c == 7:
+                    square -= 1
+                elif c == 8:
+                    brace += 1
+                else:
+                    brace -= 1
+            k += 1
+        a, b, name_end = (j + 3, k, j) if sep else (s, s, s)
+        full = b > a
+        f = u[a] if full else 0
+        t = u[b - 1] if full else 0
+        q = 1 if full and f == 34 and t == 34 and b - a >= 2 and quotes == 2 else 0
+        ends[line], vs[line], ve[line], first[line], last[line] = k, a, b, f, t
+        quoted[line] = q == 1
+        backslashes[line] = slashes
+        name_hash[line] = h if sep else _FNV_BASIS
+        bad[line] = not banner[line] and (not full or cut[t] or paren != 0 or square != 0
+                                          or brace != 0 or quotes % 2 == 1)
+        cuts[4 * line], cuts[4 * line + 1], cuts[4 * line + 2], cuts[4 * line + 3] = s, name_end, a + q, b - q
+        i = k + 1
+    cuts[4 * ends.shape[0]] = u.shape[0]
+
+
 def _cut_lines(data: bytes, needed: tuple[str, ...]) -> _Lines:
     u = np.frombuffer(data, np.uint8)
     # 32-bit positions where the block allows: half the memory traffic of every step below
     strings, itype = _string_type(data)
-    ends = np.flatnonzero(u == 10).astype(itype)
-    n = len(ends)
-    bounds = np.empty(n + 1, itype)
-    bounds[0] = 0
-    np.add(ends, 1, out=bounds[1:])
-    starts = bounds[:-1]
-    lines = strings.from_buffers(n, pa.py_buffer(bounds), pa.py_buffer(data))
-    banner = _banners(u, starts)
-    # p: length of the leading run of name characters (ltrim is much cheaper than a search)
-    p = (ends + 1 - starts) - _np(pc.binary_length(pc.ascii_ltrim(lines, _NAME_CHARS))).astype(itype)
-    # name + " = ": the name ends at or before the newline; the two bytes after it may lie past
-    # the end of the block (short last lines)
-    name_end = starts + p
-    after = np.minimum(name_end + 1, len(data) - 1)
-    has_sep = (p >= 1) & (u[name_end] == 32) & (u[after] == 61)
-    np.minimum(after + 1, len(data) - 1, out=after)
-    has_sep &= u[after] == 32
-    p *= has_sep
-    vs = starts + (p + 3) * has_sep
-    ve = np.where(has_sep, ends, starts)
-    nonempty = ve > vs
-    first = u[vs] * nonempty         # vs <= the newline
-    last = u[ve - 1] * nonempty      # -1 only where empty
-    balanced, quotes, backslashes = _line_sums(data, n)
-    quoted = nonempty & (first == 34) & (last == 34) & (ve - vs >= 2) & (quotes == 2)
+    n = int(np.count_nonzero(u == 10))
     cuts = np.empty(4 * n + 1, itype)
-    cuts[0:-1:4], cuts[1::4], cuts[2::4], cuts[3::4] = starts, starts + p, vs + quoted, ve - quoted
-    cuts[-1] = len(data)
+    ends, vs, ve = (np.empty(n, itype) for _ in range(3))
+    first, last = np.empty(n, np.uint8), np.empty(n, np.uint8)
+    banner, quoted, bad = (np.empty(n, bool) for _ in range(3))
+    backslashes = np.empty(n, np.int32)
+    name_hash = np.empty(n, np.uint64)
+    _scan(u, _NAME_BYTES, _SPECIAL, _CUT, cuts, ends, vs, ve, first, last, banner, quoted, bad, backslashes,
+          name_hash)
     pieces = strings.from_buffers(4 * n, pa.py_buffer(cuts), pa.py_buffer(data))
-    well_formed, needed_index = _names(pc.take(pieces, pa.array(np.arange(0, 4 * n, 4))), needed)
-    bad = ~banner & (~(well_formed & has_sep & nonempty) | _CUT[last] | ~balanced | ((quotes & 1) == 1))
-    return _Lines(data, starts, ends, banner, vs, ve, first, last, quoted, pieces, bad, backslashes,
+    well_formed, needed_index = _names(u, cuts, pieces, name_hash, needed)
+    bad |= ~banner & ~well_formed
+    return _Lines(data, cuts[0:-1:4], ends, banner, vs, ve, first, last, quoted, pieces, bad, backslashes,
                   needed_index)
 
 
@@ -221,28 +243,40 @@ def _string_type(data) -> tuple[type, type]:
     return (pa.StringArray, np.int32) if 4 * len(data) < 2**31 else (pa.LargeStringArray, np.int64)
 
 
-def _banners(u: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Per line: it starts with "*** " (looked at only where it starts with "*")."""
-    banner = u[starts] == 42
-    at = starts[banner]
-    for i in (1, 2, 3):
-        banner[banner] = u[np.minimum(at + i, len(u) - 1)] == (32 if i == 3 else 42)
-        at = starts[banner]
-    return banner
-
-
-def _names(names: pa.Array, needed: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+def _names(u, cuts, pieces: pa.Array, name_hash: np.ndarray, needed: tuple[str, ...]
+           ) -> tuple[np.ndarray, np.ndarray]:
     """Per line: the name is well-formed (and not a needed name spelt in another case, which
     classad2 would take for it); the name's index in ``needed`` or -1. Checked once per
-    distinct name."""
-    codes = names.dictionary_encode()
-    distinct = codes.dictionary
+    distinct name: lines are grouped by the hash of their name, and every name is compared with
+    the first of its group (on a collision, grouped by the names themselves)."""
+    codes = pa.array(name_hash).dictionary_encode()
+    at = _np(codes.indices)
+    first = np.empty(len(codes.dictionary), np.int64)
+    first[at[::-1]] = np.arange(len(at) - 1, -1, -1)  # the last store wins: the first line
+    if _same_names(u, cuts, first, at):
+        distinct = pc.take(pieces, pa.array(4 * first))
+    else:
+        codes = pc.take(pieces, pa.array(np.arange(0, 4 * len(at), 4))).dictionary_encode()
+        distinct, at = codes.dictionary, _np(codes.indices)
     needed_arr = pa.array(needed)
     exact = _np(pc.index_in(distinct, value_set=needed_arr).fill_null(-1))
     folded = _np(pc.index_in(pc.ascii_lower(distinct), value_set=pc.ascii_lower(needed_arr)).fill_null(-1))
     good = _np(pc.match_substring_regex(distinct, NAME)) & (exact == folded)
-    at = _np(codes.indices)
     return good[at], exact[at]
+
+
+@njit(cache=True, nogil=True)
+def _same_names(u, cuts, first, at):
+    """Every line's name piece equals that of the first line of its group."""
+    for line in range(at.shape[0]):
+        a, b = cuts[4 * line], cuts[4 * line + 1]
+        f = cuts[4 * first[at[line]]]
+        if cuts[4 * first[at[line]] + 1] - f != b - a:
+            return False
+        for k in range(b - a):
+            if u[a + k] != u[f + k]:
+                return False
+    return True
 
 
 def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
