@@ -67,6 +67,7 @@ _NAME_BYTES = _lut(_NAME_CHARS).astype(bool)
 _NEWLINE, _QUOTE, _BACKSLASH = 1, 2, 3
 _SPECIAL = np.zeros(256, np.uint8)
 _FNV_BASIS, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 for _i, _c in enumerate('\n"\\()[]{}', 1):
     _SPECIAL[ord(_c)] = _i
 
@@ -167,7 +168,7 @@ def _scan(u, name_bytes, special, cut, cuts, ends, vs, ve, first, last, banner, 
           name_hash):
     """One pass over a block's bytes (``u`` ends with a newline), filling the per-line arrays of
     _Lines; ``cuts`` gets the four pieces of each line, name / " = " / value / rest, and
-    ``name_hash`` the FNV-1a hash of the name piece."""
+    ``name_hash`` the FNV-1a hash of the name piece (here it costs next to nothing)."""
     i = 0
     for line in range(ends.shape[0]):
         s = i
@@ -233,7 +234,7 @@ def _cut_lines(data: bytes, needed: tuple[str, ...]) -> _Lines:
     _scan(u, _NAME_BYTES, _SPECIAL, _CUT, cuts, ends, vs, ve, first, last, banner, quoted, bad, backslashes,
           name_hash)
     pieces = strings.from_buffers(4 * n, pa.py_buffer(cuts), pa.py_buffer(data))
-    well_formed, needed_index = _names(u, cuts, pieces, name_hash, needed)
+    well_formed, needed_index = _names(u, cuts, name_hash, pieces, needed)
     bad |= ~banner & ~well_formed
     return _Lines(data, cuts[0:-1:4], ends, banner, vs, ve, first, last, quoted, pieces, bad, backslashes,
                   needed_index)
@@ -243,21 +244,17 @@ def _string_type(data) -> tuple[type, type]:
     return (pa.StringArray, np.int32) if 4 * len(data) < 2**31 else (pa.LargeStringArray, np.int64)
 
 
-def _names(u, cuts, pieces: pa.Array, name_hash: np.ndarray, needed: tuple[str, ...]
-           ) -> tuple[np.ndarray, np.ndarray]:
+def _names(u, cuts, name_hash, pieces: pa.Array, needed: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Per line: the name is well-formed (and not a needed name spelt in another case, which
     classad2 would take for it); the name's index in ``needed`` or -1. Checked once per
-    distinct name: lines are grouped by the hash of their name, and every name is compared with
-    the first of its group (on a collision, grouped by the names themselves)."""
-    codes = pa.array(name_hash).dictionary_encode()
-    at = _np(codes.indices)
-    first = np.empty(len(codes.dictionary), np.int64)
-    first[at[::-1]] = np.arange(len(at) - 1, -1, -1)  # the last store wins: the first line
-    if _same_names(u, cuts, first, at):
-        distinct = pc.take(pieces, pa.array(4 * first))
-    else:
-        codes = pc.take(pieces, pa.array(np.arange(0, 4 * len(at), 4))).dictionary_encode()
+    distinct name."""
+    grouped = _group_names(u, _words(u), cuts, name_hash, _MAX_NAMES.bit_length() + 1)
+    if grouped is None:
+        codes = pc.take(pieces, pa.array(np.arange(0, len(pieces), 4))).dictionary_encode()
         distinct, at = codes.dictionary, _np(codes.indices)
+    else:
+        at, first = grouped
+        distinct = pc.take(pieces, pa.array(4 * first))
     needed_arr = pa.array(needed)
     exact = _np(pc.index_in(distinct, value_set=needed_arr).fill_null(-1))
     folded = _np(pc.index_in(pc.ascii_lower(distinct), value_set=pc.ascii_lower(needed_arr)).fill_null(-1))
@@ -265,18 +262,66 @@ def _names(u, cuts, pieces: pa.Array, name_hash: np.ndarray, needed: tuple[str, 
     return good[at], exact[at]
 
 
-@njit(cache=True, nogil=True)
-def _same_names(u, cuts, first, at):
-    """Every line's name piece equals that of the first line of its group."""
-    for line in range(at.shape[0]):
-        a, b = cuts[4 * line], cuts[4 * line + 1]
-        f = cuts[4 * first[at[line]]]
-        if cuts[4 * first[at[line]] + 1] - f != b - a:
+def _words(data) -> np.ndarray:
+    """words[i]: the 8 bytes from data[i] on as one (unaligned) uint64, for i < len(data) - 7."""
+    return np.ndarray(shape=(max(len(data) - 7, 0),), dtype=np.uint64, buffer=data, strides=(1,))
+
+
+# allocates nothing: compiled without reference counting, which would cost more than the compare
+@njit(cache=True, nogil=True, _nrt=False)
+def _same_piece(u, words, a, b, other):
+    """u[a:b] equals the bytes of the same length from ``other`` on; 8 bytes at a time."""
+    k, n = 0, b - a
+    while k + 8 <= n:
+        if words[a + k] != words[other + k]:
             return False
-        for k in range(b - a):
-            if u[a + k] != u[f + k]:
-                return False
+        k += 8
+    if k == n:
+        return True
+    if max(a, other) + k < words.shape[0]:  # the tail, from one word each (its high bytes dropped)
+        return ((words[a + k] ^ words[other + k]) << np.uint64(8 * (8 - n + k))) == 0
+    for i in range(k, n):
+        if u[a + i] != u[other + i]:
+            return False
     return True
+
+
+#: distinct names a block may hold for _group_names (a quarter of its table); beyond, Arrow groups them
+_MAX_NAMES = 1 << 10
+
+
+@njit(cache=True, nogil=True)
+def _group_names(u, words, cuts, hashes, table_bits):
+    """Per line, the number of its name piece among the block's distinct names (in order of
+    first appearance), and the first line with each; None when there are more than a quarter
+    of 2**table_bits. An open-addressing table keyed by the names' hashes (from _scan), every
+    match confirmed byte by byte; a slot holds what the match needs, so a look-up follows no index."""
+    n = (cuts.shape[0] - 1) // 4
+    group = np.empty(n, np.int32)
+    first = np.empty(n, np.int64)
+    size = 1 << table_bits
+    mask, shift = size - 1, np.uint64(64 - table_bits)
+    slot_group = np.full(size, -1, np.int32)
+    slot_hash = np.empty(size, np.uint64)
+    slot_at = np.empty(size, np.int64)
+    slot_len = np.empty(size, np.int64)
+    groups = 0
+    for line in range(n):
+        a, b, h = cuts[4 * line], cuts[4 * line + 1], hashes[line]
+        i = np.int64((h * _GOLDEN) >> shift)  # Fibonacci hashing: FNV's high bits miss the last byte
+        while True:
+            g = slot_group[i]
+            if g < 0 or (slot_hash[i] == h and slot_len[i] == b - a and _same_piece(u, words, a, b, slot_at[i])):
+                break
+            i = (i + 1) & mask
+        if g < 0:
+            if 4 * groups >= size:
+                return None
+            g = groups
+            groups += 1
+            slot_group[i], slot_hash[i], slot_at[i], slot_len[i], first[g] = g, h, a, b - a, line
+        group[line] = g
+    return group, first[:groups]
 
 
 def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
