@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
@@ -675,3 +677,82 @@ def test_randomly_damaged_ads_as_classad2(tmp_path):
         path = tmp_path / f"history.{trial}"
         path.write_bytes(data)
         assert _all([path], True) == _all([path], False), trial
+
+
+def _lines_by_hand(data: bytes, needed: tuple[str, ...]) -> dict[str, list]:
+    """What fast._cut_lines should find per line, worked out one line at a time in Python."""
+    from tierlens.sources.condor.fast import NAME
+    out: dict[str, list] = {k: [] for k in ("starts", "ends", "banner", "value_start", "value_end", "first",
+                                             "last", "quoted", "bad", "backslashes", "needed", "pieces")}
+    lowered = [n.lower() for n in needed]
+    pos = 0
+    for line in data.split(b"\n")[:-1]:
+        p = re.match(rb"[A-Za-z0-9_.]*", line).end()
+        sep = p >= 1 and line[p:p + 3] == b" = "
+        name = line[:p] if sep else b""
+        value = line[p + 3:] if sep else b""
+        quoted = len(value) >= 2 and value[:1] == value[-1:] == b'"' and line.count(b'"') == 2
+        text = name.decode()
+        exact = needed.index(text) if text in needed else -1
+        folded = lowered.index(text.lower()) if text.lower() in lowered else -1
+        well_formed = re.fullmatch(NAME, text) is not None and exact == folded
+        balanced = all(line.count(o) == line.count(c) for o, c in (b"()", b"[]", b"{}"))
+        banner = line.startswith(b"*** ")
+        cut = value[-1:] != b"" and value[-1:] in [bytes([c]) for c in b"-+*/%&|^<>=!?:,([{. \t\r"]
+        vs = pos + p + 3 if sep else pos
+        for key, v in (("starts", pos), ("ends", pos + len(line)), ("banner", banner), ("value_start", vs),
+                       ("value_end", vs + len(value)), ("first", value[0] if value else 0),
+                       ("last", value[-1] if value else 0), ("quoted", quoted), ("backslashes", line.count(b"\\")),
+                       ("needed", exact),
+                       ("bad", not banner and (not (well_formed and value) or cut or not balanced
+                                               or line.count(b'"') % 2 == 1))):
+            out[key].append(v)
+        q = int(quoted)
+        out["pieces"] += [name, line[len(name):p + 3 + q] if sep else b"", value[q:len(value) - q],
+                          (value[len(value) - q:] if sep else line) + b"\n"]
+        pos += len(line) + 1
+    return out
+
+
+@pytest.mark.parametrize("max_names", [1024, 4])   # 4: more names than the table takes, Arrow groups them
+def test_compiled_line_scan_agrees_with_a_line_by_line_reading(monkeypatch, max_names):
+    """Random blocks of well-formed, damaged and banner lines: every per-line array of the
+    compiled scan (and the name grouping) equals what reading each line by hand gives."""
+    import random
+    from tierlens.sources.condor import fast
+    monkeypatch.setattr(fast, "_MAX_NAMES", max_names)
+    rng = random.Random(5)
+    needed = ("GlobalJobId", "Owner", "RemoteUserCpu", "x.y")
+    names = [*needed, "owner", "REMOTEUSERCPU", "Cmd", "a.b_c", "9abc", "_x", "Requirements",
+             "AAAAAAAAsame", "BBBBBBBBsame", "SameHead.Ax", "SameHead.Bx"]
+    values = ['"atlas"', "12", "1.5e+03", "(A && B)", "((A)", '"a\\"b"', "{ \"a\", \"b\" }", "[ x = 1; ]",
+              "", "12 +", '"', "true", "x]", '"a" "b"', "\udcff\udcfe", "{", "a\\b"]
+    junk = 'aA_.9 ="\\(){}[]*\t,+\udcff'
+    for trial in range(20):
+        lines = []
+        for _ in range(rng.randint(0, 300)):
+            r = rng.random()
+            if r < 0.6:
+                lines.append(f"{rng.choice(names)} = {rng.choice(values)}")
+            elif r < 0.7:
+                lines.append(f"*** Offset = {rng.randint(0, 99)}")
+            elif r < 0.8:
+                lines.append(f"N{rng.randint(0, 40)} = {rng.randint(0, 9)}")
+            else:
+                lines.append("".join(rng.choice(junk) for _ in range(rng.randint(0, 12))))
+        data = ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape") if lines else b"\n"
+        got = fast._cut_lines(data, needed)
+        want = _lines_by_hand(data, needed)
+        for key, values_ in want.items():
+            if key == "pieces":
+                assert got.pieces.view(pa.binary()).to_pylist() == values_, trial
+            else:
+                assert getattr(got, key).tolist() == values_, (trial, key)
+        # every name hashed alike: the grouping rests on the byte comparison alone
+        u = np.frombuffer(data, np.uint8)
+        cuts = np.frombuffer(got.pieces.buffers()[1], np.int32)[:len(got.pieces) + 1]
+        group, first = fast._group_names(u, fast._words(u), cuts, np.zeros(len(got.starts), np.uint64), 12)
+        names_ = want["pieces"][0::4]
+        order = list(dict.fromkeys(names_))
+        assert group.tolist() == [order.index(x) for x in names_], trial
+        assert first.tolist() == [names_.index(x) for x in order], trial
