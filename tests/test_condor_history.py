@@ -756,3 +756,19 @@ def test_compiled_line_scan_agrees_with_a_line_by_line_reading(monkeypatch, max_
         order = list(dict.fromkeys(names_))
         assert group.tolist() == [order.index(x) for x in names_], trial
         assert first.tolist() == [names_.index(x) for x in order], trial
+
+
+def test_compiled_integers_as_python_reads_them():
+    """fast._integers against int() on random digit strings: 1-18 digits, no leading 0, nothing else."""
+    import random
+    from tierlens.sources.condor import fast
+    rng = random.Random(11)
+    texts = ["0", "00", "010", "7", "1" * 18, "9" * 18, "1" * 19, "", "1.5", "-1", "+1", " 1", "1e3", "12a"]
+    texts += ["".join(rng.choice("0123456789.x") for _ in range(rng.randint(0, 20))) for _ in range(2000)]
+    data = "".join(texts).encode()
+    ends = np.cumsum([len(t) for t in texts])
+    ok, value = fast._integers(np.frombuffer(data, np.uint8), ends - [len(t) for t in texts], ends)
+    for t, good, v in zip(texts, ok.tolist(), value.tolist()):
+        plain = t.isdigit() and 1 <= len(t) <= 18 and (t[0] != "0" or t == "0")
+        assert good == plain, t
+        assert (v == float(int(t))) if plain else np.isnan(v), t

@@ -332,16 +332,15 @@ def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray
     kind[string] = STRING
     # "" is a literal, but no text for the row (as _str)
     kind[string & ((lines.value_end - lines.value_start)[sel] == 2)] = OTHER_LITERAL
-    number = np.full(len(sel), np.nan)
-    digits = np.flatnonzero(_DIGIT[first])
-    if len(digits):  # integers (most numbers) without a regex: all digits, no leading 0, <= 18
-        text = values.take(pa.array(digits))
-        length = (lines.value_end - lines.value_start)[sel[digits]]
-        plain = _np(pc.ascii_is_decimal(text)) & (length <= 18) & ((first[digits] != 48) | (length == 1))
-        other = np.flatnonzero(~plain)
-        plain[other[_np(pc.match_substring_regex(text.take(pa.array(other)), _INT_OR_REAL))]] = True
-        kind[digits[plain]] = NUMBER
-        number[digits[plain]] = _np(pc.cast(text.filter(pa.array(plain)), pa.float64()))
+    # integers (most numbers) read by _integers; the other numbers by a regex and Arrow's cast
+    integer, number = _integers(np.frombuffer(lines.data, np.uint8), lines.value_start[sel], lines.value_end[sel])
+    kind[integer] = NUMBER
+    other = np.flatnonzero(_DIGIT[first] & ~integer)
+    if len(other):
+        text = values.take(pa.array(other))
+        real = _np(pc.match_substring_regex(text, _INT_OR_REAL))
+        kind[other[real]] = NUMBER
+        number[other[real]] = _np(pc.cast(text.filter(pa.array(real)), pa.float64()))
     lists = np.flatnonzero(first == 123)
     if len(lists):
         text = values.take(pa.array(lists))
@@ -398,18 +397,40 @@ def _unparsed(data, lines: _Lines, among: np.ndarray) -> np.ndarray:
     numbers parse; any other value is parsed by classad2 once per distinct value, as in the ad
     (expressions mostly repeat from job to job)."""
     lines_at = np.flatnonzero(among & ~(lines.quoted & (lines.backslashes == 0)))
+    integer, _ = _integers(np.frombuffer(data, np.uint8), lines.value_start[lines_at], lines.value_end[lines_at])
+    lines_at = lines_at[~integer]
     text = _views(data, lines.value_start[lines_at], lines.value_end[lines_at])
-    number = _DIGIT[lines.first[lines_at]]
-    length = (lines.value_end - lines.value_start)[lines_at]
-    number &= (length <= 18) & ((lines.first[lines_at] != 48) | (length == 1))
-    number &= _np(pc.ascii_is_decimal(text))
-    rest = np.flatnonzero(~number & _DIGIT[lines.first[lines_at]])
-    if len(rest):
-        number[rest] = _np(pc.match_substring_regex(text.take(pa.array(rest)), _INT_OR_REAL))
+    number = np.zeros(len(lines_at), bool)
+    digits = np.flatnonzero(_DIGIT[lines.first[lines_at]])
+    if len(digits):
+        number[digits] = _np(pc.match_substring_regex(text.take(pa.array(digits)), _INT_OR_REAL))
     rest = np.flatnonzero(~number)
     if not len(rest):
         return rest
     return lines_at[rest[~_parse_each(text.take(pa.array(rest)))]]
+
+
+@njit(cache=True, nogil=True)
+def _integers(u, starts, ends):
+    """Per value u[starts[i]:ends[i]]: it is a decimal integer of 1 to 18 digits without a
+    leading 0 (as classad2 reads it, 010 is octal), and its value (NaN: not such an integer).
+    An int64 converts to the nearest float64, as Arrow's cast of the digits does."""
+    ok = np.zeros(starts.shape[0], np.bool_)
+    value = np.full(starts.shape[0], np.nan)
+    for i in range(starts.shape[0]):
+        a, b = starts[i], ends[i]
+        if b - a < 1 or b - a > 18 or (u[a] == 48 and b - a > 1):
+            continue
+        v = 0
+        for k in range(a, b):
+            d = np.int64(u[k]) - 48
+            if d < 0 or d > 9:
+                v = -1
+                break
+            v = v * 10 + d
+        if v >= 0:
+            ok[i], value[i] = True, v
+    return ok, value
 
 
 def _views(data, starts: np.ndarray, stops: np.ndarray) -> pa.Array:
