@@ -758,17 +758,30 @@ def test_compiled_line_scan_agrees_with_a_line_by_line_reading(monkeypatch, max_
         assert first.tolist() == [names_.index(x) for x in order], trial
 
 
-def test_compiled_integers_as_python_reads_them():
-    """fast._integers against int() on random digit strings: 1-18 digits, no leading 0, nothing else."""
+def test_compiled_numbers_as_python_reads_them():
+    """fast._numbers against the plain-number pattern and Python's float() (correctly rounded)
+    on random number-like texts: which are numbers, and their values."""
     import random
     from tierlens.sources.condor import fast
     rng = random.Random(11)
-    texts = ["0", "00", "010", "7", "1" * 18, "9" * 18, "1" * 19, "", "1.5", "-1", "+1", " 1", "1e3", "12a"]
-    texts += ["".join(rng.choice("0123456789.x") for _ in range(rng.randint(0, 20))) for _ in range(2000)]
+    texts = ["0", "00", "010", "7", "1" * 18, "9" * 18, "1" * 19, "", "1.5", "-1", "+1", " 1", "1e3", "12a",
+             "0.1", "1.", ".5", "1.5e+03", "1.25E-22", "1.25e-23", "9007199254740993.0", "1.0e100", "1.5e+",
+             "123456789012345678.123456789", "0.30000000000000004", "2.2250738585072014e-08", "1.7e308"]
+    digits = lambda: "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 20)))  # noqa: E731
+    for _ in range(3000):
+        t = digits()
+        if rng.random() < 0.7:
+            t += "." + digits()
+            if rng.random() < 0.5:
+                t += rng.choice("eE") + rng.choice(["", "+", "-"]) + digits()[:rng.randint(0, 3)]
+        if rng.random() < 0.05:
+            t = t[:rng.randint(0, len(t))] + rng.choice(".x+") + t[rng.randint(0, len(t)):]
+        texts.append(t)
     data = "".join(texts).encode()
-    ends = np.cumsum([len(t) for t in texts])
-    ok, value = fast._integers(np.frombuffer(data, np.uint8), ends - [len(t) for t in texts], ends)
-    for t, good, v in zip(texts, ok.tolist(), value.tolist()):
-        plain = t.isdigit() and 1 <= len(t) <= 18 and (t[0] != "0" or t == "0")
-        assert good == plain, t
-        assert (v == float(int(t))) if plain else np.isnan(v), t
+    lengths = np.array([len(t) for t in texts])
+    kind, value = fast._numbers(np.frombuffer(data, np.uint8), np.cumsum(lengths) - lengths, np.cumsum(lengths))
+    for t, k, v in zip(texts, kind.tolist(), value.tolist()):
+        plain = re.fullmatch(fast._INT_OR_REAL.strip("^$"), t) is not None
+        assert (k != fast.NO_NUMBER) == plain, t
+        assert v == float(t) if k == fast.EXACT else np.isnan(v), t
+    assert (kind == fast.EXACT).sum() > 500 and (kind == fast.TO_CAST).sum() > 100

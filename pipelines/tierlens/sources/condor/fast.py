@@ -332,15 +332,12 @@ def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray
     kind[string] = STRING
     # "" is a literal, but no text for the row (as _str)
     kind[string & ((lines.value_end - lines.value_start)[sel] == 2)] = OTHER_LITERAL
-    # integers (most numbers) read by _integers; the other numbers by a regex and Arrow's cast
-    integer, number = _integers(np.frombuffer(lines.data, np.uint8), lines.value_start[sel], lines.value_end[sel])
-    kind[integer] = NUMBER
-    other = np.flatnonzero(_DIGIT[first] & ~integer)
+    # numbers read by _numbers; the few it cannot give exactly by Arrow's cast
+    how, number = _numbers(np.frombuffer(lines.data, np.uint8), lines.value_start[sel], lines.value_end[sel])
+    kind[how != NO_NUMBER] = NUMBER
+    other = np.flatnonzero(how == TO_CAST)
     if len(other):
-        text = values.take(pa.array(other))
-        real = _np(pc.match_substring_regex(text, _INT_OR_REAL))
-        kind[other[real]] = NUMBER
-        number[other[real]] = _np(pc.cast(text.filter(pa.array(real)), pa.float64()))
+        number[other] = _np(pc.cast(values.take(pa.array(other)), pa.float64()))
     lists = np.flatnonzero(first == 123)
     if len(lists):
         text = values.take(pa.array(lists))
@@ -397,40 +394,71 @@ def _unparsed(data, lines: _Lines, among: np.ndarray) -> np.ndarray:
     numbers parse; any other value is parsed by classad2 once per distinct value, as in the ad
     (expressions mostly repeat from job to job)."""
     lines_at = np.flatnonzero(among & ~(lines.quoted & (lines.backslashes == 0)))
-    integer, _ = _integers(np.frombuffer(data, np.uint8), lines.value_start[lines_at], lines.value_end[lines_at])
-    lines_at = lines_at[~integer]
-    text = _views(data, lines.value_start[lines_at], lines.value_end[lines_at])
-    number = np.zeros(len(lines_at), bool)
-    digits = np.flatnonzero(_DIGIT[lines.first[lines_at]])
-    if len(digits):
-        number[digits] = _np(pc.match_substring_regex(text.take(pa.array(digits)), _INT_OR_REAL))
-    rest = np.flatnonzero(~number)
-    if not len(rest):
-        return rest
-    return lines_at[rest[~_parse_each(text.take(pa.array(rest)))]]
+    how, _ = _numbers(np.frombuffer(data, np.uint8), lines.value_start[lines_at], lines.value_end[lines_at])
+    lines_at = lines_at[how == NO_NUMBER]
+    if not len(lines_at):
+        return lines_at
+    return lines_at[~_parse_each(_views(data, lines.value_start[lines_at], lines.value_end[lines_at]))]
+
+
+#: number kinds of a value for _numbers
+NO_NUMBER, EXACT, TO_CAST = 0, 1, 2
+_EXACT_POWERS = np.array([10.0 ** k for k in range(23)])  # 1e0..1e22, all exact in float64
 
 
 @njit(cache=True, nogil=True)
-def _integers(u, starts, ends):
-    """Per value u[starts[i]:ends[i]]: it is a decimal integer of 1 to 18 digits without a
-    leading 0 (as classad2 reads it, 010 is octal), and its value (NaN: not such an integer).
-    An int64 converts to the nearest float64, as Arrow's cast of the digits does."""
-    ok = np.zeros(starts.shape[0], np.bool_)
+def _numbers(u, starts, ends):
+    """Per value u[starts[i]:ends[i]]: whether it is a number written the plain way (as
+    _INT_OR_REAL: an integer of 1 to 18 digits without a leading 0, as classad2 reads 010 as
+    octal; then maybe a fraction, then maybe an exponent of 1 or 2 digits), and its value.
+    EXACT: the value is exact here; TO_CAST: a number whose value Arrow's cast must give.
+    A value is exact when its digits, as an integer M, are at most 2**53 and its power of ten
+    at most 22 either way: M and 10**k are then exact doubles, and one IEEE multiplication or
+    division rounds correctly, as a correct parse of the text does."""
+    kind = np.zeros(starts.shape[0], np.int8)
     value = np.full(starts.shape[0], np.nan)
     for i in range(starts.shape[0]):
         a, b = starts[i], ends[i]
-        if b - a < 1 or b - a > 18 or (u[a] == 48 and b - a > 1):
+        k, m, digits = a, 0, 0
+        while k < b and 48 <= u[k] <= 57 and k - a < 19:
+            m = m * 10 + (np.int64(u[k]) - 48)
+            k += 1
+        if k == a or k - a > 18 or (u[a] == 48 and k - a > 1):
             continue
-        v = 0
-        for k in range(a, b):
-            d = np.int64(u[k]) - 48
-            if d < 0 or d > 9:
-                v = -1
-                break
-            v = v * 10 + d
-        if v >= 0:
-            ok[i], value[i] = True, v
-    return ok, value
+        digits, shift = k - a, 0
+        if k < b and u[k] == 46:  # a fraction: at least one digit
+            k += 1
+            f = k
+            while k < b and 48 <= u[k] <= 57:
+                if digits < 18:
+                    m = m * 10 + (np.int64(u[k]) - 48)
+                    shift -= 1
+                digits += 1
+                k += 1
+            if k == f:
+                continue
+            if k < b and (u[k] == 101 or u[k] == 69):  # an exponent: sign, one or two digits
+                k += 1
+                sign = 1
+                if k < b and (u[k] == 43 or u[k] == 45):
+                    sign = 1 if u[k] == 43 else -1
+                    k += 1
+                e = 0
+                f = k
+                while k < b and 48 <= u[k] <= 57 and k - f < 3:
+                    e = e * 10 + (np.int64(u[k]) - 48)
+                    k += 1
+                if k == f or k - f > 2:
+                    continue
+                shift += sign * e
+        if k != b:
+            continue
+        if digits > 18 or m > (1 << 53) or shift > 22 or shift < -22:
+            kind[i] = TO_CAST
+        else:
+            kind[i] = EXACT
+            value[i] = m * _EXACT_POWERS[shift] if shift >= 0 else m / _EXACT_POWERS[-shift]
+    return kind, value
 
 
 def _views(data, starts: np.ndarray, stops: np.ndarray) -> pa.Array:
