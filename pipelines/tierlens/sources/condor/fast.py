@@ -1,11 +1,14 @@
 """History files read a block at a time, as arrays: the fast path of ``history.history_batches``.
 
-A block (``READ_BYTES``, cut after a banner line) becomes one Arrow string array of its lines,
-without copying: the line offsets come from the newline positions. Each ad is the run of lines
-between two ``*** `` banners (ad number = running count of banners). Every line is cut into its
-name (the leading run of name characters), `` = `` and its value; names are dictionary-encoded,
-so the checks on names (well-formed, one of ``NEEDED``, a needed name spelt in another case) run
-once per distinct name.
+A block (``READ_BYTES``, cut after a banner line) is read by one compiled pass (``_scan``, numba)
+that fills per-line arrays: where the line starts and ends, whether it is a ``*** `` banner, its
+name (the leading run of name characters) and `` = ``, where its value starts and ends, its
+bracket balance, quotes and backslashes. The lines, cut into name / `` = `` / value / rest, are one
+Arrow string array over the block's bytes, without copying. Each ad is the run of lines between
+two banners (ad number = running count of banners). Names are grouped by a compiled hash table
+(every match confirmed byte by byte), so the checks on names (well-formed, one of ``NEEDED``, a
+needed name spelt in another case) run once per distinct name; numbers are checked and read by a
+compiled loop (``_numbers``).
 
 An ad is read here, without classad2, only when classad2 would read the same thing:
 
@@ -45,6 +48,7 @@ _BANNER_AFTER_NEWLINE = b"\n*** "
 
 NAME = r"^[A-Za-z_][A-Za-z0-9_.]*$"
 _NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_."
+#: the plain numbers _numbers reads (tests check it against this pattern)
 _INT_OR_REAL = r"^(?:0|[1-9][0-9]{0,17})(?:\.[0-9]+(?:[eE][-+]?[0-9]{1,2})?)?$"
 _STRING_LIST = r'^\{[ \t]*(?:"[^"\\]*"[ \t]*(?:,[ \t]*"[^"\\]*"[ \t]*)*)?\}$'
 _KEYWORDS = pa.array(["true", "false", "undefined", "error"])
@@ -60,7 +64,6 @@ def _lut(chars: str, value: int = 1, dtype=np.uint8) -> np.ndarray:
 
 #: a value ending in one of these was cut or leaves an expression open
 _CUT = _lut("-+*/%&|^<>=!?:,([{. \t\r").astype(bool)
-_DIGIT = _lut("0123456789").astype(bool)
 _LETTER = _lut("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_").astype(bool)
 _NAME_BYTES = _lut(_NAME_CHARS).astype(bool)
 #: what the scan counts per line: the newline ends it, then brackets, quotes, backslashes
