@@ -785,3 +785,12 @@ def test_compiled_numbers_as_python_reads_them():
         assert (k != fast.NO_NUMBER) == plain, t
         assert v == float(t) if k == fast.EXACT else np.isnan(v), t
     assert (kind == fast.EXACT).sum() > 500 and (kind == fast.TO_CAST).sum() > 100
+
+
+def test_blocks_with_64_bit_positions_as_classad2(tmp_path, monkeypatch):
+    """Blocks of 512 MiB or more take 64-bit positions (large strings); the compiled steps then
+    run on int64 offsets: the same rows and rejects as classad2 (forced here on a small file)."""
+    from tierlens.sources.condor import fast
+    monkeypatch.setattr(fast, "_string_type", lambda data: (pa.LargeStringArray, np.int64))
+    path, _ = _damaged_file(tmp_path)
+    assert _same_as_classad2([path]) == 12
