@@ -794,3 +794,16 @@ def test_blocks_with_64_bit_positions_as_classad2(tmp_path, monkeypatch):
     monkeypatch.setattr(fast, "_string_type", lambda data: (pa.LargeStringArray, np.int64))
     path, _ = _damaged_file(tmp_path)
     assert _same_as_classad2([path]) == 12
+
+
+def test_scratch_device_lists_as_written(tmp_path):
+    """String lists read on the fast path: each ad's devices as written, and as classad2 gives them."""
+    lists = ['{}', '{ "" ,"x",\t"y z" }', '{ "sda" }', '{"a","b","c","d"}', '{ "ST2000NM0055-1V4104", "WDC" }']
+    data = "".join(f'GlobalJobId = "s#{i}.0#5"\nJobStatus = 4\nMachineAttrTierlensStorageType0 = "ssd"\n'
+                   f"MachineAttrTierlensScratchDevices0 = {text}\n*** Offset = 0\n" for i, text in enumerate(lists))
+    path = tmp_path / "history"
+    path.write_text(data)
+    assert _slow_ads(path) == []
+    _same_as_classad2([path])
+    _, tags_, _ = _all([path], True)
+    assert [t["device_models"] for t, _ in tags_] == [re.findall(r'"([^"]*)"', text) for text in lists]

@@ -540,15 +540,41 @@ def _columns(values, needed, nads, ad, ks, kind, value_at, number):
 
 def _string_lists(values: pa.Array, at: np.ndarray) -> pa.Array:
     """``{ "a", "b" }`` (checked: no escapes, no quotes inside) -> ["a", "b"]; null where at < 0."""
-    raw = pc.take(values, pa.array(np.where(at < 0, 0, at)))
-    parts = pc.split_pattern(raw, '"')
-    offsets = _np(parts.offsets)
-    flat = parts.flatten().cast(pa.string())
-    position = np.arange(len(flat)) - np.repeat(offsets[:-1], np.diff(offsets))
-    strings = flat.filter(pa.array(position % 2 == 1))
-    counts = (np.diff(offsets) - 1) // 2
-    new_offsets = np.r_[0, np.cumsum(counts)].astype(np.int32)
-    return pa.ListArray.from_arrays(pa.array(new_offsets), strings, mask=pa.array(at < 0))
+    kind = np.int64 if pa.types.is_large_string(values.type) else np.int32
+    offsets = np.frombuffer(values.buffers()[1], kind)[values.offset:values.offset + len(values) + 1]
+    text = np.frombuffer(values.buffers()[2], np.uint8)
+    lists, strings, chars = _unquote_lists(text, offsets, at)
+    items = pa.StringArray.from_buffers(len(strings) - 1, pa.py_buffer(strings), pa.py_buffer(chars))
+    return pa.ListArray.from_arrays(pa.array(lists), items, mask=pa.array(at < 0))
+
+
+@njit(cache=True, nogil=True)
+def _unquote_lists(text, offsets, at):
+    """The strings between the 1st and 2nd, 3rd and 4th... quote of each value text[offsets[a]:
+    offsets[a + 1]] for a in ``at`` (none where a < 0): list offsets, string offsets, characters."""
+    room = 0
+    for a in at:
+        if a >= 0:
+            room += offsets[a + 1] - offsets[a]
+    lists = np.zeros(at.shape[0] + 1, np.int32)
+    strings = np.zeros(room // 2 + 1, np.int32)
+    chars = np.empty(room, np.uint8)
+    n, size = 0, 0
+    for i in range(at.shape[0]):
+        a = at[i]
+        if a >= 0:
+            inside = False
+            for k in range(offsets[a], offsets[a + 1]):
+                if text[k] == 34:
+                    if inside:
+                        n += 1
+                        strings[n] = size
+                    inside = not inside
+                elif inside:
+                    chars[size] = text[k]
+                    size += 1
+        lists[i + 1] = n
+    return lists, strings[:n + 1], chars[:size]
 
 
 # ------------------------------------------------------------------------------ columns → rows
