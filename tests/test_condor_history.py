@@ -714,13 +714,13 @@ def _lines_by_hand(data: bytes, needed: tuple[str, ...]) -> dict[str, list]:
     return out
 
 
-@pytest.mark.parametrize("max_names", [1024, 4])   # 4: more names than the table takes, Arrow groups them
-def test_compiled_line_scan_agrees_with_a_line_by_line_reading(monkeypatch, max_names):
+@pytest.mark.parametrize("table_bits", [12, 3])   # 3: more names than the table takes, Arrow groups them
+def test_compiled_line_scan_agrees_with_a_line_by_line_reading(monkeypatch, table_bits):
     """Random blocks of well-formed, damaged and banner lines: every per-line array of the
     compiled scan (and the name grouping) equals what reading each line by hand gives."""
     import random
     from tierlens.sources.condor import fast
-    monkeypatch.setattr(fast, "_MAX_NAMES", max_names)
+    monkeypatch.setattr(fast, "_TABLE_BITS", table_bits)
     rng = random.Random(5)
     needed = ("GlobalJobId", "Owner", "RemoteUserCpu", "x.y")
     names = [*needed, "owner", "REMOTEUSERCPU", "Cmd", "a.b_c", "9abc", "_x", "Requirements",
@@ -751,7 +751,8 @@ def test_compiled_line_scan_agrees_with_a_line_by_line_reading(monkeypatch, max_
         # every name hashed alike: the grouping rests on the byte comparison alone
         u = np.frombuffer(data, np.uint8)
         cuts = np.frombuffer(got.pieces.buffers()[1], np.int32)[:len(got.pieces) + 1]
-        group, first = fast._group_names(u, fast._words(u), cuts, np.zeros(len(got.starts), np.uint64), 12)
+        group, first = fast._group_pieces(u, fast._words(u), cuts[0:-1:4], cuts[1::4],
+                                          np.zeros(len(got.starts), np.uint64), 12)
         names_ = want["pieces"][0::4]
         order = list(dict.fromkeys(names_))
         assert group.tolist() == [order.index(x) for x in names_], trial
@@ -807,3 +808,13 @@ def test_scratch_device_lists_as_written(tmp_path):
     _same_as_classad2([path])
     _, tags_, _ = _all([path], True)
     assert [t["device_models"] for t, _ in tags_] == [re.findall(r'"([^"]*)"', text) for text in lists]
+
+
+def test_more_distinct_names_and_values_than_the_table_takes(tmp_path, spool, monkeypatch):
+    """A table of 4 slots (one distinct piece): names and values are grouped by Arrow instead,
+    with the same rows and rejects as classad2."""
+    from tierlens.sources.condor import fast
+    monkeypatch.setattr(fast, "_TABLE_BITS", 2)
+    path, _ = _damaged_file(tmp_path)
+    assert _same_as_classad2([path]) == 12
+    assert _same_as_classad2([spool]) == 7

@@ -251,7 +251,7 @@ def _names(u, cuts, name_hash, pieces: pa.Array, needed: tuple[str, ...]) -> tup
     """Per line: the name is well-formed (and not a needed name spelt in another case, which
     classad2 would take for it); the name's index in ``needed`` or -1. Checked once per
     distinct name."""
-    grouped = _group_names(u, _words(u), cuts, name_hash, _MAX_NAMES.bit_length() + 1)
+    grouped = _group_pieces(u, _words(u), cuts[0:-1:4], cuts[1::4], name_hash, _TABLE_BITS)
     if grouped is None:
         codes = pc.take(pieces, pa.array(np.arange(0, len(pieces), 4))).dictionary_encode()
         distinct, at = codes.dictionary, _np(codes.indices)
@@ -289,17 +289,18 @@ def _same_piece(u, words, a, b, other):
     return True
 
 
-#: distinct names a block may hold for _group_names (a quarter of its table); beyond, Arrow groups them
-_MAX_NAMES = 1 << 10
+#: _group_pieces' table: 2**12 slots, for at most 1024 distinct pieces (names, values) a block;
+#: beyond, Arrow groups them
+_TABLE_BITS = 12
 
 
 @njit(cache=True, nogil=True)
-def _group_names(u, words, cuts, hashes, table_bits):
-    """Per line, the number of its name piece among the block's distinct names (in order of
-    first appearance), and the first line with each; None when there are more than a quarter
-    of 2**table_bits. An open-addressing table keyed by the names' hashes (from _scan), every
-    match confirmed byte by byte; a slot holds what the match needs, so a look-up follows no index."""
-    n = (cuts.shape[0] - 1) // 4
+def _group_pieces(u, words, starts, ends, hashes, table_bits):
+    """Per piece u[starts[i]:ends[i]], its number among the distinct pieces (in order of first
+    appearance), and the first piece of each; None when there are more than a quarter of
+    2**table_bits. An open-addressing table keyed by the pieces' hashes, every match confirmed
+    byte by byte; a slot holds what the match needs, so a look-up follows no index."""
+    n = starts.shape[0]
     group = np.empty(n, np.int32)
     first = np.empty(n, np.int64)
     size = 1 << table_bits
@@ -310,7 +311,7 @@ def _group_names(u, words, cuts, hashes, table_bits):
     slot_len = np.empty(size, np.int64)
     groups = 0
     for line in range(n):
-        a, b, h = cuts[4 * line], cuts[4 * line + 1], hashes[line]
+        a, b, h = starts[line], ends[line], hashes[line]
         i = np.int64((h * _GOLDEN) >> shift)  # Fibonacci hashing: FNV's high bits miss the last byte
         while True:
             g = slot_group[i]
@@ -401,7 +402,7 @@ def _unparsed(data, lines: _Lines, among: np.ndarray) -> np.ndarray:
     lines_at = lines_at[how == NO_NUMBER]
     if not len(lines_at):
         return lines_at
-    return lines_at[~_parse_each(_views(data, lines.value_start[lines_at], lines.value_end[lines_at]))]
+    return lines_at[~_parse_each(data, lines.value_start[lines_at], lines.value_end[lines_at])]
 
 
 #: number kinds of a value for _numbers
@@ -474,11 +475,38 @@ def _views(data, starts: np.ndarray, stops: np.ndarray) -> pa.Array:
     return pieces.take(pa.array(np.arange(0, 2 * len(starts), 2)))
 
 
-def _parse_each(values: pa.Array) -> np.ndarray:
-    """Per value: classad2 parses it as the value of an attribute line."""
-    codes = values.dictionary_encode()
-    ok = np.array([_parses(v) for v in codes.dictionary.to_pylist()], bool)
-    return ok[_np(codes.indices)]
+def _parse_each(data, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """Per value data[starts[i]:stops[i]] (in ads that are UTF-8): classad2 parses it as the
+    value of an attribute line. Asked once per distinct value."""
+    u = np.frombuffer(data, np.uint8)
+    words = _words(u)
+    grouped = _group_pieces(u, words, starts, stops, _sampled_hashes(u, words, starts, stops), _TABLE_BITS)
+    if grouped is None:
+        codes = _views(data, starts, stops).dictionary_encode()
+        texts, at = codes.dictionary.to_pylist(), _np(codes.indices)
+    else:
+        at, first = grouped
+        texts = [bytes(data[a:b]).decode() for a, b in zip(starts[first].tolist(), stops[first].tolist())]
+    return np.array([_parses(v) for v in texts], bool)[at]
+
+
+@njit(cache=True, nogil=True)
+def _sampled_hashes(u, words, starts, ends):
+    """A hash of each piece from its length and three of its 8-byte words (first, middle, last;
+    shorter pieces: every byte): values can be long, and a collision only costs a comparison."""
+    out = np.empty(starts.shape[0], np.uint64)
+    for i in range(starts.shape[0]):
+        a, b = starts[i], ends[i]
+        h = _FNV_BASIS ^ np.uint64(b - a)
+        if b - a >= 8:  # the last word ends inside the piece, before the block's last byte
+            h = (h ^ words[a]) * _FNV_PRIME
+            h = (h ^ words[(a + b) // 2 - 4]) * _FNV_PRIME
+            h = (h ^ words[b - 8]) * _FNV_PRIME
+        else:
+            for k in range(a, b):
+                h = (h ^ u[k]) * _FNV_PRIME
+        out[i] = h
+    return out
 
 
 @functools.lru_cache(maxsize=4096)  # bounded: values can be long
