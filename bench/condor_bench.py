@@ -7,8 +7,8 @@ followed by its banner), then times
 
 * the floor: ``classad2.parseAds`` over the same text with the banners turned into blank lines
   (the one way parseAds reads it correctly), i.e. classad2's parse alone;
-* tierlens: ``history_batches`` — read a block at a time, its lines as one Arrow array, split
-  name/value, check and pivot the needed literals by ad without classad2 (``fast.read_block``;
+* tierlens: ``history_batches`` — read a block at a time, one compiled pass over its bytes for
+  the lines, names and values, check and pivot the needed literals by ad without classad2 (``fast.read_block``;
   classad2 only for an ad where a needed value is an expression or a line does not parse), map
   them as column expressions and build the Arrow batches (no warehouse load). ``--classad2-path``
   also times the same with classad2 reading every ad.

@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
@@ -675,3 +677,144 @@ def test_randomly_damaged_ads_as_classad2(tmp_path):
         path = tmp_path / f"history.{trial}"
         path.write_bytes(data)
         assert _all([path], True) == _all([path], False), trial
+
+
+def _lines_by_hand(data: bytes, needed: tuple[str, ...]) -> dict[str, list]:
+    """What fast._cut_lines should find per line, worked out one line at a time in Python."""
+    from tierlens.sources.condor.fast import NAME
+    out: dict[str, list] = {k: [] for k in ("starts", "ends", "banner", "value_start", "value_end", "first",
+                                             "last", "quoted", "bad", "backslashes", "needed", "pieces")}
+    lowered = [n.lower() for n in needed]
+    pos = 0
+    for line in data.split(b"\n")[:-1]:
+        p = re.match(rb"[A-Za-z0-9_.]*", line).end()
+        sep = p >= 1 and line[p:p + 3] == b" = "
+        name = line[:p] if sep else b""
+        value = line[p + 3:] if sep else b""
+        quoted = len(value) >= 2 and value[:1] == value[-1:] == b'"' and line.count(b'"') == 2
+        text = name.decode()
+        exact = needed.index(text) if text in needed else -1
+        folded = lowered.index(text.lower()) if text.lower() in lowered else -1
+        well_formed = re.fullmatch(NAME, text) is not None and exact == folded
+        balanced = all(line.count(o) == line.count(c) for o, c in (b"()", b"[]", b"{}"))
+        banner = line.startswith(b"*** ")
+        cut = value[-1:] != b"" and value[-1:] in [bytes([c]) for c in b"-+*/%&|^<>=!?:,([{. \t\r"]
+        vs = pos + p + 3 if sep else pos
+        for key, v in (("starts", pos), ("ends", pos + len(line)), ("banner", banner), ("value_start", vs),
+                       ("value_end", vs + len(value)), ("first", value[0] if value else 0),
+                       ("last", value[-1] if value else 0), ("quoted", quoted), ("backslashes", line.count(b"\\")),
+                       ("needed", exact),
+                       ("bad", not banner and (not (well_formed and value) or cut or not balanced
+                                               or line.count(b'"') % 2 == 1))):
+            out[key].append(v)
+        q = int(quoted)
+        out["pieces"] += [name, line[len(name):p + 3 + q] if sep else b"", value[q:len(value) - q],
+                          (value[len(value) - q:] if sep else line) + b"\n"]
+        pos += len(line) + 1
+    return out
+
+
+@pytest.mark.parametrize("table_bits", [12, 3])   # 3: more names than the table takes, Arrow groups them
+def test_compiled_line_scan_agrees_with_a_line_by_line_reading(monkeypatch, table_bits):
+    """Random blocks of well-formed, damaged and banner lines: every per-line array of the
+    compiled scan (and the name grouping) equals what reading each line by hand gives."""
+    import random
+    from tierlens.sources.condor import fast
+    monkeypatch.setattr(fast, "_TABLE_BITS", table_bits)
+    rng = random.Random(5)
+    needed = ("GlobalJobId", "Owner", "RemoteUserCpu", "x.y")
+    names = [*needed, "owner", "REMOTEUSERCPU", "Cmd", "a.b_c", "9abc", "_x", "Requirements",
+             "AAAAAAAAsame", "BBBBBBBBsame", "SameHead.Ax", "SameHead.Bx"]
+    values = ['"atlas"', "12", "1.5e+03", "(A && B)", "((A)", '"a\\"b"', "{ \"a\", \"b\" }", "[ x = 1; ]",
+              "", "12 +", '"', "true", "x]", '"a" "b"', "\udcff\udcfe", "{", "a\\b"]
+    junk = 'aA_.9 ="\\(){}[]*\t,+\udcff'
+    for trial in range(20):
+        lines = []
+        for _ in range(rng.randint(0, 300)):
+            r = rng.random()
+            if r < 0.6:
+                lines.append(f"{rng.choice(names)} = {rng.choice(values)}")
+            elif r < 0.7:
+                lines.append(f"*** Offset = {rng.randint(0, 99)}")
+            elif r < 0.8:
+                lines.append(f"N{rng.randint(0, 40)} = {rng.randint(0, 9)}")
+            else:
+                lines.append("".join(rng.choice(junk) for _ in range(rng.randint(0, 12))))
+        data = ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape") if lines else b"\n"
+        got = fast._cut_lines(data, needed)
+        want = _lines_by_hand(data, needed)
+        for key, values_ in want.items():
+            if key == "pieces":
+                assert got.pieces.view(pa.binary()).to_pylist() == values_, trial
+            else:
+                assert getattr(got, key).tolist() == values_, (trial, key)
+        # every name hashed alike: the grouping rests on the byte comparison alone
+        u = np.frombuffer(data, np.uint8)
+        cuts = np.frombuffer(got.pieces.buffers()[1], np.int32)[:len(got.pieces) + 1]
+        group, first = fast._group_pieces(u, fast._words(u), cuts[0:-1:4], cuts[1::4],
+                                          np.zeros(len(got.starts), np.uint64), 12)
+        names_ = want["pieces"][0::4]
+        order = list(dict.fromkeys(names_))
+        assert group.tolist() == [order.index(x) for x in names_], trial
+        assert first.tolist() == [names_.index(x) for x in order], trial
+
+
+def test_compiled_numbers_as_python_reads_them():
+    """fast._numbers against the plain-number pattern and Python's float() (correctly rounded)
+    on random number-like texts: which are numbers, and their values."""
+    import random
+    from tierlens.sources.condor import fast
+    rng = random.Random(11)
+    texts = ["0", "00", "010", "7", "1" * 18, "9" * 18, "1" * 19, "", "1.5", "-1", "+1", " 1", "1e3", "12a",
+             "0.1", "1.", ".5", "1.5e+03", "1.25E-22", "1.25e-23", "9007199254740993.0", "1.0e100", "1.5e+",
+             "123456789012345678.123456789", "0.30000000000000004", "2.2250738585072014e-08", "1.7e308"]
+    digits = lambda: "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 20)))  # noqa: E731
+    for _ in range(3000):
+        t = digits()
+        if rng.random() < 0.7:
+            t += "." + digits()
+            if rng.random() < 0.5:
+                t += rng.choice("eE") + rng.choice(["", "+", "-"]) + digits()[:rng.randint(0, 3)]
+        if rng.random() < 0.05:
+            t = t[:rng.randint(0, len(t))] + rng.choice(".x+") + t[rng.randint(0, len(t)):]
+        texts.append(t)
+    data = "".join(texts).encode()
+    lengths = np.array([len(t) for t in texts])
+    kind, value = fast._numbers(np.frombuffer(data, np.uint8), np.cumsum(lengths) - lengths, np.cumsum(lengths))
+    for t, k, v in zip(texts, kind.tolist(), value.tolist()):
+        plain = re.fullmatch(fast._INT_OR_REAL.strip("^$"), t) is not None
+        assert (k != fast.NO_NUMBER) == plain, t
+        assert v == float(t) if k == fast.EXACT else np.isnan(v), t
+    assert (kind == fast.EXACT).sum() > 500 and (kind == fast.TO_CAST).sum() > 100
+
+
+def test_blocks_with_64_bit_positions_as_classad2(tmp_path, monkeypatch):
+    """Blocks of 512 MiB or more take 64-bit positions (large strings); the compiled steps then
+    run on int64 offsets: the same rows and rejects as classad2 (forced here on a small file)."""
+    from tierlens.sources.condor import fast
+    monkeypatch.setattr(fast, "_string_type", lambda data: (pa.LargeStringArray, np.int64))
+    path, _ = _damaged_file(tmp_path)
+    assert _same_as_classad2([path]) == 12
+
+
+def test_scratch_device_lists_as_written(tmp_path):
+    """String lists read on the fast path: each ad's devices as written, and as classad2 gives them."""
+    lists = ['{}', '{ "" ,"x",\t"y z" }', '{ "sda" }', '{"a","b","c","d"}', '{ "ST2000NM0055-1V4104", "WDC" }']
+    data = "".join(f'GlobalJobId = "s#{i}.0#5"\nJobStatus = 4\nMachineAttrTierlensStorageType0 = "ssd"\n'
+                   f"MachineAttrTierlensScratchDevices0 = {text}\n*** Offset = 0\n" for i, text in enumerate(lists))
+    path = tmp_path / "history"
+    path.write_text(data)
+    assert _slow_ads(path) == []
+    _same_as_classad2([path])
+    _, tags_, _ = _all([path], True)
+    assert [t["device_models"] for t, _ in tags_] == [re.findall(r'"([^"]*)"', text) for text in lists]
+
+
+def test_more_distinct_names_and_values_than_the_table_takes(tmp_path, spool, monkeypatch):
+    """A table of 4 slots (one distinct piece): names and values are grouped by Arrow instead,
+    with the same rows and rejects as classad2."""
+    from tierlens.sources.condor import fast
+    monkeypatch.setattr(fast, "_TABLE_BITS", 2)
+    path, _ = _damaged_file(tmp_path)
+    assert _same_as_classad2([path]) == 12
+    assert _same_as_classad2([spool]) == 7

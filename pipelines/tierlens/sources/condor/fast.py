@@ -1,11 +1,14 @@
 """History files read a block at a time, as arrays: the fast path of ``history.history_batches``.
 
-A block (``READ_BYTES``, cut after a banner line) becomes one Arrow string array of its lines,
-without copying: the line offsets come from the newline positions. Each ad is the run of lines
-between two ``*** `` banners (ad number = running count of banners). Every line is cut into its
-name (the leading run of name characters), `` = `` and its value; names are dictionary-encoded,
-so the checks on names (well-formed, one of ``NEEDED``, a needed name spelt in another case) run
-once per distinct name.
+A block (``READ_BYTES``, cut after a banner line) is read by one compiled pass (``_scan``, numba)
+that fills per-line arrays: where the line starts and ends, whether it is a ``*** `` banner, its
+name (the leading run of name characters) and `` = ``, where its value starts and ends, its
+bracket balance, quotes and backslashes. The lines, cut into name / `` = `` / value / rest, are one
+Arrow string array over the block's bytes, without copying. Each ad is the run of lines between
+two banners (ad number = running count of banners). Names are grouped by a compiled hash table
+(every match confirmed byte by byte), so the checks on names (well-formed, one of ``NEEDED``, a
+needed name spelt in another case) run once per distinct name; numbers are checked and read by a
+compiled loop (``_numbers``).
 
 An ad is read here, without classad2, only when classad2 would read the same thing:
 
@@ -37,6 +40,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numba import njit
 
 #: bytes read from a history file at a time (a block ends at its last banner line)
 READ_BYTES = 1 << 24
@@ -44,6 +48,7 @@ _BANNER_AFTER_NEWLINE = b"\n*** "
 
 NAME = r"^[A-Za-z_][A-Za-z0-9_.]*$"
 _NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_."
+#: the plain numbers _numbers reads (tests check it against this pattern)
 _INT_OR_REAL = r"^(?:0|[1-9][0-9]{0,17})(?:\.[0-9]+(?:[eE][-+]?[0-9]{1,2})?)?$"
 _STRING_LIST = r'^\{[ \t]*(?:"[^"\\]*"[ \t]*(?:,[ \t]*"[^"\\]*"[ \t]*)*)?\}$'
 _KEYWORDS = pa.array(["true", "false", "undefined", "error"])
@@ -59,17 +64,15 @@ def _lut(chars: str, value: int = 1, dtype=np.uint8) -> np.ndarray:
 
 #: a value ending in one of these was cut or leaves an expression open
 _CUT = _lut("-+*/%&|^<>=!?:,([{. \t\r").astype(bool)
-_DIGIT = _lut("0123456789").astype(bool)
 _LETTER = _lut("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_").astype(bool)
-#: per line, one sum of these weights over its brackets, quotes and backslashes; decoded by
-#: _line_sums (exact while a line holds fewer than _MAX_SPECIALS of them)
-_WEIGHT = np.zeros(256, np.int64)
-for _c, _w in zip('()[]{}"\\', (1, -1, 1 << 10, -(1 << 10), 1 << 20, -(1 << 20), 1 << 32, 1 << 48)):
-    _WEIGHT[ord(_c)] = _w
-_MAX_SPECIALS = 1 << 9
-#: translate() deletes every byte but these, leaving a short text with the same lines
-_KEEP = set(b'"()[]{}\\\n')
-_DELETE = bytes(b for b in range(256) if b not in _KEEP)
+_NAME_BYTES = _lut(_NAME_CHARS).astype(bool)
+#: what the scan counts per line: the newline ends it, then brackets, quotes, backslashes
+_NEWLINE, _QUOTE, _BACKSLASH = 1, 2, 3
+_SPECIAL = np.zeros(256, np.uint8)
+_FNV_BASIS, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+for _i, _c in enumerate('\n"\\()[]{}', 1):
+    _SPECIAL[ord(_c)] = _i
 
 #: value kinds of a needed attribute line
 NOT_LITERAL, NUMBER, STRING, LIST, TRUE, OTHER_LITERAL = range(6)
@@ -142,21 +145,6 @@ def _segments(starts: np.ndarray, ends: np.ndarray, banner: np.ndarray, size: in
     return seg, first, stops, lines
 
 
-def _line_sums(data: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per line: balanced brackets, quotes, backslashes."""
-    kept = np.frombuffer(data.translate(None, _DELETE), np.uint8)
-    nl = np.flatnonzero(kept == 10)
-    assert len(nl) == n
-    sums = np.cumsum(np.take(_WEIGHT, kept))[nl]
-    sums[1:] -= sums[:-1].copy()
-    low = ((sums + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)   # the brackets' signed part
-    high = (sums - low) >> 32
-    specials = nl.copy()
-    specials[1:] -= nl[:-1]
-    balanced = (low == 0) & (specials <= _MAX_SPECIALS)
-    return balanced, high & 0xFFFF, high >> 16
-
-
 @dataclass
 class _Lines:
     """A block's lines as arrays: byte positions, the line cut after its name and " = ", and the
@@ -178,42 +166,80 @@ class _Lines:
     needed: np.ndarray        # index in NEEDED of the line's name, -1: not needed
 
 
+@njit(cache=True, nogil=True)
+def _scan(u, name_bytes, special, cut, cuts, ends, vs, ve, first, last, banner, quoted, bad, backslashes,
+          name_hash):
+    """One pass over a block's bytes (``u`` ends with a newline), filling the per-line arrays of
+    _Lines; ``cuts`` gets the four pieces of each line, name / " = " / value / rest, and
+    ``name_hash`` the FNV-1a hash of the name piece (here it costs next to nothing)."""
+    i = 0
+    for line in range(ends.shape[0]):
+        s = i
+        # each test reads a byte only after the one before it was not the newline
+        banner[line] = u[s] == 42 and u[s + 1] == 42 and u[s + 2] == 42 and u[s + 3] == 32
+        j = s
+        h = _FNV_BASIS
+        while name_bytes[u[j]]:
+            h = (h ^ u[j]) * _FNV_PRIME
+            j += 1
+        sep = j > s and u[j] == 32 and u[j + 1] == 61 and u[j + 2] == 32
+        k = j  # the name holds no special byte: count from its end
+        paren = square = brace = quotes = slashes = 0
+        while True:
+            c = special[u[k]]
+            if c:
+                if c == 1:
+                    break
+                elif c == 2:
+                    quotes += 1
+                elif c == 3:
+                    slashes += 1
+                elif c == 4:
+                    paren += 1
+                elif c == 5:
+                    paren -= 1
+                elif c == 6:
+                    square += 1
+                elif c == 7:
+                    square -= 1
+                elif c == 8:
+                    brace += 1
+                else:
+                    brace -= 1
+            k += 1
+        a, b, name_end = (j + 3, k, j) if sep else (s, s, s)
+        full = b > a
+        f = u[a] if full else 0
+        t = u[b - 1] if full else 0
+        q = 1 if full and f == 34 and t == 34 and b - a >= 2 and quotes == 2 else 0
+        ends[line], vs[line], ve[line], first[line], last[line] = k, a, b, f, t
+        quoted[line] = q == 1
+        backslashes[line] = slashes
+        name_hash[line] = h if sep else _FNV_BASIS
+        bad[line] = not banner[line] and (not full or cut[t] or paren != 0 or square != 0
+                                          or brace != 0 or quotes % 2 == 1)
+        cuts[4 * line], cuts[4 * line + 1], cuts[4 * line + 2], cuts[4 * line + 3] = s, name_end, a + q, b - q
+        i = k + 1
+    cuts[4 * ends.shape[0]] = u.shape[0]
+
+
 def _cut_lines(data: bytes, needed: tuple[str, ...]) -> _Lines:
     u = np.frombuffer(data, np.uint8)
     # 32-bit positions where the block allows: half the memory traffic of every step below
     strings, itype = _string_type(data)
-    ends = np.flatnonzero(u == 10).astype(itype)
-    n = len(ends)
-    bounds = np.empty(n + 1, itype)
-    bounds[0] = 0
-    np.add(ends, 1, out=bounds[1:])
-    starts = bounds[:-1]
-    lines = strings.from_buffers(n, pa.py_buffer(bounds), pa.py_buffer(data))
-    banner = _banners(u, starts)
-    # p: length of the leading run of name characters (ltrim is much cheaper than a search)
-    p = (ends + 1 - starts) - _np(pc.binary_length(pc.ascii_ltrim(lines, _NAME_CHARS))).astype(itype)
-    # name + " = ": the name ends at or before the newline; the two bytes after it may lie past
-    # the end of the block (short last lines)
-    name_end = starts + p
-    after = np.minimum(name_end + 1, len(data) - 1)
-    has_sep = (p >= 1) & (u[name_end] == 32) & (u[after] == 61)
-    np.minimum(after + 1, len(data) - 1, out=after)
-    has_sep &= u[after] == 32
-    p *= has_sep
-    vs = starts + (p + 3) * has_sep
-    ve = np.where(has_sep, ends, starts)
-    nonempty = ve > vs
-    first = u[vs] * nonempty         # vs <= the newline
-    last = u[ve - 1] * nonempty      # -1 only where empty
-    balanced, quotes, backslashes = _line_sums(data, n)
-    quoted = nonempty & (first == 34) & (last == 34) & (ve - vs >= 2) & (quotes == 2)
+    n = int(np.count_nonzero(u == 10))
     cuts = np.empty(4 * n + 1, itype)
-    cuts[0:-1:4], cuts[1::4], cuts[2::4], cuts[3::4] = starts, starts + p, vs + quoted, ve - quoted
-    cuts[-1] = len(data)
+    ends, vs, ve = (np.empty(n, itype) for _ in range(3))
+    first, last = np.empty(n, np.uint8), np.empty(n, np.uint8)
+    banner, quoted, bad = (np.empty(n, bool) for _ in range(3))
+    backslashes = np.empty(n, np.int32)
+    name_hash = np.empty(n, np.uint64)
+    _scan(u, _NAME_BYTES, _SPECIAL, _CUT, cuts, ends, vs, ve, first, last, banner, quoted, bad, backslashes,
+          name_hash)
     pieces = strings.from_buffers(4 * n, pa.py_buffer(cuts), pa.py_buffer(data))
-    well_formed, needed_index = _names(pc.take(pieces, pa.array(np.arange(0, 4 * n, 4))), needed)
-    bad = ~banner & (~(well_formed & has_sep & nonempty) | _CUT[last] | ~balanced | ((quotes & 1) == 1))
-    return _Lines(data, starts, ends, banner, vs, ve, first, last, quoted, pieces, bad, backslashes,
+    well_formed, needed_index = _names(u, cuts, name_hash, pieces, needed)
+    bad |= ~banner & ~well_formed
+    return _Lines(data, cuts[0:-1:4], ends, banner, vs, ve, first, last, quoted, pieces, bad, backslashes,
                   needed_index)
 
 
@@ -221,28 +247,85 @@ def _string_type(data) -> tuple[type, type]:
     return (pa.StringArray, np.int32) if 4 * len(data) < 2**31 else (pa.LargeStringArray, np.int64)
 
 
-def _banners(u: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Per line: it starts with "*** " (looked at only where it starts with "*")."""
-    banner = u[starts] == 42
-    at = starts[banner]
-    for i in (1, 2, 3):
-        banner[banner] = u[np.minimum(at + i, len(u) - 1)] == (32 if i == 3 else 42)
-        at = starts[banner]
-    return banner
-
-
-def _names(names: pa.Array, needed: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+def _names(u, cuts, name_hash, pieces: pa.Array, needed: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Per line: the name is well-formed (and not a needed name spelt in another case, which
     classad2 would take for it); the name's index in ``needed`` or -1. Checked once per
     distinct name."""
-    codes = names.dictionary_encode()
-    distinct = codes.dictionary
+    grouped = _group_pieces(u, _words(u), cuts[0:-1:4], cuts[1::4], name_hash, _TABLE_BITS)
+    if grouped is None:
+        codes = pc.take(pieces, pa.array(np.arange(0, len(pieces), 4))).dictionary_encode()
+        distinct, at = codes.dictionary, _np(codes.indices)
+    else:
+        at, first = grouped
+        distinct = pc.take(pieces, pa.array(4 * first))
     needed_arr = pa.array(needed)
     exact = _np(pc.index_in(distinct, value_set=needed_arr).fill_null(-1))
     folded = _np(pc.index_in(pc.ascii_lower(distinct), value_set=pc.ascii_lower(needed_arr)).fill_null(-1))
     good = _np(pc.match_substring_regex(distinct, NAME)) & (exact == folded)
-    at = _np(codes.indices)
     return good[at], exact[at]
+
+
+def _words(data) -> np.ndarray:
+    """words[i]: the 8 bytes from data[i] on as one (unaligned) uint64, for i < len(data) - 7."""
+    return np.ndarray(shape=(max(len(data) - 7, 0),), dtype=np.uint64, buffer=data, strides=(1,))
+
+
+# allocates nothing: compiled without reference counting, which would cost more than the compare
+@njit(cache=True, nogil=True, _nrt=False)
+def _same_piece(u, words, a, b, other):
+    """u[a:b] equals the bytes of the same length from ``other`` on; 8 bytes at a time."""
+    k, n = 0, b - a
+    while k + 8 <= n:
+        if words[a + k] != words[other + k]:
+            return False
+        k += 8
+    if k == n:
+        return True
+    if max(a, other) + k < words.shape[0]:  # the tail, from one word each (its high bytes dropped)
+        return ((words[a + k] ^ words[other + k]) << np.uint64(8 * (8 - n + k))) == 0
+    for i in range(k, n):
+        if u[a + i] != u[other + i]:
+            return False
+    return True
+
+
+#: _group_pieces' table: 2**12 slots, for at most 1024 distinct pieces (names, values) a block;
+#: beyond, Arrow groups them
+_TABLE_BITS = 12
+
+
+@njit(cache=True, nogil=True)
+def _group_pieces(u, words, starts, ends, hashes, table_bits):
+    """Per piece u[starts[i]:ends[i]], its number among the distinct pieces (in order of first
+    appearance), and the first piece of each; None when there are more than a quarter of
+    2**table_bits. An open-addressing table keyed by the pieces' hashes, every match confirmed
+    byte by byte; a slot holds what the match needs, so a look-up follows no index."""
+    n = starts.shape[0]
+    group = np.empty(n, np.int32)
+    first = np.empty(n, np.int64)
+    size = 1 << table_bits
+    mask, shift = size - 1, np.uint64(64 - table_bits)
+    slot_group = np.full(size, -1, np.int32)
+    slot_hash = np.empty(size, np.uint64)
+    slot_at = np.empty(size, np.int64)
+    slot_len = np.empty(size, np.int64)
+    groups = 0
+    for line in range(n):
+        a, b, h = starts[line], ends[line], hashes[line]
+        i = np.int64((h * _GOLDEN) >> shift)  # Fibonacci hashing: FNV's high bits miss the last byte
+        while True:
+            g = slot_group[i]
+            if g < 0 or (slot_hash[i] == h and slot_len[i] == b - a and _same_piece(u, words, a, b, slot_at[i])):
+                break
+            i = (i + 1) & mask
+        if g < 0:
+            if 4 * groups >= size:
+                return None
+            g = groups
+            groups += 1
+            slot_group[i], slot_hash[i], slot_at[i], slot_len[i], first[g] = g, h, a, b - a, line
+        group[line] = g
+    return group, first[:groups]
 
 
 def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -253,16 +336,12 @@ def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray
     kind[string] = STRING
     # "" is a literal, but no text for the row (as _str)
     kind[string & ((lines.value_end - lines.value_start)[sel] == 2)] = OTHER_LITERAL
-    number = np.full(len(sel), np.nan)
-    digits = np.flatnonzero(_DIGIT[first])
-    if len(digits):  # integers (most numbers) without a regex: all digits, no leading 0, <= 18
-        text = values.take(pa.array(digits))
-        length = (lines.value_end - lines.value_start)[sel[digits]]
-        plain = _np(pc.ascii_is_decimal(text)) & (length <= 18) & ((first[digits] != 48) | (length == 1))
-        other = np.flatnonzero(~plain)
-        plain[other[_np(pc.match_substring_regex(text.take(pa.array(other)), _INT_OR_REAL))]] = True
-        kind[digits[plain]] = NUMBER
-        number[digits[plain]] = _np(pc.cast(text.filter(pa.array(plain)), pa.float64()))
+    # numbers read by _numbers; the few it cannot give exactly by Arrow's cast
+    how, number = _numbers(np.frombuffer(lines.data, np.uint8), lines.value_start[sel], lines.value_end[sel])
+    kind[how != NO_NUMBER] = NUMBER
+    other = np.flatnonzero(how == TO_CAST)
+    if len(other):
+        number[other] = _np(pc.cast(values.take(pa.array(other)), pa.float64()))
     lists = np.flatnonzero(first == 123)
     if len(lists):
         text = values.take(pa.array(lists))
@@ -319,18 +398,71 @@ def _unparsed(data, lines: _Lines, among: np.ndarray) -> np.ndarray:
     numbers parse; any other value is parsed by classad2 once per distinct value, as in the ad
     (expressions mostly repeat from job to job)."""
     lines_at = np.flatnonzero(among & ~(lines.quoted & (lines.backslashes == 0)))
-    text = _views(data, lines.value_start[lines_at], lines.value_end[lines_at])
-    number = _DIGIT[lines.first[lines_at]]
-    length = (lines.value_end - lines.value_start)[lines_at]
-    number &= (length <= 18) & ((lines.first[lines_at] != 48) | (length == 1))
-    number &= _np(pc.ascii_is_decimal(text))
-    rest = np.flatnonzero(~number & _DIGIT[lines.first[lines_at]])
-    if len(rest):
-        number[rest] = _np(pc.match_substring_regex(text.take(pa.array(rest)), _INT_OR_REAL))
-    rest = np.flatnonzero(~number)
-    if not len(rest):
-        return rest
-    return lines_at[rest[~_parse_each(text.take(pa.array(rest)))]]
+    how, _ = _numbers(np.frombuffer(data, np.uint8), lines.value_start[lines_at], lines.value_end[lines_at])
+    lines_at = lines_at[how == NO_NUMBER]
+    if not len(lines_at):
+        return lines_at
+    return lines_at[~_parse_each(data, lines.value_start[lines_at], lines.value_end[lines_at])]
+
+
+#: number kinds of a value for _numbers
+NO_NUMBER, EXACT, TO_CAST = 0, 1, 2
+_EXACT_POWERS = np.array([10.0 ** k for k in range(23)])  # 1e0..1e22, all exact in float64
+
+
+@njit(cache=True, nogil=True)
+def _numbers(u, starts, ends):
+    """Per value u[starts[i]:ends[i]]: whether it is a number written the plain way (as
+    _INT_OR_REAL: an integer of 1 to 18 digits without a leading 0, as classad2 reads 010 as
+    octal; then maybe a fraction, then maybe an exponent of 1 or 2 digits), and its value.
+    EXACT: the value is exact here; TO_CAST: a number whose value Arrow's cast must give.
+    A value is exact when its digits, as an integer M, are at most 2**53 and its power of ten
+    at most 22 either way: M and 10**k are then exact doubles, and one IEEE multiplication or
+    division rounds correctly, as a correct parse of the text does."""
+    kind = np.zeros(starts.shape[0], np.int8)
+    value = np.full(starts.shape[0], np.nan)
+    for i in range(starts.shape[0]):
+        a, b = starts[i], ends[i]
+        k, m, digits = a, 0, 0
+        while k < b and 48 <= u[k] <= 57 and k - a < 19:
+            m = m * 10 + (np.int64(u[k]) - 48)
+            k += 1
+        if k == a or k - a > 18 or (u[a] == 48 and k - a > 1):
+            continue
+        digits, shift = k - a, 0
+        if k < b and u[k] == 46:  # a fraction: at least one digit
+            k += 1
+            f = k
+            while k < b and 48 <= u[k] <= 57:
+                if digits < 18:
+                    m = m * 10 + (np.int64(u[k]) - 48)
+                    shift -= 1
+                digits += 1
+                k += 1
+            if k == f:
+                continue
+            if k < b and (u[k] == 101 or u[k] == 69):  # an exponent: sign, one or two digits
+                k += 1
+                sign = 1
+                if k < b and (u[k] == 43 or u[k] == 45):
+                    sign = 1 if u[k] == 43 else -1
+                    k += 1
+                e = 0
+                f = k
+                while k < b and 48 <= u[k] <= 57 and k - f < 3:
+                    e = e * 10 + (np.int64(u[k]) - 48)
+                    k += 1
+                if k == f or k - f > 2:
+                    continue
+                shift += sign * e
+        if k != b:
+            continue
+        if digits > 18 or m > (1 << 53) or shift > 22 or shift < -22:
+            kind[i] = TO_CAST
+        else:
+            kind[i] = EXACT
+            value[i] = m * _EXACT_POWERS[shift] if shift >= 0 else m / _EXACT_POWERS[-shift]
+    return kind, value
 
 
 def _views(data, starts: np.ndarray, stops: np.ndarray) -> pa.Array:
@@ -343,11 +475,38 @@ def _views(data, starts: np.ndarray, stops: np.ndarray) -> pa.Array:
     return pieces.take(pa.array(np.arange(0, 2 * len(starts), 2)))
 
 
-def _parse_each(values: pa.Array) -> np.ndarray:
-    """Per value: classad2 parses it as the value of an attribute line."""
-    codes = values.dictionary_encode()
-    ok = np.array([_parses(v) for v in codes.dictionary.to_pylist()], bool)
-    return ok[_np(codes.indices)]
+def _parse_each(data, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """Per value data[starts[i]:stops[i]] (in ads that are UTF-8): classad2 parses it as the
+    value of an attribute line. Asked once per distinct value."""
+    u = np.frombuffer(data, np.uint8)
+    words = _words(u)
+    grouped = _group_pieces(u, words, starts, stops, _sampled_hashes(u, words, starts, stops), _TABLE_BITS)
+    if grouped is None:
+        codes = _views(data, starts, stops).dictionary_encode()
+        texts, at = codes.dictionary.to_pylist(), _np(codes.indices)
+    else:
+        at, first = grouped
+        texts = [bytes(data[a:b]).decode() for a, b in zip(starts[first].tolist(), stops[first].tolist())]
+    return np.array([_parses(v) for v in texts], bool)[at]
+
+
+@njit(cache=True, nogil=True)
+def _sampled_hashes(u, words, starts, ends):
+    """A hash of each piece from its length and three of its 8-byte words (first, middle, last;
+    shorter pieces: every byte): values can be long, and a collision only costs a comparison."""
+    out = np.empty(starts.shape[0], np.uint64)
+    for i in range(starts.shape[0]):
+        a, b = starts[i], ends[i]
+        h = _FNV_BASIS ^ np.uint64(b - a)
+        if b - a >= 8:  # the last word ends inside the piece, before the block's last byte
+            h = (h ^ words[a]) * _FNV_PRIME
+            h = (h ^ words[(a + b) // 2 - 4]) * _FNV_PRIME
+            h = (h ^ words[b - 8]) * _FNV_PRIME
+        else:
+            for k in range(a, b):
+                h = (h ^ u[k]) * _FNV_PRIME
+        out[i] = h
+    return out
 
 
 @functools.lru_cache(maxsize=4096)  # bounded: values can be long
@@ -409,15 +568,41 @@ def _columns(values, needed, nads, ad, ks, kind, value_at, number):
 
 def _string_lists(values: pa.Array, at: np.ndarray) -> pa.Array:
     """``{ "a", "b" }`` (checked: no escapes, no quotes inside) -> ["a", "b"]; null where at < 0."""
-    raw = pc.take(values, pa.array(np.where(at < 0, 0, at)))
-    parts = pc.split_pattern(raw, '"')
-    offsets = _np(parts.offsets)
-    flat = parts.flatten().cast(pa.string())
-    position = np.arange(len(flat)) - np.repeat(offsets[:-1], np.diff(offsets))
-    strings = flat.filter(pa.array(position % 2 == 1))
-    counts = (np.diff(offsets) - 1) // 2
-    new_offsets = np.r_[0, np.cumsum(counts)].astype(np.int32)
-    return pa.ListArray.from_arrays(pa.array(new_offsets), strings, mask=pa.array(at < 0))
+    kind = np.int64 if pa.types.is_large_string(values.type) else np.int32
+    offsets = np.frombuffer(values.buffers()[1], kind)[values.offset:values.offset + len(values) + 1]
+    text = np.frombuffer(values.buffers()[2], np.uint8)
+    lists, strings, chars = _unquote_lists(text, offsets, at)
+    items = pa.StringArray.from_buffers(len(strings) - 1, pa.py_buffer(strings), pa.py_buffer(chars))
+    return pa.ListArray.from_arrays(pa.array(lists), items, mask=pa.array(at < 0))
+
+
+@njit(cache=True, nogil=True)
+def _unquote_lists(text, offsets, at):
+    """The strings between the 1st and 2nd, 3rd and 4th... quote of each value text[offsets[a]:
+    offsets[a + 1]] for a in ``at`` (none where a < 0): list offsets, string offsets, characters."""
+    room = 0
+    for a in at:
+        if a >= 0:
+            room += offsets[a + 1] - offsets[a]
+    lists = np.zeros(at.shape[0] + 1, np.int32)
+    strings = np.zeros(room // 2 + 1, np.int32)
+    chars = np.empty(room, np.uint8)
+    n, size = 0, 0
+    for i in range(at.shape[0]):
+        a = at[i]
+        if a >= 0:
+            inside = False
+            for k in range(offsets[a], offsets[a + 1]):
+                if text[k] == 34:
+                    if inside:
+                        n += 1
+                        strings[n] = size
+                    inside = not inside
+                elif inside:
+                    chars[size] = text[k]
+                    size += 1
+        lists[i + 1] = n
+    return lists, strings[:n + 1], chars[:size]
 
 
 # ------------------------------------------------------------------------------ columns → rows
