@@ -420,7 +420,7 @@ class Correlator:
         rows = np.empty((fs.R_COLS, cap), dtype=np.int64)
         row_times = np.empty((cap, 2), dtype=np.float64)
         discs = np.empty((max(16, f_bytes // 256), 2), dtype=np.int64)
-        disc_times = np.empty(discs.shape[0], dtype=np.float64)
+        disc_times = np.empty((discs.shape[0], 2), dtype=np.float64)
         errors = np.zeros((len(pk_dgram), 2), dtype=np.int64)
         nrows = np.zeros(1, dtype=np.int64)
         ndiscs = np.zeros(1, dtype=np.int64)
@@ -449,7 +449,7 @@ class Correlator:
                 row_times = np.empty((rows.shape[1], 2), dtype=np.float64)
                 if ndiscs[0] + worst > discs.shape[0]:
                     discs = np.concatenate([discs, np.empty((discs.shape[0] + worst, 2), dtype=np.int64)])
-                    disc_times = np.concatenate([disc_times, np.empty(disc_times.shape[0] + worst)])
+                    disc_times = np.concatenate([disc_times, np.empty((disc_times.shape[0] + worst, 2))])
         for name, idx in (("opens", fs.N_OPENS), ("closes", fs.N_CLOSES), ("xfrs", fs.N_XFRS),
                           ("disconnects", fs.N_DISCS), ("reordered_closes", fs.N_REORDERED)):
             if counters[idx]:
@@ -467,20 +467,31 @@ class Correlator:
         self._quarantine(f"bad f-stream record: {what}", batch.addr(i), data, float(batch.arrival[i]), batch, i)
 
     def _disconnects(self, discs: np.ndarray, times: np.ndarray) -> None:
-        """A user's disconnect ends the accesses it left open: close them now with their bytes."""
-        for (slot, uid), t in zip(discs.tolist(), times.tolist()):
+        """A user's disconnect ends the accesses it left open: close them now with their bytes.
+
+        Each ends in the time window of the packet that carried its user's disconnect, not at the
+        server's latest window: the walk has by now read the batch's later packets, whose windows
+        would put the end after the cache's detach and lose the match with its file_close."""
+        keys_gone = (discs[:, 0] << 32) | discs[:, 1]
+        for (slot, uid), t in zip(discs.tolist(), times[:, fs.D_ARRIVAL].tolist()):
             self._slots[slot].disconnected[uid] = t
         of = self._open
         slots = of.active_slots()
         if not len(slots):
             return
         keys = (of.ints[slots, fs.O_KEY] >> 32 << 32) | of.ints[slots, fs.O_USER]
-        gone = slots[np.isin(keys, (discs[:, 0] << 32) | discs[:, 1])]
+        hit = np.isin(keys, keys_gone)
+        gone = slots[hit]
         if len(gone):
-            self._close_open(gone, "disconnect", float(times.max()))
+            # a user dictid is disconnected once; should it repeat, its first window counts
+            order = np.argsort(keys_gone, kind="stable")
+            first = order[np.searchsorted(keys_gone[order], keys[hit])]
+            self._close_open(gone, "disconnect", float(times[:, fs.D_ARRIVAL].max()),
+                             ends=times[first, fs.D_TEND])
 
-    def _close_open(self, slots: np.ndarray, reason: str, now: float) -> None:
-        """Emit open files as ended without a close record (``reason``) with their last bytes."""
+    def _close_open(self, slots: np.ndarray, reason: str, now: float, ends: np.ndarray | None = None) -> None:
+        """Emit open files as ended without a close record (``reason``) with their last bytes,
+        ending at ``ends`` (per slot) or else at their server's latest time window."""
         of = self._open
         ints = of.ints[slots]
         srv = ints[:, fs.O_KEY] >> 32
@@ -495,7 +506,7 @@ class Correlator:
         rows[fs.R_LFN_OFF], rows[fs.R_LFN_LEN] = ints[:, fs.O_LFN_OFF], ints[:, fs.O_LFN_LEN]
         times = np.empty((len(slots), 2), dtype=np.float64)
         times[:, 0] = of.times[slots, fs.OT_START]
-        times[:, 1] = np.maximum(times[:, 0], self._last_tod[srv])
+        times[:, 1] = np.maximum(times[:, 0], self._last_tod[srv] if ends is None else ends)
         self.stats["unclosed" if reason != "disconnect" else "closed_at_disconnect"] += len(slots)
         self._closed_rows(rows, times, now, reason)
         of.release(slots)

@@ -42,7 +42,9 @@ E_NONE, E_SIZE, E_CLOSE, E_OPEN, E_TYPE, E_TRAILING = 0, 1, 2, 3, 4, 5
 # Counters.
 N_OPENS, N_CLOSES, N_XFRS, N_DISCS, N_REORDERED = range(5)
 N_COUNTERS = 5
-# Columns of the disconnect output: server slot, user dictid; and its time.
+# Columns of the disconnect output: server slot, user dictid; and its times: arrival, and the end
+# of the time window of the packet that carried it (the access it ends ends there).
+D_ARRIVAL, D_TEND = 0, 1
 NO_LFN = -1
 
 
@@ -462,7 +464,8 @@ def walk(payload, offsets, pk_dgram, pk_srv, pk_stod, pk_now, start,
                 q = ndiscs[0]
                 discs[q, 0] = srv
                 discs[q, 1] = rid
-                disc_times[q] = now
+                disc_times[q, D_ARRIVAL] = now
+                disc_times[q, D_TEND] = tend
                 ndiscs[0] = q + 1
                 counters[N_DISCS] += 1
             else:
