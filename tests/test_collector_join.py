@@ -171,3 +171,40 @@ def test_without_origin_evidence_the_gstream_is_corrected(tmp_path):
         con.close()
     assert got == {"g1": (0, 1000, "gstream"), "g2": (1000, 0, "gstream"), "g3": (600, 400, "gstream"),
                    "g4": (700, 300, "gstream"), "g5a": (0, 1000, "gstream"), "g5b": (700, 300, "gstream")}
+
+
+def test_todisk_comes_after_the_origin_and_before_the_gstream(tmp_path):
+    """XRootD 5.7.2+ caches report b_todisk: without origin evidence it gives the miss (capped by
+    what the access was served: prefetched blocks are in it too), where the g-stream's b_miss is 0
+    on a first read (#2366); with a fill at a monitored origin, the origin's record stands."""
+    wh = tmp_path / "wh.duckdb"
+    mb = 1_048_576
+    rows = []
+    for uid, lfn, hit, miss, todisk, served in (
+            ("t1", "/t1", mb, 0, mb, mb),          # first read: the g-stream calls it all hits
+            ("t2", "/t2", 1000, 0, 0, 1000),       # read again, nothing fetched
+            ("t3", "/t3", 1000, 0, 5000, 1000),    # a short read that set off a prefetch
+            ("t4", "/t4", 1000, 0, 1000, 1000)):   # the origin saw the cache read 300 bytes of it
+        r = dict(zip(COLUMNS, _access(uid, "wn09", 5, T(9), T(9, 5))))
+        r.update(server_role="cache", server_host="xc:1094", read_bytes_at_close=served, cache_hit_bytes=hit,
+                 cache_miss_bytes=miss, cache_bypass_bytes=0, cache_access_count=1,
+                 cache_remotes="origin.example:1094", server_pid=77, server_addr="10.1.1.1", file_lfn=lfn,
+                 file_size_bytes=10 * mb, cache_todisk_bytes=todisk, cache_prefetch_bytes=0)
+        rows.append(r)
+    fill = dict(zip(COLUMNS, _access("o4", "10.1.1.1", 77, T(9, 1), T(9, 2))))
+    fill.update(server_host="origin:1094", file_lfn="/t4", read_bytes_at_close=300, read_bytes=300,
+                file_size_bytes=10 * mb)
+    rows.append(fill)
+    with Warehouse(wh) as w:
+        w.load(Batch(RecordKind.FILE_ACCESS, pa.Table.from_pylist(rows, schema=FILE_ACCESS), "todisk"))
+    result = run_dbt(wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled", "--indirect-selection", "cautious"])
+    assert result.success, result.failures
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        got = {u: (h, m, e, td) for u, h, m, e, td in con.execute(
+            "select unique_id, cache_hit_bytes, cache_miss_bytes, cache_evidence, cache_todisk_bytes "
+            "from intermediate.int_file_access_reconciled where server_role = 'cache'").fetchall()}
+    finally:
+        con.close()
+    assert got == {"t1": (0, mb, "todisk", mb), "t2": (1000, 0, "todisk", 0), "t3": (0, 1000, "todisk", 5000),
+                   "t4": (700, 300, "both", 1000)}

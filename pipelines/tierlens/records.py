@@ -123,6 +123,9 @@ FILE_ACCESS = pa.schema([
     _f("cache_remotes", pa.string(), "XCache g-stream remotes: origins contacted during this attach, comma separated; empty: none."),
     _f("cache_blocks", pa.int64(), "XCache g-stream n_blks: blocks of the file.", "blocks"),
     _f("cache_blocks_done", pa.int64(), "XCache g-stream n_blks_done: blocks on the cache's disk at detach.", "blocks"),
+    # Appended for XRootD 5.7.2+ caches, whose file_close also says what reached the cache's disk.
+    _f("cache_todisk_bytes", pa.int64(), "XCache g-stream b_todisk (5.7.2+): bytes fetched from the origin and written to the cache's disk while the file was attached, prefetch included; null when not reported.", "bytes"),
+    _f("cache_prefetch_bytes", pa.int64(), "XCache g-stream b_prefetch (5.7.2+): bytes of the blocks the cache prefetched (not asked for by a read) while the file was attached; null when not reported.", "bytes"),
 ])
 
 #: How a file_access ended (FILE_ACCESS.end_reason).
@@ -203,6 +206,9 @@ COLLECTOR_STATS = pa.schema([
     _f("quarantined", pa.int64(), "Datagrams or records that could not be decoded.", "datagrams"),
     _f("pfc_unmatched", pa.int64(), "Cache file_close events matched to no access within the grace window.", "events"),
     _f("rows_written", pa.int64(), "file_access rows written.", "rows"),
+    # Appended when newer XRootD releases began to send what this collector does not decode.
+    _f("unknown_records", pa.int64(), "Records, packets, g-stream types and event fields the collector does not know, counted and not decoded.", "records"),
+    _f("unknown_kinds", pa.string(), "unknown_records by kind, 'kind=count' joined by ';' and sorted: map:<code>, code:<code>, json:<code>, gstream:<type>, gstream_event:<name>, field:<event>.<name>; '' when none."),
 ])
 
 

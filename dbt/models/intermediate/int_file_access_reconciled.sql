@@ -19,7 +19,11 @@
 --     and by the file size; hit = the rest of what it was served. A
 --     cache access without a fill is all hits when the cache's origin is monitored (the cache
 --     has fills at all) and the g-stream does not say an origin was contacted (remotes).
---   * evidence 'gstream' (no origin evidence): b_hit + b_miss corrected with what the event
+--   * evidence 'todisk' (no origin evidence; XRootD 5.7.2+ caches): the cache's own b_todisk, the
+--     bytes it fetched from the origin and wrote to its disk during the attach (unlike b_miss it
+--     counts the blocks a first read waited for), capped by what the access was served; hit =
+--     the rest. It includes prefetched blocks no read asked for, hence the cap.
+--   * evidence 'gstream' (no origin evidence, no b_todisk): b_hit + b_miss corrected with what the event
 --     carries besides: access_cnt = 1 is the file's first access, so nothing was on disk (all
 --     miss); remotes = '' means no origin was contacted (all hit); when the cache's report on the
 --     access before (access_cnt one less) is there, the blocks that reached its disk since
@@ -139,6 +143,7 @@ evidence as (
             when origin_fill_bytes is not null
                 then least(origin_fill_bytes, stored_path_bytes, coalesce(file_size_bytes, origin_fill_bytes))
             when origin_monitored and coalesce(cache_remotes, '') = '' then 0
+            when cache_todisk_bytes is not null then least(cache_todisk_bytes, stored_path_bytes)
             when gstream_served_bytes is null then null
             when cache_access_count = 1 then gstream_served_bytes
             when cache_remotes = '' then 0
@@ -153,6 +158,7 @@ evidence as (
             when server_role <> 'cache' or server_role is null then null
             when origin_fill_bytes is not null or (origin_monitored and coalesce(cache_remotes, '') = '')
                 then case when cache_hit_bytes is not null then 'both' else 'origin' end
+            when cache_todisk_bytes is not null then 'todisk'
             when gstream_served_bytes is not null then 'gstream'
         end as cache_evidence
     from sides
@@ -182,7 +188,7 @@ select
     app_name,
     job_identity,
     case
-        when cache_evidence in ('origin', 'both') then stored_path_bytes - reconciled_miss_bytes
+        when cache_evidence in ('origin', 'both', 'todisk') then stored_path_bytes - reconciled_miss_bytes
         when cache_evidence = 'gstream' then gstream_served_bytes - reconciled_miss_bytes
     end                                                              as cache_hit_bytes,
     reconciled_miss_bytes                                            as cache_miss_bytes,
@@ -197,6 +203,8 @@ select
     cache_remotes,
     cache_blocks,
     cache_blocks_done,
+    cache_todisk_bytes,
+    cache_prefetch_bytes,
     cache_evidence,
     origin_fill_bytes,
     cache_hit_bytes                                                  as gstream_hit_bytes,

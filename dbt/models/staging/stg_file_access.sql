@@ -20,5 +20,6 @@ select
     {{ blank_to_null(['server_addr']) }},
     -- cache_remotes '' (the cache contacted no origin) is kept apart from NULL (not reported)
     {{ typed_columns('raw', 'raw_file_access', ['cache_attach_time', 'cache_detach_time', 'cache_access_count',
-                                                'cache_remotes', 'cache_blocks', 'cache_blocks_done']) }}
+                                                'cache_remotes', 'cache_blocks', 'cache_blocks_done',
+                                                'cache_todisk_bytes', 'cache_prefetch_bytes']) }}
 from source

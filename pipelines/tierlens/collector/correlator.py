@@ -38,9 +38,10 @@ import pyarrow as pa
 from . import fstream as fs
 from . import rows as rowlib
 from .datagrams import DatagramBatch
-from .wire import (CODE_FSTREAM, CODE_GSTREAM, CODE_INFO, CODE_PATH, CODE_SERVER_ID, CODE_USER, GSH,
-                   GSTREAM_HEADER_BYTES, HDR, HEADER_BYTES, IGNORED_CODES, IS_TIME, MAP_CODES, SID_MASK,
-                   TIME_BYTES, TIME_HAS_SID, TOD, BadPacket, MapRecord, PfcFileClose, cgi)
+from .wire import (CODE_FSTREAM, CODE_GSTREAM, CODE_INFO, CODE_PATH, CODE_SERVER_ID, CODE_USER, GS_PFC,
+                   GS_PROVIDER_SHIFT, GSH, GSTREAM_HEADER_BYTES, HDR, HEADER_BYTES, IGNORED_CODES, IS_TIME,
+                   MAP_CODES, SID_MASK, TIME_BYTES, TIME_HAS_SID, TOD, UNUSED_MAP_CODES, BadPacket, MapRecord,
+                   PfcFileClose, cgi)
 
 _ERRORS = {fs.E_SIZE: "size {size} at offset {off}", fs.E_CLOSE: "close of {size} bytes",
            fs.E_OPEN: "open of {size} bytes", fs.E_TYPE: "type {type}", fs.E_TRAILING: "{left} trailing bytes"}
@@ -93,6 +94,8 @@ class Server:
     seqs: dict[str, Seq] = field(default_factory=dict)
     #: user dictid -> arrival time of its disconnect; forgotten a while later
     disconnected: dict[int, float] = field(default_factory=dict)
+    #: what newer servers send that this collector does not decode, by kind (see unknown_counts)
+    unknown: Counter = field(default_factory=Counter)
     lost: int = 0
     duplicates: int = 0
     reordered: int = 0
@@ -142,6 +145,8 @@ class Correlator:
         self._cache_queue: deque = deque()   # (deadline, server, row dict) waiting for a pfc event
         self.stats: Counter = Counter()
         self.quarantined: Counter = Counter()
+        #: (sender ip, kind) -> count, for what arrives from no known server
+        self.unknown_senders: Counter = Counter()
         self._last_sweep = 0.0
         self._counters = np.zeros(fs.N_COUNTERS, dtype=np.int64)
 
@@ -259,6 +264,20 @@ class Correlator:
                  "reordered": s.reordered, "open_files": per[s.slot]}
                 for s in self.servers.values()]
 
+    def unknown_counts(self) -> dict[tuple[str, str], int]:
+        """(server name, kind) -> records not decoded, since the start (cumulative). Kinds:
+        ``map:<code>`` (map records not used), ``code:<code>`` (packet codes not known),
+        ``json:<code>`` (JSON packets not known), ``gstream:<type>`` (g-stream packets of a
+        provider other than the cache's), ``gstream_event:<name>`` (cache events other than
+        file_close), ``field:file_close.<name>`` (fields of a file_close not known)."""
+        out: Counter = Counter()
+        for srv in self.servers.values():
+            for kind, n in srv.unknown.items():
+                out[(srv.name, kind)] += n
+        for (ip, kind), n in self.unknown_senders.items():
+            out[(ip, kind)] += n
+        return dict(out)
+
     @property
     def lost(self) -> int:
         return sum(s.lost for s in self.servers.values()) + self.stats["lost_retired"]
@@ -339,11 +358,28 @@ class Correlator:
                 raise BadPacket("truncated: g-stream header")
             _, _, sid = GSH.unpack_from(mv, a + HEADER_BYTES)
             srv = self._server(addr[0], sid & SID_MASK, stod)
-            if self._sequence(srv, "g", pseq, mv[a:b]):
-                self._gstream_events(srv, bytes(mv[a + GSTREAM_HEADER_BYTES:b]), now)
+            provider = (sid >> GS_PROVIDER_SHIFT) & 0xFF
+            # each provider's g-stream numbers its packets on its own
+            stream = "g" if provider in (0, ord(GS_PFC)) else f"g{provider}"
+            if self._sequence(srv, stream, pseq, mv[a:b]):
+                if provider in (0, ord(GS_PFC)):
+                    self._gstream_events(srv, bytes(mv[a + GSTREAM_HEADER_BYTES:b]), now)
+                else:  # another provider's g-stream (HTTP, TCP, throttle...): counted, not decoded
+                    srv.unknown[f"gstream:{chr(provider) if 32 < provider < 127 else provider}"] += 1
+        elif code in UNUSED_MAP_CODES:
+            rec = MapRecord.unpack(code, bytes(mv[a:b]))
+            if rec.userid.sid is None:
+                raise BadPacket("bad map record: no server id in the user id")
+            self._server(addr[0], rec.userid.sid, stod).unknown[f"map:{chr(code)}"] += 1
         elif code in IGNORED_CODES:
             self.stats[f"ignored_{chr(code)}"] += 1
         else:
+            srv = self._by_addr.get((addr[0], addr[1], stod))
+            kind = f"code:{chr(code) if 32 < code < 127 else hex(code)}"
+            if srv is not None:
+                srv.unknown[kind] += 1
+            else:
+                self.unknown_senders[(addr[0], kind)] += 1
             raise BadPacket(f"unknown code: {code:#04x}")
         return None
 
@@ -640,10 +676,16 @@ class Correlator:
         if not isinstance(sid, int) or not isinstance(stod, int):
             raise BadPacket("bad json: header without integer sid and stod")
         srv = self._server(addr[0], sid & SID_MASK, stod)
+        gs = head.get("gs") or {}
+        provider = gs.get("type") if isinstance(gs, dict) else None
         pseq = head.get("pseq")
-        if isinstance(pseq, int) and not self._sequence(srv, f"json{code}", pseq & 0xFF, data):
+        stream = f"json{code}" if provider in (None, GS_PFC) else f"json{code}{provider}"
+        if isinstance(pseq, int) and not self._sequence(srv, stream, pseq & 0xFF, data):
             return
         srv.last_time = max(srv.last_time, now)
+        if code not in ("=", "g"):  # e.g. the g-stream's own 'd'/'i' dictionary packets
+            srv.unknown[f"json:{code}"] += 1
+            return
         if code == "=":
             src = head.get("src") or {}
             if isinstance(src, dict) and srv.host is None and isinstance(src.get("host"), str):
@@ -651,13 +693,13 @@ class Correlator:
                 srv.port = src.get("port") if isinstance(src.get("port"), int) else None
                 srv.inst = src.get("inst")
             self.stats["gstream_ids"] += 1
-        elif code == "g":
-            gs = head.get("gs") or {}
-            if isinstance(gs, dict) and gs.get("type") == "C" and not srv.is_cache:
+        else:
+            if provider not in (None, GS_PFC):  # another provider's g-stream (6.x: HTTP 'H')
+                srv.unknown[f"gstream:{provider}"] += 1
+                return
+            if provider == GS_PFC and not srv.is_cache:
                 self._became_cache(srv)
             self._gstream_events(srv, rest, now)
-        else:
-            raise BadPacket(f"bad json: unknown code {code!r}")
 
     def _gstream_events(self, srv: Server, payload, now: float) -> None:
         if isinstance(payload, bytes):
@@ -677,9 +719,12 @@ class Correlator:
             if ev.get("event") == "file_close":
                 if not srv.is_cache:
                     self._became_cache(srv)
+                for name in PfcFileClose.unknown_fields(ev):
+                    srv.unknown[f"field:file_close.{name}"] += 1
                 self._pfc_close(srv, ev, now)
             else:
                 self.stats["gstream_other_events"] += 1
+                srv.unknown[f"gstream_event:{ev.get('event')}"] += 1
 
     @staticmethod
     def _covers(ev: PfcFileClose, row: dict) -> bool:
@@ -696,7 +741,8 @@ class Correlator:
             return
         for ev in events:
             if self._covers(ev[1], row):
-                rowlib.set_cache(row, ev[1], ev[1].b_hit, ev[1].b_miss, ev[1].b_bypass)
+                rowlib.set_cache(row, ev[1], ev[1].b_hit, ev[1].b_miss, ev[1].b_bypass, ev[1].b_todisk,
+                                 ev[1].b_prefetch)
                 events.remove(ev)
                 if not events:
                     del srv.pfc_pending[row["file_lfn"]]
@@ -717,7 +763,10 @@ class Correlator:
         # Accesses that shared one attach of the cache file share its bytes, by bytes read.
         total_read = sum(r["read_bytes_at_close"] or 0 for r in rows)
         parts = []
-        for v in (ev.b_hit, ev.b_miss, ev.b_bypass):
+        for v in (ev.b_hit, ev.b_miss, ev.b_bypass, ev.b_todisk, ev.b_prefetch):
+            if v is None:
+                parts.append([None] * len(rows))
+                continue
             left, split = v, []
             for j, r in enumerate(rows):
                 if j == len(rows) - 1:
@@ -730,5 +779,5 @@ class Correlator:
                 split.append(part)
             parts.append(split)
         for j, r in enumerate(rows):
-            rowlib.set_cache(r, ev, parts[0][j], parts[1][j], parts[2][j])
+            rowlib.set_cache(r, ev, *(p[j] for p in parts))
         self.stats["pfc_matched"] += 1

@@ -182,7 +182,7 @@ def build(c: Chunk, servers: list) -> pa.Table:
         "server_addr": take([s.ip for s in servers], slots),
         "cache_attach_time": pa.nulls(n, _TS), "cache_detach_time": pa.nulls(n, _TS),
         "cache_access_count": null_int, "cache_remotes": null_str, "cache_blocks": null_int,
-        "cache_blocks_done": null_int,
+        "cache_blocks_done": null_int, "cache_todisk_bytes": null_int, "cache_prefetch_bytes": null_int,
     }
     return pa.Table.from_arrays([out[name] for name in COLUMNS], schema=FILE_ACCESS)
 
@@ -191,9 +191,11 @@ def _ts(t: float | None) -> datetime | None:
     return datetime.fromtimestamp(t, tz=timezone.utc) if t is not None else None
 
 
-def set_cache(row: dict, ev: PfcFileClose, hit: int, miss: int, bypass: int) -> None:
+def set_cache(row: dict, ev: PfcFileClose, hit: int, miss: int, bypass: int,
+              todisk: int | None = None, prefetch: int | None = None) -> None:
     """The g-stream's word on one access of a waiting cache row (a dict in FILE_ACCESS names)."""
     row.update(cache_hit_bytes=hit, cache_miss_bytes=miss, cache_bypass_bytes=bypass,
+               cache_todisk_bytes=todisk, cache_prefetch_bytes=prefetch,
                cache_attach_time=_ts(ev.attach_t), cache_detach_time=_ts(ev.detach_t),
                cache_access_count=ev.access_cnt,
                cache_remotes=",".join(ev.remotes) if ev.remotes is not None else None,

@@ -22,7 +22,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +84,16 @@ class _Counts:
     quarantined: int = 0
     pfc_unmatched: int = 0
     rows_written: int = 0
+    unknown_records: int = 0
+    #: unknown_records by kind (the unknown_kinds column)
+    unknown: Counter = field(default_factory=Counter)
+
+
+_COUNTS = tuple(f for f in _Counts.__dataclass_fields__ if f != "unknown")
+
+
+def _kinds(c: Counter) -> str:
+    return ";".join(f"{k}={n}" for k, n in sorted(c.items()) if n)
 
 
 @dataclass
@@ -97,7 +107,7 @@ class Tally:
         for w in workers:  # a socket-level row per worker even when nothing happened: coverage
             self.counts[(w, "")]  # noqa: B018
         keys = sorted(self.counts)
-        cols = {f: [getattr(self.counts[k], f) for k in keys] for f in _Counts.__dataclass_fields__}
+        cols = {f: [getattr(self.counts[k], f) for k in keys] for f in _COUNTS}
         n = len(keys)
         ts = pa.array(np.full(n, int(self.start * 1e6), dtype=np.int64)).cast(COLLECTOR_STATS.field("interval_start").type)
         te = pa.array(np.full(n, int(max(end, self.start) * 1e6), dtype=np.int64)).cast(COLLECTOR_STATS.field("interval_end").type)
@@ -105,7 +115,8 @@ class Tally:
                   "worker": pa.array([k[0] for k in keys], pa.int32()),
                   "interval_start": ts, "interval_end": te,
                   "server_host": pa.array([k[1] for k in keys], pa.string()),
-                  **{f: pa.array(v, pa.int64()) for f, v in cols.items()}}
+                  **{f: pa.array(v, pa.int64()) for f, v in cols.items()},
+                  "unknown_kinds": pa.array([_kinds(self.counts[k].unknown) for k in keys], pa.string())}
         return pa.Table.from_arrays([arrays[f.name] for f in COLLECTOR_STATS], schema=COLLECTOR_STATS)
 
 
@@ -124,6 +135,8 @@ class Totals:
     server_worker: dict[str, int] = field(default_factory=dict)
     quarantined: int = 0
     pfc_unmatched: int = 0
+    #: "server\tkind" -> unknown records last accounted (the decoder's counts are cumulative)
+    unknown: dict[str, int] = field(default_factory=dict)
 
 
 class Engine:
@@ -183,6 +196,14 @@ class Engine:
                 cnt.sequence_gaps += dl
                 t.instances[key] = [s["packets"], s["lost"]]
                 t.server_worker[s["server"]] = worker
+        for (server, kind), n in (d.unknown_counts() if hasattr(d, "unknown_counts") else {}).items():
+            key = f"{server}\t{kind}"
+            prev = t.unknown.get(key, 0)
+            if n > prev:
+                cnt = c[(t.server_worker.get(server, worker), server)]
+                cnt.unknown_records += n - prev
+                cnt.unknown[kind] += n - prev
+                t.unknown[key] = n
         if len(t.instances) > 4 * max(16, len(getattr(d, "servers", ()))):  # instances the decoder forgot
             live = {f"{s['ip']}|{s['sid']}|{s['stod']}" for s in d.server_stats()}
             t.instances = {k: v for k, v in t.instances.items() if k in live}
@@ -302,7 +323,8 @@ class Engine:
              "kernel_drops_since_first_run": int(self.totals.kernel_drops),
              "journal_backlog_bytes": 0, "journal_backlog_seconds": 0.0, "workers": len(self.workers),
              "journal_torn": list(self.torn), "generation": self.generation,
-             "counters": dict(d.stats), "quarantined": dict(d.quarantined), "servers": d.server_stats()}
+             "counters": dict(d.stats), "quarantined": dict(d.quarantined), "servers": d.server_stats(),
+             "unknown": {f"{srv} {kind}": n for (srv, kind), n in sorted(d.unknown_counts().items())}}
         if extra:
             s.update(extra)
         s["lossless"] = s["kernel_drops"] == 0 and s["lost_packets"] == 0 and not s["journal_torn"]

@@ -25,6 +25,13 @@ CODE_INFO = ord("i")
 MAP_CODES = frozenset((CODE_SERVER_ID, CODE_USER, CODE_PATH, CODE_INFO))
 #: Other monitoring streams (redirect, trace, purge, transfer maps): counted, not decoded.
 IGNORED_CODES = frozenset(b"rtpx")
+#: Map records this collector does not use (``T`` token, ``U`` user experiment/activity): their
+#: server is known from the user id, so they are counted per server and kind, not quarantined.
+UNUSED_MAP_CODES = frozenset(b"TU")
+
+# ---- g-stream providers (top 8 bits of XrdXrootdMonGS.sID; "gs":{"type":...} in JSON) ----------
+GS_PFC = "C"        # XCache monitoring: the file_close events decoded here
+GS_PROVIDER_SHIFT = 56
 
 # ---- f-stream record types (XrdXrootdMonFileHdr.recType) --------------------------------------
 IS_CLOSE, IS_OPEN, IS_TIME, IS_XFR, IS_DISC = 0, 1, 2, 3, 4
@@ -222,6 +229,13 @@ class DiscRecord:
         return FREC.pack(IS_DISC, 0, FILE_HDR_BYTES, self.user)
 
 
+#: The fields of a pfc ``file_close`` event (XrdPfc.cc, 5.5 to 6.x); ``b_todisk`` and
+#: ``b_prefetch`` since 5.7.2. Any other field is counted as unknown.
+PFC_FILE_CLOSE_FIELDS = frozenset((
+    "event", "lfn", "size", "blk_size", "n_blks", "n_blks_done", "access_cnt", "attach_t", "detach_t",
+    "remotes", "b_hit", "b_miss", "b_bypass", "b_todisk", "b_prefetch", "n_cks_errs"))
+
+
 @dataclass(frozen=True)
 class PfcFileClose:
     """An XCache ``file_close`` g-stream event: what the cache says about one attach of a file."""
@@ -239,6 +253,12 @@ class PfcFileClose:
     n_blks: int | None = None
     n_blks_done: int | None = None
     size: int | None = None
+    #: 5.7.2+: bytes the cache fetched from its origin and wrote to its disk while the file was
+    #: attached (every block read from the origin, prefetched or asked for), the File object's
+    #: own count, not the g-stream's b_miss: a block a first read waited for is in it.
+    b_todisk: int | None = None
+    #: 5.7.2+: bytes of the blocks fetched by prefetching (a subset of what went to disk).
+    b_prefetch: int | None = None
 
     @classmethod
     def from_json(cls, ev: dict) -> PfcFileClose | None:
@@ -252,7 +272,12 @@ class PfcFileClose:
                    access_cnt=_int(ev.get("access_cnt")),
                    remotes=tuple(str(r) for r in remotes) if isinstance(remotes, list) else None,
                    n_blks=_int(ev.get("n_blks")), n_blks_done=_int(ev.get("n_blks_done")),
-                   size=_int(ev.get("size")))
+                   size=_int(ev.get("size")), b_todisk=_count(ev.get("b_todisk")),
+                   b_prefetch=_count(ev.get("b_prefetch")))
+
+    @staticmethod
+    def unknown_fields(ev: dict) -> list[str]:
+        return sorted(k for k in ev if k not in PFC_FILE_CLOSE_FIELDS)
 
 
 def _is_int(v) -> bool:
@@ -265,3 +290,8 @@ def _int(v) -> int | None:
 
 def _num(v) -> float | None:
     return float(v) if (_is_int(v) or isinstance(v, float)) else None
+
+
+def _count(v) -> int | None:
+    """A byte count: an integer >= 0 (a negative one is not a count; treat it as absent)."""
+    return v if _is_int(v) and v >= 0 else None

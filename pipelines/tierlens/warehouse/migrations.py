@@ -277,6 +277,9 @@ MIGRATIONS: tuple[Migration, ...] = (
                AddColumns("sim_efficiency_parameters", "evidence"),
                AddColumns("sim_efficiency_predictions", "evidence"),
                AddTable("sim_efficiency_type_loo"), AddTable("sim_hardware_options"))),
+    Migration(7, "XRootD 5.7.2+ cache evidence (b_todisk, b_prefetch) and the collector's count of what it does not know",
+              (AddColumns(RecordKind.FILE_ACCESS, "cache_todisk_bytes", "cache_prefetch_bytes"),
+               AddColumns(RecordKind.COLLECTOR_STATS, "unknown_records", "unknown_kinds"))),
 )
 
 LATEST = MIGRATIONS[-1].version
