@@ -25,7 +25,6 @@ tail of an f-stream packet) is counted and handed to ``quarantine`` with its rea
 from __future__ import annotations
 
 import json
-import pickle
 import struct
 import zlib
 from collections import Counter, deque
@@ -37,6 +36,7 @@ import pyarrow as pa
 
 from . import fstream as fs
 from . import rows as rowlib
+from . import snapshot
 from .datagrams import DatagramBatch
 from .wire import (CODE_FSTREAM, CODE_GSTREAM, CODE_INFO, CODE_PATH, CODE_SERVER_ID, CODE_USER, GS_PFC,
                    GS_PROVIDER_SHIFT, GSH, GSTREAM_HEADER_BYTES, HDR, HEADER_BYTES, IGNORED_CODES, IS_TIME,
@@ -148,6 +148,8 @@ class Correlator:
         #: (sender ip, kind) -> count, for what arrives from no known server
         self.unknown_senders: Counter = Counter()
         self._last_sweep = 0.0
+        #: format version of the snapshot restored (0: the unversioned pickle); None: none
+        self.restored_format: int | None = None
         self._counters = np.zeros(fs.N_COUNTERS, dtype=np.int64)
 
     # ---- DatagramSink ---------------------------------------------------------------------------
@@ -236,21 +238,13 @@ class Correlator:
                 srv.pfc_pending.clear()
 
     def snapshot(self) -> bytes:
-        state = {"servers": self.servers, "slots": self._slots, "last_tod": self._last_tod,
-                 "by_addr": self._by_addr, "open": self._open.state(),
-                 "pending": [(p.deadline, p.chunk) for p in self._pending],
-                 "cache_queue": list(self._cache_queue), "stats": self.stats, "quarantined": self.quarantined,
-                 "last_sweep": self._last_sweep}
-        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        """The decoder's state as a versioned JSON document (:mod:`.snapshot` documents it)."""
+        return snapshot.dump(self)
 
     def restore(self, state: bytes) -> None:
-        st = pickle.loads(state)  # noqa: S301 - our own checkpoint file, written by snapshot()
-        self.servers, self._slots, self._last_tod = st["servers"], st["slots"], st["last_tod"]
-        self._by_addr = st["by_addr"]
-        self._open = fs.OpenFiles.from_state(st["open"])
-        self._pending = deque(_Pending(*p) for p in st["pending"])
-        self._cache_queue = deque(st["cache_queue"])
-        self.stats, self.quarantined, self._last_sweep = st["stats"], st["quarantined"], st["last_sweep"]
+        """Continue from a :meth:`snapshot` of this or an earlier tierlens (the unversioned pickle
+        included); :class:`~.snapshot.SnapshotError` for one it cannot read."""
+        self.restored_format = snapshot.load(state, self)
 
     # ---- what the receiving side reports ----------------------------------------------------------
     def server_stats(self) -> list[dict]:

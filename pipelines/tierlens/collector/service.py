@@ -35,6 +35,7 @@ from . import journal as jr
 from .datagrams import DatagramBatch
 from .decoder import Decoder
 from .replay import batches as pcap_batches
+from .snapshot import SnapshotError
 from .writer import BatchWriter, write_atomic, write_text_atomic
 
 CHECKPOINT = "checkpoint.json"
@@ -305,7 +306,13 @@ class Engine:
         if doc is None:
             return
         self.generation = gen
-        self.decoder.restore((self.out / doc["state"]).read_bytes())
+        state = self.out / doc["state"]
+        try:
+            self.decoder.restore(state.read_bytes())
+        except SnapshotError as e:
+            # Refuse to start rather than decode without the open files: the checkpoint and the
+            # journal after it stay as they are, for the tierlens that can read them.
+            raise SystemExit(f"cannot resume the collector from {state}: {e}") from None
         self.positions = {int(w): jr.Position(*p) for w, p in doc["positions"].items()}
         self.last_arrival = doc.get("last_arrival", 0.0)
         self.rows_written = doc.get("rows_written", 0)
