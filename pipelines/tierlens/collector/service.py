@@ -331,7 +331,8 @@ class Engine:
              "journal_backlog_bytes": 0, "journal_backlog_seconds": 0.0, "workers": len(self.workers),
              "journal_torn": list(self.torn), "generation": self.generation,
              "counters": dict(d.stats), "quarantined": dict(d.quarantined), "servers": d.server_stats(),
-             "unknown": {f"{srv} {kind}": n for (srv, kind), n in sorted(d.unknown_counts().items())}}
+             "unknown": {f"{srv} {kind}": n for (srv, kind), n in sorted(d.unknown_counts().items())},
+             "restored_snapshot_format": getattr(d, "restored_format", None)}
         if extra:
             s.update(extra)
         s["lossless"] = s["kernel_drops"] == 0 and s["lost_packets"] == 0 and not s["journal_torn"]
