@@ -43,6 +43,19 @@ from .wire import (CODE_FSTREAM, CODE_GSTREAM, CODE_INFO, CODE_PATH, CODE_SERVER
                    MAP_CODES, SID_MASK, TIME_BYTES, TIME_HAS_SID, TOD, UNUSED_MAP_CODES, BadPacket, MapRecord,
                    PfcFileClose, cgi)
 
+#: Distinct unknown kinds kept per server (and of senders): names come from the packets, so a
+#: sender must not grow the counters without bound; past it they are counted as "other".
+MAX_UNKNOWN_KINDS = 256
+
+
+def _count_unknown(counter: Counter, kind) -> None:
+    if isinstance(kind, str):
+        kind = kind[:80]
+    if kind not in counter and len(counter) >= MAX_UNKNOWN_KINDS:
+        kind = "other" if isinstance(kind, str) else (kind[0], "other")
+    counter[kind] += 1
+
+
 _ERRORS = {fs.E_SIZE: "size {size} at offset {off}", fs.E_CLOSE: "close of {size} bytes",
            fs.E_OPEN: "open of {size} bytes", fs.E_TYPE: "type {type}", fs.E_TRAILING: "{left} trailing bytes"}
 
@@ -359,21 +372,21 @@ class Correlator:
                 if provider in (0, ord(GS_PFC)):
                     self._gstream_events(srv, bytes(mv[a + GSTREAM_HEADER_BYTES:b]), now)
                 else:  # another provider's g-stream (HTTP, TCP, throttle...): counted, not decoded
-                    srv.unknown[f"gstream:{chr(provider) if 32 < provider < 127 else provider}"] += 1
+                    _count_unknown(srv.unknown, f"gstream:{chr(provider) if 32 < provider < 127 else provider}")
         elif code in UNUSED_MAP_CODES:
             rec = MapRecord.unpack(code, bytes(mv[a:b]))
             if rec.userid.sid is None:
                 raise BadPacket("bad map record: no server id in the user id")
-            self._server(addr[0], rec.userid.sid, stod).unknown[f"map:{chr(code)}"] += 1
+            _count_unknown(self._server(addr[0], rec.userid.sid, stod).unknown, f"map:{chr(code)}")
         elif code in IGNORED_CODES:
             self.stats[f"ignored_{chr(code)}"] += 1
         else:
             srv = self._by_addr.get((addr[0], addr[1], stod))
             kind = f"code:{chr(code) if 32 < code < 127 else hex(code)}"
             if srv is not None:
-                srv.unknown[kind] += 1
+                _count_unknown(srv.unknown, kind)
             else:
-                self.unknown_senders[(addr[0], kind)] += 1
+                _count_unknown(self.unknown_senders, (addr[0], kind))
             raise BadPacket(f"unknown code: {code:#04x}")
         return None
 
@@ -678,7 +691,7 @@ class Correlator:
             return
         srv.last_time = max(srv.last_time, now)
         if code not in ("=", "g"):  # e.g. the g-stream's own 'd'/'i' dictionary packets
-            srv.unknown[f"json:{code}"] += 1
+            _count_unknown(srv.unknown, f"json:{code}")
             return
         if code == "=":
             src = head.get("src") or {}
@@ -689,7 +702,7 @@ class Correlator:
             self.stats["gstream_ids"] += 1
         else:
             if provider not in (None, GS_PFC):  # another provider's g-stream (6.x: HTTP 'H')
-                srv.unknown[f"gstream:{provider}"] += 1
+                _count_unknown(srv.unknown, f"gstream:{provider}")
                 return
             if provider == GS_PFC and not srv.is_cache:
                 self._became_cache(srv)
@@ -714,11 +727,11 @@ class Correlator:
                 if not srv.is_cache:
                     self._became_cache(srv)
                 for name in PfcFileClose.unknown_fields(ev):
-                    srv.unknown[f"field:file_close.{name}"] += 1
+                    _count_unknown(srv.unknown, f"field:file_close.{name}")
                 self._pfc_close(srv, ev, now)
             else:
                 self.stats["gstream_other_events"] += 1
-                srv.unknown[f"gstream_event:{ev.get('event')}"] += 1
+                _count_unknown(srv.unknown, f"gstream_event:{ev.get('event')}")
 
     @staticmethod
     def _covers(ev: PfcFileClose, row: dict) -> bool:
