@@ -13,11 +13,17 @@
  *   arm_env=ARM:VAR=VAL set VAR=VAL in jobs of ARM (repeatable; overrides the user's VAR)
  *   arm_route=ARM:ROUTE cache route recorded for ARM, e.g. B:cache:xcache01:1094
  *   max_record=BYTES    upper bound of one spool record [default 16384, 1024..65536]
+ *   private_tmp=auto|off|DIR
+ *                       where Slurm's namespace configuration is (namespace.yaml or
+ *                       job_container.conf), to find the storage behind the job's private /tmp
+ *                       [auto: the directory of $SLURM_CONF, else /etc/slurm]
  *
  * In every job step (remote context, slurmstepd):
  *   user_init      TIERLENS_STORAGE_TYPE, TIERLENS_DEVICE_MODELS, TIERLENS_AB_ARM,
  *                  TIERLENS_CACHE_ROUTE, XRD_MONINFO (appended to the user's value),
  *                  the arm's variables
+ *   task_init      (in each task) the identity with the run's SLUID where Slurm 26.05+ put
+ *                  SLURM_JOB_SLUID in the task's environment but not yet in the step's
  *   task_post_fork remembers task pids
  *   exit           writes <spool>/<job>.<step>.<node>.json, one JSON line
  *
@@ -37,6 +43,7 @@
 
 #include "lib/detect.h"
 #include "lib/identity.h"
+#include "lib/private.h"
 #include "lib/spool.h"
 
 SPANK_PLUGIN(tierlens, 1);
@@ -63,6 +70,8 @@ static struct {
 	char route_arm[MAX_ARMS][ARM_LEN];
 	char route[MAX_ARMS][VAL_LEN];
 	size_t max_record;
+	int private_off;
+	char private_dir[TL_PATH_LEN];
 } opt;
 
 /* What this step learned; each slurmstepd serves one step, so statics are per step. */
@@ -73,7 +82,9 @@ static struct {
 	char cluster[128];
 	char node[256];
 	char identity[ID_LEN];
+	char sluid[TL_SLUID_LEN];
 	char scratch[TL_PATH_LEN];
+	char backing[TL_PATH_LEN];      /* what backs a private scratch, or "" */
 	char arm[ARM_LEN];
 	const char *route;
 	struct tl_storage st;
@@ -167,6 +178,13 @@ static void parse_options(int ac, char **av)
 			}
 			snprintf(opt.route_arm[opt.nroute], ARM_LEN, "%s", arm);
 			snprintf(opt.route[opt.nroute++], VAL_LEN, "%s", rest);
+		} else if (!strncmp(a, "private_tmp=", 12)) {
+			if (!strcmp(v, "off"))
+				opt.private_off = 1;
+			else if (v[0] == '/')
+				snprintf(opt.private_dir, sizeof opt.private_dir, "%s", v);
+			else if (strcmp(v, "auto"))
+				slurm_error("tierlens: private_tmp=%s: want auto, off or a directory; using auto", v);
 		} else if (!strncmp(a, "max_record=", 11)) {
 			long n = strtol(v, NULL, 10);
 			if (n < 1024 || n > RECORD_MAX)
@@ -239,8 +257,15 @@ static int learn_step(spank_t sp)
 	if (gethostname(step.node, sizeof step.node) < 0)
 		snprintf(step.node, sizeof step.node, "unknown");
 	step.node[sizeof step.node - 1] = '\0';
-	/* same as records.job_identity('slurm', cluster, job_id) */
-	snprintf(step.identity, sizeof step.identity, "slurm.%s.%u", step.cluster, step.job_id);
+	/* the run's SLUID (26.05+): an srun step inherits it from the batch script's environment */
+	if (spank_getenv(sp, "SLURM_JOB_SLUID", buf, sizeof buf) == ESPANK_SUCCESS && tl_valid_sluid(buf))
+		snprintf(step.sluid, sizeof step.sluid, "%s", buf);
+	/* same as records.job_identity('slurm', cluster, job_id, sluid) */
+	if (tl_identity(step.cluster, step.job_id, step.sluid, step.identity, sizeof step.identity) < 0) {
+		slurm_error("tierlens: job %u: cluster name too long for the identity", step.job_id);
+		snprintf(step.cluster, sizeof step.cluster, "unknown");
+		tl_identity(step.cluster, step.job_id, step.sluid, step.identity, sizeof step.identity);
+	}
 
 	if (opt.scratch[0])
 		snprintf(step.scratch, sizeof step.scratch, "%s", opt.scratch);
@@ -262,6 +287,51 @@ static int learn_step(spank_t sp)
 	return 0;
 }
 
+/* The namespace configuration's directory: the option, else that of $SLURM_CONF, else /etc/slurm. */
+static void conf_dir(char *dir, size_t len)
+{
+	const char *conf = getenv("SLURM_CONF"), *slash;
+
+	if (opt.private_dir[0])
+		snprintf(dir, len, "%s", opt.private_dir);
+	else if (conf && conf[0] == '/' && (slash = strrchr(conf, '/')) && slash != conf)
+		snprintf(dir, len, "%.*s", (int) (slash - conf), conf);
+	else
+		snprintf(dir, len, "/etc/slurm");
+}
+
+/*
+ * The storage under the job's scratch. A private /tmp (job_container/tmpfs, namespace/tmpfs or linux) is the
+ * storage that backs it, which a hook outside the job's namespace cannot see in its mount table.
+ */
+static void detect_scratch(void)
+{
+	static struct tl_private priv;
+	char dir[TL_PATH_LEN], err[TL_ERR_LEN] = "";
+	int kind = 0;
+
+	step.backing[0] = '\0';
+	if (!opt.private_off) {
+		conf_dir(dir, sizeof dir);
+		if (tl_private_load(dir, "/", &priv, err, sizeof err) < 0)
+			slurm_info("tierlens: job %u: %s; taking %s as it is", step.job_id, err, step.scratch);
+		else
+			kind = tl_private_backing(&priv, "/", step.scratch, step.job_id, step.node,
+						  step.backing, sizeof step.backing);
+	}
+	if (kind == 1) {
+		memset(&step.st, 0, sizeof step.st);
+		snprintf(step.st.type, sizeof step.st.type, "tmpfs");
+		snprintf(step.backing, sizeof step.backing, "tmpfs");
+		return;
+	}
+	if (kind != 2)
+		step.backing[0] = '\0';
+	if (tl_detect(kind == 2 ? step.backing : step.scratch, "/", &step.st) < 0)
+		slurm_info("tierlens: job %u: storage of %s%s%s is '%s': %s", step.job_id, step.scratch,
+			   kind == 2 ? " backed by " : "", step.backing, step.st.type, step.st.err);
+}
+
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
 	char existing[VAL_LEN], val[VAL_LEN + ID_LEN], models[TL_MAX_MODELS * TL_MODEL_LEN];
@@ -272,9 +342,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 	if (!spank_remote(sp) || learn_step(sp) < 0)
 		return ESPANK_SUCCESS;
 
-	if (tl_detect(step.scratch, "/", &step.st) < 0)
-		slurm_info("tierlens: job %u: storage of %s is '%s': %s",
-			   step.job_id, step.scratch, step.st.type, step.st.err);
+	detect_scratch();
 	step.ready = 1;
 
 	set_env(sp, "TIERLENS_STORAGE_TYPE", step.st.type);
@@ -307,6 +375,31 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 		*eq = '\0';
 		set_env(sp, var, eq + 1);
 	}
+	return ESPANK_SUCCESS;
+}
+
+/*
+ * In the task, where slurmstepd has just built the task's environment: a batch step's own
+ * environment has no SLURM_JOB_SLUID at user_init, its task's does. The identity given in
+ * user_init is swapped for the one with the SLUID, in XRD_MONINFO too.
+ */
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	char buf[64], sluid_id[ID_LEN], existing[VAL_LEN], val[VAL_LEN + ID_LEN];
+
+	(void) ac;
+	(void) av;
+	if (!spank_remote(sp) || !step.ready || step.sluid[0])
+		return ESPANK_SUCCESS;
+	if (spank_getenv(sp, "SLURM_JOB_SLUID", buf, sizeof buf) != ESPANK_SUCCESS || !tl_valid_sluid(buf))
+		return ESPANK_SUCCESS;
+	if (tl_identity(step.cluster, step.job_id, buf, sluid_id, sizeof sluid_id) < 0)
+		return ESPANK_SUCCESS;
+	set_env(sp, "TIERLENS_JOB_IDENTITY", sluid_id);
+	if (spank_getenv(sp, "XRD_MONINFO", existing, sizeof existing) != ESPANK_SUCCESS)
+		existing[0] = '\0';
+	if (tl_moninfo_swap(existing, step.identity, sluid_id, val, sizeof val) == 0)
+		set_env(sp, "XRD_MONINFO", val);
 	return ESPANK_SUCCESS;
 }
 
@@ -350,6 +443,8 @@ static void build_record(struct tl_json *j, double end, int with_lists)
 	tl_json_key(j, "job_identity", 0);      tl_json_str(j, step.identity);
 	tl_json_key(j, "storage_type", 0);      tl_json_str(j, step.st.type);
 	tl_json_key(j, "scratch_path", 0);      tl_json_str(j, step.scratch);
+	tl_json_key(j, "scratch_backing", 0);   tl_json_str(j, step.backing[0] ? step.backing : NULL);
+	tl_json_key(j, "sluid", 0);             tl_json_str(j, step.sluid[0] ? step.sluid : NULL);
 	tl_json_key(j, "ab_arm", 0);            tl_json_str(j, step.arm[0] ? step.arm : NULL);
 	tl_json_key(j, "cache_route", 0);       tl_json_str(j, step.route);
 	snprintf(num, sizeof num, "%.6f", step.start);

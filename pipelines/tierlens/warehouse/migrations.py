@@ -277,6 +277,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                AddColumns("sim_efficiency_parameters", "evidence"),
                AddColumns("sim_efficiency_predictions", "evidence"),
                AddTable("sim_efficiency_type_loo"), AddTable("sim_hardware_options"))),
+    Migration(7, "job: Slurm's SLUID of the job's run (26.05+)", (AddColumns(RecordKind.JOB, "sluid"),)),
 )
 
 LATEST = MIGRATIONS[-1].version

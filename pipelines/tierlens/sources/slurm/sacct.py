@@ -42,7 +42,7 @@ from typing import Any, TextIO
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...records import JOB, Batch, RecordKind, Reject, job_identity
+from ...records import JOB, Batch, RecordKind, Reject, job_identity, valid_sluid
 
 #: rows per Batch: bounds memory and the size of one warehouse transaction. Each batch has a
 #: fixed cost in the warehouse (probe, transaction, bookkeeping): 100,000 rows took about half
@@ -449,8 +449,10 @@ def _json_job(job: dict) -> Iterator[tuple[int | None, dict]]:
     end = _get(job, "end_time", _ts, "time", "end")
     if start is None and end is None:
         return  # pending: nothing to account yet
+    # v0.0.45 (26.05): the run's SLUID ('' or null when unset; earlier layouts have none)
+    sluid = valid_sluid(job.get("sluid"))
     common = dict(batch_system="slurm", cluster=cluster, job_id=jid,
-                  job_identity=job_identity("slurm", cluster, jid),
+                  job_identity=job_identity("slurm", cluster, jid, sluid), sluid=sluid,
                   user_name=job.get("user"), account=job.get("account"),
                   partition=job.get("partition"),
                   submit_time=_get(job, "submit_time", _ts, "time", "submission"))
