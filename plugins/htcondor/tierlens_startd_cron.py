@@ -75,6 +75,9 @@ _MAGIC = {
 }
 _MAX_LINKS = 40
 _MAX_DEPTH = 8
+#: devices one detection may classify: members that lead back to their own array (a sysfs the
+#: kernel would not write) would otherwise multiply the work at every level of the stack
+_MAX_VISITS = 64
 
 
 # ----------------------------------------------------------------------------- paths under root
@@ -180,8 +183,17 @@ def _containing_mount(mounts, path):
 
 # ----------------------------------------------------------------------------- sysfs
 
-def _classify(root, dev, depth=0):
+class _Budget(Exception):
+    """More devices than _MAX_VISITS under one scratch directory."""
+
+
+def _classify(root, dev, depth=0, visits=None):
     """Storage type and device models of the sysfs block device directory ``dev`` (in-root path)."""
+    if visits is None:
+        visits = [0]
+    visits[0] += 1
+    if visits[0] > _MAX_VISITS:
+        raise _Budget(dev)
     if depth > _MAX_DEPTH:
         log.warning("%s: device stack deeper than %d", dev, _MAX_DEPTH)
         return "other", []
@@ -192,7 +204,7 @@ def _classify(root, dev, depth=0):
     if level is not None:
         models = []
         for member in _slaves(root, dev):
-            _, member_models = _classify(root, member, depth + 1)
+            _, member_models = _classify(root, member, depth + 1, visits)
             models.extend(member_models)
         if level in _RAID_LEVELS:
             return level, models
@@ -205,7 +217,7 @@ def _classify(root, dev, depth=0):
             return "other", []
         kinds, models = [], []
         for member in members:
-            kind, member_models = _classify(root, member, depth + 1)
+            kind, member_models = _classify(root, member, depth + 1, visits)
             kinds.append(kind)
             models.extend(member_models)
         if len(set(kinds)) == 1:  # LVM on one disk (or on disks of one kind): that kind
@@ -297,7 +309,11 @@ def _detect(scratch, root):
     if dev is None:
         log.warning("%s (%s on %s): no /sys/dev/block/%s", path, fstype, source, mount.major_minor)
         return Detection("other", [], fstype, source)
-    kind, models = _classify(root, dev)
+    try:
+        kind, models = _classify(root, dev)
+    except _Budget as e:
+        log.warning("%s: more than %d devices under it (at %s)", path, _MAX_VISITS, e)
+        return Detection("other", [], fstype, source)
     return Detection(kind, models, fstype, source)
 
 
@@ -352,7 +368,11 @@ def detect_volume_group(vg, root="/"):
         return None
     kinds, models = [], []
     for leaf in sorted(leaves, key=lambda d: d.rsplit("/", 1)[-1]):
-        kind, leaf_models = _classify(root, leaf)
+        try:
+            kind, leaf_models = _classify(root, leaf)
+        except _Budget:
+            log.warning("volume group %s: more than %d devices under %s", vg, _MAX_VISITS, leaf)
+            kind, leaf_models = "other", []
         kinds.append(kind)
         models.extend(m for m in leaf_models if m not in models)
     kind = kinds[0] if len(set(kinds)) == 1 else "other"

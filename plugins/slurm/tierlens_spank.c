@@ -43,36 +43,18 @@
 
 #include "lib/detect.h"
 #include "lib/identity.h"
+#include "lib/options.h"
 #include "lib/private.h"
 #include "lib/spool.h"
 
 SPANK_PLUGIN(tierlens, 1);
 
-#define MAX_ARMS      8
-#define ARM_LEN       32
-#define MAX_ARM_ENV   16
 #define MAX_PIDS      256
-#define VAL_LEN       1024
+#define VAL_LEN       TL_VAL_LEN
 #define ID_LEN        256
-#define RECORD_MAX    65536
+#define RECORD_MAX    TL_RECORD_MAX
 
-static struct {
-	char scratch[TL_PATH_LEN];
-	char spool[TL_PATH_LEN];
-	char cluster[128];
-	int hashed;
-	int narms;
-	char arms[MAX_ARMS][ARM_LEN];
-	int nenv;
-	char env_arm[MAX_ARM_ENV][ARM_LEN];
-	char env_kv[MAX_ARM_ENV][VAL_LEN];
-	int nroute;
-	char route_arm[MAX_ARMS][ARM_LEN];
-	char route[MAX_ARMS][VAL_LEN];
-	size_t max_record;
-	int private_off;
-	char private_dir[TL_PATH_LEN];
-} opt;
+static struct tl_options opt;
 
 /* What this step learned; each slurmstepd serves one step, so statics are per step. */
 static struct {
@@ -85,7 +67,7 @@ static struct {
 	char sluid[TL_SLUID_LEN];
 	char scratch[TL_PATH_LEN];
 	char backing[TL_PATH_LEN];      /* what backs a private scratch, or "" */
-	char arm[ARM_LEN];
+	char arm[TL_ARM_LEN];
 	const char *route;
 	struct tl_storage st;
 	double start;
@@ -102,100 +84,9 @@ static double now(void)
 	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void split_arm(const char *val, char *arm, const char **rest)
-{
-	const char *colon = strchr(val, ':');
-	size_t n = colon ? (size_t) (colon - val) : 0;
-	arm[0] = '\0';
-	*rest = NULL;
-	if (!colon || n == 0 || n >= ARM_LEN)
-		return;
-	memcpy(arm, val, n);
-	arm[n] = '\0';
-	*rest = colon + 1;
-}
-
-static void parse_arms(const char *val)
-{
-	char buf[VAL_LEN], *tok, *save = NULL;
-
-	opt.narms = 0;
-	opt.hashed = !strncmp(val, "hash:", 5);
-	snprintf(buf, sizeof buf, "%s", opt.hashed ? val + 5 : val);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (opt.narms == MAX_ARMS || strlen(tok) >= ARM_LEN) {
-			slurm_error("tierlens: arm list '%s': at most %d arms of %d characters",
-				    val, MAX_ARMS, ARM_LEN - 1);
-			break;
-		}
-		snprintf(opt.arms[opt.narms++], ARM_LEN, "%s", tok);
-	}
-	if (!opt.hashed && opt.narms > 1) {
-		slurm_error("tierlens: arm=%s: several arms need 'hash:'; using %s for every job",
-			    val, opt.arms[0]);
-		opt.narms = 1;
-	}
-}
-
 static void parse_options(int ac, char **av)
 {
-	int i;
-
-	memset(&opt, 0, sizeof opt);
-	snprintf(opt.spool, sizeof opt.spool, "/var/spool/tierlens");
-	opt.max_record = 16384;
-	for (i = 0; i < ac; i++) {
-		const char *a = av[i], *eq = strchr(a, '='), *v, *rest;
-		char arm[ARM_LEN];
-
-		if (!eq) {
-			slurm_error("tierlens: ignoring plugstack argument '%s' (want key=value)", a);
-			continue;
-		}
-		v = eq + 1;
-		if (!strncmp(a, "scratch=", 8)) {
-			snprintf(opt.scratch, sizeof opt.scratch, "%s", v);
-		} else if (!strncmp(a, "spool=", 6)) {
-			snprintf(opt.spool, sizeof opt.spool, "%s", v);
-		} else if (!strncmp(a, "cluster=", 8)) {
-			snprintf(opt.cluster, sizeof opt.cluster, "%s", v);
-		} else if (!strncmp(a, "arm=", 4)) {
-			parse_arms(v);
-		} else if (!strncmp(a, "arm_env=", 8)) {
-			split_arm(v, arm, &rest);
-			if (!rest || !strchr(rest, '=') || rest[0] == '=' || opt.nenv == MAX_ARM_ENV) {
-				slurm_error("tierlens: ignoring '%s' (want arm_env=ARM:VAR=VALUE, at most %d)",
-					    a, MAX_ARM_ENV);
-				continue;
-			}
-			snprintf(opt.env_arm[opt.nenv], ARM_LEN, "%s", arm);
-			snprintf(opt.env_kv[opt.nenv++], VAL_LEN, "%s", rest);
-		} else if (!strncmp(a, "arm_route=", 10)) {
-			split_arm(v, arm, &rest);
-			if (!rest || !rest[0] || opt.nroute == MAX_ARMS) {
-				slurm_error("tierlens: ignoring '%s' (want arm_route=ARM:ROUTE)", a);
-				continue;
-			}
-			snprintf(opt.route_arm[opt.nroute], ARM_LEN, "%s", arm);
-			snprintf(opt.route[opt.nroute++], VAL_LEN, "%s", rest);
-		} else if (!strncmp(a, "private_tmp=", 12)) {
-			if (!strcmp(v, "off"))
-				opt.private_off = 1;
-			else if (v[0] == '/')
-				snprintf(opt.private_dir, sizeof opt.private_dir, "%s", v);
-			else if (strcmp(v, "auto"))
-				slurm_error("tierlens: private_tmp=%s: want auto, off or a directory; using auto", v);
-		} else if (!strncmp(a, "max_record=", 11)) {
-			long n = strtol(v, NULL, 10);
-			if (n < 1024 || n > RECORD_MAX)
-				slurm_error("tierlens: max_record=%s out of 1024..%d; keeping %zu",
-					    v, RECORD_MAX, opt.max_record);
-			else
-				opt.max_record = (size_t) n;
-		} else {
-			slurm_error("tierlens: ignoring unknown plugstack argument '%s'", a);
-		}
-	}
+	tl_parse_options(ac, av, &opt, slurm_error);
 }
 
 static void step_name(uint32_t id, char *buf, size_t len)
@@ -274,16 +165,8 @@ static int learn_step(spank_t sp)
 	else
 		snprintf(step.scratch, sizeof step.scratch, "/tmp");
 
-	if (opt.narms > 0) {
-		char id[32];
-		snprintf(id, sizeof id, "%u", step.job_id);
-		snprintf(step.arm, sizeof step.arm, "%s",
-			 opt.arms[opt.hashed ? tl_fnv1a32(id) % (unsigned) opt.narms : 0]);
-	}
-	step.route = NULL;
-	for (int i = 0; i < opt.nroute && step.arm[0]; i++)
-		if (!strcmp(opt.route_arm[i], step.arm))
-			step.route = opt.route[i];
+	tl_job_arm(&opt, step.job_id, step.arm, sizeof step.arm);
+	step.route = tl_job_route(&opt, step.arm);
 	return 0;
 }
 
@@ -366,14 +249,10 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 	else
 		set_env(sp, "XRD_MONINFO", val);
 
-	for (i = 0; i < opt.nenv && step.arm[0]; i++) {
-		char var[VAL_LEN], *eq;
-		if (strcmp(opt.env_arm[i], step.arm))
-			continue;
-		snprintf(var, sizeof var, "%s", opt.env_kv[i]);
-		eq = strchr(var, '=');
-		*eq = '\0';
-		set_env(sp, var, eq + 1);
+	for (i = 0; i < opt.nenv; i++) {
+		const char *var, *v;
+		if (tl_arm_env(&opt, i, step.arm, &var, &v))
+			set_env(sp, var, v);
 	}
 	return ESPANK_SUCCESS;
 }

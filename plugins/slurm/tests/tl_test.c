@@ -23,6 +23,7 @@
 
 #include "lib/detect.h"
 #include "lib/identity.h"
+#include "lib/options.h"
 #include "lib/private.h"
 #include "lib/spool.h"
 
@@ -199,6 +200,44 @@ static int private_cmd(const char *root, const char *confdir, const char *scratc
 	return 0;
 }
 
+static void no_log(const char *fmt, ...)
+{
+	(void) fmt;
+}
+
+static void test_options(void)
+{
+	static struct tl_options o;
+	static char longvar[1200], longval[1200];
+	char *av[8];
+	const char *var, *val;
+	char arm[TL_ARM_LEN];
+
+	av[0] = "arm=A";
+	av[1] = "arm_env=A:XRD_CACHE=on";
+	av[2] = "arm_env=B:OTHER=1";
+	av[3] = "arm_route=A:cache:xcache01:1094";
+	av[4] = "max_record=2048";
+	av[5] = "private_tmp=off";
+	tl_parse_options(6, av, &o, no_log);
+	tl_job_arm(&o, 42, arm, sizeof arm);
+	CHECK(!strcmp(arm, "A") && o.nenv == 2 && o.max_record == 2048 && o.private_off);
+	CHECK(tl_arm_env(&o, 0, arm, &var, &val) == 1 && !strcmp(var, "XRD_CACHE") && !strcmp(val, "on"));
+	CHECK(tl_arm_env(&o, 1, arm, &var, &val) == 0);
+	CHECK(!strcmp(tl_job_route(&o, arm), "cache:xcache01:1094"));
+	/* regression (fuzz/regressions/fuzz_options/arm_env_long_name): a name of over 1023
+	 * characters once lost its '=' when stored, and the job's setup wrote through NULL */
+	memset(longvar, 'V', sizeof longvar - 1);
+	memcpy(longvar, "arm_env=A:", 10);
+	memcpy(longvar + sizeof longvar - 3, "=1", 3);
+	memset(longval, 'x', sizeof longval - 1);
+	memcpy(longval, "arm_env=A:V=", 12);
+	av[1] = longvar;
+	av[2] = longval;
+	tl_parse_options(3, av, &o, no_log);
+	CHECK(o.nenv == 0);
+}
+
 static void test_hash(void)
 {
 	/* FNV-1a 32 reference values; the Python side (arm_for_job) must agree. */
@@ -301,6 +340,7 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "unit")) {
 		test_moninfo();
 		test_identity();
+		test_options();
 		test_private_parse();
 		test_hash();
 		test_json();
