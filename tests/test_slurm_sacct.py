@@ -897,3 +897,36 @@ def test_sluid_identity_is_what_the_plugin_builds(tmp_path):
     assert job_identity("slurm", "prod", "42", SLUID) == f"slurm.prod.42.{SLUID}"
     assert job_identity("slurm", "prod", "42", "s00300000000G4") == "slurm.prod.42"
     assert job_identity("slurm", "prod", "42", "sGZZZZZZZZZZZZ") == "slurm.prod.42"   # over 64 bits
+
+
+# ---- real captures (made by the version matrix on Debian 13 and unstable; tests/data/sacct/real) --
+REAL = REPO / "tests" / "data" / "sacct" / "real"
+
+
+@pytest.mark.parametrize("release, parser", [("24.11.5", "v0.0.42"), ("26.05.5", "v0.0.45")])
+def test_real_capture_rows_and_identity(release, parser, monkeypatch):
+    """Each job of a real `sacct --json`: its rows by both paths, their CPU seconds against the
+    capture's --parsable2 twin (UserCPU, SystemCPU), and the identity with the run's SLUID where
+    the release has one (every job of 26.05), the plain one where not."""
+    text = (REAL / release / "sacct.json").read_text()
+    doc = json.loads(text)
+    assert doc["meta"]["plugin"]["data_parser"] == f"data_parser/{parser}"
+    _same(text, 1 << 22, monkeypatch)
+    rows, _, rejects = parse_json_document(text, release)
+    assert rejects == []
+    got = _by_key(rows)
+    cluster = doc["meta"]["slurm"]["cluster"]
+    sluids = {str(j["job_id"]): j.get("sluid") for j in doc["jobs"]}
+    for (jid, _), r in got.items():
+        if release >= "26.05":
+            assert r["sluid"] == sluids[jid] and r["sluid"].startswith("s")
+            assert r["job_identity"] == f"slurm.{cluster}.{jid}.{sluids[jid]}"
+        else:
+            assert r["sluid"] is None and r["job_identity"] == f"slurm.{cluster}.{jid}"
+    for line in (REAL / release / "parsable2.txt").read_text().splitlines():
+        raw, _, state, _, _, _, _, user, system, *_ = line.split("|")
+        jid, _, step = raw.partition(".")
+        r = got[(jid, step)]
+        assert r["state"] == state.split(" ")[0]
+        assert r["cpu_user_seconds"] == pytest.approx(_cpu_time(user), abs=1e-3)
+        assert r["cpu_system_seconds"] == pytest.approx(_cpu_time(system), abs=1e-3)
