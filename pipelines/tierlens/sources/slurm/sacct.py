@@ -5,7 +5,11 @@ delimiter that a job name or comment can break), it carries the step CPU times a
 and system seconds with microseconds, and its layout is versioned (``meta.plugin``). 22.05 writes
 openapi ``dbv0.0.38``; 23.02+ write v0.0.39 and later, where numbers may be wrapped as
 ``{"set": true, "infinite": false, "number": N}``, states are lists and step ids are "JOB.STEP".
-Both are read here. ``--parsable2`` is the fallback for a sacct without the JSON data parser:
+Both are read here; the fields mapped keep their paths from v0.0.42 (24.11) through v0.0.43
+(25.05), v0.0.44 (25.11) and v0.0.45 (26.05), which adds the run's ``sluid`` (kept in the job
+row, and the end of its identity: records.job_identity). ``--parsable2`` is the fallback for a
+sacct without the JSON data parser (older than SLUIDs, so its rows carry none; forced on a 26.05
+cluster it gives the identity without the SLUID):
 a fixed list of columns, ``SLURM_TIME_FORMAT=%s`` for epoch times and ``--noconvert`` for plain
 byte counts, so nothing locale- or unit-dependent is parsed.
 
