@@ -286,23 +286,46 @@ static int expand_base(const char *base, const char *node, char *out, size_t len
 	return (n < 0 || (size_t) n >= len) ? -1 : 0;
 }
 
-/* <base>/<job id> as a root-relative path when it is a directory (not a symlink) under root. */
+/* `path` (root-relative) is a directory under root, not a symlink. */
+static int is_dir(const char *root, const char *path)
+{
+	char full[TL_PATH_LEN];
+	struct stat st;
+	int n = snprintf(full, sizeof full, "%s%s", (root && strcmp(root, "/")) ? root : "", path);
+
+	return n >= 0 && (size_t) n < sizeof full && lstat(full, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/*
+ * The job's directory under `base` as a root-relative path, when it exists: <base>/<job id>, or
+ * <base>/<node>/<job id> where Slurm was built with --enable-multiple-slurmd (Debian's packages
+ * are: a 22.05 job_container/tmpfs job on node vm had its /tmp at <base>/vm/<job>/.<job>).
+ * The node is tried as given and as its short name.
+ */
 static int job_dir(const char *root, const char *base, unsigned int job_id, const char *node,
 		   char *out, size_t len)
 {
-	char expanded[TL_PATH_LEN], full[TL_PATH_LEN];
-	struct stat st;
+	char expanded[TL_PATH_LEN], shortname[256];
+	const char *dot;
 	int n;
 
 	if (expand_base(base, node, expanded, sizeof expanded) < 0)
 		return -1;
 	n = snprintf(out, len, "%s/%u", expanded, job_id);
-	if (n < 0 || (size_t) n >= len)
+	if (n >= 0 && (size_t) n < len && is_dir(root, out))
+		return 0;
+	if (!node || !node[0] || strchr(node, '/'))
 		return -1;
-	n = snprintf(full, sizeof full, "%s%s", (root && strcmp(root, "/")) ? root : "", out);
-	if (n < 0 || (size_t) n >= sizeof full)
-		return -1;
-	return (lstat(full, &st) == 0 && S_ISDIR(st.st_mode)) ? 0 : -1;
+	n = snprintf(out, len, "%s/%s/%u", expanded, node, job_id);
+	if (n >= 0 && (size_t) n < len && is_dir(root, out))
+		return 0;
+	if ((dot = strchr(node, '.')) && dot != node) {
+		snprintf(shortname, sizeof shortname, "%.*s", (int) (dot - node), node);
+		n = snprintf(out, len, "%s/%s/%u", expanded, shortname, job_id);
+		if (n >= 0 && (size_t) n < len && is_dir(root, out))
+			return 0;
+	}
+	return -1;
 }
 
 static size_t within(const char *dir, const char *path)

@@ -54,7 +54,8 @@ int tl_private_load(const char *conf_dir, const char *root, struct tl_private *p
  * Where the storage of `scratch` comes from for job `job_id` on node `node`:
  *   0  not in a private directory of a live job namespace (detect scratch itself);
  *   1  a tmpfs (a fresh one: /dev/shm, or tmpfs: true);
- *   2  backed by the directory written to `backing` (root-relative), e.g. /var/nvme/storage/42.
+ *   2  backed by the directory written to `backing` (root-relative), e.g. /var/nvme/storage/42
+ *      (or /var/nvme/storage/<node>/42: Slurm built for multiple slurmds adds the node name).
  * `%h` and `%n` in a base path are the node name. Directories are checked with lstat under
  * `root`; a symlink is never followed.
  */
