@@ -89,5 +89,6 @@ def test_private_tmp_is_tagged_with_the_storage_behind_it(cluster, base):
     (rec_path,) = cluster.spool.glob(f"{jid}.0.*.json")
     rec = json.loads(rec_path.read_text())
     assert rec["storage_type"] == "tmpfs" and rec["scratch_path"] == "/tmp"
+    assert "array_job_id" not in rec and "array_task_id" not in rec    # not an array job
     # <BasePath>/<job>, or <BasePath>/<node>/<job> where Slurm is built for multiple slurmds
     assert rec["scratch_backing"] in (f"{base}/{jid}", f"{base}/{cluster.node}/{jid}")

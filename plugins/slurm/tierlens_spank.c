@@ -135,6 +135,9 @@ static int learn_step(spank_t sp)
 		step.array_job_id = 0;
 	if (spank_get_item(sp, S_JOB_ARRAY_TASK_ID, &step.array_task_id) != ESPANK_SUCCESS)
 		step.array_task_id = 0;
+	/* a job outside an array: Slurm gives its own id as the array id and NO_VAL as the task */
+	if (step.array_task_id == NO_VAL || step.array_task_id == INFINITE)
+		step.array_job_id = 0;
 
 	if (opt.cluster[0])
 		snprintf(step.cluster, sizeof step.cluster, "%s", opt.cluster);
