@@ -93,7 +93,9 @@ def test_startd_cron_knobs(param):
     assert p["STARTD_CRON_TIERLENS_MODE"] == "Periodic"
     assert p["STARTD_CRON_TIERLENS_PERIOD"] == "15m"
     args = p["STARTD_CRON_TIERLENS_ARGS"]
-    assert args == "--scratch=/var/lib/condor/execute --ab-arm= --cache-route= --slots=64"
+    # LVM_BACKING_FILE defaults to $(SPOOL)/startd_disk.img; this test pool sets no SPOOL
+    assert args == ("--scratch=/var/lib/condor/execute --ab-arm= --cache-route= --slots=64 "
+                    "--enforce-disk-limits=false --lvm-vg= --lvm-backing-file=/spool/startd_disk.img")
 
 
 def test_cron_args_reach_the_script(param, capsys):

@@ -52,7 +52,7 @@ def _detect(build: Path, path: str) -> dict:
 
 
 SCRIPT = f"""
-env | grep -E '^(TIERLENS_|XRD_|XROOT_)' | sed 's/^/ENV:/'
+env | grep -E '^(TIERLENS_|XRD_|XROOT_|SLURM_JOB_SLUID=)' | sed 's/^/ENV:/'
 dd if=/dev/zero of="$TMPDIR/tl.dat" bs=1M count={WRITE_MB} status=none
 cat "$TMPDIR/tl.dat" > /dev/null
 rm -f "$TMPDIR/tl.dat"
@@ -167,7 +167,8 @@ def test_job_environment(cluster, jobs, build):
         j = jobs[name]
         env, jid = j["env"], j["id"]
         arm = arm_for_job(jid, ARMS)
-        ident = job_identity("slurm", cluster.cluster_name, jid)
+        # Slurm 26.05+ names the run by a SLUID, which then ends the identity (before: None)
+        ident = job_identity("slurm", cluster.cluster_name, jid, env.get("SLURM_JOB_SLUID"))
         assert env["TIERLENS_STORAGE_TYPE"] == _detect(build, j["scratch"])["storage_type"], name
         assert env["TIERLENS_AB_ARM"] == arm
         assert env["TIERLENS_SCRATCH"] == j["scratch"]
@@ -178,14 +179,16 @@ def test_job_environment(cluster, jobs, build):
         else:
             assert env["TIERLENS_TEST_DIRECT"] == "1" and "XROOT_PROXY" not in env
             assert env["TIERLENS_CACHE_ROUTE"] == "direct"
-    srun_ident = job_identity("slurm", cluster.cluster_name, jobs["srun"]["id"])
+    srun_ident = job_identity("slurm", cluster.cluster_name, jobs["srun"]["id"],
+                              jobs["srun"]["env"].get("SLURM_JOB_SLUID"))
     assert jobs["srun"]["env"]["XRD_MONINFO"] == f"user-tag,{srun_ident}"       # appended, not replaced
     assert jobs["srun"]["env"]["TIERLENS_STORAGE_TYPE"] == "tmpfs"              # /dev/shm
-    batch_ident = job_identity("slurm", cluster.cluster_name, jobs["batch"]["id"])
+    batch_ident = job_identity("slurm", cluster.cluster_name, jobs["batch"]["id"],
+                               jobs["batch"]["env"].get("SLURM_JOB_SLUID"))
     assert jobs["batch"]["env"]["XRD_MONINFO"] == batch_ident
     assert jobs["batch"]["step_env"]["XRD_MONINFO"] == batch_ident              # not appended twice
     for task, env in zip(jobs["array"]["tasks"], jobs["array"]["env"]):
-        assert env["XRD_MONINFO"] == job_identity("slurm", cluster.cluster_name, task)
+        assert env["XRD_MONINFO"] == job_identity("slurm", cluster.cluster_name, task, env.get("SLURM_JOB_SLUID"))
         assert env["TIERLENS_AB_ARM"] == arm_for_job(task, ARMS)
 
 
@@ -216,7 +219,8 @@ def test_spool_records(cluster, jobs, build):
         if (jid, step) not in expected:
             continue
         assert rec["node"] == cluster.node and rec["cluster"] == cluster.cluster_name
-        assert rec["job_identity"] == job_identity("slurm", cluster.cluster_name, jid)
+        # the SLUID where slurmstepd had it at user_init (srun steps on 26.05+), as the record says
+        assert rec["job_identity"] == job_identity("slurm", cluster.cluster_name, jid, rec.get("sluid"))
         assert rec["ab_arm"] == arm_for_job(jid, ARMS)
         assert rec["task_pids"] and all(isinstance(x, int) and x > 1 for x in rec["task_pids"])
         assert rec["start_time"] <= rec["end_time"]
@@ -244,18 +248,22 @@ def test_ingest_matches_sacct(cluster, jobs, ingested, build):
     p2 = _sacct_p2(cluster, _all_ids(jobs))
     rows = {(r[0], r[1]): r for r in _q(ingested, """
         SELECT job_id, step_id, allocated_cores, cpu_user_seconds + cpu_system_seconds, wall_seconds,
-               state, bytes_read, bytes_written, job_identity, cluster, node
+               state, bytes_read, bytes_written, job_identity, cluster, node, sluid
         FROM raw_job""")}
     for key, s in p2.items():
         if key[1] == "extern":
             continue
         assert key in rows, key
-        _, _, cores, cpu, wall, state, rd, wr, ident, cl, node = rows[key]
+        _, _, cores, cpu, wall, state, rd, wr, ident, cl, node, sluid = rows[key]
         assert cores == int(s["AllocCPUS"]), key
         assert cpu == pytest.approx(_total_cpu(s["TotalCPU"]), abs=0.0015), key
         assert wall == float(s["ElapsedRaw"]), key
         assert state == s["State"].split()[0]
-        assert ident == job_identity("slurm", cluster.cluster_name, key[0]) and cl == cluster.cluster_name
+        assert ident == job_identity("slurm", cluster.cluster_name, key[0], sluid) and cl == cluster.cluster_name
+        if key in ((jobs["srun"]["id"], ""), (jobs["batch"]["id"], "")):
+            # what the plugin handed the job is what the ingest computed: the join key
+            name = "srun" if key[0] == jobs["srun"]["id"] else "batch"
+            assert ident == jobs[name]["env"]["TIERLENS_JOB_IDENTITY"], key
         assert node == cluster.node
         if key[1]:   # steps: fs/disk of TRESUsageInTot / OutTot, absent when nothing was measured
             for got, col in ((rd, "TRESUsageInTot"), (wr, "TRESUsageOutTot")):

@@ -798,3 +798,135 @@ def test_fast_path_on_damaged_documents(monkeypatch):
         for _ in range(rng.choice((1, 1, 2, 3))):
             doc[rng.randrange(len(doc))] = rng.choice('{}[]",:\\ 0x')
         _same("".join(doc), 4096 if k % 2 else 233, monkeypatch)
+
+
+# ---- data_parser v0.0.42 (24.11) to v0.0.45 (26.05): the layouts as Slurm's parsers.c dumps them --
+#: (data_parser, Slurm release that defaults to it). The paths tierlens reads are the same in all
+#: four (job time/*, tres/*, steps[].step/id, time/*, nodes/*, tres/*, state, exit_code); what
+#: changes around them is added below, from src/plugins/data_parser/v0.0.4x/parsers.c.
+DATA_PARSERS = {"v0.0.42": "24.11.5", "v0.0.43": "25.05.3", "v0.0.44": "25.11.2", "v0.0.45": "26.05.5"}
+SLUID = "s0J4V2M8ZB3Q1K"       # cluster 0x091 (not the reserved 0): a run id as print_sluid writes it
+
+
+def _job_of(parser: str, job_id: int, sluid: str | None = SLUID, **kw) -> dict:
+    job = _job_2411(job_id, **kw)
+    if parser >= "v0.0.43":     # 25.05: reservations requested, segment size; steps' own I/O paths
+        job["reservation"]["requested"] = ""
+        job["segment_size"] = 0
+        for s in job["steps"]:
+            s["step"].update(stderr="", stdin="", stdout="", stderr_expanded="", stdin_expanded="",
+                             stdout_expanded="")
+            s["time"]["limit"] = _w(None, infinite=True)
+    if parser >= "v0.0.45":     # 26.05: the run's SLUID and the first run's; 'pid' gone from steps
+        job.update(sluid=sluid, original_sluid=sluid, exclusive="", oversubscribe="")
+        for s in job["steps"]:
+            del s["pid"]
+    return job
+
+
+def _doc_of(parser: str, *jobs: dict) -> str:
+    release = DATA_PARSERS[parser]
+    major, minor, micro = release.split(".")
+    doc = json.loads(_doc_2411(*jobs))
+    doc["meta"]["plugin"]["data_parser"] = f"data_parser/{parser}"
+    doc["meta"]["slurm"].update(version={"major": major, "micro": micro, "minor": minor}, release=release)
+    return json.dumps(doc, indent=2)
+
+
+@pytest.mark.parametrize("parser", list(DATA_PARSERS))
+def test_json_each_data_parser_version(parser, tmp_path, monkeypatch):
+    jobs = [_job_of(parser, 800), _job_of(parser, 801, start=NO_VAL, end=T0 + 30, state="FAILED", steps=False)]
+    text = _doc_of(parser, *jobs)
+    assert _same(text, 1 << 22, monkeypatch) == 3        # every row by the fast path, as the generic one
+    rows, locs, rejects = parse_json_document(text, parser)
+    assert rejects == []
+    got = _by_key(rows)
+    assert set(got) == {("800", ""), ("800", "batch"), ("801", "")}
+    doc = json.loads(text)["jobs"][0]
+    step = doc["steps"][0]["time"]
+    user = step["user"]["seconds"] + step["user"]["microseconds"] / 1e6
+    system = step["system"]["seconds"] + step["system"]["microseconds"] / 1e6
+    for key in (("800", ""), ("800", "batch")):
+        r = got[key]
+        assert (r["cpu_user_seconds"], r["cpu_system_seconds"]) == (user, system)
+        assert r["wall_seconds"] == doc["time"]["end"] - doc["time"]["start"]
+        assert r["allocated_cores"] == doc["tres"]["allocated"][0]["count"]
+    assert got[("801", "")]["state"] == "FAILED" and got[("801", "")]["start_time"] is None
+    has_sluid = parser >= "v0.0.45"
+    for (jid, _), r in got.items():
+        assert r["sluid"] == (SLUID if has_sluid else None)
+        assert r["job_identity"] == (f"slurm.prod.{jid}.{SLUID}" if has_sluid else f"slurm.prod.{jid}")
+    wh = tmp_path / "w.duckdb"
+    ingest(to_batches(rows, locs, rejects, parser), wh)
+    assert _q(wh, "SELECT job_id, step_id, sluid, job_identity FROM raw_job ORDER BY 1, 2") == [
+        (j, s, SLUID if has_sluid else None, got[(j, s)]["job_identity"]) for j, s in sorted(got)]
+
+
+@pytest.mark.parametrize("value", ["", None, "s00300000000G4", "S0J4V2M8ZB3Q1K", "s0J4V2M8ZB3Q1", "s0J4V2M8ZB3Q1KX",
+                                   "s0J4V2M8ZB3QIK", "sZJ4V2M8ZB3Q1K", 12345])
+def test_a_value_that_is_no_run_sluid_leaves_the_identity_as_before(value, monkeypatch):
+    """Unset (26.05 prints "" or null), the db_index of a record written before SLUIDs (cluster
+    bits 0), the wrong case, length or alphabet, a number: no SLUID, the identity of 25.11."""
+    job = _job_of("v0.0.45", 810, sluid=value)
+    text = _doc_of("v0.0.45", job)
+    _same(text, 1 << 22, monkeypatch)
+    rows, _, rejects = parse_json_document(text, "x")
+    assert rejects == [] and rows
+    assert {(r["sluid"], r["job_identity"]) for r in rows} == {(None, "slurm.prod.810")}
+
+
+IDENTITY_CASES = [("prod", "42", None), ("prod", "42", SLUID), ("t2", "4294967294", "s00400000000G4"),
+                  ("prod", "42", "s00300000000G4"), ("prod", "42", "S0J4V2M8ZB3Q1K"), ("prod", "42", "bogus"),
+                  ("prod", "42", "s0J4V2M8ZB3Q1"), ("prod", "42", "sFZZZZZZZZZZZZ"), ("prod", "42", "sGZZZZZZZZZZZZ")]
+
+
+def test_sluid_identity_is_what_the_plugin_builds(tmp_path):
+    """The plugin builds the identity in C from SLURM_JOB_SLUID, the ingest in Python from sacct's
+    'sluid': the same string for every case, or file accesses would not join their jobs."""
+    import shutil
+    import subprocess
+    if not shutil.which("gcc") or not shutil.which("make"):
+        pytest.skip("needs gcc and make (deploy/ci/system-packages.txt)")
+    r = subprocess.run(["make", "-C", str(REPO / "plugins" / "slurm"), f"BUILD={tmp_path}", f"{tmp_path}/tl_test"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for cluster, jid, sluid in IDENTITY_CASES:
+        c = subprocess.run([str(tmp_path / "tl_test"), "identity", cluster, jid, *([sluid] if sluid else [])],
+                           capture_output=True, text=True, check=True).stdout.strip()
+        assert c == job_identity("slurm", cluster, jid, sluid), (cluster, jid, sluid)
+    assert job_identity("slurm", "prod", "42", SLUID) == f"slurm.prod.42.{SLUID}"
+    assert job_identity("slurm", "prod", "42", "s00300000000G4") == "slurm.prod.42"
+    assert job_identity("slurm", "prod", "42", "sGZZZZZZZZZZZZ") == "slurm.prod.42"   # over 64 bits
+
+
+# ---- real captures (made by the version matrix on Debian 13 and unstable; tests/data/sacct/real) --
+REAL = REPO / "tests" / "data" / "sacct" / "real"
+
+
+@pytest.mark.parametrize("release, parser", [("24.11.5", "v0.0.42"), ("26.05.5", "v0.0.45")])
+def test_real_capture_rows_and_identity(release, parser, monkeypatch):
+    """Each job of a real `sacct --json`: its rows by both paths, their CPU seconds against the
+    capture's --parsable2 twin (UserCPU, SystemCPU), and the identity with the run's SLUID where
+    the release has one (every job of 26.05), the plain one where not."""
+    text = (REAL / release / "sacct.json").read_text()
+    doc = json.loads(text)
+    assert doc["meta"]["plugin"]["data_parser"] == f"data_parser/{parser}"
+    _same(text, 1 << 22, monkeypatch)
+    rows, _, rejects = parse_json_document(text, release)
+    assert rejects == []
+    got = _by_key(rows)
+    cluster = doc["meta"]["slurm"]["cluster"]
+    sluids = {str(j["job_id"]): j.get("sluid") for j in doc["jobs"]}
+    for (jid, _), r in got.items():
+        if release >= "26.05":
+            assert r["sluid"] == sluids[jid] and r["sluid"].startswith("s")
+            assert r["job_identity"] == f"slurm.{cluster}.{jid}.{sluids[jid]}"
+        else:
+            assert r["sluid"] is None and r["job_identity"] == f"slurm.{cluster}.{jid}"
+    for line in (REAL / release / "parsable2.txt").read_text().splitlines():
+        raw, _, state, _, _, _, _, user, system, *_ = line.split("|")
+        jid, _, step = raw.partition(".")
+        r = got[(jid, step)]
+        assert r["state"] == state.split(" ")[0]
+        assert r["cpu_user_seconds"] == pytest.approx(_cpu_time(user), abs=1e-3)
+        assert r["cpu_system_seconds"] == pytest.approx(_cpu_time(system), abs=1e-3)

@@ -113,3 +113,58 @@ def test_cron_script_exits_zero_on_bad_arguments():
     assert out.returncode == 0
     assert out.stdout.splitlines()[0] == 'TierlensStorageType = "other"'
     assert out.stdout.splitlines()[-1] == "-"
+
+
+# ---- the Slurm plugin's private /tmp (job_container/tmpfs, namespace/tmpfs, namespace/linux) -----
+# Inside the job's namespace the mount table already names the storage behind /tmp (the vectors
+# slurm_private_tmp_* above, both detectors). A SPANK hook outside it sees the node's /tmp, so the
+# C plugin reads Slurm's namespace configuration: these cases (plugins/slurm/tests/data/private/)
+# hold a fake root with the configuration, the job's directory under the base path and the
+# node's mount table, and what the plugin must decide.
+REPO = Path(__file__).resolve().parents[1]
+PRIVATE = REPO / "plugins" / "slurm" / "tests" / "data" / "private"
+PRIVATE_CASES = sorted(p.name for p in PRIVATE.iterdir() if (p / "case.json").is_file())
+
+
+@pytest.fixture(scope="module")
+def tl_test(tmp_path_factory) -> Path:
+    """The plugin's C test driver; needs only a C compiler (not Slurm's headers)."""
+    import shutil
+    for tool in ("gcc", "make"):
+        if not shutil.which(tool):
+            pytest.skip(f"needs {tool} (deploy/ci/system-packages.txt)")
+    out = tmp_path_factory.mktemp("tl-test")
+    r = subprocess.run(["make", "-C", str(REPO / "plugins" / "slurm"), f"BUILD={out}", f"{out}/tl_test"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out / "tl_test"
+
+
+def test_there_are_private_tmp_cases():
+    assert len(PRIVATE_CASES) >= 8
+
+
+@pytest.mark.parametrize("case", PRIVATE_CASES)
+def test_private_tmp_is_the_storage_behind_it(tl_test, case):
+    spec = json.loads((PRIVATE / case / "case.json").read_text())
+    r = subprocess.run([str(tl_test), "private", str(PRIVATE / case / "root"), spec["conf_dir"], spec["scratch"],
+                        str(spec["job_id"]), spec["node"]], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    want = spec["expected"]
+    assert (got["kind"], got["backing"]) == (want["kind"], want["backing"]), spec["description"]
+    assert (got["storage_type"], got["device_models"]) == (want["storage_type"], want["device_models"])
+    if want["kind"] == 2:   # the answer is the detection of the backing directory, in both detectors
+        py = detect(want["backing"], str(PRIVATE / case / "root"))
+        assert (py.storage_type, list(py.device_models)) == (want["storage_type"], want["device_models"])
+    if want["kind"] == 0:   # not private: what the mount table says of the scratch path itself
+        py = detect(spec["scratch"], str(PRIVATE / case / "root"))
+        assert (py.storage_type, list(py.device_models)) == (want["storage_type"], want["device_models"])
+
+
+def test_private_tmp_case_symlinks_are_relative():
+    for dirpath, dirnames, filenames in os.walk(PRIVATE):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            if p.is_symlink():
+                assert not os.path.isabs(os.readlink(p)), p

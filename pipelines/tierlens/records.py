@@ -15,6 +15,8 @@ Besides the schemas this module owns, per record kind:
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -69,6 +71,7 @@ JOB = pa.schema([
     _f("exit_code", pa.int32(), "Exit code of the job's main process; null when unknown."),
     _f("bytes_read", pa.int64(), "Bytes read by the job where the batch system measures it (Slurm fs/disk rchar); null otherwise.", "bytes"),
     _f("bytes_written", pa.int64(), "Bytes written by the job where the batch system measures it (Slurm fs/disk wchar); null otherwise.", "bytes"),
+    _f("sluid", pa.string(), "Slurm's unique id of this run of the job (SLUID, 's' and 13 upper-case Crockford base32 digits; Slurm 26.05+, sacct --json 'sluid'); a requeued job's new run has a new one. Null where the batch system has none."),
 ])
 
 JOB_TAG = pa.schema([
@@ -356,9 +359,39 @@ SPECS: dict[RecordKind, RecordSpec] = {
 }
 
 
-def job_identity(batch_system: str, cluster: str, job_id: str) -> str:
-    """The identity a scheduler plugin puts in XRD_MONINFO; the collector copies it verbatim."""
-    return f"{batch_system}.{cluster}.{job_id}"
+#: A Slurm SLUID as Slurm prints it (print_sluid): 's' and 13 upper-case Crockford base32 digits
+#: (no I, L, O, U); the first digit holds only the top 4 of the 64 bits.
+SLUID_PATTERN = re.compile(r"s[0-9A-F][0-9A-HJKMNP-TV-Z]{12}")
+
+
+def job_identity(batch_system: str, cluster: str, job_id: str, sluid: str | None = None) -> str:
+    """The identity a scheduler plugin puts in XRD_MONINFO; the collector copies it verbatim.
+
+    '<batch_system>.<cluster>.<job_id>', and '.<sluid>' after it where the cluster gives the run
+    a SLUID (Slurm 26.05+): job ids are reused (MaxJobId wraps, a rebuilt controller starts
+    again, a requeue keeps the id) and the SLUID is not. The plugin sees the SLUID in the step's
+    environment (SLURM_JOB_SLUID), the ingest in sacct's 'sluid'; both build this same string.
+    A value that is not a SLUID is left out, so a damaged field cannot make an identity no plugin
+    would write (docs/architecture.md#joining-file-accesses-to-jobs).
+    """
+    base = f"{batch_system}.{cluster}.{job_id}"
+    sluid = valid_sluid(sluid)
+    return f"{base}.{sluid}" if sluid else base
+
+
+_CB32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def valid_sluid(value: object) -> str | None:
+    """``value`` when it is a SLUID Slurm gave a job's run, else None.
+
+    Its top 12 bits are the cluster; cluster 0 is reserved for accounting records written before
+    SLUIDs (sacct prints their db_index in the same form), so those are not run ids.
+    """
+    if not isinstance(value, str) or not SLUID_PATTERN.fullmatch(value):
+        return None
+    cluster = (_CB32.index(value[1]) << 8) | (_CB32.index(value[2]) << 3) | (_CB32.index(value[3]) >> 2)
+    return value if cluster else None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,16 @@ Output (one ClassAd, ended by a line "-"):
 It never fails: any problem gives TierlensStorageType = "other" and a message on stderr, and the
 exit code is always 0 so the startd keeps the ad.
 
+Where a job's scratch is (HTCondor 25.4 made STARTER_NESTED_SCRATCH true by default): the starter
+makes EXECUTE/dir_<starter pid>; the job's scratch (_CONDOR_SCRATCH_DIR) is that directory itself
+when STARTER_NESTED_SCRATCH is false, its "scratch" subdirectory when true (``job_scratch_dir``).
+Both are below EXECUTE, so measuring EXECUTE is right unless each job gets a file system of its
+own: with STARTD_ENFORCE_DISK_LIMITS the starter mounts a logical volume of LVM_VOLUME_GROUP_NAME
+(or of a volume group on LVM_BACKING_FILE, a loop file) at the job's scratch directory, in both
+layouts, often in a mount namespace the cron cannot see (LVM_HIDE_MOUNT). Then the storage is that
+of the volume group's physical volumes (``detect_volume_group``), or of the backing file's file
+system. Run inside a job (_CONDOR_SCRATCH_DIR set), the script measures the job's own scratch.
+
 The storage detection below (``detect``) is the one implementation tierlens has in Python; the
 tierlens package imports it from this file for its tests (tests/vectors/, shared with the Slurm
 plugin's C detector). The algorithm is documented in tests/vectors/README.md.
@@ -34,7 +44,8 @@ import os
 import sys
 from collections import namedtuple
 
-__all__ = ["Detection", "detect", "classad_lines", "main", "DETECTOR_VERSION"]
+__all__ = ["Detection", "detect", "detect_volume_group", "job_scratch_dir", "classad_lines", "main",
+           "DETECTOR_VERSION"]
 
 DETECTOR_VERSION = 1
 log = logging.getLogger("tierlens.detect")
@@ -64,6 +75,9 @@ _MAGIC = {
 }
 _MAX_LINKS = 40
 _MAX_DEPTH = 8
+#: devices one detection may classify: members that lead back to their own array (a sysfs the
+#: kernel would not write) would otherwise multiply the work at every level of the stack
+_MAX_VISITS = 64
 
 
 # ----------------------------------------------------------------------------- paths under root
@@ -169,8 +183,17 @@ def _containing_mount(mounts, path):
 
 # ----------------------------------------------------------------------------- sysfs
 
-def _classify(root, dev, depth=0):
+class _Budget(Exception):
+    """More devices than _MAX_VISITS under one scratch directory."""
+
+
+def _classify(root, dev, depth=0, visits=None):
     """Storage type and device models of the sysfs block device directory ``dev`` (in-root path)."""
+    if visits is None:
+        visits = [0]
+    visits[0] += 1
+    if visits[0] > _MAX_VISITS:
+        raise _Budget(dev)
     if depth > _MAX_DEPTH:
         log.warning("%s: device stack deeper than %d", dev, _MAX_DEPTH)
         return "other", []
@@ -181,7 +204,7 @@ def _classify(root, dev, depth=0):
     if level is not None:
         models = []
         for member in _slaves(root, dev):
-            _, member_models = _classify(root, member, depth + 1)
+            _, member_models = _classify(root, member, depth + 1, visits)
             models.extend(member_models)
         if level in _RAID_LEVELS:
             return level, models
@@ -194,7 +217,7 @@ def _classify(root, dev, depth=0):
             return "other", []
         kinds, models = [], []
         for member in members:
-            kind, member_models = _classify(root, member, depth + 1)
+            kind, member_models = _classify(root, member, depth + 1, visits)
             kinds.append(kind)
             models.extend(member_models)
         if len(set(kinds)) == 1:  # LVM on one disk (or on disks of one kind): that kind
@@ -286,8 +309,98 @@ def _detect(scratch, root):
     if dev is None:
         log.warning("%s (%s on %s): no /sys/dev/block/%s", path, fstype, source, mount.major_minor)
         return Detection("other", [], fstype, source)
-    kind, models = _classify(root, dev)
+    try:
+        kind, models = _classify(root, dev)
+    except _Budget as e:
+        log.warning("%s: more than %d devices under it (at %s)", path, _MAX_VISITS, e)
+        return Detection("other", [], fstype, source)
     return Detection(kind, models, fstype, source)
+
+
+# ----------------------------------------------------------------------------- HTCondor's layouts
+
+def job_scratch_dir(execute, starter_pid, nested=True):
+    """The scratch directory the starter gives a job (its _CONDOR_SCRATCH_DIR).
+
+    EXECUTE/dir_<pid>, and its "scratch" subdirectory when STARTER_NESTED_SCRATCH is true (the
+    default from HTCondor 25.4; the starter's own metadata then goes to the sibling directories
+    "user" and "htcondor").
+    """
+    slot_dir = os.path.join(execute, "dir_%d" % int(starter_pid))
+    return os.path.join(slot_dir, "scratch") if nested else slot_dir
+
+
+def _lvm_prefix(vg):
+    """Device-mapper names of LVM volumes are <vg>-<lv> with each "-" inside a name doubled."""
+    return vg.replace("-", "--") + "-"
+
+
+def _dm_name(root, dev):
+    return _read(root, dev + "/dm/name") or ""
+
+
+def detect_volume_group(vg, root="/"):
+    """Storage of the physical volumes of LVM volume group ``vg`` (every device of the group that
+    sysfs shows, followed down to what is not the group's own), or None when sysfs shows none.
+
+    HTCondor's per-job scratch volumes (STARTD_ENFORCE_DISK_LIMITS) are logical volumes of it.
+    """
+    try:
+        names = sorted(os.listdir(_under(root, "/sys/block")))
+    except OSError:
+        return None
+    prefix = _lvm_prefix(vg)
+    ours = [n for n in names if n.startswith("dm-") and _dm_name(root, "/sys/block/" + n).startswith(prefix)]
+    leaves, seen = [], set()
+    todo = [_resolve(root, "/sys/block/" + n, must_exist=True) for n in ours]
+    while todo:
+        dev = todo.pop(0)
+        if dev is None or dev in seen:
+            continue
+        seen.add(dev)
+        for member in _slaves(root, dev):
+            base = member.rsplit("/", 1)[-1]
+            if base.startswith("dm-") and _dm_name(root, member).startswith(prefix):
+                todo.append(member)          # a thin pool's data volume, a cache volume...
+            elif member not in leaves:
+                leaves.append(member)
+    if not leaves:
+        return None
+    kinds, models = [], []
+    for leaf in sorted(leaves, key=lambda d: d.rsplit("/", 1)[-1]):
+        try:
+            kind, leaf_models = _classify(root, leaf)
+        except _Budget:
+            log.warning("volume group %s: more than %d devices under %s", vg, _MAX_VISITS, leaf)
+            kind, leaf_models = "other", []
+        kinds.append(kind)
+        models.extend(m for m in leaf_models if m not in models)
+    kind = kinds[0] if len(set(kinds)) == 1 else "other"
+    if kind == "other" and len(set(kinds)) > 1:
+        log.warning("volume group %s over mixed devices %s", vg, kinds)
+    return Detection(kind, models, "lvm", "/dev/" + vg)
+
+
+def _truthy(value):
+    return str(value).strip().lower() in ("true", "1", "yes", "on")
+
+
+def detect_job_scratch(scratch, root="/", enforce_disk_limits=False, lvm_vg="", lvm_backing_file=""):
+    """What a job on this node writes its scratch to.
+
+    Without per-job volumes: the storage under ``scratch``. With them (enforce_disk_limits): the
+    volume group's physical volumes; with no group named, HTCondor makes one on
+    ``lvm_backing_file``, so the storage under that file; if neither can be found, ``scratch``.
+    """
+    if enforce_disk_limits:
+        if lvm_vg:
+            d = detect_volume_group(lvm_vg, root)
+            if d is not None:
+                return d
+            log.warning("volume group %s: no device in sysfs; measuring %s", lvm_vg, scratch)
+        elif lvm_backing_file:
+            return detect(os.path.dirname(lvm_backing_file) or "/", root)
+    return detect(scratch, root)
 
 
 # ----------------------------------------------------------------------------- the cron output
@@ -338,8 +451,15 @@ def main(argv=None):
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="tierlens_startd_cron: %(message)s")
     p = argparse.ArgumentParser(description="Publish tierlens machine attributes (STARTD_CRON).")
-    p.add_argument("--scratch", default=os.environ.get("_CONDOR_EXECUTE", "/var/lib/condor/execute"),
-                   help="job scratch directory (the startd's EXECUTE)")
+    # in a job the starter sets _CONDOR_SCRATCH_DIR (EXECUTE/dir_<pid>[/scratch]): measure that
+    p.add_argument("--scratch", default=os.environ.get("_CONDOR_SCRATCH_DIR")
+                   or os.environ.get("_CONDOR_EXECUTE", "/var/lib/condor/execute"),
+                   help="job scratch directory (the startd's EXECUTE; in a job, _CONDOR_SCRATCH_DIR)")
+    p.add_argument("--enforce-disk-limits", default="",
+                   help="STARTD_ENFORCE_DISK_LIMITS: each job's scratch is a logical volume of its own")
+    p.add_argument("--lvm-vg", default="", help="LVM_VOLUME_GROUP_NAME, the group of those volumes")
+    p.add_argument("--lvm-backing-file", default="", help="LVM_BACKING_FILE, where HTCondor makes a group "
+                   "when none is named")
     p.add_argument("--ab-arm", default="", help="this node's A/B arm; empty outside a trial")
     p.add_argument("--cache-route", default="", help="where jobs' remote reads go, e.g. cache:host:1094")
     p.add_argument("--slots", default="", help="cores the startd offers jobs (NUM_CPUS)")
@@ -348,7 +468,8 @@ def main(argv=None):
         args, unknown = p.parse_known_args(argv)
         if unknown:
             log.warning("ignoring arguments %s", unknown)
-        d = detect(args.scratch, args.root)
+        d = detect_job_scratch(args.scratch, args.root, _truthy(args.enforce_disk_limits),
+                               args.lvm_vg.strip(), args.lvm_backing_file.strip())
         lines = classad_lines(d, args.scratch, args.ab_arm.strip() or None,
                               args.cache_route.strip() or None, _slots(args.slots))
     except BaseException as e:  # noqa: BLE001 - including SystemExit from argparse

@@ -13,11 +13,17 @@
  *   arm_env=ARM:VAR=VAL set VAR=VAL in jobs of ARM (repeatable; overrides the user's VAR)
  *   arm_route=ARM:ROUTE cache route recorded for ARM, e.g. B:cache:xcache01:1094
  *   max_record=BYTES    upper bound of one spool record [default 16384, 1024..65536]
+ *   private_tmp=auto|off|DIR
+ *                       where Slurm's namespace configuration is (namespace.yaml or
+ *                       job_container.conf), to find the storage behind the job's private /tmp
+ *                       [auto: the directory of $SLURM_CONF, else /etc/slurm]
  *
  * In every job step (remote context, slurmstepd):
  *   user_init      TIERLENS_STORAGE_TYPE, TIERLENS_DEVICE_MODELS, TIERLENS_AB_ARM,
  *                  TIERLENS_CACHE_ROUTE, XRD_MONINFO (appended to the user's value),
  *                  the arm's variables
+ *   task_init      (in each task) the identity with the run's SLUID where Slurm 26.05+ put
+ *                  SLURM_JOB_SLUID in the task's environment but not yet in the step's
  *   task_post_fork remembers task pids
  *   exit           writes <spool>/<job>.<step>.<node>.json, one JSON line
  *
@@ -37,33 +43,18 @@
 
 #include "lib/detect.h"
 #include "lib/identity.h"
+#include "lib/options.h"
+#include "lib/private.h"
 #include "lib/spool.h"
 
 SPANK_PLUGIN(tierlens, 1);
 
-#define MAX_ARMS      8
-#define ARM_LEN       32
-#define MAX_ARM_ENV   16
 #define MAX_PIDS      256
-#define VAL_LEN       1024
+#define VAL_LEN       TL_VAL_LEN
 #define ID_LEN        256
-#define RECORD_MAX    65536
+#define RECORD_MAX    TL_RECORD_MAX
 
-static struct {
-	char scratch[TL_PATH_LEN];
-	char spool[TL_PATH_LEN];
-	char cluster[128];
-	int hashed;
-	int narms;
-	char arms[MAX_ARMS][ARM_LEN];
-	int nenv;
-	char env_arm[MAX_ARM_ENV][ARM_LEN];
-	char env_kv[MAX_ARM_ENV][VAL_LEN];
-	int nroute;
-	char route_arm[MAX_ARMS][ARM_LEN];
-	char route[MAX_ARMS][VAL_LEN];
-	size_t max_record;
-} opt;
+static struct tl_options opt;
 
 /* What this step learned; each slurmstepd serves one step, so statics are per step. */
 static struct {
@@ -73,8 +64,10 @@ static struct {
 	char cluster[128];
 	char node[256];
 	char identity[ID_LEN];
+	char sluid[TL_SLUID_LEN];
 	char scratch[TL_PATH_LEN];
-	char arm[ARM_LEN];
+	char backing[TL_PATH_LEN];      /* what backs a private scratch, or "" */
+	char arm[TL_ARM_LEN];
 	const char *route;
 	struct tl_storage st;
 	double start;
@@ -91,93 +84,9 @@ static double now(void)
 	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void split_arm(const char *val, char *arm, const char **rest)
-{
-	const char *colon = strchr(val, ':');
-	size_t n = colon ? (size_t) (colon - val) : 0;
-	arm[0] = '\0';
-	*rest = NULL;
-	if (!colon || n == 0 || n >= ARM_LEN)
-		return;
-	memcpy(arm, val, n);
-	arm[n] = '\0';
-	*rest = colon + 1;
-}
-
-static void parse_arms(const char *val)
-{
-	char buf[VAL_LEN], *tok, *save = NULL;
-
-	opt.narms = 0;
-	opt.hashed = !strncmp(val, "hash:", 5);
-	snprintf(buf, sizeof buf, "%s", opt.hashed ? val + 5 : val);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (opt.narms == MAX_ARMS || strlen(tok) >= ARM_LEN) {
-			slurm_error("tierlens: arm list '%s': at most %d arms of %d characters",
-				    val, MAX_ARMS, ARM_LEN - 1);
-			break;
-		}
-		snprintf(opt.arms[opt.narms++], ARM_LEN, "%s", tok);
-	}
-	if (!opt.hashed && opt.narms > 1) {
-		slurm_error("tierlens: arm=%s: several arms need 'hash:'; using %s for every job",
-			    val, opt.arms[0]);
-		opt.narms = 1;
-	}
-}
-
 static void parse_options(int ac, char **av)
 {
-	int i;
-
-	memset(&opt, 0, sizeof opt);
-	snprintf(opt.spool, sizeof opt.spool, "/var/spool/tierlens");
-	opt.max_record = 16384;
-	for (i = 0; i < ac; i++) {
-		const char *a = av[i], *eq = strchr(a, '='), *v, *rest;
-		char arm[ARM_LEN];
-
-		if (!eq) {
-			slurm_error("tierlens: ignoring plugstack argument '%s' (want key=value)", a);
-			continue;
-		}
-		v = eq + 1;
-		if (!strncmp(a, "scratch=", 8)) {
-			snprintf(opt.scratch, sizeof opt.scratch, "%s", v);
-		} else if (!strncmp(a, "spool=", 6)) {
-			snprintf(opt.spool, sizeof opt.spool, "%s", v);
-		} else if (!strncmp(a, "cluster=", 8)) {
-			snprintf(opt.cluster, sizeof opt.cluster, "%s", v);
-		} else if (!strncmp(a, "arm=", 4)) {
-			parse_arms(v);
-		} else if (!strncmp(a, "arm_env=", 8)) {
-			split_arm(v, arm, &rest);
-			if (!rest || !strchr(rest, '=') || rest[0] == '=' || opt.nenv == MAX_ARM_ENV) {
-				slurm_error("tierlens: ignoring '%s' (want arm_env=ARM:VAR=VALUE, at most %d)",
-					    a, MAX_ARM_ENV);
-				continue;
-			}
-			snprintf(opt.env_arm[opt.nenv], ARM_LEN, "%s", arm);
-			snprintf(opt.env_kv[opt.nenv++], VAL_LEN, "%s", rest);
-		} else if (!strncmp(a, "arm_route=", 10)) {
-			split_arm(v, arm, &rest);
-			if (!rest || !rest[0] || opt.nroute == MAX_ARMS) {
-				slurm_error("tierlens: ignoring '%s' (want arm_route=ARM:ROUTE)", a);
-				continue;
-			}
-			snprintf(opt.route_arm[opt.nroute], ARM_LEN, "%s", arm);
-			snprintf(opt.route[opt.nroute++], VAL_LEN, "%s", rest);
-		} else if (!strncmp(a, "max_record=", 11)) {
-			long n = strtol(v, NULL, 10);
-			if (n < 1024 || n > RECORD_MAX)
-				slurm_error("tierlens: max_record=%s out of 1024..%d; keeping %zu",
-					    v, RECORD_MAX, opt.max_record);
-			else
-				opt.max_record = (size_t) n;
-		} else {
-			slurm_error("tierlens: ignoring unknown plugstack argument '%s'", a);
-		}
-	}
+	tl_parse_options(ac, av, &opt, slurm_error);
 }
 
 static void step_name(uint32_t id, char *buf, size_t len)
@@ -226,6 +135,9 @@ static int learn_step(spank_t sp)
 		step.array_job_id = 0;
 	if (spank_get_item(sp, S_JOB_ARRAY_TASK_ID, &step.array_task_id) != ESPANK_SUCCESS)
 		step.array_task_id = 0;
+	/* a job outside an array: Slurm gives its own id as the array id and NO_VAL as the task */
+	if (step.array_task_id == NO_VAL || step.array_task_id == INFINITE)
+		step.array_job_id = 0;
 
 	if (opt.cluster[0])
 		snprintf(step.cluster, sizeof step.cluster, "%s", opt.cluster);
@@ -239,8 +151,15 @@ static int learn_step(spank_t sp)
 	if (gethostname(step.node, sizeof step.node) < 0)
 		snprintf(step.node, sizeof step.node, "unknown");
 	step.node[sizeof step.node - 1] = '\0';
-	/* same as records.job_identity('slurm', cluster, job_id) */
-	snprintf(step.identity, sizeof step.identity, "slurm.%s.%u", step.cluster, step.job_id);
+	/* the run's SLUID (26.05+): an srun step inherits it from the batch script's environment */
+	if (spank_getenv(sp, "SLURM_JOB_SLUID", buf, sizeof buf) == ESPANK_SUCCESS && tl_valid_sluid(buf))
+		snprintf(step.sluid, sizeof step.sluid, "%s", buf);
+	/* same as records.job_identity('slurm', cluster, job_id, sluid) */
+	if (tl_identity(step.cluster, step.job_id, step.sluid, step.identity, sizeof step.identity) < 0) {
+		slurm_error("tierlens: job %u: cluster name too long for the identity", step.job_id);
+		snprintf(step.cluster, sizeof step.cluster, "unknown");
+		tl_identity(step.cluster, step.job_id, step.sluid, step.identity, sizeof step.identity);
+	}
 
 	if (opt.scratch[0])
 		snprintf(step.scratch, sizeof step.scratch, "%s", opt.scratch);
@@ -249,17 +168,54 @@ static int learn_step(spank_t sp)
 	else
 		snprintf(step.scratch, sizeof step.scratch, "/tmp");
 
-	if (opt.narms > 0) {
-		char id[32];
-		snprintf(id, sizeof id, "%u", step.job_id);
-		snprintf(step.arm, sizeof step.arm, "%s",
-			 opt.arms[opt.hashed ? tl_fnv1a32(id) % (unsigned) opt.narms : 0]);
-	}
-	step.route = NULL;
-	for (int i = 0; i < opt.nroute && step.arm[0]; i++)
-		if (!strcmp(opt.route_arm[i], step.arm))
-			step.route = opt.route[i];
+	tl_job_arm(&opt, step.job_id, step.arm, sizeof step.arm);
+	step.route = tl_job_route(&opt, step.arm);
 	return 0;
+}
+
+/* The namespace configuration's directory: the option, else that of $SLURM_CONF, else /etc/slurm. */
+static void conf_dir(char *dir, size_t len)
+{
+	const char *conf = getenv("SLURM_CONF"), *slash;
+
+	if (opt.private_dir[0])
+		snprintf(dir, len, "%s", opt.private_dir);
+	else if (conf && conf[0] == '/' && (slash = strrchr(conf, '/')) && slash != conf)
+		snprintf(dir, len, "%.*s", (int) (slash - conf), conf);
+	else
+		snprintf(dir, len, "/etc/slurm");
+}
+
+/*
+ * The storage under the job's scratch. A private /tmp (job_container/tmpfs, namespace/tmpfs or linux) is the
+ * storage that backs it, which a hook outside the job's namespace cannot see in its mount table.
+ */
+static void detect_scratch(void)
+{
+	static struct tl_private priv;
+	char dir[TL_PATH_LEN], err[TL_ERR_LEN] = "";
+	int kind = 0;
+
+	step.backing[0] = '\0';
+	if (!opt.private_off) {
+		conf_dir(dir, sizeof dir);
+		if (tl_private_load(dir, "/", &priv, err, sizeof err) < 0)
+			slurm_info("tierlens: job %u: %s; taking %s as it is", step.job_id, err, step.scratch);
+		else
+			kind = tl_private_backing(&priv, "/", step.scratch, step.job_id, step.node,
+						  step.backing, sizeof step.backing);
+	}
+	if (kind == 1) {
+		memset(&step.st, 0, sizeof step.st);
+		snprintf(step.st.type, sizeof step.st.type, "tmpfs");
+		snprintf(step.backing, sizeof step.backing, "tmpfs");
+		return;
+	}
+	if (kind != 2)
+		step.backing[0] = '\0';
+	if (tl_detect(kind == 2 ? step.backing : step.scratch, "/", &step.st) < 0)
+		slurm_info("tierlens: job %u: storage of %s%s%s is '%s': %s", step.job_id, step.scratch,
+			   kind == 2 ? " backed by " : "", step.backing, step.st.type, step.st.err);
 }
 
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
@@ -272,9 +228,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 	if (!spank_remote(sp) || learn_step(sp) < 0)
 		return ESPANK_SUCCESS;
 
-	if (tl_detect(step.scratch, "/", &step.st) < 0)
-		slurm_info("tierlens: job %u: storage of %s is '%s': %s",
-			   step.job_id, step.scratch, step.st.type, step.st.err);
+	detect_scratch();
 	step.ready = 1;
 
 	set_env(sp, "TIERLENS_STORAGE_TYPE", step.st.type);
@@ -298,15 +252,36 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 	else
 		set_env(sp, "XRD_MONINFO", val);
 
-	for (i = 0; i < opt.nenv && step.arm[0]; i++) {
-		char var[VAL_LEN], *eq;
-		if (strcmp(opt.env_arm[i], step.arm))
-			continue;
-		snprintf(var, sizeof var, "%s", opt.env_kv[i]);
-		eq = strchr(var, '=');
-		*eq = '\0';
-		set_env(sp, var, eq + 1);
+	for (i = 0; i < opt.nenv; i++) {
+		const char *var, *v;
+		if (tl_arm_env(&opt, i, step.arm, &var, &v))
+			set_env(sp, var, v);
 	}
+	return ESPANK_SUCCESS;
+}
+
+/*
+ * In the task, where slurmstepd has just built the task's environment: a batch step's own
+ * environment has no SLURM_JOB_SLUID at user_init, its task's does. The identity given in
+ * user_init is swapped for the one with the SLUID, in XRD_MONINFO too.
+ */
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	char buf[64], sluid_id[ID_LEN], existing[VAL_LEN], val[VAL_LEN + ID_LEN];
+
+	(void) ac;
+	(void) av;
+	if (!spank_remote(sp) || !step.ready || step.sluid[0])
+		return ESPANK_SUCCESS;
+	if (spank_getenv(sp, "SLURM_JOB_SLUID", buf, sizeof buf) != ESPANK_SUCCESS || !tl_valid_sluid(buf))
+		return ESPANK_SUCCESS;
+	if (tl_identity(step.cluster, step.job_id, buf, sluid_id, sizeof sluid_id) < 0)
+		return ESPANK_SUCCESS;
+	set_env(sp, "TIERLENS_JOB_IDENTITY", sluid_id);
+	if (spank_getenv(sp, "XRD_MONINFO", existing, sizeof existing) != ESPANK_SUCCESS)
+		existing[0] = '\0';
+	if (tl_moninfo_swap(existing, step.identity, sluid_id, val, sizeof val) == 0)
+		set_env(sp, "XRD_MONINFO", val);
 	return ESPANK_SUCCESS;
 }
 
@@ -350,6 +325,8 @@ static void build_record(struct tl_json *j, double end, int with_lists)
 	tl_json_key(j, "job_identity", 0);      tl_json_str(j, step.identity);
 	tl_json_key(j, "storage_type", 0);      tl_json_str(j, step.st.type);
 	tl_json_key(j, "scratch_path", 0);      tl_json_str(j, step.scratch);
+	tl_json_key(j, "scratch_backing", 0);   tl_json_str(j, step.backing[0] ? step.backing : NULL);
+	tl_json_key(j, "sluid", 0);             tl_json_str(j, step.sluid[0] ? step.sluid : NULL);
 	tl_json_key(j, "ab_arm", 0);            tl_json_str(j, step.arm[0] ? step.arm : NULL);
 	tl_json_key(j, "cache_route", 0);       tl_json_str(j, step.route);
 	snprintf(num, sizeof num, "%.6f", step.start);

@@ -280,6 +280,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "XRootD 5.7.2+ cache evidence (b_todisk, b_prefetch) and the collector's count of what it does not know",
               (AddColumns(RecordKind.FILE_ACCESS, "cache_todisk_bytes", "cache_prefetch_bytes"),
                AddColumns(RecordKind.COLLECTOR_STATS, "unknown_records", "unknown_kinds"))),
+    Migration(8, "job: Slurm's SLUID of the job's run (26.05+)", (AddColumns(RecordKind.JOB, "sluid"),)),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -309,6 +309,12 @@ static void classify(const char *root, const char *devin, struct tl_storage *out
 		snprintf(out->type, TL_TYPE_LEN, "other");
 		return;
 	}
+	if (++out->visited > TL_MAX_VISITS) {
+		tl_seterr(out->err, TL_ERR_LEN, "more than %d devices under the scratch (at %s)",
+			  TL_MAX_VISITS, devin);
+		snprintf(out->type, TL_TYPE_LEN, "other");
+		return;
+	}
 	whole_disk(root, devin, dev, sizeof dev);
 	name = base_name(dev);
 
@@ -332,6 +338,8 @@ static void classify(const char *root, const char *devin, struct tl_storage *out
 			classify(root, member, out, depth + 1);
 			snprintf(out->type, TL_TYPE_LEN, "%s", keep);
 		}
+		if (out->visited > TL_MAX_VISITS)
+			snprintf(out->type, TL_TYPE_LEN, "other");
 		return;
 	}
 
@@ -443,5 +451,9 @@ int tl_detect(const char *scratch_in, const char *root, struct tl_storage *out)
 		return -1;
 	}
 	classify(root, dev, out, 0);
+	if (out->visited > TL_MAX_VISITS) {     /* a graph, not a stack: nothing in it is reliable */
+		snprintf(out->type, TL_TYPE_LEN, "other");
+		out->nmodels = 0;
+	}
 	return out->err[0] ? -1 : 0;
 }

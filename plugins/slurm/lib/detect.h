@@ -12,12 +12,16 @@
 #define TL_MAX_MODELS  16
 #define TL_MODEL_LEN   128
 #define TL_PATH_LEN    4096
+/* Devices one detection may classify: members that lead back to their array (a sysfs that is
+ * not what the kernel writes) would otherwise multiply the work at every level. */
+#define TL_MAX_VISITS  64
 
 struct tl_storage {
 	char type[TL_TYPE_LEN];                     /* one of records.STORAGE_TYPES */
 	int nmodels;
 	char models[TL_MAX_MODELS][TL_MODEL_LEN];   /* device models, RAID members individually */
 	char err[TL_ERR_LEN];                       /* why the answer is 'other', or "" */
+	int visited;                                /* devices classified so far (bounded) */
 };
 
 /*

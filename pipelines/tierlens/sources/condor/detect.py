@@ -32,6 +32,10 @@ def _load() -> ModuleType:
 cron = _load()
 Detection = cron.Detection
 detect = cron.detect
+detect_volume_group = cron.detect_volume_group
+detect_job_scratch = cron.detect_job_scratch
+job_scratch_dir = cron.job_scratch_dir
 classad_lines = cron.classad_lines
 
-__all__ = ["CRON_SCRIPT", "Detection", "classad_lines", "cron", "detect"]
+__all__ = ["CRON_SCRIPT", "Detection", "classad_lines", "cron", "detect", "detect_job_scratch",
+           "detect_volume_group", "job_scratch_dir"]

@@ -677,6 +677,7 @@ def rows(block: Block, cluster: str, job_schema: pa.Schema, tag_schema: pa.Schem
         _ints(code, ~np.isnan(code) & done, pa.int32()),
         _ints(kb["BlockReadKbytes"] * 1024, ~np.isnan(kb["BlockReadKbytes"]), pa.int64()),
         _ints(kb["BlockWriteKbytes"] * 1024, ~np.isnan(kb["BlockWriteKbytes"]), pa.int64()),
+        nothing,   # sluid: Slurm's alone
     ], schema=job_schema)
     storage = s["MachineAttrTierlensStorageType0"]
     tagged = _np(pc.is_valid(storage))

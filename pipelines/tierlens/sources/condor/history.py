@@ -300,6 +300,7 @@ def ad_rows(ad, cluster: str) -> tuple[dict, dict | None]:
         "exit_code": int(code) if code is not None and _num(ad, "JobStatus") == 4 else None,
         "bytes_read": int(read_kb * 1024) if read_kb is not None else None,
         "bytes_written": int(write_kb * 1024) if write_kb is not None else None,
+        "sluid": None,
     }
     storage = _str(ad, "MachineAttrTierlensStorageType0")
     if storage is None:

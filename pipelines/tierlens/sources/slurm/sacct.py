@@ -5,7 +5,11 @@ delimiter that a job name or comment can break), it carries the step CPU times a
 and system seconds with microseconds, and its layout is versioned (``meta.plugin``). 22.05 writes
 openapi ``dbv0.0.38``; 23.02+ write v0.0.39 and later, where numbers may be wrapped as
 ``{"set": true, "infinite": false, "number": N}``, states are lists and step ids are "JOB.STEP".
-Both are read here. ``--parsable2`` is the fallback for a sacct without the JSON data parser:
+Both are read here; the fields mapped keep their paths from v0.0.42 (24.11) through v0.0.43
+(25.05), v0.0.44 (25.11) and v0.0.45 (26.05), which adds the run's ``sluid`` (kept in the job
+row, and the end of its identity: records.job_identity). ``--parsable2`` is the fallback for a
+sacct without the JSON data parser (older than SLUIDs, so its rows carry none; forced on a 26.05
+cluster it gives the identity without the SLUID):
 a fixed list of columns, ``SLURM_TIME_FORMAT=%s`` for epoch times and ``--noconvert`` for plain
 byte counts, so nothing locale- or unit-dependent is parsed.
 
@@ -42,7 +46,7 @@ from typing import Any, TextIO
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...records import JOB, Batch, RecordKind, Reject, job_identity
+from ...records import JOB, Batch, RecordKind, Reject, job_identity, valid_sluid
 
 #: rows per Batch: bounds memory and the size of one warehouse transaction. Each batch has a
 #: fixed cost in the warehouse (probe, transaction, bookkeeping): 100,000 rows took about half
@@ -449,8 +453,10 @@ def _json_job(job: dict) -> Iterator[tuple[int | None, dict]]:
     end = _get(job, "end_time", _ts, "time", "end")
     if start is None and end is None:
         return  # pending: nothing to account yet
+    # v0.0.45 (26.05): the run's SLUID ('' or null when unset; earlier layouts have none)
+    sluid = valid_sluid(job.get("sluid"))
     common = dict(batch_system="slurm", cluster=cluster, job_id=jid,
-                  job_identity=job_identity("slurm", cluster, jid),
+                  job_identity=job_identity("slurm", cluster, jid, sluid), sluid=sluid,
                   user_name=job.get("user"), account=job.get("account"),
                   partition=job.get("partition"),
                   submit_time=_get(job, "submit_time", _ts, "time", "submission"))

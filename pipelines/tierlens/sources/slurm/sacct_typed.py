@@ -21,7 +21,7 @@ from functools import lru_cache
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
-from ...records import job_identity
+from ...records import job_identity, valid_sluid
 # sacct imports this module only when it decodes, so this import finds sacct loaded
 from .sacct import SENTINELS as _SENTINELS
 from .sacct import first_node
@@ -122,6 +122,7 @@ class Job(Struct):
     steps: list[Step] | None = None
     state: State = None
     exit_code: ExitCode | None = None
+    sluid: str | None = None
 
 
 decoder = msgspec.json.Decoder(Job)
@@ -244,7 +245,8 @@ def job_rows(j: Job) -> list[tuple]:
     if start is None and end is None:
         return []   # pending: nothing to account yet
     cluster = j.cluster or ""
-    ident = job_identity("slurm", cluster, jid)
+    sluid = valid_sluid(j.sluid)
+    ident = job_identity("slurm", cluster, jid, sluid)
     user, account, partition, nodes = j.user, j.account, j.partition, j.nodes
     submit = _us(t.submission)
     tres = j.tres
@@ -273,7 +275,7 @@ def job_rows(j: Job) -> list[tuple]:
             int(s_cores) if s_cores else job_cores,
             _secs(tt.user), _secs(tt.system), _secs(tt.elapsed),
             _state(s.state), _exit(s.exit_code),
-            int(rin) if rin is not None else None, int(rout) if rout is not None else None))
+            int(rin) if rin is not None else None, int(rout) if rout is not None else None, sluid))
     if steps:
         # sacct's TotalCPU of a job is the sum over its steps; 22.05 leaves the job's own at 0
         cpu_user, cpu_system = _total(steps, 16), _total(steps, 17)
@@ -282,7 +284,7 @@ def job_rows(j: Job) -> list[tuple]:
     job = ("slurm", cluster, jid, "", ident, user, account, _NONE, _NONE, partition,
            _first_node(nodes), nodes, submit, start, end, job_cores,
            cpu_user, cpu_system, _secs(t.elapsed) if start is not None else 0.0,
-           _state(j.state), _exit(j.exit_code), _total(steps, 21), _total(steps, 22))
+           _state(j.state), _exit(j.exit_code), _total(steps, 21), _total(steps, 22), sluid)
     return [job, *steps]
 
 

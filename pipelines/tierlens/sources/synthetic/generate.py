@@ -272,6 +272,7 @@ class _Emitter:
             "wall_seconds": round(wall, 3), "state": "FAILED" if job.fails else "COMPLETED",
             "exit_code": int(self.rng.choice([1, 8, 65])) if job.fails else 0,
             "bytes_read": int(job.bytes_local_read + job.bytes_remote_read), "bytes_written": int(job.bytes_written),
+            "sluid": None,
         }
         for k, v in row.items():
             self.jobs[k].append(v)
