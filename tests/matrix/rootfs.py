@@ -39,6 +39,9 @@ PACKAGES = (
 )
 BUILD_TIMEOUT = 1800    # a fresh tree takes about a minute on a good mirror
 APT_TIMEOUT = 300
+# A mirror that is a dated snapshot serves unstable's Release past its Valid-Until; the signature
+# is still checked.
+VALID_UNTIL = "false"
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,8 @@ def _apt_options(gen: Generation) -> list[str]:
     d = gen.apt_dir
     return ["-o", f"Dir::Etc::sourcelist={d / 'sources.list'}", "-o", "Dir::Etc::sourceparts=-",
             "-o", f"Dir::State::Lists={d / 'lists'}", "-o", f"Dir::Cache={d / 'cache'}",
-            "-o", "APT::Get::List-Cleanup=0", "-o", f"Dir::State::status={d / 'status'}"]
+            "-o", "APT::Get::List-Cleanup=0", "-o", f"Dir::State::status={d / 'status'}",
+            "-o", f"Acquire::Check-Valid-Until={VALID_UNTIL}"]
 
 
 def candidate_versions(gen: Generation) -> dict[str, str]:
@@ -132,6 +136,7 @@ def _build(gen: Generation, versions: dict[str, str], where: Path, log) -> None:
     # exact versions, so the tree is the one the key names even if the mirror moves meanwhile
     include = ",".join(f"{p}={v}" for p, v in versions.items())
     r = subprocess.run(["mmdebstrap", "--variant=apt", "--mode=root", f"--include={include}",
+                        f"--aptopt=Acquire::Check-Valid-Until \"{VALID_UNTIL}\"",
                         f"--keyring={KEYRING}", gen.name, str(where / "root"), MIRROR],
                        capture_output=True, text=True, timeout=BUILD_TIMEOUT)
     if r.returncode != 0:
