@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tierlens.sources.slurm.localcluster import HOST, ChrootRoot, HostRoot, LocalCluster
+from tierlens.sources.slurm.localcluster import HOST, TreeRoot, HostRoot, LocalCluster
 
 REPO = Path(__file__).resolve().parents[1]
 ARMS = ["A", "B"]
@@ -54,17 +54,21 @@ def work(generation):
     shutil.rmtree(d, ignore_errors=True)
 
 
+def enter_generation(generation: str, binds: list[Path]) -> HostRoot:
+    """The host, or the generation's root filesystem (built when missing) with `binds` shared."""
+    if generation == "host":
+        return HOST
+    import sys
+    sys.path.insert(0, str(REPO / "tests" / "matrix"))
+    import rootfs
+    tree = rootfs.ensure(rootfs.GENERATIONS[generation])
+    return TreeRoot(generation, tree, binds)
+
+
 @pytest.fixture(scope="session")
 def slurm_root(generation, work):
     """Where this generation's Slurm runs: the host, or its root filesystem (built when missing)."""
-    if generation == "host":
-        root: HostRoot = HOST
-    else:
-        import sys
-        sys.path.insert(0, str(REPO / "tests" / "matrix"))
-        import rootfs
-        tree = rootfs.ensure(rootfs.GENERATIONS[generation])
-        root = ChrootRoot(generation, tree, [work, REPO])
+    root = enter_generation(generation, [work, REPO])
     why = LocalCluster.available(root)
     if why:
         root.close()

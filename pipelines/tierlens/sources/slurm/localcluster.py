@@ -94,35 +94,40 @@ class HostRoot:
         pass
 
 
-class ChrootRoot(HostRoot):
+class TreeRoot(HostRoot):
     """The cluster's programs come from another Debian release's root filesystem.
 
-    The tree is mounted as the lower layer of an overlay, in a mount namespace of its own held
-    open by one `sleep` process: packages a test installs (the plugin's .deb) land in a throw-away
-    upper layer, and the host sees none of the mounts. Host folders the cluster shares with the
-    tests (its work folder, the repository) are bound at the same paths, so a path means the same
-    thing inside and out. The network is the host's: every daemon binds loopback on a free port.
-    Host-side tools (the ingest, doctor) reach the tree's Slurm clients through small wrapper
-    scripts put first on their PATH.
+    The tree is mounted as the lower layer of an overlay and made the root (pivot_root) of a mount
+    namespace of its own, held open by one `sleep` process: packages a test installs (the plugin's
+    .deb) land in a throw-away upper layer, and the host sees none of the mounts. A real root, not
+    a chroot: a job container (job_container/tmpfs, namespace/linux) enters the job's mount
+    namespace with setns(), which resets the root to the namespace's own and would leave a chroot.
+    Host folders the cluster shares with the tests (its work folder, the repository) are bound at
+    the same paths, so a path means the same thing inside and out. The network is the host's:
+    every daemon binds loopback on a free port. Host-side tools (the ingest, doctor) reach the
+    tree's Slurm clients through small wrapper scripts put first on their PATH.
     """
 
     def __init__(self, name: str, tree: Path, binds: list[Path]) -> None:
         self.name, self.tree = name, Path(tree)
         self.dir = Path(tempfile.mkdtemp(prefix=f"tierlens-root-{name}-", dir="/var/tmp"))
-        self.merged = self.dir / "merged"
+        merged = self.dir / "merged"
         for d in ("upper", "work", "merged", "bin"):
             (self.dir / d).mkdir()
         script = "\n".join([
             "set -e",
             f"mount -t overlay overlay -o lowerdir={self.tree},upperdir={self.dir / 'upper'},"
-            f"workdir={self.dir / 'work'} {self.merged}",
-            f"mount -t proc proc {self.merged}/proc",
-            f"mount --rbind /sys {self.merged}/sys",
-            f"mount --rbind /dev {self.merged}/dev",
-            f"mount -t tmpfs -o mode=0755 tmpfs {self.merged}/run",
-            *[f"mkdir -p {self.merged}{b} && mount --rbind {b} {self.merged}{b}" for b in binds],
+            f"workdir={self.dir / 'work'} {merged}",
+            f"mount -t proc proc {merged}/proc",
+            f"mount --rbind /sys {merged}/sys",
+            f"mount --rbind /dev {merged}/dev",
+            f"mount -t tmpfs -o mode=0755 tmpfs {merged}/run",
+            *[f"mkdir -p {merged}{b} && mount --rbind {b} {merged}{b}" for b in binds],
             # the node's own name must resolve inside as it does outside
-            f"cat /etc/hosts > {self.merged}/etc/hosts",
+            f"cat /etc/hosts > {merged}/etc/hosts",
+            f"mkdir -p {merged}/.host && cd {merged} && pivot_root . .host && cd /",
+            "umount -l /.host 2>/dev/null || /.host/usr/bin/umount -l /.host",
+            "rmdir /.host",
             "echo ready",
             "exec sleep infinity",
         ])
@@ -137,11 +142,12 @@ class ChrootRoot(HostRoot):
         self._write_wrappers()
 
     def argv(self, argv: list[str], user: str | None = None, cwd: Path | None = None) -> list[str]:
-        spec = []
+        # entering the mount namespace puts the caller at its root, the tree
+        drop = []
         if user:
             uid, gid = self.ids(user)
-            spec = [f"--userspec={uid}:{gid}", "--groups="]
-        return ["nsenter", "-t", str(self.holder.pid), "-m", "--", "chroot", *spec, str(self.merged),
+            drop = ["chroot", f"--userspec={uid}:{gid}", "--groups=", "/"]
+        return ["nsenter", "-t", str(self.holder.pid), "-m", "--", *drop,
                 "env", "-C", str(cwd or "/"), f"PATH={SANE_PATH}", *argv]
 
     def ids(self, user: str) -> tuple[int, int]:
@@ -161,7 +167,7 @@ class ChrootRoot(HostRoot):
         for c in CLIENTS:
             w = self.dir / "bin" / c
             w.write_text("#!/bin/sh\n# the Slurm client of the tree, run from the caller's folder\n"
-                         f"exec nsenter -t {self.holder.pid} -m -- chroot {self.merged} env PATH={SANE_PATH} "
+                         f"exec nsenter -t {self.holder.pid} -m -- env PATH={SANE_PATH} "
                          f"sh -c 'cd \"$0\" 2>/dev/null || cd /; exec \"$@\"' \"$PWD\" {c} \"$@\"\n")
             w.chmod(0o755)
 
@@ -185,7 +191,7 @@ class LocalCluster:
     cluster_name: str = CLUSTER_NAME
     cpus: int = 2
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
-    # where slurmctld & co. come from: the host, or a newer release's tree (ChrootRoot)
+    # where slurmctld & co. come from: the host, or a newer release's tree (TreeRoot)
     root: HostRoot = HOST
     # extra slurm.conf lines (e.g. a job container); later lines win in Slurm's parser
     extra_conf: str = ""
