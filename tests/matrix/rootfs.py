@@ -152,12 +152,15 @@ def _build(gen: Generation, versions: dict[str, str], where: Path, log) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("suites", nargs="*", default=list(GENERATIONS), choices=list(GENERATIONS))
+    ap.add_argument("suites", nargs="*", metavar="SUITE", help=f"of {', '.join(GENERATIONS)} (default: all)")
     args = ap.parse_args(argv)
+    unknown = [s for s in args.suites if s not in GENERATIONS]
+    if unknown:
+        ap.error(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(GENERATIONS)}")
     if os.geteuid() != 0:
         print("not root: cannot build root filesystems; the matrix tests will fail in CI", file=sys.stderr)
         return 0
-    for name in args.suites:
+    for name in args.suites or list(GENERATIONS):
         started = time.monotonic()
         path = ensure(GENERATIONS[name], log=lambda m: print(m, file=sys.stderr))
         print(f"{name} {path} ({time.monotonic() - started:.1f} s)")
