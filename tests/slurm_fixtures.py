@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import pytest
 from tierlens.sources.slurm.localcluster import HOST, TreeRoot, HostRoot, LocalCluster
 
 REPO = Path(__file__).resolve().parents[1]
+MATRIX = REPO / "tests" / "matrix"
 ARMS = ["A", "B"]
 PROXY = "root://xcache.test:1094"
 PACKAGE = "tierlens-spank"
@@ -58,9 +60,9 @@ def enter_generation(generation: str, binds: list[Path]) -> HostRoot:
     """The host, or the generation's root filesystem (built when missing) with `binds` shared."""
     if generation == "host":
         return HOST
-    import sys
-    sys.path.insert(0, str(REPO / "tests" / "matrix"))
-    import rootfs
+    if str(MATRIX) not in sys.path:
+        sys.path.insert(0, str(MATRIX))
+    import rootfs   # tests/matrix/rootfs.py, also run by `make matrix-roots`
     tree = rootfs.ensure(rootfs.GENERATIONS[generation])
     return TreeRoot(generation, tree, binds)
 
