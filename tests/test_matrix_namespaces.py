@@ -6,6 +6,8 @@ hooks run inside that namespace. The storage the job's scratch really uses is th
 the base path, so that is what the tag must name. The test records what the job sees (its
 mountinfo, its TIERLENS_* variables) in the cluster's folder for the plugin's authors.
 
+TIERLENS_KEEP_LOGS=DIR keeps the cluster's logs and the job's output there.
+
 Generations: trixie (24.11, job_container/tmpfs) and sid (26.05, namespace/linux; see
 NAMESPACE_LINUX_FAILS). Runs against a tree's real root (pivot_root, not chroot): the job
 container enters the job's namespace with setns(), which resets the root.
