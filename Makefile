@@ -9,7 +9,7 @@ export TIERLENS_HOME ?= $(CURDIR)/.tierlens
 export DBT_SEND_ANONYMOUS_USAGE_STATS := False
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test bench bench-spark setup system-deps airflow-venv clean dbt-sources lint-sql
+.PHONY: demo test bench bench-spark setup system-deps airflow-venv matrix-roots clean dbt-sources lint-sql
 
 setup: $(VENV)/.installed
 
@@ -45,7 +45,13 @@ $(AIRFLOW_VENV)/.installed: pyproject.toml deploy/airflow/requirements.txt
 demo: setup
 	$(BIN)/tierlens demo
 
-test: setup system-deps airflow-venv
+# Root filesystems of Debian 13 and unstable (their Slurm and XRootD) for the version matrix, kept in
+# $(TIERLENS_MATRIX_CACHE) outside git and rebuilt only when a package version changes.
+export TIERLENS_MATRIX_CACHE ?= /var/cache/tierlens-matrix
+matrix-roots: setup system-deps
+	$(BIN)/python tests/matrix/rootfs.py
+
+test: setup system-deps airflow-venv matrix-roots
 	$(BIN)/pytest
 
 bench: setup

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import signal
 import socket
@@ -26,6 +25,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+
+from slurm_fixtures import GENERATIONS, enter_generation
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run xrootd (as user xrootd) and tcpdump")]
@@ -73,21 +74,24 @@ def _stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> None:
 
 
 class Site:
-    """An origin and an XCache on loopback, the collector, and tcpdump; all stopped in close()."""
+    """An origin and an XCache on loopback, the collector, and tcpdump; all stopped in close().
 
-    def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="tierlens-xrd-", dir="/tmp"))
+    The servers are the generation's (tests/slurm_fixtures.py: the host's xrootd, or Debian 13's or
+    unstable's from their root filesystem); the collector, tcpdump and the clients are the host's."""
+
+    def __init__(self, generation: str = "host") -> None:
+        self.root = Path(tempfile.mkdtemp(prefix=f"tierlens-xrd-{generation}-", dir="/tmp"))
         os.chmod(self.root, 0o755)
+        self.servers = enter_generation(generation, [self.root])
         self.procs: list[subprocess.Popen] = []
         self.udp = _free_port(socket.SOCK_DGRAM)
         self.origin_port = _free_port()
         self.cache_port = _free_port()
         self.out = self.root / "batches"
         self.pcap = self.root / "monitoring.pcap"
-        xrd = pwd.getpwnam("xrootd")
         for d in ("origin", "cache", "cache/data"):
             (self.root / d).mkdir(parents=True, exist_ok=True)
-            os.chown(self.root / d, xrd.pw_uid, xrd.pw_gid)
+            os.chown(self.root / d, *self.servers.ids("xrootd"))
 
     def start_collector(self) -> None:
         self.collector = self._spawn([TIERLENS, "collect", "xrootd", "--listen", f"127.0.0.1:{self.udp}",
@@ -113,8 +117,8 @@ class Site:
             path = self.root / f"{name}.cfg"
             path.write_text(cfg)
             os.chmod(path, 0o644)
-            self._spawn(["xrootd", "-R", "xrootd", "-c", str(path), "-n", name,
-                         "-l", str(self.root / name / f"{name}.log")], name)
+            self._spawn(self.servers.argv(["xrootd", "-R", "xrootd", "-c", str(path), "-n", name,
+                                           "-l", str(self.root / name / f"{name}.log")]), name)
             _wait_for(lambda p=port: _port_open(p), f"xrootd {name} on port {port}")
 
     def write_file(self, name: str, size: int) -> bytes:
@@ -139,6 +143,7 @@ class Site:
     def close(self) -> None:
         for p in reversed(self.procs):
             _stop(p, signal.SIGINT if p.args[0] == "tcpdump" else signal.SIGTERM)
+        self.servers.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -208,11 +213,11 @@ def _key(r: dict) -> tuple:
     return (r["server_host"], r["unique_id"])
 
 
-@pytest.fixture(scope="module")
-def site_run():
+@pytest.fixture(scope="module", params=GENERATIONS)
+def site_run(request):
     for tool in ("xrootd", "xrdcp", "tcpdump"):
         assert shutil.which(tool), f"{tool} is not installed: see deploy/ci/system-packages.txt"
-    site = Site()
+    site = Site(request.param)
     try:
         sizes = {"/big.bin": 3_000_000 + 17, "/cached.bin": 1_500_000 + 5, "/killed.bin": 4_000_000 + 3}
         for name, size in sizes.items():
@@ -260,6 +265,7 @@ def site_run():
         if os.environ.get("TIERLENS_SAVE_CAPTURE"):
             shutil.copy(site.pcap, os.environ["TIERLENS_SAVE_CAPTURE"])
         yield {"site": site, "rows": rows, "stats": stats, "pids": done, "sizes": sizes, "vec": vec,
+               "pid_in_user_id": request.param == "host",   # xrootd 5.5.3; see _client
                "origin": f"{socket.gethostname()}:{site.origin_port}", "cache_port": site.cache_port}
     finally:
         site.close()
@@ -271,8 +277,30 @@ def _one(rows, **where) -> dict:
     return found[0]
 
 
+# The job identity each test client sent (XRD_MONINFO): unique per client and server here.
+IDENTITY = {"origin_copy": "slurm.t2test.101", "cache_first": "slurm.t2test.102",
+            "cache_second": "slurm.t2test.103", "partial": "htcondor.pool1.7.0",
+            "vector": "htcondor.pool1.8.0", "killed_cache": "slurm.t2test.900",
+            "killed_origin": "slurm.t2test.900"}
+
+
+def _client(rows, site_run, name: str) -> dict:
+    """The access of one test client, found by the identity it sent. xrootd before 5.7 puts the
+    client's pid in the user id, so there the pid must match too; later servers put a per-login
+    counter there (xrootd #2133), and the client's pid is nowhere in the monitoring."""
+    port = site_run["cache_port"] if name.startswith("killed_cache") else None
+    if name == "killed_origin":
+        port = site_run["site"].origin_port
+    found = [r for r in rows if r["job_identity"] == IDENTITY[name]
+             and (port is None or r["server_host"].endswith(f":{port}"))]
+    assert len(found) == 1, (name, found)
+    if site_run["pid_in_user_id"]:
+        assert found[0]["client_pid"] == site_run["pids"][name], name
+    return found[0]
+
+
 def test_live_rows_match_what_the_clients_did(site_run):
-    pids, sizes = site_run["pids"], site_run["sizes"]
+    sizes = site_run["sizes"]
     rows = [r for r in site_run["rows"] if r["file_lfn"] != "/killed.bin"]
     origin = [r for r in rows if r["server_host"].endswith(f":{site_run['site'].origin_port}")]
     cache = [r for r in rows if r["server_host"].endswith(f":{site_run['cache_port']}")]
@@ -282,18 +310,18 @@ def test_live_rows_match_what_the_clients_did(site_run):
     assert {r["server_role"] for r in cache} == {"cache"}
     big = sizes["/big.bin"]
 
-    whole = _one(origin, client_pid=pids["origin_copy"])
+    whole = _client(origin, site_run, "origin_copy")
     assert (whole["file_lfn"], whole["file_size_bytes"], whole["read_bytes_at_close"]) == ("/big.bin", big, big)
     assert (whole["job_identity"], whole["app_name"]) == ("slurm.t2test.101", "xrdcp-test")
     assert whole["write_bytes_at_close"] == 0 and whole["readv_bytes"] == 0
     assert whole["read_single_average_bytes"] == pytest.approx(big / whole["read_ops"])
     assert whole["client_host"] in ("127.0.0.1", "localhost", "::1")
 
-    part = _one(origin, client_pid=pids["partial"])
+    part = _client(origin, site_run, "partial")
     assert (part["file_lfn"], part["read_bytes"], part["read_ops"], part["readv_bytes"]) == ("/big.bin", 5000, 1, 0)
     assert (part["job_identity"], part["app_name"]) == ("htcondor.pool1.7.0", "pyxrootd-test")
 
-    vec = _one(origin, client_pid=pids["vector"])
+    vec = _client(origin, site_run, "vector")
     want = sum(n for _, n in site_run["vec"])
     assert (vec["readv_bytes"], vec["readv_ops"], vec["read_bytes"], vec["read_bytes_at_close"]) == (want, 1, 0, want)
     assert vec["read_vector_average_bytes"] == pytest.approx(want)
@@ -304,8 +332,8 @@ def test_live_rows_match_what_the_clients_did(site_run):
     assert fetch["read_bytes_at_close"] >= sizes["/cached.bin"]
 
     size = sizes["/cached.bin"]
-    first = _one(cache, client_pid=pids["cache_first"])
-    second = _one(cache, client_pid=pids["cache_second"])
+    first = _client(cache, site_run, "cache_first")
+    second = _client(cache, site_run, "cache_second")
     for r, job in ((first, "slurm.t2test.102"), (second, "slurm.t2test.103")):
         assert (r["file_lfn"], r["file_size_bytes"], r["job_identity"]) == ("/cached.bin", size, job)
         # The cache's pfc accounts for exactly the bytes its f-stream reports.
@@ -353,8 +381,8 @@ def test_a_killed_client_access_ends_by_its_disconnect_with_its_bytes(site_run):
     """xrootd closes a killed client's files itself (a close record flagged forced) and reports
     the disconnect: the access ends there, as a disconnect, with the bytes the client read."""
     rows = [r for r in site_run["rows"] if r["app_name"] == "killed-test"]
-    origin = _one(rows, client_pid=site_run["pids"]["killed_origin"])
-    cache = _one(rows, client_pid=site_run["pids"]["killed_cache"])
+    origin = _client(rows, site_run, "killed_origin")
+    cache = _client(rows, site_run, "killed_cache")
     for r in (origin, cache):
         assert (r["end_reason"], r["file_lfn"], r["job_identity"]) == ("disconnect", "/killed.bin", "slurm.t2test.900")
     assert origin["read_bytes_at_close"] == KILLED_READ
@@ -384,18 +412,26 @@ def test_cache_hits_and_misses_follow_the_origin_record_not_the_gstream(site_run
         got = [dict(zip(names, r)) for r in cur.fetchall()]
     finally:
         con.close()
-    pids, size = site_run["pids"], site_run["sizes"]["/cached.bin"]
-    first = _one(got, client_pid=pids["cache_first"])
-    second = _one(got, client_pid=pids["cache_second"])
+    size = site_run["sizes"]["/cached.bin"]
+    first = _client(got, site_run, "cache_first")
+    second = _client(got, site_run, "cache_second")
     fill = _one(got, app_name="xrootd", file_lfn="/cached.bin")
-    assert fill["client_pid"] == first["server_pid"] and fill["read_bytes_at_close"] >= size
+    assert fill["read_bytes_at_close"] >= size
+    if site_run["pid_in_user_id"]:
+        assert fill["client_pid"] == first["server_pid"]
     # The g-stream's word varies run to run on a real XCache (0 when the prefetch won the race,
     # one 64 KiB block in CI once); it never tells the file's size, and the answer below does
     # not depend on it.
     assert first["gstream_miss_bytes"] < size
-    assert (first["cache_miss_bytes"], first["cache_evidence"]) == (size, "both")
+    if not site_run["pid_in_user_id"]:
+        # From xrootd 5.7 the cache's login to the origin carries a login counter, not the cache's
+        # pid, so the origin's record of the fill is not tied to the cache by pid any more, and
+        # the first read's miss comes out as the g-stream or all its f-stream bytes, run to run.
+        pytest.xfail("the origin's fill record is not matched on xrootd >= 5.7 (client pid not in the user id)")
+    assert first["cache_miss_bytes"] == size
     assert first["cache_hit_bytes"] == first["read_bytes_at_close"] - size
-    assert (second["cache_hit_bytes"], second["cache_miss_bytes"], second["cache_evidence"]) == (size, 0, "both")
-    killed = _one(got, client_pid=pids["killed_cache"])
+    assert (second["cache_hit_bytes"], second["cache_miss_bytes"]) == (size, 0)
+    killed = _client(got, site_run, "killed_cache")
     assert killed["cache_hit_bytes"] + killed["cache_miss_bytes"] == KILLED_READ
-    assert killed["cache_miss_bytes"] == KILLED_READ and killed["cache_evidence"] == "both"
+    assert killed["cache_miss_bytes"] == KILLED_READ
+    assert [r["cache_evidence"] for r in (first, second, killed)] == ["both"] * 3

@@ -182,6 +182,9 @@ def _sacct_data_parser(cluster) -> str:
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.timeout(600)
+# doctor runs on the node it checks: the host's own Slurm (the matrix generations' plugin lives in
+# their tree; tests/test_matrix_slurm.py checks the `required` finding there)
+@pytest.mark.parametrize("generation", ["host"], indirect=True)
 def test_doctor_on_the_cluster_installed_required_and_removed(cluster, work, build):
     conf = str(cluster.conf)
     code, out = _doctor_json("--slurm-conf", conf, "--srun")

@@ -151,7 +151,7 @@ def _q(wh: Path, sql: str, params=None) -> list[tuple]:
 def ingested(cluster, jobs, work):
     wh = work / "home" / "warehouse.duckdb"
     r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(wh), "--spool", str(cluster.spool),
-                                 "--first-hours", "2"], env={"SLURM_CONF": str(cluster.conf)})
+                                 "--first-hours", "2"], env=cluster.client_env)
     assert r.exit_code == 0, r.output + repr(r.exception)
     assert "sacct format: json" in r.output
     return wh
@@ -292,7 +292,7 @@ def test_ingest_matches_sacct(cluster, jobs, ingested, build):
 def test_ingest_again_changes_nothing(cluster, ingested):
     before = _q(ingested, "SELECT count(*), sum(cpu_user_seconds) FROM raw_job")
     r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(ingested), "--spool", str(cluster.spool)],
-                           env={"SLURM_CONF": str(cluster.conf)})
+                           env=cluster.client_env)
     assert r.exit_code == 0, r.output
     assert _q(ingested, "SELECT count(*), sum(cpu_user_seconds) FROM raw_job") == before
     assert _q(ingested, "SELECT count(*) FROM (SELECT job_id, step_id FROM raw_job "
@@ -304,7 +304,7 @@ def test_ingest_again_changes_nothing(cluster, ingested):
 def test_parsable2_fallback_gives_the_same_rows(cluster, ingested, work):
     wh2 = work / "home" / "p2.duckdb"
     r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(wh2), "--format", "parsable2",
-                                 "--first-hours", "2"], env={"SLURM_CONF": str(cluster.conf)})
+                                 "--first-hours", "2"], env=cluster.client_env)
     assert r.exit_code == 0, r.output
     cols = ("job_id, step_id, allocated_cores, round(cpu_user_seconds, 2), round(cpu_system_seconds, 2), "
             "wall_seconds, state, bytes_read, bytes_written, node, start_time, end_time")

@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,132 @@ def _wait_for(what: str, check, timeout: float, log: Path | None = None, interva
     raise RuntimeError(f"{what} not ready after {timeout:.0f}s (last: {last!r}){tail}")
 
 
+SANE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+CLIENTS = ("srun", "sbatch", "salloc", "sacct", "squeue", "scontrol", "sinfo", "scancel", "sacctmgr")
+
+
+class HostRoot:
+    """The cluster's programs are this machine's own."""
+    name = "host"
+    tree = Path("/")
+
+    def argv(self, argv: list[str], user: str | None = None, cwd: Path | None = None) -> list[str]:
+        return list(argv)
+
+    def ids(self, user: str) -> tuple[int, int]:
+        pw = pwd.getpwnam(user)
+        return pw.pw_uid, pw.pw_gid
+
+    def preexec(self, user: str | None):
+        if not user:
+            return None
+        uid, gid = self.ids(user)
+
+        def pre() -> None:  # runs in the child
+            os.setgid(gid)
+            os.setuid(uid)
+        return pre
+
+    def which(self, program: str) -> bool:
+        return shutil.which(program) is not None
+
+    def client_path(self) -> str:
+        return os.environ.get("PATH", SANE_PATH)
+
+    def close(self) -> None:
+        pass
+
+
+class TreeRoot(HostRoot):
+    """The cluster's programs come from another Debian release's root filesystem.
+
+    The tree is mounted as the lower layer of an overlay and made the root (pivot_root) of a mount
+    namespace of its own, held open by one `sleep` process: packages a test installs (the plugin's
+    .deb) land in a throw-away upper layer, and the host sees none of the mounts. A real root, not
+    a chroot: a job container (job_container/tmpfs, namespace/linux) enters the job's mount
+    namespace with setns(), which resets the root to the namespace's own and would leave a chroot.
+    Host folders the cluster shares with the tests (its work folder, the repository) are bound at
+    the same paths, so a path means the same thing inside and out. The network is the host's:
+    every daemon binds loopback on a free port. Host-side tools (the ingest, doctor) reach the
+    tree's Slurm clients through small wrapper scripts put first on their PATH.
+    """
+
+    def __init__(self, name: str, tree: Path, binds: list[Path]) -> None:
+        self.name, self.tree = name, Path(tree)
+        self.dir = Path(tempfile.mkdtemp(prefix=f"tierlens-root-{name}-", dir="/var/tmp"))
+        merged = self.dir / "merged"
+        for d in ("upper", "work", "merged", "bin"):
+            (self.dir / d).mkdir()
+        script = "\n".join([
+            "set -e",
+            f"mount -t overlay overlay -o lowerdir={self.tree},upperdir={self.dir / 'upper'},"
+            f"workdir={self.dir / 'work'} {merged}",
+            f"mount -t proc proc {merged}/proc",
+            f"mount --rbind /sys {merged}/sys",
+            f"mount --rbind /dev {merged}/dev",
+            f"mount -t tmpfs -o mode=0755 tmpfs {merged}/run",
+            *[f"mkdir -p {merged}{b} && mount --rbind {b} {merged}{b}" for b in binds],
+            # the node's own name must resolve inside as it does outside
+            f"cat /etc/hosts > {merged}/etc/hosts",
+            f"mkdir -p {merged}/.host && cd {merged} && pivot_root . .host && cd /",
+            "umount -l /.host 2>/dev/null || /.host/usr/bin/umount -l /.host",
+            "rmdir /.host",
+            "echo ready",
+            "exec sleep infinity",
+        ])
+        self.holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       start_new_session=True)
+        line = self.holder.stdout.readline().strip()
+        if line != "ready":
+            err = self.holder.stderr.read() if self.holder.poll() is not None else ""
+            self.close()
+            raise RuntimeError(f"cannot enter the {name} root filesystem {tree}: {err.strip() or line}")
+        self._write_wrappers()
+
+    def argv(self, argv: list[str], user: str | None = None, cwd: Path | None = None) -> list[str]:
+        # entering the mount namespace puts the caller at its root, the tree
+        drop = []
+        if user:
+            uid, gid = self.ids(user)
+            drop = ["chroot", f"--userspec={uid}:{gid}", "--groups=", "/"]
+        return ["nsenter", "-t", str(self.holder.pid), "-m", "--", *drop,
+                "env", "-C", str(cwd or "/"), f"PATH={SANE_PATH}", *argv]
+
+    def ids(self, user: str) -> tuple[int, int]:
+        for line in (self.tree / "etc" / "passwd").read_text().splitlines():
+            f = line.split(":")
+            if f[0] == user:
+                return int(f[2]), int(f[3])
+        raise KeyError(f"no user {user} in {self.tree}/etc/passwd")
+
+    def preexec(self, user: str | None):
+        return None   # chroot --userspec drops the privileges, after entering the tree
+
+    def which(self, program: str) -> bool:
+        return any((self.tree / d / program).exists() for d in ("usr/sbin", "usr/bin", "sbin", "bin"))
+
+    def _write_wrappers(self) -> None:
+        for c in CLIENTS:
+            w = self.dir / "bin" / c
+            w.write_text("#!/bin/sh\n# the Slurm client of the tree, run from the caller's folder\n"
+                         f"exec nsenter -t {self.holder.pid} -m -- env PATH={SANE_PATH} "
+                         f"sh -c 'cd \"$0\" 2>/dev/null || cd /; exec \"$@\"' \"$PWD\" {c} \"$@\"\n")
+            w.chmod(0o755)
+
+    def client_path(self) -> str:
+        return f"{self.dir / 'bin'}:{os.environ.get('PATH', SANE_PATH)}"
+
+    def close(self) -> None:
+        if self.holder.poll() is None:
+            self.holder.kill()
+            self.holder.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+HOST = HostRoot()
+
+
 @dataclass
 class LocalCluster:
     workdir: Path
@@ -64,6 +191,12 @@ class LocalCluster:
     cluster_name: str = CLUSTER_NAME
     cpus: int = 2
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    # where slurmctld & co. come from: the host, or a newer release's tree (TreeRoot)
+    root: HostRoot = HOST
+    # extra slurm.conf lines (e.g. a job container); later lines win in Slurm's parser
+    extra_conf: str = ""
+    # where MariaDB comes from, when not from `root`
+    db_root: HostRoot | None = None
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir)
@@ -71,6 +204,11 @@ class LocalCluster:
         self.conf = self.workdir / "etc" / "slurm.conf"
         self.env = dict(os.environ, SLURM_CONF=str(self.conf))
         self.env.pop("SLURM_JOB_ID", None)
+
+    @property
+    def client_env(self) -> dict[str, str]:
+        """What a host-side tool (the ingest, doctor) needs to reach this cluster's sacct."""
+        return {"SLURM_CONF": str(self.conf), "PATH": self.root.client_path()}
 
     # ---- life cycle -----------------------------------------------------------------------
     def __enter__(self) -> LocalCluster:
@@ -125,18 +263,14 @@ class LocalCluster:
                 p.wait(timeout=10)
         # slurmstepd processes of jobs still running belong to slurmd's session: gone with it.
 
-    def _spawn(self, name: str, argv: list[str], user: str | None = None) -> subprocess.Popen:
+    def _spawn(self, name: str, argv: list[str], user: str | None = None,
+               root: HostRoot | None = None) -> subprocess.Popen:
+        root = root or self.root
         log = open(self.workdir / "log" / f"{name}.out", "ab")  # noqa: SIM115 - handed to Popen
-        pre = None
-        if user:
-            pw = pwd.getpwnam(user)
-
-            def pre() -> None:  # runs in the child
-                os.setgid(pw.pw_gid)
-                os.setuid(pw.pw_uid)
         try:
-            p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                 start_new_session=True, preexec_fn=pre, cwd=self.workdir)
+            p = subprocess.Popen(root.argv(argv, user, self.workdir), stdout=log,
+                                 stderr=subprocess.STDOUT, env=self.env, start_new_session=True,
+                                 preexec_fn=root.preexec(user), cwd=self.workdir)
         finally:
             log.close()
         self.procs[name] = p
@@ -153,9 +287,9 @@ class LocalCluster:
         m = self.workdir / "munge"
         key = m / "munge.key"
         key.write_bytes(os.urandom(1024))
-        pw = pwd.getpwnam("munge")
+        uid, gid = self.root.ids("munge")
         for p in (m, key):
-            os.chown(p, pw.pw_uid, pw.pw_gid)
+            os.chown(p, uid, gid)
         os.chmod(m, 0o700)
         os.chmod(key, 0o400)
         self.munge_socket = m / "munge.socket"
@@ -171,11 +305,11 @@ class LocalCluster:
     # ---- MariaDB ----------------------------------------------------------------------------
     def _start_mariadb(self) -> None:
         data = self.workdir / "mysql"
-        pw = pwd.getpwnam("mysql")
-        os.chown(data, pw.pw_uid, pw.pw_gid)
-        subprocess.run(["mariadb-install-db", f"--datadir={data}", "--user=mysql",
-                        "--auth-root-authentication-method=normal", "--skip-test-db",
-                        "--skip-name-resolve"],
+        db_root = self.db_root or self.root
+        os.chown(data, *db_root.ids("mysql"))
+        subprocess.run(db_root.argv(["mariadb-install-db", f"--datadir={data}", "--user=mysql",
+                                       "--auth-root-authentication-method=normal", "--skip-test-db",
+                                       "--skip-name-resolve"], cwd=self.workdir),
                        check=True, capture_output=True, timeout=300)
         self.db_port = free_port()
         self.db_socket = self.workdir / "run" / "mysqld.sock"
@@ -185,7 +319,7 @@ class LocalCluster:
                                 "--bind-address=127.0.0.1", "--skip-grant-tables",
                                 "--skip-name-resolve", f"--pid-file={self.workdir / 'run' / 'mysqld.pid'}",
                                 "--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
-                                f"--log-error={self.workdir / 'log' / 'mariadb.log'}"])
+                                f"--log-error={self.workdir / 'log' / 'mariadb.log'}"], root=db_root)
 
         def up() -> bool:
             self._alive("mariadb")
@@ -226,7 +360,8 @@ class LocalCluster:
             f"SlurmctldLogFile={w / 'log' / 'slurmctld.log'}\nSlurmdLogFile={w / 'log' / 'slurmd.log'}\n"
             "SlurmctldDebug=info\nSlurmdDebug=verbose\n"
             f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} State=UNKNOWN\n"
-            f"PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP\n")
+            f"PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP\n"
+            + self.extra_conf)
 
     def _start_slurmdbd(self) -> None:
         # slurmdbd reads slurmdbd.conf beside $SLURM_CONF
@@ -259,7 +394,8 @@ class LocalCluster:
         e = dict(self.env)
         if env:
             e.update(env)
-        r = subprocess.run(argv, env=e, capture_output=True, text=True, timeout=timeout, **kw)
+        r = subprocess.run(self.root.argv(argv, cwd=kw.pop("cwd", None)), env=e, capture_output=True,
+                           text=True, timeout=timeout, **kw)
         if check and r.returncode != 0:
             raise RuntimeError(f"{' '.join(argv)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
         return r
@@ -283,10 +419,10 @@ class LocalCluster:
                          self.workdir / "log" / "slurmdbd.log", interval=1.0)
 
     @staticmethod
-    def available() -> str | None:
+    def available(root: HostRoot = HOST) -> str | None:
         """Why a local cluster cannot start here, or None when it can."""
         if os.geteuid() != 0:
             return "needs root"
         missing = [b for b in ("munged", "mariadbd", "mariadb-install-db", "slurmdbd", "slurmctld",
-                               "slurmd", "srun", "sbatch", "sacct") if not shutil.which(b)]
+                               "slurmd", "srun", "sbatch", "sacct") if not root.which(b)]
         return f"missing {', '.join(missing)}" if missing else None
