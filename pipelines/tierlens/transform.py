@@ -7,10 +7,15 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
+import duckdb
+
 from .resources import dbt_project_dir
+from .warehouse.history import RunRecord
 
 # dbt phones home unless told not to; a site's batch nodes often have no way out anyway.
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "False")
@@ -108,3 +113,126 @@ def refresh_efficiency_marts(warehouse: Path, state_dir: Path) -> None:
 
     publish(Path(warehouse))
 
+
+
+# ---- incremental runs, back-fills and full refreshes -------------------------------------------
+
+def event_time_args(start: datetime, end: datetime) -> list[str]:
+    """dbt flags that limit a build to event times in [start, end): the one place the range meets
+    dbt's invocation contract (dbt/README.md): microbatch models take dbt's --event-time-start/end,
+    delete+insert models the vars backfill_start/backfill_end."""
+    s, e = _iso(start), _iso(end)
+    return ["--event-time-start", s, "--event-time-end", e,
+            "--vars", json.dumps({"backfill_start": s, "backfill_end": e})]
+
+
+def _iso(t: datetime) -> str:
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def day_chunks(start: date, end: date, days: int = 1) -> list[tuple[datetime, datetime]]:
+    """[start, end) (UTC days, end exclusive) cut into runs of ``days`` days."""
+    if days < 1:
+        raise ValueError(f"--days must be at least 1, not {days}")
+    if end <= start:
+        raise ValueError(f"the back-fill end {end} must be after its start {start}")
+    out, day = [], start
+    while day < end:
+        nxt = min(day + timedelta(days=days), end)
+        out.append((datetime(day.year, day.month, day.day, tzinfo=timezone.utc),
+                    datetime(nxt.year, nxt.month, nxt.day, tzinfo=timezone.utc)))
+        day = nxt
+    return out
+
+
+ChunkCallback = Callable[[int, int, datetime, datetime], None]
+
+
+def run_incremental(warehouse: Path, state_dir: Path, *, project_dir: Path | None = None,
+                    retention_months: int = 0) -> RunRecord:
+    """The hourly run: a plain ``dbt build`` (incremental models take only new and late data),
+    then retention of raw file accesses; recorded in the warehouse's history file."""
+    record = _start(warehouse, "hourly")
+    result = run_dbt(warehouse, state_dir, "build", project_dir=project_dir)
+    return _finish(warehouse, record, [result], retention_months)
+
+
+def run_range(warehouse: Path, state_dir: Path, start: date | None, end: date | None, *, days: int = 1,
+              full_refresh: bool = False, accept_pruned_history: bool = False, project_dir: Path | None = None,
+              retention_months: int = 0, on_chunk: ChunkCallback | None = None) -> RunRecord:
+    """A back-fill of [start, end) or (``full_refresh``) a rebuild of all history, ``days`` days per
+    dbt invocation so memory follows the chunk, not the history.
+
+    Without start/end the range is the raw records' own span. A full refresh rebuilds the
+    incremental models in its first chunk (``--full-refresh``) and appends the rest chunk by chunk;
+    tests run with the last chunk only. Refuses (HistoryPruned) a range that reaches before what
+    retention deleted, unless ``accept_pruned_history``.
+    """
+    from .warehouse.history import raw_span, refuse_if_pruned
+
+    if start is None or end is None:
+        con = duckdb.connect(str(warehouse), read_only=True)
+        try:
+            span = raw_span(con)
+        finally:
+            con.close()
+        if span.oldest_day is None or span.newest_day is None:
+            raise ValueError(f"{warehouse} holds no jobs or file accesses to transform")
+        start = start or span.oldest_day
+        end = end or span.newest_day + timedelta(days=1)
+    chunks = day_chunks(start, end, days)
+    warning = refuse_if_pruned(warehouse, None if full_refresh else chunks[0][0], accept_pruned_history)
+    record = _start(warehouse, "full_refresh" if full_refresh else "backfill")
+    record.range_start, record.range_end, record.chunks = _iso(chunks[0][0]), _iso(chunks[-1][1]), len(chunks)
+    if warning:
+        record.failures.append("warning: " + warning)
+    results: list[TransformResult] = []
+    for i, (s, e) in enumerate(chunks):
+        if on_chunk:
+            on_chunk(i, len(chunks), s, e)
+        extra = event_time_args(s, e)
+        if full_refresh and i == 0:
+            extra.append("--full-refresh")
+        if i < len(chunks) - 1:
+            extra += ["--exclude-resource-type", "test", "--exclude-resource-type", "unit_test"]
+        result = run_dbt(warehouse, state_dir, "build", extra, project_dir=project_dir)
+        results.append(result)
+        if not result.success:
+            break
+        record.chunks_done = i + 1
+    return _finish(warehouse, record, results, retention_months)
+
+
+def _start(warehouse: Path, kind: str) -> RunRecord:
+    from .warehouse.history import load_history, new_since, now_iso
+
+    history = load_history(warehouse)  # fails early on a state file of another format version
+    since = history.last_success.loaded_until if history.last_success else None
+    record = RunRecord(kind=kind, started_at=now_iso())
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        record.batches_new, record.rows_new, record.loaded_until = new_since(con, since)
+    finally:
+        con.close()
+    return record
+
+
+def _finish(warehouse: Path, record: RunRecord, results: list[TransformResult], retention_months: int) -> RunRecord:
+    from .warehouse.history import apply_retention, load_history, now_iso, save_history
+
+    record.success = bool(results) and all(r.success for r in results)
+    record.models = sum(r.models for r in results)
+    record.tests = sum(r.tests for r in results)
+    record.failures += [f for r in results for f in r.failures]
+    record.finished_at = now_iso()
+    record.seconds = round((datetime.fromisoformat(record.finished_at)
+                            - datetime.fromisoformat(record.started_at)).total_seconds(), 1)
+    history = load_history(warehouse)
+    history.last_run = record
+    if record.success:
+        history.last_success = record
+    save_history(warehouse, history)
+    if record.success and retention_months:
+        # only once the marts hold every row it deletes
+        apply_retention(warehouse, retention_months)
+    return record
