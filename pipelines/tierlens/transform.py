@@ -117,20 +117,18 @@ def refresh_efficiency_marts(warehouse: Path, state_dir: Path) -> None:
 
 # ---- incremental runs, back-fills and full refreshes -------------------------------------------
 
-def event_time_args(start: datetime, end: datetime) -> list[str]:
-    """dbt flags that limit a build to event times in [start, end): the one place the range meets
-    dbt's invocation contract (dbt/README.md): microbatch models take dbt's --event-time-start/end,
-    delete+insert models the vars backfill_start/backfill_end."""
-    s, e = _iso(start), _iso(end)
-    return ["--event-time-start", s, "--event-time-end", e,
-            "--vars", json.dumps({"backfill_start": s, "backfill_end": e})]
+def backfill_args(start: date, end: date) -> list[str]:
+    """dbt arguments that limit a build to the UTC days [start, end): the one place a range meets
+    the dbt project's invocation contract (dbt/README.md: vars backfill_start / backfill_end,
+    dates, end exclusive; each incremental model rebuilds exactly those days)."""
+    return ["--vars", json.dumps({"backfill_start": start.isoformat(), "backfill_end": end.isoformat()})]
 
 
-def _iso(t: datetime) -> str:
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+#: The schemas dbt builds (dbt/dbt_project.yml); a chunked full refresh starts them empty.
+DBT_SCHEMAS = ("staging", "intermediate", "marts", "seeds")
 
 
-def day_chunks(start: date, end: date, days: int = 1) -> list[tuple[datetime, datetime]]:
+def day_chunks(start: date, end: date, days: int = 1) -> list[tuple[date, date]]:
     """[start, end) (UTC days, end exclusive) cut into runs of ``days`` days."""
     if days < 1:
         raise ValueError(f"--days must be at least 1, not {days}")
@@ -139,13 +137,12 @@ def day_chunks(start: date, end: date, days: int = 1) -> list[tuple[datetime, da
     out, day = [], start
     while day < end:
         nxt = min(day + timedelta(days=days), end)
-        out.append((datetime(day.year, day.month, day.day, tzinfo=timezone.utc),
-                    datetime(nxt.year, nxt.month, nxt.day, tzinfo=timezone.utc)))
+        out.append((day, nxt))
         day = nxt
     return out
 
 
-ChunkCallback = Callable[[int, int, datetime, datetime], None]
+ChunkCallback = Callable[[int, int, date, date], None]
 
 
 def run_incremental(warehouse: Path, state_dir: Path, *, project_dir: Path | None = None,
@@ -163,10 +160,12 @@ def run_range(warehouse: Path, state_dir: Path, start: date | None, end: date | 
     """A back-fill of [start, end) or (``full_refresh``) a rebuild of all history, ``days`` days per
     dbt invocation so memory follows the chunk, not the history.
 
-    Without start/end the range is the raw records' own span. A full refresh rebuilds the
-    incremental models in its first chunk (``--full-refresh``) and appends the rest chunk by chunk;
-    tests run with the last chunk only. Refuses (HistoryPruned) a range that reaches before what
-    retention deleted, unless ``accept_pruned_history``.
+    Without start/end the range is the raw records' own span. A full refresh drops what dbt built
+    (its schemas), back-fills every day oldest first (a model's first build in back-fill mode
+    holds just its range, dbt/README.md), then runs one plain incremental build, which rebuilds
+    the newest days with every late record in view. Tests run with the last invocation only.
+    Refuses (HistoryPruned) a range that reaches before what retention deleted, unless
+    ``accept_pruned_history``.
     """
     from .warehouse.history import raw_span, refuse_if_pruned
 
@@ -181,26 +180,39 @@ def run_range(warehouse: Path, state_dir: Path, start: date | None, end: date | 
         start = start or span.oldest_day
         end = end or span.newest_day + timedelta(days=1)
     chunks = day_chunks(start, end, days)
-    warning = refuse_if_pruned(warehouse, None if full_refresh else chunks[0][0], accept_pruned_history)
+    first = datetime(chunks[0][0].year, chunks[0][0].month, chunks[0][0].day, tzinfo=timezone.utc)
+    warning = refuse_if_pruned(warehouse, None if full_refresh else first, accept_pruned_history)
     record = _start(warehouse, "full_refresh" if full_refresh else "backfill")
-    record.range_start, record.range_end, record.chunks = _iso(chunks[0][0]), _iso(chunks[-1][1]), len(chunks)
+    record.range_start, record.range_end, record.chunks = chunks[0][0].isoformat(), chunks[-1][1].isoformat(), len(chunks)
     if warning:
         record.failures.append("warning: " + warning)
+    if full_refresh:
+        _drop_dbt_schemas(warehouse)
+    runs: list[list[str]] = [backfill_args(s, e) for s, e in chunks]
+    if full_refresh:
+        runs.append([])  # the hourly build: the newest days again, with every late record in view
+    no_tests = ["--exclude-resource-type", "test", "--exclude-resource-type", "unit_test"]
     results: list[TransformResult] = []
-    for i, (s, e) in enumerate(chunks):
-        if on_chunk:
-            on_chunk(i, len(chunks), s, e)
-        extra = event_time_args(s, e)
-        if full_refresh and i == 0:
-            extra.append("--full-refresh")
-        if i < len(chunks) - 1:
-            extra += ["--exclude-resource-type", "test", "--exclude-resource-type", "unit_test"]
-        result = run_dbt(warehouse, state_dir, "build", extra, project_dir=project_dir)
+    for i, extra in enumerate(runs):
+        if on_chunk and i < len(chunks):
+            on_chunk(i, len(chunks), *chunks[i])
+        last = i == len(runs) - 1
+        result = run_dbt(warehouse, state_dir, "build", extra + ([] if last else no_tests), project_dir=project_dir)
         results.append(result)
         if not result.success:
             break
-        record.chunks_done = i + 1
+        record.chunks_done = min(i + 1, len(chunks))
     return _finish(warehouse, record, results, retention_months)
+
+
+def _drop_dbt_schemas(warehouse: Path) -> None:
+    con = duckdb.connect(str(warehouse))
+    try:
+        for schema in DBT_SCHEMAS:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
 
 
 def _start(warehouse: Path, kind: str) -> RunRecord:

@@ -26,7 +26,7 @@ def transform(
         file_okay=False, exists=True, help="A site's own dbt project [default: $TIERLENS_DBT_PROJECT_DIR, "
                                            "else the one shipped with tierlens].")] = None,
     full_refresh: Annotated[bool, typer.Option(
-        "--full-refresh", help="Rebuild every incremental model from all raw history, --days days per dbt run.")] = False,
+        "--full-refresh", help="Rebuild every model from all raw history, --days days per dbt run.")] = False,
     backfill: Annotated[Optional[tuple[str, str]], typer.Option(
         metavar="START END", help="Rebuild the marts for UTC days [START, END) (YYYY-MM-DD, END exclusive), "
                                   "--days days per dbt run.")] = None,
@@ -129,7 +129,7 @@ def _run_duckdb(wh: Path, state: Path, project_dir: Path | None, h: HistoryOptio
             task = bar.add_task("full refresh" if h.full_refresh else "back-fill", total=None)
 
             def on_chunk(i: int, n: int, s, e) -> None:
-                bar.update(task, total=n, completed=i, description=f"dbt build {s:%Y-%m-%d}..{e:%Y-%m-%d}")
+                bar.update(task, total=n, completed=i, description=f"dbt build {s}..{e}")
 
             record = run_range(wh, state, *(h.span or (None, None)), days=h.days, full_refresh=h.full_refresh,
                                accept_pruned_history=h.accept_pruned_history, project_dir=project_dir,
