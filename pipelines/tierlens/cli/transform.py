@@ -34,7 +34,7 @@ def transform(
                                                   "memory follows this, not the history.")] = 1,
     retention_months: Annotated[Optional[int], typer.Option(
         min=0, help="Delete raw file accesses older than this many months (before the newest one) after a "
-                    "successful run; the marts keep them. 0: keep all [default: $TIERLENS_RAW_RETENTION_MONTHS, "
+                    "successful run; the marts keep them. 0: keep all \\[default: $TIERLENS_RAW_RETENTION_MONTHS, "
                     "else 0].")] = None,
     accept_pruned_history: Annotated[bool, typer.Option(
         "--accept-pruned-history", help="Rebuild from raw even where retention deleted raw file accesses "
