@@ -95,7 +95,7 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
     # doctor's exit status also reflects this host's other parts (no Slurm here): read its findings
     doctor = subprocess.run([str(TIERLENS), "doctor", "--json", "-w", str(wh)], env=env, capture_output=True,
                             text=True, timeout=300)
-    found = {(f["area"], f["check"]): f for f in json.loads(doctor.stdout)}
+    found = {(f["area"], f["check"]): f for f in json.loads(doctor.stdout)["findings"]}
     assert found[("warehouse", "last transform")]["status"] == "ok"
     assert "backfill" in found[("warehouse", "last transform")]["detail"]
     assert "deleted before" in found[("warehouse", "retention")]["detail"]
