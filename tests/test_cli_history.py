@@ -45,7 +45,7 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
         rows += pq.ParquetFile(folder / f"{kind}.parquet").metadata.num_rows
     jobs = pq.read_table(folder / "job.parquet")
     accesses = pq.read_table(folder / "file_access.parquet", columns=["end_time"])
-    first_day = pc.min(jobs.column("end_time")).as_py().date()
+    first_day = min(pc.min(jobs.column("end_time")).as_py(), pc.min(accesses.column("end_time")).as_py()).date()
     last_day = pc.max(accesses.column("end_time")).as_py().date()
 
     # back-fill the whole span a day per dbt run
