@@ -2,7 +2,9 @@
 
 One task per source (synthetic, slurm, condor, xrootd); a source not listed in the ``sources``
 setting is skipped. A job belongs to the interval its end_time falls in (file accesses likewise),
-and the warehouse upserts by natural key, so reruns and back-fills never duplicate rows. When at
+and the warehouse upserts by natural key, so reruns and back-fills never duplicate rows. These
+tasks do not take the writer pool: while a transform holds the warehouse, a load lands its batches
+beside it and returns (tierlens_transform loads them first), so the ingest never queues. When at
 least one source ran, ``publish`` updates the ``tierlens_raw`` Asset, which triggers
 tierlens_transform. Settings: dags/README.md.
 """
@@ -52,13 +54,15 @@ def load_source(source: str, start, end) -> dict:
 def tierlens_ingest():
     loads = []
     for source in cfg.SOURCES:
-        @task(task_id=f"ingest_{source}")
+        # not in the writer pool: while a transform holds the warehouse, the load lands its
+        # batches (warehouse/landing.py) and returns, so the hourly ingest never queues
+        @task(task_id=f"ingest_{source}", pool="default_pool")
         def load(source: str = source, data_interval_start=None, data_interval_end=None) -> dict:
             return load_source(source, data_interval_start, data_interval_end)
 
         loads.append(load())
 
-    @task(outlets=[af.raw_asset()], trigger_rule="none_failed_min_one_success")
+    @task(outlets=[af.raw_asset()], trigger_rule="none_failed_min_one_success", pool="default_pool")
     def publish() -> dict:
         """Rows per raw table after this interval's loads; updates the tierlens_raw Asset.
         With a Spark dbt target (setting dbt_target) it first exports the Parquet lake Spark reads."""

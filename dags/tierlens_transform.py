@@ -1,8 +1,13 @@
 """tierlens_transform: the dbt project (staging -> intermediate -> marts) through astronomer-cosmos.
 
-A task per model with its tests right after it (and one per seed), scheduled by the
-``tierlens_raw`` Asset that tierlens_ingest updates; a last task publishes the snapshot that
-readers open. The dbt target (engine) comes from the ``dbt_target`` setting: duckdb (default),
+One ``dbt build`` per run (Cosmos ExecutionMode.WATCHER): the ``dbt_producer_watcher`` task runs
+it, incremental models taking only new and late data, and every model (and seed) still has a task
+of its own that shows its status and its tests' as dbt reported them, once the build is over;
+retrying a failed model's task rebuilds that model alone. Scheduled by the ``tierlens_raw`` Asset that tierlens_ingest
+updates. ``load_landed`` first loads what an ingest landed while the warehouse was busy; the
+last task records the run in the warehouse's history, applies raw retention and publishes the
+snapshot that readers open. Only load_landed and the dbt build take the warehouse pool (one
+writer); the model tasks watch, they do not write. The dbt target (engine) comes from the ``dbt_target`` setting: duckdb (default),
 spark or spark_thrift. dbt runs as a subprocess of the dbt in tierlens' own virtualenv
 (``dbt_executable`` setting), so Airflow's and dbt's pins never meet.
 Completeness thresholds (tests on marts.data_completeness): a warning marks the run
@@ -22,7 +27,7 @@ os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "False")
 from airflow.sdk import task  # noqa: E402
 from airflow.sdk.exceptions import AirflowSkipException  # noqa: E402
 from cosmos import DbtDag, ExecutionConfig, ProfileConfig, ProjectConfig, RenderConfig  # noqa: E402
-from cosmos.constants import InvocationMode, LoadMode, TestBehavior  # noqa: E402
+from cosmos.constants import PRODUCER_WATCHER_TASK_ID, ExecutionMode, InvocationMode, LoadMode, TestBehavior  # noqa: E402
 from tierlens.orchestration import airflow_glue as af  # noqa: E402
 from tierlens.orchestration import settings as cfg  # noqa: E402
 from tierlens.orchestration import tasks  # noqa: E402
@@ -34,6 +39,7 @@ _dbt = cfg.dbt_executable(var)
 # TIERLENS_DBT_TARGET) names a dbt/profiles.yml output; the Spark ones read the lake.
 _target = cfg.dbt_target(var)
 _env = cfg.dbt_env(var)
+_pool = af.dag_setting("pool")
 
 
 
@@ -68,7 +74,11 @@ tierlens_transform = DbtDag(
     project_config=ProjectConfig(dbt_project_path=_project, env_vars=_env),
     profile_config=ProfileConfig(profile_name="tierlens", target_name=_target,
                                  profiles_yml_filepath=_project / "profiles.yml"),
-    execution_config=ExecutionConfig(dbt_executable_path=_dbt, invocation_mode=InvocationMode.SUBPROCESS),
+    # one dbt build per run, holding the writer pool; it is never retried by Airflow (Cosmos skips a
+    # producer's retry): a failed model's own task reruns that model
+    execution_config=ExecutionConfig(execution_mode=ExecutionMode.WATCHER, dbt_executable_path=_dbt,
+                                     invocation_mode=InvocationMode.SUBPROCESS,
+                                     setup_operator_args={"pool": _pool, "retries": 0}),
     render_config=RenderConfig(load_method=LoadMode.DBT_LS, test_behavior=TestBehavior.AFTER_EACH,
                                invocation_mode=InvocationMode.SUBPROCESS, dbt_executable_path=_dbt,
                                emit_datasets=False,
@@ -76,19 +86,35 @@ tierlens_transform = DbtDag(
                                # all of them are built, in a task of its own
                                should_detach_multiple_parents_tests=True,
                                select=cfg.settings_list("dbt_select", var)),
-    operator_args={"install_deps": False, "emit_datasets": False},
+    # the per-model tasks only watch the build: the default pool, so they never hold the writer's slot
+    operator_args={"install_deps": False, "emit_datasets": False, "pool": "default_pool"},
     on_warning_callback=completeness_warning,
 )
 
-# Readers (tierlens sql, the report, duckdb -readonly) open a published copy, never the file the
-# pipeline writes: refreshed once every model and test of this run has passed.
+# Readers (tierlens sql, the report, duckdb -readonly) open a published snapshot, never the file the
+# pipeline writes: brought up to date once every model and test of this run has passed.
 with tierlens_transform:
-    @task(task_id="publish_snapshot")
-    def publish_snapshot() -> str:
-        published = tasks.publish_snapshot(cfg.warehouse_path(var), var)
-        if published is None:
+    @task(task_id="load_landed", pool=_pool)
+    def load_landed() -> dict:
+        wh = cfg.warehouse_path(var)
+        return tasks.load_landed(wh) | {"begun": tasks.begin_transform(wh) if wh.exists() else None}
+
+    @task(task_id="publish_snapshot", pool=_pool)
+    def publish_snapshot(landed: dict) -> dict:
+        if _target != "duckdb":
             raise AirflowSkipException(f"dbt target {_target}: the DuckDB warehouse did not change")
-        return published
+        return tasks.finish_transform(cfg.warehouse_path(var), landed["begun"], var)
 
     _dbt_tasks = list(tierlens_transform.leaves)
-    _dbt_tasks >> publish_snapshot()
+    _producer = tierlens_transform.task_dict[PRODUCER_WATCHER_TASK_ID]
+    # Every model's task reads its node's result once the build has finished: one short task each
+    # (no deferral and resumption, which costs a second task process apiece on a small host), in
+    # an order `dag.test()` can run too (a watcher scheduled before the build would wait forever).
+    # all_done: a failed build still lets each model's task report its own node.
+    for _t in list(tierlens_transform.tasks):
+        if _t is not _producer and (not _t.upstream_task_ids or _t.upstream_task_ids == {_producer.task_id}):
+            _producer >> _t
+            _t.trigger_rule = "all_done"
+    _landed = load_landed()
+    _landed >> _producer
+    _dbt_tasks >> publish_snapshot(_landed)

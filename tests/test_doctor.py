@@ -221,3 +221,37 @@ def test_doctor_on_the_cluster_installed_required_and_removed(cluster, work, bui
         assert install_package(build) == cluster.plugin
     assert subprocess.run(["dpkg", "-s", "tierlens-spank"], capture_output=True).returncode == 0
     assert os.path.exists(cluster.plugin)
+
+
+def test_warehouse_history_size_oldest_day_retention_last_run_and_a_newer_state_file(tmp_path, monkeypatch):
+    from datetime import datetime, timezone
+
+    from tierlens.warehouse import Warehouse
+    from tierlens.warehouse.history import History, Retention, RunRecord, save_history, state_path
+    from tierlens.warehouse.publish import publish
+
+    wh = tmp_path / "warehouse.duckdb"
+    with Warehouse(wh) as w:
+        # two file accesses, the older on 2026-03-04: that is the oldest raw day doctor must name
+        w.con.execute("""INSERT INTO raw_file_access (server_host, unique_id, file_lfn, server_role, start_time,
+                         end_time, close_seen) VALUES
+                         ('xrd1', 'a', '/f', 'origin', TIMESTAMPTZ '2026-03-04 10:00:00+00', TIMESTAMPTZ '2026-03-04 10:05:00+00', true),
+                         ('xrd1', 'b', '/f', 'origin', TIMESTAMPTZ '2026-05-01 10:00:00+00', TIMESTAMPTZ '2026-05-01 10:05:00+00', true)""")
+    publish(wh)
+    run = RunRecord(kind="hourly", started_at=datetime(2026, 5, 1, 11, tzinfo=timezone.utc).isoformat(),
+                    success=True, seconds=12.0, batches_new=3, rows_new=1234, models=37, tests=500)
+    save_history(wh, History(last_run=run, last_success=run,
+                             retention=Retention(months=2, pruned_before="2026-03-01T00:00:00+00:00",
+                                                 rows_deleted_total=99)))
+    monkeypatch.setenv("TIERLENS_RAW_RETENTION_MONTHS", "2")
+    f = _by_check(doctor.check_warehouse(Options(warehouse=wh)))
+    assert f[("warehouse", "size")].status is Status.INFO and "GB working file" in f[("warehouse", "size")].detail
+    assert "oldest raw file access 2026-03-04" in f[("warehouse", "raw history")].detail
+    assert "2 months" in f[("warehouse", "retention")].detail and "99 rows" in f[("warehouse", "retention")].detail
+    last = f[("warehouse", "last transform")]
+    assert last.status is Status.OK and "3 new raw batches, 1,234 rows" in last.detail
+    assert "whole copy" in f[("warehouse", "last publish")].detail
+    # a state file written by a newer tierlens is not guessed at
+    state_path(wh).write_text(json.dumps({"format_version": 99}))
+    f = _by_check(doctor.check_warehouse(Options(warehouse=wh)))
+    assert f[("warehouse", "history file")].status is Status.FAIL and "format version 99" in f[("warehouse", "history file")].detail

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -120,10 +121,75 @@ def test_publish_swaps_in_a_whole_copy_and_never_writes_through_a_symlink(tmp_pa
     ro = duckdb.connect(str(target), read_only=True)
     assert ro.execute("SELECT count(*), sum(x) FROM t").fetchall() == [(1000, sum(range(1000)))]
     ro.close()
-    assert sorted(p.name for p in target.parent.iterdir()) == ["warehouse.duckdb"]  # no temporary left
-    target.unlink()
-    target.parent.rmdir()
+    assert sorted(p.name for p in target.parent.iterdir()) == [".slots", "warehouse.duckdb"]  # no temporary left
+    shutil.rmtree(target.parent)
     target.parent.symlink_to(tmp_path / "other", target_is_directory=True)
     (tmp_path / "other").mkdir()
     with pytest.raises(ValueError, match="not a plain folder"):
         publish(wh)
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_publish_writes_what_changed_and_never_rewrites_a_snapshot_a_reader_has_open(tmp_path: Path) -> None:
+    from tierlens.warehouse.publish import last_publish, publish_with_stats
+
+    wh = tmp_path / "warehouse.duckdb"
+    con = duckdb.connect(str(wh))
+    # 2 M rows in many row groups: a change to one more small table leaves them byte-identical
+    con.execute("CREATE TABLE big AS SELECT range AS x, range * 7 % 1000 AS y FROM range(2000000)")
+    con.execute("CREATE TABLE hourly AS SELECT 1 AS hour")
+    con.close()
+    target, first = publish_with_stats(wh)
+    assert not first.reused_slot and first.bytes_written == wh.stat().st_size == first.file_bytes
+    assert _sha(target) == _sha(wh)
+
+    def add_hour(h: int) -> None:
+        c = duckdb.connect(str(wh))
+        c.execute(f"INSERT INTO hourly VALUES ({h})")
+        c.close()
+
+    # a reader session on the first snapshot, in its own process
+    reader = subprocess.Popen([sys.executable, "-c", READER_BIG, str(target)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout.readline().strip() == "[2000000, 1]", reader.stderr.read()
+        add_hour(2)
+        _, second = publish_with_stats(wh)  # no spare slot yet: a whole copy
+        assert not second.reused_slot and _sha(target) == _sha(wh)
+        add_hour(3)
+        _, third = publish_with_stats(wh)   # the spare is the reader's snapshot: left alone, a new slot
+        assert not third.reused_slot and _sha(target) == _sha(wh)
+        out, err = reader.communicate("go\n", timeout=120)
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+    assert reader.returncode == 0, err
+    assert out.splitlines()[-1] == "[2000000, 1]"  # its session still read the rows it opened with
+    add_hour(4)
+    _, fourth = publish_with_stats(wh)      # nobody holds the spare now: only changed blocks written
+    assert fourth.reused_slot
+    assert _sha(target) == _sha(wh)
+    size = wh.stat().st_size
+    assert fourth.file_bytes == size and 0 < fourth.bytes_written < size / 4
+    assert last_publish(wh) == fourth
+    ro = duckdb.connect(str(target), read_only=True)
+    assert ro.execute("SELECT count(*), sum(x) FROM big").fetchall() == [(2000000, sum(range(2000000)))]
+    assert ro.execute("SELECT list(hour ORDER BY hour) FROM hourly").fetchall() == [([1, 2, 3, 4],)]
+    ro.close()
+    slots = sorted(p.name for p in (target.parent / ".slots").iterdir())
+    assert slots == ["state.json", "warehouse.duckdb.1", "warehouse.duckdb.2"]  # current and spare only
+
+
+READER_BIG = r'''
+import duckdb, json, sys
+con = duckdb.connect(sys.argv[1], read_only=True)
+q = "SELECT count(*), (SELECT max(hour) FROM hourly) FROM big"
+print(json.dumps(list(con.execute(q).fetchone())), flush=True)
+sys.stdin.readline()
+print(json.dumps(list(con.execute(q).fetchone())), flush=True)
+'''

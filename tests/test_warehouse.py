@@ -486,3 +486,48 @@ def test_parquet_direct_only_for_exact_schema_and_bounded_files(tmp_path: Path) 
     assert ParquetFileBatch.of(RecordKind.JOB, exact, 20) is not None
     assert ParquetFileBatch.of(RecordKind.JOB, exact, 19) is None      # over the transaction bound
     assert ParquetFileBatch.of(RecordKind.JOB, other, 20) is None      # needs conform(): Arrow path
+
+
+# ---------------------------------------------------------------------------- landing, clustering
+
+HOLD_LOCK = r'''
+import duckdb, sys
+con = duckdb.connect(sys.argv[1])
+print("holding", flush=True)
+sys.stdin.readline()
+'''
+
+
+def test_an_ingest_lands_its_batches_while_another_process_writes_and_the_next_writer_loads_them(tmp_path):
+    import subprocess
+    import sys
+
+    from tierlens.orchestration.tasks import _load
+    from tierlens.warehouse.landing import landed_files
+
+    path = tmp_path / "warehouse.duckdb"
+    Warehouse(path).close()
+    late = [job(str(i), end_time=T0 + timedelta(minutes=30 - i)) for i in range(5)]  # out of time order
+    bad = job("bad", allocated_cores=-1)
+    batch = jobs_batch(late + [bad], locations=[f"sacct.json:line {i}" for i in range(6)],
+                       rejects=[Reject(RecordKind.JOB, "sacct.json", "sacct.json:line 9", "job", "unparsable", "{")])
+    start, end = T0 - timedelta(hours=1), T0 + timedelta(hours=2)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        busy = _load("test", [batch], path, start, end)  # returns at once, nothing waited for
+        # the rows, and the parse rejects in a batch of their own (intervals.interval_batches)
+        assert busy["landed"] == 2 and "lock" in busy["warehouse_busy"].lower()
+    finally:
+        holder.communicate("done\n", timeout=60)
+    assert len(landed_files(path)) == 2
+    # the next writer (here the next ingest, with nothing new) loads what landed first
+    after = _load("test", [], path, start, end)
+    assert after["landed_loaded"] == 2 and landed_files(path) == []
+    with Warehouse(path, read_only=True) as w:
+        # stored in end_time order whatever order the source gave (clustered by time)
+        assert rows(w, "SELECT job_id FROM raw_job ORDER BY rowid") == [("4",), ("3",), ("2",), ("1",), ("0",)]
+        rejects = rows(w, "SELECT location, field FROM raw_rejects ORDER BY location")
+        # the landed batch kept its locations (the rule reject) and its parse reject
+        assert rejects == [("sacct.json:line 5", "allocated_cores"), ("sacct.json:line 9", "job")]

@@ -22,6 +22,8 @@ export AIRFLOW__CORE__DAGS_FOLDER="$repo/dags"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 # Cosmos runs `dbt ls` while parsing the transform DAG; the default 30 s is tight on a small host.
 export AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT=${AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT:-120}
+# ...and the DAG processor kills a file's parse after 50 s by default, whatever the import timeout.
+export AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT=${AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT:-$AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT}
 export AIRFLOW__COSMOS__ENABLE_TELEMETRY=False DO_NOT_TRACK=1 SCARF_NO_ANALYTICS=true
 export DBT_SEND_ANONYMOUS_USAGE_STATS=False
 export TIERLENS_DBT_EXECUTABLE="${TIERLENS_DBT_EXECUTABLE:-$repo/.venv/bin/dbt}"

@@ -376,7 +376,71 @@ def check_warehouse(opts: Options) -> list[Finding]:
     findings.append(Finding("warehouse", "writable", Status.OK if writable else Status.FAIL,
                             f"{wh} {'is' if writable else 'is not'} writable by this user",
                             "" if writable else f"run the pipeline as the owner of {wh.parent}"))
+    if findings[0].status is Status.OK:
+        findings += _warehouse_history(wh)
     return findings
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _warehouse_history(wh: Path) -> list[Finding]:
+    """Size, how far back raw goes, retention, the last transform and the last publish."""
+    import duckdb
+
+    from .orchestration.settings import setting
+    from .warehouse.history import load_history, raw_span
+    from .warehouse.publish import PUBLISHED_DIR, SLOTS_DIR, last_publish
+
+    slots = wh.parent / PUBLISHED_DIR / SLOTS_DIR
+    published = sum(_size(p) for p in slots.iterdir()) if slots.is_dir() else 0
+    out = [Finding("warehouse", "size", Status.INFO,
+                   f"{_size(wh) / 1e9:.2f} GB working file, {published / 1e9:.2f} GB published snapshots "
+                   f"(current and spare)")]
+    try:
+        con = duckdb.connect(str(wh), read_only=True)
+        try:
+            span = raw_span(con)
+        finally:
+            con.close()
+        out.append(Finding("warehouse", "raw history", Status.INFO,
+                           f"raw records from {span.oldest_day or '-'} to {span.newest_day or '-'}; oldest raw file "
+                           f"access {span.oldest_file_access_day or '-'}; newest load {span.loaded_until or '-'}"))
+    except duckdb.Error as e:
+        out.append(Finding("warehouse", "raw history", Status.WARN, f"could not read raw tables: {e}"))
+    try:
+        history = load_history(wh)
+    except ValueError as e:
+        return out + [Finding("warehouse", "history file", Status.FAIL, str(e), "upgrade tierlens")]
+    r = history.retention
+    months = setting("raw_retention_months")
+    out.append(Finding("warehouse", "retention", Status.INFO,
+                       f"raw file accesses kept {months + ' months' if months not in ('', '0') else 'forever'}"
+                       + (f"; deleted before {r.pruned_before} ({r.rows_deleted_total:,} rows so far, "
+                          f"last applied {r.applied_at}); marts keep them, a full refresh would lose them"
+                          if r.pruned_before else "")))
+    run = history.last_run
+    if run is None:
+        out.append(Finding("warehouse", "last transform", Status.INFO, "no transform recorded yet",
+                           "tierlens transform (or the tierlens_transform DAG) records each run"))
+    else:
+        what = (f"{run.kind} run at {run.started_at} ({run.seconds:.0f} s): {run.batches_new:,} new raw batches, "
+                f"{run.rows_new:,} rows"
+                + (f", days {run.range_start}..{run.range_end} in {run.chunks_done}/{run.chunks} chunks"
+                   if run.range_start else "")
+                + f"; {run.models} models, {run.tests} tests")
+        out.append(Finding("warehouse", "last transform", Status.OK if run.success else Status.FAIL, what,
+                           "" if run.success else "; ".join(run.failures[:3])[:500]))
+    pub = last_publish(wh)
+    if pub is not None:
+        out.append(Finding("warehouse", "last publish", Status.INFO,
+                           f"{pub.published_at}: {pub.bytes_written / 1e6:,.1f} of {pub.file_bytes / 1e6:,.1f} MB "
+                           f"written in {pub.seconds:.1f} s ({'changed blocks' if pub.reused_slot else 'whole copy'})"))
+    return out
 
 
 def _warehouse_schema(wh: Path) -> Finding:

@@ -7,10 +7,15 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
+import duckdb
+
 from .resources import dbt_project_dir
+from .warehouse.history import RunRecord
 
 # dbt phones home unless told not to; a site's batch nodes often have no way out anyway.
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "False")
@@ -108,3 +113,138 @@ def refresh_efficiency_marts(warehouse: Path, state_dir: Path) -> None:
 
     publish(Path(warehouse))
 
+
+
+# ---- incremental runs, back-fills and full refreshes -------------------------------------------
+
+def backfill_args(start: date, end: date) -> list[str]:
+    """dbt arguments that limit a build to the UTC days [start, end): the one place a range meets
+    the dbt project's invocation contract (dbt/README.md: vars backfill_start / backfill_end,
+    dates, end exclusive; each incremental model rebuilds exactly those days)."""
+    return ["--vars", json.dumps({"backfill_start": start.isoformat(), "backfill_end": end.isoformat()})]
+
+
+#: The schemas dbt builds (dbt/dbt_project.yml); a chunked full refresh starts them empty.
+DBT_SCHEMAS = ("staging", "intermediate", "marts", "seeds")
+
+
+def day_chunks(start: date, end: date, days: int = 1) -> list[tuple[date, date]]:
+    """[start, end) (UTC days, end exclusive) cut into runs of ``days`` days."""
+    if days < 1:
+        raise ValueError(f"--days must be at least 1, not {days}")
+    if end <= start:
+        raise ValueError(f"the back-fill end {end} must be after its start {start}")
+    out, day = [], start
+    while day < end:
+        nxt = min(day + timedelta(days=days), end)
+        out.append((day, nxt))
+        day = nxt
+    return out
+
+
+ChunkCallback = Callable[[int, int, date, date], None]
+
+
+def run_incremental(warehouse: Path, state_dir: Path, *, project_dir: Path | None = None,
+                    retention_months: int = 0) -> RunRecord:
+    """The hourly run: a plain ``dbt build`` (incremental models take only new and late data),
+    then retention of raw file accesses; recorded in the warehouse's history file."""
+    record = _start(warehouse, "hourly")
+    result = run_dbt(warehouse, state_dir, "build", project_dir=project_dir)
+    return _finish(warehouse, record, [result], retention_months)
+
+
+def run_range(warehouse: Path, state_dir: Path, start: date | None, end: date | None, *, days: int = 1,
+              full_refresh: bool = False, accept_pruned_history: bool = False, project_dir: Path | None = None,
+              retention_months: int = 0, on_chunk: ChunkCallback | None = None) -> RunRecord:
+    """A back-fill of [start, end) or (``full_refresh``) a rebuild of all history, ``days`` days per
+    dbt invocation so memory follows the chunk, not the history.
+
+    Without start/end the range is the raw records' own span. A full refresh drops what dbt built
+    (its schemas), back-fills every day oldest first (a model's first build in back-fill mode
+    holds just its range, dbt/README.md), then runs one plain incremental build, which rebuilds
+    the newest days with every late record in view. Tests run with the last invocation only.
+    Refuses (HistoryPruned) a range that reaches before what retention deleted, unless
+    ``accept_pruned_history``.
+    """
+    from .warehouse.history import raw_span, refuse_if_pruned
+
+    if start is None or end is None:
+        con = duckdb.connect(str(warehouse), read_only=True)
+        try:
+            span = raw_span(con)
+        finally:
+            con.close()
+        if span.oldest_day is None or span.newest_day is None:
+            raise ValueError(f"{warehouse} holds no jobs or file accesses to transform")
+        start = start or span.oldest_day
+        end = end or span.newest_day + timedelta(days=1)
+    chunks = day_chunks(start, end, days)
+    first = datetime(chunks[0][0].year, chunks[0][0].month, chunks[0][0].day, tzinfo=timezone.utc)
+    warning = refuse_if_pruned(warehouse, None if full_refresh else first, accept_pruned_history)
+    record = _start(warehouse, "full_refresh" if full_refresh else "backfill")
+    record.range_start, record.range_end, record.chunks = chunks[0][0].isoformat(), chunks[-1][1].isoformat(), len(chunks)
+    if warning:
+        record.failures.append("warning: " + warning)
+    if full_refresh:
+        _drop_dbt_schemas(warehouse)
+    runs: list[list[str]] = [backfill_args(s, e) for s, e in chunks]
+    if full_refresh:
+        runs.append([])  # the hourly build: the newest days again, with every late record in view
+    no_tests = ["--exclude-resource-type", "test", "--exclude-resource-type", "unit_test"]
+    results: list[TransformResult] = []
+    for i, extra in enumerate(runs):
+        if on_chunk and i < len(chunks):
+            on_chunk(i, len(chunks), *chunks[i])
+        last = i == len(runs) - 1
+        result = run_dbt(warehouse, state_dir, "build", extra + ([] if last else no_tests), project_dir=project_dir)
+        results.append(result)
+        if not result.success:
+            break
+        record.chunks_done = min(i + 1, len(chunks))
+    return _finish(warehouse, record, results, retention_months)
+
+
+def _drop_dbt_schemas(warehouse: Path) -> None:
+    con = duckdb.connect(str(warehouse))
+    try:
+        for schema in DBT_SCHEMAS:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+
+
+def _start(warehouse: Path, kind: str) -> RunRecord:
+    from .warehouse.history import load_history, new_since, now_iso
+
+    history = load_history(warehouse)  # fails early on a state file of another format version
+    since = history.last_success.loaded_until if history.last_success else None
+    record = RunRecord(kind=kind, started_at=now_iso())
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        record.batches_new, record.rows_new, record.loaded_until = new_since(con, since)
+    finally:
+        con.close()
+    return record
+
+
+def _finish(warehouse: Path, record: RunRecord, results: list[TransformResult], retention_months: int) -> RunRecord:
+    from .warehouse.history import apply_retention, load_history, now_iso, save_history
+
+    record.success = bool(results) and all(r.success for r in results)
+    record.models = sum(r.models for r in results)
+    record.tests = sum(r.tests for r in results)
+    record.failures += [f for r in results for f in r.failures]
+    record.finished_at = now_iso()
+    record.seconds = round((datetime.fromisoformat(record.finished_at)
+                            - datetime.fromisoformat(record.started_at)).total_seconds(), 1)
+    history = load_history(warehouse)
+    history.last_run = record
+    if record.success:
+        history.last_success = record
+    save_history(warehouse, history)
+    if record.success and retention_months:
+        # only once the marts hold every row it deletes
+        apply_retention(warehouse, retention_months)
+    return record

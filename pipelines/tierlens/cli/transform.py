@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ..config import paths
-from .common import WarehouseOpt, console, err, fail, warehouse
+from .common import WarehouseOpt, console, err, fail, progress, warehouse
 
 app = typer.Typer()
 
@@ -23,34 +25,121 @@ def transform(
     project_dir: Annotated[Optional[Path], typer.Option(
         file_okay=False, exists=True, help="A site's own dbt project [default: $TIERLENS_DBT_PROJECT_DIR, "
                                            "else the one shipped with tierlens].")] = None,
+    full_refresh: Annotated[bool, typer.Option(
+        "--full-refresh", help="Rebuild every model from all raw history, --days days per dbt run.")] = False,
+    backfill: Annotated[Optional[tuple[str, str]], typer.Option(
+        metavar="START END", help="Rebuild the marts for UTC days [START, END) (YYYY-MM-DD, END exclusive), "
+                                  "--days days per dbt run.")] = None,
+    days: Annotated[int, typer.Option(min=1, help="Days per dbt run of a back-fill or full refresh: "
+                                                  "memory follows this, not the history.")] = 1,
+    retention_months: Annotated[Optional[int], typer.Option(
+        min=0, help="Delete raw file accesses older than this many months (before the newest one) after a "
+                    "successful run; the marts keep them. 0: keep all \\[default: $TIERLENS_RAW_RETENTION_MONTHS, "
+                    "else 0].")] = None,
+    accept_pruned_history: Annotated[bool, typer.Option(
+        "--accept-pruned-history", help="Rebuild from raw even where retention deleted raw file accesses "
+                                        "(the marts lose that history).")] = False,
 ) -> None:
-    """Build the dbt project (staging → intermediate → marts) and run its tests."""
+    """Build the dbt project (staging → intermediate → marts) and run its tests.
+
+    Plain: an incremental run (only new and late data). --backfill START END or --full-refresh:
+    history a few days at a time."""
     if target and target.startswith("spark") and lake is None:
         fail("the spark targets read the Parquet lake: give --lake (tierlens lake export writes it)", 2)
-    run_transform(warehouse(warehouse_file), paths().dbt_state, target=target, lake=lake, project_dir=project_dir)
+    if full_refresh and backfill:
+        fail("give --full-refresh or --backfill, not both", 2)
+    if (full_refresh or backfill) and target not in (None, "duckdb"):
+        fail("--full-refresh and --backfill run on the DuckDB target; on Spark use dbt's own flags", 2)
+    span = None
+    if backfill:
+        try:
+            span = (date.fromisoformat(backfill[0]), date.fromisoformat(backfill[1]))
+        except ValueError as e:
+            fail(f"--backfill START END: dates as YYYY-MM-DD ({e})", 2, e)
+    if retention_months is None:
+        from ..orchestration.settings import setting
+
+        try:
+            retention_months = int(setting("raw_retention_months") or 0)
+        except ValueError as e:
+            fail(f"TIERLENS_RAW_RETENTION_MONTHS: a whole number of months ({e})", 2, e)
+    history = HistoryOptions(full_refresh=full_refresh, span=span, days=days, retention_months=retention_months,
+                             accept_pruned_history=accept_pruned_history)
+    run_transform(warehouse(warehouse_file), paths().dbt_state, target=target, lake=lake, project_dir=project_dir,
+                  history=history)
+
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    """How much history a transform covers (default: an incremental run) and the raw retention."""
+
+    full_refresh: bool = False
+    span: tuple[date, date] | None = None  # back-fill [start, end)
+    days: int = 1
+    retention_months: int = 0
+    accept_pruned_history: bool = False
 
 
 def run_transform(wh: Path, state: Path, target: str | None = None, lake: Path | None = None,
-                  project_dir: Path | None = None) -> None:
+                  project_dir: Path | None = None, history: HistoryOptions | None = None) -> None:
     """dbt build with a status line, its failures printed; publishes the snapshot readers open."""
+    if target not in (None, "duckdb") or lake is not None:
+        result = _run_other_engine(wh, state, target, lake, project_dir)
+        failures, models, tests = result.failures, result.models, result.tests
+        success = result.success
+    else:
+        record = _run_duckdb(wh, state, project_dir, history or HistoryOptions())
+        failures, models, tests, success = record.failures, record.models, record.tests, record.success
+    if not success:
+        for f in failures:
+            err.print(f"[red]{f}[/red]")
+        err.print(f"dbt logs: {state / 'logs'}")
+        raise typer.Exit(1)
+    for f in failures:  # a run that passed carries only warnings
+        err.print(f"[yellow]{f}[/yellow]")
+    console.print(f"dbt build: {models} models, {tests} tests passed.")
+    if target in (None, "duckdb"):
+        from ..warehouse.publish import publish_with_stats
+
+        published, stats = publish_with_stats(wh)
+        console.print(f"published for readers: {published} ({stats.bytes_written / 1e6:,.1f} of "
+                      f"{stats.file_bytes / 1e6:,.1f} MB written, {stats.seconds:.1f} s)", soft_wrap=True)
+
+
+def _run_other_engine(wh: Path, state: Path, target: str | None, lake: Path | None, project_dir: Path | None):
     from ..transform import run_dbt
 
     with console.status("dbt build: staging → intermediate → marts, with tests"):
         try:
-            result = run_dbt(wh, state, target=target, lake=lake, project_dir=project_dir,
-                             spark_warehouse=state / "spark-warehouse" if target == "spark" else None)
+            return run_dbt(wh, state, target=target, lake=lake, project_dir=project_dir,
+                           spark_warehouse=state / "spark-warehouse" if target == "spark" else None)
         except (FileNotFoundError, ValueError) as e:
             fail(str(e), 2, e)
-    if not result.success:
-        for f in result.failures:
-            err.print(f"[red]{f}[/red]")
-        err.print(f"dbt logs: {state / 'logs'}")
-        raise typer.Exit(1)
-    console.print(f"dbt build: {result.models} models, {result.tests} tests, {result.seeds} seeds passed.")
-    if target in (None, "duckdb"):
-        from ..warehouse.publish import publish
 
-        console.print(f"published for readers: {publish(wh)}", soft_wrap=True)
+
+def _run_duckdb(wh: Path, state: Path, project_dir: Path | None, h: HistoryOptions):
+    from ..transform import run_incremental, run_range
+    from ..warehouse.history import HistoryPruned
+
+    try:
+        if not (h.full_refresh or h.span):
+            with console.status("dbt build (incremental): staging → intermediate → marts, with tests"):
+                return run_incremental(wh, state, project_dir=project_dir, retention_months=h.retention_months)
+        with progress() as bar:
+            task = bar.add_task("full refresh" if h.full_refresh else "back-fill", total=None)
+
+            def on_chunk(i: int, n: int, s, e) -> None:
+                bar.update(task, total=n, completed=i, description=f"dbt build {s}..{e}")
+
+            record = run_range(wh, state, *(h.span or (None, None)), days=h.days, full_refresh=h.full_refresh,
+                               accept_pruned_history=h.accept_pruned_history, project_dir=project_dir,
+                               retention_months=h.retention_months, on_chunk=on_chunk)
+            bar.update(task, completed=record.chunks_done)
+            return record
+    except HistoryPruned as e:
+        fail(str(e), 2, e)
+    except (FileNotFoundError, ValueError) as e:
+        fail(str(e), 2, e)
 
 
 @app.command("ab-uncertainty")

@@ -38,6 +38,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "efficiency_jobs_per_node": ("4,8,16", "jobs per node of the efficiency what-if grid, comma-separated"),
     "start_date": ("2026-10-01", "first data interval of the scheduled DAGs (UTC date)"),
     "catchup": ("false", "back-fill every interval since start_date when the DAG is switched on"),
+    "raw_retention_months": ("0", "months of raw file accesses kept (before the newest one); older ones are "
+                                  "deleted after a successful transform, the marts keep them. 0: keep all"),
     "pool": ("tierlens_warehouse", "Airflow pool (1 slot) serialising every task that writes the warehouse"),
     "dbt_executable": ("", "dbt binary (dbt-duckdb) for Cosmos; default the dbt beside this Python"),
     "dbt_project_dir": ("", "dbt project; default the one shipped with tierlens (dbt/ of a checkout)"),

@@ -10,24 +10,37 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
 from ..records import Batch
 from .intervals import interval_batches, utc
-from .settings import Lookup, dbt_target, lake_path
+from .settings import Lookup, dbt_target, lake_path, setting
 
 
 # ---- sources ----------------------------------------------------------------------------------
 def _load(source: str, batches: Iterable[Batch], warehouse: Path, start: datetime, end: datetime) -> dict:
+    """Load the interval's batches; while another process (a transform) holds the warehouse, land
+    them instead (warehouse/landing.py) and return at once: an ingest never waits for a transform."""
     from ..pipeline import ingest
+    from ..warehouse.landing import drain, is_lock_error, land
 
     warehouse = Path(warehouse)
     warehouse.parent.mkdir(parents=True, exist_ok=True)
-    summary = ingest(interval_batches(batches, start, end), warehouse)
-    return {"source": source, "start": utc(start).isoformat(), "end": utc(end).isoformat(),
-            "batches": summary.batches, "rows_in": dict(summary.rows_in),
-            "rows_loaded": dict(summary.rows_loaded), "rows_rejected": dict(summary.rows_rejected)}
+    head = {"source": source, "start": utc(start).isoformat(), "end": utc(end).isoformat()}
+    selected = interval_batches(batches, start, end)
+    try:
+        landed_before = drain(warehouse)  # what an earlier ingest landed goes in first, in order
+        summary = ingest(selected, warehouse)
+    except Exception as e:
+        if not is_lock_error(e):
+            raise
+        # the lock is taken when the warehouse opens, before the first batch is read
+        return head | {"landed": land(selected, warehouse), "warehouse_busy": str(e)[:300]}
+    return head | {"batches": summary.batches, "rows_in": dict(summary.rows_in),
+                   "rows_loaded": dict(summary.rows_loaded), "rows_rejected": dict(summary.rows_rejected),
+                   "landed_loaded": landed_before[0]}
 
 
 def ingest_synthetic(warehouse: Path, start: datetime, end: datetime, options, cache_dir: Path) -> dict:
@@ -82,16 +95,58 @@ def counts(warehouse: Path) -> dict[str, int]:
 
 
 def publish(warehouse: Path, lookup: Lookup = None) -> dict:
-    """Rows per raw table; with a Spark dbt target, the lake is exported for it first."""
+    """Rows per raw table; with a Spark dbt target, the lake is exported for it first. While a
+    transform holds the warehouse: the number of landed files waiting instead (never waits)."""
+    from ..warehouse.landing import is_lock_error, landed_files
+
     if dbt_target(lookup) != "duckdb":
         from ..warehouse import export_lake
 
         export_lake(warehouse, lake_path(lookup))
-    return counts(warehouse)
+    try:
+        return counts(warehouse)
+    except Exception as e:
+        if not is_lock_error(e):
+            raise
+        return {"warehouse_busy": True, "landed_files": len(landed_files(warehouse))}
+
+
+def load_landed(warehouse: Path) -> dict:
+    """Before a transform: load what ingests landed while the warehouse was busy."""
+    from ..warehouse.landing import drain
+
+    files, rows = drain(Path(warehouse)) if Path(warehouse).exists() else (0, 0)
+    return {"files": files, "rows_loaded": rows}
+
+
+def begin_transform(warehouse: Path) -> dict:
+    """The start of a transform run as the warehouse's history will record it (what raw holds
+    that the last successful run has not seen)."""
+    from ..transform import _start
+
+    return asdict(_start(Path(warehouse), "hourly"))
+
+
+def finish_transform(warehouse: Path, begun: dict, lookup: Lookup = None) -> dict:
+    """After every model and test of the run passed: record the run, apply raw retention
+    (setting raw_retention_months), publish the snapshot readers open (not for a Spark target:
+    the DuckDB warehouse did not change)."""
+    from ..transform import TransformResult, _finish
+    from ..warehouse.history import RunRecord
+
+    record = _finish(Path(warehouse), RunRecord(**begun), [TransformResult(success=True)],
+                     int(setting("raw_retention_months", lookup) or 0))
+    out = {"run": asdict(record), "published": None}
+    if dbt_target(lookup) == "duckdb":
+        from ..warehouse.publish import publish_with_stats
+
+        path, stats = publish_with_stats(Path(warehouse))
+        out |= {"published": str(path), "publish": asdict(stats)}
+    return out
 
 
 def publish_snapshot(warehouse: Path, lookup: Lookup = None) -> str | None:
-    """After a transform: copy the warehouse to the snapshot readers open (None: the dbt target
+    """After a transform: bring the snapshot readers open up to date (None: the dbt target
     is not DuckDB, so the warehouse did not change)."""
     if dbt_target(lookup) != "duckdb":
         return None

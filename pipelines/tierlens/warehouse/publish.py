@@ -3,26 +3,67 @@
 DuckDB lets one process write a file, and other processes open it read-only only while nobody
 writes; a person's read-only session on the working file would make the next hourly load fail,
 and a load would make their query fail. So the pipeline keeps ``warehouse.duckdb`` to itself and,
-after each transform, publishes a copy that readers open instead (``tierlens sql``, the report,
-``duckdb -readonly``): ``published/warehouse.duckdb`` beside the working file.
+after each transform, publishes a snapshot that readers open instead (``tierlens sql``, the
+report, ``duckdb -readonly``): ``published/warehouse.duckdb`` beside the working file.
 
-The copy keeps the working file's name in its own folder because dbt-duckdb's views name their
-catalog after the file (``"warehouse"."staging"...``). It is written under a temporary name in
-that folder and renamed over the previous one: a reader that has the old one open keeps reading
-it, undisturbed; the next open sees the new one.
+The snapshot keeps the working file's name in its own folder because dbt-duckdb's views name their
+catalog after the file (``"warehouse"."staging"...``).
+
+Cost in proportion to what changed: the snapshot is one of a few *slots*
+(``published/.slots/warehouse.duckdb.<n>``) and ``published/warehouse.duckdb`` is a hard link to
+the current one. A publish brings the previous slot (the one readers left an hour ago) up to date
+by writing only the blocks of the working file that differ from it; DuckDB rewrites only the
+blocks of the row groups that changed at a checkpoint, so after an hourly incremental transform
+most of the file is byte-identical and stays unwritten. Then the slot is linked over the published
+name (a rename: atomic). A reader that has a snapshot open keeps its inode, untouched:
+
+- a slot is only rewritten when no process holds DuckDB's lock on it (a reader's session takes a
+  shared lock; the publisher takes the exclusive one, non-blocking, before writing), otherwise a
+  fresh slot is written in full and the held one is only unlinked (its reader keeps reading);
+- the current slot is never written.
+
+Common filesystems (ext4) have no reflinks, so this block diff is what keeps the write proportional to
+the change; it still reads both files once (sequential, mostly page cache), and the disk holds two
+snapshots (current and spare) beside the working file. ``published/.slots/state.json`` records
+the last publish (format version, when, bytes compared and written).
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import json
 import os
-import shutil
 import stat
+import time
 import uuid
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
 
 PUBLISHED_DIR = "published"
+SLOTS_DIR = ".slots"
+STATE_FILE = "state.json"
+#: Version of ``state.json``; bump when its fields change meaning.
+STATE_FORMAT_VERSION = 1
+#: DuckDB's storage block (256 KiB): the unit a checkpoint rewrites, so the unit compared.
+CHUNK = 256 * 1024
+
+
+@dataclass(frozen=True)
+class PublishStats:
+    """What one publish did: ``bytes_written`` is what changed since the slot it updated."""
+
+    format_version: int
+    published_at: str
+    slot: str
+    reused_slot: bool
+    file_bytes: int
+    bytes_written: int
+    chunks_written: int
+    seconds: float
 
 
 def published_path(warehouse: str | Path) -> Path:
@@ -38,10 +79,27 @@ def reader_path(warehouse: str | Path) -> Path:
     return published if published.is_file() else Path(warehouse)
 
 
-def publish(warehouse: str | Path) -> Path:
-    """Copy ``warehouse`` to its published snapshot; returns the snapshot's path.
+def last_publish(warehouse: str | Path) -> PublishStats | None:
+    """The record of the last publish of ``warehouse`` (None: none yet, or written by another version)."""
+    path = published_path(warehouse).parent / SLOTS_DIR / STATE_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if data.get("format_version") != STATE_FORMAT_VERSION:
+        return None
+    return PublishStats(**{k: data[k] for k in PublishStats.__dataclass_fields__})
 
-    Holds a writing connection on ``warehouse`` while copying, so no other process can change it
+
+def publish(warehouse: str | Path) -> Path:
+    """Bring the published snapshot of ``warehouse`` up to date; returns the snapshot's path."""
+    return publish_with_stats(warehouse)[0]
+
+
+def publish_with_stats(warehouse: str | Path) -> tuple[Path, PublishStats]:
+    """:func:`publish`, also returning what it wrote.
+
+    Holds a writing connection on ``warehouse`` throughout, so no other process can change it
     mid-copy (a writer meets the lock, as with any other task), after a checkpoint has put every
     committed change in the file itself.
     """
@@ -50,13 +108,26 @@ def publish(warehouse: str | Path) -> Path:
         raise FileNotFoundError(f"no warehouse at {source} to publish")
     target = published_path(source)
     _make_folder(target.parent)
+    slots = target.parent / SLOTS_DIR
+    _make_folder(slots)
+    t0 = time.perf_counter()
     con = duckdb.connect(str(source))
     try:
         con.execute("CHECKPOINT")
-        _copy_atomically(source, target)
+        current = _inode(target)
+        slot, fd, reused = _writable_slot(slots, source.name, current)
+        try:
+            written, chunks, size = _sync_blocks(source, fd)
+            _link_atomically(slot, target)
+        finally:
+            os.close(fd)  # releases the lock: the slot is now the published one
     finally:
         con.close()
-    return target
+    _drop_old_slots(slots, source.name, keep={slot.name, *_names_of(slots, source.name, current)})
+    stats = PublishStats(STATE_FORMAT_VERSION, datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                         slot.name, reused, size, written, chunks, round(time.perf_counter() - t0, 3))
+    _write_state(slots / STATE_FILE, stats)
+    return target, stats
 
 
 def _make_folder(folder: Path) -> None:
@@ -66,19 +137,96 @@ def _make_folder(folder: Path) -> None:
         raise ValueError(f"{folder} is not a plain folder (a symlink?): refusing to publish into it")
 
 
-def _copy_atomically(source: Path, target: Path) -> None:
-    tmp = target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+def _inode(path: Path) -> tuple[int, int] | None:
+    """The (device, inode) the published name points at now; a symlink counts as nothing."""
     try:
-        with open(source, "rb") as src, os.fdopen(fd, "wb") as out:
-            shutil.copyfileobj(src, out, 1 << 22)
-            out.flush()
-            os.fsync(out.fileno())
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def _slot_files(slots: Path, name: str) -> list[Path]:
+    return sorted(p for p in slots.iterdir() if p.name.startswith(name + ".") and p.name[len(name) + 1:].isdigit())
+
+
+def _names_of(slots: Path, name: str, inode: tuple[int, int] | None) -> set[str]:
+    return {p.name for p in _slot_files(slots, name) if inode is not None and _inode(p) == inode}
+
+
+def _writable_slot(slots: Path, name: str, current: tuple[int, int] | None) -> tuple[Path, int, bool]:
+    """A slot that is not the published one and that no reader has open, locked for writing;
+    else a new empty slot. Returns (path, fd, reused)."""
+    for path in reversed(_slot_files(slots, name)):
+        if _inode(path) in (current, None):
+            continue  # the snapshot readers open now, or not a plain file
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            os.close(fd)
+            if e.errno in (errno.EACCES, errno.EAGAIN):
+                continue  # a reader's session holds it: leave it to them
+            raise
+        return path, fd, True
+    taken = [int(p.name[len(name) + 1:]) for p in _slot_files(slots, name)]
+    path = slots / f"{name}.{max(taken, default=-1) + 1}"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return path, fd, False
+
+
+def _sync_blocks(source: Path, fd: int) -> tuple[int, int, int]:
+    """Make the file open at ``fd`` byte-identical to ``source``, writing only the chunks that
+    differ; returns (bytes written, chunks written, file size)."""
+    written = chunks = 0
+    with open(source, "rb", buffering=0) as src:
+        size = os.fstat(src.fileno()).st_size
+        offset = 0
+        while offset < size:
+            new = src.read(CHUNK)
+            if not new:
+                break
+            if os.pread(fd, len(new), offset) != new:
+                os.pwrite(fd, new, offset)
+                written += len(new)
+                chunks += 1
+            offset += len(new)
+    os.ftruncate(fd, size)
+    os.fsync(fd)
+    return written, chunks, size
+
+
+def _link_atomically(slot: Path, target: Path) -> None:
+    tmp = target.parent / f".{target.name}.{uuid.uuid4().hex[:12]}.tmp"
+    os.link(slot, tmp, follow_symlinks=False)
+    try:
         os.replace(tmp, target)  # replaces the name (a symlink too), never writes through it
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    dir_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
+    _fsync_dir(target.parent)
+
+
+def _drop_old_slots(slots: Path, name: str, keep: set[str]) -> None:
+    """Keep the published slot and the one it replaced (the next publish's spare); unlink others.
+    Unlinking never disturbs a reader that has one open: it keeps the inode until it closes."""
+    for path in _slot_files(slots, name):
+        if path.name not in keep:
+            path.unlink(missing_ok=True)
+    _fsync_dir(slots)
+
+
+def _write_state(path: Path, stats: PublishStats) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps(asdict(stats), indent=1))
+    os.replace(tmp, path)
+
+
+def _fsync_dir(folder: Path) -> None:
+    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(dir_fd)
     finally:

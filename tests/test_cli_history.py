@@ -1,0 +1,104 @@
+"""History commands as a site runs them: `tierlens transform --backfill`, raw retention, the refusal
+of a full refresh over pruned raw history, and what `tierlens doctor` says about it.
+
+Each command runs in its own process, as cron or a shell would. Expected counts come from the
+Parquet files loaded and from rows this test puts in, never from what the commands print.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+TIERLENS = Path(sys.executable).parent / "tierlens"
+
+
+def run(*args: str, env: dict[str, str], code: int = 0) -> subprocess.CompletedProcess:
+    r = subprocess.run([str(TIERLENS), *args], env=env, capture_output=True, text=True, timeout=1200)
+    assert r.returncode == code, f"tierlens {' '.join(args)}: {r.stdout[-3000:]}{r.stderr[-3000:]}"
+    return r
+
+
+@pytest.mark.timeout(2400)
+def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) -> None:
+    from tierlens.orchestration import synthetic_options, synthetic_site_files
+
+    folder = synthetic_site_files(synthetic_options("2026-10-01", days=2, nodes_per_type=1), tmp_path / "syn")
+    home = tmp_path / "home"
+    wh = home / "warehouse.duckdb"
+    env = {k: v for k, v in os.environ.items() if k != "TIERLENS_RAW_RETENTION_MONTHS"}
+    env |= {"TIERLENS_HOME": str(home), "DBT_SEND_ANONYMOUS_USAGE_STATS": "False"}
+    rows = 0
+    for kind in ("node", "job_tag", "job", "file_access"):
+        run("load", kind, str(folder / f"{kind}.parquet"), "-w", str(wh), env=env)
+        rows += pq.ParquetFile(folder / f"{kind}.parquet").metadata.num_rows
+    jobs = pq.read_table(folder / "job.parquet")
+    accesses = pq.read_table(folder / "file_access.parquet", columns=["end_time"])
+    first_day = min(pc.min(jobs.column("end_time")).as_py(), pc.min(accesses.column("end_time")).as_py()).date()
+    last_day = pc.max(accesses.column("end_time")).as_py().date()
+
+    # back-fill the whole span a day per dbt run
+    end = last_day + timedelta(days=1)
+    run("transform", "-w", str(wh), "--backfill", first_day.isoformat(), end.isoformat(), "--days", "1", env=env)
+    state = json.loads((home / "warehouse.duckdb.history.json").read_text())
+    assert state["format_version"] == 1
+    last = state["last_run"]
+    assert last["success"] and last["kind"] == "backfill"
+    assert last["chunks"] == last["chunks_done"] == (end - first_day).days
+    assert last["rows_new"] == rows  # every loaded row was new to this first run
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        finished = con.execute("SELECT count(*) FROM marts.job_efficiency").fetchone()[0]
+    finally:
+        con.close()
+    assert finished > 0
+
+    # three months older copies of 50 accesses: what a 1-month retention must delete, and only them
+    con = duckdb.connect(str(wh))
+    try:
+        con.execute("""INSERT INTO raw_file_access SELECT * REPLACE (unique_id || '-old' AS unique_id,
+                         start_time - INTERVAL 90 DAY AS start_time, end_time - INTERVAL 90 DAY AS end_time)
+                       FROM (SELECT * FROM raw_file_access ORDER BY unique_id LIMIT 50)""")
+        before = con.execute("SELECT count(*) FROM raw_file_access").fetchone()[0]
+    finally:
+        con.close()
+    run("transform", "-w", str(wh), env=env | {"TIERLENS_RAW_RETENTION_MONTHS": "1"})
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        after = con.execute("SELECT count(*) FROM raw_file_access").fetchone()[0]
+        old_left = con.execute("SELECT count(*) FROM raw_file_access WHERE unique_id LIKE '%-old'").fetchone()[0]
+    finally:
+        con.close()
+    assert (before - after, old_left) == (50, 0)
+    state = json.loads((home / "warehouse.duckdb.history.json").read_text())
+    assert state["last_run"]["kind"] == "hourly" and state["last_run"]["success"]
+    assert state["retention"]["months"] == 1 and state["retention"]["rows_deleted_total"] == 50
+    assert state["retention"]["pruned_before"] is not None
+
+    # rebuilding the marts from raw now would lose the pruned history: refused, with the reason
+    refused = run("transform", "-w", str(wh), "--full-refresh", env=env, code=2)
+    assert "retention" in refused.stderr and "--accept-pruned-history" in refused.stderr
+    # a back-fill of days raw still holds is fine
+    run("transform", "-w", str(wh), "--backfill", last_day.isoformat(), end.isoformat(), env=env)
+
+    # doctor's exit status also reflects this host's other parts (no Slurm here): read its findings
+    doctor = subprocess.run([str(TIERLENS), "doctor", "--json", "-w", str(wh)], env=env, capture_output=True,
+                            text=True, timeout=300)
+    found = {(f["area"], f["check"]): f for f in json.loads(doctor.stdout)["findings"]}
+    assert found[("warehouse", "last transform")]["status"] == "ok"
+    assert "backfill" in found[("warehouse", "last transform")]["detail"]
+    assert "deleted before" in found[("warehouse", "retention")]["detail"]
+    assert f"from {first_day}" in found[("warehouse", "raw history")]["detail"]
+    assert "GB working file" in found[("warehouse", "size")]["detail"]
+    assert "MB written" in found[("warehouse", "last publish")]["detail"]
