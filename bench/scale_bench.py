@@ -129,7 +129,9 @@ def _transform(warehouse: Path, backfill: tuple[datetime, datetime] | None = Non
     argv = [*TIERLENS, "transform", "-w", str(warehouse)]
     if backfill is not None and "--backfill" in subprocess.run(
             [*TIERLENS, "transform", "--help"], capture_output=True, text=True).stdout:
-        argv += ["--backfill", backfill[0].date().isoformat(), (backfill[1] - timedelta(seconds=1)).date().isoformat()]
+        # UTC days [START, END): every day the window touches
+        last = (backfill[1] - timedelta(microseconds=1)).date()
+        argv += ["--backfill", backfill[0].date().isoformat(), (last + timedelta(days=1)).isoformat()]
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -239,9 +241,19 @@ def child_disk(args: argparse.Namespace) -> dict:
     folder = wh.parent
     return {"jobs": jobs, "job_rows": rows_job, "file_accesses": accesses,
             "warehouse_bytes": wh.stat().st_size,
-            "published_bytes": sum(f.stat().st_size for f in snap.parent.rglob("*") if f.is_file()),
-            "home_bytes": sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()),
+            "published_bytes": _bytes(snap.parent),
+            "home_bytes": _bytes(folder),
             "jobs_and_tags_bytes": job_bytes}
+
+
+def _bytes(folder: Path) -> int:
+    """Disk taken by the files under ``folder``, each hard-linked file once (snapshot slots)."""
+    seen: dict[tuple[int, int], int] = {}
+    for f in folder.rglob("*"):
+        if f.is_file() and not f.is_symlink():
+            st = f.stat()
+            seen[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+    return sum(seen.values())
 
 
 CHILDREN = {"_backfill": child_backfill, "_write_hour": child_write_hour, "_hour": child_hour,
