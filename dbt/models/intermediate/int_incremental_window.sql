@@ -1,0 +1,31 @@
+-- What this run of the incremental models rebuilds (dbt/README.md, "Invocation contract"): one
+-- row, rebuilt first on every run. newest_day is the newest UTC day of data (job ends and file
+-- access opens), never later than today, so one record stamped in the future cannot move every
+-- window past the data. Each incremental model rebuilds the days from newest_day minus its
+-- lookback on (run_mode 'incremental'), every day ('full'), or the days of vars backfill_start
+-- .. backfill_end ('backfill').
+{%- set mode = 'full' if flags.FULL_REFRESH else ('backfill' if var('backfill_start', none) is not none else 'incremental') %}
+with newest as (
+    select max(newest) as newest
+    from (
+        select max(end_time) as newest from {{ ref('stg_job') }}
+        union all
+        select max(start_time) as newest from {{ ref('stg_file_access') }}
+    ) as per_source
+)
+
+select
+    {{ sql_literal(mode) }}                                                    as run_mode,
+    cast({{ utc('least(newest, ' ~ current_instant() ~ ')') }} as date)         as newest_day,
+    {% if mode == 'backfill' -%}
+    cast({{ sql_literal(var('backfill_start') | string) }} as date)            as backfill_start,
+    cast({{ sql_literal(var('backfill_end', var('backfill_start')) | string) }} as date) as backfill_end,
+    {%- else -%}
+    cast(null as date)                                                         as backfill_start,
+    cast(null as date)                                                         as backfill_end,
+    {%- endif %}
+    {{ var('access_lateness_days', 1) | int }}                                 as access_lateness_days,
+    {{ var('job_lateness_days', 2) | int }}                                    as job_lateness_days,
+    {{ var('max_wall_days', 7) | int }}                                        as max_wall_days,
+    {{ current_instant() }}                                                    as built_at
+from newest
