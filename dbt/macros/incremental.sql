@@ -11,8 +11,8 @@
 
   Three modes, decided per run:
     full         `dbt build --full-refresh`, or the model's first build: every day.
-    incremental  plain `dbt build`: days from (newest day of data - lookback) on, where the newest
-                 day is intermediate.int_incremental_window.newest_day.
+    incremental  plain `dbt build`: days from (the newest day the model holds - lookback) on
+                 (model_newest_day below).
     backfill     vars backfill_start / backfill_end (dates, end exclusive): exactly those days.
 -#}
 
@@ -51,12 +51,16 @@
 {%- endmacro %}
 
 
-{#- The newest UTC day of data, from intermediate.int_incremental_window (built first each run);
-    a date, or none when there is no data. -#}
-{% macro newest_data_day() -%}
+{#- The newest day the model already holds (its day column's maximum, never later than today):
+    a date, or none when the model is empty. Every record loaded since the model's last build
+    arrived when the newest day of data was at least this day, so it lies at most its lateness
+    before it: the window from this day minus the lookback holds every day such a record can
+    change, however many hours or days of loads the run catches up on. -#}
+{% macro model_newest_day() -%}
     {%- if not execute -%}{{ return(none) }}{%- endif -%}
-    {%- set result = run_query('select cast(newest_day as ' ~ dbt.type_string() ~ ') from '
-                               ~ ref('int_incremental_window')) -%}
+    {%- set day_column = config.get('unique_key') -%}
+    {%- set result = run_query('select cast(least(max(' ~ day_column ~ '), current_date) as '
+                               ~ dbt.type_string() ~ ') from ' ~ this) -%}
     {%- set value = result.columns[0].values()[0] if result and result.rows | length > 0 else none -%}
     {%- if value is none -%}{{ return(none) }}{%- endif -%}
     {{ return(modules.datetime.date.fromisoformat(value[:10])) }}
@@ -70,7 +74,7 @@
     {%- if mode == 'backfill' -%}
         {{ return(modules.datetime.date.fromisoformat(var('backfill_start') | string)) }}
     {%- elif mode == 'incremental' -%}
-        {%- set newest = newest_data_day() -%}
+        {%- set newest = model_newest_day() -%}
         {%- if newest is none -%}{{ return(none) }}{%- endif -%}
         {{ return(newest - modules.datetime.timedelta(days=lookback_days | int)) }}
     {%- endif -%}

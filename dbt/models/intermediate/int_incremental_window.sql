@@ -1,10 +1,13 @@
--- What this run of the incremental models rebuilds (dbt/README.md, "Invocation contract"): one
--- row, rebuilt first on every run. newest_day is the newest UTC day of data (job ends and file
--- access opens), never later than today, so one record stamped in the future cannot move every
--- window past the data. Each incremental model rebuilds the days from newest_day minus its
--- lookback on (run_mode 'incremental'), every day ('full'), or the days of vars backfill_start
--- .. backfill_end ('backfill').
-{%- set mode = 'full' if flags.FULL_REFRESH else ('backfill' if var('backfill_start', none) is not none else 'incremental') %}
+-- One row per run of the incremental models (dbt/README.md, "Invocation contract"): what the
+-- run was asked to rebuild. Appended by every run, so the latest row is the last run (tierlens
+-- doctor) and the rows before it the history; a --full-refresh starts it again. newest_day is the
+-- newest UTC day of data (job ends and file access opens), never later than today. Each
+-- incremental model rebuilds the days from the newest day it already holds minus its lookback
+-- (run_mode 'incremental'), every day ('full'), or vars backfill_start .. backfill_end
+-- ('backfill').
+{{ config(materialized='table' if target.type == 'spark' else 'incremental', incremental_strategy='append') }}
+{%- set mode = 'backfill' if var('backfill_start', none) is not none and not flags.FULL_REFRESH
+               else ('incremental' if is_incremental() else 'full') %}
 with newest as (
     select max(newest) as newest
     from (
