@@ -219,6 +219,7 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
     load(None, start + day)
     for d in range(1, 10):
         load(start + d * day, start + (d + 1) * day)
+    _dbt(warehouse, state, "seed")
     timings["build 1 (first, days 0-9)"] = _dbt(warehouse, state, "run")
     for d in range(10, 20):
         load(start + d * day, start + (d + 1) * day)

@@ -11,8 +11,7 @@ ab_uncertainty.yml: arm_a, arm_b, ab_block ('hour' or 'day'), ab_seed, ab_min_jo
 ab_min_blocks, high_hit_ratio.
 """
 
-import datetime as dt
-
+from tierlens.analysis.dbt_window import rebuild_window
 from tierlens.analysis.uncertainty import ABParams, ab_uncertainty
 
 #: The day a row is rebuilt by (macros/incremental.sql, strategy replace_days): a week or day row
@@ -22,23 +21,6 @@ PERIOD_LAST_DAY = "(case when period_grain = 'all' then null else period_end - 1
 
 def _value(value, default, cast):
     return default if value in (None, "") else cast(value)
-
-
-def _window(dbt, session) -> tuple[dt.date | None, dt.date | None]:
-    """The last days of the periods this run rebuilds: [from, until), None for unbounded.
-
-    The same window as macros/incremental.sql gives the SQL models (and the strategy's delete):
-    a back-fill's days, else the newest period day held minus the lookback, else everything."""
-    start, end = dbt.config.get("backfill_start"), dbt.config.get("backfill_end")
-    if start not in (None, "", "None"):
-        return (dt.date.fromisoformat(str(start)[:10]),
-                dt.date.fromisoformat(str(end)[:10]) if end not in (None, "", "None") else None)
-    if not dbt.is_incremental:
-        return None, None
-    newest = session.sql(f"select least(max({PERIOD_LAST_DAY}), current_date) from {dbt.this}").fetchone()[0]
-    if newest is None:
-        return None, None
-    return newest - dt.timedelta(days=int(dbt.config.get("lookback_days"))), None
 
 
 def model(dbt, session):
@@ -59,5 +41,6 @@ def model(dbt, session):
     )
     jobs = dbt.ref("job_efficiency").to_arrow_table()
     cache = dbt.ref("cache_hourly").to_arrow_table()
-    periods_from, periods_until = _window(dbt, session)
+    periods_from, periods_until = rebuild_window(dbt.config.get, dbt.is_incremental, str(dbt.this), session,
+                                                 PERIOD_LAST_DAY)
     return ab_uncertainty(jobs, cache, params, periods_from, periods_until)

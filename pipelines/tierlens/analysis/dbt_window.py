@@ -1,0 +1,36 @@
+"""The incremental window of a dbt Python model, the same as dbt/macros/incremental.sql gives the
+SQL models (and the strategy replace_days deletes): the days a run rebuilds.
+
+A model passes its config (dbt.config.get) and its session; the window is [first, stop) of
+the rows' rebuild day (``day_expr``, SQL over the model's own columns), None for unbounded:
+a back-fill's days (config backfill_start / backfill_end, from the vars), else the newest day the
+model holds (never later than today) minus config lookback_days, else every day.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+
+def _given(value: Any) -> bool:
+    return value not in (None, "", "None")
+
+
+def _day(value: Any) -> dt.date:
+    return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value)[:10])
+
+
+def rebuild_window(config_get: Callable[[str], Any], is_incremental: bool, this: str, session: Any,
+                   day_expr: str) -> tuple[dt.date | None, dt.date | None]:
+    """(first day, day after the last) this run rebuilds; (None, None) for all of history."""
+    start, end = config_get("backfill_start"), config_get("backfill_end")
+    if _given(start):
+        return _day(start), _day(end) if _given(end) else None
+    if not is_incremental:
+        return None, None
+    newest = session.sql(f"select least(max({day_expr}), current_date) from {this}").fetchone()[0]
+    if newest is None:
+        return None, None
+    return _day(newest) - dt.timedelta(days=int(config_get("lookback_days"))), None
