@@ -41,6 +41,7 @@ def model(dbt, session):
     )
     jobs = dbt.ref("job_efficiency").to_arrow_table()
     cache = dbt.ref("cache_hourly").to_arrow_table()
-    periods_from, periods_until = rebuild_window(dbt.config.get, dbt.is_incremental, str(dbt.this), session,
-                                                 PERIOD_LAST_DAY)
+    periods_from, periods_until = rebuild_window(
+        dbt.config.get("backfill_start"), dbt.config.get("backfill_end"), dbt.config.get("lookback_days"),
+        dbt.is_incremental, f'"{dbt.this.schema}"."{dbt.this.identifier}"', session, PERIOD_LAST_DAY)
     return ab_uncertainty(jobs, cache, params, periods_from, periods_until)

@@ -1,7 +1,7 @@
 """The incremental window of a dbt Python model, the same as dbt/macros/incremental.sql gives the
 SQL models (and the strategy replace_days deletes): the days a run rebuilds.
 
-A model passes its config (dbt.config.get) and its session; the window is [first, stop) of
+A model passes its config values and its session; the window is [first, stop) of
 the rows' rebuild day (``day_expr``, SQL over the model's own columns), None for unbounded:
 a back-fill's days (config backfill_start / backfill_end, from the vars), else the newest day the
 model holds (never later than today) minus config lookback_days, else every day.
@@ -10,7 +10,6 @@ model holds (never later than today) minus config lookback_days, else every day.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from typing import Any
 
 
@@ -22,10 +21,13 @@ def _day(value: Any) -> dt.date:
     return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value)[:10])
 
 
-def rebuild_window(config_get: Callable[[str], Any], is_incremental: bool, this: str, session: Any,
-                   day_expr: str) -> tuple[dt.date | None, dt.date | None]:
-    """(first day, day after the last) this run rebuilds; (None, None) for all of history."""
-    start, end = config_get("backfill_start"), config_get("backfill_end")
+def rebuild_window(backfill_start: Any, backfill_end: Any, lookback_days: Any, is_incremental: bool,
+                   this: str, session: Any, day_expr: str) -> tuple[dt.date | None, dt.date | None]:
+    """(first day, day after the last) this run rebuilds; (None, None) for all of history.
+
+    The config values are passed in, not looked up here: dbt hands a Python model only the
+    config keys its own source reads with literal dbt.config.get calls."""
+    start, end = backfill_start, backfill_end
     if _given(start):
         return _day(start), _day(end) if _given(end) else None
     if not is_incremental:
@@ -33,4 +35,4 @@ def rebuild_window(config_get: Callable[[str], Any], is_incremental: bool, this:
     newest = session.sql(f"select least(max({day_expr}), current_date) from {this}").fetchone()[0]
     if newest is None:
         return None, None
-    return _day(newest) - dt.timedelta(days=int(config_get("lookback_days"))), None
+    return _day(newest) - dt.timedelta(days=int(lookback_days)), None
