@@ -256,7 +256,7 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
 
 def _floats(con: duckdb.DuckDBPyConnection, relation: str) -> set[str]:
     return {name for name, kind in con.execute(
-        f"select column_name, data_type from (describe {relation})").fetchall()
+        f"select column_name, column_type from (describe {relation})").fetchall()
         if kind in ("DOUBLE", "FLOAT") or kind.startswith("DECIMAL")}
 
 
