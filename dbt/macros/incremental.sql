@@ -59,8 +59,9 @@
 {% macro model_newest_day() -%}
     {%- if not execute -%}{{ return(none) }}{%- endif -%}
     {%- set day_column = config.get('unique_key') -%}
-    {%- set result = run_query('select cast(least(max(' ~ day_column ~ '), current_date) as '
-                               ~ dbt.type_string() ~ ') from ' ~ this) -%}
+    {#- least() skips NULL on both engines: an empty model must give NULL, not today -#}
+    {%- set result = run_query('select cast(case when max(' ~ day_column ~ ') is not null then least(max('
+                               ~ day_column ~ '), current_date) end as ' ~ dbt.type_string() ~ ') from ' ~ this) -%}
     {%- set value = result.columns[0].values()[0] if result and result.rows | length > 0 else none -%}
     {%- if value is none -%}{{ return(none) }}{%- endif -%}
     {{ return(modules.datetime.date.fromisoformat(value[:10])) }}

@@ -32,7 +32,9 @@ def rebuild_window(backfill_start: Any, backfill_end: Any, lookback_days: Any, i
         return _day(start), _day(end) if _given(end) else None
     if not is_incremental:
         return None, None
-    newest = session.sql(f"select least(max({day_expr}), current_date) from {this}").fetchone()[0]
+    # least() skips NULL: an empty model must give NULL (rebuild all), not today
+    newest = session.sql(f"select case when max({day_expr}) is not null then least(max({day_expr}), current_date) end "
+                         f"from {this}").fetchone()[0]
     if newest is None:
         return None, None
     return _day(newest) - dt.timedelta(days=int(lookback_days)), None
