@@ -16,14 +16,39 @@
 -- job_identity names a job, not a step ('<batch_system>.<cluster>.<job_id>'): where a job has
 -- several step rows the access goes to the whole-job row (step_id ''), else to its first step,
 -- so an access is never counted twice.
-with accesses as (
+--
+-- Incremental by the UTC day of the access's start_time (column day). A job's accesses arrive
+-- before its accounting record: a record arriving up to var job_lateness_days after the job ends
+-- changes the matches of accesses up to var max_wall_days before that, so the lookback is their
+-- sum. The window's accesses are matched against every job that can overlap them (ended on or
+-- after the window's first day, or still running) and every access of the window's days and of
+-- max_wall_days before (pid evidence from an exactly matched access of the same job).
+{%- set lookback = job_match_lookback_days() %}
+{%- set wall_days = var('max_wall_days', 7) | int %}
+{{ config(**incremental_by_day('day', lookback)) }}
+with window_accesses as (
     select * from {{ ref('int_file_access_reconciled') }}
+    where {{ in_window('day', lookback) }} or day is null
+),
+
+-- The window's accesses and those of the days before it whose open..close reaches into it.
+context_accesses as (
+    select * from {{ ref('int_file_access_reconciled') }}
+    where start_time is null
+       or ({{ instant_after_window('start_time', lookback, wall_days) }}
+           and {{ instant_after_window('coalesce(end_time, start_time)', lookback) }}
+           and {{ instant_before_window_end('start_time') }})
+),
+
+accesses as (
+    select * from window_accesses
 ),
 
 -- One row per job: the whole-job row, else its first step.
 job_rows as (
     select job_identity, {{ job_key() }}, node, node_list, start_time, end_time
-    from {{ one_row_per_job(ref('stg_job')) }} as first_rows
+    from {{ one_row_per_job(ref('stg_job'),
+                            where="end_time is null or " ~ instant_after_window('end_time', lookback)) }} as first_rows
 ),
 
 job_by_identity as (
@@ -50,7 +75,7 @@ exact as (
         accesses.start_time,
         coalesce(accesses.end_time, accesses.start_time) as end_time,
         {{ job_key('job_by_identity') }}
-    from accesses
+    from context_accesses as accesses
     inner join job_by_identity
         on job_by_identity.job_identity = {{ tierlens_identity('accesses.job_identity') }}
 ),

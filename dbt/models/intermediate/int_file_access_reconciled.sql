@@ -18,7 +18,7 @@
 --     the access was served (less bypass; the f-stream's bytes, or the g-stream's when larger)
 --     and by the file size; hit = the rest of what it was served. A
 --     cache access without a fill is all hits when the cache's origin is monitored (the cache
---     has fills at all) and the g-stream does not say an origin was contacted (remotes).
+--     has fills on the UTC day the access opened) and the g-stream does not say an origin was contacted (remotes).
 --   * evidence 'todisk' (no origin evidence; XRootD 5.7.2+ caches): the cache's own b_todisk, the
 --     bytes it fetched from the origin and wrote to its disk during the attach (unlike b_miss it
 --     counts the blocks a first read waited for), capped by what the access was served; hit =
@@ -26,13 +26,28 @@
 --   * evidence 'gstream' (no origin evidence, no b_todisk): b_hit + b_miss corrected with what the event
 --     carries besides: access_cnt = 1 is the file's first access, so nothing was on disk (all
 --     miss); remotes = '' means no origin was contacted (all hit); when the cache's report on the
---     access before (access_cnt one less) is there, the blocks that reached its disk since
+--     access before (by open time, access_cnt one less, within var cache_previous_report_days) is there, the blocks that reached its disk since
 --     (n_blks_done now - then, at the file's mean block size) were fetched for this access;
 --     otherwise the g-stream split.
 --   * no evidence: NULL bytes.
 -- gstream_* keep the cache's own word beside the reconciled figures.
+--
+-- Incremental by the UTC day of start_time (column day), lookback access_lateness_days: cache
+-- events and origin fills arrive within minutes. The window's accesses are rebuilt from the
+-- accesses of the window and of the days before it that its rows look back to (a fill opens
+-- within 2 s of its cache access; the cache's previous report on a file counts only within
+-- var cache_previous_report_days, default 7).
+{%- set lookback = access_lookback_days() %}
+{%- set report_days = var('cache_previous_report_days', 7) | int %}
+{{ config(**incremental_by_day('day', lookback)) }}
 with accesses as (
-    select * from {{ ref('stg_file_access') }}
+    select
+        *,
+        cast({{ utc('start_time') }} as date) as day
+    from {{ ref('stg_file_access') }}
+    where start_time is null
+       or ({{ instant_after_window('start_time', lookback, [report_days, 1] | max) }}
+           and {{ instant_before_window_end('start_time', 1) }})
 ),
 
 caches as (
@@ -51,6 +66,7 @@ fills as (
         origin.server_host                       as origin_server_host,
         origin.unique_id                         as origin_unique_id,
         origin.file_lfn,
+        origin.start_time                        as fill_start,
         {{ epoch_micros('origin.start_time') }}  as fill_start_us,
         coalesce(origin.read_bytes_at_close, 0)  as fill_bytes
     from accesses as origin
@@ -87,26 +103,37 @@ fill_bytes as (
     group by server_host, unique_id
 ),
 
+-- The days a cache's origin was monitored: it had fills that day.
 monitored_origin as (
-    select distinct cache_server_host as server_host
+    select distinct cache_server_host as server_host, cast({{ utc('fill_start') }} as date) as day
     from fills
 ),
 
--- The cache's previous report on the same file: the blocks it had on disk then, when that report
--- was the access just before this one (access_cnt one less).
+-- The cache's previous report on the same file: the blocks it had on disk then, when the
+-- access just before this one (by open time) was the file's previous access (access_cnt one
+-- less) and opened at most var cache_previous_report_days before it.
 previous_report as (
     select
         server_host,
         unique_id,
         case
-            when lag(cache_access_count) over (partition by server_host, file_lfn
-                                               order by cache_access_count, start_time, unique_id)
-                 = cache_access_count - 1
-            then lag(cache_blocks_done) over (partition by server_host, file_lfn
-                                              order by cache_access_count, start_time, unique_id)
+            when previous_count = cache_access_count - 1
+                 and previous_start >= start_time - interval '{{ report_days }}' day
+            then previous_blocks_done
         end as previous_blocks_done
-    from accesses
-    where server_role = 'cache' and cache_access_count is not null
+    from (
+        select
+            server_host,
+            unique_id,
+            start_time,
+            cache_access_count,
+            lag(cache_access_count) over file_reports as previous_count,
+            lag(start_time) over file_reports         as previous_start,
+            lag(cache_blocks_done) over file_reports  as previous_blocks_done
+        from accesses
+        where server_role = 'cache' and cache_access_count is not null
+        window file_reports as (partition by server_host, file_lfn order by start_time, unique_id)
+    ) as reports
 ),
 
 sides as (
@@ -129,6 +156,7 @@ sides as (
         and fill_bytes.unique_id = accesses.unique_id
     left join monitored_origin
         on monitored_origin.server_host = accesses.server_host
+        and monitored_origin.day = accesses.day
         and accesses.server_role = 'cache'
     left join previous_report
         on previous_report.server_host = accesses.server_host
@@ -209,5 +237,7 @@ select
     origin_fill_bytes,
     cache_hit_bytes                                                  as gstream_hit_bytes,
     cache_miss_bytes                                                 as gstream_miss_bytes,
-    cache_bypass_bytes                                               as gstream_bypass_bytes
+    cache_bypass_bytes                                               as gstream_bypass_bytes,
+    day
 from evidence
+where {{ in_window('day', lookback) }} or day is null

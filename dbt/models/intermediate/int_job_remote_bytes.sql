@@ -9,9 +9,17 @@
 -- the two kinds in proportion to the access's bytes of each.
 -- The *_exact columns count the accesses matched by job identity alone: job_efficiency reports
 -- only those, and the SSD wear estimate counts only the xrdcp copies it is sure of.
+--
+-- Incremental by last_access_day, the UTC day of the job's latest matched access: a job whose
+-- matches change has an access in int_file_access_by_job's rebuilt days, so it is rebuilt here
+-- from all its accesses (those of the days up to max_wall_days before), with the same lookback.
+{%- set lookback = job_match_lookback_days() %}
+{%- set wall_days = var('max_wall_days', 7) | int %}
+{{ config(**incremental_by_day('last_access_day', lookback)) }}
 with accesses as (
     select
         {{ job_key() }},
+        day,
         match_quality,
         file_lfn,
         file_size_bytes,
@@ -35,7 +43,7 @@ with accesses as (
              then cast(coalesce(cache_hit_bytes, 0) as double)
              else cast(coalesce(read_bytes_at_close, 0) as double) end         as hit_part
     from {{ ref('int_file_access_by_job') }}
-    where job_id is not null
+    where job_id is not null and (day is null or {{ in_window('day', lookback, wall_days) }})
 ),
 
 routed as (
@@ -73,6 +81,8 @@ select
     sum(miss_part * stage_share)                                               as stage_cache_miss_bytes,
     sum(origin_part * (1 - stage_share))                                       as direct_origin_bytes,
     sum(hit_part * (1 - stage_share))                                          as direct_cache_hit_bytes,
-    sum(miss_part * (1 - stage_share))                                         as direct_cache_miss_bytes
+    sum(miss_part * (1 - stage_share))                                         as direct_cache_miss_bytes,
+    max(day)                                                                   as last_access_day
 from routed
 group by {{ job_key() }}
+having max(day) is null or {{ in_window('max(day)', lookback) }}

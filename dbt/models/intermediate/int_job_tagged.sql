@@ -8,7 +8,13 @@
 -- elapsed 0) ends without running. It has no efficiency, so it stays out of job_efficiency and
 -- of every efficiency denominator, but it is kept here to be counted among the failed jobs.
 -- failed: the final state is one of var failed_states.
+-- Incremental by day (UTC day of end_time), lookback var job_lateness_days: a job's accounting
+-- record arrives when it ends. Tags and the node inventory are read whole (a tag precedes its
+-- job's record); a change to the node inventory reaches jobs already built only on a
+-- --full-refresh (dbt/README.md).
 {%- set failed_states = var('failed_states') %}
+{%- set lookback = job_lookback_days() %}
+{{ config(**incremental_by_day('day', lookback)) }}
 with jobs as (
     select
         *,
@@ -18,6 +24,8 @@ with jobs as (
         case when step_id <> '' then '' end as whole_job_step_id
     from {{ ref('stg_job') }}
     where end_time is not null
+      and {{ instant_after_window('end_time', lookback) }}
+      and {{ instant_before_window_end('end_time') }}
 ),
 
 tags as (

@@ -4,12 +4,23 @@
 -- spread over the hours it ran in proportion to its overlap with each.
 -- Every hour from a node's first job start to its last job end is present (idle hours have 0).
 -- Jobs count on their first node (job.node) only; running jobs (no end_time) are not counted.
-with jobs as (
+--
+-- Incremental by day (UTC day of hour), lookback max_wall_days + job_lateness_days: a job whose
+-- record arrives late adds to the hours it ran, up to max_wall_days before it ended. The
+-- window's hours are rebuilt from the jobs that ran in them; a node's first and last hour come
+-- from all its jobs (job grain, not hours).
+{%- set lookback = job_match_lookback_days() %}
+{%- set first_day = window_first_day(lookback) %}
+{%- set stop_day = window_end_day() %}
+{{ config(**incremental_by_day('day', lookback)) }}
+with all_jobs as (
     select
         cluster,
         node,
         allocated_cores,
         coalesce(cpu_user_seconds, 0) + coalesce(cpu_system_seconds, 0) as cpu_seconds,
+        start_time,
+        end_time,
         {{ utc('start_time') }} as start_utc,
         {{ utc('end_time') }}   as end_utc
     from {{ ref('int_job_tagged') }}
@@ -18,11 +29,22 @@ with jobs as (
       and end_time > start_time
 ),
 
+jobs as (
+    select * from all_jobs
+    where {{ instant_after_window('end_time', lookback) }}
+      {%- if stop_day is not none %}
+      and start_time < {{ day_start_instant(stop_day) }}
+      {%- endif %}
+),
+
 job_hours as (
-    select
-        jobs.*,
-        {{ explode_hours("date_trunc('hour', start_utc)", 'end_utc') }} as hour_utc
-    from jobs
+    select * from (
+        select
+            jobs.*,
+            {{ explode_hours("date_trunc('hour', start_utc)", 'end_utc') }} as hour_utc
+        from jobs
+    ) as exploded
+    where {{ in_window('cast(hour_utc as date)', lookback) }}
 ),
 
 usage as (
@@ -45,22 +67,31 @@ usage as (
     group by cluster, node, hour_utc
 ),
 
+-- A node's first and last hour with a job, over all its jobs: the last hour a job counts in is
+-- the hour before its end (the hours run from its start's hour up to, not including, its end).
 node_span as (
     select
         cluster,
         node,
-        min(hour_utc) as first_hour,
-        max(hour_utc) as last_hour
-    from usage
+        date_trunc('hour', min(start_utc))                          as first_hour,
+        date_trunc('hour', max(end_utc) - interval 1 microsecond)   as last_hour
+    from all_jobs
     group by cluster, node
 ),
 
 spine as (
-    select
-        cluster,
-        node,
-        {{ explode_hours('first_hour', 'last_hour + interval 1 hour') }} as hour_utc
-    from node_span
+    select * from (
+        select
+            cluster,
+            node,
+            {{ explode_hours(
+                'first_hour' if first_day is none
+                else 'greatest(first_hour, ' ~ utc(day_start_instant(first_day)) ~ ')',
+                'last_hour + interval 1 hour' if stop_day is none
+                else 'least(last_hour + interval 1 hour, ' ~ utc(day_start_instant(stop_day)) ~ ')') }} as hour_utc
+        from node_span
+    ) as hours
+    where {{ in_window('cast(hour_utc as date)', lookback) }}
 ),
 
 final as (
@@ -76,7 +107,8 @@ final as (
         coalesce(usage.cpu_seconds, 0)                           as cpu_seconds,
         config.job_slots * 3600.0                                as capacity_core_seconds,
         coalesce(usage.allocated_core_seconds, 0)
-            / nullif(config.job_slots * 3600.0, 0)               as occupancy
+            / nullif(config.job_slots * 3600.0, 0)               as occupancy,
+        cast(spine.hour_utc as date)                             as day
     from spine
     left join usage
         on  usage.cluster = spine.cluster

@@ -11,7 +11,12 @@ ab_uncertainty.yml: arm_a, arm_b, ab_block ('hour' or 'day'), ab_seed, ab_min_jo
 ab_min_blocks, high_hit_ratio.
 """
 
+from tierlens.analysis.dbt_window import rebuild_window
 from tierlens.analysis.uncertainty import ABParams, ab_uncertainty
+
+#: The day a row is rebuilt by (macros/incremental.sql, strategy replace_days): a week or day row
+#: by its last day, so a week is rebuilt while any of its days is; 'all' rows (NULL) every run.
+PERIOD_LAST_DAY = "(case when period_grain = 'all' then null else period_end - 1 end)"
 
 
 def _value(value, default, cast):
@@ -19,7 +24,10 @@ def _value(value, default, cast):
 
 
 def model(dbt, session):
-    dbt.config(materialized="table")
+    # Incremental: a late job changes the rows of the periods it ended in and every 'all' row.
+    # (dbt reads dbt.config's arguments as literals: PERIOD_LAST_DAY spelled out)
+    dbt.config(materialized="incremental", incremental_strategy="replace_days",
+               unique_key="(case when period_grain = 'all' then null else period_end - 1 end)")
     # dbt.config.get takes literals only (dbt parses them), hence one call per parameter.
     params = ABParams(
         arm_a=_value(dbt.config.get("arm_a"), "A", str),
@@ -33,4 +41,7 @@ def model(dbt, session):
     )
     jobs = dbt.ref("job_efficiency").to_arrow_table()
     cache = dbt.ref("cache_hourly").to_arrow_table()
-    return ab_uncertainty(jobs, cache, params)
+    periods_from, periods_until = rebuild_window(
+        dbt.config.get("backfill_start"), dbt.config.get("backfill_end"), dbt.config.get("lookback_days"),
+        dbt.is_incremental, f'"{dbt.this.schema}"."{dbt.this.identifier}"', session, PERIOD_LAST_DAY)
+    return ab_uncertainty(jobs, cache, params, periods_from, periods_until)

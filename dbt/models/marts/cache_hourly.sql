@@ -3,6 +3,12 @@
 -- "GB delivered from cache vs GB staged in" plot. GB = 1e9 bytes (decimal gigabytes).
 -- Hit and miss bytes are the reconciled ones (int_file_access_reconciled: the origin's record of
 -- the cache's own reads where there is one, else the g-stream corrected), not the g-stream's word.
+--
+-- Incremental by day (UTC day of hour), lookback access_lateness_days (as
+-- int_file_access_reconciled); an access open longer than max_wall_days is not looked back to.
+{%- set lookback = access_lookback_days() %}
+{%- set wall_days = var('max_wall_days', 7) | int %}
+{{ config(**incremental_by_day('day', lookback)) }}
 with accesses as (
     select
         server_host,
@@ -13,6 +19,9 @@ with accesses as (
         coalesce(read_bytes_at_close, 0) as read_bytes
     from {{ ref('int_file_access_reconciled') }}
     where server_role = 'cache'
+      and (coalesce(end_time, start_time) is null
+           or {{ in_window('cast(' ~ utc('coalesce(end_time, start_time)') ~ ' as date)', lookback) }})
+      and (day is null or {{ in_window('day', lookback, wall_days) }})
 ),
 
 aggregated as (
@@ -39,5 +48,6 @@ select
     bypass_bytes / 1e9                                           as gb_bypassed,
     read_bytes / 1e9                                             as gb_read,
     hit_accesses / nullif(accesses, 0)                           as hit_ratio_requests,
-    hit_bytes / nullif(hit_bytes + miss_bytes + bypass_bytes, 0) as hit_ratio_bytes
+    hit_bytes / nullif(hit_bytes + miss_bytes + bypass_bytes, 0) as hit_ratio_bytes,
+    cast(hour_utc as date)                                       as day
 from aggregated

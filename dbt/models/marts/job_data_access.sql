@@ -3,6 +3,9 @@
 -- they show as staged-in bytes in cache_hourly. match_quality says how the accesses were tied
 -- to the job (exact by XRD_MONINFO identity, or inferred from host, time and pid).
 -- The sums per job are int_job_remote_bytes'; the ratios and the outcome are this mart's.
+-- Incremental by last_access_day, as int_job_remote_bytes.
+{%- set lookback = job_match_lookback_days() %}
+{{ config(**incremental_by_day('last_access_day', lookback)) }}
 select
     {{ job_key() }},
     accesses,
@@ -25,5 +28,7 @@ select
         when bytes_staged_in + bytes_bypassed = 0 then 'all hits'
         when bytes_from_cache = 0 then 'all misses'
         else 'mixed'
-    end                                                                      as cache_outcome
+    end                                                                      as cache_outcome,
+    last_access_day
 from {{ ref('int_job_remote_bytes') }}
+where last_access_day is null or {{ in_window('last_access_day', lookback) }}

@@ -3,9 +3,14 @@
 -- day and week place the job by its end_time in UTC (week = the Monday starting its ISO week).
 -- A launch failure (no start, wall 0) is in int_job_tagged but not here: it has no efficiency;
 -- efficiency_by_group counts it among the failed jobs of its group.
+--
+-- Incremental by day, with int_job_remote_bytes' lookback: a job's remote bytes change while its
+-- accesses can still be matched anew (max_wall_days + job_lateness_days).
+{%- set lookback = job_match_lookback_days() %}
+{{ config(**incremental_by_day('day', lookback)) }}
 with jobs as (
     select * from {{ ref('int_job_tagged') }}
-    where ran
+    where ran and {{ in_window('day', lookback) }}
 ),
 
 remote as (

@@ -6,9 +6,20 @@
 -- Scratch bytes read = bytes the batch system saw read minus the bytes fetched remotely, since
 -- sacct's rchar (and the synthetic site) count both; floored at 0 for sources that count only
 -- block I/O (HTCondor), where it is then a lower bound.
-with jobs as (
+--
+-- Incremental by day (the job's UTC end day), with job_efficiency's lookback: a job whose record
+-- arrives late changes the sharing of jobs on its node that ended up to max_wall_days before it.
+{%- set lookback = job_match_lookback_days() %}
+{%- set wall_days = var('max_wall_days', 7) | int %}
+{{ config(**incremental_by_day('day', lookback)) }}
+with context_jobs as (
     select * from {{ ref('job_efficiency') }}
-    where node is not null
+    where node is not null and {{ in_window('day', lookback, wall_days) }}
+),
+
+jobs as (
+    select * from context_jobs
+    where {{ in_window('day', lookback) }}
 ),
 
 remote as (
@@ -27,7 +38,7 @@ node_sharing as (
             'case when a.start_time > b.start_time then a.start_time else b.start_time end',
             'case when a.end_time < b.end_time then a.end_time else b.end_time end') }})  as overlap_core_seconds
     from jobs as a
-    inner join jobs as b
+    inner join context_jobs as b
         on  a.node = b.node
         and a.cluster = b.cluster
         and b.start_time < a.end_time
@@ -60,7 +71,8 @@ select
     coalesce(remote.{{ column }}, 0)                                           as {{ column }},
 {%- endfor %}
     node_sharing.overlap_seconds / jobs.wall_seconds                           as concurrent_jobs,
-    node_sharing.overlap_core_seconds / jobs.wall_seconds                      as concurrent_cores
+    node_sharing.overlap_core_seconds / jobs.wall_seconds                      as concurrent_cores,
+    jobs.day
 from jobs
 left join remote
     on {{ job_key_join('remote', 'jobs') }}

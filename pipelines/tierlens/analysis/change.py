@@ -32,6 +32,7 @@ settings and are left out (counted in straddling_jobs).
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 import duckdb
@@ -196,7 +197,7 @@ def _load(jobs: pa.Table, changes: pa.Table, p: ChangeParams) -> tuple[dict, lis
     try:
         con.execute("set TimeZone = 'UTC'")
         con.register("j", jobs.select(list(JOB_COLUMNS)))
-        con.register("c", changes.select(list(CHANGE_COLUMNS)))
+        con.register("c", changes.select(list(CHANGE_COLUMNS) + (["recorded_at"] if "recorded_at" in changes.column_names else [])))
         trunc = "hour" if p.block == "hour" else "day"
         data = con.execute(f"""
             select cluster, node, storage_type, ab_arm, coalesce(job_class, 'unknown') as job_class,
@@ -211,16 +212,32 @@ def _load(jobs: pa.Table, changes: pa.Table, p: ChangeParams) -> tuple[dict, lis
             -- a fixed order: the bootstrap sees the same arrays however the rows arrived
             order by end_time, start_time, cluster, node, cpu_seconds, core_wall_seconds
         """).fetchnumpy()
-        change_rows = con.execute("""
+        # recorded_at is optional: a change list without it is taken as recorded on time
+        recorded = ("epoch_us(cast(recorded_at as timestamptz))" if "recorded_at" in changes.column_names
+                    else "cast(null as bigint)")
+        change_rows = con.execute(f"""
             select change_id, cast(changed_at as timestamptz) as changed_at, description, category, cluster,
-                   scope_nodes, scope_storage_type, scope_ab_arm, epoch_us(cast(changed_at as timestamptz)) as at_us
+                   scope_nodes, scope_storage_type, scope_ab_arm, epoch_us(cast(changed_at as timestamptz)) as at_us,
+                   {recorded} as recorded_us
             from c where changed_at is not null order by changed_at, change_id
         """).fetchall()
     finally:
         con.close()
     names = ("change_id", "changed_at", "description", "category", "cluster", "scope_nodes",
-             "scope_storage_type", "scope_ab_arm", "at_us")
+             "scope_storage_type", "scope_ab_arm", "at_us", "recorded_us")
     return data, [dict(zip(names, r)) for r in change_rows]
+
+
+def _utc_day(epoch_us: int) -> dt.date:
+    return (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=epoch_us)).date()
+
+
+def _inputs_until(change: dict, overlapping: list[dict], window_us: int) -> dt.date:
+    """The last UTC day whose jobs or change records can alter the change's rows: its after
+    window's end, or a later day on which it or a change overlapping it was recorded."""
+    days = [_utc_day(int(change["at_us"]) + window_us)]
+    days += [_utc_day(int(c["recorded_us"])) for c in (change, *overlapping) if c.get("recorded_us") is not None]
+    return max(days)
 
 
 def _scope(change: dict) -> tuple[str, str]:
@@ -238,8 +255,13 @@ def _short(host: str) -> str:
     return host.split(".")[0].lower() if host and not host[0].isdigit() else (host or "").lower()
 
 
-def change_effects(job_efficiency: pa.Table, site_change: pa.Table, params: ChangeParams | None = None) -> pa.Table:
-    """The rows of marts.change_effects (schema SCHEMA) from marts.job_efficiency and stg_site_change."""
+def change_effects(job_efficiency: pa.Table, site_change: pa.Table, params: ChangeParams | None = None,
+                   changes_from: dt.date | None = None, changes_until: dt.date | None = None) -> pa.Table:
+    """The rows of marts.change_effects (schema SCHEMA) from marts.job_efficiency and stg_site_change.
+
+    ``changes_from`` / ``changes_until`` (an incremental build): only the changes whose
+    inputs_until lies in [changes_from, changes_until) get rows.
+    """
     p = params or ChangeParams()
     for name, table, needed in (("job_efficiency", job_efficiency, JOB_COLUMNS),
                                 ("site_change", site_change, CHANGE_COLUMNS)):
@@ -285,9 +307,13 @@ def change_effects(job_efficiency: pa.Table, site_change: pa.Table, params: Chan
                     cpu[after], core_wall[after], wall[after])
         span_first = int(end[in_cluster].min()) if in_cluster.any() else t
         span_last = int(end[in_cluster].max()) if in_cluster.any() else t
-        others = [o["change_id"] for j, o in enumerate(changes) if j != i
-                  and abs(int(o["at_us"]) - t) < window_us
-                  and (o["cluster"] is None or ch["cluster"] is None or o["cluster"] == ch["cluster"])]
+        overlapping = [o for j, o in enumerate(changes) if j != i
+                       and abs(int(o["at_us"]) - t) < window_us
+                       and (o["cluster"] is None or ch["cluster"] is None or o["cluster"] == ch["cluster"])]
+        others = [o["change_id"] for o in overlapping]
+        until = _inputs_until(ch, overlapping, window_us)
+        if (changes_from is not None and until < changes_from) or (changes_until is not None and until >= changes_until):
+            continue
         context = dict(
             change_id=ch["change_id"], cluster=ch["cluster"], changed_at=ch["changed_at"],
             description=ch["description"], category=ch["category"], scope=scope_text,
@@ -296,7 +322,7 @@ def change_effects(job_efficiency: pa.Table, site_change: pa.Table, params: Chan
             before_days_with_data=max(0.0, (t - max(t - window_us, span_first)) / 86400e6),
             after_days_with_data=max(0.0, (min(t + window_us, span_last) - t) / 86400e6),
             straddling_jobs=straddling, overlapping_changes=", ".join(others) or None,
-            control_missing=not control,
+            control_missing=not control, inputs_until=until,
         )
         rng = np.random.default_rng(p.seed)
         rows.append(_change_row(cb, ca, control, stratum_keys, context, p, rng, kind))
@@ -431,5 +457,5 @@ SCHEMA = pa.schema([
     ("blocks_before", pa.int64()), ("blocks_after", pa.int64()), ("straddling_jobs", pa.int64()),
     ("short_window", pa.bool_()), ("overlapping_changes", pa.string()), ("control_missing", pa.bool_()),
     ("enough_data", pa.bool_()), ("warning", pa.string()), ("conclusion", pa.string()),
-    ("conclusion_unstratified", pa.string()),
+    ("conclusion_unstratified", pa.string()), ("inputs_until", pa.date32()),
 ])

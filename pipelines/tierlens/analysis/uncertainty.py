@@ -90,8 +90,14 @@ def _inputs(job_efficiency: pa.Table, cache_hourly: pa.Table, p: ABParams) -> tu
     return high_hours, data
 
 
-def ab_uncertainty(job_efficiency: pa.Table, cache_hourly: pa.Table, params: ABParams | None = None) -> pa.Table:
-    """The rows of marts.ab_uncertainty (schema SCHEMA) from the rows of the two marts."""
+def ab_uncertainty(job_efficiency: pa.Table, cache_hourly: pa.Table, params: ABParams | None = None,
+                   periods_from: dt.date | None = None, periods_until: dt.date | None = None) -> pa.Table:
+    """The rows of marts.ab_uncertainty (schema SCHEMA) from the rows of the two marts.
+
+    ``periods_from`` / ``periods_until`` (an incremental build): only the week and day rows whose
+    last day is on or after ``periods_from`` and before ``periods_until`` are computed, besides
+    every 'all' row; the other periods' rows are unchanged by jobs ending in that window.
+    """
     p = params or ABParams()
     _check_columns("job_efficiency", job_efficiency, JOB_COLUMNS)
     _check_columns("cache_hourly", cache_hourly, CACHE_COLUMNS)
@@ -111,6 +117,10 @@ def ab_uncertainty(job_efficiency: pa.Table, cache_hourly: pa.Table, params: ABP
     high = np.isin(end_hour.astype("datetime64[us]"), high_arr)
 
     rows = []
+
+    def wanted(end: dt.date) -> bool:
+        last = end - dt.timedelta(days=1)
+        return (periods_from is None or last >= periods_from) and (periods_until is None or last < periods_until)
 
     def compare(subset, grouping, value, grain, start, end, mask):
         m_a = mask & ~is_b
@@ -170,11 +180,15 @@ def ab_uncertainty(job_efficiency: pa.Table, cache_hourly: pa.Table, params: ABP
                             gmask)
                     for w in sorted(set(week[gmask].tolist())):
                         w = _date(w)
+                        if not wanted(w + dt.timedelta(days=7)):
+                            continue
                         compare(subset, grouping, label, "week", w, w + dt.timedelta(days=7),
                                 gmask & (week == np.datetime64(w)))
                     if grouping == "site":  # daily rows for the site only: the time series of the report
                         for d in sorted(set(day[gmask].tolist())):
                             d = _date(d)
+                            if not wanted(d + dt.timedelta(days=1)):
+                                continue
                             compare(subset, grouping, label, "day", d, d + dt.timedelta(days=1),
                                     gmask & (day == np.datetime64(d)))
     return pa.Table.from_pylist(rows, schema=SCHEMA)

@@ -8,6 +8,7 @@ the model's config in change_effects.yml: change_window_days (7), change_block (
 """
 
 from tierlens.analysis.change import DEFAULT_EDGES_GB, ChangeParams, change_effects
+from tierlens.analysis.dbt_window import rebuild_window
 
 
 def _value(value, default, cast):
@@ -23,7 +24,9 @@ def _edges(value):
 
 
 def model(dbt, session):
-    dbt.config(materialized="table")
+    # Incremental by inputs_until, the last day whose jobs or change records can alter a change's
+    # rows: a change recorded late is rebuilt with the changes it overlaps, old ones are kept.
+    dbt.config(materialized="incremental", incremental_strategy="replace_days", unique_key="inputs_until")
     params = ChangeParams(
         window_days=_value(dbt.config.get("change_window_days"), 7.0, float),
         block=_value(dbt.config.get("change_block"), "hour", str),
@@ -34,4 +37,7 @@ def model(dbt, session):
     )
     jobs = dbt.ref("job_efficiency").to_arrow_table()
     changes = dbt.ref("stg_site_change").to_arrow_table()
-    return change_effects(jobs, changes, params)
+    changes_from, changes_until = rebuild_window(
+        dbt.config.get("backfill_start"), dbt.config.get("backfill_end"), dbt.config.get("lookback_days"),
+        dbt.is_incremental, f'"{dbt.this.schema}"."{dbt.this.identifier}"', session, "inputs_until")
+    return change_effects(jobs, changes, params, changes_from, changes_until)

@@ -1,0 +1,154 @@
+{#-
+  Incremental models, rebuilt by UTC event day (dbt/README.md, "Invocation contract").
+
+  A model that grows with time names its event-day column and its lookback (days before the
+  newest day of data that a late record can still change) and calls
+      {{ config(**incremental_by_day('day', lookback_days)) }}
+  Its SQL filters its inputs with window_start() / in_window() so that an hourly run reads only
+  the window and the context the window's rows need. The strategy 'replace_days' then deletes the
+  target's rows of the window's days (and rows without a day) and inserts the new ones: a late
+  record reaches the right day, and a row that a rebuilt day no longer produces disappears.
+
+  Three modes, decided per run:
+    full         `dbt build --full-refresh`, or the model's first build: every day.
+    incremental  plain `dbt build`: days from (the newest day the model holds - lookback) on
+                 (model_newest_day below).
+    backfill     vars backfill_start / backfill_end (dates, end exclusive): exactly those days.
+-#}
+
+{% macro incremental_by_day(day_column, lookback_days) -%}
+    {%- if target.type == 'spark' -%}
+        {#- dbt-spark on plain Parquet offers append and insert_overwrite only; until the Spark
+            build is made incremental too it rebuilds its tables whole. -#}
+        {{ return({'materialized': 'table'}) }}
+    {%- endif -%}
+    {{ return({
+        'materialized': 'incremental',
+        'incremental_strategy': 'replace_days',
+        'unique_key': day_column,
+        'lookback_days': lookback_days,
+        'on_schema_change': 'fail',
+    }) }}
+{%- endmacro %}
+
+
+{#- Lookbacks, in days before the newest day of data. -#}
+{% macro access_lookback_days() -%}{{ return(var('access_lateness_days', 1) | int) }}{%- endmacro %}
+{% macro job_lookback_days() -%}{{ return(var('job_lateness_days', 2) | int) }}{%- endmacro %}
+{#- A job's accesses come before its record: a record that arrives late (job_lateness_days after
+    the newest day) changes the matches of accesses up to max_wall_days before its end. -#}
+{% macro job_match_lookback_days() -%}
+    {{ return((var('max_wall_days', 7) | int) + (var('job_lateness_days', 2) | int)) }}
+{%- endmacro %}
+
+
+{#- full / incremental / backfill for the model being built. -#}
+{% macro incremental_mode() -%}
+    {%- if flags.FULL_REFRESH -%}{{ return('full') }}{%- endif -%}
+    {%- if var('backfill_start', none) is not none -%}{{ return('backfill') }}{%- endif -%}
+    {%- if is_incremental() -%}{{ return('incremental') }}{%- endif -%}
+    {{ return('full') }}
+{%- endmacro %}
+
+
+{#- The newest day the model already holds (its day column's maximum, never later than today):
+    a date, or none when the model is empty. Every record loaded since the model's last build
+    arrived when the newest day of data was at least this day, so it lies at most its lateness
+    before it: the window from this day minus the lookback holds every day such a record can
+    change, however many hours or days of loads the run catches up on. -#}
+{% macro model_newest_day() -%}
+    {%- if not execute -%}{{ return(none) }}{%- endif -%}
+    {%- set day_column = config.get('unique_key') -%}
+    {#- least() skips NULL on both engines: an empty model must give NULL, not today -#}
+    {%- set result = run_query('select cast(case when max(' ~ day_column ~ ') is not null then least(max('
+                               ~ day_column ~ '), current_date) end as ' ~ dbt.type_string() ~ ') from ' ~ this) -%}
+    {%- set value = result.columns[0].values()[0] if result and result.rows | length > 0 else none -%}
+    {%- if value is none -%}{{ return(none) }}{%- endif -%}
+    {{ return(modules.datetime.date.fromisoformat(value[:10])) }}
+{%- endmacro %}
+
+
+{#- The first day (a datetime.date) this run rebuilds with the given lookback, or none for all
+    days (full mode, or an incremental run with no data yet). -#}
+{% macro window_first_day(lookback_days) -%}
+    {%- set mode = incremental_mode() -%}
+    {%- if mode == 'backfill' -%}
+        {{ return(modules.datetime.date.fromisoformat(var('backfill_start') | string)) }}
+    {%- elif mode == 'incremental' -%}
+        {%- set newest = model_newest_day() -%}
+        {%- if newest is none -%}{{ return(none) }}{%- endif -%}
+        {{ return(newest - modules.datetime.timedelta(days=lookback_days | int)) }}
+    {%- endif -%}
+    {{ return(none) }}
+{%- endmacro %}
+
+
+{#- The day after the last day this run rebuilds: backfill_end in a backfill, else none. -#}
+{% macro window_end_day() -%}
+    {%- if incremental_mode() == 'backfill' and var('backfill_end', none) is not none -%}
+        {{ return(modules.datetime.date.fromisoformat(var('backfill_end') | string)) }}
+    {%- endif -%}
+    {{ return(none) }}
+{%- endmacro %}
+
+
+{#- SQL: the day expression (a date) lies in this run's window, extended context_days before
+    its first day; 'true' in full mode. -#}
+{% macro in_window(day_expr, lookback_days, context_days=0) -%}
+    {%- set first = window_first_day(lookback_days) -%}
+    {%- set stop = window_end_day() -%}
+    {%- if first is none -%}true
+    {%- else -%}({{ day_expr }} >= {{ date_literal(first - modules.datetime.timedelta(days=context_days | int)) }}
+        {%- if stop is not none %} and {{ day_expr }} < {{ date_literal(stop) }}{% endif %})
+    {%- endif -%}
+{%- endmacro %}
+
+
+{#- SQL: an instant (timestamp) at or after the window's first day minus context_days, so a
+    model reads the context its window's rows need; 'true' in full mode. Compares instants, not
+    dates, so DuckDB's zone maps on the raw tables skip older row groups. -#}
+{% macro instant_after_window(instant_expr, lookback_days, context_days=0) -%}
+    {%- set first = window_first_day(lookback_days) -%}
+    {%- if first is none -%}true
+    {%- else -%}{{ instant_expr }} >= {{ day_start_instant(first - modules.datetime.timedelta(days=context_days | int)) }}
+    {%- endif -%}
+{%- endmacro %}
+
+
+{#- SQL: an instant before the window's end plus context_days (backfill only); 'true' otherwise. -#}
+{% macro instant_before_window_end(instant_expr, context_days=0) -%}
+    {%- set stop = window_end_day() -%}
+    {%- if stop is none -%}true
+    {%- else -%}{{ instant_expr }} < {{ day_start_instant(stop + modules.datetime.timedelta(days=context_days | int)) }}
+    {%- endif -%}
+{%- endmacro %}
+
+
+{% macro date_literal(day) -%}cast('{{ day.isoformat() }}' as date){%- endmacro %}
+
+{% macro day_start_instant(day) -%}{{ return(adapter.dispatch('day_start_instant', 'tierlens')(day)) }}{%- endmacro %}
+{#- the session time zone is UTC on both engines (profiles.yml), so midnight is UTC midnight -#}
+{% macro default__day_start_instant(day) -%}cast('{{ day.isoformat() }} 00:00:00+00' as timestamptz){%- endmacro %}
+{% macro spark__day_start_instant(day) -%}cast('{{ day.isoformat() }} 00:00:00' as timestamp){%- endmacro %}
+
+
+{#- The incremental strategy 'replace_days': delete the window's days (and rows with no day)
+    from the target, then insert the rebuilt rows of those days. One transaction (dbt's). -#}
+{% macro get_incremental_replace_days_sql(arg_dict) -%}
+    {%- set target_relation = arg_dict['target_relation'] -%}
+    {%- set temp_relation = arg_dict['temp_relation'] -%}
+    {%- set day_column = arg_dict['unique_key'] -%}
+    {%- set columns = arg_dict['dest_columns'] | map(attribute='quoted') | join(', ') -%}
+    {%- set window = in_window(day_column, config.get('lookback_days')) -%}
+    delete from {{ target_relation }}
+    where {{ day_column }} is null or {{ window }};
+
+    insert into {{ target_relation }} ({{ columns }})
+    select {{ columns }} from {{ temp_relation }}
+    where {{ day_column }} is null or {{ window }}
+{%- endmacro %}
+
+
+{% macro current_instant() -%}{{ return(adapter.dispatch('current_instant', 'tierlens')()) }}{%- endmacro %}
+{% macro default__current_instant() -%}current_timestamp{%- endmacro %}
+{% macro spark__current_instant() -%}current_timestamp(){%- endmacro %}

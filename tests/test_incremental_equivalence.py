@@ -1,0 +1,343 @@
+"""Incremental dbt builds, fed the demo month as it would arrive, equal a full refresh.
+
+The synthetic demo month (with a site change) is generated once, then loaded into a warehouse in
+the order a site would see it: every record at the time it arrives (an accounting record when its
+job ends, a file access at its close, a tag when its job starts, a site change when it is
+recorded), in daily batches for 29 days and hourly ones for the last day. Between loads plain
+`dbt run` / `dbt build` builds the incremental models (dbt/README.md, "Invocation contract"):
+six invocations in all, several days of loads caught up by one of them. Among the loads:
+
+* a job whose accounting record arrives 8 hours after its file accesses (twice: once across a
+  daily build, once across an hourly one): its accesses are unmatched until it arrives;
+* a batch loaded twice (the warehouse's no-op);
+* a late cache event: a cache access first loaded without the g-stream's figures, which arrive
+  6 hours later and replace the row (twice, as above);
+* a site change recorded 8 days after its date.
+
+The warehouse is then copied and the copy rebuilt with `dbt build --full-refresh`. Every table of
+the intermediate and marts schemas must be equal (EXCEPT ALL both ways). Floats: both builds
+are DuckDB, but DuckDB sums in parallel and in an order that depends on how the rows are laid
+out, so a sum of doubles can differ in its last bits between any two builds, incremental or not;
+rows that differ are paired on their other columns and their floats must agree within 1e-9
+relative (a re-associated sum of up to 1e6 terms is off by at most ~1e6 x 1.1e-16 of its
+magnitude). The run log int_incremental_window is compared by its last row instead.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import time
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from tierlens.pipeline import ingest
+from tierlens.records import Batch, RecordKind
+from tierlens.sources.synthetic import SyntheticOptions, demo_site, generate
+from tierlens.sources.synthetic.generate import SyntheticChange
+from tierlens.transform import run_dbt
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+DAYS = 30
+SEED = 42
+NODES_PER_TYPE = 2
+CHANGE = SyntheticChange(day=14, read_speedup=1.3, storage_type="hdd", description="hdd read-ahead 4 MB")
+CHANGE_RECORDED_AFTER = timedelta(days=8)
+SACCT_DELAY = timedelta(hours=8)
+GSTREAM_DELAY = timedelta(hours=6)
+FLOAT_TOLERANCE = 1e-9
+#: g-stream fields of a cache access: NULL until the cache's pfc event arrives.
+GSTREAM_FIELDS = ("cache_hit_bytes", "cache_miss_bytes", "cache_bypass_bytes", "cache_attach_time",
+                  "cache_detach_time", "cache_access_count", "cache_remotes", "cache_blocks", "cache_blocks_done")
+SOURCE = "replay"
+
+
+def _options() -> SyntheticOptions:
+    return SyntheticOptions(days=float(DAYS), seed=SEED, site=demo_site(nodes_per_type=NODES_PER_TYPE),
+                            changes=(CHANGE,))
+
+
+def _generated() -> dict[RecordKind, pa.Table]:
+    parts: dict[RecordKind, list[pa.Table]] = defaultdict(list)
+    for b in generate(_options()):
+        parts[b.kind].append(b.table)
+    return {k: pa.concat_tables(v) for k, v in parts.items()}
+
+
+def _arrival(kind: RecordKind, table: pa.Table, first: datetime) -> pa.Array:
+    """When each record reaches the warehouse."""
+    if kind is RecordKind.JOB:
+        return pc.coalesce(table["end_time"], table["start_time"], table["submit_time"])
+    if kind is RecordKind.JOB_TAG:
+        return table["tagged_at"]
+    if kind is RecordKind.FILE_ACCESS:
+        return pc.coalesce(table["end_time"], table["start_time"])
+    if kind is RecordKind.SITE_CHANGE:
+        return table["recorded_at"]
+    return pa.array([first] * table.num_rows, pa.timestamp("us", tz="UTC"))
+
+
+class Replay:
+    """The generated records as arrivals, with the late ones the test plants."""
+
+    def __init__(self, tables: dict[RecordKind, pa.Table], start: datetime) -> None:
+        self.start = start
+        changes = tables[RecordKind.SITE_CHANGE]
+        recorded = pc.add(changes["recorded_at"], pa.scalar(CHANGE_RECORDED_AFTER, pa.duration("us")))
+        tables[RecordKind.SITE_CHANGE] = changes.set_column(
+            changes.schema.get_field_index("recorded_at"), "recorded_at", recorded.cast(changes.schema.field("recorded_at").type))
+        self.tables = tables
+        first = start - timedelta(days=30)
+        self.arrivals = {k: _arrival(k, t, first).cast(pa.timestamp("us", tz="UTC")) for k, t in tables.items()}
+        # (kind, table of rows, arrival) loaded besides the generated rows at their arrival
+        self.extra: list[tuple[RecordKind, pa.Table, datetime]] = []
+        self.late_jobs: list[str] = []
+        self.late_cache_accesses: list[tuple[str, str]] = []
+
+    def _index_where(self, kind: RecordKind, mask: pa.Array) -> int:
+        rows = pc.indices_nonzero(mask).to_pylist()
+        assert rows, f"no {kind.value} record fits the planted case"
+        return rows[0]
+
+    def delay_job(self, ending_from: datetime, ending_to: datetime) -> None:
+        """A job with exactly matched file accesses whose record arrives SACCT_DELAY late."""
+        jobs = self.tables[RecordKind.JOB]
+        accesses = self.tables[RecordKind.FILE_ACCESS]
+        identities = set(pc.unique(accesses["job_identity"].drop_null()).to_pylist())
+        end = jobs["end_time"]
+        mask = pc.and_(pc.and_(pc.greater_equal(end, pa.scalar(ending_from)), pc.less(end, pa.scalar(ending_to))),
+                       pc.is_in(jobs["job_identity"], pa.array(sorted(identities))))
+        i = self._index_where(RecordKind.JOB, mask)
+        arrivals = self.arrivals[RecordKind.JOB].to_pylist()
+        arrivals[i] = arrivals[i] + SACCT_DELAY
+        self.arrivals[RecordKind.JOB] = pa.array(arrivals, pa.timestamp("us", tz="UTC"))
+        self.late_jobs.append(jobs["job_identity"][i].as_py())
+
+    def delay_gstream(self, closing_from: datetime, closing_to: datetime) -> None:
+        """A cache access first loaded without its g-stream figures; they arrive GSTREAM_DELAY later."""
+        accesses = self.tables[RecordKind.FILE_ACCESS]
+        arrival = self.arrivals[RecordKind.FILE_ACCESS]
+        mask = pc.and_(pc.and_(pc.equal(accesses["server_role"], "cache"), pc.is_valid(accesses["cache_hit_bytes"])),
+                       pc.and_(pc.greater_equal(arrival, pa.scalar(closing_from)), pc.less(arrival, pa.scalar(closing_to))))
+        i = self._index_where(RecordKind.FILE_ACCESS, mask)
+        full_row = accesses.slice(i, 1)
+        early = full_row
+        for name in GSTREAM_FIELDS:
+            idx = early.schema.get_field_index(name)
+            early = early.set_column(idx, early.schema.field(idx), pa.nulls(1, early.schema.field(idx).type))
+        keep = pc.invert(pc.equal(pa.array(range(accesses.num_rows)), i))
+        self.tables[RecordKind.FILE_ACCESS] = accesses.filter(keep)
+        self.arrivals[RecordKind.FILE_ACCESS] = arrival.filter(keep)
+        when = arrival[i].as_py()
+        self.extra.append((RecordKind.FILE_ACCESS, early, when))
+        self.extra.append((RecordKind.FILE_ACCESS, full_row, when + GSTREAM_DELAY))
+        self.late_cache_accesses.append((full_row["server_host"][0].as_py(), full_row["unique_id"][0].as_py()))
+
+    def batches(self, since: datetime | None, until: datetime | None) -> list[Batch]:
+        """One batch per record kind of the records arriving in [since, until) (None: unbounded)."""
+        out = []
+        for kind in (RecordKind.NODE, RecordKind.SITE_CHANGE, RecordKind.JOB_TAG, RecordKind.JOB, RecordKind.FILE_ACCESS):
+            if kind not in self.tables:
+                continue
+            arrival = self.arrivals[kind]
+            mask = pa.array([True] * len(arrival))
+            if since is not None:
+                mask = pc.and_(mask, pc.greater_equal(arrival, pa.scalar(since)))
+            if until is not None:
+                mask = pc.and_(mask, pc.less(arrival, pa.scalar(until)))
+            parts = [self.tables[kind].filter(mask)]
+            parts += [t for k, t, at in self.extra
+                      if k is kind and (since is None or at >= since) and (until is None or at < until)]
+            table = pa.concat_tables(parts)
+            if table.num_rows:
+                out.append(Batch(kind, table, SOURCE))
+        return out
+
+
+def _identity_matches(con: duckdb.DuckDBPyConnection, identity: str) -> tuple[int, int]:
+    """(accesses carrying the job's identity, of them matched exactly) in int_file_access_by_job."""
+    return con.execute(
+        "select count(*), count(*) filter (where match_quality = 'exact') "
+        "from intermediate.int_file_access_by_job where job_identity = ? or job_identity like '%,' || ?",
+        [identity, identity]).fetchone()
+
+
+def _dbt(warehouse: Path, state: Path, command: str, extra: list[str] | None = None) -> float:
+    t = time.monotonic()
+    result = run_dbt(warehouse, state, command, extra)
+    assert result.success, "\n".join(result.failures)
+    return time.monotonic() - t
+
+
+def _tables(db: Path) -> list[tuple[str, str]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return sorted(con.execute(
+            "select schema_name, table_name from duckdb_tables() "
+            "where schema_name in ('intermediate', 'marts') and database_name = current_database()").fetchall())
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("incremental")
+    options = _options()
+    start = options.start
+    replay = Replay(_generated(), start)
+    day = timedelta(days=1)
+    hour = timedelta(hours=1)
+    last = start + (DAYS - 1) * day
+    replay.delay_job(start + 19 * day + 14 * hour, start + 19 * day + 22 * hour)
+    replay.delay_job(last + 1 * hour, last + 2 * hour)
+    replay.delay_gstream(start + 19 * day + 20 * hour, start + 20 * day)
+    replay.delay_gstream(last + 3 * hour, last + 4 * hour)
+
+    warehouse = root / "incremental.duckdb"
+    state = root / "dbt-incremental"
+    timings: dict[str, float] = {}
+    matched_before: dict[str, int] = {}
+    twice = None
+
+    def load(since: datetime | None, until: datetime | None) -> None:
+        nonlocal twice
+        batches = replay.batches(since, until)
+        ingest(iter(batches), warehouse)
+        if since is not None and since == start + 15 * day:
+            twice = [b for b in batches if b.kind is RecordKind.JOB]
+
+    # Daily batches; the first build (full: nothing is built yet) after day 10, then two
+    # incremental builds that each catch up on several days of loads.
+    load(None, start + day)
+    for d in range(1, 10):
+        load(start + d * day, start + (d + 1) * day)
+    _dbt(warehouse, state, "seed")
+    timings["build 1 (first, days 0-9)"] = _dbt(warehouse, state, "run")
+    for d in range(10, 20):
+        load(start + d * day, start + (d + 1) * day)
+    timings["build 2 (days 10-19)"] = _dbt(warehouse, state, "run")
+    con = duckdb.connect(str(warehouse), read_only=True)
+    for identity in replay.late_jobs[:1]:
+        matched_before[identity] = _identity_matches(con, identity)
+    con.close()
+    for d in range(20, DAYS - 1):
+        load(start + d * day, start + (d + 1) * day)
+    assert twice, "the day-15 job batch to load twice"
+    again = ingest(iter(twice), warehouse)
+    assert again.already_loaded == len(twice)
+    timings["build 3 (days 20-28)"] = _dbt(warehouse, state, "run")
+    # The last day in hourly batches, built three times.
+    for h in range(0, 6):
+        load(last + h * hour, last + (h + 1) * hour)
+    timings["build 4 (last day, hours 0-5)"] = _dbt(warehouse, state, "run")
+    for h in range(6, 12):
+        load(last + h * hour, last + (h + 1) * hour)
+    timings["build 5 (hours 6-11)"] = _dbt(warehouse, state, "run")
+    for h in range(12, 24):
+        load(last + h * hour, last + (h + 1) * hour)
+    load(last + day, None)
+    timings["build 6 (hours 12-23, dbt build)"] = _dbt(warehouse, state, "build")
+
+    full = root / "full-refresh.duckdb"
+    shutil.copyfile(warehouse, full)
+    timings["full refresh (dbt build --full-refresh)"] = _dbt(full, root / "dbt-full", "build", ["--full-refresh"])
+    print("\n".join(f"{k}: {v:.1f} s" for k, v in timings.items()))
+    return {"incremental": warehouse, "full": full, "replay": replay, "matched_before": matched_before,
+            "timings": timings}
+
+
+def _floats(con: duckdb.DuckDBPyConnection, relation: str) -> set[str]:
+    return {name for name, kind in con.execute(
+        f"select column_name, column_type from (describe {relation})").fetchall()
+        if kind in ("DOUBLE", "FLOAT") or kind.startswith("DECIMAL")}
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple]]:
+    cur = con.execute(sql)
+    return [d[0] for d in cur.description], cur.fetchall()
+
+
+def _close(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = float(a), float(b)
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return abs(a - b) <= FLOAT_TOLERANCE * max(1.0, abs(a), abs(b))
+
+
+def assert_equal_tables(con: duckdb.DuckDBPyConnection, left: str, right: str, name: str) -> int:
+    """EXCEPT ALL both ways; rows left over must pair up on their exact columns with close floats."""
+    floats = _floats(con, left)
+    columns, only_left = _rows(con, f"select * from {left} except all select * from {right}")
+    _, only_right = _rows(con, f"select * from {right} except all select * from {left}")
+    assert len(only_left) == len(only_right), (
+        f"{name}: {len(only_left)} rows only in the incremental build, {len(only_right)} only in the full "
+        f"refresh; first: {only_left[:2]} / {only_right[:2]}")
+    exact = [i for i, c in enumerate(columns) if c not in floats]
+    key = lambda r: tuple((r[i] is None, str(r[i])) for i in exact)  # noqa: E731
+    for a, b in zip(sorted(only_left, key=key), sorted(only_right, key=key)):
+        for i, column in enumerate(columns):
+            if i in exact:
+                assert a[i] == b[i], f"{name}.{column}: incremental {a[i]!r} != full refresh {b[i]!r}\n {a}\n {b}"
+            else:
+                assert _close(a[i], b[i]), f"{name}.{column}: incremental {a[i]!r} vs full refresh {b[i]!r}"
+    return con.execute(f"select count(*) from {left}").fetchone()[0]
+
+
+def test_every_intermediate_table_and_mart_equals_a_full_refresh(replayed):
+    incremental, full = replayed["incremental"], replayed["full"]
+    tables = _tables(incremental)
+    assert tables == _tables(full)
+    assert ("marts", "job_efficiency") in tables and ("intermediate", "int_file_access_by_job") in tables
+    con = duckdb.connect(str(incremental), read_only=True)
+    con.execute(f"attach '{full}' as full_refresh (read_only)")
+    counts = {}
+    for schema, table in tables:
+        if table == "int_incremental_window":
+            continue
+        counts[table] = assert_equal_tables(con, f'"{schema}"."{table}"',
+                                            f'full_refresh."{schema}"."{table}"', table)
+    con.close()
+    for name in ("job_efficiency", "int_file_access_by_job", "cache_hourly", "node_occupancy_hourly",
+                 "change_effects", "efficiency_by_group"):
+        assert counts[name] > 0, f"{name} is empty: nothing compared"
+
+
+def test_the_builds_were_incremental(replayed):
+    con = duckdb.connect(str(replayed["incremental"]), read_only=True)
+    modes = [r[0] for r in con.execute(
+        "select run_mode from intermediate.int_incremental_window order by built_at").fetchall()]
+    con.close()
+    assert modes == ["full"] + ["incremental"] * 5
+
+
+def test_a_late_accounting_record_reaches_its_earlier_accesses(replayed):
+    """The planted late job: its accesses, loaded and built before its record arrived, matched no
+    job then, and are matched exactly (by identity) once it did."""
+    identity = replayed["replay"].late_jobs[0]
+    accesses, exact = replayed["matched_before"][identity]
+    assert accesses > 0 and exact == 0
+    con = duckdb.connect(str(replayed["incremental"]), read_only=True)
+    assert _identity_matches(con, identity) == (accesses, accesses)
+    con.close()
+
+
+def test_a_late_cache_event_replaces_the_access_figures(replayed):
+    replay = replayed["replay"]
+    con = duckdb.connect(str(replayed["incremental"]), read_only=True)
+    for server, uid in replay.late_cache_accesses:
+        raw_hit, evidence = con.execute(
+            "select r.cache_hit_bytes, a.cache_evidence from main.raw_file_access r "
+            "join intermediate.int_file_access_reconciled a using (server_host, unique_id) "
+            "where r.server_host = ? and r.unique_id = ?", [server, uid]).fetchone()
+        assert raw_hit is not None and evidence is not None
+    con.close()
