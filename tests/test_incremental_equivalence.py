@@ -196,7 +196,7 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
     day = timedelta(days=1)
     hour = timedelta(hours=1)
     last = start + (DAYS - 1) * day
-    replay.delay_job(start + 19 * day + 14 * hour, start + 19 * day + 22 * hour)
+    replay.delay_job(start + 19 * day + 17 * hour, start + 19 * day + 22 * hour)  # arrives on day 20
     replay.delay_job(last + 1 * hour, last + 2 * hour)
     replay.delay_gstream(start + 19 * day + 20 * hour, start + 20 * day)
     replay.delay_gstream(last + 3 * hour, last + 4 * hour)
