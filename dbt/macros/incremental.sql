@@ -16,7 +16,10 @@
     backfill     vars backfill_start / backfill_end (dates, end exclusive): exactly those days.
 -#}
 
-{% macro incremental_by_day(day_column, lookback_days) -%}
+{#- row_key (optional, a list of columns): for models whose event day moves as more of a row's
+    inputs arrive (a job's last access day). A row rebuilt on a later day then also replaces its
+    earlier version, which lies outside the window when a back-fill walks history chunk by chunk. -#}
+{% macro incremental_by_day(day_column, lookback_days, row_key=none) -%}
     {%- if target.type == 'spark' -%}
         {#- dbt-spark on plain Parquet offers append and insert_overwrite only; until the Spark
             build is made incremental too it rebuilds its tables whole. -#}
@@ -27,6 +30,7 @@
         'incremental_strategy': 'replace_days',
         'unique_key': day_column,
         'lookback_days': lookback_days,
+        'row_key': row_key,
         'on_schema_change': 'fail',
     }) }}
 {%- endmacro %}
@@ -140,8 +144,18 @@
     {%- set day_column = arg_dict['unique_key'] -%}
     {%- set columns = arg_dict['dest_columns'] | map(attribute='quoted') | join(', ') -%}
     {%- set window = in_window(day_column, config.get('lookback_days')) -%}
+    {%- set row_key = config.get('row_key') %}
     delete from {{ target_relation }}
-    where {{ day_column }} is null or {{ window }};
+    where {{ day_column }} is null or {{ window }}
+    {%- if row_key %}
+        or exists (
+            select 1 from {{ temp_relation }} as rebuilt
+            where ({{ day_column }} is null or {{ in_window('rebuilt.' ~ day_column, config.get('lookback_days')) }})
+            {%- for column in row_key %}
+                and rebuilt.{{ column }} is not distinct from {{ target_relation }}.{{ column }}
+            {%- endfor %}
+        )
+    {%- endif %};
 
     insert into {{ target_relation }} ({{ columns }})
     select {{ columns }} from {{ temp_relation }}

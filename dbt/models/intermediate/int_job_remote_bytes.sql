@@ -15,7 +15,7 @@
 -- from all its accesses (those of the days up to max_wall_days before), with the same lookback.
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
-{{ config(**incremental_by_day('last_access_day', lookback)) }}
+{{ config(**incremental_by_day('last_access_day', lookback, row_key=job_key_names())) }}
 with accesses as (
     select
         {{ job_key() }},

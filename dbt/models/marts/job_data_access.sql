@@ -5,7 +5,7 @@
 -- The sums per job are int_job_remote_bytes'; the ratios and the outcome are this mart's.
 -- Incremental by last_access_day, as int_job_remote_bytes.
 {%- set lookback = job_match_lookback_days() %}
-{{ config(**incremental_by_day('last_access_day', lookback)) }}
+{{ config(**incremental_by_day('last_access_day', lookback, row_key=job_key_names())) }}
 select
     {{ job_key() }},
     accesses,
