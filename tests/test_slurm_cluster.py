@@ -91,7 +91,8 @@ def jobs(cluster, work):
         batch_id = r.stdout.strip().split(";")[0]
         # an array of two tasks
         r = cluster.run(["sbatch", "--parsable", "--array=0-1", "-o", str(work / "array_%a.out"), "--wrap",
-                         "echo ENV:TIERLENS_AB_ARM=$TIERLENS_AB_ARM; echo ENV:XRD_MONINFO=$XRD_MONINFO"],
+                         "echo ENV:TIERLENS_AB_ARM=$TIERLENS_AB_ARM; echo ENV:XRD_MONINFO=$XRD_MONINFO; "
+                         "env | grep '^SLURM_JOB_SLUID=' | sed 's/^/ENV:/'"],
                         env={**base_env, "TMPDIR": str(disk)})
         array_id = r.stdout.strip().split(";")[0]
         for jid in (srun_job, batch_id):
