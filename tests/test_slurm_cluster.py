@@ -91,7 +91,8 @@ def jobs(cluster, work):
         batch_id = r.stdout.strip().split(";")[0]
         # an array of two tasks
         r = cluster.run(["sbatch", "--parsable", "--array=0-1", "-o", str(work / "array_%a.out"), "--wrap",
-                         "echo ENV:TIERLENS_AB_ARM=$TIERLENS_AB_ARM; echo ENV:XRD_MONINFO=$XRD_MONINFO"],
+                         "echo ENV:TIERLENS_AB_ARM=$TIERLENS_AB_ARM; echo ENV:XRD_MONINFO=$XRD_MONINFO; "
+                         "env | grep '^SLURM_JOB_SLUID=' | sed 's/^/ENV:/'"],
                         env={**base_env, "TMPDIR": str(disk)})
         array_id = r.stdout.strip().split(";")[0]
         for jid in (srun_job, batch_id):
@@ -264,6 +265,9 @@ def test_ingest_matches_sacct(cluster, jobs, ingested, build):
             # what the plugin handed the job is what the ingest computed: the join key
             name = "srun" if key[0] == jobs["srun"]["id"] else "batch"
             assert ident == jobs[name]["env"]["TIERLENS_JOB_IDENTITY"], key
+        if key[1] == "" and key[0] in jobs["array"]["tasks"]:
+            task_env = jobs["array"]["env"][jobs["array"]["tasks"].index(key[0])]
+            assert ident == task_env["XRD_MONINFO"], key
         assert node == cluster.node
         if key[1]:   # steps: fs/disk of TRESUsageInTot / OutTot, absent when nothing was measured
             for got, col in ((rd, "TRESUsageInTot"), (wr, "TRESUsageOutTot")):
