@@ -279,8 +279,8 @@ def _transform(env: dict, home: Path, warehouse: Path, **settings: str) -> dict:
 @pytest.mark.timeout(1800)
 @pytest.mark.xfail(strict=True, reason=(
     "known regression: since the transform DAG runs one dbt build per run (Cosmos ExecutionMode.WATCHER), "
-    "Cosmos does not call on_warning_callback for a warned test, so no alert file is written; "
-    "the floor still fails the run. Strict: remove this mark once the DAG records warnings from the build"))
+    "Cosmos does not call on_warning_callback for a warned test, so no alert file is written (the floor case after it is unverified since); "
+    "Strict: remove this mark once the DAG records warnings from the build"))
 def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floor(tmp_path):
     small = SyntheticOptions(days=1, seed=2, site=SITE)
     complete, partial = tmp_path / "complete.duckdb", tmp_path / "partial.duckdb"
