@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -41,8 +42,18 @@ def fuzzers(tmp_path_factory) -> Path:
 def _run(binary: Path, args: list[str], cwd: Path, timeout: int) -> subprocess.CompletedProcess:
     env = dict(os.environ, TL_FUZZ_TEMPLATE=str(TEMPLATE),
                ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
-    return subprocess.run([str(binary), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    # libFuzzer's -rss_limit_mb reads getrusage's peak RSS, which Linux carries over an exec from the
+    # forking process: started straight from a pytest that has grown past 2 GB, every target "runs out
+    # of memory" on its first input. A shell that forks (not execs) the target gives it its own peak.
+    with subprocess.Popen(["sh", "-c", '"$0" "$@"; exit $?', str(binary), *args], cwd=cwd, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)  # the target too, not only its shell
+            raise
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
 def test_every_target_has_seeds():

@@ -328,6 +328,7 @@ def _job_table(site: BulkSite, d: JobDay, sel: np.ndarray, step_id: str) -> pa.T
         "exit_code": pa.array(np.where(failed, 1, 0).astype(np.int32)),
         "bytes_read": pa.array(d.bytes_read[sel]),
         "bytes_written": pa.array(d.bytes_written[sel]),
+        "sluid": pa.nulls(n, pa.string()),  # the bench site runs a Slurm before 26.05
     }, schema=JOB)
 
 
@@ -442,6 +443,9 @@ def _user_access_table(site: BulkSite, d: JobDay, sel: np.ndarray) -> pa.Table:
                                                pa.scalar(""))),
         "cache_blocks": _unless(cache_mask, blocks),
         "cache_blocks_done": _unless(cache_mask, np.minimum(blocks, -(-total // CACHE_BLOCK_BYTES))),
+        # the bench site's caches run an XRootD before 5.7.2, whose g-stream has no todisk/prefetch
+        "cache_todisk_bytes": pa.nulls(n, pa.int64()),
+        "cache_prefetch_bytes": pa.nulls(n, pa.int64()),
     }
     return pa.table({f.name: cols[f.name] for f in FILE_ACCESS}, schema=FILE_ACCESS)
 
@@ -455,7 +459,8 @@ def _fill_table(site: BulkSite, d: JobDay, sel: np.ndarray) -> pa.Table:
     origin = d.a_file[sel] % len(site.origins)
     nulls = {name: pa.nulls(n, FILE_ACCESS.field(name).type) for name in (
         "job_identity", "cache_hit_bytes", "cache_miss_bytes", "cache_bypass_bytes", "cache_attach_time",
-        "cache_detach_time", "cache_access_count", "cache_remotes", "cache_blocks", "cache_blocks_done")}
+        "cache_detach_time", "cache_access_count", "cache_remotes", "cache_blocks", "cache_blocks_done",
+        "cache_todisk_bytes", "cache_prefetch_bytes")}
     cols = _common_access(site, d, sel, miss, np.zeros(n, np.int64), ops, np.zeros(n, np.int64))
     cols |= nulls | {
         "server_host": _take([site.host(o) for o in site.origins], origin),
