@@ -35,11 +35,12 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+
+from proctree import PeakSampler  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "scale"
@@ -65,50 +66,23 @@ class Measured:
     detail: dict = field(default_factory=dict)
 
 
-def _tree_rss_kib(pid: int) -> int:
-    total, stack = 0, [pid]
-    while stack:
-        p = stack.pop()
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-            for task in Path(f"/proc/{p}/task").iterdir():
-                stack += [int(c) for c in (task / "children").read_text().split()]
-        except (FileNotFoundError, ProcessLookupError, ValueError):
-            continue
-    return total
-
-
 def _load1() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
 def measure(argv: list[str], env: dict[str, str], log: Path) -> Measured:
     """Run ``argv`` and sample its process tree; the child's last stdout line is JSON detail."""
-    peak = 0
     before = _load1()
     with open(log, "w") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
-        done = threading.Event()
-
-        def sample() -> None:
-            nonlocal peak
-            while not done.is_set():
-                peak = max(peak, _tree_rss_kib(proc.pid))
-                time.sleep(0.1)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        out, _ = proc.communicate()
+        with PeakSampler(proc) as sampled:
+            out, _ = proc.communicate()
         wall = time.perf_counter() - start
-        done.set()
-        sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:4])} ... failed ({proc.returncode}): see {log}\n{out[-2000:]}")
     lines = [line for line in out.splitlines() if line.startswith("{")]
-    return Measured(wall, peak / 1024, before, _load1(), json.loads(lines[-1]) if lines else {})
+    return Measured(wall, sampled.peak_mib, before, _load1(), json.loads(lines[-1]) if lines else {})
 
 
 # ----------------------------------------------------------------------------- the child steps

@@ -25,11 +25,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import duckdb
+
+from proctree import PeakSampler  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 DBT = Path(sys.executable).parent / "dbt"
@@ -91,21 +92,6 @@ def make_lake(source: Path, scale: int, work: Path) -> tuple[Path, dict[str, int
     return lake, counts
 
 
-def _tree_rss_kib(pid: int) -> int:
-    total, stack = 0, [pid]
-    while stack:
-        p = stack.pop()
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-            for task in Path(f"/proc/{p}/task").iterdir():
-                stack += [int(c) for c in (task / "children").read_text().split()]
-        except (FileNotFoundError, ProcessLookupError, ValueError):
-            continue
-    return total
-
-
 def run_dbt(target: str, lake: Path, work: Path, spark_memory: str) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one dbt build of every model from ``lake``."""
     state = work / f"dbt-{target}"
@@ -117,27 +103,15 @@ def run_dbt(target: str, lake: Path, work: Path, spark_memory: str) -> tuple[flo
     argv = [str(DBT), "build", "--exclude-resource-type", "test", "--exclude-resource-type", "unit_test",
             "--target", target, "--project-dir", str(ROOT / "dbt"), "--profiles-dir", str(ROOT / "dbt"),
             "--target-path", str(state / "target"), "--log-path", str(state / "logs")]
-    peak = 0
     with open(state / "out.log", "w") as log:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=state)
-        done = threading.Event()
-
-        def sample() -> None:
-            nonlocal peak
-            while not done.is_set():
-                peak = max(peak, _tree_rss_kib(proc.pid))
-                time.sleep(0.2)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        code = proc.wait()
+        with PeakSampler(proc, every=0.2) as sampled:
+            code = proc.wait()
         wall = time.perf_counter() - start
-        done.set()
-        sampler.join()
     if code != 0:
         raise RuntimeError(f"dbt build --target {target} failed ({code}): see {state / 'out.log'}")
-    return wall, peak / 1024
+    return wall, sampled.peak_mib
 
 
 def main() -> None:

@@ -112,7 +112,9 @@ def test_sigkill_and_restart_lose_nothing_and_write_nothing_twice(tmp_path):
             started = time.time()
             procs.append(_start(sock, out, "--journal-retention", "0"))
         sender.join()
-        _wait(lambda: _stats(out).get("packets", 0) >= accesses + 2 and _stats(out).get("state") == "listening",
+        # the last collector's own stats (the killed one's may already count every datagram)
+        _wait(lambda t=started: _stats(out).get("packets", 0) >= accesses + 2
+              and _stats(out).get("state") == "listening" and _stats(out).get("updated_at", 0) > t,
               "every datagram decoded", timeout=90)
         procs[-1].send_signal(signal.SIGTERM)
         assert procs[-1].wait(timeout=60) == 0

@@ -621,17 +621,25 @@ def listen(spec: str | None, opts: Options, ready=None, stats_every: float = 1.0
     Sockets come from systemd (LISTEN_FDS) when it passed any, else are bound to ``spec``."""
     from .receiver import open_sockets, systemd_sockets
 
-    socks = systemd_sockets()
-    if socks is None:
-        host, port = parse_listen(spec or "127.0.0.1:9930")
-        socks = open_sockets(host, port, max(1, opts.workers))
-    live = Live(opts, socks)
+    # Handlers first: resuming a long journal takes a while, and a stop asked for meanwhile must
+    # still end in an orderly shutdown (exit 0), not the default death by SIGTERM.
+    live: Live | None = None
+    asked = False
 
     def _stop(signum, frame):  # noqa: ARG001
-        live.stop = True
+        nonlocal asked
+        asked = True
+        if live is not None:
+            live.stop = True
 
     old = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
+        socks = systemd_sockets()
+        if socks is None:
+            host, port = parse_listen(spec or "127.0.0.1:9930")
+            socks = open_sockets(host, port, max(1, opts.workers))
+        live = Live(opts, socks)
+        live.stop = live.stop or asked
         if opts.decoder_nice:
             try:
                 os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0) + opts.decoder_nice)

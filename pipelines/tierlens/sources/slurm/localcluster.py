@@ -94,6 +94,38 @@ class HostRoot:
         pass
 
 
+#: ioctl on an nsfs file: the mount namespace's 64-bit id (Linux 6.11+; NS_GET_MNTNS_ID, _IOR(0xb7, 5, u64))
+_NS_GET_MNTNS_ID = 0x8008B705
+
+
+def _new_mount_namespace_id(cpu: int) -> int | None:
+    """The id a mount namespace created now on ``cpu`` gets (None where the kernel does not say)."""
+    probe = ("import fcntl, os, struct\n"
+             "fd = os.open('/proc/self/ns/mnt', os.O_RDONLY)\n"
+             f"print(struct.unpack('Q', fcntl.ioctl(fd, {_NS_GET_MNTNS_ID}, bytes(8)))[0])")
+    r = subprocess.run(["taskset", "-c", str(cpu), "unshare", "--mount", "python3", "-c", probe],
+                       capture_output=True, text=True, timeout=30)
+    return int(r.stdout) if r.returncode == 0 and r.stdout.strip().isdigit() else None
+
+
+def _cpu_of_lowest_namespace_id() -> int | None:
+    """The CPU on which a new mount namespace gets the lowest id, or None if it does not matter.
+
+    Linux 6.18 hands out namespace ids from per-CPU batches, so they are not in creation order
+    across CPUs, and mount(2) refuses (EINVAL) to bind a mount-namespace file whose id is not
+    above the caller's namespace's (its guard against reference loops). job_container/tmpfs binds
+    each job's new namespace inside slurmstepd's; with slurmstepd in the tree's namespace, a job
+    whose namespace came from the other CPU's lower batch failed to start, at random. On a real
+    node slurmd runs in the boot namespace, whose id is the lowest of all. Creating the tree's
+    namespace on the CPU whose batch is lowest puts its id below every later one.
+    """
+    if not shutil.which("taskset"):
+        return None
+    ids = {cpu: _new_mount_namespace_id(cpu) for cpu in sorted(os.sched_getaffinity(0))}
+    known = {cpu: i for cpu, i in ids.items() if i is not None}
+    return min(known, key=known.__getitem__) if len(known) > 1 else None
+
+
 class TreeRoot(HostRoot):
     """The cluster's programs come from another Debian release's root filesystem.
 
@@ -131,7 +163,9 @@ class TreeRoot(HostRoot):
             "echo ready",
             "exec sleep infinity",
         ])
-        self.holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+        cpu = _cpu_of_lowest_namespace_id()
+        pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+        self.holder = subprocess.Popen([*pin, "unshare", "--mount", "--propagation", "private", "sh", "-c", script],
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                        start_new_session=True)
         line = self.holder.stdout.readline().strip()
