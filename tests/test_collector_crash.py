@@ -18,6 +18,8 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -53,6 +55,22 @@ def _start(sock: socket.socket, out: Path, *extra: str) -> subprocess.Popen:
            f'--max-seconds 0.5 --cache-grace 1 "${{@:2}}"')
     return subprocess.Popen(["bash", "-c", cmd, TIERLENS, str(out), *extra], pass_fds=(fd,),
                             stdout=subprocess.DEVNULL, stderr=open(out.parent / "collector.log", "a"))
+
+
+@contextmanager
+def _collector(proc: subprocess.Popen, sock: socket.socket | None = None) -> Iterator[subprocess.Popen]:
+    """The running collector; at the end it is stopped as systemd stops the unit (SIGTERM), and
+    must drain and exit 0. Killed instead if the test failed first."""
+    try:
+        yield proc
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, "the collector did not exit cleanly on SIGTERM"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if sock is not None:
+            sock.close()
 
 
 def _stats(out: Path) -> dict:
@@ -153,8 +171,7 @@ def test_kernel_drops_are_counted_exactly_and_the_run_is_not_called_lossless(tmp
     s = SimServer("loss.example.org", 1094, sid=99, stod=1_700_000_000)
     uid, login = s.login(5, "wn02.example.org", "app", "slurm.loss.1")
     burst = 3000
-    proc = _start(sock, out, "--load", "--warehouse", str(wh))
-    try:
+    with _collector(_start(sock, out, "--load", "--warehouse", str(wh)), sock):
         _wait(lambda: _stats(out).get("state") == "listening", "the collector to listen")
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as snd:
             for p in (s.ident(), login):
@@ -174,13 +191,6 @@ def test_kernel_drops_are_counted_exactly_and_the_run_is_not_called_lossless(tmp
         assert 0 < dropped < burst
         _wait(lambda: _stats(out).get("packets", 0) == 2 + burst - dropped
               and _stats(out).get("kernel_drops") == dropped, "the rest decoded and the drops counted")
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        sock.close()
     stats = _stats(out)
     assert (stats["kernel_drops"], stats["rows_written"], stats["lossless"]) == (dropped, burst - dropped, False)
     assert stats["lost_packets"] <= dropped  # pseq gaps: a lower bound only (8 bits wrap)
@@ -217,7 +227,7 @@ def two_workers(tmp_path_factory):
                              "--metrics", f"127.0.0.1:{metrics_port}",
                              "--cache-grace", "1"], stdout=log, stderr=subprocess.STDOUT)
     servers, per_server, outsider = 16, 200, 37
-    try:
+    with _collector(proc):
         _wait(lambda: _stats(out).get("state") == "listening", "the collector to listen")
         socks = []
         for i in range(servers):
@@ -252,12 +262,6 @@ def two_workers(tmp_path_factory):
         running = _stats(out)
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as resp:
             metrics = resp.read().decode()
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     yield {"out": out, "servers": servers, "per_server": per_server, "outsider": outsider, "sent": sent,
            "running": running, "metrics": metrics, "log": root / "collector.log"}
 

@@ -8,7 +8,6 @@ out exactly once, the files open across the upgrade with the bytes of their clos
 from __future__ import annotations
 
 import shutil
-import signal
 import socket
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 from tierlens.collector.synth import SimServer, close_record, disc_record, open_record
 
-from test_collector_crash import _socket, _start, _stats, _wait
+from test_collector_crash import _collector, _socket, _start, _stats, _wait
 
 FIXTURE = Path(__file__).parent / "data" / "collector-upgrade" / "out"
 DONE, OPEN, LATE = 20, 10, 10
@@ -58,21 +57,13 @@ def test_the_out_folder_of_the_previous_collector_is_resumed_losing_and_duplicat
     before, later, closes = upgrade_stream()
     sock = _socket(4 << 20)
     port = sock.getsockname()[1]
-    proc = _start(sock, out)
-    try:
+    with _collector(_start(sock, out), sock):
         _wait(lambda: _stats(out).get("state") == "listening", "the collector to listen")
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as snd:
             for p in closes:
                 snd.sendto(p, ("127.0.0.1", port))
         total = len(before) + len(later) + len(closes)
         _wait(lambda: _stats(out).get("packets", 0) >= total, "every datagram decoded", timeout=90)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        sock.close()
     rows = [r for p in sorted(out.glob("file_access-*.parquet")) for r in pq.read_table(p).to_pylist()]
     keys = [(r["server_host"], r["unique_id"]) for r in rows]
     assert len(keys) == len(set(keys)), "a row was written twice"
