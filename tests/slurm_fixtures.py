@@ -19,6 +19,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,30 @@ def plugstack_line(plugin: Path, spool: Path, extra: str = "", control: str = "o
     return (f"{control} {plugin} spool={spool} arm=hash:{','.join(ARMS)} "
             f"arm_env=B:XROOT_PROXY={PROXY} arm_env=A:TIERLENS_TEST_DIRECT=1 "
             f"arm_route=B:cache:xcache.test:1094 arm_route=A:direct {extra}").strip()
+
+
+#: Everything the plugin must survive at once: unknown and malformed options, a scratch that does not exist.
+BROKEN_OPTIONS = "bogus arm_env=B max_record=1 scratch=/nonexistent/dir"
+
+
+@contextmanager
+def plugstack_as(cluster: LocalCluster, line: str) -> Iterator[Path]:
+    """The cluster's plugstack.conf holds ``line`` while inside; its own line is put back after."""
+    good = cluster.plugstack.read_text()
+    try:
+        cluster.plugstack.write_text(line + "\n")
+        yield cluster.plugstack
+    finally:
+        cluster.plugstack.write_text(good)
+
+
+def spool_on_a_symlink(work: Path, name: str) -> tuple[Path, Path]:
+    """A spool path that is a symlink (which the plugin must refuse) and the folder it points to."""
+    target = work / f"elsewhere-{name}"
+    target.mkdir()
+    link = work / f"spool-link-{name}"
+    link.symlink_to(target)
+    return link, target
 
 
 @pytest.fixture(scope="session", params=GENERATIONS)

@@ -20,7 +20,7 @@ from tierlens import doctor
 from tierlens.cli import app
 from tierlens.doctor import Options, Status
 
-from slurm_fixtures import install_package, plugstack_line, remove_package
+from slurm_fixtures import install_package, plugstack_as, plugstack_line, remove_package
 
 REPO = Path(__file__).resolve().parents[1]
 SACCT_2205 = REPO / "plugins" / "slurm" / "tests" / "data" / "sacct-22.05-dbv0.0.38.json"
@@ -199,16 +199,11 @@ def test_doctor_on_the_cluster_installed_required_and_removed(cluster, work, bui
     assert found[("slurm", "sacct --json")]["status"] == "ok"
     assert found[("slurm", "sacct --json")]["detail"].endswith(f"data_parser {_sacct_data_parser(cluster)}")
 
-    plug = cluster.plugstack
-    good = plug.read_text()
-    try:
-        plug.write_text(plugstack_line(cluster.plugin, cluster.spool, control="required") + "\n")
+    with plugstack_as(cluster, plugstack_line(cluster.plugin, cluster.spool, control="required")) as plug:
         code, out = _doctor_json("--slurm-conf", conf)
         assert code == 1
         (stack,) = [f for f in out["findings"] if f["check"] == "plugstack line"]
         assert stack["status"] == "fail" and "required" in stack["detail"] and f"{plug}:1" in stack["detail"]
-    finally:
-        plug.write_text(good)
 
     remove_package()
     try:

@@ -25,7 +25,7 @@ from tierlens.cli import app
 from tierlens.sources.slurm.localcluster import _wait_for
 from tierlens.sources.slurm.sacct import parse_json_document
 
-from slurm_fixtures import plugstack_line
+from slurm_fixtures import BROKEN_OPTIONS, plugstack_as, plugstack_line, spool_on_a_symlink
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURES = REPO / "tests" / "data" / "sacct" / "real"
@@ -179,15 +179,8 @@ def test_required_with_a_broken_configuration_still_runs_jobs(cluster, work):
     """Loaded as `required`, any error the plugin returned would fail the step (Slurm 23.11 and
     later fail it even for `optional`): a spool on a symlink, unknown and malformed options and a
     scratch that does not exist must leave srun, sbatch and an inner step all successful."""
-    target = work / "elsewhere-required"
-    target.mkdir()
-    link = work / "spool-link-required"
-    link.symlink_to(target)
-    plug = cluster.plugstack
-    good = plug.read_text()
-    try:
-        plug.write_text(plugstack_line(cluster.plugin, link, "bogus arm_env=B max_record=1 scratch=/nonexistent/dir",
-                                       control="required") + "\n")
+    link, target = spool_on_a_symlink(work, "required")
+    with plugstack_as(cluster, plugstack_line(cluster.plugin, link, BROKEN_OPTIONS, control="required")):
         r = cluster.run(["srun", "-n1", "sh", "-c", "echo TYPE=$TIERLENS_STORAGE_TYPE"], check=False)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "TYPE=" in r.stdout and "TYPE=\n" not in r.stdout
@@ -199,8 +192,6 @@ def test_required_with_a_broken_configuration_still_runs_jobs(cluster, work):
         assert {k[1]: v["State"] for k, v in p2.items()} == {"": "COMPLETED", "batch": "COMPLETED", "0": "COMPLETED"}
         assert "done" in out.read_text().splitlines() and job
         assert list(target.iterdir()) == []
-    finally:
-        plug.write_text(good)
     log = (cluster.workdir / "log" / "slurmd.log").read_text()
     assert "symlinks are refused" in log
 
@@ -208,16 +199,11 @@ def test_required_with_a_broken_configuration_still_runs_jobs(cluster, work):
 @pytest.mark.integration
 @pytest.mark.slow
 def test_doctor_catches_required(cluster):
-    plug = cluster.plugstack
-    good = plug.read_text()
-    try:
-        plug.write_text(plugstack_line(cluster.plugin, cluster.spool, control="required") + "\n")
+    with plugstack_as(cluster, plugstack_line(cluster.plugin, cluster.spool, control="required")) as plug:
         r = CliRunner().invoke(app, ["doctor", "--json", "--slurm-conf", str(cluster.conf)], env=cluster.client_env)
         assert r.exit_code == 1, r.output
         (stack,) = [f for f in json.loads(r.stdout)["findings"] if f["check"] == "plugstack line"]
         assert stack["status"] == "fail" and "required" in stack["detail"] and f"{plug}:1" in stack["detail"]
-    finally:
-        plug.write_text(good)
 
 
 # ---- saved captures, no cluster ----------------------------------------------------------------

@@ -37,7 +37,7 @@ from tierlens.records import job_identity
 from tierlens.sources.slurm.localcluster import LocalCluster
 from tierlens.sources.slurm.spool import arm_for_job
 
-from slurm_fixtures import ARMS, PROXY, plugstack_line
+from slurm_fixtures import ARMS, BROKEN_OPTIONS, PROXY, plugstack_as, plugstack_line, spool_on_a_symlink
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -335,20 +335,12 @@ def test_dbt_marts_pick_up_the_jobs(cluster, jobs, ingested, work, build):
 
 def test_a_broken_configuration_never_fails_a_job(cluster, work, build):
     """Spool on a symlink, unknown and malformed options: the job runs, tagged, errors logged."""
-    target = work / "elsewhere"
-    target.mkdir()
-    link = work / "spool-link"
-    link.symlink_to(target)
-    plug = cluster.plugstack
-    good = plug.read_text()
-    try:
-        plug.write_text(plugstack_line(cluster.plugin, link, "bogus arm_env=B max_record=1 scratch=/nonexistent/dir") + "\n")
+    link, target = spool_on_a_symlink(work, "optional")
+    with plugstack_as(cluster, plugstack_line(cluster.plugin, link, BROKEN_OPTIONS)):
         r = cluster.run(["srun", "-n1", "sh", "-c", "echo ENV:TIERLENS_STORAGE_TYPE=$TIERLENS_STORAGE_TYPE"])
         assert r.returncode == 0
         assert _env(r.stdout)["TIERLENS_STORAGE_TYPE"] == _detect(build, "/nonexistent/dir")["storage_type"]
         assert list(target.iterdir()) == []
-    finally:
-        plug.write_text(good)
     log = (cluster.workdir / "log" / "slurmd.log").read_text()
     assert "tierlens: ignoring plugstack argument 'bogus' (want key=value)" in log
     assert "tierlens: ignoring 'arm_env=B'" in log and "tierlens: max_record=1 out of" in log
