@@ -18,6 +18,7 @@ task. Settings: dags/README.md.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 # Before cosmos is imported: it reads these once. Nothing phones home.
 os.environ.setdefault("AIRFLOW__COSMOS__ENABLE_TELEMETRY", "False")
@@ -47,7 +48,7 @@ _pool = af.dag_setting("pool")
 WARNED_XCOM = "dbt_warned_tests"
 
 
-def hand_over_warnings(project_dir: str, context=None, **_) -> None:
+def hand_over_warnings(project_dir: str, context: Any = None, **_: Any) -> None:
     """Cosmos calls this in the producer once ``dbt build`` has returned, failed or not, with the
     build's temporary project folder (deleted right after): the tests dbt reported 'warn' in that
     build's target/run_results.json go to the producer's XCom for completeness_alert. The watcher
@@ -56,7 +57,7 @@ def hand_over_warnings(project_dir: str, context=None, **_) -> None:
     from pathlib import Path
 
     results = Path(project_dir) / "target" / "run_results.json"
-    handed: dict = {"run_results": results.is_file(), "tests": [], "error": None}
+    handed: dict[str, Any] = {"run_results": results.is_file(), "tests": [], "error": None}
     if handed["run_results"]:  # dbt writes none when the project does not even parse
         try:
             handed["tests"] = [asdict(w) for w in tasks.warned_tests(results)]
@@ -65,7 +66,7 @@ def hand_over_warnings(project_dir: str, context=None, **_) -> None:
     context["ti"].xcom_push(key=WARNED_XCOM, value=handed)
 
 
-def mark_run(run_id: str, warned: list[dict], ti) -> dict:
+def mark_run(run_id: str, warned: list[dict[str, Any]], ti: Any) -> dict[str, Any]:
     """Mark a run whose build warned (e.g. a completeness threshold): the warned tests go to
     <home>/alerts/tierlens_transform/<run_id>.json and to the task's XCom ``warnings``; with
     ``alert_email`` set they are mailed through smtp_default. A failed hard floor is not a
@@ -138,7 +139,7 @@ with tierlens_transform:
             _t.trigger_rule = "all_done"
 
     @task(task_id="completeness_alert", trigger_rule="all_done")
-    def completeness_alert() -> dict:
+    def completeness_alert() -> dict[str, Any]:
         """Marks the run when its build warned; all_done: a build that failed on a hard floor may
         have warned too."""
         ctx = get_current_context()

@@ -353,6 +353,21 @@ def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floo
     assert alert is not None and _warned(alert) == expected, alert
 
 
+def test_a_run_results_file_that_cannot_be_read_is_named_with_its_field(tmp_path):
+    from tierlens.orchestration.tasks import RunResultsError, warned_tests
+
+    path = tmp_path / "run_results.json"
+    for text, where in (('{"results": [', "line 1, column 14"),
+                        ('{"results": {}}', "field 'results'"),
+                        ('{"results": [{"status": "pass"}, {"status": "warn", "failures": 2}]}', "results[1].unique_id"),
+                        ('{"results": [{"status": "warn", "unique_id": "test.p.t", "failures": "2"}]}',
+                         "results[0].failures (test.p.t)")):
+        path.write_text(text)
+        with pytest.raises(RunResultsError) as e:
+            warned_tests(path)
+        assert str(e.value).startswith(f"{path}: {where}"), e.value
+
+
 # --- the report: a one-line verdict per week at the top, and the completeness section --------
 
 def test_report_opens_with_the_verdict_per_week(built, tmp_path):
