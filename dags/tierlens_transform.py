@@ -11,12 +11,14 @@ writer); the model tasks watch, they do not write. The dbt target (engine) comes
 spark or spark_thrift. dbt runs as a subprocess of the dbt in tierlens' own virtualenv
 (``dbt_executable`` setting), so Airflow's and dbt's pins never meet.
 Completeness thresholds (tests on marts.data_completeness): a warning marks the run
-(completeness_warning below), a hard floor fails the test task. Settings: dags/README.md.
+(the build hands its warned tests to ``completeness_alert``, below), a hard floor fails the test
+task. Settings: dags/README.md.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 # Before cosmos is imported: it reads these once. Nothing phones home.
 os.environ.setdefault("AIRFLOW__COSMOS__ENABLE_TELEMETRY", "False")
@@ -24,7 +26,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "False")
 
-from airflow.sdk import task  # noqa: E402
+from airflow.sdk import get_current_context, task  # noqa: E402
 from airflow.sdk.exceptions import AirflowSkipException  # noqa: E402
 from cosmos import DbtDag, ExecutionConfig, ProfileConfig, ProjectConfig, RenderConfig  # noqa: E402
 from cosmos.constants import PRODUCER_WATCHER_TASK_ID, ExecutionMode, InvocationMode, LoadMode, TestBehavior  # noqa: E402
@@ -42,30 +44,50 @@ _env = cfg.dbt_env(var)
 _pool = af.dag_setting("pool")
 
 
+# The producer's XCom that hands the build's warned tests to the completeness_alert task
+WARNED_XCOM = "dbt_warned_tests"
 
-def completeness_warning(context) -> None:
-    """Cosmos calls this when a dbt test task ends with warnings (e.g. a completeness threshold).
 
-    It marks the run: the warned tests go to <home>/alerts/tierlens_transform/<run_id>.json and to
-    the task's XCom ``warnings``; with ``alert_email`` set they are mailed through smtp_default.
-    A failed hard floor is not a warning: that test errors and fails its task.
-    """
-    run_id = str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", "unknown"))
-    tests = [str(t) for t in context.get("test_names") or []]
-    results = [str(r) for r in context.get("test_results") or []]
-    path = tasks.record_alert(cfg.paths(var).alerts, "tierlens_transform", run_id, tests, results)
-    ti = context.get("ti")
-    if ti is not None:
-        ti.xcom_push(key="warnings", value={"tests": tests, "alert_file": str(path)})
+def hand_over_warnings(project_dir: str, context: Any = None, **_: Any) -> None:
+    """Cosmos calls this in the producer once ``dbt build`` has returned, failed or not, with the
+    build's temporary project folder (deleted right after): the tests dbt reported 'warn' in that
+    build's target/run_results.json go to the producer's XCom for completeness_alert. The watcher
+    build calls no on_warning_callback, and its watching test tasks report pass or fail only."""
+    from dataclasses import asdict
+    from pathlib import Path
+
+    results = Path(project_dir) / "target" / "run_results.json"
+    handed: dict[str, Any] = {"run_results": results.is_file(), "tests": [], "error": None}
+    if handed["run_results"]:  # dbt writes none when the project does not even parse
+        try:
+            handed["tests"] = [asdict(w) for w in tasks.warned_tests(results)]
+        except tasks.RunResultsError as e:  # the alert task fails with it; the build's own state stands
+            handed["error"] = str(e)
+    context["ti"].xcom_push(key=WARNED_XCOM, value=handed)
+
+
+def mark_run(run_id: str, warned: list[dict[str, Any]], ti: Any) -> dict[str, Any]:
+    """Mark a run whose build warned (e.g. a completeness threshold): the warned tests go to
+    <home>/alerts/tierlens_transform/<run_id>.json and to the task's XCom ``warnings``; with
+    ``alert_email`` set they are mailed through smtp_default. A failed hard floor is not a
+    warning: that test errors and fails its task."""
+    tests = [w["unique_id"] for w in warned]
+    failures = [w["failures"] for w in warned]
+    results = [w["message"] for w in warned]
+    path = tasks.record_alert(cfg.paths(var).alerts, "tierlens_transform", run_id, tests, results, failures)
+    marked = {"tests": tests, "failures": failures, "alert_file": str(path)}
+    ti.xcom_push(key="warnings", value=marked)
     to = cfg.settings_list("alert_email", var)
     if to:
         from airflow.providers.smtp.hooks.smtp import SmtpHook
 
         body = "<p>tierlens_transform run {} warned:</p><ul>{}</ul><p>{}</p>".format(
-            run_id, "".join(f"<li>{t}</li>" for t in tests), path)
+            run_id, "".join(f"<li>{t}: {'?' if n is None else n} rows ({m})</li>"
+                         for t, n, m in zip(tests, failures, results)), path)
         with SmtpHook(smtp_conn_id="smtp_default") as hook:
             hook.send_email_smtp(to=to, subject=f"tierlens: data completeness warning ({run_id})",
                                  html_content=body)
+    return marked
 
 
 tierlens_transform = DbtDag(
@@ -78,7 +100,8 @@ tierlens_transform = DbtDag(
     # producer's retry): a failed model's own task reruns that model
     execution_config=ExecutionConfig(execution_mode=ExecutionMode.WATCHER, dbt_executable_path=_dbt,
                                      invocation_mode=InvocationMode.SUBPROCESS,
-                                     setup_operator_args={"pool": _pool, "retries": 0}),
+                                     setup_operator_args={"pool": _pool, "retries": 0,
+                                                          "callback": hand_over_warnings}),
     render_config=RenderConfig(load_method=LoadMode.DBT_LS, test_behavior=TestBehavior.AFTER_EACH,
                                invocation_mode=InvocationMode.SUBPROCESS, dbt_executable_path=_dbt,
                                emit_datasets=False,
@@ -88,7 +111,6 @@ tierlens_transform = DbtDag(
                                select=cfg.settings_list("dbt_select", var)),
     # the per-model tasks only watch the build: the default pool, so they never hold the writer's slot
     operator_args={"install_deps": False, "emit_datasets": False, "pool": "default_pool"},
-    on_warning_callback=completeness_warning,
 )
 
 # Readers (tierlens sql, the report, duckdb -readonly) open a published snapshot, never the file the
@@ -115,6 +137,23 @@ with tierlens_transform:
         if _t is not _producer and (not _t.upstream_task_ids or _t.upstream_task_ids == {_producer.task_id}):
             _producer >> _t
             _t.trigger_rule = "all_done"
+
+    @task(task_id="completeness_alert", trigger_rule="all_done")
+    def completeness_alert() -> dict[str, Any]:
+        """Marks the run when its build warned; all_done: a build that failed on a hard floor may
+        have warned too."""
+        ctx = get_current_context()
+        build = ctx["ti"].xcom_pull(task_ids=_producer.task_id, key=WARNED_XCOM)
+        if not build or not build["run_results"]:
+            # the build ended before dbt wrote its results: it failed, and says why itself
+            return {"run_results": False, "tests": []}
+        if build["error"]:
+            raise ValueError(f"the build's warned tests cannot be read: {build['error']}")
+        if not build["tests"]:
+            return {"run_results": True, "tests": []}
+        return {"run_results": True} | mark_run(str(ctx["run_id"]), build["tests"], ctx["ti"])
+
     _landed = load_landed()
     _landed >> _producer
+    _producer >> completeness_alert()
     _dbt_tasks >> publish_snapshot(_landed)

@@ -275,12 +275,39 @@ def _transform(env: dict, home: Path, warehouse: Path, **settings: str) -> dict:
     return json.loads(lines[-1].removeprefix("DRIVER-RESULT "))["runs"][0]
 
 
+def _warned_rows(job_rows: list[dict], untagged: set, warehouse: Path) -> dict[str, int]:
+    """The rows each warn-severity completeness test must find in a warehouse at the default
+    thresholds: cluster-days below 90 % tagged CPU hours from the jobs themselves, server-days
+    below 80 % joined bytes and collector-days with kernel drops from the mart's counts."""
+    cpu_tagged, cpu_total = defaultdict(float), defaultdict(float)
+    for j in job_rows:
+        cpu = j["cpu_user_seconds"] + j["cpu_system_seconds"]
+        cpu_total[_day(j["end_time"])] += cpu
+        if j["job_id"] not in untagged:
+            cpu_tagged[_day(j["end_time"])] += cpu
+    bytes_rows = _mart(warehouse, "grain = 'server' and measure = 'bytes_joined' and denominator > 0")
+    drops = _mart(warehouse, "measure = 'kernel_drops'")
+    return {"completeness_cpu_hours_tagged_below_threshold":
+                sum(1 for d, cpu in cpu_total.items() if cpu > 0 and cpu_tagged[d] / cpu < 0.90),
+            "completeness_bytes_joined_below_threshold":
+                sum(1 for r in bytes_rows if r["numerator"] / r["denominator"] < 0.80),
+            "completeness_kernel_drops_above_threshold": sum(1 for r in drops if r["numerator"] > 0)}
+
+
+def _alert(home: Path) -> dict | None:
+    found = sorted((home / "alerts" / "tierlens_transform").glob("*.json"))
+    assert len(found) <= 1, found  # one file per run
+    return json.loads(found[0].read_text()) if found else None
+
+
+def _warned(alert: dict) -> dict[str, int]:
+    """test name -> rows found, from an alert file (tests are dbt node ids: test.<project>.<name>[.<hash>])."""
+    assert len(alert["tests"]) == len(alert["failures"]) == len(alert["results"]), alert
+    return {t.split(".")[2]: n for t, n in zip(alert["tests"], alert["failures"])}
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@pytest.mark.xfail(strict=True, reason=(
-    "known regression: since the transform DAG runs one dbt build per run (Cosmos ExecutionMode.WATCHER), "
-    "Cosmos does not call on_warning_callback for a warned test, so no alert file is written (the floor case after it is unverified since); "
-    "Strict: remove this mark once the DAG records warnings from the build"))
 def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floor(tmp_path):
     small = SyntheticOptions(days=1, seed=2, site=SITE)
     complete, partial = tmp_path / "complete.duckdb", tmp_path / "partial.duckdb"
@@ -293,30 +320,52 @@ def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floo
                        "--exclude", "data_completeness")
         assert proc.returncode == 0, proc.stdout[-4000:]
     env = _airflow_env(tmp_path)
-    alerts = lambda home: sorted((home / "alerts" / "tierlens_transform").glob("*.json"))  # noqa: E731
 
     clean_home = tmp_path / "clean"
     clean_home.mkdir()
     run = _transform(env, clean_home, complete)
     assert run["state"] == "success" and set(run["tasks"].values()) == {"success"}, run
-    assert alerts(clean_home) == []  # above every threshold: no mark
+    assert "completeness_alert" in run["tasks"]
+    assert {n for n in _warned_rows(job_rows, set(), complete).values() if n} == set()  # the premise
+    assert _alert(clean_home) is None  # above every threshold: no mark
 
     marked_home = tmp_path / "marked"
     marked_home.mkdir()
     run = _transform(env, marked_home, partial)
     assert run["state"] == "success", run
-    assert "data_completeness.test" in run["tasks"]
-    found = alerts(marked_home)
-    assert len(found) == 1, found
-    alert = json.loads(found[0].read_text())
-    assert any("completeness_cpu_hours_tagged_below_threshold" in t for t in alert["tests"]), alert
+    assert run["tasks"]["data_completeness.test"] == "success"  # warnings do not fail the test task
+    assert run["tasks"]["completeness_alert"] == "success"
+    expected = {name: n for name, n in _warned_rows(job_rows, untagged, partial).items() if n}
+    # the site lost 10 % of its tags: some day falls below 90 % of CPU hours tagged
+    assert expected.get("completeness_cpu_hours_tagged_below_threshold", 0) >= 1, expected
+    alert = _alert(marked_home)
+    assert alert is not None and alert["format_version"] == 1, alert
+    assert _warned(alert) == expected, alert
 
     floor_home = tmp_path / "floor"
     floor_home.mkdir()
-    # the site lost 10 % of its tags: a floor at 95 % must stop the transform
+    # a floor at 95 % must stop the transform; the run is marked with its warnings all the same
     run = _transform(env, floor_home, partial, completeness_floor_cpu_hours_tagged="0.95")
     assert run["state"] == "failed", run
     assert run["tasks"]["data_completeness.test"] == "failed", run["tasks"]
+    assert run["tasks"]["completeness_alert"] == "success", run["tasks"]
+    alert = _alert(floor_home)
+    assert alert is not None and _warned(alert) == expected, alert
+
+
+def test_a_run_results_file_that_cannot_be_read_is_named_with_its_field(tmp_path):
+    from tierlens.orchestration.tasks import RunResultsError, warned_tests
+
+    path = tmp_path / "run_results.json"
+    for text, where in (('{"results": [', "line 1, column 14"),
+                        ('{"results": {}}', "field 'results'"),
+                        ('{"results": [{"status": "pass"}, {"status": "warn", "failures": 2}]}', "results[1].unique_id"),
+                        ('{"results": [{"status": "warn", "unique_id": "test.p.t", "failures": "2"}]}',
+                         "results[0].failures (test.p.t)")):
+        path.write_text(text)
+        with pytest.raises(RunResultsError) as e:
+            warned_tests(path)
+        assert str(e.value).startswith(f"{path}: {where}"), e.value
 
 
 # --- the report: a one-line verdict per week at the top, and the completeness section --------

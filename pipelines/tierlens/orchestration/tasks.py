@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -155,9 +155,51 @@ def publish_snapshot(warehouse: Path, lookup: Lookup = None) -> str | None:
     return str(publish_warehouse(Path(warehouse)))
 
 
-def record_alert(alerts_dir: Path, dag_id: str, run_id: str, tests: list[str], results: list[str]) -> Path:
+ALERT_FORMAT_VERSION = 1  # of the alert files record_alert writes
+
+
+@dataclass(frozen=True)
+class WarnedTest:
+    """A dbt test that ended with status 'warn': its node, the rows it found, dbt's message."""
+
+    unique_id: str
+    failures: int | None
+    message: str
+
+
+class RunResultsError(ValueError):
+    """A dbt run_results.json that cannot be read; the message names the file and the field."""
+
+
+def warned_tests(run_results_file: Path) -> list[WarnedTest]:
+    """The tests one dbt invocation reported with status 'warn' (its target/run_results.json),
+    in dbt's order: what a DAG run must mark. Errors and failures are not warnings: they fail
+    their task instead."""
+    path = Path(run_results_file)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise RunResultsError(f"{path}: line {e.lineno}, column {e.colno}: not JSON ({e.msg})") from e
+    results = doc.get("results") if isinstance(doc, dict) else None
+    if not isinstance(results, list):
+        raise RunResultsError(f"{path}: field 'results': expected a list, got {type(results).__name__}")
+    return [_warned_test(path, i, r) for i, r in enumerate(results)
+            if isinstance(r, dict) and r.get("status") == "warn"]
+
+
+def _warned_test(path: Path, index: int, result: dict) -> WarnedTest:
+    unique_id, failures = result.get("unique_id"), result.get("failures")
+    if not isinstance(unique_id, str) or not unique_id:
+        raise RunResultsError(f"{path}: results[{index}].unique_id: expected a node id, got {unique_id!r}")
+    if failures is not None and (isinstance(failures, bool) or not isinstance(failures, int)):
+        raise RunResultsError(f"{path}: results[{index}].failures ({unique_id}): expected a count, got {failures!r}")
+    return WarnedTest(unique_id, failures, str(result.get("message") or ""))
+
+
+def record_alert(alerts_dir: Path, dag_id: str, run_id: str, tests: list[str], results: list[str],
+                 failures: list[int | None] | None = None) -> Path:
     """Write what warned in a DAG run to <alerts_dir>/<dag_id>/<run_id>.json (alerts_dir: Paths.alerts);
-    returns the file.
+    returns the file. ``failures``: the rows each test found, in the order of ``tests``.
 
     The mark a site manager (and a monitoring check) can see without the Airflow UI; written
     aside and renamed, so a reader never sees half a file.
@@ -167,7 +209,8 @@ def record_alert(alerts_dir: Path, dag_id: str, run_id: str, tests: list[str], r
     safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in run_id)
     path = folder / f"{safe}.json"
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"dag_id": dag_id, "run_id": run_id, "tests": tests, "results": results,
+    tmp.write_text(json.dumps({"format_version": ALERT_FORMAT_VERSION, "dag_id": dag_id, "run_id": run_id,
+                               "tests": tests, "results": results, "failures": failures,
                                "written_at": datetime.now(timezone.utc).isoformat()}, indent=1))
     os.replace(tmp, path)
     return path
