@@ -92,6 +92,11 @@ TOLERANCE: dict[str, dict[str, float]] = {
         "price_per_throughput", "price_per_efficiency_point", "efficiency_full_occupancy",
         "node_throughput_full_occupancy", "price_per_throughput_full_occupancy", "endurance_tbw",
         "scratch_gb_written_per_node_day", "gb_written_per_device_day", "expected_lifetime_years")},
+    # Per-day partial sums the marts above add up.
+    "int_efficiency_day_partials": {c: SUM for c in ("cpu_seconds", "wall_seconds", "core_wall_seconds", "efficiency_sum")},
+    "int_occupancy_day_partials": {c: SUM for c in ("allocated_core_seconds", "cpu_seconds", "occupancy_sum")},
+    "int_input_size_day_partials": {c: SUM for c in ("cpu_seconds", "core_wall_seconds", "efficiency_sum")},
+    "int_node_jobs_day_partials": {c: SUM for c in ("cpu_seconds", "core_wall_seconds")},
     # The efficiency model's input (sums of per-access byte shares, overlaps) and its predictions,
     # which both engines copy from the same simulator tables in the lake.
     "job_io_profile": {c: SUM for c in (

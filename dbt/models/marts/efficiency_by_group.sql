@@ -6,50 +6,14 @@
 -- Failed jobs: the jobs of job_efficiency whose state is failed, and the launch failures
 -- (int_job_tagged: failed, never ran, no start and wall 0), which are in no efficiency or hour
 -- sum and not in jobs; a group of launch failures alone has jobs 0 and a NULL efficiency.
-{#- Listed, not `* exclude (day, week)`: Spark SQL has no EXCLUDE. #}
-{%- set group_columns = 'storage_type, ab_arm, account, job_class, ran, failed, cpu_seconds, wall_seconds, '
-                        ~ 'core_wall_seconds, efficiency, efficiency_above_one' %}
-with jobs as (
-    select
-        day,
-        week,
-        storage_type,
-        ab_arm,
-        coalesce(account, 'unknown') as account,
-        job_class,
-        true as ran,
-        failed,
-        cpu_seconds,
-        wall_seconds,
-        core_wall_seconds,
-        efficiency,
-        efficiency_above_one
-    from {{ ref('job_efficiency') }}
-
+-- Built from the per-day partial sums and counts of int_efficiency_day_partials (a week is the
+-- sum of its days; a mean is Σ sums / Σ counts), so it reads days x groups rows, not every job.
+with by_period as (
+    select 'day' as period_grain, day as period_start, *
+    from {{ ref('int_efficiency_day_partials') }}
     union all
-
-    select
-        day,
-        week,
-        storage_type,
-        ab_arm,
-        coalesce(account, 'unknown'),
-        job_class,
-        false,
-        failed,
-        null,
-        null,
-        null,
-        null,
-        false
-    from {{ ref('int_job_tagged') }}
-    where failed and not ran
-),
-
-by_period as (
-    select 'day' as period_grain, day as period_start, {{ group_columns }} from jobs
-    union all
-    select 'week' as period_grain, week as period_start, {{ group_columns }} from jobs
+    select 'week' as period_grain, week as period_start, *
+    from {{ ref('int_efficiency_day_partials') }}
 ),
 
 aggregated as (
@@ -60,15 +24,15 @@ aggregated as (
         ab_arm,
         account,
         job_class,
-        count(*) filter (where ran)                         as jobs,
-        sum(cpu_seconds) / 3600.0                           as cpu_hours,
-        sum(wall_seconds) / 3600.0                          as wall_hours,
-        sum(core_wall_seconds) / 3600.0                     as core_wall_hours,
-        sum(cpu_seconds) / nullif(sum(core_wall_seconds), 0) as efficiency,
-        avg(efficiency)                                     as mean_job_efficiency,
-        count(*) filter (where efficiency_above_one)        as jobs_above_one,
-        count(*) filter (where failed)                      as failed_jobs,
-        count(*) filter (where not ran)                     as launch_failures
+        cast(sum(jobs) as bigint)                               as jobs,
+        sum(cpu_seconds) / 3600.0                               as cpu_hours,
+        sum(wall_seconds) / 3600.0                              as wall_hours,
+        sum(core_wall_seconds) / 3600.0                         as core_wall_hours,
+        sum(cpu_seconds) / nullif(sum(core_wall_seconds), 0)    as efficiency,
+        sum(efficiency_sum) / nullif(sum(efficiencies), 0)      as mean_job_efficiency,
+        cast(sum(jobs_above_one) as bigint)                     as jobs_above_one,
+        cast(sum(failed_jobs) as bigint)                        as failed_jobs,
+        cast(sum(launch_failures) as bigint)                    as launch_failures
     from by_period
     group by period_grain, period_start, storage_type, ab_arm, account, job_class
 )

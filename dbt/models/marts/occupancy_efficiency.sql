@@ -4,27 +4,19 @@
 --   efficiency           = Σ cpu_seconds / Σ allocated core-seconds of those node-hours
 --   throughput           = CPU core-hours delivered per node-hour (Σ cpu hours / node-hours)
 --   jobs_per_node_hour   = jobs ending in those node-hours / node-hours
-with hours as (
-    select * from {{ ref('node_occupancy_hourly') }}
-),
-
-scoped as (
-    select 'all' as scope, * from hours
-    union all
-    select 'fully_occupied' as scope, * from hours where fully_occupied
-),
-
-aggregated as (
+-- Built from the per-day, per-node partial sums of int_occupancy_day_partials, so it reads days x
+-- nodes rows, not every node-hour of history.
+with aggregated as (
     select
         storage_type,
         scope,
         {{ count_distinct_pair('cluster', 'node') }} as nodes,
-        count(*)                                                 as node_hours,
+        cast(sum(node_hours) as bigint)                            as node_hours,
         sum(jobs_ended)                                          as jobs_ended,
         sum(allocated_core_seconds) / 3600.0                     as allocated_core_hours,
         sum(cpu_seconds) / 3600.0                                as cpu_hours,
-        avg(occupancy)                                           as mean_occupancy
-    from scoped
+        sum(occupancy_sum) / nullif(sum(occupancies), 0)         as mean_occupancy
+    from {{ ref('int_occupancy_day_partials') }}
     group by storage_type, scope
 ),
 

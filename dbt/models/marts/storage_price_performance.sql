@@ -20,6 +20,8 @@
 --     and day over the observed period; per device = per node / usable devices (RAID1 mirrors
 --     every write, RAID0 splits them); expected_lifetime_years = endurance_tbw x 1e12 /
 --     (bytes written per device per day x 365.25), for catalog rows with an endurance.
+-- The job and node-hour figures add up the per-day, per-node partials of
+-- int_node_jobs_day_partials and int_occupancy_day_partials, so a run reads days x nodes rows.
 with catalog as (
     select * from {{ ref('stg_storage_catalog') }}
 ),
@@ -39,26 +41,31 @@ node_catalog as (
         )
 ),
 
--- Scratch bytes written per node: per job the larger of wchar and the bytes it copied in.
-node_writes as (
+-- Per node over all days, from the per-day partials (days x nodes rows, not every job); scratch
+-- bytes written: per job the larger of wchar and the bytes it copied in.
+node_jobs as (
     select
-        jobs.cluster,
-        jobs.node,
-        sum(greatest(coalesce(jobs.bytes_written, 0), coalesce(remote.bytes_copied_exact, 0))) as scratch_bytes_written
-    from {{ ref('job_efficiency') }} as jobs
-    left join {{ ref('int_job_remote_bytes') }} as remote
-        on {{ job_key_join('remote', 'jobs') }}
-    group by jobs.cluster, jobs.node
+        cluster,
+        node,
+        sum(jobs)                  as jobs,
+        sum(cpu_seconds)           as cpu_seconds,
+        sum(core_wall_seconds)     as core_wall_seconds,
+        min(first_start_time)      as first_start_time,
+        max(last_end_time)         as last_end_time,
+        sum(scratch_bytes_written) as scratch_bytes_written
+    from {{ ref('int_node_jobs_day_partials') }}
+    group by cluster, node
 ),
 
 node_full as (
     select
         cluster,
         node,
-        count(*) filter (where fully_occupied)                    as full_node_hours,
-        coalesce(sum(cpu_seconds) filter (where fully_occupied), 0) as full_cpu_seconds,
-        coalesce(sum(allocated_core_seconds) filter (where fully_occupied), 0) as full_allocated_core_seconds
-    from {{ ref('node_occupancy_hourly') }}
+        cast(sum(node_hours) as bigint)         as full_node_hours,
+        coalesce(sum(cpu_seconds), 0)            as full_cpu_seconds,
+        coalesce(sum(allocated_core_seconds), 0) as full_allocated_core_seconds
+    from {{ ref('int_occupancy_day_partials') }}
+    where scope = 'fully_occupied'
     group by cluster, node
 ),
 
@@ -68,10 +75,10 @@ extra as (
         sum(coalesce(node_full.full_node_hours, 0))               as full_node_hours,
         sum(coalesce(node_full.full_cpu_seconds, 0))              as full_cpu_seconds,
         sum(coalesce(node_full.full_allocated_core_seconds, 0))   as full_allocated_core_seconds,
-        sum(node_writes.scratch_bytes_written)                    as scratch_bytes_written
+        sum(node_jobs.scratch_bytes_written)                    as scratch_bytes_written
     from node_catalog
-    inner join node_writes
-        on node_writes.cluster = node_catalog.cluster and node_writes.node = node_catalog.node
+    inner join node_jobs
+        on node_jobs.cluster = node_catalog.cluster and node_jobs.node = node_catalog.node
     left join node_full
         on node_full.cluster = node_catalog.cluster and node_full.node = node_catalog.node
     group by node_catalog.config_name
@@ -80,14 +87,14 @@ extra as (
 measured as (
     select
         node_catalog.config_name,
-        {{ count_distinct_pair('jobs.cluster', 'jobs.node') }}   as nodes,
-        count(*)                                                  as jobs,
-        sum(jobs.cpu_seconds)                                     as cpu_seconds,
-        sum(jobs.core_wall_seconds)                               as core_wall_seconds,
-        {{ seconds_between('min(jobs.start_time)', 'max(jobs.end_time)') }} / 3600.0 as observed_hours
+        {{ count_distinct_pair('node_jobs.cluster', 'node_jobs.node') }} as nodes,
+        cast(sum(node_jobs.jobs) as bigint)                       as jobs,
+        sum(node_jobs.cpu_seconds)                                as cpu_seconds,
+        sum(node_jobs.core_wall_seconds)                          as core_wall_seconds,
+        {{ seconds_between('min(node_jobs.first_start_time)', 'max(node_jobs.last_end_time)') }} / 3600.0 as observed_hours
     from node_catalog
-    inner join {{ ref('job_efficiency') }} as jobs
-        on jobs.cluster = node_catalog.cluster and jobs.node = node_catalog.node
+    inner join node_jobs
+        on node_jobs.cluster = node_catalog.cluster and node_jobs.node = node_catalog.node
     group by node_catalog.config_name
 ),
 

@@ -4,7 +4,31 @@
 -- [t - var change_window_days, t) before, jobs starting at or after t and ending before
 -- t + window after). Window rows hold every job of the change's cluster(s); in_change_scope
 -- says whether it ran where the change applied.
-with jobs as (
+-- The 'all' rows add up the per-day partial sums of int_input_size_day_partials (days x groups
+-- rows); the window rows still read the jobs of the changes' windows from job_efficiency, as a
+-- window's edges are instants (changed_at), not days.
+with all_days as (
+    select
+        'all'                                                 as period,
+        cast(null as varchar)                                 as change_id,
+        'all'                                                 as change_window,
+        cast(null as boolean)                                 as in_change_scope,
+        storage_type,
+        ab_arm,
+        job_class,
+        bytes_read_bin,
+        {{ bytes_read_bin_order('bytes_read_bin') }}          as bytes_read_bin_order,
+        cast(sum(jobs) as bigint)                             as jobs,
+        sum(cpu_seconds) / 3600.0                             as cpu_hours,
+        sum(core_wall_seconds) / 3600.0                       as core_wall_hours,
+        sum(cpu_seconds) / sum(core_wall_seconds)             as efficiency,
+        sum(efficiency_sum) / sum(jobs)                       as mean_job_efficiency,
+        sum(input_bytes) / 1e9 / nullif(sum(jobs_with_input_bytes), 0) as mean_gb_read
+    from {{ ref('int_input_size_day_partials') }}
+    group by storage_type, ab_arm, job_class, bytes_read_bin
+),
+
+jobs as (
     select
         *,
         coalesce(bytes_read, bytes_read_remote) as input_bytes,
@@ -23,25 +47,15 @@ changes as (
 
 in_windows as (
     select
-        'all'                            as period,
-        cast(null as varchar)            as change_id,
-        'all'                            as change_window,
-        cast(null as boolean)            as in_change_scope,
-        jobs.*
-    from jobs
-
-    union all
-
-    select
-        case when jobs.end_time < changes.changed_at then 'before ' else 'after ' end || changes.change_id,
+        case when jobs.end_time < changes.changed_at then 'before ' else 'after ' end || changes.change_id as period,
         changes.change_id,
-        case when jobs.end_time < changes.changed_at then 'before' else 'after' end,
+        case when jobs.end_time < changes.changed_at then 'before' else 'after' end as change_window,
         case
             when changes.scope_nodes is not null then list_contains(changes.scope_nodes, jobs.node)
             when changes.scope_storage_type is not null then jobs.storage_type = changes.scope_storage_type
             when changes.scope_ab_arm is not null then jobs.ab_arm = changes.scope_ab_arm
             else true
-        end,
+        end as in_change_scope,
         jobs.*
     from jobs
     inner join changes
@@ -52,7 +66,7 @@ in_windows as (
         )
 ),
 
-final as (
+windows as (
     select
         period,
         change_id,
@@ -73,4 +87,6 @@ final as (
     group by period, change_id, change_window, in_change_scope, storage_type, ab_arm, job_class, bytes_read_bin
 )
 
-select * from final
+select * from all_days
+union all
+select * from windows

@@ -1,0 +1,34 @@
+-- Per-day partial aggregates of the jobs on each node: one row per UTC day of end_time x node
+-- (cluster, node) with jobs that ran (job_efficiency) ending that day. Sums, counts, the first
+-- start and the last end only, so any set of days adds up exactly: storage_price_performance
+-- is built from it (days x nodes rows) instead of rescanning every job of history.
+-- Scratch bytes written per job: the larger of the batch system's bytes_written (wchar, which
+-- holds the stage-in copy) and the bytes it staged in with xrdcp (exact-matched accesses).
+--
+-- Incremental by day (UTC day of end_time) with job_efficiency's lookback: a job's xrdcp bytes
+-- change while its accesses can still be matched anew.
+{%- set lookback = job_match_lookback_days() %}
+{{ config(**incremental_by_day('day', lookback)) }}
+with jobs as (
+    select * from {{ ref('job_efficiency') }}
+    where {{ in_window('day', lookback) }}
+),
+
+remote as (
+    select * from {{ ref('int_job_remote_bytes') }}
+)
+
+select
+    jobs.day,
+    jobs.cluster,
+    jobs.node,
+    count(*)                                                                               as jobs,
+    sum(jobs.cpu_seconds)                                                                  as cpu_seconds,
+    sum(jobs.core_wall_seconds)                                                            as core_wall_seconds,
+    min(jobs.start_time)                                                                   as first_start_time,
+    max(jobs.end_time)                                                                     as last_end_time,
+    sum(greatest(coalesce(jobs.bytes_written, 0), coalesce(remote.bytes_copied_exact, 0))) as scratch_bytes_written
+from jobs
+left join remote
+    on {{ job_key_join('remote', 'jobs') }}
+group by jobs.day, jobs.cluster, jobs.node
