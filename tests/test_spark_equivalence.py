@@ -209,9 +209,11 @@ def replay(builds) -> dict[str, Any]:
     export_lake(early, early_lake)
 
     wh = root / "spark-warehouse"
-    args = ["--select", *REPLAY_SELECT, "--vars", REPLAY_VARS]
+    # Models only: their YAML tests ran on Spark in the full build, and the replay's check is the
+    # row-for-row comparison below (the tests would double the replay's time).
+    args = ["--select", *REPLAY_SELECT, "--vars", REPLAY_VARS, "--exclude-resource-type", "test"]
     started = time.monotonic()
-    first = run_dbt(root / "unused.duckdb", root / "dbt-first", "build", [*args, "--exclude-resource-type", "test"],
+    first = run_dbt(root / "unused.duckdb", root / "dbt-first", "build", args,
                     target="spark", lake=early_lake, spark_warehouse=wh)
     assert first.success, "\n".join(first.failures)
     first_seconds = time.monotonic() - started
@@ -221,8 +223,8 @@ def replay(builds) -> dict[str, Any]:
     second = run_dbt(root / "unused.duckdb", root / "dbt-second", "build", args, target="spark", lake=builds["lake"],
                      spark_warehouse=wh)
     assert second.success, "\n".join(second.failures)
-    print(f"replay on Spark: first build {first_seconds:.0f} s, incremental build and tests "
-          f"{time.monotonic() - started:.0f} s ({second.models} models, {second.tests} tests)")
+    print(f"replay on Spark: first build {first_seconds:.0f} s, incremental build "
+          f"{time.monotonic() - started:.0f} s ({second.models} models)")
     return {"spark": wh, "before": before, "second": second}
 
 
