@@ -17,6 +17,13 @@ mapping does not name fails the test, so a new one needs a stated tolerance).
 marts.ab_uncertainty (a dbt Python model; dbt-spark cannot run those outside Databricks) is not
 built by dbt on Spark: `tierlens ab-uncertainty` computes it from Spark's job_efficiency and
 cache_hourly, and that is compared to dbt-duckdb's model here too.
+
+The incremental models are incremental on Spark too (partitioned by their day, the window's days
+overwritten: dbt/README.md). An incremental replay checks it: Spark builds them from a lake that
+holds the site up to REPLAY_CUTOFF (jobs running then have their file accesses in it but not yet
+their accounting record), then a plain incremental `dbt build` from the whole lake; every
+incremental model must then equal dbt-duckdb's full build of the whole lake, and the run log and
+the partitions written show that the second build rebuilt only its window.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import datetime as dt
 import math
 import os
 import shutil
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -122,6 +130,17 @@ TOLERANCE: dict[str, dict[str, float]] = {
                          "cpu_per_wall_difference", "cpu_per_wall_ci_low", "cpu_per_wall_ci_high")},
 }
 
+# The incremental replay: the first lake holds what had arrived by this instant (mid-day of the
+# site's one day), the second the whole site. Vars of both replay builds: cache events and
+# accesses arrive as the access closes, so access_lateness_days 0 is the truth for this lake and
+# leaves the day before the cutoff's day out of the window of the access-grain models (a
+# partition the incremental build must leave untouched); the job lookbacks stay the defaults.
+REPLAY_CUTOFF = dt.datetime(2026, 10, 1, 12, 0, tzinfo=dt.timezone.utc)
+REPLAY_VARS = "{access_lateness_days: 0}"
+# Everything the incremental models need, and the run log.
+REPLAY_SELECT = ["+job_io_profile", "+node_occupancy_hourly", "+cache_hourly", "+job_data_access",
+                 "int_incremental_window"]
+
 # Columns that record when the build itself ran (the incremental run log): each engine's own clock,
 # so they are only required to be set, and are left out of the row comparison.
 BUILD_CLOCK: dict[str, set[str]] = {"int_incremental_window": {"built_at"}}
@@ -133,6 +152,21 @@ def _sql_models(layer: str) -> list[str]:
 
 MARTS = _sql_models("marts")
 INTERMEDIATE = _sql_models("intermediate")
+
+
+def _incremental_models() -> dict[str, tuple[str, bool]]:
+    """Models built with incremental_by_day: name -> (layer, has a row_key). Those with a row_key
+    stay tables on Spark (dbt/README.md); the others are partitioned by their day there."""
+    found = {}
+    for layer in ("intermediate", "marts"):
+        for path in sorted((MODELS / layer).glob("*.sql")):
+            sql = path.read_text()
+            if "config(**incremental_by_day(" in sql:
+                found[path.stem] = (layer, "row_key=" in sql.split("config(**incremental_by_day(", 1)[1].split("\n", 1)[0])
+    return found
+
+
+INCREMENTAL = _incremental_models()
 
 
 @pytest.fixture(scope="module")
@@ -154,8 +188,59 @@ def builds(tmp_path_factory) -> dict[str, Any]:
     spark_result = run_dbt(root / "unused.duckdb", root / "dbt-spark", target="spark", lake=lake,
                            spark_warehouse=spark_wh)
     assert spark_result.success, "\n".join(spark_result.failures)
-    return {"root": root, "lake": lake, "duckdb": duck, "spark": spark_wh,
+    return {"root": root, "source": source, "lake": lake, "duckdb": duck, "spark": spark_wh,
             "duck_result": duck_result, "spark_result": spark_result}
+
+
+@pytest.fixture(scope="module")
+def replay(builds) -> dict[str, Any]:
+    """Spark builds the incremental models from the site as it stood at REPLAY_CUTOFF, then
+    catches up on the whole lake with a plain `dbt build` (incremental) into the same folder."""
+    root = builds["root"] / "replay"
+    root.mkdir()
+    early = root / "early.duckdb"
+    shutil.copy(builds["source"], early)
+    con = duckdb.connect(str(early))
+    try:
+        # What had not arrived by the cutoff: a job's record arrives when it ends, an access's
+        # when it closes, a tag at the job's start.
+        for table, arrival in (("raw_job", "end_time"), ("raw_file_access", "coalesce(end_time, start_time)"),
+                               ("raw_job_tag", "tagged_at"), ("raw_site_change", "recorded_at"),
+                               ("raw_collector_stats", "interval_end")):
+            con.execute(f"delete from {table} where {arrival} > ?", [REPLAY_CUTOFF])
+        # One origin access of the cutoff's day first arrives without its times (a record the
+        # whole lake holds corrected): the first build files it under no day, and the incremental
+        # build must remove that no-day row although its rebuild gives no row without a day.
+        untimed = con.execute("""
+            update raw_file_access set start_time = null, end_time = null
+            where (server_host, unique_id) in (
+                select (server_host, unique_id) from raw_file_access
+                where server_role = 'origin' and start_time >= ? order by end_time desc limit 1)
+        """, [REPLAY_CUTOFF.replace(hour=0)]).fetchone()[0]
+        assert untimed == 1
+    finally:
+        con.close()
+    early_lake = root / "early-lake"
+    export_lake(early, early_lake)
+
+    wh = root / "spark-warehouse"
+    # Models only: their YAML tests ran on Spark in the full build, and the replay's check is the
+    # row-for-row comparison below (the tests would double the replay's time).
+    args = ["--select", *REPLAY_SELECT, "--vars", REPLAY_VARS, "--exclude-resource-type", "test"]
+    started = time.monotonic()
+    first = run_dbt(root / "unused.duckdb", root / "dbt-first", "build", args,
+                    target="spark", lake=early_lake, spark_warehouse=wh)
+    assert first.success, "\n".join(first.failures)
+    first_seconds = time.monotonic() - started
+    before = {name: _partitions(wh / f"{layer}.db" / name) for name, (layer, row_key) in INCREMENTAL.items()
+              if not row_key}
+    started = time.monotonic()
+    second = run_dbt(root / "unused.duckdb", root / "dbt-second", "build", args, target="spark", lake=builds["lake"],
+                     spark_warehouse=wh)
+    assert second.success, "\n".join(second.failures)
+    print(f"replay on Spark: first build {first_seconds:.0f} s, incremental build "
+          f"{time.monotonic() - started:.0f} s ({second.models} models)")
+    return {"spark": wh, "before": before, "second": second}
 
 
 def predict_efficiency(warehouse: Path, state: Path) -> None:
@@ -182,15 +267,22 @@ def _duckdb_rows(db: Path, schema: str, table: str) -> tuple[list[str], list[tup
 
 
 def _parquet_rows(folder: Path) -> tuple[list[str], list[tuple]]:
-    """A table Spark wrote (part-*.parquet files), read by DuckDB only as a Parquet reader."""
+    """A table Spark wrote (part-*.parquet files, in day=... folders for an incremental model),
+    read by DuckDB only as a Parquet reader; a partition column comes back as a date (its
+    __HIVE_DEFAULT_PARTITION__ folder as NULL), last, where Spark keeps it."""
     assert folder.is_dir(), f"Spark wrote no table at {folder}"
     con = duckdb.connect()
     try:
         con.execute("set TimeZone = 'UTC'")
-        cur = con.execute(f"select * from read_parquet('{folder}/*.parquet')")
+        cur = con.execute(f"select * from read_parquet('{folder}/**/*.parquet', hive_partitioning = true)")
         return [d[0] for d in cur.description], cur.fetchall()
     finally:
         con.close()
+
+
+def _partitions(folder: Path) -> dict[str, set[str]]:
+    """A partitioned Spark table's partition folders and the data files in each."""
+    return {p.name: {f.name for f in p.glob("*.parquet")} for p in folder.iterdir() if p.is_dir() and "=" in p.name}
 
 
 def _normal(value: Any) -> Any:
@@ -218,7 +310,13 @@ def compare_tables(name: str, duck: tuple[list[str], list[tuple]], spark: tuple[
     """Assert two tables equal row for row (floats within TOLERANCE[name]); return the row count."""
     d_cols, d_rows = duck
     s_cols, s_rows = spark
-    assert s_cols == d_cols, f"{name}: columns differ\n duckdb {d_cols}\n spark  {s_cols}"
+    assert sorted(s_cols) == sorted(d_cols), f"{name}: columns differ\n duckdb {d_cols}\n spark  {s_cols}"
+    if s_cols != d_cols:
+        # Spark keeps a partition column (an incremental model's day) last: the only reordering allowed.
+        last = s_cols[-1]
+        assert s_cols == [c for c in d_cols if c != last] + [last], f"{name}: column order {s_cols}"
+        order = [s_cols.index(c) for c in d_cols]
+        s_rows = [tuple(r[i] for i in order) for r in s_rows]
     assert len(s_rows) == len(d_rows), f"{name}: duckdb has {len(d_rows)} rows, spark {len(s_rows)}"
     clock = [i for i, c in enumerate(d_cols) if c in BUILD_CLOCK.get(name, ())]
     for i in clock:
@@ -327,3 +425,48 @@ def test_transform_on_spark_needs_a_lake(tmp_path):
     missing = CliRunner().invoke(app, ["transform", "--target", "spark", "--lake", str(tmp_path / "none"),
                                        "-w", str(tmp_path / "w.duckdb")])
     assert missing.exit_code == 2 and "no Parquet lake" in missing.output
+
+
+def test_replay_includes_a_job_whose_record_arrives_after_its_accesses(builds):
+    """The first lake holds file accesses of jobs whose accounting record it does not (they ended
+    after the cutoff): the incremental build must match those accesses anew."""
+    con = duckdb.connect(str(builds["duckdb"]), read_only=True)
+    try:
+        late = con.execute("""
+            select count(*) from intermediate.int_file_access_by_job as a
+            inner join intermediate.int_job_tagged as j using (batch_system, cluster, job_id, step_id)
+            where coalesce(a.end_time, a.start_time) <= ? and j.end_time > ?
+        """, [REPLAY_CUTOFF, REPLAY_CUTOFF]).fetchone()[0]
+    finally:
+        con.close()
+    assert late > 0
+
+
+@pytest.mark.parametrize("table", sorted(INCREMENTAL))
+def test_incremental_replay_on_spark_equals_the_full_build(builds, replay, table):
+    layer, _ = INCREMENTAL[table]
+    rows = compare_tables(table, _duckdb_rows(builds["duckdb"], layer, table),
+                          _parquet_rows(replay["spark"] / f"{layer}.db" / table))
+    assert rows > 0
+    print(f"{layer}.{table}: {rows} rows equal after the incremental replay")
+
+
+def test_replay_second_build_was_incremental(replay):
+    """The run log says so, the access-grain models kept the day before the window as the first
+    build wrote it while rewriting the days of their window, and the partition of rows without a
+    day that the first build wrote is gone (the rebuild has none)."""
+    log = _parquet_rows(replay["spark"] / "intermediate.db" / "int_incremental_window")
+    mode, built_at = log[0].index("run_mode"), log[0].index("built_at")
+    assert [r[mode] for r in sorted(log[1], key=lambda r: r[built_at])] == ["full", "incremental"]
+    before = replay["before"]
+    assert before and all(before.values()), f"an incremental model without day partitions on Spark: {before}"
+    for name in ("int_file_access_reconciled", "cache_hourly"):
+        layer = INCREMENTAL[name][0]
+        after = _partitions(replay["spark"] / f"{layer}.db" / name)
+        day_before, cutoff_day = f"day={REPLAY_CUTOFF.date() - dt.timedelta(days=1)}", f"day={REPLAY_CUTOFF.date()}"
+        assert after[day_before] == before[name][day_before], f"{name}: {day_before} was rewritten"
+        assert after[cutoff_day].isdisjoint(before[name][cutoff_day]), f"{name}: {cutoff_day} was not rewritten"
+    no_day = "day=__HIVE_DEFAULT_PARTITION__"
+    assert no_day in before["int_file_access_reconciled"] and no_day in before["int_file_access_by_job"]
+    for name in ("int_file_access_reconciled", "int_file_access_by_job"):
+        assert no_day not in _partitions(replay["spark"] / "intermediate.db" / name), f"{name}: {no_day} left"

@@ -21,9 +21,7 @@
     earlier version, which lies outside the window when a back-fill walks history chunk by chunk. -#}
 {% macro incremental_by_day(day_column, lookback_days, row_key=none) -%}
     {%- if target.type == 'spark' -%}
-        {#- dbt-spark on plain Parquet offers append and insert_overwrite only; until the Spark
-            build is made incremental too it rebuilds its tables whole. -#}
-        {{ return({'materialized': 'table'}) }}
+        {{ return(spark_incremental_by_day(day_column, lookback_days, row_key)) }}
     {%- endif -%}
     {{ return({
         'materialized': 'incremental',

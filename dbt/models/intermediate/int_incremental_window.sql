@@ -5,7 +5,7 @@
 -- incremental model rebuilds the days from the newest day it already holds minus its lookback
 -- (run_mode 'incremental'), every day ('full'), or vars backfill_start .. backfill_end
 -- ('backfill').
-{{ config(materialized='table' if target.type == 'spark' else 'incremental', incremental_strategy='append') }}
+{{ config(materialized='incremental', incremental_strategy='append') }}
 {%- set mode = 'backfill' if var('backfill_start', none) is not none and not flags.FULL_REFRESH
                else ('incremental' if is_incremental() else 'full') %}
 with newest as (

@@ -243,7 +243,10 @@ def _compact_folder(lake: Path, folder: Path, rows_per_file: int) -> int:
 
 
 def read_parquet_table(folder: str | Path):
-    """All Parquet files of a folder (an engine's table, or a lake table) as one Arrow table."""
+    """All Parquet files of a folder (an engine's table, or a lake table) as one Arrow table.
+
+    Partition folders (``day=2026-10-01/``, Spark's incremental tables) give their column back,
+    as text; ``__HIVE_DEFAULT_PARTITION__`` reads as null."""
     import pyarrow.dataset as ds
 
     path = Path(folder)
@@ -251,7 +254,7 @@ def read_parquet_table(folder: str | Path):
     files = sorted(str(p) for p in path.rglob("*.parquet") if not p.name.startswith((".", "_")))
     if not files:
         raise FileNotFoundError(f"no Parquet files in {path}")
-    return ds.dataset(files, format="parquet").to_table()
+    return ds.dataset(files, format="parquet", partitioning="hive", partition_base_dir=str(path)).to_table()
 
 
 def write_parquet_atomically(table, out: str | Path) -> None:
