@@ -531,3 +531,21 @@ def test_an_ingest_lands_its_batches_while_another_process_writes_and_the_next_w
         rejects = rows(w, "SELECT location, field FROM raw_rejects ORDER BY location")
         # the landed batch kept its locations (the rule reject) and its parse reject
         assert rejects == [("sacct.json:line 5", "allocated_cores"), ("sacct.json:line 9", "job")]
+
+
+def test_raw_span_starts_at_the_first_day_any_record_touches(tmp_path: Path) -> None:
+    """An access opened before midnight and closed after it is filed under the day it opened: a
+    back-fill of the whole span (transform --full-refresh, --backfill without dates) must start
+    there, not at the first end time. Retention's figure stays by end time."""
+    from tierlens.warehouse.history import raw_span
+
+    with Warehouse(tmp_path / "w.duckdb") as w:
+        w.con.execute("""INSERT INTO raw_file_access (server_host, unique_id, file_lfn, server_role, start_time,
+                         end_time, close_seen) VALUES
+                         ('xrd1', 'a', '/f', 'origin', TIMESTAMPTZ '2024-12-31 23:50:00+00', TIMESTAMPTZ '2025-01-01 00:10:00+00', true),
+                         ('xrd1', 'b', '/f', 'origin', TIMESTAMPTZ '2025-01-02 10:00:00+00', NULL, false)""")
+        w.con.execute("""INSERT INTO raw_job (batch_system, cluster, job_id, step_id, start_time, end_time) VALUES
+                         ('slurm', 'c', '1', '', TIMESTAMPTZ '2025-01-01 08:00:00+00', TIMESTAMPTZ '2025-01-03 08:00:00+00')""")
+        span = raw_span(w.con)
+    assert (span.oldest_day, span.newest_day, span.oldest_file_access_day) == (
+        datetime(2024, 12, 31).date(), datetime(2025, 1, 3).date(), datetime(2025, 1, 1).date())

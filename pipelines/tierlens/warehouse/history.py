@@ -117,7 +117,12 @@ def now_iso() -> str:
 
 @dataclass(frozen=True)
 class RawSpan:
-    """The event-time span of the raw records (UTC days), and the newest load."""
+    """The event-time span of the raw records (UTC days), and the newest load.
+
+    oldest_day is the first day any record touches, its start or its end: models file a record
+    under either (an access under the day it opened, a job under the day it ended), so a back-fill
+    of the whole span must begin at the earliest of both. oldest_file_access_day is by end time,
+    the time retention cuts by."""
 
     oldest_day: date | None
     newest_day: date | None
@@ -126,15 +131,17 @@ class RawSpan:
 
 
 def raw_span(con: duckdb.DuckDBPyConnection) -> RawSpan:
-    def days(table: str) -> tuple[date | None, date | None]:
-        row = con.execute(f"SELECT min(end_time), max(end_time) FROM {table}").fetchone()
+    def days(table: str) -> tuple[date | None, date | None, date | None]:
+        # least() skips a NULL start or end: a record counts from whichever it has
+        row = con.execute(f"SELECT min(least(start_time, end_time)), max(end_time), min(end_time) "
+                          f"FROM {table}").fetchone()
         return tuple(v.astimezone(timezone.utc).date() if v is not None else None for v in row)  # type: ignore[return-value]
 
     jobs, accesses = days("raw_job"), days("raw_file_access")
     lows = [d for d in (jobs[0], accesses[0]) if d]
     highs = [d for d in (jobs[1], accesses[1]) if d]
     loaded = con.execute("SELECT max(loaded_at) FROM raw_batches").fetchone()[0]
-    return RawSpan(min(lows, default=None), max(highs, default=None), accesses[0], loaded)
+    return RawSpan(min(lows, default=None), max(highs, default=None), accesses[2], loaded)
 
 
 def new_since(con: duckdb.DuckDBPyConnection, since: str | None) -> tuple[int, int, str | None]:
