@@ -101,14 +101,15 @@ def _when(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone(timezone.utc)
 
 
-def _transform(warehouse: Path, backfill: tuple[datetime, datetime] | None = None) -> float:
+def _transform(warehouse: Path, backfill: tuple[datetime, datetime] | None = None, days_per_run: int = 1) -> float:
     """``tierlens transform`` (it publishes); with a back-fill window where the CLI offers one."""
     argv = [*TIERLENS, "transform", "-w", str(warehouse)]
     if backfill is not None and "--backfill" in subprocess.run(
             [*TIERLENS, "transform", "--help"], capture_output=True, text=True).stdout:
         # UTC days [START, END): every day the window touches
         last = (backfill[1] - timedelta(microseconds=1)).date()
-        argv += ["--backfill", backfill[0].date().isoformat(), (last + timedelta(days=1)).isoformat()]
+        argv += ["--backfill", backfill[0].date().isoformat(), (last + timedelta(days=1)).isoformat(),
+                 "--days", str(days_per_run)]
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -137,7 +138,7 @@ def child_backfill(args: argparse.Namespace) -> dict:
     # a job's accesses up to its wall time before its record): the back-fill starts that much
     # earlier, as a site back-filling a new stretch of history would (dbt/README.md).
     margin = timedelta(days=1 if args.with_nodes else BACKFILL_MARGIN_DAYS)
-    transform_s = _transform(Path(args.warehouse), (t0 - margin, t1))
+    transform_s = _transform(Path(args.warehouse), (t0 - margin, t1), args.backfill_days)
     return {"rows_loaded": rows, "rows_rejected": rejected, "generate_and_load_s": load_s,
             "transform_and_publish_s": transform_s}
 
@@ -246,7 +247,8 @@ CHILDREN = {"_backfill": child_backfill, "_write_hour": child_write_hour, "_hour
 
 def _child(args: argparse.Namespace, step: str, **kw: str) -> list[str]:
     argv = [sys.executable, __file__, step, "--warehouse", str(args.warehouse),
-            "--jobs-per-day", str(args.jobs_per_day), "--cores", str(args.cores)]
+            "--jobs-per-day", str(args.jobs_per_day), "--cores", str(args.cores),
+            "--backfill-days", str(args.backfill_days)]
     for k, v in kw.items():
         argv += [f"--{k.replace('_', '-')}", v]
     return argv
@@ -268,7 +270,7 @@ def run(args: argparse.Namespace) -> dict:
     env = _env(work)
     start = BulkSite().start
     results: dict = {"label": args.label, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                     "site": {"cores": args.cores, "jobs_per_day": args.jobs_per_day}, "cpus": os.cpu_count(),
+                     "site": {"cores": args.cores, "jobs_per_day": args.jobs_per_day, "backfill_days": args.backfill_days}, "cpus": os.cpu_count(),
                      "tierlens_commit": _commit(), "points": []}
     loaded_to = start
     for days in args.history_days:
@@ -378,6 +380,8 @@ def main() -> None:
     ap.add_argument("--hours", type=int, default=3, help="hourly runs timed at each history length")
     ap.add_argument("--jobs-per-day", type=int, default=20_000)
     ap.add_argument("--cores", type=int, default=10_000)
+    ap.add_argument("--backfill-days", type=int, default=7,
+                    help="days per dbt run of a back-fill (tierlens transform --days): its memory follows this")
     ap.add_argument("--work", type=Path, default=Path("/work/scale-data"))
     ap.add_argument("--label", default="scale")
     ap.add_argument("--fresh", action="store_true", help="start from an empty --work folder")
