@@ -263,6 +263,8 @@ def run(args: argparse.Namespace) -> dict:
     from tierlens.sources.synthetic.bulk import BulkSite
 
     work: Path = args.work
+    if args.fresh and args.continue_from:
+        raise SystemExit("--fresh and --continue-from exclude each other")
     if args.fresh and work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
@@ -271,11 +273,12 @@ def run(args: argparse.Namespace) -> dict:
     start = BulkSite().start
     results: dict = {"label": args.label, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                      "site": {"cores": args.cores, "jobs_per_day": args.jobs_per_day, "backfill_days": args.backfill_days}, "cpus": os.cpu_count(),
-                     "tierlens_commit": _commit(), "points": []}
-    loaded_to = start
+                     "tierlens_commit": _commit(), "continued_from": args.continue_from, "points": []}
+    loaded_to = _loaded_to(args.continue_from, start) if args.continue_from else start
     for days in args.history_days:
         point: dict = {"history_days": days}
-        upto = start + timedelta(days=days)
+        # an earlier run's hours are loaded already: time the next hours after them
+        upto = max(start + timedelta(days=days), loaded_to)
         if upto > loaded_to:
             m = measure(_child(args, "_backfill", start=loaded_to.isoformat(), end=upto.isoformat(),
                                **({"with_nodes": "1"} if loaded_to == start else {})),
@@ -311,6 +314,13 @@ def run(args: argparse.Namespace) -> dict:
     _write(results)
     print(table(results))
     return results
+
+
+def _loaded_to(label: str, start: datetime) -> datetime:
+    """Where an earlier run of this bench on the same --work left the warehouse: its last point's
+    history plus the hours it ran after it."""
+    last = json.loads((RESULTS / f"{label}.json").read_text())["points"][-1]
+    return start + timedelta(days=last["history_days"], hours=len(last["hourly"]))
 
 
 def _commit() -> str:
@@ -384,6 +394,9 @@ def main() -> None:
                     help="days per dbt run of a back-fill (tierlens transform --days): its memory follows this")
     ap.add_argument("--work", type=Path, default=Path("/work/scale-data"))
     ap.add_argument("--label", default="scale")
+    ap.add_argument("--continue-from", metavar="LABEL",
+                    help="the --work folder holds what the run LABEL loaded: time more hourly runs after it "
+                         "(e.g. again on a quieter machine) without back-filling again")
     ap.add_argument("--fresh", action="store_true", help="start from an empty --work folder")
     # for the child steps
     ap.add_argument("--warehouse", type=Path)
