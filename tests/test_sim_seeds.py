@@ -168,3 +168,16 @@ def test_sustained_figures_use_the_steady_rate_only_past_the_cache():
     theta = np.array([1000.0, 1.0, 1.0])
     assert dv.service_times(fig, theta, 50e9)[1] == pytest.approx(1e9 / 30e6)
     assert dv.service_times(fig, theta, 5e9)[1] == pytest.approx(1e9 / 400e6)
+
+
+def test_write_warning_names_the_shortfall_and_its_evidence():
+    wc = dv.WriteCache(12e9, 45e6, "probe")
+    fig = dv.DeviceFigures("ssd", 1e-4, 550e6, 500e6, write_cache=wc)
+    # 8 jobs staging 25 MB/s each: 720 GB/h, past the region within minutes, above the steady rate
+    msg = dv.write_warning(fig, 8 * 25e6 * 3600)
+    assert msg is not None and "45 MB/s" in msg and "200 MB/s" in msg and "probe" in msg
+    # 8 jobs at 3 MB/s: 86 GB/h, fill the region in 12 GB / 24 MB/s = 500 s, and the steady rate keeps up
+    msg = dv.write_warning(fig, 8 * 3e6 * 3600)
+    assert msg is not None and "8 min" in msg
+    # an HDD without a region that keeps up: nothing to say
+    assert dv.write_warning(dv.DeviceFigures("hdd", 0.01, 100e6, 100e6), 8 * 3e6 * 3600) is None

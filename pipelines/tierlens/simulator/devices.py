@@ -273,3 +273,21 @@ def fit_mapping(figures: dict[str, DeviceFigures], fitted: dict[str, tuple[float
     comp = [np.log(sum(np.array(service_times(figures[st], sol.x)) * [f, 1]) / (fitted[st][0] * f + fitted[st][1]))
             for st in types]
     return Mapping(sol.x, types, f, float(np.sqrt(np.mean(np.square(comp)))))
+
+
+def write_warning(fig: DeviceFigures, staged_bytes_per_node_hour: float) -> str | None:
+    """The evidence a buying guide should print beside a device whose writes cannot keep up: its
+    steady-state (or only) write rate below the rate a full node stages in at, or a fast region
+    the node writes through within the hour. None when neither holds."""
+    need = staged_bytes_per_node_hour / 3600.0
+    rate = fig.sustained(staged_bytes_per_node_hour).write_bytes_per_second
+    wc = fig.write_cache
+    source = f"{wc.evidence}: steady state past a {wc.cache_bytes / GB:.0f} GB fast region" if wc else fig.evidence
+    if rate < need:
+        return (f"writes {rate / 1e6:.0f} MB/s ({source}), below the {need / 1e6:.0f} MB/s a full node stages in")
+    if wc is not None and staged_bytes_per_node_hour >= wc.cache_bytes:
+        minutes = wc.cache_bytes / need / 60.0
+        return (f"a full node fills its {wc.cache_bytes / GB:.0f} GB fast region in {minutes:.0f} min; then "
+                f"{wc.steady_write_bytes_per_second / 1e6:.0f} MB/s ({wc.evidence}), not the "
+                f"{fig.write_bytes_per_second / 1e6:.0f} MB/s burst")
+    return None
