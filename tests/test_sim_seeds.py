@@ -181,3 +181,22 @@ def test_write_warning_names_the_shortfall_and_its_evidence():
     assert msg is not None and "8 min" in msg
     # an HDD without a region that keeps up: nothing to say
     assert dv.write_warning(dv.DeviceFigures("hdd", 0.01, 100e6, 100e6), 8 * 3e6 * 3600) is None
+
+
+def test_the_generators_consumer_ssd_collapses_under_a_full_nodes_stage_in(monkeypatch):
+    # the generator's discrete-event device, not the model: 8 jobs staging in ~7 MB/s each (150 CPU s
+    # per GB) outrun the 45 MB/s steady rate once the 12 GB region is written; the same device
+    # without its cliff, and an NVMe, keep most of their single-job efficiency
+    from tierlens.sources.synthetic import site
+    from tierlens.sources.synthetic.hammercloud import run_node_test
+
+    def eff(st: str, jobs: int) -> float:
+        return run_node_test(st, jobs, cpu_seconds_per_gb=150.0, seeks_per_mb=2.0).efficiency
+
+    cliff_1, cliff_8 = eff("ssd_consumer", 1), eff("ssd_consumer", 8)
+    assert cliff_8 < 0.6 * cliff_1
+    assert eff("nvme", 8) > 0.9 * eff("nvme", 1)
+    cfg = site.PROBE_ONLY["ssd_consumer"]
+    monkeypatch.setitem(site.PROBE_ONLY, "ssd_consumer",
+                        replace(cfg, device=replace(cfg.device, write_cache_bytes=0.0)))
+    assert eff("ssd_consumer", 8) > cliff_8 + 0.3
