@@ -200,3 +200,12 @@ def test_the_generators_consumer_ssd_collapses_under_a_full_nodes_stage_in(monke
     monkeypatch.setitem(site.PROBE_ONLY, "ssd_consumer",
                         replace(cfg, device=replace(cfg.device, write_cache_bytes=0.0)))
     assert eff("ssd_consumer", 8) > cliff_8 + 0.3
+
+
+def test_structural_error_rows_carry_the_larger_per_evidence():
+    pub = sd.loo_rms(sd.scoreboard_type_loo())
+    rows = {r["evidence"]: r for r in sd.structural_error_rows({"probe": 0.03, "datasheet": pub + 0.04})}
+    assert rows["probe"]["structural_error"] == pytest.approx(pub) and rows["probe"]["source"] == "published figures"
+    assert rows["datasheet"]["structural_error"] == pytest.approx(pub + 0.04)
+    assert rows["datasheet"]["source"] == "generator"
+    assert sd.structural_error_rows({"probe": None})[0]["structural_error"] == pytest.approx(pub)
