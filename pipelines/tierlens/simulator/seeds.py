@@ -196,7 +196,7 @@ def _profile(w: SeedWorkload, jobs: int, storage_type: str = "dev") -> ef.JobPro
         job_key=np.array(["seed.0"], dtype=object), node=np.array(["seed-node"], dtype=object))
 
 
-def _log_times(read_s_per_gb: float, write_s_per_gb: float, w: SeedWorkload, jobs: int) -> np.ndarray:
+def _log_times(read_s_per_gb: float, write_s_per_gb: float, w: SeedWorkload) -> np.ndarray:
     # the stage-in route at the NIC's line rate: the model folds network contention into route
     # times, and 8-24 jobs staging a few MB/s each stay far below 1 GbE
     stage = GB / w.nic_bytes_per_second
@@ -217,7 +217,7 @@ def efficiency(fig: DeviceFigures, w: SeedWorkload, jobs: int, seeks_per_gb: flo
     def predict(volume: float | None) -> float:
         fig_v = fig if volume == 0.0 else fig.sustained(volume)
         r, wr = service_times(replace(fig_v, write_cache=None), theta)
-        wall = ef.predict_wall(_log_times(r, wr, w, jobs), ("dev",), prof)
+        wall = ef.predict_wall(_log_times(r, wr, w), ("dev",), prof)
         return ef.efficiency_of(prof, wall)
 
     eff = predict(0.0)  # burst figures
