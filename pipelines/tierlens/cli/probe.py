@@ -39,6 +39,9 @@ def storage(
     slots: Annotated[Optional[int], typer.Option(help="Processes of the full-node jobs [default: this node's cores].")] = None,
     file_size: Annotated[str, typer.Option(help="Bytes of files one job writes or reads, e.g. 1GB; the free space checked first.")] = "1GiB",
     synthetic: Annotated[Optional[str], typer.Option(help="Probe the demo generator's device model of this storage type instead of PATH.")] = None,
+    sustained_bytes: Annotated[str, typer.Option(help="Budget of the sustained write past the device's fast-write region (all slots, 8 MiB blocks); 0 skips it. At most 80 % of the free space is used.")] = "64GB",
+    sustained_seconds: Annotated[float, typer.Option(help="Time budget of the sustained write.")] = 900.0,
+    sustained_min: Annotated[str, typer.Option(help="Bytes written before a stable rate counts as the steady state (above the largest fast region the device could have).")] = "16GB",
     warehouse_file: WarehouseOpt = None,
     load: Annotated[bool, typer.Option(help="Load the records into the warehouse.")] = True,
     out: Annotated[Optional[Path], typer.Option(help="Also write the records to this Parquet file.")] = None,
@@ -51,13 +54,21 @@ def storage(
 
     if (path is None) == (synthetic is None):
         raise typer.BadParameter("give a PATH to probe, or --synthetic TYPE")
+    from ..probe.sustained import Budget
+
     size = parsed(parse_bytes, file_size, "--file-size")
+    budget_bytes = parsed(parse_bytes, sustained_bytes, "--sustained-bytes")
+    min_bytes = parsed(parse_bytes, sustained_min, "--sustained-min")
+    budget = (Budget(float(budget_bytes), sustained_seconds, float(min(min_bytes, budget_bytes)),
+                     float(max(min(1e9, budget_bytes / 16), 8 * 1024 * 1024)))
+              if budget_bytes > 0 else None)
     try:
         if synthetic:
-            table = run_synthetic_probe(synthetic, slots or 8, node)
+            table = run_synthetic_probe(synthetic, slots or 8, node, budget=budget, sustained=budget is not None)
         else:
-            with console.status(f"probing {path} with fio ({seconds:g} s)"):
-                table = run_probe(ProbeOptions(path, node, seconds, slots, size))
+            extra = f", then up to {budget_bytes / 1e9:.0f} GB / {sustained_seconds:g} s of sustained writes" if budget else ""
+            with console.status(f"probing {path} with fio ({seconds:g} s{extra})"):
+                table = run_probe(ProbeOptions(path, node, seconds, slots, size, sustained=budget))
     except (ProbeRefused, ValueError) as e:
         fail(f"refused: {e}", 1, e)
     print_probe(table)

@@ -24,6 +24,8 @@ import pyarrow as pa
 
 from ..records import DEVICE_PROBE
 from .jobs import JOBS, ProbeJob
+from .sustained import BLOCK_BYTES, Budget, analyse
+from .sustained import rows as sustained_rows
 
 WORKDIR_PREFIX = ".tierlens-probe-"
 MARKER = ".tierlens-probe"
@@ -43,6 +45,8 @@ class ProbeOptions:
     slots: int | None = None            # processes of the full-node jobs [default: cores]
     file_bytes: int = 1024 ** 3         # bytes of files one job uses, over all its processes
     fio: str = "fio"
+    #: write past the fast-write region within this budget (probe/sustained.py); None: do not
+    sustained: Budget | None = None
 
     @property
     def node_name(self) -> str:
@@ -136,6 +140,14 @@ def run_probe(options: ProbeOptions, detect=None) -> pa.Table:
     leftovers = check_path(path)
     version = fio_version(options.fio)
     check_space(path, options.file_bytes)
+    budget = options.sustained
+    if budget is not None:  # never fill the device: at most 80 % of what is free, said in the row count
+        free = shutil.disk_usage(path).free - SPACE_MARGIN_BYTES
+        if free < budget.window_bytes * 2:
+            raise ProbeRefused(f"{path}: {free / 1e9:.2f} GB free is too little for a sustained write "
+                               f"(lower --sustained-bytes, or 0 to skip it)")
+        budget = Budget(min(budget.max_bytes, 0.8 * free), budget.max_seconds, budget.min_bytes,
+                        budget.window_bytes)
     for old in leftovers:
         shutil.rmtree(old)
     found = detect(str(path))
@@ -163,6 +175,80 @@ def run_probe(options: ProbeOptions, detect=None) -> pa.Table:
                          "processes": job.processes(options.node_slots), "direct_io": direct,
                          "seconds": time.perf_counter() - began, **parse_fio(out.stdout, job),
                          "probed_at": started})
+        if budget is not None:
+            common = {k: rows[0][k] for k in ("probe_id", "node", "path", "storage_type", "device_models", "tool",
+                                              "tool_version", "direct_io", "probed_at")}
+            rows += [{**common, **r} for r in run_sustained(workdir, options, budget, direct)]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return pa.Table.from_pylist(rows, schema=DEVICE_PROBE)
+
+
+def bandwidth_series(log: Path) -> tuple[list[float], list[float]]:
+    """fio's bandwidth log (``time_msec, KiB/s, ddir, bs, offset``; every writer's samples in one
+    file) as one window per second: bytes written by all writers, and its seconds."""
+    per_second: dict[int, float] = {}
+    for line in log.read_text().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 3 or parts[2] != "1":  # ddir 1: writes
+            continue
+        second = int(parts[0]) // 1000
+        per_second[second] = per_second.get(second, 0.0) + float(parts[1]) * 1024.0
+    seconds = sorted(per_second)
+    return [per_second[t] for t in seconds], [1.0] * len(seconds)
+
+
+def run_sustained(workdir: Path, options: ProbeOptions, budget: Budget, direct: bool) -> list[dict]:
+    """Every slot writes 8 MiB blocks until the byte or time budget ends (fio stops at whichever
+    comes first); the per-second bandwidth log gives the burst, the cliff and whether the rate had
+    settled (probe/sustained.py). Then one process reads at random while the others write."""
+    slots = options.node_slots
+    per_proc = max(int(budget.max_bytes // slots // BLOCK_BYTES), 1) * BLOCK_BYTES
+    log = workdir / "sustained"
+    args = [options.fio, "--name=sustained_write", f"--directory={workdir}", "--rw=write", f"--bs={BLOCK_BYTES}",
+            f"--size={per_proc}", f"--numjobs={slots}", "--ioengine=psync", "--iodepth=1", f"--direct={int(direct)}",
+            f"--runtime={int(budget.max_seconds)}s", "--group_reporting=1", "--unlink=1", "--output-format=json",
+            f"--write_bw_log={log}", "--log_avg_msec=1000", "--per_job_logs=0"]
+    if not direct:
+        args.append("--end_fsync=1")
+    out = subprocess.run(args, capture_output=True, text=True, timeout=budget.max_seconds * 2 + 300)
+    if out.returncode != 0:
+        raise RuntimeError(f"fio sustained write in {workdir} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
+    logs = sorted(workdir.glob("sustained_bw*.log"))
+    if not logs:
+        raise RuntimeError(f"fio wrote no bandwidth log in {workdir}")
+    b, s = bandwidth_series(logs[0])
+    # windows of the budget's size: whole seconds summed until they hold window_bytes
+    wb, ws, acc_b, acc_s = [], [], 0.0, 0.0
+    for x, t in zip(b, s):
+        acc_b, acc_s = acc_b + x, acc_s + t
+        if acc_b >= budget.window_bytes:
+            wb.append(acc_b)
+            ws.append(acc_s)
+            acc_b, acc_s = 0.0, 0.0
+    if not wb:
+        wb, ws = [acc_b], [acc_s]
+    result = analyse(wb, ws, budget.min_bytes)
+    for f in logs:
+        f.unlink()
+    read = read_under_write(workdir, options, direct)
+    return sustained_rows(result, read, slots)
+
+
+def read_under_write(workdir: Path, options: ProbeOptions, direct: bool, seconds: float = 20.0) -> dict:
+    """One process reading 128 KiB at random while the node's other slots write 8 MiB blocks."""
+    writers = max(options.node_slots - 1, 1)
+    per_writer = max(options.file_bytes // writers // BLOCK_BYTES, 4) * BLOCK_BYTES
+    reader = ProbeJob("read_under_write", "randread", 128 * 1024, False)
+    common = [f"--directory={workdir}", "--ioengine=psync", "--iodepth=1", f"--direct={int(direct)}",
+              "--time_based=1", f"--runtime={int(seconds)}s", "--unlink=1"]
+    args = [options.fio, "--output-format=json", "--group_reporting=1",
+            "--name=writers", "--rw=write", f"--bs={BLOCK_BYTES}", f"--size={per_writer}", f"--numjobs={writers}", *common,
+            "--name=read_under_write", "--new_group", "--rw=randread", "--bs=131072",
+            f"--size={max(options.file_bytes // 4, 16 * 1024 * 1024)}", "--numjobs=1", *common]
+    began = time.perf_counter()
+    out = subprocess.run(args, capture_output=True, text=True, timeout=seconds * 4 + 300)
+    if out.returncode != 0:
+        raise RuntimeError(f"fio read-under-write in {workdir} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
+    return {"block_size_bytes": reader.block_size, "seconds": time.perf_counter() - began,
+            **parse_fio(out.stdout, reader)}

@@ -31,6 +31,28 @@ and has probed (their times fitted from jobs are the targets):
 a node's jobs actually use the device's channels (0: not at all, 1: fully), ``write_factor`` how
 the job's writes compare to fio's streaming write. The efficiency model keeps its queueing core;
 only the per-type times it is given come from here.
+
+**Sustained writes.** Many flash devices (consumer SSDs above all) write at their datasheet rate
+only until a fast region runs out (an SLC buffer, or the pool of erased spare blocks on a drive
+that is never trimmed); past it they write at a much lower steady-state rate. A device with such a
+:class:`WriteCache` is given its steady-state write rate wherever the workload writes at least the
+cache's bytes in an hour of full occupancy (:meth:`DeviceFigures.sustained`): a node of analysis
+jobs staging in does that within minutes, so a burst-only figure would rank exactly the device
+that collapses. The probe measures the cache and the steady-state rate (probe/jobs.py,
+``sustained_write*``); a datasheet has neither, so a datasheet figure for a device with a cliff is
+only as good as a review's steady-state number given beside it.
+
+**What each mapping parameter's prior rests on** (none is centred on the synthetic generator):
+
+* ``write_factor``, log-normal around 1 (sd 0.25): a stage-in copy writes its file sequentially in
+  8 MiB blocks, which is exactly the probe's ``stagein_write`` job (same pattern, same block size,
+  one request in flight), so physics, not a fit, says the two rates agree; the spread allows for
+  file-system and page-cache effects the probe does not share with a copy (it bypasses the page
+  cache). That the generator's copies also write that way is a consequence of the same
+  description, not the prior's source; a device whose writes slow down with volume is handled by
+  the steady-state rate above, not by this factor.
+* ``seeks_per_gb`` and ``channel_sharing`` have no prior: bounds only ([0, 1e5] accesses per GB,
+  the ROOT basket range; [0, 1] by definition).
 """
 
 from __future__ import annotations
@@ -52,6 +74,24 @@ WRITE_FACTOR_PRIOR_SD = 0.25
 #: Floor of a fitted composite's relative error in the mapping fit (the fit's own standard
 #: errors are optimistic: they ignore the model's structure).
 MIN_RELATIVE_ERROR = 0.05
+#: Linux md's stripe chunk before mdadm 3.1 (512 KiB after): the unit a striped read lands on.
+MD_CHUNK_BYTES = 64 * KIB
+
+
+@dataclass(frozen=True)
+class WriteCache:
+    """A device's fast-write region and the rate it writes at once that region is full.
+
+    ``cache_bytes``: bytes written at the burst rate (``DeviceFigures.write_bytes_per_second``)
+    before the rate falls; ``steady_write_bytes_per_second``: the rate after it. ``evidence`` says
+    where the figures come from: ``probe`` (the probe wrote until the rate settled), ``budget``
+    (the probe's size/time budget ran out first: the steady rate is an upper bound), or
+    ``datasheet`` (a published steady-state figure).
+    """
+
+    cache_bytes: float
+    steady_write_bytes_per_second: float
+    evidence: str = "probe"
 
 
 @dataclass(frozen=True)
@@ -64,9 +104,30 @@ class DeviceFigures:
     write_channels: float = 1.0
     evidence: str = "probe"       # probe | datasheet
     label: str = ""
+    #: the fast-write region and the steady-state rate past it (None: no cliff measured/known)
+    write_cache: WriteCache | None = None
 
-    def composed(self, raid_level: str | None, devices: int) -> DeviceFigures:
-        """The figures of ``devices`` such devices combined as ``raid_level``."""
+    def sustained(self, staged_bytes_per_node_hour: float | None = None) -> DeviceFigures:
+        """The figures a workload writing ``staged_bytes_per_node_hour`` (stage-in and job writes
+        per node-hour at full occupancy) sees: the steady-state write rate when an hour's writes
+        reach the end of the fast region. Unknown volume (None) counts as reaching it: a node of
+        jobs staging in does so within minutes, and the burst figure is the one that misleads."""
+        wc = self.write_cache
+        if wc is None or wc.steady_write_bytes_per_second >= self.write_bytes_per_second:
+            return self
+        if staged_bytes_per_node_hour is not None and staged_bytes_per_node_hour < wc.cache_bytes:
+            return self
+        return replace(self, write_bytes_per_second=wc.steady_write_bytes_per_second)
+
+    def composed(self, raid_level: str | None, devices: int, read_request_bytes: float | None = None,
+                 chunk_bytes: float = MD_CHUNK_BYTES) -> DeviceFigures:
+        """The figures of ``devices`` such devices combined as ``raid_level``.
+
+        By default every read is striped over all data devices (rates x data devices, one read
+        channel). Given the workload's random read request, a request within one stripe chunk
+        lands on one member, so a striped array serves that many independent requests at once
+        (read channels x data / members touched) at the members' rate, as a mirror does; writes
+        (stage-in copies in 8 MiB blocks, many chunks) stay striped."""
         n = max(int(devices or 1), 1)
         level = (raid_level or "none").lower()
         data = {"raid0": n, "raid1": 1, "raid10": max(n // 2, 1), "raid5": max(n - 1, 1),
@@ -74,9 +135,18 @@ class DeviceFigures:
         if data is None or n == 1:
             return self
         read_copies = n if level == "raid1" else (2 if level == "raid10" else 1)
-        return replace(self, read_bytes_per_second=self.read_bytes_per_second * data,
+        touched = data
+        if read_request_bytes is not None:
+            touched = int(min(data, max(1, np.ceil(read_request_bytes / chunk_bytes))))
+        read_copies *= data / touched
+        read_data = touched
+        wc = self.write_cache
+        if wc is not None:  # every data device has its own fast region, written in parallel
+            wc = replace(wc, cache_bytes=wc.cache_bytes * data,
+                         steady_write_bytes_per_second=wc.steady_write_bytes_per_second * data)
+        return replace(self, read_bytes_per_second=self.read_bytes_per_second * read_data,
                        write_bytes_per_second=self.write_bytes_per_second * data,
-                       read_channels=self.read_channels * read_copies,
+                       read_channels=self.read_channels * read_copies, write_cache=wc,
                        label=f"{n}x {self.label} {level}".strip())
 
 
@@ -104,7 +174,28 @@ def from_probe(rows: list[dict]) -> DeviceFigures:
 
     first = rows[0]
     return DeviceFigures(first["storage_type"], access, rate, write_rate, channels("rand_read_128k"),
-                         channels("stagein_write"), "probe", ", ".join(first.get("device_models") or []))
+                         channels("stagein_write"), "probe", ", ".join(first.get("device_models") or []),
+                         write_cache_from_probe(by, write_rate))
+
+
+def write_cache_from_probe(by_job: dict[str, dict], burst_rate: float) -> WriteCache | None:
+    """The fast-write region from the sustained-write jobs (probe/jobs.py), when the probe ran them.
+
+    ``sustained_write_burst``: the rate until it fell, over ``seconds`` (its bytes are the region);
+    ``sustained_write`` (the rate settled) or ``sustained_write_budget`` (the budget ran out first):
+    the last window's rate. A steady rate within 15 % of the burst rate is no cliff."""
+    burst = by_job.get("sustained_write_burst")
+    steady = by_job.get("sustained_write") or by_job.get("sustained_write_budget")
+    if burst is None or steady is None:
+        return None
+    rate = steady["bandwidth_bytes_per_second"]
+    burst_rate_measured = burst["bandwidth_bytes_per_second"]
+    if rate >= 0.85 * burst_rate_measured:
+        return None
+    # the single-process write job saw the fast region: scale the steady rate to its figure
+    steady_rate = burst_rate * rate / burst_rate_measured
+    return WriteCache(burst_rate_measured * burst["seconds"], steady_rate,
+                      "probe" if "sustained_write" in by_job else "budget")
 
 
 def from_datasheet(row: dict) -> DeviceFigures | None:
@@ -122,9 +213,12 @@ def from_datasheet(row: dict) -> DeviceFigures | None:
 
 # ----------------------------------------------------------------------------- the mapping
 
-def service_times(fig: DeviceFigures, theta: np.ndarray) -> tuple[float, float]:
-    """(read, write) seconds per GB of the job mix for ``fig`` under mapping ``theta``."""
+def service_times(fig: DeviceFigures, theta: np.ndarray,
+                  staged_bytes_per_node_hour: float | None = None) -> tuple[float, float]:
+    """(read, write) seconds per GB of the job mix for ``fig`` under mapping ``theta``; a device
+    with a write cliff writes at its steady-state rate where the workload reaches it."""
     seeks, sharing, write_factor = theta
+    fig = fig.sustained(staged_bytes_per_node_hour)
     read = (seeks * fig.access_seconds + GB / fig.read_bytes_per_second) / fig.read_channels ** sharing
     write = write_factor * GB / fig.write_bytes_per_second / fig.write_channels ** sharing
     return read, write
@@ -136,9 +230,11 @@ class Mapping:
     types: tuple[str, ...]        # the types it was fitted on
     read_fraction: float          # scratch bytes read per byte staged (the workload's mix)
     rms_log_error: float          # of the composite times it was fitted on
+    #: stage-in and job writes per node-hour at full occupancy (None: assume a write cliff is reached)
+    staged_bytes_per_node_hour: float | None = None
 
     def times(self, fig: DeviceFigures) -> tuple[float, float]:
-        return service_times(fig, self.theta)
+        return service_times(fig, self.theta, self.staged_bytes_per_node_hour)
 
     def as_dict(self) -> dict[str, float]:
         return dict(zip(MAPPING_NAMES, self.theta.tolist()))
@@ -177,3 +273,21 @@ def fit_mapping(figures: dict[str, DeviceFigures], fitted: dict[str, tuple[float
     comp = [np.log(sum(np.array(service_times(figures[st], sol.x)) * [f, 1]) / (fitted[st][0] * f + fitted[st][1]))
             for st in types]
     return Mapping(sol.x, types, f, float(np.sqrt(np.mean(np.square(comp)))))
+
+
+def write_warning(fig: DeviceFigures, staged_bytes_per_node_hour: float) -> str | None:
+    """The evidence a buying guide should print beside a device whose writes cannot keep up: its
+    steady-state (or only) write rate below the rate a full node stages in at, or a fast region
+    the node writes through within the hour. None when neither holds."""
+    need = staged_bytes_per_node_hour / 3600.0
+    rate = fig.sustained(staged_bytes_per_node_hour).write_bytes_per_second
+    wc = fig.write_cache
+    source = f"{wc.evidence}: steady state past a {wc.cache_bytes / GB:.0f} GB fast region" if wc else fig.evidence
+    if rate < need:
+        return (f"writes {rate / 1e6:.0f} MB/s ({source}), below the {need / 1e6:.0f} MB/s a full node stages in")
+    if wc is not None and staged_bytes_per_node_hour >= wc.cache_bytes:
+        minutes = wc.cache_bytes / need / 60.0
+        return (f"a full node fills its {wc.cache_bytes / GB:.0f} GB fast region in {minutes:.0f} min; then "
+                f"{wc.steady_write_bytes_per_second / 1e6:.0f} MB/s ({wc.evidence}), not the "
+                f"{fig.write_bytes_per_second / 1e6:.0f} MB/s burst")
+    return None

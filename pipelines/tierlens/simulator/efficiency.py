@@ -290,6 +290,9 @@ def calibrate(prof: JobProfiles, job_class: str, storage_types: tuple[str, ...] 
               max_jobs: int | None = DEFAULT_FIT_JOBS, seed: int = 0) -> Calibration:
     """Fit the service times on ``prof`` (robust least squares on per-job efficiency).
 
+    No prior: every time starts at 5 s/GB inside wide bounds (1 ms to 1 h per GB), so nothing
+    here is centred on a value from the synthetic generator; the jobs alone determine the fit.
+
     ``storage_types`` fixes the parameter layout (types absent from ``prof`` are kept at a neutral
     start value and marked not fitted). ``max_jobs`` fits on a seeded random subset for speed;
     the parameters are few, so a few thousand jobs per type already pin them down.

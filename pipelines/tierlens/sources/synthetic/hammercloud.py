@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .model import READ_CHUNKS_PER_FILE, STAGE_PIECE_BYTES, FinishedJob, Job, SiteModel
-from .site import GB, MB, SCRATCH, NodeSpec, SiteSpec, demo_site
+from .site import GB, MB, PROBE_ONLY, SCRATCH, NodeSpec, SiteSpec, demo_site
 
 #: Glasgow Table 1 (FileStager, 8-core node, 8 jobs): mean job efficiency per storage type.
 GLASGOW_TABLE1 = {"ssd": 0.60, "hdd": 0.75, "raid1": 0.83, "raid0": 0.90}
@@ -37,7 +37,7 @@ def run_node_test(storage_type: str, jobs: int = 8, files_per_job: int = 6, seed
                   cpu_seconds_per_gb: float = HAMMERCLOUD_CPU_SECONDS_PER_GB,
                   seeks_per_mb: float = HAMMERCLOUD_SEEKS_PER_MB) -> NodeTestResult:
     base = demo_site()
-    node = NodeSpec(f"hc-{storage_type}", SCRATCH[storage_type], slots=jobs, ab_arm="A")
+    node = NodeSpec(f"hc-{storage_type}", {**SCRATCH, **PROBE_ONLY}[storage_type], slots=jobs, ab_arm="A")
     site = SiteSpec(base.cluster, (node,), base.origins, base.cache, base.cache_capacity_bytes,
                     base.workload, base.catalogue)
     rng = np.random.default_rng(seed)

@@ -64,6 +64,21 @@ class Scratch:
         self.latency = cfg.network_latency_seconds
         #: (from time, factor): a site change that made this node's scratch reads faster (or slower).
         self.read_speedups: list[tuple[float, float]] = []
+        #: bytes left in each member's fast-write region (a device without one never runs out)
+        self.fast_left = float(d.write_cache_bytes)
+
+    def _transfer(self, t: float, nbytes: float) -> float:
+        """Seconds one member needs to write ``nbytes`` (its share of a write) issued at ``t``:
+        at the fast rate while its fast-write region lasts, at the steady rate past it; the region
+        refills while the device is idle."""
+        q, d = self.q, self.cfg.device
+        if d.write_cache_bytes <= 0:
+            return nbytes / q.write_bps
+        idle = max(t - max(q.next_free), 0.0)
+        left = min(d.write_cache_bytes, self.fast_left + idle * d.recovery_bytes_per_second)
+        fast = min(nbytes, left)
+        self.fast_left = left - fast
+        return fast / q.write_bps + (nbytes - fast) / d.steady_write_bytes_per_second
 
     def read(self, t: float, nbytes: float, seeks: float) -> float:
         for since, factor in self.read_speedups:
@@ -81,10 +96,12 @@ class Scratch:
         q, kind = self.q, self.cfg.storage_type
         n = len(q.next_free)
         if kind == "raid0":
-            return max(q.serve(i, t, q.access + nbytes / n / q.write_bps) for i in range(n))
+            transfer = self._transfer(t, nbytes / n)
+            return max(q.serve(i, t, q.access + transfer) for i in range(n))
         if kind == "raid1":  # every mirror writes everything
-            return max(q.serve(i, t, q.access + nbytes / q.write_bps) for i in range(n))
-        return q.serve(q.earliest(), t, q.access + self.latency + nbytes / q.write_bps)
+            transfer = self._transfer(t, nbytes)
+            return max(q.serve(i, t, q.access + transfer) for i in range(n))
+        return q.serve(q.earliest(), t, q.access + self.latency + self._transfer(t, nbytes))
 
 
 class Server:

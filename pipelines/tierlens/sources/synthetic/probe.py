@@ -5,6 +5,8 @@ Each process of a job issues its requests back to back through the generator's o
 devices its accounting came from. A random read pays one access per request; a sequential read
 pays the generator's streaming seeks (one per ``STREAM_BYTES_PER_SEEK``); a write is one write
 call per block, as the generator charges its stage-in pieces. Time is simulated: nothing waits.
+The sustained-write jobs (probe/sustained.py) write with every slot until the rate settles or the
+budget ends, so a device with a write cliff (``ssd_consumer``) shows it.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ import numpy as np
 import pyarrow as pa
 
 from ...probe.jobs import JOBS, ProbeJob
+from ...probe.sustained import BLOCK_BYTES, Budget, Sustained, analyse
+from ...probe.sustained import rows as sustained_rows
 from ...records import DEVICE_PROBE
 from .model import STREAM_BYTES_PER_SEEK, Scratch
-from .site import SCRATCH, ScratchConfig
+from .site import PROBE_ONLY, SCRATCH, ScratchConfig
 
 #: Simulated seconds per job and the most requests one process issues (bounds the cost on fast devices).
 SIM_SECONDS = 20.0
 MAX_REQUESTS_PER_PROCESS = 4000
+READ_BYTES = 128 * 1024
 
 
 def run_job(cfg: ScratchConfig, job: ProbeJob, slots: int, seconds: float = SIM_SECONDS) -> dict:
@@ -53,16 +58,73 @@ def run_job(cfg: ScratchConfig, job: ProbeJob, slots: int, seconds: float = SIM_
 
 
 def run_synthetic_probe(storage_type: str, slots: int = 8, node: str | None = None,
-                        scratch: dict[str, ScratchConfig] | None = None) -> pa.Table:
-    configs = scratch or SCRATCH
+                        scratch: dict[str, ScratchConfig] | None = None, budget: Budget | None = None,
+                        sustained: bool = False) -> pa.Table:
+    """The probe job set against the generator's device ``storage_type`` (a key of SCRATCH or
+    PROBE_ONLY; the records carry the device's storage type), plus the sustained-write jobs
+    (probe/sustained.py) when ``sustained``."""
+    configs = scratch or {**SCRATCH, **PROBE_ONLY}
     if storage_type not in configs:
         raise ValueError(f"the synthetic site has no {storage_type!r} device; it has {', '.join(sorted(configs))}")
     cfg = configs[storage_type]
     probe_id = uuid.uuid4().hex[:16]
     started = datetime.now(timezone.utc)
-    rows = [{"probe_id": probe_id, "node": node or f"synthetic:{storage_type}", "path": None,
-             "storage_type": storage_type, "device_models": cfg.device_models, "tool": "synthetic",
-             "tool_version": "tierlens-des-1", "job_name": job.name, "rw": job.rw,
-             "block_size_bytes": job.block_size, "queue_depth": 1, "processes": job.processes(slots),
-             "direct_io": True, **run_job(cfg, job, slots), "probed_at": started} for job in JOBS]
+    common = {"probe_id": probe_id, "node": node or f"synthetic:{storage_type}", "path": None,
+              "storage_type": cfg.storage_type, "device_models": cfg.device_models, "tool": "synthetic",
+              "tool_version": "tierlens-des-2", "direct_io": True, "probed_at": started}
+    rows = [{**common, "job_name": job.name, "rw": job.rw, "block_size_bytes": job.block_size, "queue_depth": 1,
+             "processes": job.processes(slots), **run_job(cfg, job, slots)} for job in JOBS]
+    if sustained:
+        result, read = run_sustained(cfg, slots, budget)
+        rows += [{**common, **r} for r in sustained_rows(result, read, slots)]
     return pa.Table.from_pylist(rows, schema=DEVICE_PROBE)
+
+
+# ----------------------------------------------------------------------------- sustained writes
+
+def run_sustained(cfg: ScratchConfig, slots: int, budget: Budget | None = None,
+                  read_requests: int = 400) -> tuple[Sustained, dict]:
+    """Write with every slot past the device's fast region (probe/sustained.py's rules), then read
+    at random with one process while the others keep writing."""
+    budget = budget or Budget()
+    scratch = Scratch(cfg)
+    writers = max(slots, 1)
+    ready = [(0.0, p) for p in range(writers)]
+    heapq.heapify(ready)
+    wins_b: list[float] = []
+    wins_s: list[float] = []
+    written, win_start, win_bytes, now = 0.0, 0.0, 0.0, 0.0
+    result = None
+    while True:
+        t, p = heapq.heappop(ready)
+        done = scratch.write(t, BLOCK_BYTES)
+        heapq.heappush(ready, (done, p))
+        written += BLOCK_BYTES
+        win_bytes += BLOCK_BYTES
+        now = max(now, done)
+        if win_bytes >= budget.window_bytes:
+            wins_b.append(win_bytes)
+            wins_s.append(max(now - win_start, 1e-9))
+            win_start, win_bytes = now, 0.0
+            result = analyse(np.array(wins_b), np.array(wins_s), budget.min_bytes)
+            if result.steady or written >= budget.max_bytes or now >= budget.max_seconds:
+                break
+    # one process reads at random while the other slots keep writing
+    reader_t = now
+    lat: list[float] = []
+    heap = [(max(t, now), p) for t, p in ready][: max(writers - 1, 1)]
+    heapq.heapify(heap)
+    while len(lat) < read_requests:
+        if heap and heap[0][0] < reader_t:
+            t, p = heapq.heappop(heap)
+            heapq.heappush(heap, (scratch.write(t, BLOCK_BYTES), p))
+            continue
+        done = scratch.read(reader_t, READ_BYTES, 1.0)
+        lat.append(done - reader_t)
+        reader_t = done
+    elapsed = reader_t - now
+    arr = np.asarray(lat)
+    read = {"block_size_bytes": READ_BYTES, "seconds": float(elapsed),
+            "bandwidth_bytes_per_second": len(arr) * READ_BYTES / elapsed, "iops": len(arr) / elapsed,
+            "mean_latency_seconds": float(arr.mean()), "p99_latency_seconds": float(np.quantile(arr, 0.99))}
+    return result, read

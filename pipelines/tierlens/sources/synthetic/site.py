@@ -23,12 +23,24 @@ class DeviceProfile:
     read_bytes_per_second: float
     write_bytes_per_second: float
     queues: int = 1  # independent internal channels (NVMe has many, a disk has one head)
+    #: A fast-write region (an SLC buffer, or an untrimmed drive's erased spare blocks): writes go
+    #: at write_bytes_per_second until it is full, then at steady_write_bytes_per_second; idle
+    #: time frees it again at recovery_bytes_per_second. 0 bytes: no cliff.
+    write_cache_bytes: float = 0.0
+    steady_write_bytes_per_second: float = 0.0
+    recovery_bytes_per_second: float = 0.0
 
 
 SEAGATE_HDD = DeviceProfile("Seagate ST500DM002", 0.0125, 110 * MB, 100 * MB)
 # A low-end consumer SSD: fast random reads, but sustained writes collapse once its SLC buffer
 # is full, which is what made the Glasgow Kingston rows the worst of all.
 KINGSTON_SSD = DeviceProfile("Kingston SV300S37A120G", 0.0002, 220 * MB, 28 * MB)
+# A consumer QLC SATA SSD with a dynamic SLC buffer: datasheet-fast until ~12 GB have been written
+# without a pause, then a fraction of its spec sheet (the cliff a buying guide must catch). Not part
+# of the demo site's nodes; probed with ``--synthetic ssd_consumer`` and used by the tests.
+CONSUMER_SSD = DeviceProfile("Generic QLC SATA SSD 1TB", 0.00009, 550 * MB, 500 * MB,
+                             write_cache_bytes=12 * GB, steady_write_bytes_per_second=45 * MB,
+                             recovery_bytes_per_second=150 * MB)
 SAMSUNG_NVME = DeviceProfile("Samsung MZQL2960HCJR", 0.00008, 3000 * MB, 1400 * MB, queues=8)
 CACHE_SSD = DeviceProfile("OCZ Talos 2C", 0.0001, 450 * MB, 250 * MB)
 NFS_SPINDLE = DeviceProfile("nfs:nas01 spindle", 0.0125, 110 * MB, 100 * MB)
@@ -56,6 +68,13 @@ SCRATCH = {
     "ssd": ScratchConfig("ssd", KINGSTON_SSD),
     "nvme": ScratchConfig("nvme", SAMSUNG_NVME),
     "nfs": ScratchConfig("nfs", NFS_SPINDLE, members=6, shared=True, network_latency_seconds=0.0004),
+}
+
+#: Devices the generator models but the demo site does not run: what ``probe storage --synthetic``
+#: and the tests can measure as hardware a site might buy (keys are not storage types).
+PROBE_ONLY = {
+    # a consumer SSD with a write cliff; its storage type is ssd, like the demo's Kingston
+    "ssd_consumer": ScratchConfig("ssd", CONSUMER_SSD),
 }
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .site import GB, MB, SCRATCH, SiteSpec
+from .site import GB, MB, SiteSpec
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,9 @@ class TrueServiceTime:
 def analysis_service_times(site: SiteSpec) -> dict[str, TrueServiceTime]:
     seeks_per_gb = site.workload.analysis_seeks_per_mb * GB / MB
     out: dict[str, TrueServiceTime] = {}
-    storage_types = {n.scratch.storage_type for n in site.nodes}
-    for st in sorted(storage_types):
-        cfg = SCRATCH[st]
+    configs = {n.scratch.storage_type: n.scratch for n in site.nodes}
+    for st in sorted(configs):
+        cfg = configs[st]  # the nodes' own device (a type may have several, e.g. ssd and ssd_consumer)
         d = cfg.device
         read = seeks_per_gb * (d.access_seconds + cfg.network_latency_seconds) + GB / d.read_bytes_per_second
         write = GB / d.write_bytes_per_second

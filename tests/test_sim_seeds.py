@@ -1,0 +1,211 @@
+"""The seed scoreboard: tierlens' predictions of the seed studies' figures hold the orderings the
+studies report, and each figure lies within the tolerance written next to it (with its reason).
+
+The predictions come from the studies' own hardware and workload descriptions (simulator/seeds.py),
+never from a fit to the figure asserted; the expected values here are the studies' published
+numbers, typed from the papers, not anything the code computed.
+
+Rows the model misses by more than their tolerance are strict xfails with the reason: if a change
+makes one pass, the run fails until bench/seeds.md and this list are updated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from tierlens.simulator import devices as dv
+from tierlens.simulator import seeds as sd
+
+#: Published figures, typed from the seed papers (not read from seeds.py).
+PUBLISHED = {
+    "glasgow_t1_hdd_8": 0.75, "glasgow_t1_raid1_8": 0.83, "glasgow_t1_raid0_8": 0.90,
+    "glasgow_t1_intel_8": 0.80, "glasgow_t1_kingston_8": 0.60, "glasgow_t1_intel_24": 0.50,
+    "glasgow_t1_raid0_24": 0.86, "glasgow_t3_intel_8": 0.78, "glasgow_t3_raid0_8": 0.88,
+}
+#: Rows outside their tolerance today, and why (bench/seeds.md explains each).
+KNOWN_MISSES = {
+    "glasgow_t1_kingston_8": "the assumed steady-state write (33 MB/s) is above the 29 MB/s at which the "
+                             "model would rank the Kingston under the HDD; no probe of the device exists",
+    "glasgow_t1_intel_24": "the Magny-Cours node's collapse is not explained by the Intel's assumed steady write",
+}
+
+
+@pytest.fixture(scope="module")
+def rows() -> dict[str, sd.Row]:
+    return {r.case.key: r for r in sd.glasgow_rows()}
+
+
+def test_the_published_figures_are_the_papers():
+    assert {c.key: c.published for c in sd.GLASGOW_CASES} == PUBLISHED
+
+
+def test_hdd_below_raid1_below_raid0_at_8_jobs(rows):
+    # Glasgow Table 1: HDD 75 % < RAID1 83 % < RAID0 90 %
+    hdd, r1, r0 = (rows[f"glasgow_t1_{k}_8"].predicted for k in ("hdd", "raid1", "raid0"))
+    assert hdd < r1 < r0
+
+
+@pytest.mark.xfail(strict=True, reason="the model's Intel does not collapse at 24 jobs (75 %, published 50 %) and its "
+                                        "RAID0 loses too much to seeks (69 %, published 86 %): see bench/seeds.md")
+def test_raid0_above_intel_at_24_jobs(rows):
+    # Glasgow Table 1, Magny-Cours node: RAID0 86 % above the Intel SSD's 50 %
+    assert rows["glasgow_t1_raid0_24"].predicted > rows["glasgow_t1_intel_24"].predicted
+
+
+@pytest.mark.xfail(strict=True, reason="the model rates the Intel SSD 2 points above RAID0 at 8 jobs (published: 10 "
+                                        "below); its SSDs are 13-25 points too good throughout (bench/seeds.md)")
+def test_real_workload_orders_raid0_above_intel(rows):
+    # Glasgow Table 3: RAID0 88 % above Intel 78 %
+    assert rows["glasgow_t3_raid0_8"].predicted > rows["glasgow_t3_intel_8"].predicted
+
+
+@pytest.mark.xfail(strict=True, reason=KNOWN_MISSES["glasgow_t1_kingston_8"])
+def test_kingston_below_hdd_at_8_jobs(rows):
+    # Glasgow Table 1: Kingston 60 % below one HDD's 75 %
+    assert rows["glasgow_t1_kingston_8"].predicted < rows["glasgow_t1_hdd_8"].predicted
+
+
+def test_kingston_below_hdd_once_its_steady_write_is_below_the_breakeven():
+    # the ordering hinges on one number; below the computed break-even the model reproduces it,
+    # at 24 jobs as at 8, and the break-even lies in the range untrimmed consumer drives reach
+    w, seeks = sd.GLASGOW, sd.anchor_seeks(sd.GLASGOW)
+    rate = sd.kingston_breakeven_steady_write()
+    assert 15e6 < rate < 60e6
+    slower = replace(sd.KINGSTON_V, write_cache=replace(sd.KINGSTON_V.write_cache,
+                                                        steady_write_bytes_per_second=0.9 * rate))
+    for jobs in (8, 24):
+        assert sd.efficiency(slower.figures(), w, jobs, seeks) < sd.efficiency(sd.HDD_7200.figures(), w, jobs, seeks)
+
+
+def test_the_write_cliff_is_what_pulls_the_kingston_down(rows):
+    # at its datasheet (burst) rate it would be the best device of the table; past its fast region
+    # it loses more than 10 points: the burst figure is the one that misleads a buying guide
+    w, seeks = sd.GLASGOW, sd.anchor_seeks(sd.GLASGOW)
+    burst = sd.efficiency(replace(sd.KINGSTON_V, write_cache=None).figures(), w, 8, seeks)
+    assert burst > max(r.predicted for k, r in rows.items() if k.endswith("_8") and "kingston" not in k)
+    assert burst - rows["glasgow_t1_kingston_8"].predicted > 0.10
+
+
+def test_ssd_well_ahead_of_hdd_in_bnl_concurrent_reads():
+    # BNL: "~ 10 times faster in concurrent read scenario"; the model's figure is the device-bound
+    # limit (the slides give no CPU time), an upper bound, so it must not fall below the published
+    # ratio by more than the slides' reading precision (~20 %), and "well ahead" means over 3x
+    ratio = sd.bnl_ratio()
+    assert ratio > 3.0
+    assert 10.0 / 1.2 <= ratio <= 3 * 10.0
+
+
+def test_ifca_network_fix_is_an_upper_bound_of_the_measured_gain():
+    # IFCA: 28 % -> 35 % after the network changes; the model moves all of the wait onto the link
+    # (~400 Mbps -> 1 Gbps), so it may overshoot, by at most 20 points (part of the wait was the
+    # controllers', which the next change halved)
+    after = sd.ifca_after_network()
+    assert 0.35 <= after <= 0.35 + 0.20
+    # independent arithmetic: wait per CPU second 0.72/0.28 scaled by 400/1000
+    assert after == pytest.approx(1 / (1 + 0.72 / 0.28 * 0.4))
+
+
+def test_fnal_unfairness_is_reported_as_not_represented():
+    # the model's FCFS sharing gives 17/16 at most against the published 1.77: held as a known miss
+    assert sd.fnal_spread() == pytest.approx(17 / 16)
+    row = [r for r in sd.scoreboard() if r.study == "FNAL" and "slowest" in r.figure][0]
+    assert not row.represented and row.published == 1.77
+
+
+@pytest.mark.parametrize("key", sorted(PUBLISHED))
+def test_each_figure_within_its_tolerance(rows, key, request):
+    if key in KNOWN_MISSES:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[key]))
+    row = rows[key]
+    assert row.case.reason  # the tolerance's reason is written next to it
+    assert abs(row.predicted - PUBLISHED[key]) <= row.case.tolerance, \
+        f"{key}: predicted {row.predicted:.3f}, published {PUBLISHED[key]}, tolerance {row.case.tolerance}"
+
+
+def test_a_deliberately_broken_device_fails_the_ordering():
+    # the test can fail: a RAID1 composed as if mirrors halved writes too ranks above RAID0
+    broken = replace(sd.HDD_7200.figures("raid1", 2), write_bytes_per_second=2 * sd.HDD_7200.write_bytes_per_second,
+                     read_channels=4.0)
+    w, seeks = sd.GLASGOW, sd.anchor_seeks(sd.GLASGOW)
+    r0 = sd.efficiency(sd.HDD_7200.figures("raid0", 2), w, 8, seeks)
+    assert sd.efficiency(broken, w, 8, seeks) > r0
+
+
+def test_the_anchor_reproduces_the_single_job_measurement():
+    w = sd.GLASGOW
+    seeks = sd.anchor_seeks(w)
+    assert sd.efficiency(sd.HDD_7200.figures(), w, 1, seeks) == pytest.approx(0.90, abs=1e-3)
+    # and by hand: one job alone waits D per CPU second, D from the device figures and the workload
+    d = sd.HDD_7200
+    r = w.staged_bytes_per_cpu_second
+    demand = (r * w.read_fraction * (seeks / 1e9 * d.access_seconds + 1 / d.read_bytes_per_second)
+              + r / d.write_bytes_per_second)
+    # the stage-in's network time overlaps the write (1 GbE is faster than the disk), so only D counts
+    assert 1 / (1 + demand) == pytest.approx(0.90, abs=0.01)
+
+
+def test_structural_error_reports_the_larger_source():
+    pub = sd.loo_rms(sd.scoreboard_type_loo())
+    assert 0 < pub < 0.5
+    small = sd.reported_structural_error(0.02)
+    assert small.source == "published figures" and small.value == pytest.approx(pub)
+    large = sd.reported_structural_error(pub + 0.05)
+    assert large.source == "generator" and large.value == pytest.approx(pub + 0.05)
+
+
+def test_sustained_figures_use_the_steady_rate_only_past_the_cache():
+    wc = dv.WriteCache(10e9, 30e6)
+    fig = dv.DeviceFigures("ssd", 1e-4, 500e6, 400e6, write_cache=wc)
+    assert fig.sustained(5e9).write_bytes_per_second == 400e6        # an hour's writes fit the cache
+    assert fig.sustained(50e9).write_bytes_per_second == 30e6        # they do not
+    assert fig.sustained(None).write_bytes_per_second == 30e6        # unknown: assume reached
+    # a 2-device RAID0 writes both fast regions in parallel
+    r0 = fig.composed("raid0", 2)
+    assert (r0.write_cache.cache_bytes, r0.write_cache.steady_write_bytes_per_second) == (20e9, 60e6)
+    theta = np.array([1000.0, 1.0, 1.0])
+    assert dv.service_times(fig, theta, 50e9)[1] == pytest.approx(1e9 / 30e6)
+    assert dv.service_times(fig, theta, 5e9)[1] == pytest.approx(1e9 / 400e6)
+
+
+def test_write_warning_names_the_shortfall_and_its_evidence():
+    wc = dv.WriteCache(12e9, 45e6, "probe")
+    fig = dv.DeviceFigures("ssd", 1e-4, 550e6, 500e6, write_cache=wc)
+    # 8 jobs staging 25 MB/s each: 720 GB/h, past the region within minutes, above the steady rate
+    msg = dv.write_warning(fig, 8 * 25e6 * 3600)
+    assert msg is not None and "45 MB/s" in msg and "200 MB/s" in msg and "probe" in msg
+    # 8 jobs at 3 MB/s: 86 GB/h, fill the region in 12 GB / 24 MB/s = 500 s, and the steady rate keeps up
+    msg = dv.write_warning(fig, 8 * 3e6 * 3600)
+    assert msg is not None and "8 min" in msg
+    # an HDD without a region that keeps up: nothing to say
+    assert dv.write_warning(dv.DeviceFigures("hdd", 0.01, 100e6, 100e6), 8 * 3e6 * 3600) is None
+
+
+def test_the_generators_consumer_ssd_collapses_under_a_full_nodes_stage_in(monkeypatch):
+    # the generator's discrete-event device, not the model: 8 jobs staging in ~7 MB/s each (150 CPU s
+    # per GB) outrun the 45 MB/s steady rate once the 12 GB region is written; the same device
+    # without its cliff, and an NVMe, keep most of their single-job efficiency
+    from tierlens.sources.synthetic import site
+    from tierlens.sources.synthetic.hammercloud import run_node_test
+
+    def eff(st: str, jobs: int) -> float:
+        return run_node_test(st, jobs, cpu_seconds_per_gb=150.0, seeks_per_mb=2.0).efficiency
+
+    cliff_1, cliff_8 = eff("ssd_consumer", 1), eff("ssd_consumer", 8)
+    assert cliff_8 < 0.6 * cliff_1
+    assert eff("nvme", 8) > 0.9 * eff("nvme", 1)
+    cfg = site.PROBE_ONLY["ssd_consumer"]
+    monkeypatch.setitem(site.PROBE_ONLY, "ssd_consumer",
+                        replace(cfg, device=replace(cfg.device, write_cache_bytes=0.0)))
+    assert eff("ssd_consumer", 8) > cliff_8 + 0.3
+
+
+def test_structural_error_rows_carry_the_larger_per_evidence():
+    pub = sd.loo_rms(sd.scoreboard_type_loo())
+    rows = {r["evidence"]: r for r in sd.structural_error_rows({"probe": 0.03, "datasheet": pub + 0.04})}
+    assert rows["probe"]["structural_error"] == pytest.approx(pub) and rows["probe"]["source"] == "published figures"
+    assert rows["datasheet"]["structural_error"] == pytest.approx(pub + 0.04)
+    assert rows["datasheet"]["source"] == "generator"
+    assert sd.structural_error_rows({"probe": None})[0]["structural_error"] == pytest.approx(pub)
