@@ -153,3 +153,12 @@ def test_read_commands_name_the_warehouse_they_tried_and_never_create_it(tmp_pat
         assert r.exit_code == 1 and r.exception is None or isinstance(r.exception, SystemExit), (argv, r.exception)
         assert "no warehouse at" in r.output and "tierlens demo" in r.output, (argv, r.output)
     assert not (tmp_path / "home").exists() and not (tmp_path / "typo.duckdb").exists()
+
+
+def test_help_shows_flags_without_a_value_type():
+    r = runner.invoke(app, ["--help"], terminal_width=120)
+    lines = {ln.split()[1]: ln for ln in r.stdout.splitlines() if ln.strip("│ ").startswith("--")}
+    assert "<bool>" not in lines["--version"] and "<bool>" not in lines["--help"], r.stdout
+    r = runner.invoke(app, ["sql", "--help"], terminal_width=120)
+    assert "<bool>" not in r.stdout and "<path>" in r.stdout
+    assert runner.invoke(app, ["--version"]).stdout.startswith("tierlens ")

@@ -29,8 +29,9 @@ console = Console()
 err = Console(stderr=True)
 
 WarehouseOpt = Annotated[Optional[Path], typer.Option(
-    "--warehouse", "-w", help="DuckDB warehouse file \\[default: $TIERLENS_HOME/warehouse.duckdb].")]
-CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")]
+    "--warehouse", "-w", help="DuckDB warehouse file \\[default: $TIERLENS_HOME/warehouse.duckdb; commands that "
+                              "only read fall back to the demo's, $TIERLENS_HOME/demo/warehouse.duckdb].")]
+CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table (the same as --format csv).")]
 
 T = TypeVar("T")
 
