@@ -24,6 +24,9 @@ export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT=${AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT:-120}
 # ...and the DAG processor kills a file's parse after 50 s by default, whatever the import timeout.
 export AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT=${AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT:-$AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT}
+# Tasks report to the API server over HTTP; on a busy small host with SQLite an answer can take
+# longer than Airflow's 5 s, and a task whose start is not acknowledged is killed (ReadTimeout).
+export AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT=${AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT:-30}
 export AIRFLOW__COSMOS__ENABLE_TELEMETRY=False DO_NOT_TRACK=1 SCARF_NO_ANALYTICS=true
 # Cosmos' cache of dbt ls and profiles beside the rest of tierlens' state, not in the system's
 # temporary folder (cleaned at boot, shared with every user).
