@@ -32,9 +32,10 @@ export AIRFLOW__COSMOS__ENABLE_TELEMETRY=False DO_NOT_TRACK=1 SCARF_NO_ANALYTICS
 # temporary folder (cleaned at boot, shared with every user).
 export AIRFLOW__COSMOS__CACHE_DIR="${AIRFLOW__COSMOS__CACHE_DIR:-$TIERLENS_HOME/cache/cosmos}"
 # Task slots sized to the host: Airflow's default of 32 starts 32 LocalExecutor worker processes,
-# which a small host pays for in memory while tierlens' DAGs run a handful of tasks at a time.
+# which a small host pays for in memory. Two per core, at least 4: the transform's dbt build holds
+# one slot while its per-model watcher tasks each take one briefly to start and defer.
 cores="$(nproc 2>/dev/null || echo 2)"
-export AIRFLOW__CORE__PARALLELISM="${AIRFLOW__CORE__PARALLELISM:-$(( cores > 2 ? cores : 2 ))}"
+export AIRFLOW__CORE__PARALLELISM="${AIRFLOW__CORE__PARALLELISM:-$(( 2 * cores > 4 ? 2 * cores : 4 ))}"
 export DBT_SEND_ANONYMOUS_USAGE_STATS=False
 export TIERLENS_DBT_EXECUTABLE="${TIERLENS_DBT_EXECUTABLE:-$repo/.venv/bin/dbt}"
 if [ ! -x "$venv/bin/airflow" ]; then
