@@ -35,7 +35,10 @@ def load_source(source: str, start, end) -> dict:
     wh = cfg.warehouse_path(var)
     s = af.dag_setting
     if source == "synthetic":
-        opts = synthetic_options(s("synthetic_start"), float(s("synthetic_days")), int(s("synthetic_seed")),
+        # the synthetic site starts where the schedule does unless told otherwise: a first hour
+        # outside the simulated days would load nothing
+        opts = synthetic_options(s("synthetic_start") or s("start_date"), float(s("synthetic_days")),
+                                 int(s("synthetic_seed")),
                                  int(s("synthetic_nodes_per_type")))
         return tasks.ingest_synthetic(wh, start, end, opts, cfg.paths(var).synthetic)
     if source == "slurm":

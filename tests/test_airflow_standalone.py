@@ -103,6 +103,48 @@ def stop(proc: subprocess.Popen) -> set[int]:
     return {p for p in pids if _stat(p)}
 
 
+LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
+
+
+def _proc_net_address(hex_addr: str) -> tuple[str, int]:
+    """``0100007F:1F90`` (or the 32-digit IPv6 form) from /proc/net/tcp* as (address, port)."""
+    host, port = hex_addr.split(":")
+    raw = bytes.fromhex(host)
+    # the kernel prints each 32-bit word in host (little-endian) order
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, words), int(port, 16)
+
+
+def listening_sockets(pids: set[int]) -> set[tuple[str, int]]:
+    """The TCP addresses the processes ``pids`` listen on, read from /proc (what `ss -ltnp` shows)."""
+    inodes: set[str] = set()
+    for pid in pids:
+        try:
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                found.add(_proc_net_address(fields[1]))
+    return found
+
+
+def test_proc_net_addresses_read_as_ss_prints_them():
+    assert _proc_net_address("0100007F:1F90") == ("127.0.0.1", 8080)
+    assert _proc_net_address("00000000:2259") == ("0.0.0.0", 8793)
+    assert _proc_net_address("00000000000000000000000001000000:2262") == ("::1", 8802)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        assert ("127.0.0.1", s.getsockname()[1]) in listening_sockets({os.getpid()})
+
+
 # ---- the scheduler's view ----------------------------------------------------------------------
 def dag_runs(db: Path) -> list[dict]:
     if not db.exists():
@@ -192,7 +234,6 @@ def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Pat
         "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
         "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(free_port()),
         "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300",
-        "AIRFLOW__COSMOS__CACHE_DIR": str(af_home / "cosmos"),
         "TIERLENS_INGEST_SCHEDULE": schedule,
         "TIERLENS_SOURCES": "synthetic", "TIERLENS_SYNTHETIC_START": syn_start, "TIERLENS_SYNTHETIC_DAYS": "2",
         "TIERLENS_SYNTHETIC_NODES_PER_TYPE": "1", "TIERLENS_SYNTHETIC_SEED": "7",
@@ -226,6 +267,9 @@ def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Pat
         assert "FileNotFoundError" not in log.read_text(errors="replace")
         assert all(r["run_type"] == "asset_triggered" for r in transform), transform
         assert port_open(api_port)
+        listening = listening_sockets(started_by(proc.pid))
+        assert ("127.0.0.1", api_port) in listening, listening
+        assert all(addr in LOOPBACK for addr, _ in listening), f"listening beyond loopback: {listening}"
     finally:
         left = stop(proc)
     assert not left, f"still running after stop: {sorted(left)}"

@@ -85,3 +85,80 @@ def test_batch_with_a_wrong_type_names_source_and_field():
                                 pa.array(["many"], pa.string()))
     with pytest.raises(ValueError, match=r"sacct\.json.*allocated_cores"):
         Batch(RecordKind.JOB, table, "sacct.json")
+
+
+# ---- console tables: one number format, fit the terminal, say why they are empty ----------------
+
+@pytest.mark.parametrize("value, column, text", [
+    (1156, "jobs", "1,156"), (1043, "jobs", "1,043"), (16760.4, "core_hours", "16,760"), (0.08021, "years", "0.08021"),
+    (0.5, "efficiency", "0.5"), (2.0, "x", "2"), (123.456, "x", "123.5"), (0.0, "x", "0"), (-0.0386, "x", "-0.0386"),
+    (2026, "year", "2026"), (123456, "job_id", "123456"), (None, "x", ""), (True, "x", "true"),
+])
+def test_one_number_format_without_exponents(value, column, text):
+    from tierlens.cli.common import number_text
+
+    assert number_text(value, column) == text
+
+
+def _wide_warehouse(tmp_path: Path) -> tuple[Path, Path]:
+    wh = tmp_path / "w.duckdb"
+    ingest([Batch(RecordKind.JOB, _jobs(3), "s")], wh)
+    q = tmp_path / "wide.sql"
+    cols = ", ".join(f"cpu_user_seconds * {i} AS a_rather_long_column_name_{i}" for i in range(8))
+    q.write_text(f"-- Question: a wide one\nSELECT job_id, {cols} FROM raw_job ORDER BY job_id;\n")
+    return wh, q
+
+
+@pytest.mark.parametrize("columns", [60, 100, 400])
+def test_a_wide_result_fits_the_terminal_with_every_column_name_whole(tmp_path, columns):
+    wh, q = _wide_warehouse(tmp_path)
+    r = runner.invoke(app, ["sql", str(q), "-w", str(wh)], env={"COLUMNS": str(columns)}, terminal_width=columns)
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert max(len(ln) for ln in lines) <= columns and "…" not in r.stdout
+    words = set(r.stdout.split())
+    assert {f"a_rather_long_column_name_{i}" for i in range(8)} <= words
+    assert {f"{900 * i:,}" for i in range(2, 8)} <= words  # 900 s of user CPU, times i
+    assert "3 row(s)" in r.stdout
+
+
+def test_csv_and_json_give_the_unrounded_values(tmp_path):
+    wh, q = _wide_warehouse(tmp_path)
+    as_json = runner.invoke(app, ["sql", str(q), "-w", str(wh), "--format", "json"])
+    rows = __import__("json").loads(as_json.stdout)
+    assert [r["a_rather_long_column_name_7"] for r in rows] == [900.0 * 7] * 3
+    as_csv = runner.invoke(app, ["sql", str(q), "-w", str(wh), "--format", "csv"])
+    assert list(csv.reader(io.StringIO(as_csv.stdout)))[1][-1] == str(900.0 * 7)
+    both = runner.invoke(app, ["sql", str(q), "-w", str(wh), "--format", "json", "--csv"])
+    assert both.exit_code == 2
+
+
+def test_an_empty_result_says_why(tmp_path):
+    wh = tmp_path / "w.duckdb"
+    q = tmp_path / "none.sql"
+    q.write_text("-- Question: jobs after 2100?\nSELECT job_id FROM raw_job WHERE end_time > TIMESTAMPTZ '2100-01-01';\n")
+    ingest([Batch(RecordKind.JOB, _jobs(0), "s")], wh)
+    r = runner.invoke(app, ["sql", str(q), "-w", str(wh)], terminal_width=200)
+    assert r.exit_code == 0 and "no rows" in r.stdout and "no job records yet" in r.stdout, r.stdout
+    ingest([Batch(RecordKind.JOB, _jobs(2), "t")], wh)
+    r = runner.invoke(app, ["sql", str(q), "-w", str(wh)], terminal_width=200)
+    assert "2 job records ending 2026-10-01 to 2026-10-01" in " ".join(r.stdout.split()) and "no marts" in r.stdout
+
+
+def test_read_commands_name_the_warehouse_they_tried_and_never_create_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIERLENS_HOME", str(tmp_path / "home"))
+    for argv in (["sql", "ab_summary"], ["status"], ["rejects"], ["report"], ["change", "list"], ["lake", "export"],
+                 ["sql", "ab_summary", "-w", str(tmp_path / "typo.duckdb")]):
+        r = runner.invoke(app, argv, terminal_width=400)
+        assert r.exit_code == 1 and r.exception is None or isinstance(r.exception, SystemExit), (argv, r.exception)
+        assert "no warehouse at" in r.output and "tierlens demo" in r.output, (argv, r.output)
+    assert not (tmp_path / "home").exists() and not (tmp_path / "typo.duckdb").exists()
+
+
+def test_help_shows_flags_without_a_value_type():
+    r = runner.invoke(app, ["--help"], terminal_width=120)
+    lines = {ln.split()[1]: ln for ln in r.stdout.splitlines() if ln.strip("│ ").startswith("--")}
+    assert "<bool>" not in lines["--version"] and "<bool>" not in lines["--help"], r.stdout
+    r = runner.invoke(app, ["sql", "--help"], terminal_width=120)
+    assert "<bool>" not in r.stdout and "<path>" in r.stdout
+    assert runner.invoke(app, ["--version"]).stdout.startswith("tierlens ")

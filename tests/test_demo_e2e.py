@@ -337,3 +337,87 @@ def test_simulate_efficiency_cli_is_idempotent_and_refuses_an_empty_warehouse(de
     assert "tierlens transform" in refused.output
     bad = CliRunner().invoke(app, args[:4] + ["-c", "lru"])
     assert bad.exit_code != 0 and "POLICY:SIZE" in bad.output
+
+
+# --------------------------------------------------------------------------- README's Quickstart
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _quickstart_commands() -> str:
+    """The shell block of README.md's Quickstart that runs after `make demo`, as written there."""
+    import re
+
+    section = README.read_text().split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+    (after_demo,) = [b for b in blocks if "tierlens sql" in b]
+    return after_demo
+
+
+def _clone_after_make_demo(tmp_path: Path, demo_home: Path) -> Path:
+    """A folder laid out as a clone is after `make demo`: .venv and .tierlens/demo (TIERLENS_HOME is
+    the Makefile's $(CURDIR)/.tierlens, and the demo writes under $TIERLENS_HOME/demo)."""
+    import sys
+
+    clone = tmp_path / "clone"
+    (clone / ".tierlens").mkdir(parents=True)
+    (clone / ".tierlens" / "demo").symlink_to(demo_home)
+    (clone / ".venv").symlink_to(Path(sys.prefix))
+    return clone
+
+
+def _shell_env(clone: Path) -> dict[str, str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERLENS_")}
+    pipelines = str(Path(__file__).resolve().parents[1] / "pipelines")  # this checkout's tierlens
+    env.update(PYTHONPATH=os.pathsep.join([pipelines, env.get("PYTHONPATH", "")]), COLUMNS="100",
+               TIERLENS_HOME=str(clone / ".tierlens"))  # what `make demo` exported
+    return env
+
+
+def test_readme_quickstart_commands_run_as_written_after_the_demo(demo_home, tmp_path):
+    import subprocess
+
+    clone = _clone_after_make_demo(tmp_path, demo_home)
+    env = _shell_env(clone)
+    assert (clone / ".tierlens" / "demo" / "reports" / "report.html").is_file()  # where the README says
+    proc = subprocess.run(["bash", "-e", "-c", _quickstart_commands()], cwd=clone, env=env, capture_output=True,
+                          text=True, timeout=240)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "Traceback" not in out, out
+    for query in SQL_DIR.glob("*.sql"):
+        assert query.stem in proc.stdout, f"{query.stem} missing from `tierlens sql --list`"
+    # the A/B answer: one line per row the query returns, with the row's subset and grouping
+    con = duckdb.connect(str(Paths(demo_home).warehouse), read_only=True)
+    expected = con.execute((SQL_DIR / "ab_with_confidence.sql").read_text()).fetchall()
+    con.close()
+    assert expected and f"{len(expected):,} row" in proc.stdout
+
+
+def test_read_commands_find_the_demo_or_say_where_they_looked(demo_home, tmp_path):
+    """Right after `tierlens demo`, with TIERLENS_HOME still the demo's parent, `tierlens sql` and
+    `report` read the demo's warehouse; in a home with no warehouse they name the path they tried."""
+    import subprocess
+
+    clone = _clone_after_make_demo(tmp_path, demo_home)
+    env = _shell_env(clone)
+    tierlens = str(clone / ".venv" / "bin" / "tierlens")
+    sql = subprocess.run([tierlens, "sql", "efficiency_by_storage_type", "--format", "csv"], cwd=clone, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert sql.returncode == 0 and "Traceback" not in sql.stderr, sql.stderr
+    assert str(clone / ".tierlens" / "demo" / "warehouse.duckdb") in sql.stderr.replace("\n", "")  # which one it read
+    con = duckdb.connect(str(Paths(demo_home).warehouse), read_only=True)
+    expected = con.execute((SQL_DIR / "efficiency_by_storage_type.sql").read_text()).fetchall()
+    con.close()
+    assert len(sql.stdout.strip().splitlines()) == len(expected) + 1
+
+    empty = dict(env, TIERLENS_HOME=str(tmp_path / "empty-home"))
+    for argv in (["sql", "efficiency_by_storage_type"], ["report"], ["status"], ["rejects"], ["change", "list"],
+                 ["lake", "export"]):
+        r = subprocess.run([tierlens, *argv], cwd=clone, env=dict(empty, COLUMNS="400"), capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 1 and "Traceback" not in r.stdout + r.stderr, (argv, r.stdout, r.stderr)
+        assert str(tmp_path / "empty-home" / "warehouse.duckdb") in r.stderr, (argv, r.stderr)
+        assert "tierlens demo" in r.stderr and "--warehouse" in r.stderr
+    assert not (tmp_path / "empty-home").exists()  # a read command creates nothing

@@ -60,12 +60,12 @@ def test_plugstack_lines_follow_includes_and_a_required_line_fails(tmp_path):
     assert [f.status for f in missing] == [Status.FAIL, Status.FAIL]
 
 
-def test_no_tierlens_line_is_a_warning_and_no_slurm_is_no_finding(tmp_path):
+def test_no_tierlens_line_is_a_warning_and_a_named_slurm_conf_that_is_missing_fails(tmp_path):
     conf = _slurm_files(tmp_path, ["optional /usr/lib/other_spank.so"])
     (f,) = doctor.check_slurm(Options(slurm_conf=conf))
     assert f.status is Status.WARN and "tierlens_spank.so" in f.fix
     (absent,) = doctor.check_slurm(Options(slurm_conf=tmp_path / "absent.conf"))
-    assert absent.status is Status.INFO and "absent.conf" in absent.detail
+    assert absent.status is Status.FAIL and "absent.conf" in absent.detail and "--slurm-conf" in absent.fix
     assert doctor.check_sacct(Options(slurm_conf=tmp_path / "absent.conf")) == []
 
 
@@ -143,8 +143,11 @@ def test_dbt_project_and_a_sites_own_project(tmp_path, monkeypatch):
     assert _by_check(doctor.check_dbt(Options()))[("dbt", "project")].status is Status.FAIL
 
 
-def test_airflow_variables_through_an_airflow_command(tmp_path):
+def test_airflow_variables_through_an_airflow_command(tmp_path, monkeypatch):
     """`airflow variables list -o json` as Airflow prints it; unknown tierlens_ names are flagged."""
+    monkeypatch.delenv("AIRFLOW_CONFIG", raising=False)
+    monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path))
+    (tmp_path / "airflow.cfg").write_text("[core]\n")  # a deployment: doctor asks only where one is
     fake = tmp_path / "airflow"
     fake.write_text("#!/bin/sh\necho 'some log line'\n"
                     "echo '[{\"key\": \"tierlens_warehouse\"}, {\"key\": \"tierlens_warehose\"}, {\"key\": \"other\"}]'\n")
@@ -155,13 +158,20 @@ def test_airflow_variables_through_an_airflow_command(tmp_path):
     assert "tierlens_warehose" in f[("airflow", "unknown variables")].detail
 
 
-def test_cli_exit_status_and_json(tmp_path):
+def _no_slurm_here(tmp_path: Path, monkeypatch) -> None:
+    """This test host has Slurm installed; doctor's default slurm.conf is pointed where there is none."""
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    monkeypatch.setattr(doctor, "DEFAULT_SLURM_CONF", tmp_path / "no-slurm" / "slurm.conf")
+
+
+def test_cli_exit_status_and_json(tmp_path, monkeypatch):
     conf = _slurm_files(tmp_path, ["required /nonexistent/tierlens_spank.so"])
     code, out = _doctor_json("--slurm-conf", str(conf), "--airflow", "/nonexistent/airflow")
     assert code == 1 and out["ok"] is False
     assert any(f["check"] == "plugstack line" and f["status"] == "fail" for f in out["findings"])
     # without Slurm on the "host", nothing fails: the dbt project is found
-    code, out = _doctor_json("--slurm-conf", str(tmp_path / "absent.conf"))
+    _no_slurm_here(tmp_path, monkeypatch)
+    code, out = _doctor_json()
     assert [f for f in out["findings"] if f["status"] == "fail"] == [] and code == 0
 
 
@@ -240,7 +250,7 @@ def test_warehouse_history_size_oldest_day_retention_last_run_and_a_newer_state_
                                                  rows_deleted_total=99)))
     monkeypatch.setenv("TIERLENS_RAW_RETENTION_MONTHS", "2")
     f = _by_check(doctor.check_warehouse(Options(warehouse=wh)))
-    assert f[("warehouse", "size")].status is Status.INFO and "GB working file" in f[("warehouse", "size")].detail
+    assert f[("warehouse", "size")].status is Status.OK and "GB working file" in f[("warehouse", "size")].detail
     assert "oldest raw file access 2026-03-04" in f[("warehouse", "raw history")].detail
     assert "2 months" in f[("warehouse", "retention")].detail and "99 rows" in f[("warehouse", "retention")].detail
     last = f[("warehouse", "last transform")]
@@ -250,3 +260,107 @@ def test_warehouse_history_size_oldest_day_retention_last_run_and_a_newer_state_
     state_path(wh).write_text(json.dumps({"format_version": 99}))
     f = _by_check(doctor.check_warehouse(Options(warehouse=wh)))
     assert f[("warehouse", "history file")].status is Status.FAIL and "format version 99" in f[("warehouse", "history file")].detail
+
+
+# ---- findings an admin can act on; doctor changes nothing ------------------------------------
+
+def _not_ok(findings) -> list[doctor.Finding]:
+    return [f for f in findings if f.status is not Status.OK]
+
+
+def test_every_finding_that_is_not_ok_has_a_fix(tmp_path, monkeypatch):
+    """An empty host (nothing installed), then every part pointed at a path that is not there."""
+    _no_slurm_here(tmp_path, monkeypatch)
+    monkeypatch.delenv("AIRFLOW_HOME", raising=False)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no airflow, no condor_status
+    empty = _not_ok(doctor.run_checks(Options()))
+    assert {f.area for f in empty} >= {"slurm", "collector", "warehouse"}
+    missing = tmp_path / "missing"
+    named = _not_ok(doctor.run_checks(Options(
+        slurm_conf=missing / "slurm.conf", collector_stats=missing / "collector-stats.json",
+        warehouse=missing / "warehouse.duckdb", airflow=str(missing / "airflow"))))
+    for f in empty + named:
+        assert f.fix.strip(), f"{f.area}/{f.check} ({f.status.value}) has no fix: {f.detail}"
+    # a path the admin named and that is missing fails alike for every part; a default that is
+    # missing is "not checked", alike for every part
+    assert {f.area: f.status for f in named if f.area not in ("dbt", "htcondor")} == {
+        "slurm": Status.FAIL, "collector": Status.FAIL, "warehouse": Status.FAIL, "airflow": Status.FAIL}
+    assert {f.area: f.status for f in empty if f.area in ("slurm", "collector", "warehouse")} == {
+        "slurm": Status.INFO, "collector": Status.INFO, "warehouse": Status.INFO}
+    for f in named:
+        if f.area not in ("dbt", "htcondor"):  # those two take no path
+            assert str(missing) in f.detail
+
+
+@pytest.mark.parametrize("text, field", [
+    ("{not json", "line 1"),
+    ("[1, 2]", "list"),
+    ('{"state": "running", "updated_at": "yesterday"}', "updated_at"),
+    ('{"state": "running", "updated_at": 1.5e9, "kernel_drops": "many"}', "kernel_drops"),
+    ('{"state": "running"}', "updated_at"),
+    ('\xff\xfe', "decode"),
+], ids=["not-json", "a-list", "text-time", "text-drops", "no-time", "not-utf8"])
+def test_a_malformed_collector_stats_file_is_a_finding_naming_the_field(tmp_path, text, field):
+    p = tmp_path / "collector-stats.json"
+    p.write_bytes(text.encode("latin-1"))
+    found = [f for f in doctor.run_checks(Options(collector_stats=p)) if f.area == "collector"]
+    assert [(f.check, f.status) for f in found] == [("running", Status.FAIL)]
+    assert str(p) in found[0].detail and field in found[0].detail and found[0].fix
+    assert "the check itself failed" not in found[0].detail
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file and folder under ``root`` with its size and modification time."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            st = os.lstat(os.path.join(dirpath, name))
+            out[os.path.relpath(os.path.join(dirpath, name), root)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+AIRFLOW_VENV_EXE = REPO / ".venv-airflow" / "bin" / "airflow"
+
+
+def _airflow_exe() -> Path:
+    for candidate in (AIRFLOW_VENV_EXE, Path("/work/main/.venv-airflow/bin/airflow")):
+        if candidate.exists():
+            return candidate
+    pytest.skip("no Airflow virtualenv (make airflow-venv)")
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_doctor_changes_nothing_even_with_a_read_only_home_and_airflow_unconfigured(tmp_path):
+    """`tierlens doctor --airflow` without AIRFLOW_HOME: the real airflow command would create
+    ~/airflow; doctor must not ask it, must write nothing anywhere, and must not crash when HOME
+    cannot be written (a read-only bind mount in a private mount namespace)."""
+    import shutil
+
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a read-only HOME needs root and unshare (a private mount namespace)")
+    home, tl_home, cwd = tmp_path / "home", tmp_path / "tierlens-home", tmp_path / "cwd"
+    for d in (home, tl_home, cwd):
+        d.mkdir()
+    (home / ".profile").write_text("# a user's file\n")
+    stats = tl_home / "collector-stats.json"
+    stats.write_text("{broken")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update(HOME=str(home), TIERLENS_HOME=str(tl_home), XDG_DATA_HOME=str(home / ".local" / "share"),
+               XDG_CACHE_HOME=str(home / ".cache"), COLUMNS="80",
+               PYTHONPATH=os.pathsep.join([str(REPO / "pipelines"), env.get("PYTHONPATH", "")]))
+    argv = [sys.executable, "-c", "from tierlens.cli import main; main()", "doctor", "--airflow", str(_airflow_exe()),
+            "--collector-stats", str(stats)]
+    before = {d: _tree(d) for d in (home, tl_home, cwd)}
+    mount = f'mount --bind "{home}" "{home}" && mount -o remount,ro,bind "{home}" && exec "$@"'
+    runs = {"read-only, table": ["unshare", "-m", "sh", "-c", mount, "sh", *argv], "writable, json": [*argv, "--json"]}
+    for name, command in runs.items():
+        proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
+        assert proc.returncode == 1, f"{name}: {proc.stdout}{proc.stderr}"  # the broken stats file fails
+        assert "Traceback" not in proc.stdout + proc.stderr, name
+        assert "…" not in proc.stdout, f"{name}: a cut-off cell:\n{proc.stdout}"
+        assert {d: _tree(d) for d in (home, tl_home, cwd)} == before, f"{name}: doctor wrote to the host"
+    assert not (home / "airflow").exists()
+    found = {(f["area"], f["check"]): f for f in json.loads(proc.stdout)["findings"]}
+    assert "AIRFLOW_HOME" in found[("airflow", "variables")]["detail"] and found[("airflow", "variables")]["fix"]
+    assert str(stats) in found[("collector", "running")]["detail"]

@@ -24,7 +24,18 @@ export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT=${AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT:-120}
 # ...and the DAG processor kills a file's parse after 50 s by default, whatever the import timeout.
 export AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT=${AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT:-$AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT}
+# Tasks report to the API server over HTTP; on a busy small host with SQLite an answer can take
+# longer than Airflow's 5 s, and a task whose start is not acknowledged is killed (ReadTimeout).
+export AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT=${AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT:-30}
 export AIRFLOW__COSMOS__ENABLE_TELEMETRY=False DO_NOT_TRACK=1 SCARF_NO_ANALYTICS=true
+# Cosmos' cache of dbt ls and profiles beside the rest of tierlens' state, not in the system's
+# temporary folder (cleaned at boot, shared with every user).
+export AIRFLOW__COSMOS__CACHE_DIR="${AIRFLOW__COSMOS__CACHE_DIR:-$TIERLENS_HOME/cache/cosmos}"
+# Task slots sized to the host: Airflow's default of 32 starts 32 LocalExecutor worker processes,
+# which a small host pays for in memory. Two per core, at least 4: the transform's dbt build holds
+# one slot while its per-model watcher tasks each take one briefly to start and defer.
+cores="$(nproc 2>/dev/null || echo 2)"
+export AIRFLOW__CORE__PARALLELISM="${AIRFLOW__CORE__PARALLELISM:-$(( 2 * cores > 4 ? 2 * cores : 4 ))}"
 export DBT_SEND_ANONYMOUS_USAGE_STATS=False
 export TIERLENS_DBT_EXECUTABLE="${TIERLENS_DBT_EXECUTABLE:-$repo/.venv/bin/dbt}"
 if [ ! -x "$venv/bin/airflow" ]; then
@@ -35,4 +46,7 @@ airflow db migrate
 airflow pools set "${TIERLENS_POOL:-tierlens_warehouse}" 1 "tierlens: one DuckDB writer at a time"
 # Stop it with SIGINT (Ctrl-C; KillSignal=SIGINT in the systemd unit): on SIGINT it stops its
 # components before exiting.
-exec airflow standalone
+# Its components start as `airflow` from PATH: loopback/airflow starts them without the log
+# servers, which would listen on every interface (see that file).
+export TIERLENS_AIRFLOW_REAL="$venv/bin/airflow"
+PATH="$repo/deploy/airflow/loopback:$PATH" exec airflow standalone

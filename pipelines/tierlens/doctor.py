@@ -59,9 +59,22 @@ class Options:
     timeout: float = 60.0
 
 
-def _not_here(area: str, why: str) -> list[Finding]:
-    """A part that is not on this host: said once, so the admin sees what was not checked."""
-    return [Finding(area, "present", Status.INFO, f"not checked: {why}")]
+def _not_here(area: str, why: str, fix: str) -> list[Finding]:
+    """A part that is not on this host: said once, so the admin sees what was not checked, and
+    what to pass or install to have it checked where it does belong."""
+    return [Finding(area, "present", Status.INFO, f"not checked: {why}", fix)]
+
+
+def _given_but_missing(area: str, check: str, what: str, path: Path | str, fix: str) -> list[Finding]:
+    """A path the admin named (an option or a TIERLENS_/SLURM_ variable) that is not there: a failure
+    for every part alike, since doctor cannot check what it was pointed at."""
+    return [Finding(area, check, Status.FAIL, f"no {what} at {path}", fix)]
+
+
+def _last_line(text: str) -> str:
+    """The last non-empty line of a command's error output: the message, not the traceback above it."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else "(no error output)"
 
 
 def _run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -70,8 +83,12 @@ def _run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> 
 
 # ---- Slurm -------------------------------------------------------------------------------------
 
+#: Where Slurm's commands read their configuration when neither --slurm-conf nor $SLURM_CONF says.
+DEFAULT_SLURM_CONF = Path("/etc/slurm/slurm.conf")
+
+
 def slurm_conf_path(opts: Options) -> Path:
-    return opts.slurm_conf or Path(os.environ.get("SLURM_CONF") or "/etc/slurm/slurm.conf")
+    return opts.slurm_conf or Path(os.environ.get("SLURM_CONF") or DEFAULT_SLURM_CONF)
 
 
 def _slurm_env(opts: Options) -> dict[str, str]:
@@ -166,7 +183,12 @@ def _fmt_version(v: tuple[int, int, int]) -> str:
 def check_slurm(opts: Options) -> list[Finding]:
     conf_path = slurm_conf_path(opts)
     if not conf_path.is_file():
-        return _not_here("slurm", f"no {conf_path} (give --slurm-conf or $SLURM_CONF)")
+        if opts.slurm_conf is not None or os.environ.get("SLURM_CONF"):
+            return _given_but_missing("slurm", "slurm.conf", "slurm.conf", conf_path,
+                                      "check the path given with --slurm-conf or $SLURM_CONF")
+        return _not_here("slurm", f"no {conf_path}",
+                         "on a Slurm node or submit host, give --slurm-conf FILE (or set $SLURM_CONF); "
+                         "elsewhere nothing to do")
     area = "slurm"
     try:
         conf = read_slurm_conf(conf_path)
@@ -238,7 +260,7 @@ def _check_srun(opts: Options) -> Finding:
         return Finding(area, "job variables", Status.WARN, f"test srun did not finish in {opts.timeout:.0f} s",
                        "retry when the partition has a free core, or give --srun-args '-p PARTITION'")
     if proc.returncode != 0:
-        return Finding(area, "job variables", Status.WARN, f"test srun failed: {proc.stderr.strip()[-300:]}",
+        return Finding(area, "job variables", Status.WARN, f"test srun failed: {_last_line(proc.stderr)}",
                        "give --srun-args for a partition and account this user may use")
     seen = dict(line[3:].split("=", 1) for line in proc.stdout.splitlines() if line.startswith("TL:") and "=" in line)
     storage, moninfo = seen.get("TIERLENS_STORAGE_TYPE", ""), seen.get("XRD_MONINFO", "")
@@ -259,7 +281,7 @@ def check_sacct(opts: Options) -> list[Finding]:
         return [Finding(area, "sacct --json", Status.FAIL, f"sacct did not answer in {opts.timeout:.0f} s",
                         "check slurmdbd (systemctl status slurmdbd) and AccountingStorageHost")]
     if proc.returncode != 0:
-        return [Finding(area, "sacct --json", Status.FAIL, f"sacct --json failed: {proc.stderr.strip()[-300:]}",
+        return [Finding(area, "sacct --json", Status.FAIL, f"sacct --json failed: {_last_line(proc.stderr)}",
                         "Slurm 21.08 or newer with accounting through slurmdbd; tierlens falls back to --parsable2")]
     try:
         meta = json.loads(proc.stdout).get("meta", {})
@@ -283,7 +305,8 @@ def data_parser(meta: dict) -> str:
 
 def check_htcondor(opts: Options) -> list[Finding]:
     if not shutil.which("condor_status"):
-        return _not_here("htcondor", "no condor_status on PATH")
+        return _not_here("htcondor", "no condor_status on PATH",
+                         "on an HTCondor access point or EP, put condor_status on PATH; elsewhere nothing to do")
     area = "htcondor"
     try:
         proc = _run(["condor_status", "-af", "Name", "TierlensStorageType"], opts.timeout)
@@ -291,12 +314,13 @@ def check_htcondor(opts: Options) -> list[Finding]:
         return [Finding(area, "startd attributes", Status.FAIL, "condor_status did not answer",
                         "check CONDOR_HOST and the collector")]
     if proc.returncode != 0:
-        return [Finding(area, "startd attributes", Status.FAIL, f"condor_status failed: {proc.stderr.strip()[-300:]}",
+        return [Finding(area, "startd attributes", Status.FAIL, f"condor_status failed: {_last_line(proc.stderr)}",
                         "check CONDOR_HOST and the collector")]
     rows = [line.split() for line in proc.stdout.splitlines() if line.strip()]
     untagged = [r[0] for r in rows if len(r) < 2 or r[1] == "undefined"]
     if not rows:
-        return [Finding(area, "startd attributes", Status.WARN, "condor_status lists no slots", "")]
+        return [Finding(area, "startd attributes", Status.WARN, "condor_status lists no slots",
+                        "check that the EPs' startds report to this collector (condor_status -any)")]
     if untagged:
         return [Finding(area, "startd attributes", Status.FAIL,
                         f"{len(untagged)} of {len(rows)} slots have no TierlensStorageType (e.g. {untagged[0]})",
@@ -316,14 +340,43 @@ def check_collector(opts: Options) -> list[Finding]:
     path = _collector_stats_path(opts)
     if not path.exists():
         if opts.collector_stats is None:
-            return _not_here("collector", f"no {path} (give --collector-stats)")
-        return [Finding("collector", "running", Status.FAIL, f"no {path}",
-                        "start it: tierlens collect xrootd (deploy/README.md)")]
+            return _not_here("collector", f"no {path}",
+                             "on the collector's host, give --collector-stats FILE (in its spool folder); "
+                             "to collect here: tierlens collect xrootd (deploy/README.md)")
+        return _given_but_missing("collector", "running", "collector stats", path,
+                                  "check the path, or start the collector: tierlens collect xrootd (deploy/README.md)")
     try:
         stats = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        return [Finding("collector", "running", Status.FAIL, f"{path} unreadable: {e}", "restart the collector")]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        return [_bad_stats(path, str(e))]
+    problem = _stats_problem(stats)
+    if problem:
+        return [_bad_stats(path, problem)]
     return [_collector_freshness(path, stats), *_collector_losses(stats)]
+
+
+#: The fields of collector-stats.json doctor reads, and the JSON types each may have (null: absent).
+STATS_FIELDS: dict[str, tuple[type, ...]] = {
+    "updated_at": (int, float), "state": (str,), "kernel_drops": (int,), "journal_backlog_bytes": (int,)}
+
+
+def _stats_problem(stats: object) -> str | None:
+    """What is wrong with a parsed collector-stats.json, naming the field; None when doctor can read it."""
+    if not isinstance(stats, dict):
+        return f"top level is a JSON {type(stats).__name__}, not an object"
+    for name, types in STATS_FIELDS.items():
+        value = stats.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            return f"field {name!r} is {value!r}, not a {' or '.join(t.__name__ for t in types)}"
+    if stats.get("updated_at") is None:
+        return "field 'updated_at' is missing"
+    return None
+
+
+def _bad_stats(path: Path, why: str) -> Finding:
+    return Finding("collector", "running", Status.FAIL, f"{path} is not a collector stats file: {why}",
+                   "check that the path is the collector's collector-stats.json; the collector rewrites it every "
+                   "second, so restart it (systemctl restart tierlens-collector) if the file is damaged")
 
 
 def _collector_freshness(path: Path, stats: dict) -> Finding:
@@ -343,7 +396,8 @@ def _collector_losses(stats: dict) -> list[Finding]:
     out = []
     drops = stats.get("kernel_drops")
     if drops is None:
-        out.append(Finding("collector", "kernel drops", Status.INFO, "this collector does not report kernel_drops", ""))
+        out.append(Finding("collector", "kernel drops", Status.INFO, "this collector does not report kernel_drops",
+                           "upgrade the collector to see datagrams the kernel dropped"))
     elif int(drops) > 0:
         out.append(Finding("collector", "kernel drops", Status.WARN,
                            f"the kernel dropped {int(drops):,} monitoring datagrams (socket buffer full)",
@@ -368,9 +422,12 @@ def check_warehouse(opts: Options) -> list[Finding]:
     wh = opts.warehouse or warehouse_path()
     if not wh.exists():
         if opts.warehouse is None and not os.environ.get("TIERLENS_WAREHOUSE"):
-            return _not_here("warehouse", f"no {wh} (give --warehouse or $TIERLENS_WAREHOUSE)")
-        return [Finding("warehouse", "readable", Status.FAIL, f"no warehouse at {wh}",
-                        "the first tierlens load or ingest creates it; check the path")]
+            return _not_here("warehouse", f"no {wh}",
+                             "on the analytics host, give --warehouse FILE (or set $TIERLENS_WAREHOUSE or "
+                             "$TIERLENS_HOME); the first tierlens load, ingest or demo creates one")
+        return _given_but_missing("warehouse", "readable", "warehouse", wh,
+                                  "check the path given with --warehouse or $TIERLENS_WAREHOUSE; the first "
+                                  "tierlens load or ingest creates it")
     findings = [_warehouse_schema(wh)]
     writable = os.access(wh, os.W_OK) and os.access(wh.parent, os.W_OK)
     findings.append(Finding("warehouse", "writable", Status.OK if writable else Status.FAIL,
@@ -398,7 +455,8 @@ def _warehouse_history(wh: Path) -> list[Finding]:
 
     slots = wh.parent / PUBLISHED_DIR / SLOTS_DIR
     published = sum(_size(p) for p in slots.iterdir()) if slots.is_dir() else 0
-    out = [Finding("warehouse", "size", Status.INFO,
+    # Facts about a readable warehouse are OK findings: INFO is kept for parts doctor did not check.
+    out = [Finding("warehouse", "size", Status.OK,
                    f"{_size(wh) / 1e9:.2f} GB working file, {published / 1e9:.2f} GB published snapshots "
                    f"(current and spare)")]
     try:
@@ -407,18 +465,19 @@ def _warehouse_history(wh: Path) -> list[Finding]:
             span = raw_span(con)
         finally:
             con.close()
-        out.append(Finding("warehouse", "raw history", Status.INFO,
+        out.append(Finding("warehouse", "raw history", Status.OK,
                            f"raw records from {span.oldest_day or '-'} to {span.newest_day or '-'}; oldest raw file "
                            f"access {span.oldest_file_access_day or '-'}; newest load {span.loaded_until or '-'}"))
     except duckdb.Error as e:
-        out.append(Finding("warehouse", "raw history", Status.WARN, f"could not read raw tables: {e}"))
+        out.append(Finding("warehouse", "raw history", Status.WARN, f"could not read raw tables: {e}",
+                           "tierlens migrate --dry-run shows whether the schema is behind this tierlens"))
     try:
         history = load_history(wh)
     except ValueError as e:
         return out + [Finding("warehouse", "history file", Status.FAIL, str(e), "upgrade tierlens")]
     r = history.retention
     months = setting("raw_retention_months")
-    out.append(Finding("warehouse", "retention", Status.INFO,
+    out.append(Finding("warehouse", "retention", Status.OK,
                        f"raw file accesses kept {months + ' months' if months not in ('', '0') else 'forever'}"
                        + (f"; deleted before {r.pruned_before} ({r.rows_deleted_total:,} rows so far, "
                           f"last applied {r.applied_at}); marts keep them, a full refresh would lose them"
@@ -437,7 +496,7 @@ def _warehouse_history(wh: Path) -> list[Finding]:
                            "" if run.success else "; ".join(run.failures[:3])[:500]))
     pub = last_publish(wh)
     if pub is not None:
-        out.append(Finding("warehouse", "last publish", Status.INFO,
+        out.append(Finding("warehouse", "last publish", Status.OK,
                            f"{pub.published_at}: {pub.bytes_written / 1e6:,.1f} of {pub.file_bytes / 1e6:,.1f} MB "
                            f"written in {pub.seconds:.1f} s ({'changed blocks' if pub.reused_slot else 'whole copy'})"))
     return out
@@ -487,18 +546,32 @@ def check_airflow(opts: Options) -> list[Finding]:
 
     exe = opts.airflow or shutil.which("airflow")
     if not exe:
-        return _not_here("airflow", "no airflow on PATH (give --airflow)")
+        return _not_here("airflow", "no airflow on PATH",
+                         "on the Airflow host, give --airflow PATH (deploy/airflow/README.md) with its AIRFLOW_HOME set")
+    if opts.airflow is not None and not (Path(exe).is_file() and os.access(exe, os.X_OK)):
+        return _given_but_missing("airflow", "variables", "airflow executable", exe,
+                                  "give --airflow the airflow command of the deployment's virtualenv")
+    unset = _airflow_home_problem()
+    if unset:
+        # Named with --airflow, the admin meant it checked; merely on PATH, it may be no deployment.
+        return [Finding("airflow", "variables" if opts.airflow else "present",
+                        Status.WARN if opts.airflow else Status.INFO, f"not checked: {unset}",
+                        "export AIRFLOW_HOME=<the deployment's folder> (the one standalone.sh uses; "
+                        "deploy/airflow/README.md) and run doctor again")]
     try:
         proc = _run([exe, "variables", "list", "-o", "json"], max(opts.timeout, 120))
     except (OSError, subprocess.TimeoutExpired) as e:
         return [Finding("airflow", "variables", Status.FAIL, f"{exe} variables list: {e}", "check AIRFLOW_HOME")]
     if proc.returncode != 0:
-        return [Finding("airflow", "variables", Status.FAIL, f"airflow variables list failed: {proc.stderr[-300:]}",
+        return [Finding("airflow", "variables", Status.FAIL,
+                        f"airflow variables list failed: {_last_line(proc.stderr)}",
                         "run airflow db migrate, with the AIRFLOW_HOME of the deployment")]
     try:
         keys = {v["key"] for v in json.loads(proc.stdout[proc.stdout.find("["):] or "[]")}
     except (json.JSONDecodeError, KeyError, TypeError):
-        return [Finding("airflow", "variables", Status.FAIL, "airflow variables list printed no JSON list", "")]
+        return [Finding("airflow", "variables", Status.FAIL, "airflow variables list printed no JSON list",
+                        f"run {exe} variables list -o json by hand with the deployment's AIRFLOW_HOME and see "
+                        "what it prints")]
     ours = sorted(k for k in keys if k.startswith("tierlens_"))
     unknown = [k for k in ours if k.removeprefix("tierlens_") not in SETTINGS]
     findings = [Finding("airflow", "variables", Status.OK,
@@ -508,6 +581,21 @@ def check_airflow(opts: Options) -> list[Finding]:
                                 f"ignored, not tierlens settings: {', '.join(unknown)}",
                                 "fix their names (dags/README.md lists the settings)"))
     return findings
+
+
+def _airflow_home_problem() -> str | None:
+    """Why running ``airflow`` here would write to the host, or None. Airflow creates
+    ``$AIRFLOW_HOME/airflow.cfg`` (default ``~/airflow``) and a SQLite database on its first command,
+    and doctor promises to change nothing: it asks Airflow only where a deployment already is."""
+    config = os.environ.get("AIRFLOW_CONFIG")
+    if config:
+        return None if Path(config).is_file() else f"$AIRFLOW_CONFIG names {config}, which does not exist"
+    home = os.environ.get("AIRFLOW_HOME")
+    if not home:
+        return "AIRFLOW_HOME is not set: airflow would create ~/airflow to answer"
+    if not (Path(home) / "airflow.cfg").is_file():
+        return f"no airflow.cfg in $AIRFLOW_HOME ({home}): airflow would create one to answer"
+    return None
 
 
 CHECKS: tuple[Callable[[Options], list[Finding]], ...] = (
@@ -521,7 +609,9 @@ def run_checks(opts: Options) -> list[Finding]:
             findings.extend(check(opts))
         except Exception as e:  # noqa: BLE001 - one broken check must not hide the others
             findings.append(Finding(check.__name__.removeprefix("check_"), "doctor", Status.FAIL,
-                                    f"the check itself failed: {type(e).__name__}: {e}", "report this to tierlens"))
+                                    f"the check itself failed: {type(e).__name__}: {e}",
+                                    "check the files this part's option points at; if they are right, send this "
+                                    "line and `tierlens --version` to the tierlens developers"))
     return findings
 
 

@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..records import CHANGE_CATEGORIES
-from .common import CsvOpt, WarehouseOpt, console, err, fail, ingest_and_print, print_ingest, print_rows, warehouse
+from .common import (CsvOpt, FormatOpt, WarehouseOpt, console, err, fail, ingest_and_print, output_format,
+                     print_ingest, print_rows, readable_warehouse, warehouse)
 
 app = typer.Typer(name="change", help="Record site changes (settings, hardware, software) to evaluate before/after.",
                   no_args_is_help=True)
@@ -63,15 +64,11 @@ def load(
 
 
 @app.command("list")
-def list_changes(warehouse_file: WarehouseOpt = None, csv: CsvOpt = False) -> None:
+def list_changes(warehouse_file: WarehouseOpt = None, csv: CsvOpt = False, fmt: FormatOpt = None) -> None:
     """The recorded changes, oldest first."""
     from ..warehouse import Warehouse
 
-    wh = warehouse(warehouse_file)
-    if not wh.exists():
-        err.print(f"no warehouse at {wh} yet")
-        raise typer.Exit(1)
-    with Warehouse(wh, read_only=True) as w:
+    with Warehouse(readable_warehouse(warehouse_file), read_only=True) as w:
         rows = w.con.execute("""
             SELECT change_id, strftime(timezone('UTC', changed_at), '%Y-%m-%dT%H:%MZ'), category,
                    coalesce(cluster, 'all'),
@@ -82,4 +79,4 @@ def list_changes(warehouse_file: WarehouseOpt = None, csv: CsvOpt = False) -> No
                    description, coalesce(changed_by, '')
             FROM raw_site_change ORDER BY changed_at, change_id""").fetchall()
     print_rows(f"{len(rows)} change(s)", ("id", "at (UTC)", "category", "cluster", "scope", "description", "by"),
-               rows, csv)
+               rows, output_format(fmt, csv), empty_reason="None recorded yet: tierlens change add records one.")

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from .common import WarehouseOpt, console
 
@@ -37,11 +38,15 @@ def doctor(
         print(to_json(findings))
     else:
         colour = {Status.OK: "green", Status.WARN: "yellow", Status.FAIL: "red", Status.INFO: "blue"}
-        t = Table(title="tierlens doctor")
-        for col in ("status", "area", "check", "finding", "fix"):
-            t.add_column(col)
+        # Long paths wrap (fold) rather than end in an ellipsis: a cut path cannot be copied.
+        t = Table(title="tierlens doctor", show_lines=True)
+        t.add_column("status", no_wrap=True)
+        for col in ("area", "check", "finding", "fix"):
+            t.add_column(col, overflow="fold")
         for f in findings:
-            t.add_row(f"[{colour[f.status]}]{f.status.value}[/]", f.area, f.check, f.detail, f.fix)
+            t.add_row(Text(f.status.value, style=colour[f.status]), Text(f.area), Text(f.check), Text(f.detail),
+                      Text(f.fix))
         console.print(t)
+        console.print("every finding in full: tierlens doctor --json", style="dim", highlight=False)
     if failed(findings):
         raise typer.Exit(1)

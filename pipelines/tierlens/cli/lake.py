@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..config import paths
-from .common import WarehouseOpt, console, fail, warehouse
+from .common import WarehouseOpt, console, fail, readable_warehouse
 
 app = typer.Typer(name="lake", help="The Parquet lake: raw tables for other engines.", no_args_is_help=True)
 
@@ -21,7 +21,7 @@ def export(warehouse_file: WarehouseOpt = None, out: LakeOpt = None) -> None:
     from ..warehouse import Warehouse, export_lake
 
     folder = out or paths().lake
-    with Warehouse(warehouse(warehouse_file), read_only=True) as w, console.status("exporting lake"):
+    with Warehouse(readable_warehouse(warehouse_file), read_only=True) as w, console.status("exporting lake"):
         rows = export_lake(w, folder)
     console.print(f"lake: {folder}: " + ", ".join(f"{k} {v:,}" for k, v in rows.items()))
 

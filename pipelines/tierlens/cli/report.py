@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..config import paths
-from .common import WarehouseOpt, console, warehouse
+from .common import WarehouseOpt, console, readable_warehouse
 
 app = typer.Typer()
 
@@ -22,6 +22,9 @@ def report(
     from ..report import build_report
     from ..warehouse.publish import reader_path
 
+    wh = readable_warehouse(warehouse_file)
+    # The demo's report goes beside the demo's warehouse, not into the (empty) home's reports.
+    folder = out or (wh.parent / "reports" if warehouse_file is None else paths().reports)
     with console.status("writing report"):
-        result = build_report(reader_path(warehouse(warehouse_file)), out or paths().reports)
+        result = build_report(reader_path(wh), folder)
     console.print(f"report: {result.html_path}  ({len(result.csv_paths)} CSV files beside it)")

@@ -8,8 +8,11 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
+from .common import OutputFormat
+
 from ..records import RecordKind
-from .common import CsvOpt, WarehouseOpt, console, err, fail, ingest_and_print, print_rows, warehouse
+from .common import (CsvOpt, FormatOpt, WarehouseOpt, console, err, fail, ingest_and_print, output_format,
+                     print_rows, readable_warehouse, warehouse)
 
 app = typer.Typer()
 
@@ -31,6 +34,7 @@ def sql(
     name: Annotated[Optional[str], typer.Argument(help="A bundled query's name (see --list) or a .sql file.")] = None,
     warehouse_file: WarehouseOpt = None,
     csv: CsvOpt = False,
+    fmt: FormatOpt = None,
     list_queries: Annotated[bool, typer.Option("--list", help="List the bundled queries and their questions.")] = False,
 ) -> None:
     """Run a bundled query, or a SQL file, against the warehouse's published snapshot (read-only)."""
@@ -40,9 +44,10 @@ def sql(
     from ..warehouse import QUERY_ERRORS
     from ..warehouse.publish import reader_path
 
+    out = output_format(fmt, csv)
     if list_queries:
         print_rows("bundled queries: tierlens sql NAME", ("name", "question"),
-                   ((q.name, q.question) for q in bundled_queries()))
+                   ((q.name, q.question) for q in bundled_queries()), out)
         return
     if name is None:
         fail("give a query name or file (`tierlens sql --list` shows the bundled ones)", 2)
@@ -51,23 +56,44 @@ def sql(
     except FileNotFoundError as e:
         fail(str(e), 2, e)
     query = file.read_text()
-    con = duckdb.connect(str(reader_path(warehouse(warehouse_file))), read_only=True)
+    wh = readable_warehouse(warehouse_file)
+    try:
+        con = duckdb.connect(str(reader_path(wh)), read_only=True)
+    except QUERY_ERRORS as e:
+        fail(f"cannot open {wh}: {e}", 1, e)
     try:
         cur = con.execute(query)
         if cur.description is None:
             return
         columns = [d[0] for d in cur.description]
-        print_rows(question_of(query) or file.name, columns, cur.fetchall(), csv, cell=_fmt)
+        rows = cur.fetchall()
+        why = "" if rows or out is not OutputFormat.TABLE else why_empty(con, file)
+        print_rows(question_of(query) or file.name, columns, rows, out, empty_reason=why)
     except QUERY_ERRORS as e:
         fail(f"{file}: {e}", 1, e)
     finally:
         con.close()
 
 
-def _fmt(v: object) -> str:
-    if isinstance(v, float):
-        return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
-    return "" if v is None else str(v)
+def why_empty(con, file: Path) -> str:
+    """Why a query found nothing: no data loaded, no marts built, or data the query's conditions
+    (its header says them) do not select."""
+    import duckdb
+
+    try:
+        jobs, first, last = con.execute(
+            "SELECT count(*), min(end_time)::DATE, max(end_time)::DATE FROM main.raw_job").fetchone()
+    except duckdb.Error:
+        return "The warehouse has no job table: it is not a tierlens warehouse, or predates this version."
+    if not jobs:
+        return ("The warehouse holds no job records yet: load some (tierlens ingest ...), or run tierlens demo; "
+                "tierlens status shows what it holds.")
+    marts = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'marts'").fetchone()[0]
+    if not marts:
+        return (f"The warehouse holds {jobs:,} job records ending {first} to {last} but no marts yet: "
+                "run tierlens transform.")
+    return (f"The warehouse holds {jobs:,} job records ending {first} to {last}; none of them meets the "
+            f"query's conditions (read them in {file}).")
 
 
 @app.command()
@@ -75,18 +101,27 @@ def rejects(
     warehouse_file: WarehouseOpt = None,
     limit: Annotated[int, typer.Option(help="Newest N rejects.")] = 20,
     csv: CsvOpt = False,
+    fmt: FormatOpt = None,
 ) -> None:
     """Show rejected records: where they came from and why."""
     import duckdb
 
-    con = duckdb.connect(str(warehouse(warehouse_file)), read_only=True)
+    from ..warehouse import QUERY_ERRORS
+    from ..warehouse.publish import reader_path
+
+    wh = readable_warehouse(warehouse_file)
+    try:
+        con = duckdb.connect(str(reader_path(wh)), read_only=True)
+    except QUERY_ERRORS as e:
+        fail(f"cannot open {wh}: {e}", 1, e)
     try:
         total = con.execute("SELECT count(*) FROM raw_rejects").fetchone()[0]
         rows = con.execute("SELECT record_kind, source, location, field, reason FROM raw_rejects "
                            "ORDER BY rejected_at DESC, location LIMIT ?", [limit]).fetchall()
     finally:
         con.close()
-    print_rows(f"{total:,} rejected record(s)", ("record", "source", "location", "field", "reason"), rows, csv)
+    print_rows(f"{total:,} rejected record(s)", ("record", "source", "location", "field", "reason"), rows,
+               output_format(fmt, csv), empty_reason="Every record loaded so far was accepted.")
 
 
 @app.command()
@@ -94,10 +129,7 @@ def status(warehouse_file: WarehouseOpt = None) -> None:
     """Rows per raw table and where the warehouse lives."""
     from ..warehouse import Warehouse
 
-    wh = warehouse(warehouse_file)
-    if not wh.exists():
-        err.print(f"no warehouse at {wh} yet: run `tierlens demo` or `tierlens load`.")
-        raise typer.Exit(1)
+    wh = readable_warehouse(warehouse_file)
     with Warehouse(wh, read_only=True) as w:
         counts = w.counts()
     t = Table(title=str(wh))

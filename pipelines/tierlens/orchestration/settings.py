@@ -55,7 +55,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "task_timeout_minutes": ("60", "execution timeout of each task"),
     "retries": ("2", "retries per task"),
     "retry_delay_minutes": ("5", "delay between retries"),
-    "synthetic_start": ("2026-10-01", "synthetic site: first simulated day (UTC)"),
+    "synthetic_start": ("", "synthetic site: first simulated day (UTC); default start_date, so the first "
+                            "scheduled hours have data"),
     "synthetic_days": ("30", "synthetic site: days simulated"),
     "synthetic_seed": ("42", "synthetic site: seed"),
     "synthetic_nodes_per_type": ("2", "synthetic site: worker nodes per storage type"),

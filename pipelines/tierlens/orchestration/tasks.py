@@ -8,8 +8,9 @@ read through the same ``batches()`` entries as `tierlens ingest`, then cut to th
 from __future__ import annotations
 
 import json
+import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,10 +20,23 @@ from .intervals import interval_batches, utc
 from .settings import Lookup, dbt_target, lake_path, setting
 
 
+log = logging.getLogger("tierlens.ingest")
+
+#: The records an interval is made of; node and storage-catalog rows come with every interval.
+INTERVAL_RECORDS = frozenset({"job", "job_tag", "file_access"})
+
+#: Why a source brought nothing for an interval, worked out only when it did (it may read files).
+EmptyReason = Callable[[datetime, datetime], str]
+
+
 # ---- sources ----------------------------------------------------------------------------------
-def _load(source: str, batches: Iterable[Batch], warehouse: Path, start: datetime, end: datetime) -> dict:
+def _load(source: str, batches: Iterable[Batch], warehouse: Path, start: datetime, end: datetime,
+          why_empty: EmptyReason | None = None) -> dict:
     """Load the interval's batches; while another process (a transform) holds the warehouse, land
-    them instead (warehouse/landing.py) and return at once: an ingest never waits for a transform."""
+    them instead (warehouse/landing.py) and return at once: an ingest never waits for a transform.
+
+    A source that brought no record for the interval says so, and why, in the task log and in the
+    result (``loaded_nothing``): a green run that loaded nothing must not pass unnoticed."""
     from ..pipeline import ingest
     from ..warehouse.landing import drain, is_lock_error, land
 
@@ -38,16 +52,59 @@ def _load(source: str, batches: Iterable[Batch], warehouse: Path, start: datetim
             raise
         # the lock is taken when the warehouse opens, before the first batch is read
         return head | {"landed": land(selected, warehouse), "warehouse_busy": str(e)[:300]}
-    return head | {"batches": summary.batches, "rows_in": dict(summary.rows_in),
-                   "rows_loaded": dict(summary.rows_loaded), "rows_rejected": dict(summary.rows_rejected),
-                   "landed_loaded": landed_before[0]}
+    result = head | {"batches": summary.batches, "rows_in": dict(summary.rows_in),
+                     "rows_loaded": dict(summary.rows_loaded), "rows_rejected": dict(summary.rows_rejected),
+                     "landed_loaded": landed_before[0]}
+    if not sum(n for kind, n in summary.rows_in.items() if kind in INTERVAL_RECORDS):
+        reason = (why_empty or _no_records(source))(utc(start), utc(end))
+        log.warning("%s loaded nothing for [%s, %s): %s", source, result["start"], result["end"], reason)
+        result["loaded_nothing"] = reason
+    else:
+        log.info("%s loaded %s for [%s, %s)", source,
+                 ", ".join(f"{n:,} {kind}" for kind, n in sorted(summary.rows_loaded.items())),
+                 result["start"], result["end"])
+    return result
+
+
+def _no_records(source: str) -> EmptyReason:
+    return lambda start, end: f"{source} holds no record that ended in the interval"
+
+
+def _interval(start: datetime, end: datetime) -> str:
+    return f"[{start:%Y-%m-%d %H:%M}, {end:%Y-%m-%d %H:%M}) UTC"
+
+
+def synthetic_empty_reason(options) -> EmptyReason:
+    """Outside the simulated days (TIERLENS_SYNTHETIC_START and _DAYS), or a quiet hour inside them."""
+    from datetime import timedelta
+
+    first = utc(options.start)
+    last = first + timedelta(days=float(options.days))
+
+    def why(start: datetime, end: datetime) -> str:
+        window = f"the synthetic site simulates {_interval(first, last)} (synthetic_start, synthetic_days)"
+        if end <= first or start >= last:
+            return f"the interval {_interval(start, end)} is outside its window: {window}"
+        return f"no simulated job or file access ended in {_interval(start, end)}; {window}"
+    return why
+
+
+def folder_empty_reason(what: str, folder: Path, pattern: str = "*.parquet") -> EmptyReason:
+    """A source that reads a folder: missing, empty, or holding nothing of the interval."""
+    def why(start: datetime, end: datetime) -> str:
+        if not folder.is_dir():
+            return f"no folder {folder}: {what} has not written there (check the setting that names it)"
+        if not any(folder.glob(pattern)):
+            return f"no {pattern} files in {folder}: {what} has written nothing yet"
+        return f"the files in {folder} hold nothing that ended in {_interval(start, end)}"
+    return why
 
 
 def ingest_synthetic(warehouse: Path, start: datetime, end: datetime, options, cache_dir: Path) -> dict:
     """The synthetic demo site as a source: the records of one simulation that fall in [start, end)."""
     from ..sources.synthetic.stored import batches
 
-    return _load("synthetic", batches(options, cache_dir), warehouse, start, end)
+    return _load("synthetic", batches(options, cache_dir), warehouse, start, end, synthetic_empty_reason(options))
 
 
 def ingest_slurm(warehouse: Path, start: datetime, end: datetime, sacct: str = "sacct",
@@ -60,8 +117,10 @@ def ingest_slurm(warehouse: Path, start: datetime, end: datetime, sacct: str = "
 
     retry: list[WindowReport] = []
     runner = SacctRunner(sacct=sacct, clusters=clusters or None)
+    where = f" (clusters {clusters})" if clusters else ""
     summary = _load("slurm", batches(runner, utc(start).timestamp(), utc(end).timestamp(), window_hours=window_hours,
-                                     spool=spool_dirs, retry=retry), warehouse, start, end)
+                                     spool=spool_dirs, retry=retry), warehouse, start, end,
+                    lambda a, b: f"sacct{where} answered and reported no job or step that ended in {_interval(a, b)}")
     if retry:
         # what was complete is loaded; failing the task makes the scheduler run this interval again
         raise SacctError("incomplete sacct output: " + " | ".join(r.describe() for r in retry))
@@ -76,14 +135,18 @@ def ingest_condor(warehouse: Path, start: datetime, end: datetime, history: Iter
     paths = [Path(p) for p in history]
     if not paths:
         raise ValueError("condor source: set TIERLENS_CONDOR_HISTORY (history files or SPOOL folders)")
-    return _load("condor", CondorSource.open(cluster, paths).batches(), warehouse, start, end)
+    return _load("condor", CondorSource.open(cluster, paths).batches(), warehouse, start, end,
+                 lambda a, b: f"the history files ({', '.join(map(str, paths))}) hold no job that ended in "
+                              f"{_interval(a, b)}")
 
 
 def ingest_xrootd(warehouse: Path, start: datetime, end: datetime, batch_dir: Path) -> dict:
     """File accesses that ended in [start, end) from the collector's Parquet batches."""
     from ..collector.batches import batches
 
-    return _load("xrootd", batches(batch_dir), warehouse, start, end)
+    return _load("xrootd", batches(batch_dir), warehouse, start, end,
+                 folder_empty_reason("the collector (tierlens collect xrootd)", Path(batch_dir),
+                                     "file_access-*.parquet"))
 
 
 # ---- the warehouse after the loads and after dbt ---------------------------------------------

@@ -45,6 +45,9 @@ hours = _measure("{:,.1f}")
 #: A plain ratio such as CPU/wall, two decimals as in the SLAC tables: '0.81'.
 ratio = _measure("{:.2f}")
 gb = _measure("{:,.1f}")
+#: A difference of two shares, in percentage points with its sign: 0.029 -> '+2.9 pt' (not '2.9 %',
+#: which would read as a relative change).
+points = _measure("{:+.1f} pt", lambda n: n * 100)
 money = _measure("{:,.2f}")
 
 
@@ -78,6 +81,7 @@ FORMATTERS = {
     "text": text,
     "int": integer,
     "pct": pct,
+    "points": points,
     "hours": hours,
     "ratio": ratio,
     "gb": gb,

@@ -9,6 +9,7 @@ URI to embed in the HTML.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import functools
 import io
 import math
@@ -20,14 +21,17 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, DateFormatter, DayLocator, date2num
 from matplotlib.figure import Figure
-from matplotlib.ticker import PercentFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
 # SLAC poster colours: blue = delivered by the cache, green = staged into it.
 BLUE = "#1f5fbf"
 GREEN = "#2e9e44"
 ARM_COLOURS = ("#d9822b", "#1f5fbf", "#7a4fb5", "#2e9e44", "#888888")
+#: More categories than ARM_COLOURS (six storage types, many servers): Tableau's ten, then twenty.
+_MANY_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                 "#bcbd22", "#17becf")
 MEAN_MARKER_COLOUR = "#222222"
 LIMIT_COLOUR = "#c0392b"
 
@@ -73,10 +77,50 @@ def _f(value: Any) -> float:
     return float(value)
 
 
-def _date_axis(ax: Axes) -> None:
+def colours(n: int) -> list[str]:
+    """``n`` colours, no two alike: a category keeps its colour only within one figure, so two
+    series must never share one (the sixth storage type drew in the first one's colour)."""
+    if n <= len(ARM_COLOURS):
+        return list(ARM_COLOURS[:n])
+    if n <= len(_MANY_COLOURS):
+        return list(_MANY_COLOURS[:n])
+    cmap = matplotlib.colormaps["tab20"] if n <= 20 else matplotlib.colormaps["turbo"]
+    return [matplotlib.colors.to_hex(cmap(i / max(1, n - 1) if n > 20 else i)) for i in range(n)]
+
+
+def _is_daily(xs: Sequence[Any]) -> bool:
+    """Whether ``xs`` are days: dates, or datetimes at midnight."""
+    values = [x for x in xs if x is not None]
+    return bool(values) and all(
+        (isinstance(x, dt.date) and not isinstance(x, dt.datetime))
+        or (isinstance(x, dt.datetime) and (x.hour, x.minute, x.second, x.microsecond) == (0, 0, 0, 0))
+        for x in values)
+
+
+def _date_axis(ax: Axes, xs: Sequence[Any] = ()) -> None:
+    """Dates on x. Days get one tick per day (or per few days), never hours between two points,
+    and half a day of margin each side so a short series does not sit on the frame."""
+    if _is_daily(xs):
+        days = sorted({x if not isinstance(x, dt.datetime) else x.date() for x in xs if x is not None})
+        ax.xaxis.set_major_locator(DayLocator(interval=max(1, math.ceil(len(days) / 10))))
+        ax.xaxis.set_major_formatter(DateFormatter("%Y-%m-%d" if len(days) <= 3 else "%m-%d"))
+        first, last = date2num(days[0]), date2num(days[-1])
+        ax.set_xlim(first - 0.5, last + 0.5)
+        return
     locator = AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+
+
+def _share_from_zero(ax: Axes) -> None:
+    """A share's axis from 0 to at least 100 %: a zoomed axis (77-80 %) makes a small difference
+    look large."""
+    top = max(1.0, ax.get_ylim()[1])
+    ax.set_ylim(0, top * 1.02 if top > 1.0 else 1.05)
+
+
+#: Differences of two shares in percentage points: 0.029 -> '+2.9', beside a label saying points.
+POINTS = FuncFormatter(lambda v, _pos: f"{v * 100:+.1f}" if abs(v) > 1e-12 else "0")
 
 
 def _percent(axis: Axis, decimals: int | None) -> None:
@@ -109,7 +153,7 @@ def _lines_over_time(rows: Sequence[dict[str, Any]], x_key: str, lines: Sequence
         ax.plot(xs, [_f(r[line.key]) for r in rows], color=line.colour, marker=marker, markersize=markersize,
                 linestyle=line.linestyle, label=line.label)
     ax.set_ylabel(ylabel)
-    _date_axis(ax)
+    _date_axis(ax, xs)
     return ax
 
 
@@ -141,6 +185,7 @@ def efficiency_by_storage(groups: Sequence[dict[str, Any]]) -> Figure:
     ax = _axes(max(6.0, min(14.0, 1.2 * len(storages) * max(1, len(arms)) + 3)), 4.2)
     width = 0.8 / max(1, len(arms))
     top = 1.0
+    palette = colours(len(arms))
     for i, arm in enumerate(arms):
         xs, effs, means = [], [], []
         for j, storage in enumerate(storages):
@@ -150,7 +195,7 @@ def efficiency_by_storage(groups: Sequence[dict[str, Any]]) -> Figure:
             xs.append(j - 0.4 + width * (i + 0.5))
             effs.append(_f(row["efficiency"]))
             means.append(_f(row["mean_job_efficiency"]))
-        _labelled_bars(ax, xs, effs, width * 0.9, color=ARM_COLOURS[i % len(ARM_COLOURS)],
+        _labelled_bars(ax, xs, effs, width * 0.9, color=palette[i],
                        label=f"{arm}: Σcpu / Σ(wall×cores)")
         ax.scatter(xs, means, marker="D", s=22, color=MEAN_MARKER_COLOUR, zorder=3,
                    label="mean job efficiency (job-weighted)" if i == 0 else None)
@@ -168,6 +213,7 @@ def ab_daily(days: Sequence[dict[str, Any]]) -> Figure:
     ax = _lines_over_time(days, "period_start", (_Line("efficiency_a", "arm A", ARM_COLOURS[0]),
                                                  _Line("efficiency_b", "arm B", ARM_COLOURS[1])),
                           ylabel="CPU efficiency (Σcpu / Σ(wall×cores))", markersize=4)
+    _share_from_zero(ax)
     _percent(ax.yaxis, None)
     _legend_above(ax)
     return ax.figure
@@ -219,9 +265,9 @@ def ab_difference_with_ci(days: Sequence[dict[str, Any]]) -> Figure:
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", color=colour, ecolor=colour, capsize=3,
                     markersize=5, markerfacecolor=colour if enough else "white", label=label)
     ax.axhline(0.0, color=LIMIT_COLOUR, linestyle="--", linewidth=1)
-    _percent(ax.yaxis, 1)
-    ax.set_ylabel("efficiency B − A (points)")
-    _date_axis(ax)
+    ax.yaxis.set_major_formatter(POINTS)
+    ax.set_ylabel("efficiency B − A (percentage points)")
+    _date_axis(ax, [d["period_start"] for d in days if d.get("efficiency_difference") is not None])
     _legend_above(ax)
     return ax.figure
 
@@ -268,7 +314,8 @@ def fairness_distribution(rows: Sequence[dict[str, Any]]) -> Figure:
     data = [[_f(r["jain_index"]) for r in rows if r["server_host"] == s and r["jain_index"] is not None]
             for s in servers]
     ax.hist(data, bins=[i / 20 for i in range(21)], label=[str(s) for s in servers],
-            color=[ARM_COLOURS[i % len(ARM_COLOURS)] for i in range(len(servers))], stacked=True)
+            color=colours(len(servers)), stacked=True)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of groups
     ax.set_xlim(0, 1.0)
     ax.set_xlabel("Jain's fairness index of the clients' bandwidths (1 = perfectly fair)")
     ax.set_ylabel("server × window groups")
@@ -314,6 +361,7 @@ def efficiency_timeline_with_changes(days: Sequence[dict[str, Any]], changes: Se
                    label="change" if i == 0 else None)
         ax.annotate(str(c["label"]), (c["changed_at"], 1.0), xycoords=("data", "axes fraction"),
                     rotation=90, va="top", ha="right", fontsize=7, color=LIMIT_COLOUR)
+    _share_from_zero(ax)
     _percent(ax.yaxis, None)
     _legend_above(ax)
     return ax.figure
@@ -330,11 +378,12 @@ def efficiency_by_input_size(rows: Sequence[dict[str, Any]]) -> Figure:
     bins = list(dict.fromkeys(r["bin"] for r in rows))
     series = list(dict.fromkeys(r["series"] for r in rows))
     by_key = {(r["series"], r["bin"]): r for r in rows}
-    for i, name in enumerate(series):
+    for name, colour in zip(series, colours(len(series))):
         pts = [(j, _f(by_key[(name, b)]["efficiency"])) for j, b in enumerate(bins) if (name, b) in by_key]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=4,
-                color=ARM_COLOURS[i % len(ARM_COLOURS)], label=str(name))
+                color=colour, label=str(name))
     ax.set_xticks(range(len(bins)), bins)
+    _share_from_zero(ax)
     _percent(ax.yaxis, None)
     ax.set_ylabel("CPU efficiency")
     ax.set_xlabel("bytes read per job")

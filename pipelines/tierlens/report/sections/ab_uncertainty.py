@@ -40,8 +40,8 @@ def body(wh: MartReader, s: SectionOut) -> None:
     """)
     site = next((r for r in overall if r["subset"] == "all" and r["grouping"] == "site"), None)
     if site is not None:
-        s.fact("Whole period, site: efficiency B − A", fmt.pct(site["efficiency_difference"]))
-        s.fact("95 % interval", f"{fmt.pct(site['efficiency_ci_low'])} to {fmt.pct(site['efficiency_ci_high'])}")
+        s.fact("Whole period, site: efficiency B − A", fmt.points(site["efficiency_difference"]))
+        s.fact("95 % interval", f"{fmt.points(site['efficiency_ci_low'])} to {fmt.points(site['efficiency_ci_high'])}")
         s.fact("Permutation p-value", fmt.number(site["efficiency_p_value"]))
         s.fact("Conclusion", f"{site['conclusion']}" + (f" ({site['warning']})" if site["warning"] else ""))
     if days:
@@ -62,8 +62,8 @@ def body(wh: MartReader, s: SectionOut) -> None:
 
 
 _DIFFERENCE = (
-    Column("efficiency_difference", "B − A", "pct"),
-    *col.interval("efficiency_ci", "pct", "95 % CI"),
+    Column("efficiency_difference", "B − A (points)", "points"),
+    *col.interval("efficiency_ci", "points", "95 % CI"),
     Column("efficiency_p_value", "p-value", "num"),
 )
 
