@@ -268,7 +268,7 @@ def test_transform_builds_the_marts(airflow):
         con.close()
     assert jobs == raw
     assert {"job_efficiency_build", "efficiency_by_group_build", "cache_hourly_build", "stg_job_build",
-            "storage_catalog_build", "dbt_producer_watcher", "completeness_alert",
+            "dbt_producer_watcher", "completeness_alert",
             "publish_snapshot"} <= set(run["tasks"])
     # readers' copy (tierlens sql, the report) holds what the transform built
     con = duckdb.connect(str(airflow["home"] / "published" / "warehouse.duckdb"), read_only=True)
