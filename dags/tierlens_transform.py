@@ -33,7 +33,9 @@ from cosmos.constants import (PRODUCER_WATCHER_TASK_ID, DbtResourceType, Executi
                               LoadMode, TestBehavior)
 from tierlens.orchestration import airflow_glue as af  # noqa: E402
 from tierlens.orchestration import settings as cfg  # noqa: E402
-from tierlens.orchestration import tasks  # noqa: E402
+
+# tierlens.orchestration.tasks is imported where a task runs, not here: it needs pyarrow (about a
+# second to import), and every task process of a run parses this file.
 
 var = af.airflow_var
 _project = cfg.dbt_project_dir(var)
@@ -57,6 +59,8 @@ def hand_over_warnings(project_dir: str, context: Any = None, **_: Any) -> None:
     from dataclasses import asdict
     from pathlib import Path
 
+    from tierlens.orchestration import tasks
+
     results = Path(project_dir) / "target" / "run_results.json"
     handed: dict[str, Any] = {"run_results": results.is_file(), "tests": [], "error": None}
     if handed["run_results"]:  # dbt writes none when the project does not even parse
@@ -72,6 +76,8 @@ def mark_run(run_id: str, warned: list[dict[str, Any]], ti: Any) -> dict[str, An
     <home>/alerts/tierlens_transform/<run_id>.json and to the task's XCom ``warnings``; with
     ``alert_email`` set they are mailed through smtp_default. A failed hard floor is not a
     warning: that test errors and fails its task."""
+    from tierlens.orchestration import tasks
+
     tests = [w["unique_id"] for w in warned]
     failures = [w["failures"] for w in warned]
     results = [w["message"] for w in warned]
@@ -122,6 +128,8 @@ tierlens_transform = DbtDag(
 with tierlens_transform:
     @task(task_id="load_landed", pool=_pool)
     def load_landed() -> dict:
+        from tierlens.orchestration import tasks
+
         wh = cfg.warehouse_path(var)
         return tasks.load_landed(wh) | {"begun": tasks.begin_transform(wh) if wh.exists() else None}
 
@@ -129,6 +137,8 @@ with tierlens_transform:
     def publish_snapshot(landed: dict) -> dict:
         if _target != "duckdb":
             raise AirflowSkipException(f"dbt target {_target}: the DuckDB warehouse did not change")
+        from tierlens.orchestration import tasks
+
         return tasks.finish_transform(cfg.warehouse_path(var), landed["begun"], var)
 
     _dbt_tasks = list(tierlens_transform.leaves)

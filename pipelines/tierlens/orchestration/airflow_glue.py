@@ -5,10 +5,9 @@ Airflow is imported inside each function, so the rest of tierlens (and its tests
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from .intervals import utc
 from .settings import setting
 
 #: Name and URI of the Asset tierlens_ingest updates and tierlens_transform is scheduled on.
@@ -51,7 +50,9 @@ def dag_timetable(name: str):
 
 
 def dag_start_date() -> datetime:
-    return utc(datetime.fromisoformat(dag_setting("start_date")))
+    # (not intervals.utc: that module needs pyarrow, which every parse of a DAG file would import)
+    start = datetime.fromisoformat(dag_setting("start_date"))
+    return start.replace(tzinfo=timezone.utc) if start.tzinfo is None else start.astimezone(timezone.utc)
 
 
 def dag_catchup() -> bool:
