@@ -132,6 +132,10 @@ def _model_build_watcher() -> type:
                                self.producer_task_id)
             return tests
 
+        def _log_startup_events(self, ti: Any) -> None:
+            """Cosmos logs dbt's start-up lines at debug level in every watching task: one XCom
+            request per task that shows nothing at the default level."""
+
         def _handle_no_dbt_node_status(self, producer_task_state: str | None, try_number: int, context: Any) -> bool:
             # A build that succeeded reported every node and test it ran: one missing here would
             # otherwise be polled for until the task's timeout.
