@@ -104,7 +104,7 @@ def _model_build_watcher() -> type:
         return _WATCHER[0]
     from airflow.sdk.exceptions import AirflowException
     from cosmos.operators._watcher.aggregation import get_tests_status_xcom_key
-    from cosmos.operators._watcher.state import ProducerTaskState, get_xcom_val, is_dbt_node_status_success
+    from cosmos.operators._watcher.state import get_xcom_val, is_dbt_node_status_success, is_producer_task_terminated
     from cosmos.operators.watcher import DbtConsumerWatcherSensor
 
     class ModelBuildWatcher(DbtConsumerWatcherSensor):
@@ -137,11 +137,13 @@ def _model_build_watcher() -> type:
             request per task that shows nothing at the default level."""
 
         def _handle_no_dbt_node_status(self, producer_task_state: str | None, try_number: int, context: Any) -> bool:
-            # A build that succeeded reported every node and test it ran: one missing here would
-            # otherwise be polled for until the task's timeout.
-            if producer_task_state == ProducerTaskState.SUCCESS:
-                raise AirflowException(f"the build in {self.producer_task_id} succeeded but reported no result "
-                                       f"for {self.model_unique_id} or one of its tests")
+            # The task starts once the build is over, so nothing more will come: fail now. Cosmos
+            # would poll until the task's timeout (a process held per model), or run the model
+            # here at once (every model's task its own dbt build, outside the writer's pool). A
+            # retry of the task still builds the node alone.
+            if is_producer_task_terminated(producer_task_state):
+                raise AirflowException(f"the build in {self.producer_task_id} ended ({producer_task_state}) "
+                                       f"without a result for {self.model_unique_id} or one of its tests")
             return super()._handle_no_dbt_node_status(producer_task_state, try_number, context)
 
     ModelBuildWatcher.__module__ = __name__
