@@ -146,7 +146,7 @@ def _model_build_watcher() -> type:
                                        f"without a result for {self.model_unique_id} or one of its tests")
             return super()._handle_no_dbt_node_status(producer_task_state, try_number, context)
 
-    ModelBuildWatcher.__module__ = __name__
+    ModelBuildWatcher.__module__, ModelBuildWatcher.__qualname__ = __name__, "ModelBuildWatcher"
     _WATCHER.append(ModelBuildWatcher)
     return ModelBuildWatcher
 
