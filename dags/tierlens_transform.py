@@ -29,10 +29,13 @@ os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "False")
 from airflow.sdk import get_current_context, task  # noqa: E402
 from airflow.sdk.exceptions import AirflowSkipException  # noqa: E402
 from cosmos import DbtDag, ExecutionConfig, ProfileConfig, ProjectConfig, RenderConfig  # noqa: E402
-from cosmos.constants import PRODUCER_WATCHER_TASK_ID, ExecutionMode, InvocationMode, LoadMode, TestBehavior  # noqa: E402
+from cosmos.constants import (PRODUCER_WATCHER_TASK_ID, DbtResourceType, ExecutionMode, InvocationMode,  # noqa: E402
+                              LoadMode, TestBehavior)
 from tierlens.orchestration import airflow_glue as af  # noqa: E402
 from tierlens.orchestration import settings as cfg  # noqa: E402
-from tierlens.orchestration import tasks  # noqa: E402
+
+# tierlens.orchestration.tasks is imported where a task runs, not here: it needs pyarrow (about a
+# second to import), and every task process of a run parses this file.
 
 var = af.airflow_var
 _project = cfg.dbt_project_dir(var)
@@ -56,6 +59,8 @@ def hand_over_warnings(project_dir: str, context: Any = None, **_: Any) -> None:
     from dataclasses import asdict
     from pathlib import Path
 
+    from tierlens.orchestration import tasks
+
     results = Path(project_dir) / "target" / "run_results.json"
     handed: dict[str, Any] = {"run_results": results.is_file(), "tests": [], "error": None}
     if handed["run_results"]:  # dbt writes none when the project does not even parse
@@ -71,6 +76,8 @@ def mark_run(run_id: str, warned: list[dict[str, Any]], ti: Any) -> dict[str, An
     <home>/alerts/tierlens_transform/<run_id>.json and to the task's XCom ``warnings``; with
     ``alert_email`` set they are mailed through smtp_default. A failed hard floor is not a
     warning: that test errors and fails its task."""
+    from tierlens.orchestration import tasks
+
     tests = [w["unique_id"] for w in warned]
     failures = [w["failures"] for w in warned]
     results = [w["message"] for w in warned]
@@ -102,12 +109,15 @@ tierlens_transform = DbtDag(
                                      invocation_mode=InvocationMode.SUBPROCESS,
                                      setup_operator_args={"pool": _pool, "retries": 0,
                                                           "callback": hand_over_warnings}),
-    render_config=RenderConfig(load_method=LoadMode.DBT_LS, test_behavior=TestBehavior.AFTER_EACH,
+    # One task per model (and seed) reporting the model and its tests as the build ran them, not a
+    # run task and a test task apiece: each task is a process that parses this file, and on a small
+    # host those processes, not the build, made most of the run's time. A test of several models
+    # counts for each of them.
+    render_config=RenderConfig(load_method=LoadMode.DBT_LS, test_behavior=TestBehavior.NONE,
                                invocation_mode=InvocationMode.SUBPROCESS, dbt_executable_path=_dbt,
                                emit_datasets=False,
-                               # a test of several models (e.g. assert_rows_conserved) runs once
-                               # all of them are built, in a task of its own
-                               should_detach_multiple_parents_tests=True,
+                               node_converters={DbtResourceType.MODEL: af.watch_node_build,
+                                                DbtResourceType.SEED: af.watch_node_build},
                                select=cfg.settings_list("dbt_select", var)),
     # the per-model tasks only watch the build: the default pool, so they never hold the writer's slot
     operator_args={"install_deps": False, "emit_datasets": False, "pool": "default_pool"},
@@ -118,6 +128,8 @@ tierlens_transform = DbtDag(
 with tierlens_transform:
     @task(task_id="load_landed", pool=_pool)
     def load_landed() -> dict:
+        from tierlens.orchestration import tasks
+
         wh = cfg.warehouse_path(var)
         return tasks.load_landed(wh) | {"begun": tasks.begin_transform(wh) if wh.exists() else None}
 
@@ -125,10 +137,13 @@ with tierlens_transform:
     def publish_snapshot(landed: dict) -> dict:
         if _target != "duckdb":
             raise AirflowSkipException(f"dbt target {_target}: the DuckDB warehouse did not change")
+        from tierlens.orchestration import tasks
+
         return tasks.finish_transform(cfg.warehouse_path(var), landed["begun"], var)
 
     _dbt_tasks = list(tierlens_transform.leaves)
     _producer = tierlens_transform.task_dict[PRODUCER_WATCHER_TASK_ID]
+    af.build_with_tests(_producer)  # the one build runs the tests too
     # Every model's task reads its node's result once the build has finished: one short task each
     # (no deferral and resumption, which costs a second task process apiece on a small host), in
     # an order `dag.test()` can run too (a watcher scheduled before the build would wait forever).

@@ -333,7 +333,7 @@ def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floo
     marked_home.mkdir()
     run = _transform(env, marked_home, partial)
     assert run["state"] == "success", run
-    assert run["tasks"]["data_completeness.test"] == "success"  # warnings do not fail the test task
+    assert run["tasks"]["data_completeness_build"] == "success"  # warnings do not fail the mart's task
     assert run["tasks"]["completeness_alert"] == "success"
     expected = {name: n for name, n in _warned_rows(job_rows, untagged, partial).items() if n}
     # the site lost 10 % of its tags: some day falls below 90 % of CPU hours tagged
@@ -347,7 +347,7 @@ def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floo
     # a floor at 95 % must stop the transform; the run is marked with its warnings all the same
     run = _transform(env, floor_home, partial, completeness_floor_cpu_hours_tagged="0.95")
     assert run["state"] == "failed", run
-    assert run["tasks"]["data_completeness.test"] == "failed", run["tasks"]
+    assert run["tasks"]["data_completeness_build"] == "failed", run["tasks"]
     assert run["tasks"]["completeness_alert"] == "success", run["tasks"]
     alert = _alert(floor_home)
     assert alert is not None and _warned(alert) == expected, alert

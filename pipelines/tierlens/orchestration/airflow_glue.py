@@ -5,9 +5,9 @@ Airflow is imported inside each function, so the rest of tierlens (and its tests
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
+from typing import Any
 
-from .intervals import utc
 from .settings import setting
 
 #: Name and URI of the Asset tierlens_ingest updates and tierlens_transform is scheduled on.
@@ -50,7 +50,9 @@ def dag_timetable(name: str):
 
 
 def dag_start_date() -> datetime:
-    return utc(datetime.fromisoformat(dag_setting("start_date")))
+    # (not intervals.utc: that module needs pyarrow, which every parse of a DAG file would import)
+    start = datetime.fromisoformat(dag_setting("start_date"))
+    return start.replace(tzinfo=timezone.utc) if start.tzinfo is None else start.astimezone(timezone.utc)
 
 
 def dag_catchup() -> bool:
@@ -78,3 +80,97 @@ def dag_kwargs(dag_id: str, schedule_setting: str | None = None, **overrides) ->
     if schedule_setting is not None:
         kwargs["schedule"] = dag_timetable(schedule_setting)
     return kwargs | overrides
+
+
+# ---- Cosmos: one watching task per dbt model (or seed) and its tests ------------------------------
+# Cosmos' watcher mode renders a task for a model's run and another for its tests (TestBehavior
+# AFTER_EACH), and has no build-per-node task (it refuses TestBehavior.BUILD). On a small host every
+# task is a process that parses the DAG file, so the transform DAG renders TestBehavior.NONE with
+# these converters instead: one task per node that reports the node and all its tests (a test of
+# several models counts for each of them), as the one `dbt build` ran them.
+
+def __getattr__(name: str):
+    """``ModelBuildWatcher`` by its import path, built on first use (Cosmos is imported only then)."""
+    if name == "ModelBuildWatcher":
+        return _model_build_watcher()
+    raise AttributeError(name)
+
+
+_WATCHER: list[type] = []
+
+
+def _model_build_watcher() -> type:
+    if _WATCHER:
+        return _WATCHER[0]
+    from airflow.sdk.exceptions import AirflowException
+    from cosmos.operators._watcher.aggregation import get_tests_status_xcom_key
+    from cosmos.operators._watcher.state import get_xcom_val, is_dbt_node_status_success, is_producer_task_terminated
+    from cosmos.operators.watcher import DbtConsumerWatcherSensor
+
+    class ModelBuildWatcher(DbtConsumerWatcherSensor):
+        """Succeeds when the build's producer reported the node and every test of it passed; fails
+        with the first that did not. A retry (or a task cleared by hand) runs ``dbt build --select
+        <node>``: the node and its tests again, alone."""
+
+        base_cmd = ["build"]
+
+        def __init__(self, *, has_tests: bool = False, **kwargs: Any) -> None:
+            # the task starts once the build is over, so the result is there at the first look:
+            # no deferral (a second task process on the triggerer's side) and no polling
+            kwargs.setdefault("deferrable", False)
+            kwargs.setdefault("poke_interval", 2)
+            super().__init__(**kwargs)
+            self.has_tests = has_tests
+
+        def _get_node_status(self, ti: Any, context: Any) -> Any:
+            status = super()._get_node_status(ti, context)
+            if not self.has_tests or not is_dbt_node_status_success(status):
+                return status
+            tests = get_xcom_val(ti, self.producer_task_id, get_tests_status_xcom_key(self.model_unique_id))
+            if tests is not None and not is_dbt_node_status_success(tests):
+                self.log.error("a dbt test of %s did not pass: see the task %s", self.model_unique_id,
+                               self.producer_task_id)
+            return tests
+
+        def _log_startup_events(self, ti: Any) -> None:
+            """Cosmos logs dbt's start-up lines at debug level in every watching task: one XCom
+            request per task that shows nothing at the default level."""
+
+        def _handle_no_dbt_node_status(self, producer_task_state: str | None, try_number: int, context: Any) -> bool:
+            # The task starts once the build is over, so nothing more will come: fail now. Cosmos
+            # would poll until the task's timeout (a process held per model), or run the model
+            # here at once (every model's task its own dbt build, outside the writer's pool). A
+            # retry of the task still builds the node alone.
+            if is_producer_task_terminated(producer_task_state):
+                raise AirflowException(f"the build in {self.producer_task_id} ended ({producer_task_state}) "
+                                       f"without a result for {self.model_unique_id} or one of its tests")
+            return super()._handle_no_dbt_node_status(producer_task_state, try_number, context)
+
+    ModelBuildWatcher.__module__, ModelBuildWatcher.__qualname__ = __name__, "ModelBuildWatcher"
+    _WATCHER.append(ModelBuildWatcher)
+    return ModelBuildWatcher
+
+
+def watch_node_build(*, dag: Any, task_group: Any, node: Any, task_args: dict[str, Any], **_: Any) -> Any:
+    """Cosmos node converter (RenderConfig.node_converters): a ``<node>_build`` task watching the
+    node and its tests in the producer's ``dbt build``."""
+    args = {**task_args, "select": f"fqn:{'.'.join(node.fqn)}" if node.fqn else node.resource_name,
+            **node.operator_kwargs_to_override}
+    context = {"dbt_node_config": node.context_dict, "dbt_dag_task_group_identifier": dag.dag_id,
+               "package_name": node.package_name}
+    return _model_build_watcher()(task_id=f"{node.name}_build", dag=dag, task_group=task_group,
+                                  extra_context=context, has_tests=bool(node.has_test), **args)
+
+
+def build_with_tests(producer: Any) -> None:
+    """Cosmos leaves the tests out of the producer's ``dbt build`` when it renders no test tasks
+    (``--resource-type`` of everything else); the watchers above report the tests, so it runs them."""
+    flags = list(producer.dbt_cmd_flags or [])
+    kept: list[str] = []
+    while flags:
+        flag = flags.pop(0)
+        if flag == "--resource-type" and flags:
+            flags.pop(0)
+            continue
+        kept.append(flag)
+    producer.dbt_cmd_flags = kept

@@ -1,0 +1,113 @@
+"""The scheduled tierlens_transform DAG run against `tierlens transform` on the same warehouse.
+
+Runs tests/test_airflow_standalone.py's deployment test (deploy/airflow/standalone.sh: scheduler,
+DAG processor, triggerer and API server, LocalExecutor, SQLite; the synthetic site, two days, one
+node per type; the scheduled ingest, then the transform its Asset triggers) under a sampler of the
+whole process tree's resident memory. That test times the DAG run from the scheduler's own record
+and then `tierlens transform` on a copy of the same raw warehouse. This script prints the two, their
+ratio, the peak RSS, the load average, and where the DAG run's time went, read from the
+scheduler's task_instance table: the task count, each phase (load_landed, the one dbt build, the
+watching tasks after it, publish_snapshot) and the median task duration.
+
+    nice -n 10 python bench/dag_bench.py [--keep DIR]
+
+Not part of make test (a figure for dags/README.md and bench/README.md, not an assertion).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from proctree import PeakSampler  # noqa: E402  bench/, beside this script
+
+REPO = Path(__file__).resolve().parents[1]
+TEST = "tests/test_airflow_standalone.py::test_standalone_script_schedules_ingest_and_triggers_transform"
+FIGURE = re.compile(r"scheduled tierlens_transform run: ([\d.]+) s; .*?: ([\d.]+) s; ratio ([\d.]+)")
+
+
+@dataclass
+class TaskSpan:
+    task_id: str
+    state: str
+    start: datetime
+    end: datetime
+
+    @property
+    def seconds(self) -> float:
+        return (self.end - self.start).total_seconds()
+
+
+def transform_tasks(db: Path) -> list[TaskSpan]:
+    """The task instances of the (one) successful tierlens_transform run."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = con.execute(
+            "SELECT ti.task_id, ti.state, ti.start_date, ti.end_date FROM task_instance ti "
+            "JOIN dag_run r ON r.dag_id = ti.dag_id AND r.run_id = ti.run_id "
+            "WHERE ti.dag_id = 'tierlens_transform' AND r.state = 'success' AND ti.start_date IS NOT NULL").fetchall()
+    finally:
+        con.close()
+    return [TaskSpan(t, s, datetime.fromisoformat(a), datetime.fromisoformat(b)) for t, s, a, b in rows]
+
+
+def phases(spans: list[TaskSpan]) -> dict[str, float]:
+    """Seconds of each phase of the run, and the watching tasks' count and median duration."""
+    by_id = {s.task_id: s for s in spans}
+    first = min(s.start for s in spans)
+    build = by_id["dbt_producer_watcher"]
+    watchers = [s for s in spans if s.task_id.endswith("_build")]
+    out = {"tasks": float(len(spans)), "load_landed_s": by_id["load_landed"].seconds,
+           "until_build_s": (build.start - first).total_seconds(), "dbt_build_s": build.seconds}
+    if watchers:
+        out |= {"watchers": float(len(watchers)),
+                "watchers_after_build_s": (max(w.end for w in watchers) - build.end).total_seconds(),
+                "watcher_median_s": statistics.median(w.seconds for w in watchers)}
+    if "publish_snapshot" in by_id:
+        out["publish_s"] = by_id["publish_snapshot"].seconds
+    out["run_span_s"] = (max(s.end for s in spans) - first).total_seconds()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keep", type=Path, help="pytest --basetemp: keep the run's Airflow home and logs here")
+    args = ap.parse_args()
+    base = args.keep or Path(tempfile.mkdtemp(prefix="dag-bench-"))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "pipelines"), env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", f"--basetemp={base}", TEST]
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+        with PeakSampler(proc) as peak:
+            proc.wait()
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    found = FIGURE.search(text)
+    if proc.returncode != 0 or not found:
+        print(text[-6000:])
+        print(f"the standalone test failed (exit {proc.returncode})", file=sys.stderr)
+        return 1
+    dag_s, by_hand_s, ratio = (float(g) for g in found.groups())
+    print(f"scheduled tierlens_transform run {dag_s:.1f} s; `tierlens transform` on a copy {by_hand_s:.1f} s; "
+          f"ratio {ratio:.2f}; peak RSS of the whole tree (Airflow, tasks, dbt, the test) {peak.peak_mib:.0f} MiB; "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    dbs = sorted(base.rglob("airflow/airflow.db"))
+    if dbs:
+        for name, value in phases(transform_tasks(dbs[-1])).items():
+            print(f"  {name}: {value:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
