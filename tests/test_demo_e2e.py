@@ -270,10 +270,12 @@ def test_fitted_service_times_recover_the_generators(demo_home):
     several channels the truth is a range (all channels busy .. one channel), widened by 25 %; a
     device faster than 2 s/GB within 2 s/GB (its share of a job's hour is seconds).
     """
-    rows = _mart(demo_home, "SELECT applies_to, value, true_value, true_low, true_high "
+    rows = _mart(demo_home, "SELECT applies_to, value, true_value, true_low, true_high, evidence "
                             "FROM main.sim_efficiency_parameters WHERE parameter = 'scratch_s_per_staged_gb'")
     assert {r[0] for r in rows} == {"hdd", "raid0", "raid1", "ssd", "nvme", "nfs"}
-    for st, value, truth, low, high in rows:
+    # the type the site does not run is derived from its probe (the buying-guide tests check it)
+    assert {r[0] for r in rows if r[5] != "jobs"} == {LEFT_OUT}
+    for st, value, truth, low, high, _ in (r for r in rows if r[5] == "jobs"):
         if truth < 2.0:
             assert abs(value - truth) < 2.0, st
         elif low == high:
@@ -331,6 +333,27 @@ def test_simulate_efficiency_cli_is_idempotent_and_refuses_an_empty_warehouse(de
     assert con.execute(count).fetchone()[0] == n1
     assert con.execute("SELECT count(*) FROM sim_efficiency_runs").fetchone()[0] == runs1
     con.close()
+    # the buying guide: --candidates leaves marts.hardware_options filled with the run it wrote, and
+    # a run on other inputs (a dearer tariff) gets its own id instead of replacing the first
+    guide = args[:4] + ["-n", "8", "-c", "none", "--no-validate", "--candidates"]
+    cheap = CliRunner().invoke(app, guide + ["--power-price", "0.25"])
+    assert cheap.exit_code == 0, cheap.output + repr(cheap.exception)
+    dear = CliRunner().invoke(app, guide + ["--power-price", "0.50"])
+    assert dear.exit_code == 0, dear.output + repr(dear.exception)
+    con = duckdb.connect(str(wh), read_only=True)
+    assert con.execute("SELECT count(*) FROM sim_efficiency_runs").fetchone()[0] == runs1 + 2
+    by_run = con.execute("SELECT run_id, config_name, price_per_core_hour, power_watts, node_throughput "
+                         "FROM sim_hardware_options ORDER BY config_name").fetchall()
+    newest = con.execute("SELECT run_id FROM sim_efficiency_runs ORDER BY created_at DESC LIMIT 1").fetchone()[0]
+    mart = con.execute("SELECT DISTINCT run_id FROM marts.hardware_options").fetchall()
+    con.close()
+    assert mart == [(newest,)]
+    runs = sorted({r[0] for r in by_run}, key=lambda rid: rid != newest)
+    assert len(runs) == 2
+    first = {r[1]: r for r in by_run if r[0] == runs[1]}
+    for rid, name, price, watts, thr in by_run:
+        if rid == newest:  # the same node at twice the tariff: 0.25 per kWh more per node-hour
+            assert price - first[name][2] == pytest.approx(0.25 * watts / 1000 / thr, rel=1e-9), name
     empty = tmp_path / "empty.duckdb"
     from tierlens.warehouse import Warehouse
 

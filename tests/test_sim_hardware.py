@@ -444,6 +444,23 @@ def test_endurance_limited_storage_prices_writes_not_efficiency(tmp_path):
     assert mirror.endurance_tb_per_node == 40.0 and mirror.capacity_gb_per_node == 128.0
 
 
+def test_a_run_id_covers_probes_catalogue_and_node_economics():
+    """Two runs that differ only in a probe, a catalogue row or the tariff must not share an id
+    (the later would silently replace the earlier)."""
+    from tierlens.simulator import hardware as hw
+
+    rows = [{"probe_id": "p1", "storage_type": "hdd", "job_name": "stagein_write", "bandwidth_bytes_per_second": 1e8}]
+    catalog = [dict(GLASGOW[0][0])]
+    base = hw.inputs_digest(hw.Devices({}, {}, catalog, {"hdd": rows}))
+    assert base == hw.inputs_digest(hw.Devices({}, {}, [dict(GLASGOW[0][0])], {"hdd": [dict(rows[0])]}))
+    reprobed = hw.inputs_digest(hw.Devices({}, {}, catalog, {"hdd": [dict(rows[0], probe_id="p2")]}))
+    refigured = hw.inputs_digest(hw.Devices({}, {}, catalog, {"hdd": [dict(rows[0], bandwidth_bytes_per_second=2e8)]}))
+    repriced = hw.inputs_digest(hw.Devices({}, {}, [dict(GLASGOW[0][0], unit_price=99.0)], {"hdd": rows}))
+    tariff = hw.inputs_digest(hw.Devices({}, {}, catalog, {"hdd": rows}), hw.Economics(power_price_per_kwh=0.3))
+    digests = [base, reprobed, refigured, repriced, tariff]
+    assert len({repr(sorted(d.items())) for d in digests}) == len(digests)
+
+
 def test_node_catalog_errors_name_the_line_and_field(tmp_path):
     from tierlens.simulator import hardware as hw
 

@@ -23,8 +23,9 @@ SLAC_CPU_PER_WALL = {"A": 0.75, "B": 0.81}
 
 
 #: The storage type the demo site does not have: its nodes are left out, its device is probed
-#: (`tierlens probe storage --synthetic`), and the buying guide predicts it from that probe.
-LEFT_OUT = "nvme"
+#: (`tierlens probe storage --synthetic`), and the buying guide predicts it from that probe. The
+#: consumer SSD: the cheap device a buying guide most needs to judge from more than a datasheet.
+LEFT_OUT = "ssd"
 
 
 def demo_change(days: float) -> SyntheticChange:

@@ -26,7 +26,7 @@ def demo(
              "(repeatable; see marts.change_effects) [default: an NFS client tuning halfway through].")] = None,
     site_change: Annotated[bool, typer.Option(help="Record the default site change when no --change is given.")] = True,
     leave_out: Annotated[str, typer.Option(help="Storage type the site does not run, predicted from a synthetic probe "
-                                                "('none' to run them all).")] = "nvme",
+                                                "('none' to run them all).")] = "ssd",
 ) -> None:
     """Simulate a month of a synthetic Tier-2, ingest it, run dbt, write the report, print a summary."""
     from ..demo import run_demo
