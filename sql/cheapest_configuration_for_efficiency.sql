@@ -1,7 +1,9 @@
 -- Question: What is the cheapest storage configuration that reaches a target CPU efficiency?
 -- From the newest buying guide (marts.hardware_options, written by `tierlens simulate efficiency
 -- --candidates`): the configurations whose predicted efficiency reaches the target (change 0.75
--- below) even at the low end of its 95 % interval, cheapest delivered core-hour first. evidence
+-- below) even at the low end of its 95 % interval, cheapest delivered core-hour of the whole node
+-- first (node price over its service life + storage over its life + power, per core-hour the
+-- node delivers; node rows and tariff from `simulate efficiency --node-catalog/--power-price`). evidence
 -- says what each prediction rests on (measured jobs, a device probe, a datasheet) and
 -- structural_error how far that kind of prediction has been off when checked.
 with target as (
@@ -19,10 +21,16 @@ select
     round(options.efficiency_low, 3)        as efficiency_low,
     round(options.structural_error, 3)      as structural_error,
     options.currency,
-    round(options.price_per_node, 2)        as price_per_node,
+    options.node_config,
+    options.cores_per_job,
+    round(options.whole_node_price, 2)      as whole_node_price,
+    round(options.price_per_node, 2)        as storage_price_per_node,
+    round(options.power_price_per_node_hour, 4) as power_price_per_node_hour,
     round(options.price_per_throughput, 2)  as price_per_throughput,
     round(options.price_per_core_hour, 6)   as price_per_core_hour,
+    round(options.price_per_core_hour_low, 6)  as price_per_core_hour_low,
     round(options.price_per_core_hour_high, 6) as price_per_core_hour_high,
+    options.interval_driver,
     round(options.ssd_lifetime_years, 1)    as ssd_lifetime_years
 from marts.hardware_options as options
 cross join target

@@ -17,7 +17,8 @@ from tierlens.cli import app
 from tierlens.config import Paths
 from tierlens.pipeline import ingest
 from tierlens.records import JOB, RecordKind
-from tierlens.sources.synthetic import SyntheticOptions, demo_site, generate
+from tierlens.demo import LEFT_OUT, demo_options
+from tierlens.sources.synthetic import SyntheticOptions, generate
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -27,7 +28,9 @@ NODES_PER_TYPE = 1
 
 
 def _options() -> SyntheticOptions:
-    return SyntheticOptions(days=DAYS, seed=SEED, site=demo_site(nodes_per_type=NODES_PER_TYPE))
+    """What `tierlens demo` generates with these settings: the site without its left-out type's
+    nodes, and its site change halfway through."""
+    return demo_options(DAYS, SEED, NODES_PER_TYPE)
 
 
 @pytest.fixture(scope="module")
@@ -267,10 +270,12 @@ def test_fitted_service_times_recover_the_generators(demo_home):
     several channels the truth is a range (all channels busy .. one channel), widened by 25 %; a
     device faster than 2 s/GB within 2 s/GB (its share of a job's hour is seconds).
     """
-    rows = _mart(demo_home, "SELECT applies_to, value, true_value, true_low, true_high "
+    rows = _mart(demo_home, "SELECT applies_to, value, true_value, true_low, true_high, evidence "
                             "FROM main.sim_efficiency_parameters WHERE parameter = 'scratch_s_per_staged_gb'")
     assert {r[0] for r in rows} == {"hdd", "raid0", "raid1", "ssd", "nvme", "nfs"}
-    for st, value, truth, low, high in rows:
+    # the type the site does not run is derived from its probe (the buying-guide tests check it)
+    assert {r[0] for r in rows if r[5] != "jobs"} == {LEFT_OUT}
+    for st, value, truth, low, high, _ in (r for r in rows if r[5] == "jobs"):
         if truth < 2.0:
             assert abs(value - truth) < 2.0, st
         elif low == high:
@@ -328,6 +333,31 @@ def test_simulate_efficiency_cli_is_idempotent_and_refuses_an_empty_warehouse(de
     assert con.execute(count).fetchone()[0] == n1
     assert con.execute("SELECT count(*) FROM sim_efficiency_runs").fetchone()[0] == runs1
     con.close()
+    # the buying guide: --candidates leaves marts.hardware_options filled with the run it wrote, and
+    # a run on other inputs (a dearer tariff) gets its own id instead of replacing the first
+    guide = args[:4] + ["-n", "8", "-c", "none", "--no-validate", "--candidates"]
+    con = duckdb.connect(str(wh), read_only=True)
+    earlier = {r[0] for r in con.execute("SELECT run_id FROM sim_efficiency_runs").fetchall()}  # the demo's own
+    con.close()
+    cheap = CliRunner().invoke(app, guide + ["--power-price", "0.25"])
+    assert cheap.exit_code == 0, cheap.output + repr(cheap.exception)
+    dear = CliRunner().invoke(app, guide + ["--power-price", "0.50"])
+    assert dear.exit_code == 0, dear.output + repr(dear.exception)
+    con = duckdb.connect(str(wh), read_only=True)
+    assert con.execute("SELECT count(*) FROM sim_efficiency_runs").fetchone()[0] == runs1 + 2
+    by_run = con.execute("SELECT run_id, config_name, price_per_core_hour, power_watts, node_throughput "
+                         "FROM sim_hardware_options ORDER BY config_name").fetchall()
+    newest = con.execute("SELECT run_id FROM sim_efficiency_runs ORDER BY created_at DESC LIMIT 1").fetchone()[0]
+    mart = con.execute("SELECT DISTINCT run_id FROM marts.hardware_options").fetchall()
+    con.close()
+    assert mart == [(newest,)]
+    by_run = [r for r in by_run if r[0] not in earlier]
+    runs = sorted({r[0] for r in by_run}, key=lambda rid: rid != newest)
+    assert len(runs) == 2 and runs[0] == newest
+    first = {r[1]: r for r in by_run if r[0] == runs[1]}
+    for rid, name, price, watts, thr in by_run:
+        if rid == newest:  # the same node at twice the tariff: 0.25 per kWh more per node-hour
+            assert price - first[name][2] == pytest.approx(0.25 * watts / 1000 / thr, rel=1e-9), name
     empty = tmp_path / "empty.duckdb"
     from tierlens.warehouse import Warehouse
 
@@ -421,3 +451,61 @@ def test_read_commands_find_the_demo_or_say_where_they_looked(demo_home, tmp_pat
         assert str(tmp_path / "empty-home" / "warehouse.duckdb") in r.stderr, (argv, r.stderr)
         assert "tierlens demo" in r.stderr and "--warehouse" in r.stderr
     assert not (tmp_path / "empty-home").exists()  # a read command creates nothing
+
+
+def test_the_site_change_has_a_before_after_verdict(demo_home, generated):
+    """The demo's change (NFS nodes, halfway) is in marts.change_effects with a conclusion, and
+    its jobs in scope are the ones the generator ran there (counted here from the records)."""
+    from tierlens.demo import demo_change
+
+    change = demo_change(DAYS)
+    at = datetime(2026, 10, 1, tzinfo=timezone.utc) + timedelta(days=change.day)
+    rows = _mart(demo_home, "SELECT changed_at, scope, jobs_scope_before, jobs_scope_after, effect, conclusion "
+                            "FROM marts.change_effects WHERE row_kind = 'change'")
+    assert len(rows) == 1
+    changed_at, scope, before, after, effect, conclusion = rows[0]
+    assert changed_at == at and scope == f"storage type {change.storage_type}"
+    tags = {t["job_id"]: t["storage_type"] for t in generated[RecordKind.JOB_TAG].to_pylist()}
+    jobs = [j for j in generated[RecordKind.JOB].to_pylist() if tags.get(j["job_id"]) == change.storage_type]
+    window = timedelta(days=7)
+    assert after == sum(1 for j in jobs if j["start_time"] >= at and j["end_time"] < at + window)
+    assert before == sum(1 for j in jobs if at - window <= j["end_time"] < at)
+    assert before > 0 and after > 0 and effect is not None and conclusion
+    import html
+
+    page = (Paths(demo_home).reports / "report.html").read_text()
+    section = page[page.index('id="changes"'):]
+    assert html.escape(change.description, quote=False) in section and conclusion in section
+
+
+def test_buying_guide_shows_a_probe_prediction_beside_measured_types_at_whole_node_prices(demo_home, generated):
+    from tierlens.simulator.hardware import DEFAULT_NODES, DEFAULT_POWER_PRICE_PER_KWH
+
+    tags = {t["job_id"]: t["storage_type"] for t in generated[RecordKind.JOB_TAG].to_pylist()}
+    assert LEFT_OUT not in set(tags.values())  # the site never ran it
+    rows = _mart(demo_home, "SELECT config_name, storage_type, evidence, jobs_per_node, efficiency, efficiency_low, "
+                            "efficiency_high, structural_error, cores_per_job, node_config, node_price, price_per_node, "
+                            "ssd_lifetime_years, price_per_core_hour, price_per_core_hour_low, "
+                            "price_per_core_hour_high FROM marts.hardware_options WHERE cache = 'none'")
+    probe = [r for r in rows if r[1] == LEFT_OUT]
+    assert probe and all(r[2] == "probe" and r[7] is not None and r[5] < r[4] < r[6] for r in probe)
+    assert {r[1] for r in rows if r[2] == "measured"} == set(tags.values()) & {r[1] for r in rows}
+    # whole-node price, recomputed here: the cheapest default node with the cores the jobs need,
+    # written off over 5 years, the storage over 5 years or its endurance-limited life, the power
+    analysis_cores = [j["allocated_cores"] for j in generated[RecordKind.JOB].to_pylist()
+                      if j["job_class"] == "analysis"]
+    hours = 5 * 365.25 * 24
+    for (name, _, _, n, eff, _, _, _, cores, node_config, node_price, storage, life, price, low, high) in rows:
+        assert cores == pytest.approx(sum(analysis_cores) / len(analysis_cores), rel=0.05)
+        fits = [nd for nd in DEFAULT_NODES if nd.cores >= n * cores - 1e-9]
+        node = min(fits, key=lambda nd: nd.cpu_price + nd.memory_price + nd.chassis_price) if fits \
+            else max(DEFAULT_NODES, key=lambda nd: nd.cores)
+        node_total = node.cpu_price + node.memory_price + node.chassis_price
+        assert (node_config, node_price) == (node.config_name, pytest.approx(node_total))
+        storage_hours = min(hours, life * 365.25 * 24) if life else hours
+        per_node_hour = node_total / hours + storage / storage_hours + node.watts / 1000 * DEFAULT_POWER_PRICE_PER_KWH
+        assert price == pytest.approx(per_node_hour / (n * cores * eff), rel=1e-9), (name, n)
+        assert low <= price <= high
+    with (Paths(demo_home).reports / "hardware_options.csv").open() as f:
+        shown = list(__import__("csv").DictReader(f))
+    assert any(r["evidence"] == "probe" for r in shown) and any(r["evidence"] == "measured" for r in shown)

@@ -539,3 +539,48 @@ def test_registry_specs_are_consistent():
         tables = {t.name for t in spec.tables}
         for plot in spec.plots:
             assert plot.data in tables, (spec.id, plot.name)
+
+
+# --------------------------------------------------------------------------- hardware you could buy
+
+#: (config, storage type, evidence, jobs per node, efficiency, low, high, price per core-hour, low, high)
+HARDWARE = [
+    ("1xHDD", "hdd", "measured", 8.0, 0.60, 0.57, 0.63, 0.0120, 0.0114, 0.0126),
+    ("Enterprise NVMe", "nvme", "probe", 8.0, 0.80, 0.74, 0.86, 0.0095, 0.0088, 0.0103),
+    ("Consumer SSD", "ssd", "datasheet", 16.0, 0.70, 0.50, 0.90, 0.0110, 0.0090, 0.0150),
+]
+
+
+def test_hardware_section_prices_whole_nodes_with_both_figures(tmp_path: Path):
+    warehouse = make_warehouse(tmp_path / "w.duckdb")
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("""CREATE TABLE marts.hardware_options (
+            job_class VARCHAR, price_rank INTEGER, config_name VARCHAR, storage_type VARCHAR, evidence VARCHAR,
+            jobs_per_node DOUBLE, cache VARCHAR, currency VARCHAR, node_config VARCHAR, cores_per_job DOUBLE,
+            whole_node_price DOUBLE, price_per_node DOUBLE, price_per_gb DOUBLE, power_price_per_node_hour DOUBLE,
+            efficiency DOUBLE, efficiency_low DOUBLE, efficiency_high DOUBLE, node_throughput DOUBLE,
+            price_per_throughput DOUBLE, price_per_core_hour DOUBLE, price_per_core_hour_low DOUBLE,
+            price_per_core_hour_high DOUBLE, interval_driver VARCHAR, ssd_lifetime_years DOUBLE,
+            structural_error DOUBLE)""")
+        for i, (name, st, ev, n, e, elo, ehi, p, plo, phi) in enumerate(sorted(HARDWARE, key=lambda h: h[7])):
+            con.execute("INSERT INTO marts.hardware_options VALUES (?, ?, ?, ?, ?, ?, 'none', 'GBP', '8-core worker', "
+                        "1.0, 1900, 40, 0.08, 0.05, ?, ?, ?, ?, 5.0, ?, ?, ?, 'efficiency', NULL, NULL)",
+                        ["analysis", i + 1, name, st, ev, n, e, elo, ehi, n * e, p, plo, phi])
+        con.execute("""CREATE TABLE marts.efficiency_what_if AS SELECT * FROM (VALUES
+            ('analysis', 'hdd', 4.0, 'none', 0.7), ('analysis', 'hdd', 8.0, 'none', 0.6),
+            ('analysis', 'nvme', 4.0, 'none', 0.85), ('analysis', 'nvme', 8.0, 'none', 0.8))
+            AS t(job_class, storage_type, jobs_per_node, cache, predicted_efficiency)""")
+    result = build_report(warehouse, tmp_path / "out")
+    assert "hardware" in result.sections and "hardware" not in result.no_data
+    html = result.html_path.read_text(encoding="utf-8")
+    section = html[html.index('id="hardware"'):]
+    assert section.count("<img") >= 2  # price against efficiency, and the what-if heat map
+    with (tmp_path / "out" / "hardware_options.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    # cheapest whole-node core-hour first; per 1000 core-hours is 1000 x the mart's per core-hour
+    expected = sorted(HARDWARE, key=lambda h: h[7])
+    assert [r["config_name"] for r in rows] == [h[0] for h in expected]
+    for r, h in zip(rows, expected):
+        assert float(r["price_per_1000_core_hours"]) == pytest.approx(1000 * h[7])
+        assert float(r["price_per_1000_core_hours_low"]) == pytest.approx(1000 * h[8])
+        assert r["node_config"] == "8-core worker" and float(r["whole_node_price"]) == 1900

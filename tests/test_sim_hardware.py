@@ -3,6 +3,8 @@ on), its validation by leaving whole storage types out on the demo site, and the
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -357,24 +359,126 @@ def test_glasgow_table4_through_the_buying_guide():
         assert r["price_per_throughput"] == pytest.approx(per_throughput, abs=0.05), row["config_name"]
         assert round(r["price_per_gb"], 2) == per_gb, row["config_name"]
         rows.append(r)
+    # Glasgow ranked the storage alone per throughput: 2xHDD, Kingston, Intel
+    by_storage = sorted(rows, key=lambda r: r["price_per_throughput"])
+    assert [r["config_name"] for r in by_storage] == ["2xHDD(500GB)", "Kingston SSDnow", "Intel X-25 SSD"]
+    # The whole node (the same 8-core node for all three) costs far more than any of the storage,
+    # so per delivered core-hour the throughput decides: 2xHDD (7.0), Intel (6.0), Kingston (4.5).
     ranked = hw.rank(rows).to_pylist()
-    assert [r["config_name"] for r in ranked] == ["2xHDD(500GB)", "Kingston SSDnow", "Intel X-25 SSD"]
+    assert [r["config_name"] for r in ranked] == ["2xHDD(500GB)", "Intel X-25 SSD", "Kingston SSDnow"]
     # a wider efficiency interval widens the price interval around the same central price
     r = hw.guide_row(hw.candidate(GLASGOW[0][0], "probe"), hw.Performance(0.5625, 0.50, 0.62, jobs_per_node=8))
     assert r["price_per_throughput_low"] == pytest.approx(155 / (8 * 0.62))
     assert r["price_per_throughput_high"] == pytest.approx(155 / (8 * 0.50))
 
 
-def test_ssd_lifetime_shortens_the_service_life_it_is_priced_over():
+def _hours(years: float) -> float:
+    return years * 365.25 * 24
+
+
+#: A site's own node rows (what `--node-catalog` reads), and a tariff in the same currency.
+NODES = (
+    dict(config_name="small", cores=8, cpu_price=500.0, memory_gb=32, memory_price=100.0, chassis_price=900.0,
+         watts=200.0, currency="GBP", source="test quote"),
+    dict(config_name="big", cores=32, cpu_price=2000.0, memory_gb=128, memory_price=400.0, chassis_price=1100.0,
+         watts=450.0, currency="GBP", source="test quote"),
+)
+
+
+def _economics(tmp_path, tariff: float = 0.2):
+    import csv
+
     from tierlens.simulator import hardware as hw
 
-    row = dict(GLASGOW[0][0], endurance_tbw=40.0)
-    perf = hw.Performance(0.6, 0.6, 0.6, jobs_per_node=8, scratch_gb_written_per_node_day=100.0)
-    r = hw.guide_row(hw.candidate(row, "datasheet"), perf)
-    assert r["ssd_lifetime_years"] == pytest.approx(40_000 / 100 / 365.25)
-    assert r["price_per_core_hour"] == pytest.approx(155 / (8 * 0.6 * r["ssd_lifetime_years"] * 365.25 * 24))
+    path = tmp_path / "nodes.csv"
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=hw.NODE_CATALOG_COLUMNS)
+        w.writeheader()
+        w.writerows(NODES)
+    return hw.Economics(hw.read_node_catalog(path), tariff, 5.0)
+
+
+def test_whole_node_price_per_core_hour_adds_node_storage_and_power(tmp_path):
+    from tierlens.simulator import hardware as hw
+
+    econ = _economics(tmp_path)
+    row = GLASGOW[2][0]  # 2 x 40 GBP HDDs, no endurance: storage lives the service life
+    # 8 jobs of 2 cores need 16 cores: the 8-core node is too small, the 32-core one is priced
+    perf = hw.Performance(0.7, 0.6, 0.8, jobs_per_node=8, cores_per_job=2.0)
+    r = hw.guide_row(hw.candidate(row, "measured"), perf, econ=econ)
+    assert (r["node_config"], r["node_cores"]) == ("big", 32)
+    node_price, storage, watts = 2000 + 400 + 1100, 80.0, 450.0
+    per_node_hour = (node_price + storage) / _hours(5) + watts / 1000 * 0.2
+    assert r["whole_node_price"] == pytest.approx(node_price + storage)
+    assert r["price_per_core_hour"] == pytest.approx(per_node_hour / (8 * 2 * 0.7))
+    assert r["price_per_core_hour_low"] == pytest.approx(per_node_hour / (8 * 2 * 0.8))
+    assert r["price_per_core_hour_high"] == pytest.approx(per_node_hour / (8 * 2 * 0.6))
+    assert r["interval_driver"] == "efficiency"
+    # one single-core job fits the small node
+    small = hw.guide_row(hw.candidate(row, "measured"), hw.Performance(0.7, 0.7, 0.7, jobs_per_node=4), econ=econ)
+    assert small["node_config"] == "small"
+    assert small["price_per_core_hour"] == pytest.approx(((1500 + 80) / _hours(5) + 0.2 * 0.2) / (4 * 0.7))
+
+
+def test_endurance_limited_storage_prices_writes_not_efficiency(tmp_path):
+    """An SSD worn out by writes is replaced: its share per core-hour is price x writes per
+    core-hour / endurance, the same at any efficiency; its interval follows the writes."""
+    from tierlens.simulator import hardware as hw
+
+    econ = _economics(tmp_path)
+    row = dict(GLASGOW[0][0], endurance_tbw=40.0)   # 155 GBP, 40 TB written
+    w, w_lo, w_hi = 3.0, 2.5, 3.5                     # GB written per delivered core-hour
+    perf = hw.Performance(0.6, 0.5, 0.7, jobs_per_node=8, write_gb_per_core_hour=w,
+                          write_gb_per_core_hour_low=w_lo, write_gb_per_core_hour_high=w_hi)
+    r = hw.guide_row(hw.candidate(row, "datasheet"), perf, econ=econ)
+    thr = 8 * 0.6
+    assert r["scratch_gb_written_per_node_day"] == pytest.approx(thr * 24 * w)
+    assert r["ssd_lifetime_years"] == pytest.approx(40_000 / (thr * 24 * w) / 365.25)
+    assert r["ssd_lifetime_years"] < 5 and r["interval_driver"] == "efficiency and endurance"
+    node = (1500 / _hours(5) + 0.2 * 0.2) / thr
+    assert r["price_per_core_hour"] == pytest.approx(node + 155 * w / 40_000)
+    # low end: the highest efficiency and the fewest writes; high end: the opposite
+    assert r["price_per_core_hour_low"] == pytest.approx((1500 / _hours(5) + 0.04) / (8 * 0.7) + 155 * w_lo / 40_000)
+    assert r["price_per_core_hour_high"] == pytest.approx((1500 / _hours(5) + 0.04) / (8 * 0.5) + 155 * w_hi / 40_000)
     mirror = hw.candidate(dict(row, devices_per_node=2, raid_level="raid1", storage_type="raid1"), "datasheet")
     assert mirror.endurance_tb_per_node == 40.0 and mirror.capacity_gb_per_node == 128.0
+
+
+def test_a_run_id_covers_probes_catalogue_and_node_economics():
+    """Two runs that differ only in a probe, a catalogue row or the tariff must not share an id
+    (the later would silently replace the earlier)."""
+    from tierlens.simulator import hardware as hw
+
+    rows = [{"probe_id": "p1", "storage_type": "hdd", "job_name": "stagein_write", "bandwidth_bytes_per_second": 1e8}]
+    catalog = [dict(GLASGOW[0][0])]
+    base = hw.inputs_digest(hw.Devices({}, {}, catalog, {"hdd": rows}))
+    assert base == hw.inputs_digest(hw.Devices({}, {}, [dict(GLASGOW[0][0])], {"hdd": [dict(rows[0])]}))
+    reprobed = hw.inputs_digest(hw.Devices({}, {}, catalog, {"hdd": [dict(rows[0], probe_id="p2")]}))
+    refigured = hw.inputs_digest(hw.Devices({}, {}, catalog, {"hdd": [dict(rows[0], bandwidth_bytes_per_second=2e8)]}))
+    repriced = hw.inputs_digest(hw.Devices({}, {}, [dict(GLASGOW[0][0], unit_price=99.0)], {"hdd": rows}))
+    tariff = hw.inputs_digest(hw.Devices({}, {}, catalog, {"hdd": rows}), hw.Economics(power_price_per_kwh=0.3))
+    digests = [base, reprobed, refigured, repriced, tariff]
+    assert len({repr(sorted(d.items())) for d in digests}) == len(digests)
+
+
+def test_node_catalog_errors_name_the_line_and_field(tmp_path):
+    from tierlens.simulator import hardware as hw
+
+    path = tmp_path / "nodes.csv"
+    path.write_text("config_name,cores,cpu_price,memory_gb,memory_price,chassis_price,watts,currency,source\n"
+                    "a,8,500,32,100,900,200,GBP,quote\n"
+                    "b,0,500,32,100,900,200,GBP,quote\n")
+    with pytest.raises(ValueError, match=r"line 3: field cores"):
+        hw.read_node_catalog(path)
+    path.write_text("config_name,cores\na,8\n")
+    with pytest.raises(ValueError, match="missing column"):
+        hw.read_node_catalog(path)
+    # a node priced in another currency than the storage is refused, not added
+    eur = hw.Economics((dataclasses.replace(hw.DEFAULT_NODES[0], currency="EUR"),))
+    with pytest.raises(ValueError, match="EUR"):
+        hw.guide_row(hw.candidate(GLASGOW[0][0], "measured"), hw.Performance(0.5, 0.5, 0.5, 8), econ=eur)
+    # the defaults say what they rest on
+    assert all("not a quote" in n.source for n in hw.DEFAULT_NODES)
 
 
 # --------------------------------------------------------------------------- other engines' marts

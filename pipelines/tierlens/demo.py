@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -13,13 +13,37 @@ from rich.table import Table
 
 from .config import Paths
 from .pipeline import ingest
-from .sources.synthetic import SyntheticOptions, demo_site, generate
+from .sources.synthetic import SyntheticChange, SyntheticOptions, demo_site, generate
 from .sources.synthetic.site import SiteSpec
 from .sources.synthetic.hammercloud import GLASGOW_TABLE1, run_node_test
 
 #: SLAC poster, 2013/09/04 to 10/07: CPU/wall of the node group that skipped the SSD cache (A)
 #: and of the one that tried it first (B).
 SLAC_CPU_PER_WALL = {"A": 0.75, "B": 0.81}
+
+
+#: The storage type the demo site does not have: its nodes are left out, its device is probed
+#: (`tierlens probe storage --synthetic`), and the buying guide predicts it from that probe. The
+#: consumer SSD: the cheap device a buying guide most needs to judge from more than a datasheet.
+LEFT_OUT = "ssd"
+
+
+def demo_change(days: float) -> SyntheticChange:
+    """The site change the demo records halfway through: a shared-file-system client tuning on the
+    NFS nodes only, as IFCA tuned its file system for CMS analysis. The other nodes are the control."""
+    return SyntheticChange(day=days / 2, read_speedup=2.5, storage_type="nfs", category="filesystem",
+                           description="NFS client read-ahead 128 KiB -> 4 MiB on the NFS nodes (IFCA-style tuning)")
+
+
+def demo_options(days: float, seed: int, nodes_per_type: int, changes: tuple | None = None,
+                 left_out: str | None = LEFT_OUT) -> SyntheticOptions:
+    """What the demo generates: the demo site without ``left_out``'s nodes, with ``changes``
+    (default: :func:`demo_change`; ``()`` for none)."""
+    site = demo_site(nodes_per_type=nodes_per_type)
+    if left_out:
+        site = replace(site, nodes=tuple(n for n in site.nodes if n.scratch.storage_type != left_out))
+    return SyntheticOptions(days=days, seed=seed, site=site,
+                            changes=(demo_change(days),) if changes is None else tuple(changes))
 
 
 @dataclass(frozen=True)
@@ -34,11 +58,14 @@ class DemoSummary:
 
 def run_demo(p: Paths, *, days: float, seed: int, nodes_per_type: int, console: Console,
              progress: Callable[[], Progress], transform: Callable[[Path, Path], None],
-             changes: tuple = ()) -> DemoSummary:
-    options = SyntheticOptions(days=days, seed=seed, site=demo_site(nodes_per_type=nodes_per_type),
-                               changes=changes)
+             changes: tuple | None = None, left_out: str | None = LEFT_OUT) -> DemoSummary:
+    options = demo_options(days, seed, nodes_per_type, changes, left_out)
     console.print(f"[bold]tierlens demo[/bold]: {days:g} days of a synthetic Tier-2 "
                   f"({len(options.site.nodes)} nodes, {options.site.slots} cores), seed {seed}, into {p.home}")
+    for c in options.changes:
+        console.print(f"site change on day {c.day:g}: {c.description} (see the report's before/after section)")
+    if left_out:
+        console.print(f"no {left_out} nodes: the buying guide predicts {left_out} from a synthetic probe of its device")
     with progress() as bar:
         sim = bar.add_task("simulating site, ingesting batches (days)", total=int(-(-days // 1)))
         summary = ingest(generate(options, progress=lambda day: bar.update(sim, completed=day)), p.warehouse)
@@ -46,7 +73,7 @@ def run_demo(p: Paths, *, days: float, seed: int, nodes_per_type: int, console: 
                   f"{summary.total_rejected} rejected")
     _export_lake(p)
     transform(p.warehouse, p.dbt_state)
-    efficiency = predict_efficiency(p, options.site, console)
+    efficiency = predict_efficiency(p, options.site, console, (left_out,) if left_out else ())
     from .report import build_report
     from .warehouse.publish import reader_path
 
@@ -70,7 +97,7 @@ DEMO_JOBS_PER_NODE = (1, 4, 8, 16)
 DEMO_CACHE_POLICIES = ("lru", "slac2")
 
 
-def predict_efficiency(p: Paths, site: SiteSpec, console: Console):
+def predict_efficiency(p: Paths, site: SiteSpec, console: Console, not_run: tuple[str, ...] = ()):
     """Calibrate the efficiency model on the demo's analysis jobs, validate it, predict the grid,
     write it back (with the synthetic site's true service times beside the fitted ones) and
     rebuild the marts that compare measured and predicted."""
@@ -83,7 +110,7 @@ def predict_efficiency(p: Paths, site: SiteSpec, console: Console):
                                              for pol in DEMO_CACHE_POLICIES)
     options = whatif.EfficiencyOptions(job_class="analysis", jobs_per_node=DEMO_JOBS_PER_NODE, caches=caches,
                                        candidates=True)
-    probe_devices(p, site)
+    probe_devices(p, site, not_run)
     with Warehouse(p.warehouse) as w, console.status("simulating efficiency of configurations") as status:
         run = whatif.run(w.con, options, progress=lambda m: status.update(f"efficiency model: {m}"))
         store.write_efficiency(w.con, run, truth_table(site, whatif.staged_read_fraction(run.profiles)))
@@ -91,14 +118,15 @@ def predict_efficiency(p: Paths, site: SiteSpec, console: Console):
     return run
 
 
-def probe_devices(p: Paths, site: SiteSpec) -> None:
-    """Probe every storage type of the site through the generator's device model (`tierlens probe
-    storage --synthetic`), so the efficiency run validates the device layer by leaving each type
-    out and predicting it from its probe."""
+def probe_devices(p: Paths, site: SiteSpec, not_run: tuple[str, ...] = ()) -> None:
+    """Probe every storage type of the site, and the types it does not run (``not_run``), through
+    the generator's device model (`tierlens probe storage --synthetic`): the efficiency run
+    validates the device layer by leaving each measured type out and predicting it from its probe,
+    and predicts the types not run from theirs."""
     from .probe.load import load_probe
     from .sources.synthetic.probe import run_synthetic_probe
 
-    for st in sorted({n.scratch.storage_type for n in site.nodes}):
+    for st in sorted({n.scratch.storage_type for n in site.nodes} | set(not_run)):
         load_probe(run_synthetic_probe(st, max(n.slots for n in site.nodes)), f"probe:synthetic:{st}", p.warehouse)
 
 

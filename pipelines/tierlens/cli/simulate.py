@@ -150,18 +150,27 @@ def efficiency(
     candidates: Annotated[bool, typer.Option(help="Buying guide: price every storage_catalog configuration per delivered core-hour (sim_hardware_options, marts.hardware_options).")] = False,
     marts: Annotated[Optional[Path], typer.Option(help="Read job_io_profile from this Parquet marts folder (e.g. <spark.sql.warehouse.dir>/marts.db) instead of the warehouse; results still go to --warehouse.", exists=True, file_okay=False)] = None,
     probe: Annotated[Optional[list[Path]], typer.Option(help="With --marts: device_probe Parquet files (`tierlens probe storage --out`); repeat.", exists=True, dir_okay=False)] = None,
+    node_catalog: Annotated[Optional[Path], typer.Option(help="With --candidates: CSV of worker nodes to price the storage in (config_name, cores, cpu_price, memory_gb, memory_price, chassis_price, watts, currency, source) [default: tierlens' stated estimates].", exists=True, dir_okay=False)] = None,
+    power_price: Annotated[float, typer.Option(help="With --candidates: electricity tariff, in the catalogue's currency per kWh.", min=0.0)] = 0.25,
+    service_years: Annotated[float, typer.Option(help="With --candidates: years a node is written off over.", min=0.1)] = 5.0,
 ) -> None:
     """Predict CPU efficiency and throughput of configurations, calibrated on the measured jobs."""
+    from ..simulator import hardware as hw
     from ..simulator import store, whatif
     from ..simulator.tables import print_efficiency, print_hardware
     from ..warehouse import Warehouse
 
+    try:
+        nodes = hw.read_node_catalog(node_catalog) if node_catalog else hw.DEFAULT_NODES
+    except (OSError, ValueError) as e:
+        fail(str(e), 2, e)
     options = whatif.EfficiencyOptions(
         job_class=None if job_class == "all" else job_class,
         storage_types=tuple(storage_type or ()),
         jobs_per_node=tuple(jobs_per_node or (4, 8, 16)),
         caches=tuple(parsed(whatif.CacheOption.parse, c, "--cache") for c in (cache or ["none"])),
-        start=start, end=end, validate=validate, candidates=candidates)
+        start=start, end=end, validate=validate, candidates=candidates,
+        economics=hw.Economics(nodes, power_price, service_years))
     wh = warehouse(warehouse_file)
     if marts is not None:
         _efficiency_from_marts(options, marts, probe, wh if write else None)
@@ -178,6 +187,28 @@ def efficiency(
             if "job_io_profile" in str(e) or "int_file_access_by_job" in str(e):
                 fail(f"{wh} has no marts.job_io_profile: run `tierlens transform` first", 1, e)
             raise
+        replaced = write and store.efficiency_run_exists(w.con, run)
         rid = store.write_efficiency(w.con, run) if write else None
     print_efficiency(run, rid, console)
     print_hardware(run, console)
+    if replaced:
+        console.print(f"run {rid} had been written before from the same jobs, probes, catalogue and settings: "
+                      "its rows were replaced by identical ones")
+    if rid and candidates:
+        _refresh_hardware_marts(wh)
+
+
+def _refresh_hardware_marts(wh: Path) -> None:
+    """Rebuild marts.hardware_options (and the other efficiency marts) so the buying guide shows
+    this run; when dbt cannot run here, say which command does it."""
+    from ..config import paths
+    from ..transform import refresh_efficiency_marts
+
+    try:
+        with console.status("rebuilding marts.hardware_options"):
+            refresh_efficiency_marts(wh, paths().dbt_state)
+    except Exception as e:  # noqa: BLE001 - the run is written; only the marts wait for dbt
+        err.print(f"the run is written, but marts.hardware_options could not be rebuilt ({e}); "
+                  f"run `tierlens transform -w {wh}` to show it")
+        return
+    console.print("marts.hardware_options rebuilt: `tierlens sql cheapest_configuration_for_efficiency` ranks it")

@@ -7,9 +7,10 @@ validated by leaving whole storage types out, and the buying guide.
   derives its times from its probe (and, separately, from its datasheet) through a mapping fitted
   on the other types, and predicts its measured efficiency. The RMS of these errors is the
   structural error of every probe-derived (datasheet-derived) prediction.
-* :func:`buying_guide` prices candidate configurations (catalog row x jobs per node x cache) per
-  unit of delivered throughput, Glasgow Table 4 style, with the prediction's 95 % interval carried
-  into the price, and SSD lifetime from the predicted writes against the rated endurance.
+* :func:`guide_row` prices a candidate configuration (catalog row x jobs per node x cache) per
+  delivered CPU core-hour of the whole node (node, storage, power), and per unit of throughput of
+  its storage alone (Glasgow Table 4), with the interval of what drives each price carried in, and
+  SSD lifetime from the predicted writes against the rated endurance.
 """
 
 from __future__ import annotations
@@ -87,6 +88,23 @@ def load_devices(con) -> Devices:
         if fig is not None:
             datasheet.setdefault(row["storage_type"], fig)
     return Devices({st: dv.from_probe(rows) for st, rows in probes.items()}, datasheet, catalog, probes)
+
+
+def inputs_digest(devices: Devices, econ: Economics | None = None) -> dict:
+    """What a run read besides the jobs, as digests a run id can cover: the probes (ids and
+    figures), the storage catalogue and the node economics. Two runs that differ in any of them
+    get different ids, so a later run never replaces an earlier one silently."""
+    import hashlib
+    import json
+
+    def digest(value) -> str:
+        return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    probes = {st: sorted({r["probe_id"] for r in rows}) for st, rows in sorted(devices.probes.items())}
+    return {"probes": probes, "probe_figures": digest({st: [sorted(r.items()) for r in rows]
+                                                       for st, rows in devices.probes.items()}),
+            "catalog": digest(sorted((sorted(r.items()) for r in devices.catalog), key=str)),
+            "economics": digest((econ or Economics()).as_dict())}
 
 
 # ----------------------------------------------------------------------------- fitting and validation
@@ -200,6 +218,93 @@ def candidate(row: dict, evidence: str) -> Candidate:
                      cap * usable / 1e9 if cap else None, tbw * usable if tbw else None, evidence)
 
 
+# ----------------------------------------------------------------------------- whole nodes
+
+@dataclass(frozen=True)
+class NodeOption:
+    """A worker node a site could buy around the storage: what it costs without its scratch
+    storage (CPU, memory, chassis with board, power supplies and NIC) and what it draws."""
+
+    config_name: str
+    cores: int
+    cpu_price: float
+    memory_gb: float
+    memory_price: float
+    chassis_price: float
+    watts: float              # mean draw of a busy node, scratch storage excluded
+    currency: str
+    source: str
+
+    @property
+    def price(self) -> float:
+        return self.cpu_price + self.memory_price + self.chassis_price
+
+
+#: Default node rows, used until a site gives its own (``--node-catalog``). Round figures, not a
+#: quote: the source column says what they rest on, and a purchaser replaces them.
+_DEFAULT_SOURCE = ("tierlens default, not a quote: round 2024 UK list prices of a dual-socket x86 worker "
+                   "(about 55 GBP per core, 3 GBP per GB of DDR5 at 4 GB per core, 1200 GBP chassis, board, "
+                   "power supplies and 25G NIC; 120 W plus 8 W per busy core); replace with your vendor's")
+DEFAULT_NODES: tuple[NodeOption, ...] = tuple(
+    NodeOption(f"{c}-core worker", c, 55.0 * c, 4.0 * c, 12.0 * c, 1200.0, 120.0 + 8.0 * c, "GBP", _DEFAULT_SOURCE)
+    for c in (8, 16, 32, 64))
+
+#: Default electricity tariff (currency per kWh; a round UK non-domestic figure, set your own).
+DEFAULT_POWER_PRICE_PER_KWH = 0.25
+
+NODE_CATALOG_COLUMNS = ("config_name", "cores", "cpu_price", "memory_gb", "memory_price", "chassis_price",
+                        "watts", "currency", "source")
+
+
+def read_node_catalog(path: Path) -> tuple[NodeOption, ...]:
+    """Node rows from a site's CSV (columns NODE_CATALOG_COLUMNS); a bad value names its line and field."""
+    import csv
+
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in NODE_CATALOG_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: missing column(s) {', '.join(missing)} (need {', '.join(NODE_CATALOG_COLUMNS)})")
+        out = []
+        for line, r in enumerate(reader, start=2):
+            try:
+                node = NodeOption(r["config_name"].strip(), int(r["cores"]), *(
+                    float(r[c]) for c in ("cpu_price", "memory_gb", "memory_price", "chassis_price", "watts")),
+                    r["currency"].strip(), r["source"].strip())
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"{path} line {line}: {e}") from e
+            bad = [c for c in ("cores", "cpu_price", "memory_price", "chassis_price", "watts")
+                   if getattr(node, c) < 0] + (["cores"] if node.cores < 1 else [])
+            if bad or not node.config_name or not node.currency:
+                raise ValueError(f"{path} line {line}: field {(bad or ['config_name/currency'])[0]} "
+                                 "is missing or out of range")
+            out.append(node)
+    if not out:
+        raise ValueError(f"{path}: no node rows")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Economics:
+    """What a site pays around the storage: the nodes it could put it in, its electricity tariff
+    (in the catalogue's currency) and the years a node is written off over."""
+
+    nodes: tuple[NodeOption, ...] = DEFAULT_NODES
+    power_price_per_kwh: float = DEFAULT_POWER_PRICE_PER_KWH
+    service_years: float = SERVICE_YEARS
+
+    def node_for(self, cores: float) -> NodeOption:
+        """The cheapest node with at least ``cores`` cores (the largest when none has)."""
+        fits = [n for n in self.nodes if n.cores >= cores - 1e-9]
+        return min(fits, key=lambda n: (n.price, n.cores)) if fits else max(self.nodes, key=lambda n: n.cores)
+
+    def as_dict(self) -> dict:
+        return {"nodes": [vars(n) for n in self.nodes], "power_price_per_kwh": self.power_price_per_kwh,
+                "service_years": self.service_years}
+
+
+# ----------------------------------------------------------------------------- pricing
+
 GUIDE_SCHEMA = pa.schema([
     ("config_name", pa.string()), ("storage_type", pa.string()), ("evidence", pa.string()),
     ("jobs_per_node", pa.float64()), ("cache", pa.string()), ("currency", pa.string()),
@@ -211,39 +316,74 @@ GUIDE_SCHEMA = pa.schema([
     ("price_per_core_hour_low", pa.float64()), ("price_per_core_hour_high", pa.float64()),
     ("scratch_gb_written_per_node_day", pa.float64()), ("ssd_lifetime_years", pa.float64()),
     ("rank", pa.int32()),
+    ("cores_per_job", pa.float64()), ("node_config", pa.string()), ("node_cores", pa.int32()),
+    ("node_price", pa.float64()), ("whole_node_price", pa.float64()), ("power_watts", pa.float64()),
+    ("power_price_per_node_hour", pa.float64()), ("interval_driver", pa.string()),
 ])
 
 
 @dataclass(frozen=True)
 class Performance:
     """What a candidate delivers per node: efficiency with its 95 % interval, at a number of jobs
-    per node with a given number of cores per job, and the scratch bytes it writes per node-day."""
+    per node with a given number of cores per job, and the scratch GB the jobs write per CPU
+    core-hour they deliver (with its 95 % interval: the job mix's, not the device's)."""
 
     efficiency: float
     efficiency_low: float
     efficiency_high: float
     jobs_per_node: float
     cores_per_job: float = 1.0
-    scratch_gb_written_per_node_day: float | None = None
+    write_gb_per_core_hour: float | None = None
+    write_gb_per_core_hour_low: float | None = None
+    write_gb_per_core_hour_high: float | None = None
 
     def throughput(self, eff: float) -> float:
         """CPU core-hours delivered per node-hour (Glasgow's 'mean throughput')."""
         return self.jobs_per_node * self.cores_per_job * eff
 
 
-def guide_row(c: Candidate, perf: Performance, cache: str = "none",
-              service_years: float = SERVICE_YEARS) -> dict:
-    """One priced row. Throughput = jobs x cores x efficiency (core-hours per node-hour); a price
-    per throughput divides the node's storage price by it, and its interval by the throughput's
-    (a higher throughput gives the lower price). A delivered core-hour is priced over the service
-    life, cut short by the SSD's rated writes when those run out first."""
+def _life_years(c: Candidate, thr: float, write_per_core_hour: float | None) -> float | None:
+    """Years until the node's scratch devices have taken their rated writes."""
+    if not c.endurance_tb_per_node or not write_per_core_hour or write_per_core_hour <= 0:
+        return None
+    return c.endurance_tb_per_node * 1e3 / (thr * 24.0 * write_per_core_hour) / 365.25
+
+
+def _price_per_core_hour(c: Candidate, node: NodeOption, econ: Economics, thr: float,
+                         write_per_core_hour: float | None) -> float:
+    """(node over its service life + storage over its own life + power) per node-hour / throughput.
+
+    Storage whose endurance runs out first is replaced: its share is then price x writes per
+    core-hour / endurance, which no longer depends on efficiency (faster jobs write sooner)."""
+    life = _life_years(c, thr, write_per_core_hour)
+    storage_years = min(econ.service_years, life) if life else econ.service_years
+    per_node_hour = (node.price / (econ.service_years * HOURS_PER_YEAR)
+                     + c.price_per_node / (storage_years * HOURS_PER_YEAR)
+                     + node.watts / 1000.0 * econ.power_price_per_kwh)
+    return per_node_hour / thr
+
+
+def guide_row(c: Candidate, perf: Performance, cache: str = "none", econ: Economics | None = None) -> dict:
+    """One priced row. Throughput = jobs x cores per job x efficiency (core-hours per node-hour).
+    Price per throughput is the storage's alone (Glasgow Table 4); price per delivered core-hour is
+    the whole node's: the cheapest node with the cores the jobs need, its storage, its power.
+
+    The price interval is the price at the two favourable (unfavourable) ends of what drives it:
+    the efficiency interval, and the write volume per core-hour where the storage's endurance sets
+    its life (the price rises with writes and falls with efficiency, so the ends are the extremes)."""
+    econ = econ or Economics()
+    if c.currency and any(n.currency != c.currency for n in econ.nodes):
+        raise ValueError(f"catalogue row {c.config_name!r} is priced in {c.currency}, node rows in "
+                         f"{', '.join(sorted({n.currency for n in econ.nodes}))}: give node rows in one currency")
     eff_lo, eff_hi = max(perf.efficiency_low, 1e-6), perf.efficiency_high
     thr, thr_lo, thr_hi = perf.throughput(perf.efficiency), perf.throughput(eff_lo), perf.throughput(eff_hi)
-    written = perf.scratch_gb_written_per_node_day
-    life = (c.endurance_tb_per_node * 1e3 / written / 365.25
-            if c.endurance_tb_per_node and written and written > 0 else None)
-    years = min(service_years, life) if life else service_years
-    hours = years * HOURS_PER_YEAR
+    node = econ.node_for(perf.jobs_per_node * perf.cores_per_job)
+    w = perf.write_gb_per_core_hour
+    w_lo = perf.write_gb_per_core_hour_low if perf.write_gb_per_core_hour_low is not None else w
+    w_hi = perf.write_gb_per_core_hour_high if perf.write_gb_per_core_hour_high is not None else w
+    life = _life_years(c, thr, w)
+    limited = life is not None and life < econ.service_years
+    price = _price_per_core_hour(c, node, econ, thr, w)
     return {"config_name": c.config_name, "storage_type": c.storage_type, "evidence": c.evidence,
             "jobs_per_node": perf.jobs_per_node, "cache": cache, "currency": c.currency,
             "price_per_node": c.price_per_node, "capacity_gb_per_node": c.capacity_gb_per_node,
@@ -252,10 +392,15 @@ def guide_row(c: Candidate, perf: Performance, cache: str = "none",
             "node_throughput": thr, "node_throughput_low": thr_lo, "node_throughput_high": thr_hi,
             "price_per_throughput": c.price_per_node / thr, "price_per_throughput_low": c.price_per_node / thr_hi,
             "price_per_throughput_high": c.price_per_node / thr_lo,
-            "price_per_core_hour": c.price_per_node / (thr * hours),
-            "price_per_core_hour_low": c.price_per_node / (thr_hi * hours),
-            "price_per_core_hour_high": c.price_per_node / (thr_lo * hours),
-            "scratch_gb_written_per_node_day": written, "ssd_lifetime_years": life, "rank": None}
+            "price_per_core_hour": price,
+            "price_per_core_hour_low": _price_per_core_hour(c, node, econ, thr_hi, w_lo),
+            "price_per_core_hour_high": _price_per_core_hour(c, node, econ, thr_lo, w_hi),
+            "scratch_gb_written_per_node_day": thr * 24.0 * w if w is not None else None,
+            "ssd_lifetime_years": life, "rank": None,
+            "cores_per_job": perf.cores_per_job, "node_config": node.config_name, "node_cores": node.cores,
+            "node_price": node.price, "whole_node_price": node.price + c.price_per_node,
+            "power_watts": node.watts, "power_price_per_node_hour": node.watts / 1000.0 * econ.power_price_per_kwh,
+            "interval_driver": "efficiency and endurance" if limited else "efficiency"}
 
 
 def rank(rows: list[dict]) -> pa.Table:

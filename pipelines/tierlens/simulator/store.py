@@ -1,7 +1,9 @@
 """Simulation results in the warehouse: ``sim_cache_runs``, ``sim_cache_hourly``, ``sim_cache_mrc``.
 
-A run is identified by ``run_id`` = hash of its parameters and of the trace's content, so running
-the same parameters on the same accesses again replaces its rows (one transaction) and never adds.
+A run is identified by ``run_id`` = hash of its parameters and of every input's content (the trace;
+for an efficiency run also the probes, the storage catalogue and the node economics), so running
+the same parameters on the same inputs again replaces its rows (one transaction) and never adds,
+and a run on different inputs never replaces another.
 """
 
 from __future__ import annotations
@@ -75,7 +77,9 @@ DDL = {
         node_throughput_low DOUBLE, node_throughput_high DOUBLE, price_per_throughput DOUBLE,
         price_per_throughput_low DOUBLE, price_per_throughput_high DOUBLE, price_per_core_hour DOUBLE,
         price_per_core_hour_low DOUBLE, price_per_core_hour_high DOUBLE, scratch_gb_written_per_node_day DOUBLE,
-        ssd_lifetime_years DOUBLE, rank INTEGER, PRIMARY KEY (run_id, config_name, jobs_per_node, cache))""",
+        ssd_lifetime_years DOUBLE, rank INTEGER, cores_per_job DOUBLE, node_config VARCHAR, node_cores INTEGER,
+        node_price DOUBLE, whole_node_price DOUBLE, power_watts DOUBLE, power_price_per_node_hour DOUBLE,
+        interval_driver VARCHAR, PRIMARY KEY (run_id, config_name, jobs_per_node, cache))""",
 }
 
 COMMENTS = {
@@ -151,12 +155,20 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         'price_per_throughput': "price_per_node / node_throughput (Glasgow Table 4's price/throughput). Unit: currency per (core-hour per node-hour).",
         'price_per_throughput_low': 'price_per_node / node_throughput_high. Unit: currency per (core-hour per node-hour).',
         'price_per_throughput_high': 'price_per_node / node_throughput_low. Unit: currency per (core-hour per node-hour).',
-        'price_per_core_hour': "Storage price per delivered CPU core-hour over the service life (5 years, or the SSD's rated life if shorter). Unit: currency per core-hour.",
-        'price_per_core_hour_low': 'price_per_core_hour at efficiency_high. Unit: currency per core-hour.',
-        'price_per_core_hour_high': 'price_per_core_hour at efficiency_low. Unit: currency per core-hour.',
+        'price_per_core_hour': "Whole-node price per delivered CPU core-hour: (node price over the service life + storage price over its life (the service life, or the SSD's rated life if shorter) + power) per node-hour / node_throughput. Rows written before schema version 9 priced the storage alone. Unit: currency per core-hour.",
+        'price_per_core_hour_low': 'price_per_core_hour at efficiency_high and, where endurance sets the storage life, the low end of the writes per core-hour. Unit: currency per core-hour.',
+        'price_per_core_hour_high': 'price_per_core_hour at efficiency_low and, where endurance sets the storage life, the high end of the writes per core-hour. Unit: currency per core-hour.',
         'scratch_gb_written_per_node_day': 'Predicted scratch writes of a node per day. Unit: GB per day.',
         'ssd_lifetime_years': "Rated endurance of the node's data devices / predicted writes; null without an endurance. Unit: years.",
         'rank': 'Rank by price_per_core_hour within the run, 1 = cheapest.',
+        'cores_per_job': 'Mean cores a job of the job mix is allocated. Unit: cores.',
+        'node_config': 'Node the option is priced in: the cheapest node row with jobs_per_node x cores_per_job cores (the largest when none has).',
+        'node_cores': 'Cores of that node. Unit: cores.',
+        'node_price': 'Price of the node without its scratch storage (CPU, memory, chassis). Unit: currency.',
+        'whole_node_price': 'node_price + price_per_node. Unit: currency.',
+        'power_watts': 'Mean draw of the busy node. Unit: W.',
+        'power_price_per_node_hour': 'power_watts x the site tariff. Unit: currency per node-hour.',
+        'interval_driver': "What the price interval varies: efficiency, or efficiency and endurance (the storage's life is set by its rated writes, whose rate per core-hour has its own interval).",
     },
     EFF_TYPE_LOO: {
         'run_id': 'Run that validated the device layer.',
@@ -289,8 +301,9 @@ def write_efficiency(con, run, truth: dict[str, tuple[float, float, float]] | No
 
     ensure_tables(con)
     cal = run.calibration
-    inputs = run.options.as_dict()
-    rid = run_id("efficiency", {"model": MODEL_VERSION, **inputs}, cal.fingerprint)
+    # the id covers every input: options, jobs (cal.fingerprint), probes, catalogue, node economics
+    inputs = {**run.options.as_dict(), **getattr(run, "inputs", {})}
+    rid = efficiency_run_id(run)
     n = run.predictions.num_rows
     pred = run.predictions.append_column("run_id", pa.array([rid] * n, pa.string()))
     pred = pred.append_column("model_version", pa.array([MODEL_VERSION] * n, pa.string()))
@@ -316,6 +329,20 @@ def write_efficiency(con, run, truth: dict[str, tuple[float, float, float]] | No
                 t = t.append_column("run_id", pa.array([rid] * t.num_rows, pa.string()))
                 insert_arrow(con, table, t, tuple(t.column_names))
     return rid
+
+
+def efficiency_run_id(run) -> str:
+    """The id ``write_efficiency`` gives ``run``."""
+    from .efficiency import MODEL_VERSION
+
+    inputs = {**run.options.as_dict(), **getattr(run, "inputs", {})}
+    return run_id("efficiency", {"model": MODEL_VERSION, **inputs}, run.calibration.fingerprint)
+
+
+def efficiency_run_exists(con, run) -> bool:
+    """Whether a run with ``run``'s id (the same inputs) is already written."""
+    ensure_tables(con)
+    return bool(con.execute(f"SELECT count(*) FROM {EFF_RUNS} WHERE run_id = ?", [efficiency_run_id(run)]).fetchone()[0])
 
 
 def _type_loo(run) -> pa.Table | None:

@@ -66,17 +66,19 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
     guide = run.hardware_options
     if guide is None or guide.num_rows == 0:
         return
-    t = Table(title="Hardware you could buy: price per delivered CPU core-hour (95 % interval)")
-    for c in ("#", "configuration", "evidence", "jobs/node", "cache", "efficiency", "price/throughput",
+    t = Table(title="Hardware you could buy: whole-node price per delivered CPU core-hour (95 % interval)")
+    for c in ("#", "configuration", "evidence", "jobs/node", "cache", "efficiency", "node", "node + storage",
               "per 1000 core-hours", "SSD life"):
-        t.add_column(c, justify="left" if c in ("configuration", "evidence", "cache") else "right")
+        t.add_column(c, justify="left" if c in ("configuration", "evidence", "cache", "node") else "right")
     for r in guide.to_pylist()[:limit]:
         cur = r["currency"] or ""
         life = r["ssd_lifetime_years"]
         t.add_row(str(r["rank"]), r["config_name"], r["evidence"], f"{r['jobs_per_node']:g}", r["cache"],
                   f"{r['efficiency']:.1%} ({r['efficiency_low']:.1%}-{r['efficiency_high']:.1%})",
-                  f"{r['price_per_throughput']:.2f} {cur}",
-                  f"{1000 * r['price_per_core_hour']:.3f} ({1000 * r['price_per_core_hour_low']:.3f}-"
-                  f"{1000 * r['price_per_core_hour_high']:.3f})",
+                  r["node_config"] or "", f"{r['whole_node_price']:,.0f} {cur}",
+                  f"{1000 * r['price_per_core_hour']:.2f} ({1000 * r['price_per_core_hour_low']:.2f}-"
+                  f"{1000 * r['price_per_core_hour_high']:.2f})",
                   f"{life:.1f} y" if life else "")
     console.print(t)
+    console.print("node: the cheapest node row with jobs/node x cores per job cores; price per core-hour = "
+                  "(node over its service life + storage over its life + power) / core-hours delivered")

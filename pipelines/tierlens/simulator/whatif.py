@@ -68,12 +68,15 @@ class EfficiencyOptions:
     max_fit_jobs: int = ef.DEFAULT_FIT_JOBS
     seed: int = 0
     candidates: bool = False                      # price the catalog's configurations (buying guide)
+    economics: hw.Economics = field(default_factory=hw.Economics)  # nodes, tariff, service years
 
     def as_dict(self) -> dict:
         return {"job_class": self.job_class, "storage_types": list(self.storage_types),
                 "jobs_per_node": list(self.jobs_per_node), "caches": [c.label for c in self.caches],
                 "start": self.start, "end": self.end, "validate": self.validate,
-                "max_fit_jobs": self.max_fit_jobs, "seed": self.seed, "candidates": self.candidates}
+                "max_fit_jobs": self.max_fit_jobs, "seed": self.seed, "candidates": self.candidates,
+                "power_price_per_kwh": self.economics.power_price_per_kwh,
+                "service_years": self.economics.service_years}
 
 
 @dataclass
@@ -90,6 +93,8 @@ class EfficiencyRun:
     type_held_out: list[hw.TypeHeldOut] = field(default_factory=list)
     hardware_options: pa.Table | None = None
     mappings: dict[str, dv.Mapping] = field(default_factory=dict)
+    #: digests of the probes, catalogue and node economics the run read (hw.inputs_digest)
+    inputs: dict = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------- cache replay
@@ -209,6 +214,7 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
                 if any(c.policy for c in options.caches) else None)
     guide: list[dict] = []
     candidates = _candidates(cal, devices, frac, mappings, measured_types) if options.candidates else []
+    writes = scratch_writes_per_core_hour(prof)
     for cache in options.caches:
         step(f"cache {cache.label}")
         remote = remote_under_cache(prof, replayed, cache)
@@ -222,11 +228,12 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
             for n in options.jobs_per_node:
                 p = ef.predict(hw.replace_structural(cal_c, type_error.get(cal_c.type_evidence(st))), prof,
                                ef.Scenario(st, float(n), remote))
-                guide.append(hw.guide_row(cand, _performance(prof, p, float(n), cal_c, st), cache.label))
+                guide.append(hw.guide_row(cand, _performance(prof, p, float(n), writes), cache.label,
+                                          options.economics))
     return EfficiencyRun(options, cal, held, pa.Table.from_pylist(rows, schema=PREDICTION_SCHEMA),
                          parameter_table(cal, prof, mappings), time.perf_counter() - began, prof,
                          type_held_out=type_held, hardware_options=hw.rank(guide) if options.candidates else None,
-                         mappings=mappings)
+                         mappings=mappings, inputs=hw.inputs_digest(devices, options.economics))
 
 
 def _derive_types(cal: ef.Calibration, devices: hw.Devices, frac: float,
@@ -273,13 +280,23 @@ def _candidates(cal: ef.Calibration, devices: hw.Devices, frac: float, mappings:
     return out
 
 
-def _performance(prof: ef.JobProfiles, p: ef.Prediction, n: float, cal: ef.Calibration, st: str) -> hw.Performance:
-    """A prediction as the buying guide prices it: efficiency and its 95 % interval, cores per job,
-    and the scratch bytes a node of ``n`` job slots writes per day at the predicted wall time."""
-    jobs_per_day = n * 86400.0 / p.mean_wall_seconds
-    written = float(np.mean(prof.scratch_write)) * jobs_per_day / 1e9
+def scratch_writes_per_core_hour(prof: ef.JobProfiles) -> tuple[float, float, float]:
+    """Scratch GB the job mix writes per CPU core-hour it delivers, with a 95 % interval (ratio
+    estimator). A property of the jobs, not the device: with the throughput it gives a node's
+    writes per day, hence an SSD's endurance-limited life."""
+    x = prof.scratch_write / 1e9
+    c = prof.cpu / 3600.0
+    r = float(x.sum() / c.sum())
+    se = float(np.sqrt(np.sum((x - r * c) ** 2)) / c.sum()) if len(x) > 1 else 0.0
+    return r, max(r - 1.96 * se, 0.0), r + 1.96 * se
+
+
+def _performance(prof: ef.JobProfiles, p: ef.Prediction, n: float,
+                 writes: tuple[float, float, float]) -> hw.Performance:
+    """A prediction as the buying guide prices it: efficiency and its 95 % interval, cores per job
+    (the job mix's mean), and the scratch writes per delivered core-hour."""
     return hw.Performance(p.efficiency, p.efficiency - 1.96 * p.efficiency_sd, p.efficiency + 1.96 * p.efficiency_sd,
-                          n, float(np.mean(prof.cores)), written)
+                          n, float(np.mean(prof.cores)), *writes)
 
 
 PREDICTION_SCHEMA = pa.schema([

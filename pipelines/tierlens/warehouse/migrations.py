@@ -281,6 +281,9 @@ MIGRATIONS: tuple[Migration, ...] = (
               (AddColumns(RecordKind.FILE_ACCESS, "cache_todisk_bytes", "cache_prefetch_bytes"),
                AddColumns(RecordKind.COLLECTOR_STATS, "unknown_records", "unknown_kinds"))),
     Migration(8, "job: Slurm's SLUID of the job's run (26.05+)", (AddColumns(RecordKind.JOB, "sluid"),)),
+    Migration(9, "buying guide: whole-node prices (node, power, cores per job) and what drives the price interval",
+              (AddColumns("sim_hardware_options", "cores_per_job", "node_config", "node_cores", "node_price",
+                          "whole_node_price", "power_watts", "power_price_per_node_hour", "interval_driver"),)),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -1,6 +1,6 @@
 -- Hardware you could buy: the newest buying guide of each job class (tierlens simulate efficiency
 -- --candidates), one row per catalog configuration x jobs per node x cache, cheapest delivered
--- core-hour first. The 95 % interval of the predicted efficiency is carried into every price;
+-- core-hour of the whole node (node, storage, power) first. The 95 % interval of the predicted efficiency is carried into every price;
 -- evidence says what the prediction rests on (measured jobs, a device probe, a datasheet), and
 -- structural_error the leave-one-type-out error that evidence carries (null for measured rows,
 -- whose error is the run's leave-one-configuration-out error).
@@ -53,6 +53,14 @@ select
     options.scratch_gb_written_per_node_day,
     options.ssd_lifetime_years,
     options.price_rank,
+    options.cores_per_job,
+    options.node_config,
+    options.node_cores,
+    options.node_price,
+    options.whole_node_price,
+    options.power_watts,
+    options.power_price_per_node_hour,
+    options.interval_driver,
     case when options.evidence = 'measured' then latest.structural_error
          else type_errors.structural_error end as structural_error,
     options.run_id,

@@ -3,22 +3,41 @@
 
 from __future__ import annotations
 
+from .. import buying_plots
 from ..columns import CURRENCY, interval, priced
 from ..page import Column
 from ..reader import MartReader
-from ..spec import HARDWARE, SectionOut, SectionSpec, TableSpec
+from ..spec import HARDWARE, PlotSpec, SectionOut, SectionSpec, TableSpec
 
 
 def body(wh: MartReader, s: SectionOut) -> None:
-    s.table("hardware_options", wh.rows("""
+    options = wh.rows("""
         SELECT job_class, price_rank, config_name, storage_type, evidence, jobs_per_node, cache, currency,
-               price_per_node, price_per_gb, efficiency, efficiency_low, efficiency_high, node_throughput,
+               node_config, cores_per_job, whole_node_price, price_per_node, price_per_gb, power_price_per_node_hour,
+               efficiency, efficiency_low, efficiency_high, node_throughput,
                price_per_throughput, price_per_core_hour * 1000 AS price_per_1000_core_hours,
                price_per_core_hour_low * 1000 AS price_per_1000_core_hours_low,
                price_per_core_hour_high * 1000 AS price_per_1000_core_hours_high,
-               ssd_lifetime_years, structural_error
+               interval_driver, ssd_lifetime_years, structural_error
         FROM marts.hardware_options ORDER BY job_class, price_rank
-    """))
+    """)
+    # the plot shows one job class and one cache (the first of the run): 20-odd points, not 60
+    first = options[0] if options else None
+    shown = [r for r in options if first and (r["job_class"], r["cache"]) == (first["job_class"], first["cache"])
+             and r["price_per_1000_core_hours"] is not None]
+    if shown:
+        s.figure("price_against_efficiency", shown)
+    s.table("hardware_options", options)
+    if wh.has("marts", "efficiency_what_if"):
+        grid = wh.rows("""
+            SELECT storage_type, jobs_per_node, cache, predicted_efficiency
+            FROM marts.efficiency_what_if
+            WHERE job_class = (SELECT min(job_class) FROM marts.efficiency_what_if)
+            ORDER BY cache, storage_type, jobs_per_node
+        """)
+        if grid:
+            s.figure("what_if_heat_map", grid)
+            s.table("what_if_grid", grid)
     if wh.has("staging", "stg_sim_efficiency_type_loo"):
         checks = wh.rows("""
             SELECT loo.storage_type, loo.evidence, loo.jobs, loo.measured_efficiency, loo.predicted_efficiency,
@@ -30,21 +49,26 @@ def body(wh: MartReader, s: SectionOut) -> None:
         if checks:
             s.table("device_type_validation", checks)
     s.note(
-        "Throughput = jobs per node x cores per job x efficiency (core-hours per node-hour); price / "
-        "throughput = storage price per node / throughput, as in Glasgow's Table 4. A core-hour is "
-        "priced over 5 years of service, or over the SSD's rated life when the predicted scratch "
-        "writes use up its endurance sooner. Probe- and datasheet-derived rows carry the RMS "
-        "leave-one-type-out error of their kind of evidence as structural error. Source: "
-        "marts.hardware_options (tierlens simulate efficiency --candidates)."
+        "Throughput = jobs per node x cores per job x efficiency (core-hours per node-hour). Price per "
+        "delivered core-hour is the whole node's: the cheapest node row with the cores the jobs need "
+        "(CPU, memory, chassis) written off over 5 years, its storage over 5 years or the SSD's rated "
+        "life when the predicted scratch writes use up its endurance sooner (the SSD is then replaced), "
+        "and its power at the site tariff, per core-hour delivered. The price interval comes from the "
+        "efficiency interval and, where endurance sets the SSD's life, from the interval of the writes "
+        "per core-hour (interval driver). Price / throughput is the storage's alone, as in Glasgow's "
+        "Table 4. Default node rows and tariff are stated estimates, not quotes: give your own with "
+        "`tierlens simulate efficiency --candidates --node-catalog FILE --power-price P`. Probe- and "
+        "datasheet-derived rows carry the RMS leave-one-type-out error of their kind of evidence as "
+        "structural error. Source: marts.hardware_options."
     )
 
 
 SPEC = SectionSpec(
     id="hardware",
     title="Hardware you could buy",
-    intro="Storage configurations of the catalogue, including ones no node here has, ranked by the "
-          "storage price per CPU core-hour they would deliver with this site's jobs (Glasgow Table 4 "
-          "style). Each prediction's 95 % interval is carried into its prices, and each row says what "
+    intro="Storage configurations of the catalogue, including ones no node here has, ranked by what "
+          "a CPU core-hour delivered with this site's jobs would cost on a whole node built around "
+          "them (node, storage, power). Each prediction's 95 % interval is carried into its prices, and each row says what "
           "it rests on: jobs measured on that storage type, a device probe (`tierlens probe storage`), "
           "or only a datasheet, whose predictions have been checked to be much less reliable.",
     body=body,
@@ -55,14 +79,18 @@ SPEC = SectionSpec(
                   (Column("job_class", "job class"), Column("price_rank", "rank", "int"),
                    Column("config_name", "configuration"), Column("storage_type", "storage type"),
                    Column("evidence", "evidence"), Column("jobs_per_node", "jobs / node", "num"),
-                   Column("cache", "cache"),
-                   priced("price_per_node", "price / node"), CURRENCY,
-                   Column("price_per_gb", "price / GB", "money"),
+                   Column("cache", "cache"), Column("node_config", "node"),
+                   Column("cores_per_job", "cores / job", "num", csv_only=True),
+                   priced("whole_node_price", "node + storage"), CURRENCY,
+                   Column("price_per_node", "storage / node", "money"),
+                   Column("price_per_gb", "storage / GB", "money"),
+                   Column("power_price_per_node_hour", "power / node-h", "money", csv_only=True),
                    Column("efficiency", "efficiency", "pct"), *interval("efficiency", "pct"),
                    Column("node_throughput", "core-h / node-h", "num"),
-                   Column("price_per_throughput", "price / throughput", "money"),
-                   Column("price_per_1000_core_hours", "per 1000 core-h", "money"),
+                   Column("price_per_throughput", "storage / throughput", "money"),
+                   Column("price_per_1000_core_hours", "whole node per 1000 core-h", "money"),
                    *interval("price_per_1000_core_hours", "money"),
+                   Column("interval_driver", "interval from", csv_only=True),
                    Column("ssd_lifetime_years", "SSD life (years)", "num"),
                    Column("structural_error", "structural error", "pct", csv_only=True))),
         TableSpec("device_type_validation",
@@ -70,5 +98,20 @@ SPEC = SectionSpec(
                   (Column("storage_type", "storage type left out"), Column("evidence", "predicted from"),
                    Column("jobs", "jobs", "int"), Column("measured_efficiency", "measured", "pct"),
                    Column("predicted_efficiency", "predicted", "pct"), Column("error", "error", "pct"))),
+        TableSpec("what_if_grid", "The what-if grid of the heat map",
+                  (Column("storage_type", "storage type"), Column("jobs_per_node", "jobs / node", "num"),
+                   Column("cache", "cache"), Column("predicted_efficiency", "efficiency", "pct")), shown=False),
+    ),
+    plots=(
+        PlotSpec("price_against_efficiency", buying_plots.price_against_efficiency,
+                 "Whole-node price per 1000 core-hours against predicted efficiency per candidate",
+                 "Each point is a configuration at a number of jobs per node (first cache of the run): "
+                 "predicted efficiency (x) against whole-node price per 1000 delivered core-hours (y), both "
+                 "with their 95 % intervals; colour says whether it rests on measured jobs, a probe or a "
+                 "datasheet. Lower right is better.", "hardware_options"),
+        PlotSpec("what_if_heat_map", buying_plots.what_if_heat_map,
+                 "Predicted efficiency by storage type and jobs per node, per cache",
+                 "The what-if grid: predicted efficiency of each storage type (rows) at each number of jobs "
+                 "per node (columns), one panel per cache.", "what_if_grid"),
     ),
 )
