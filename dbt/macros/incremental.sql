@@ -193,3 +193,30 @@
     {{ return(modules.datetime.date.fromisoformat(result.columns[0].values()[0][:10])
               - modules.datetime.timedelta(days=days | int)) }}
 {%- endmacro %}
+
+
+{#- The UTC days (first, last: datetime.date, inclusive, overlaps merged) that the windows of
+    [changed_at - days, changed_at + days) of the site changes in `relation` touch, as a list of
+    pairs, empty without changes: a model reads only those days of its job-grain input. -#}
+{% macro change_window_day_ranges(relation, days) -%}
+    {%- if not execute -%}{{ return([]) }}{%- endif -%}
+    {%- set seconds = (days | float) * 86400 -%}
+    {%- set result = run_query(
+        'select distinct cast(cast(' ~ utc('changed_at') ~ ' as date) as ' ~ dbt.type_string() ~ ') from '
+        ~ relation ~ ' where changed_at is not null order by 1') -%}
+    {%- set ranges = [] -%}
+    {%- for row in result.rows -%}
+        {%- set day = modules.datetime.date.fromisoformat(row[0][:10]) -%}
+        {#- whole days either side cover a window of any length in days, fractional too -#}
+        {%- set reach = modules.datetime.timedelta(days=((seconds / 86400) | round(0, 'ceil') | int) + 1) -%}
+        {%- set first, last = day - reach, day + reach -%}
+        {%- if ranges and first <= ranges[-1][1] + modules.datetime.timedelta(days=1) -%}
+            {#- days come in order and every reach is the same, so the later range ends later -#}
+            {%- set previous = ranges.pop() -%}
+            {%- do ranges.append((previous[0], last)) -%}
+        {%- else -%}
+            {%- do ranges.append((first, last)) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(ranges) }}
+{%- endmacro %}
