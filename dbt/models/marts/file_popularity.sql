@@ -1,5 +1,5 @@
 -- File popularity as the SLAC seed's caching algorithms see it, as of the last access in the
--- warehouse (reference time = latest end_time, else start_time, of any access):
+-- warehouse (reference time = latest end_time, else start_time, of the recent accesses, below):
 --   accesses_p01 .. accesses_p10: accesses started in each of the 10 most recent 12-hour periods
 --     (p01 = the latest 12 hours; algorithm 1's table, right-shifted every 12 hours);
 --   reads_recent: accesses in the last var popularity_recent_days days (default 5);
