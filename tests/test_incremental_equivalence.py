@@ -309,7 +309,8 @@ def test_every_intermediate_table_and_mart_equals_a_full_refresh(replayed):
     con.close()
     for name in ("job_efficiency", "int_file_access_by_job", "cache_hourly", "node_occupancy_hourly",
                  "change_effects", "efficiency_by_group", "int_efficiency_day_partials",
-                 "int_occupancy_day_partials", "int_input_size_day_partials", "int_node_jobs_day_partials"):
+                 "int_occupancy_day_partials", "int_input_size_day_partials", "int_node_jobs_day_partials",
+                 "int_file_reads_day_partials", "file_reads", "client_fairness", "file_popularity"):
         assert counts[name] > 0, f"{name} is empty: nothing compared"
 
 

@@ -105,6 +105,7 @@ TOLERANCE: dict[str, dict[str, float]] = {
     "int_occupancy_day_partials": {c: SUM for c in ("allocated_core_seconds", "cpu_seconds", "occupancy_sum")},
     "int_input_size_day_partials": {c: SUM for c in ("cpu_seconds", "core_wall_seconds", "efficiency_sum")},
     "int_node_jobs_day_partials": {c: SUM for c in ("cpu_seconds", "core_wall_seconds")},
+    "int_file_reads_day_partials": {"read_fraction_sum": SUM},
     # The efficiency model's input (sums of per-access byte shares, overlaps) and its predictions,
     # which both engines copy from the same simulator tables in the lake.
     "job_io_profile": {c: SUM for c in (

@@ -37,6 +37,11 @@
 {#- Lookbacks, in days before the newest day of data. -#}
 {% macro access_lookback_days() -%}{{ return(var('access_lateness_days', 1) | int) }}{%- endmacro %}
 {% macro job_lookback_days() -%}{{ return(var('job_lateness_days', 2) | int) }}{%- endmacro %}
+{#- A file access arrives when it closes, and stays open at most as long as its job: a model
+    grouped by the access's open reaches back max_wall_days + access_lateness_days. -#}
+{% macro access_open_lookback_days() -%}
+    {{ return((var('max_wall_days', 7) | int) + (var('access_lateness_days', 1) | int)) }}
+{%- endmacro %}
 {#- A job's accesses come before its record: a record that arrives late (job_lateness_days after
     the newest day) changes the matches of accesses up to max_wall_days before its end. -#}
 {% macro job_match_lookback_days() -%}
@@ -117,6 +122,17 @@
 {%- endmacro %}
 
 
+{#- SQL: the day expression (a date) lies on or after the window's first day minus context_days,
+    with no upper bound even in a back-fill; 'true' in full mode. For context whose day may lie
+    after the window's (a job's latest access can open after the day the job is filed under). -#}
+{% macro day_after_window(day_expr, lookback_days, context_days=0) -%}
+    {%- set first = window_first_day(lookback_days) -%}
+    {%- if first is none -%}true
+    {%- else -%}{{ day_expr }} >= {{ date_literal(first - modules.datetime.timedelta(days=context_days | int)) }}
+    {%- endif -%}
+{%- endmacro %}
+
+
 {#- SQL: an instant before the window's end plus context_days (backfill only); 'true' otherwise. -#}
 {% macro instant_before_window_end(instant_expr, context_days=0) -%}
     {%- set stop = window_end_day() -%}
@@ -164,3 +180,43 @@
 {% macro current_instant() -%}{{ return(adapter.dispatch('current_instant', 'tierlens')()) }}{%- endmacro %}
 {% macro default__current_instant() -%}current_timestamp{%- endmacro %}
 {% macro spark__current_instant() -%}current_timestamp(){%- endmacro %}
+
+
+{#- The first UTC day (a datetime.date) of the last `days` days before the newest access open in
+    `relation` (a file-access model with start_time), or none when it has none. A top-1 rather
+    than max(): DuckDB stops after the newest row groups instead of reading the column whole. -#}
+{% macro popularity_first_day(relation, days) -%}
+    {%- if not execute -%}{{ return(none) }}{%- endif -%}
+    {%- set result = run_query('select cast(cast(' ~ utc('start_time') ~ ' as date) as ' ~ dbt.type_string() ~ ') from '
+                               ~ relation ~ ' where start_time is not null order by start_time desc limit 1') -%}
+    {%- if not result or result.rows | length == 0 or result.columns[0].values()[0] is none -%}{{ return(none) }}{%- endif -%}
+    {{ return(modules.datetime.date.fromisoformat(result.columns[0].values()[0][:10])
+              - modules.datetime.timedelta(days=days | int)) }}
+{%- endmacro %}
+
+
+{#- The UTC days (first, last: datetime.date, inclusive, overlaps merged) that the windows of
+    [changed_at - days, changed_at + days) of the site changes in `relation` touch, as a list of
+    pairs, empty without changes: a model reads only those days of its job-grain input. -#}
+{% macro change_window_day_ranges(relation, days) -%}
+    {%- if not execute -%}{{ return([]) }}{%- endif -%}
+    {%- set seconds = (days | float) * 86400 -%}
+    {%- set result = run_query(
+        'select distinct cast(cast(' ~ utc('changed_at') ~ ' as date) as ' ~ dbt.type_string() ~ ') from '
+        ~ relation ~ ' where changed_at is not null order by 1') -%}
+    {%- set ranges = [] -%}
+    {%- for row in result.rows -%}
+        {%- set day = modules.datetime.date.fromisoformat(row[0][:10]) -%}
+        {#- whole days either side cover a window of any length in days, fractional too -#}
+        {%- set reach = modules.datetime.timedelta(days=((seconds / 86400) | round(0, 'ceil') | int) + 1) -%}
+        {%- set first, last = day - reach, day + reach -%}
+        {%- if ranges and first <= ranges[-1][1] + modules.datetime.timedelta(days=1) -%}
+            {#- days come in order and every reach is the same, so the later range ends later -#}
+            {%- set previous = ranges.pop() -%}
+            {%- do ranges.append((previous[0], last)) -%}
+        {%- else -%}
+            {%- do ranges.append((first, last)) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(ranges) }}
+{%- endmacro %}

@@ -4,6 +4,14 @@
 -- A client's bandwidth in the window = its bytes read / its seconds of open access (Σ over its
 -- closed accesses). Per group: the bandwidth distribution (mean, spread), the slowest/fastest
 -- completion-time ratio and Jain's fairness index (Σx)² / (n Σx²) over the clients' bandwidths.
+--
+-- Incremental by day (the UTC day of window_start), lookback max_wall_days + access_lateness_days:
+-- an access arrives when it closes, up to its job's longest wall time after it opened. A group
+-- needs only its own window's accesses, so the window's days are rebuilt exactly from the
+-- accesses opened in them (a window crossing midnight belongs to the day it starts: its accesses
+-- all open on or after that day's start, and a back-fill reads one day past its end for it).
+{%- set lookback = access_open_lookback_days() %}
+{{ config(**incremental_by_day('day', lookback)) }}
 with accesses as (
     select
         server_host,
@@ -16,6 +24,8 @@ with accesses as (
       and end_time > start_time
       and read_bytes_at_close > 0
       and client_host is not null
+      and {{ instant_after_window('start_time', lookback) }}
+      and {{ instant_before_window_end('start_time', 1) }}
 ),
 
 per_client as (
@@ -70,5 +80,6 @@ select
     p90_bandwidth_mb_s,
     completion_time_ratio,
     max_bandwidth_mb_s / nullif(min_bandwidth_mb_s, 0)           as bandwidth_ratio,
-    jain_index
+    jain_index,
+    cast(window_utc as date)                                     as day
 from groups

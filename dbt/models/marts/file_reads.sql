@@ -2,28 +2,27 @@
 -- (read fraction = bytes read / file size, the quantity SLAC's algorithm 2 ranks by). Accesses a
 -- cache makes to fill itself (app XrdPfc, or a cache host's own reads) are counted apart, as the
 -- staging they are, so client reads are not double counted.
-with accesses as (
-    select
-        *,
-        coalesce(app_name, '') = 'XrdPfc' as cache_fill
-    from {{ ref('int_file_access_by_job') }}
-    where file_lfn is not null
+--
+-- Built from the per-day partials of int_file_reads_day_partials (a table of files x days, not
+-- of accesses): every figure is a sum, count, minimum or maximum over days, the mean read
+-- fraction a sum of fractions over a count of terms, and a job is counted on the day of its
+-- first read of the file, so the sums equal the aggregate over all accesses.
+with days as (
+    select * from {{ ref('int_file_reads_day_partials') }}
 )
 
 select
     file_lfn,
     max(file_size_bytes)                                            as file_size_bytes,
-    count(*) filter (where not cache_fill)                          as reads,
-    count(distinct job_id) filter (where not cache_fill)            as jobs,
-    coalesce(sum(read_bytes_at_close) filter (where not cache_fill), 0) as bytes_read,
-    avg(cast(read_bytes_at_close as double) / nullif(file_size_bytes, 0)) filter (where not cache_fill)
-                                                                    as mean_read_fraction,
-    cast(coalesce(sum(read_bytes_at_close) filter (where not cache_fill), 0) as double)
-        / nullif(max(file_size_bytes), 0)                           as total_read_fraction,
-    coalesce(sum(cache_hit_bytes), 0)                               as bytes_from_cache,
-    coalesce(sum(cache_miss_bytes), 0)                              as bytes_staged_in,
-    count(*) filter (where cache_fill)                              as cache_fill_reads,
-    min(start_time)                                                 as first_read,
-    max(coalesce(end_time, start_time))                             as last_read
-from accesses
+    sum(reads)                                                      as reads,
+    sum(jobs_first_reading)                                         as jobs,
+    sum(bytes_read)                                                 as bytes_read,
+    sum(read_fraction_sum) / nullif(sum(read_fraction_terms), 0)    as mean_read_fraction,
+    cast(sum(bytes_read) as double) / nullif(max(file_size_bytes), 0) as total_read_fraction,
+    sum(bytes_from_cache)                                           as bytes_from_cache,
+    sum(bytes_staged_in)                                            as bytes_staged_in,
+    sum(cache_fill_reads)                                           as cache_fill_reads,
+    min(first_read)                                                 as first_read,
+    max(last_read)                                                  as last_read
+from days
 group by file_lfn

@@ -22,8 +22,10 @@ jobs as (
     where {{ in_window('day', lookback) }}
 ),
 
+-- Only the remote bytes of jobs that can end in the window (their accesses lie within the run).
 remote as (
     select * from {{ ref('int_job_remote_bytes') }}
+    where last_access_day is null or {{ day_after_window('last_access_day', lookback, wall_days) }}
 ),
 
 -- Jobs sharing the node: overlap of every pair of jobs on the same node, summed per job. The

@@ -6,7 +6,12 @@
 -- says whether it ran where the change applied.
 -- The 'all' rows add up the per-day partial sums of int_input_size_day_partials (days x groups
 -- rows); the window rows still read the jobs of the changes' windows from job_efficiency, as a
--- window's edges are instants (changed_at), not days.
+-- window's edges are instants (changed_at), not days. They read only the UTC end days the
+-- windows touch: the days are listed first (one small query on the site changes) and given to
+-- job_efficiency as constant day ranges, which DuckDB prunes row groups on, so the window rows
+-- cost the jobs of the changes' windows, not of all history.
+{%- set window_days = var('change_window_days', 7) %}
+{%- set ranges = change_window_day_ranges(ref('stg_site_change'), window_days) %}
 with all_days as (
     select
         'all'                                                 as period,
@@ -35,6 +40,13 @@ jobs as (
         {{ bytes_read_bin('coalesce(bytes_read, bytes_read_remote)') }} as bytes_read_bin
     from {{ ref('job_efficiency') }}
     where core_wall_seconds > 0
+      and (
+        {%- for first, last in ranges %}
+        {% if not loop.first %}or {% endif %}day between {{ date_literal(first) }} and {{ date_literal(last) }}
+        {%- else %}
+        false
+        {%- endfor %}
+      )
 ),
 
 changes as (
