@@ -119,8 +119,12 @@ def _run_other_engine(wh: Path, state: Path, target: str | None, lake: Path | No
 
 def _run_duckdb(wh: Path, state: Path, project_dir: Path | None, h: HistoryOptions):
     from ..transform import run_incremental, run_range
+    from ..warehouse import Warehouse
     from ..warehouse.history import HistoryPruned
 
+    # A writable open brings an older schema up to this version first (the hourly ingest does the
+    # same), so a transform run straight after an upgrade builds on the migrated marts.
+    Warehouse(wh).close()
     try:
         if not (h.full_refresh or h.span):
             with console.status("dbt build (incremental): staging → intermediate → marts, with tests"):

@@ -245,7 +245,30 @@ class Sql:
         return list(self.sql)
 
 
-Step = Baseline | AddTable | AddColumns | Backfill | Sql
+@dataclass(frozen=True)
+class ModelColumn:
+    """A column a dbt model gained, added to the table it already built and filled from the row's
+    other columns, so an incremental model keeps the history it holds (raw retention may have
+    deleted what a rebuild would need). Nothing when dbt has not built the table yet."""
+
+    schema: str
+    table: str
+    column: str
+    data_type: str
+    value: str
+
+    def statements(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        have = {c for (c,) in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? "
+            "AND database_name = current_database()", [self.schema, self.table]).fetchall()}
+        if not have or self.column in have:
+            return []
+        table = f"{quote(self.schema)}.{quote(self.table)}"
+        return [f"ALTER TABLE {table} ADD COLUMN {quote(self.column)} {self.data_type}",
+                f"UPDATE {table} SET {quote(self.column)} = {self.value}"]
+
+
+Step = Baseline | AddTable | AddColumns | Backfill | Sql | ModelColumn
 
 
 @dataclass(frozen=True)
@@ -284,6 +307,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "buying guide: whole-node prices (node, power, cores per job) and what drives the price interval",
               (AddColumns("sim_hardware_options", "cores_per_job", "node_config", "node_cores", "node_price",
                           "whole_node_price", "power_watts", "power_price_per_node_hour", "interval_driver"),)),
+    Migration(10, "client_fairness becomes incremental by its window's UTC day (column day)",
+              (ModelColumn("marts", "client_fairness", "day", "DATE",
+                           "CAST(timezone('UTC', window_start) AS DATE)"),)),
 )
 
 LATEST = MIGRATIONS[-1].version
