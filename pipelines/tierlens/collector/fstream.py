@@ -499,9 +499,10 @@ def _read_close(at, payload, i, rflag, rsize, close):
 def walk(pk, start, opens, arena, orphans, srv_last_tod, out, at):
     """Walk packets ``start..`` of ``pk`` (:class:`Packets`) with the open files ``opens``, their
     lfn ``arena`` and the closes waiting for their open ``orphans`` (:class:`Table`), writing to
-    ``out`` (:class:`Output`), reading fields where ``at`` (:class:`Offsets`) says; return the index of the first packet not walked (``len(pk.dgram)``
-    when all were). ``out.errors[k] = (code, offset)`` for a packet whose walk stopped at a bad
-    record (the records before it count)."""
+    ``out`` (:class:`Output`) and reading each field where ``at`` (:class:`Offsets`) says; return
+    the index of the first packet not walked (``len(pk.dgram)`` when all were).
+    ``out.errors[k] = (code, offset)`` for a packet whose walk stopped at a bad record (the
+    records before it count)."""
     payload = pk.payload
     o_ints, o_times = opens.ints, opens.times
     c_ints, c_times = orphans.ints, orphans.times

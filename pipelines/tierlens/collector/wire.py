@@ -228,7 +228,8 @@ class OpenRecord:
     def pack(self) -> bytes:
         raw = self.lfn.encode() + b"\0"
         raw += b"\0" * ((-(OPEN_LFN_AT + len(raw))) % 4)
-        return OPEN_REC.fmt.pack(IS_OPEN, OPEN_HAS_LFN, OPEN_LFN_AT + len(raw), self.file_id, self.size, self.user) + raw
+        return (OPEN_REC.fmt.pack(IS_OPEN, OPEN_HAS_LFN, OPEN_LFN_AT + len(raw), self.file_id, self.size, self.user)
+                + raw)
 
 
 @dataclass(frozen=True)
