@@ -818,3 +818,36 @@ def test_more_distinct_names_and_values_than_the_table_takes(tmp_path, spool, mo
     path, _ = _damaged_file(tmp_path)
     assert _same_as_classad2([path]) == 12
     assert _same_as_classad2([spool]) == 7
+
+
+def test_fast_rows_follow_a_field_added_to_the_schemas(spool):
+    """The fast path's tables take every column by field name: with a field inserted into the job
+    and tag schemas (the one edit records.py takes), each value is where its name is, the new
+    field null, and the rows otherwise those of the unedited schemas."""
+    from tierlens.records import JOB, JOB_TAG
+    from tierlens.sources.condor import fast
+    from tierlens.sources.condor.history import _JOB_STATUS, BATCH_SYSTEM, NEEDED, TAGGER
+
+    def inserted(schema: pa.Schema, before: str) -> pa.Schema:
+        return schema.insert(schema.get_field_index(before), pa.field("site_tier", pa.string()))
+
+    n_jobs = n_tags = 0
+    for path in history_files([spool]):
+        for base, data in fast.blocks(path):
+            block = fast.read_block(data, base, NEEDED)
+            job, tag, tagged = fast.rows(block, "c", JOB, JOB_TAG, BATCH_SYSTEM, TAGGER, _JOB_STATUS)
+            job2, tag2, tagged2 = fast.rows(block, "c", inserted(JOB, "user_name"), inserted(JOB_TAG, "node"),
+                                            BATCH_SYSTEM, TAGGER, _JOB_STATUS)
+            assert list(tagged) == list(tagged2)
+            for plain, edited in ((job, job2), (tag, tag2)):
+                assert edited.column("site_tier").null_count == len(edited)
+                assert edited.drop_columns(["site_tier"]).to_pylist() == plain.to_pylist()
+            n_jobs, n_tags = n_jobs + len(job), n_tags + len(tag)
+    assert n_jobs > 0 and n_tags > 0
+
+
+def test_fast_rows_refuse_a_name_not_in_the_schema():
+    from tierlens.records import JOB_TAG
+    from tierlens.sources.condor.fast import table_by_name
+    with pytest.raises(KeyError, match="storage"):
+        table_by_name(JOB_TAG, 1, {"storage": pa.array(["ssd"])})

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from tierlens.cli import app
 from tierlens.pipeline import ingest
-from tierlens.records import job_identity
+from tierlens.records import JOB, job_identity
 from tierlens.sources.slurm.sacct import (PARSABLE_FIELDS, _cpu_time, first_node, parse_json_document,
                                           parse_parsable2, to_batches)
 from tierlens.sources.slurm.spool import arm_for_job, spool_batches
@@ -931,3 +931,40 @@ def test_real_capture_rows_and_identity(release, parser, monkeypatch):
         assert r["state"] == state.split(" ")[0]
         assert r["cpu_user_seconds"] == pytest.approx(_cpu_time(user), abs=1e-3)
         assert r["cpu_system_seconds"] == pytest.approx(_cpu_time(system), abs=1e-3)
+
+
+# ---- row positions from records.JOB's field names; the two decoders do not import each other -----
+def test_typed_rows_follow_a_field_added_to_the_job_record(monkeypatch):
+    """Insert a field into JOB's order (the one edit records.py takes): the typed path puts every
+    value at its new position by name, the new field null, and the step sums stay the steps'."""
+    from tierlens.sources.slurm import sacct_typed, values
+    job = _job_2411(41)
+    plain = sacct_typed.job_rows(sacct_typed.decoder.decode(json.dumps(job).encode()))
+    edited = list(JOB.names)
+    edited.insert(edited.index("node"), "site_tier")
+    monkeypatch.setattr(sacct_typed, "_to_job", values.to_job_order(sacct_typed.BUILT, edited))
+    moved = sacct_typed.job_rows(sacct_typed.decoder.decode(json.dumps(job).encode()))
+    assert len(moved) == len(plain) >= 2
+    for before, after in zip(plain, moved):
+        named = dict(zip(edited, after))
+        assert named.pop("site_tier") is None
+        assert named == dict(zip(JOB.names, before))
+    # the job's figures are its steps' sums, counted here from the document, not from the rows
+    steps = job["steps"]
+    user = sum(s["time"]["user"]["seconds"] + s["time"]["user"]["microseconds"] / 1e6 for s in steps)
+    assert dict(zip(edited, moved[0]))["cpu_user_seconds"] == pytest.approx(user)
+
+
+def test_a_row_field_not_in_the_job_record_is_refused():
+    from tierlens.sources.slurm import values
+    with pytest.raises(ValueError, match="cpu_seconds"):
+        values.to_job_order(("cluster", "cpu_seconds"))
+
+
+def test_the_typed_decoder_does_not_import_the_generic_one():
+    import ast
+
+    import tierlens.sources.slurm.sacct_typed as typed_mod
+    tree = ast.parse(Path(typed_mod.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "sacct" not in imported and "tierlens.sources.slurm.sacct" not in imported

@@ -217,7 +217,7 @@ class Correlator:
             if len(stale):
                 self._close_open(stale, "timeout", now)
         okeys, oslots = of.orphan_index.items()
-        for fid_key in okeys[of.orphan_times[oslots, 1] < now - self.cache_grace].tolist():
+        for fid_key in okeys[of.orphan_times[oslots, fs.CT_ARRIVAL] < now - self.cache_grace].tolist():
             c = of.orphan_index.pop(fid_key)
             of.orphan_free[of.orphan_nfree[0]] = c
             of.orphan_nfree[0] += 1
@@ -469,24 +469,21 @@ class Correlator:
         ndiscs = np.zeros(1, dtype=np.int64)
         counters = self._counters
         counters[:] = 0
-        payload = batch.payload
-        offsets = batch.offsets.astype(np.int64, copy=False)
+        packets = fs.Packets(batch.payload, batch.offsets.astype(np.int64, copy=False), pk_dgram, pk_srv, pk_stod,
+                             pk_now)
         k = 0
         while True:
             # room for this packet's worst case, and (the tables growing geometrically) the next ones
-            worst = int((batch.offsets[pk_dgram[k] + 1] - batch.offsets[pk_dgram[k]]) // 8 + 1)
+            worst = int((batch.offsets[pk_dgram[k] + 1] - batch.offsets[pk_dgram[k]]) // fs.WIRE.file_hdr_bytes + 1)
             of.ensure(4 * worst, 32 * worst * 8, 4 * worst)
-            k = fs.walk(payload, offsets, pk_dgram, pk_srv, pk_stod, pk_now, k,
-                        of.index.keys, of.index.vals, of.index.used, of.ints, of.times, of.free, of.nfree,
-                        of.arena, of.arena_used, of.orphan_index.keys, of.orphan_index.vals, of.orphan_index.used,
-                        of.orphans, of.orphan_times, of.orphan_free, of.orphan_nfree,
-                        self._last_tod, rows, row_times, nrows, discs, disc_times, ndiscs, errors, counters)
+            k = fs.walk(packets, k, of.open_table(), of.lfn_arena(), of.orphan_table(), self._last_tod,
+                        fs.Output(rows, row_times, nrows, discs, disc_times, ndiscs, errors, counters), fs.WIRE)
             if nrows[0]:
                 self._closed_rows(rows[:, :nrows[0]], row_times[:nrows[0]], float(pk_now[min(k, len(pk_now)) - 1]))
                 nrows[0] = 0
             if k >= len(pk_dgram):
                 break
-            worst = int((batch.offsets[pk_dgram[k] + 1] - batch.offsets[pk_dgram[k]]) // 8 + 1)
+            worst = int((batch.offsets[pk_dgram[k] + 1] - batch.offsets[pk_dgram[k]]) // fs.WIRE.file_hdr_bytes + 1)
             if rows.shape[1] < worst or ndiscs[0] + worst > discs.shape[0]:
                 rows = np.empty((fs.R_COLS, max(worst, rows.shape[1])), dtype=np.int64)
                 row_times = np.empty((rows.shape[1], 2), dtype=np.float64)
@@ -515,7 +512,7 @@ class Correlator:
         Each ends in the time window of the packet that carried its user's disconnect, not at the
         server's latest window: the walk has by now read the batch's later packets, whose windows
         would put the end after the cache's detach and lose the match with its file_close."""
-        keys_gone = (discs[:, 0] << 32) | discs[:, 1]
+        keys_gone = (discs[:, fs.D_SRV] << 32) | discs[:, fs.D_USER]
         for (slot, uid), t in zip(discs.tolist(), times[:, fs.D_ARRIVAL].tolist()):
             self._slots[slot].disconnected[uid] = t
         of = self._open

@@ -16,11 +16,82 @@ the arrays and calls again from there, so a batch of any size decodes in bounded
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
-from .wire import (CLOSE_BYTES, CLOSE_FORCED, CLOSE_HAS_OPS, CLOSE_OPS_BYTES, FILE_HDR_BYTES, HEADER_BYTES,
-                   IS_CLOSE, IS_DISC, IS_OPEN, IS_TIME, IS_XFR, OPEN_HAS_LFN, OPEN_MIN_BYTES, TIME_BYTES)
+from .wire import (CLOSE_FORCED, CLOSE_HAS_OPS, CLOSE_OPS_REC, FILE_HDR, HEADER_BYTES, IS_CLOSE, IS_DISC, IS_OPEN,
+                   IS_TIME, IS_XFR, OPEN_HAS_LFN, OPEN_REC, TIME_REC, XFR_REC, Layout)
+
+#: The reader the loop uses for each struct code it meets.
+_READERS = {"B": "byte", "h": "_be16", "I": "_be32u", "i": "_be32s", "q": "_be64"}
+
+
+def _at(layout: Layout, name: str, reader: str) -> int:
+    """Offset of ``name`` in ``layout``, checked against the reader the loop uses for it: a layout
+    edit that changes a field's width fails here, at import, instead of reading wrong bytes."""
+    code = layout.code(name)
+    if _READERS.get(code) != reader:
+        raise TypeError(f"{name}: struct code {code!r} needs {_READERS.get(code)}, the loop reads it with {reader}")
+    return layout.offset(name)
+
+
+class Offsets(NamedTuple):
+    """Where the loop finds each field it reads, in bytes from the start of a record, and the
+    sizes it checks records against: all from wire.py's layouts. Passed to the loop as an
+    argument rather than frozen into it as globals, so numba's on-disk cache (which only notices
+    edits to this file) can never keep offsets of an older layout."""
+
+    header_bytes: int
+    file_hdr_bytes: int
+    rec_type: int
+    rec_flag: int
+    rec_size: int
+    rec_id: int
+    time_bytes: int
+    tod_beg: int
+    tod_end: int
+    open_min_bytes: int
+    open_size: int
+    open_user: int
+    open_lfn: int
+    xfr_bytes: int
+    xfr_read: int
+    xfr_readv: int
+    xfr_write: int
+    close_bytes: int
+    close_ops_bytes: int
+    close_read: int
+    close_readv: int
+    close_write: int
+    close_nread: int
+    close_nreadv: int
+    close_nwrite: int
+
+
+def offsets_of(packet_header: int, file_hdr: Layout, time_rec: Layout, open_rec: Layout, xfr_rec: Layout,
+               close_rec: Layout, close_ops_rec: Layout) -> Offsets:
+    """The loop's :class:`Offsets` from the layouts of the records it walks."""
+    return Offsets(
+        header_bytes=packet_header, file_hdr_bytes=file_hdr.size,
+        rec_type=_at(file_hdr, "rec_type", "byte"), rec_flag=_at(file_hdr, "rec_flag", "byte"),
+        rec_size=_at(file_hdr, "rec_size", "_be16"), rec_id=_at(file_hdr, "dictid", "_be32u"),
+        time_bytes=time_rec.size, tod_beg=_at(time_rec, "tbeg", "_be32s"), tod_end=_at(time_rec, "tend", "_be32s"),
+        open_min_bytes=open_rec.offset("user"),
+        open_size=_at(open_rec, "file_size", "_be64"), open_user=_at(open_rec, "user", "_be32u"),
+        open_lfn=open_rec.size,
+        xfr_bytes=xfr_rec.size, xfr_read=_at(xfr_rec, "read", "_be64"), xfr_readv=_at(xfr_rec, "readv", "_be64"),
+        xfr_write=_at(xfr_rec, "write", "_be64"),
+        close_bytes=close_rec.size, close_ops_bytes=close_ops_rec.size,
+        close_read=_at(close_ops_rec, "read", "_be64"), close_readv=_at(close_ops_rec, "readv", "_be64"),
+        close_write=_at(close_ops_rec, "write", "_be64"), close_nread=_at(close_ops_rec, "n_read", "_be32s"),
+        close_nreadv=_at(close_ops_rec, "n_readv", "_be32s"), close_nwrite=_at(close_ops_rec, "n_write", "_be32s"))
+
+
+#: The offsets of the XRootD 5.x records (wire.py).
+WIRE = offsets_of(HEADER_BYTES, FILE_HDR, TIME_REC, OPEN_REC, XFR_REC, XFR_REC, CLOSE_OPS_REC)
+
 
 # Rows of the integer row matrix (column-major: one contiguous array per field, as Arrow wants).
 R_SRV, R_FID, R_SIZE, R_RD, R_RV, R_WR, R_NRD, R_NRV, R_NWR, R_USER, R_REASON, R_LFN_OFF, R_LFN_LEN = range(13)
@@ -37,6 +108,8 @@ OT_START, OT_SEEN = 0, 1
 # Columns of the orphan-close table (a close that came before its open).
 C_RD, C_RV, C_WR, C_NRD, C_NRV, C_NWR, C_FORCED = range(7)
 C_COLS = 7
+# Columns of the orphan-close time table: the end of the close's time window, its arrival.
+CT_END, CT_ARRIVAL = 0, 1
 # Per-packet decode errors.
 E_NONE, E_SIZE, E_CLOSE, E_OPEN, E_TYPE, E_TRAILING = 0, 1, 2, 3, 4, 5
 # Counters.
@@ -44,8 +117,55 @@ N_OPENS, N_CLOSES, N_XFRS, N_DISCS, N_REORDERED = range(5)
 N_COUNTERS = 5
 # Columns of the disconnect output: server slot, user dictid; and its times: arrival, and the end
 # of the time window of the packet that carried it (the access it ends ends there).
+D_SRV, D_USER = 0, 1
 D_ARRIVAL, D_TEND = 0, 1
 NO_LFN = -1
+
+
+class Packets(NamedTuple):
+    """The f-stream packets to walk: the batch's bytes with each datagram's start (``offsets``),
+    and per packet its datagram, server slot, header start time and arrival time."""
+
+    payload: np.ndarray
+    offsets: np.ndarray
+    dgram: np.ndarray
+    srv: np.ndarray
+    stod: np.ndarray
+    now: np.ndarray
+
+
+class Table(NamedTuple):
+    """A table the loop keeps rows in (open files; orphan closes): the hash index from key to
+    slot, each slot's integers and times, and the stack of free slots."""
+
+    keys: np.ndarray
+    vals: np.ndarray
+    used: np.ndarray
+    ints: np.ndarray
+    times: np.ndarray
+    free: np.ndarray
+    nfree: np.ndarray
+
+
+class Arena(NamedTuple):
+    """The lfn bytes of open files, and how many are in use."""
+
+    data: np.ndarray
+    used: np.ndarray
+
+
+class Output(NamedTuple):
+    """What a walk produces: finished accesses (``rows`` by R_*, ``row_times`` by T_*), user
+    disconnects (by D_*), per-packet errors ``(code, offset)`` and the counters (by N_*)."""
+
+    rows: np.ndarray
+    row_times: np.ndarray
+    nrows: np.ndarray
+    discs: np.ndarray
+    disc_times: np.ndarray
+    ndiscs: np.ndarray
+    errors: np.ndarray
+    counters: np.ndarray
 
 
 EMPTY, TOMB = -1, -2
@@ -162,7 +282,7 @@ class OpenFiles:
         self.arena_used = np.zeros(1, dtype=np.int64)
         self.orphan_index = HashIndex(128)
         self.orphans = np.zeros((64, C_COLS), dtype=np.int64)
-        self.orphan_times = np.zeros((64, 2), dtype=np.float64)  # close window end, arrival
+        self.orphan_times = np.zeros((64, 2), dtype=np.float64)  # CT_END, CT_ARRIVAL
         self.orphan_free = np.arange(63, -1, -1, dtype=np.int64)
         self.orphan_nfree = np.array([64], dtype=np.int64)
 
@@ -201,6 +321,16 @@ class OpenFiles:
         self.orphan_index.clear()
         self.orphan_free[self.orphan_nfree[0]:self.orphan_nfree[0] + len(slots)] = slots
         self.orphan_nfree[0] += len(slots)
+
+    def open_table(self) -> Table:
+        return Table(self.index.keys, self.index.vals, self.index.used, self.ints, self.times, self.free, self.nfree)
+
+    def orphan_table(self) -> Table:
+        return Table(self.orphan_index.keys, self.orphan_index.vals, self.orphan_index.used, self.orphans,
+                     self.orphan_times, self.orphan_free, self.orphan_nfree)
+
+    def lfn_arena(self) -> Arena:
+        return Arena(self.arena, self.arena_used)
 
     def lfn(self, off: int, length: int) -> bytes:
         return self.arena[off:off + length].tobytes()
@@ -309,164 +439,179 @@ def _be64(b, i):
 
 
 @njit(cache=True, inline="always")
-def _take_slot(hkeys, hvals, hused, free, nfree, key):
+def _take_slot(t, key):
     """The table row of ``key``: its current one, or a free one now given to it."""
-    s = _h_get(hkeys, hvals, key)
+    s = _h_get(t.keys, t.vals, key)
     if s >= 0:
         return s
-    s = free[nfree[0] - 1]
-    nfree[0] -= 1
-    _h_put(hkeys, hvals, hused, key, s)
+    s = t.free[t.nfree[0] - 1]
+    t.nfree[0] -= 1
+    _h_put(t.keys, t.vals, t.used, key, s)
     return s
 
 
 @njit(cache=True, inline="always")
-def _give_slot(free, nfree, s):
-    free[nfree[0]] = s
-    nfree[0] += 1
+def _give_slot(t, s):
+    t.free[t.nfree[0]] = s
+    t.nfree[0] += 1
 
 
 @njit(cache=True, inline="always")
-def _put_row(rows, row_times, nrows, srv, rid, size, rd, rv, wr, nrd, nrv, nwr, user, forced, lfn_off, lfn_len,
-             start, end):
-    r = nrows[0]
+def _put_row(out, srv, rid, size, user, lfn_off, lfn_len, start, end, closed, c):
+    """A finished access: its open's fields, and the close's figures from row ``c`` of ``closed``
+    (an orphan-close table's integers, by C_*)."""
+    r = out.nrows[0]
+    rows = out.rows
     rows[R_SRV, r] = srv
     rows[R_FID, r] = rid
     rows[R_SIZE, r] = size
-    rows[R_RD, r] = rd
-    rows[R_RV, r] = rv
-    rows[R_WR, r] = wr
-    rows[R_NRD, r] = nrd
-    rows[R_NRV, r] = nrv
-    rows[R_NWR, r] = nwr
+    rows[R_RD, r] = closed[c, C_RD]
+    rows[R_RV, r] = closed[c, C_RV]
+    rows[R_WR, r] = closed[c, C_WR]
+    rows[R_NRD, r] = closed[c, C_NRD]
+    rows[R_NRV, r] = closed[c, C_NRV]
+    rows[R_NWR, r] = closed[c, C_NWR]
     rows[R_USER, r] = user
-    rows[R_REASON, r] = REASON_FORCED if forced else REASON_CLOSE
+    rows[R_REASON, r] = REASON_FORCED if closed[c, C_FORCED] else REASON_CLOSE
     rows[R_LFN_OFF, r] = lfn_off
     rows[R_LFN_LEN, r] = lfn_len
-    row_times[r, T_START] = start
-    row_times[r, T_END] = max(end, start)  # a close reported in the open's window
-    nrows[0] = r + 1
+    out.row_times[r, T_START] = start
+    out.row_times[r, T_END] = max(end, start)  # a close reported in the open's window
+    out.nrows[0] = r + 1
+
+
+@njit(cache=True, inline="always")
+def _read_close(at, payload, i, rflag, rsize, close):
+    """The close record at ``i`` into ``close[0]`` (C_* columns)."""
+    close[0, C_RD] = _be64(payload, i + at.close_read)
+    close[0, C_RV] = _be64(payload, i + at.close_readv)
+    close[0, C_WR] = _be64(payload, i + at.close_write)
+    if (rflag & CLOSE_HAS_OPS) and rsize >= at.close_ops_bytes:
+        close[0, C_NRD] = _be32s(payload, i + at.close_nread)
+        close[0, C_NRV] = _be32s(payload, i + at.close_nreadv)
+        close[0, C_NWR] = _be32s(payload, i + at.close_nwrite)
+    else:
+        close[0, C_NRD] = close[0, C_NRV] = close[0, C_NWR] = -1
+    close[0, C_FORCED] = 1 if (rflag & CLOSE_FORCED) else 0
 
 
 @njit(cache=True)
-def walk(payload, offsets, pk_dgram, pk_srv, pk_stod, pk_now, start,
-         hk, hv, hu, o_ints, o_times, o_free, o_nfree, arena, arena_used,
-         ck, cv, cu, c_ints, c_times, c_free, c_nfree,
-         srv_last_tod, rows, row_times, nrows, discs, disc_times, ndiscs, errors, counters):
-    """Walk packets ``start..`` of ``pk_dgram``; return the index of the first packet not walked
-    (``len(pk_dgram)`` when all were). ``errors[k] = (code, offset)`` for a packet whose walk
-    stopped at a bad record (the records before it count)."""
-    n_pk = pk_dgram.shape[0]
-    row_cap = rows.shape[1]
-    disc_cap = discs.shape[0]
+def walk(pk, start, opens, arena, orphans, srv_last_tod, out, at):
+    """Walk packets ``start..`` of ``pk`` (:class:`Packets`) with the open files ``opens``, their
+    lfn ``arena`` and the closes waiting for their open ``orphans`` (:class:`Table`), writing to
+    ``out`` (:class:`Output`) and reading each field where ``at`` (:class:`Offsets`) says; return
+    the index of the first packet not walked (``len(pk.dgram)`` when all were).
+    ``out.errors[k] = (code, offset)`` for a packet whose walk stopped at a bad record (the
+    records before it count)."""
+    payload = pk.payload
+    o_ints, o_times = opens.ints, opens.times
+    c_ints, c_times = orphans.ints, orphans.times
+    counters = out.counters
+    close = np.empty((1, C_COLS), dtype=np.int64)
+    n_pk = pk.dgram.shape[0]
+    row_cap = out.rows.shape[1]
+    disc_cap = out.discs.shape[0]
     for k in range(start, n_pk):
-        d = pk_dgram[k]
-        p0 = offsets[d]
-        plen = offsets[d + 1] - p0
+        d = pk.dgram[k]
+        p0 = pk.offsets[d]
+        plen = pk.offsets[d + 1] - p0
         # room for the worst case of this packet: every 8 bytes a row / an open / a disconnect
-        worst = plen // FILE_HDR_BYTES + 1
-        if (row_cap - nrows[0] < worst or disc_cap - ndiscs[0] < worst or o_nfree[0] < worst
-                or c_nfree[0] < worst or arena.shape[0] - arena_used[0] < plen
-                or 2 * (hu[1] + worst) > hk.shape[0] or 2 * (cu[1] + worst) > ck.shape[0]):
+        worst = plen // at.file_hdr_bytes + 1
+        if (row_cap - out.nrows[0] < worst or disc_cap - out.ndiscs[0] < worst or opens.nfree[0] < worst
+                or orphans.nfree[0] < worst or arena.data.shape[0] - arena.used[0] < plen
+                or 2 * (opens.used[1] + worst) > opens.keys.shape[0]
+                or 2 * (orphans.used[1] + worst) > orphans.keys.shape[0]):
             return k
-        srv = pk_srv[k]
-        now = pk_now[k]
-        tbeg = np.float64(pk_stod[k])
+        srv = pk.srv[k]
+        now = pk.now[k]
+        tbeg = np.float64(pk.stod[k])
         tend = tbeg
         skey = np.int64(srv) << 32
-        off = HEADER_BYTES
+        off = at.header_bytes
         err = E_NONE
-        while off + FILE_HDR_BYTES <= plen:
+        while off + at.file_hdr_bytes <= plen:
             i = p0 + off
-            rtype = payload[i]
-            rflag = payload[i + 1]
-            rsize = _be16(payload, i + 2)
-            rid = _be32u(payload, i + 4)
-            if rsize < FILE_HDR_BYTES or off + rsize > plen:
+            rtype = payload[i + at.rec_type]
+            rflag = payload[i + at.rec_flag]
+            rsize = _be16(payload, i + at.rec_size)
+            rid = _be32u(payload, i + at.rec_id)
+            if rsize < at.file_hdr_bytes or off + rsize > plen:
                 err = E_SIZE
                 break
             if rtype == IS_CLOSE:
-                if rsize < CLOSE_BYTES:
+                if rsize < at.close_bytes:
                     err = E_CLOSE
                     break
-                rd = _be64(payload, i + 8)
-                rv = _be64(payload, i + 16)
-                wr = _be64(payload, i + 24)
-                nrd = np.int64(-1)
-                nrv = np.int64(-1)
-                nwr = np.int64(-1)
-                if (rflag & CLOSE_HAS_OPS) and rsize >= CLOSE_OPS_BYTES:
-                    nrd = _be32s(payload, i + 32)
-                    nrv = _be32s(payload, i + 36)
-                    nwr = _be32s(payload, i + 40)
-                forced = 1 if (rflag & CLOSE_FORCED) else 0
                 key = skey | rid
-                s = _h_del(hk, hv, hu, key)
+                s = _h_del(opens.keys, opens.vals, opens.used, key)
                 if s >= 0:
-                    _put_row(rows, row_times, nrows, srv, rid, o_ints[s, O_SIZE], rd, rv, wr, nrd, nrv, nwr,
-                             o_ints[s, O_USER], forced, o_ints[s, O_LFN_OFF], o_ints[s, O_LFN_LEN],
-                             o_times[s, OT_START], tend)
-                    _give_slot(o_free, o_nfree, s)
+                    _read_close(at, payload, i, rflag, rsize, close)
+                    _put_row(out, srv, rid, o_ints[s, O_SIZE], o_ints[s, O_USER], o_ints[s, O_LFN_OFF],
+                             o_ints[s, O_LFN_LEN], o_times[s, OT_START], tend, close, 0)
+                    _give_slot(opens, s)
                 else:
-                    c = _take_slot(ck, cv, cu, c_free, c_nfree, key)
-                    c_ints[c, C_RD:C_FORCED + 1] = (rd, rv, wr, nrd, nrv, nwr, forced)
-                    c_times[c, 0] = tend
-                    c_times[c, 1] = now
+                    c = _take_slot(orphans, key)
+                    _read_close(at, payload, i, rflag, rsize, c_ints[c:c + 1])
+                    c_times[c, CT_END] = tend
+                    c_times[c, CT_ARRIVAL] = now
                 counters[N_CLOSES] += 1
             elif rtype == IS_OPEN:
-                if rsize < OPEN_MIN_BYTES:
+                if rsize < at.open_min_bytes:
                     err = E_OPEN
                     break
-                fsz = _be64(payload, i + 8)
+                fsz = _be64(payload, i + at.open_size)
                 user = np.int64(0)
                 lfn_off = np.int64(0)
                 lfn_len = np.int64(NO_LFN)
-                if (rflag & OPEN_HAS_LFN) and rsize >= 20:
-                    user = _be32u(payload, i + 16)
+                if (rflag & OPEN_HAS_LFN) and rsize >= at.open_lfn:
+                    user = _be32u(payload, i + at.open_user)
                     lfn_len = 0
-                    while lfn_len < rsize - 20 and payload[i + 20 + lfn_len] != 0:
+                    while lfn_len < rsize - at.open_lfn and payload[i + at.open_lfn + lfn_len] != 0:
                         lfn_len += 1
-                    lfn_off = arena_used[0]
+                    lfn_off = arena.used[0]
                     for b in range(lfn_len):
-                        arena[lfn_off + b] = payload[i + 20 + b]
-                    arena_used[0] = lfn_off + lfn_len
+                        arena.data[lfn_off + b] = payload[i + at.open_lfn + b]
+                    arena.used[0] = lfn_off + lfn_len
                 key = skey | rid
                 counters[N_OPENS] += 1
-                c = _h_del(ck, cv, cu, key) if cu[0] > 0 else -1
+                c = _h_del(orphans.keys, orphans.vals, orphans.used, key) if orphans.used[0] > 0 else -1
                 if c >= 0:
-                    _put_row(rows, row_times, nrows, srv, rid, fsz, c_ints[c, C_RD], c_ints[c, C_RV], c_ints[c, C_WR],
-                             c_ints[c, C_NRD], c_ints[c, C_NRV], c_ints[c, C_NWR], user, c_ints[c, C_FORCED],
-                             lfn_off, lfn_len, tbeg, c_times[c, 0])
-                    _give_slot(c_free, c_nfree, c)
+                    _put_row(out, srv, rid, fsz, user, lfn_off, lfn_len, tbeg, c_times[c, CT_END], c_ints, c)
+                    _give_slot(orphans, c)
                     counters[N_REORDERED] += 1
                 else:
                     # (an open of a file id already open replaces it: the newer one counts)
-                    s = _take_slot(hk, hv, hu, o_free, o_nfree, key)
-                    o_ints[s, O_KEY:O_LFN_LEN + 1] = (key, fsz, user, 0, 0, 0, lfn_off, lfn_len)
+                    s = _take_slot(opens, key)
+                    o_ints[s, O_KEY] = key
+                    o_ints[s, O_SIZE] = fsz
+                    o_ints[s, O_USER] = user
+                    o_ints[s, O_RD] = o_ints[s, O_RV] = o_ints[s, O_WR] = 0
+                    o_ints[s, O_LFN_OFF] = lfn_off
+                    o_ints[s, O_LFN_LEN] = lfn_len
                     o_times[s, OT_START] = tbeg
                     o_times[s, OT_SEEN] = now
             elif rtype == IS_TIME:
-                if rsize >= TIME_BYTES:
-                    tbeg = np.float64(_be32s(payload, i + 8))
-                    tend = np.float64(_be32s(payload, i + 12))
+                if rsize >= at.time_bytes:
+                    tbeg = np.float64(_be32s(payload, i + at.tod_beg))
+                    tend = np.float64(_be32s(payload, i + at.tod_end))
                     if tend > srv_last_tod[srv]:
                         srv_last_tod[srv] = tend
             elif rtype == IS_XFR:
                 key = skey | rid
-                s = _h_get(hk, hv, key) if rsize >= CLOSE_BYTES else -1
+                s = _h_get(opens.keys, opens.vals, key) if rsize >= at.xfr_bytes else -1
                 if s >= 0:
-                    o_ints[s, O_RD] = _be64(payload, i + 8)
-                    o_ints[s, O_RV] = _be64(payload, i + 16)
-                    o_ints[s, O_WR] = _be64(payload, i + 24)
+                    o_ints[s, O_RD] = _be64(payload, i + at.xfr_read)
+                    o_ints[s, O_RV] = _be64(payload, i + at.xfr_readv)
+                    o_ints[s, O_WR] = _be64(payload, i + at.xfr_write)
                     o_times[s, OT_SEEN] = now
                 counters[N_XFRS] += 1
             elif rtype == IS_DISC:
-                q = ndiscs[0]
-                discs[q, 0] = srv
-                discs[q, 1] = rid
-                disc_times[q, D_ARRIVAL] = now
-                disc_times[q, D_TEND] = tend
-                ndiscs[0] = q + 1
+                q = out.ndiscs[0]
+                out.discs[q, D_SRV] = srv
+                out.discs[q, D_USER] = rid
+                out.disc_times[q, D_ARRIVAL] = now
+                out.disc_times[q, D_TEND] = tend
+                out.ndiscs[0] = q + 1
                 counters[N_DISCS] += 1
             else:
                 err = E_TYPE
@@ -475,8 +620,8 @@ def walk(payload, offsets, pk_dgram, pk_srv, pk_stod, pk_now, start,
         if err == E_NONE and off != plen:
             err = E_TRAILING
         if err != E_NONE:
-            errors[k, 0] = err
-            errors[k, 1] = off
+            out.errors[k, 0] = err
+            out.errors[k, 1] = off
     return n_pk
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..records import Batch, RecordKind, Reject
-from .decoder import C_LFN, C_SERVER, C_START, C_UID, COLUMNS
+from .rows import COLUMNS
 from .writer import rows_to_table
 
 
@@ -33,7 +33,8 @@ def _float(v):
     return float(v)
 
 
-def osg_row(rec: dict) -> list:
+def osg_fields(rec: dict) -> dict[str, object]:
+    """One OSG close record -> file_access fields by name (the fields it lacks stay null)."""
     server = rec.get("server_hostname") or rec.get("server") or rec.get("server_ip")
     start_ms, end_ms = _float(rec.get("start_time")), _float(rec.get("end_time"))
     read, readv, write = _int(rec.get("read")), _int(rec.get("readv")), _int(rec.get("write"))
@@ -42,31 +43,51 @@ def osg_row(rec: dict) -> list:
         key = json.dumps([rec.get("serverID"), server, rec.get("filename"), rec.get("start_time"),
                           rec.get("end_time"), rec.get("host"), rec.get("user"), read, readv, write])
         uid = "osg-" + hashlib.sha1(key.encode()).hexdigest()[:20]
-    row = [None] * len(COLUMNS)
-    row[C_SERVER] = server
-    row[C_UID] = str(uid)
-    row[2] = None
-    row[C_LFN] = rec.get("filename")
     size = _int(rec.get("filesize"))
-    row[4] = size if size is None or size >= 0 else None
-    row[C_START] = start_ms / 1000.0 if start_ms is not None else None
-    row[6] = end_ms / 1000.0 if end_ms is not None else row[C_START]
-    row[7] = _float(rec.get("read_single_average"))
-    row[8] = _float(rec.get("read_vector_average"))
-    row[9] = _float(rec.get("write_average"))
-    row[10] = _int(rec.get("read_bytes_at_close"))
-    if row[10] is None and read is not None:
-        row[10] = read + (readv or 0)
-    row[11] = _int(rec.get("write_bytes_at_close")) if rec.get("write_bytes_at_close") is not None else write
-    row[12], row[13], row[14] = read, readv, write
-    row[15] = _int(rec.get("read_single_operations"))
-    row[16] = _int(rec.get("read_vector_operations"))
-    row[17] = _int(rec.get("write_operations"))
-    row[18] = rec.get("host")
-    row[20] = rec.get("appinfo") if isinstance(rec.get("appinfo"), str) else None
+    start = start_ms / 1000.0 if start_ms is not None else None
+    read_at_close = _int(rec.get("read_bytes_at_close"))
+    if read_at_close is None and read is not None:
+        read_at_close = read + (readv or 0)
     closed = rec.get("HasFileCloseMsg")
-    row[25] = bool(closed) if closed is not None else True
-    return row
+    return {
+        "server_host": server,
+        "unique_id": str(uid),
+        "file_lfn": rec.get("filename"),
+        "file_size_bytes": size if size is None or size >= 0 else None,
+        "start_time": start,
+        "end_time": end_ms / 1000.0 if end_ms is not None else start,
+        "read_single_average_bytes": _float(rec.get("read_single_average")),
+        "read_vector_average_bytes": _float(rec.get("read_vector_average")),
+        "write_average_bytes": _float(rec.get("write_average")),
+        "read_bytes_at_close": read_at_close,
+        "write_bytes_at_close": (_int(rec.get("write_bytes_at_close"))
+                                 if rec.get("write_bytes_at_close") is not None else write),
+        "read_bytes": read,
+        "readv_bytes": readv,
+        "write_bytes": write,
+        "read_ops": _int(rec.get("read_single_operations")),
+        "readv_ops": _int(rec.get("read_vector_operations")),
+        "write_ops": _int(rec.get("write_operations")),
+        "client_host": rec.get("host"),
+        "app_name": rec.get("appinfo") if isinstance(rec.get("appinfo"), str) else None,
+        "close_seen": bool(closed) if closed is not None else True,
+    }
+
+
+def in_schema_order(fields: dict[str, object]) -> list:
+    """Fields by name -> a row in FILE_ACCESS order; a name not in the schema is an error."""
+    unknown = fields.keys() - _COLUMN_SET
+    if unknown:
+        raise KeyError(f"not file_access fields: {sorted(unknown)}")
+    return [fields.get(c) for c in COLUMNS]
+
+
+_COLUMN_SET = frozenset(COLUMNS)
+
+
+def osg_row(rec: dict) -> list:
+    """One OSG close record -> a row in FILE_ACCESS order."""
+    return in_schema_order(osg_fields(rec))
 
 
 def _records(path: Path) -> Iterator[tuple[int, str]]:
@@ -91,9 +112,10 @@ def osg_batches(files: list[Path], rows_per_batch: int = 100_000) -> Iterator[Ba
                 rec = json.loads(line)
                 if not isinstance(rec, dict):
                     raise ValueError("not a JSON object")
-                row = osg_row(rec)
-                if row[C_START] is None:
+                fields = osg_fields(rec)
+                if fields["start_time"] is None:
                     raise ValueError("no start_time")
+                row = in_schema_order(fields)
             except (ValueError, TypeError) as e:
                 rejects.append(Reject(RecordKind.FILE_ACCESS, f"osg-json:{path}", loc, "", str(e), line[:2000]))
                 continue

@@ -55,13 +55,60 @@ XFR = struct.Struct(">qqq")            # XrdXrootdMonStatXFR: read, readv, write
 OPS = struct.Struct(">iiihhqiiiiii")   # XrdXrootdMonStatOPS (48 bytes)
 GSH = struct.Struct(">iiq")            # XrdXrootdMonGS after the header: tBeg, tEnd, sID
 
+
+@dataclass(frozen=True)
+class Layout:
+    """A wire structure with a name per field. Offsets and widths come from the struct format
+    itself, so code that reads raw bytes (the compiled f-stream loop) follows a layout edit."""
+
+    fmt: struct.Struct
+    names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        codes = self.fmt.format[1:]
+        if self.fmt.format[0] != ">" or not codes.isalpha() or len(codes) != len(self.names):
+            raise ValueError(f"layout {self.names}: format {self.fmt.format!r} needs one code per name")
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"layout {self.names}: duplicate field name")
+
+    @property
+    def size(self) -> int:
+        return self.fmt.size
+
+    def offset(self, name: str) -> int:
+        """Byte offset of ``name`` from the start of the structure (network order: no padding)."""
+        return struct.calcsize(">" + self.fmt.format[1:1 + self.names.index(name)])
+
+    def code(self, name: str) -> str:
+        """The struct code of ``name`` (its width and signedness)."""
+        return self.fmt.format[1 + self.names.index(name)]
+
+    def then(self, other: Layout) -> Layout:
+        """This structure followed by ``other`` (e.g. a record header and its body)."""
+        return Layout(struct.Struct(">" + self.fmt.format[1:] + other.fmt.format[1:]), self.names + other.names)
+
+
+#: The named fields of the f-stream structures, as the compiled loop reads them.
+FILE_HDR = Layout(FREC, ("rec_type", "rec_flag", "rec_size", "dictid"))
+TIME_REC = Layout(TOD, ("rec_type", "rec_flag", "rec_size", "n_xfr", "n_total", "tbeg", "tend", "sid"))
+#: An open: the file size, then (with OPEN_HAS_LFN) the user dictid; the lfn follows at ``size``.
+OPEN_REC = Layout(OPN, FILE_HDR.names + ("file_size",)).then(Layout(U32, ("user",)))
+XFR_BODY = Layout(XFR, ("read", "readv", "write"))
+OPS_BODY = Layout(OPS, ("n_read", "n_readv", "n_write", "rs_min", "rs_max", "rsegs", "rd_min", "rd_max",
+                        "rv_min", "rv_max", "wr_min", "wr_max"))
+#: A transfer update, and a close without its OPS block: header + XrdXrootdMonStatXFR.
+XFR_REC = FILE_HDR.then(XFR_BODY)
+#: A close with CLOSE_HAS_OPS.
+CLOSE_OPS_REC = XFR_REC.then(OPS_BODY)
+
 HEADER_BYTES = HDR.size               # 8
-FILE_HDR_BYTES = FREC.size            # 8
-TIME_BYTES = TOD.size                 # 24
+FILE_HDR_BYTES = FILE_HDR.size        # 8
+TIME_BYTES = TIME_REC.size            # 24
 OPEN_MIN_BYTES = OPN.size             # 16 (20 and more with an lfn)
-CLOSE_BYTES = FREC.size + XFR.size    # 32
-CLOSE_OPS_BYTES = CLOSE_BYTES + OPS.size  # 80
-XFR_BYTES = CLOSE_BYTES               # 32
+OPEN_LFN_AT = OPEN_REC.size           # 20: where the lfn starts
+CLOSE_BYTES = XFR_REC.size            # 32
+CLOSE_OPS_BYTES = CLOSE_OPS_REC.size  # 80
+XFR_BYTES = XFR_REC.size              # 32
 MAP_MIN_BYTES = HEADER_BYTES + U32.size + 1
 GSTREAM_HEADER_BYTES = HEADER_BYTES + GSH.size  # 24
 
@@ -180,9 +227,9 @@ class OpenRecord:
 
     def pack(self) -> bytes:
         raw = self.lfn.encode() + b"\0"
-        raw += b"\0" * ((-(20 + len(raw))) % 4)
-        return (FREC.pack(IS_OPEN, OPEN_HAS_LFN, 20 + len(raw), self.file_id) + struct.pack(">q", self.size)
-                + U32.pack(self.user) + raw)
+        raw += b"\0" * ((-(OPEN_LFN_AT + len(raw))) % 4)
+        return (OPEN_REC.fmt.pack(IS_OPEN, OPEN_HAS_LFN, OPEN_LFN_AT + len(raw), self.file_id, self.size, self.user)
+                + raw)
 
 
 @dataclass(frozen=True)
@@ -204,19 +251,6 @@ class CloseRecord:
         return (FREC.pack(IS_CLOSE, flags | CLOSE_HAS_OPS, CLOSE_OPS_BYTES, self.file_id)
                 + XFR.pack(self.read, self.readv, self.write)
                 + OPS.pack(n_rd, n_rv, n_wr, 0, 0, 0, 0, 0, 0, 0, 0, 0))
-
-
-@dataclass(frozen=True)
-class XferRecord:
-    """``XrdXrootdMonFileXFR``: bytes so far of a file still open."""
-
-    file_id: int
-    read: int
-    readv: int
-    write: int
-
-    def pack(self) -> bytes:
-        return FREC.pack(IS_XFR, 0, XFR_BYTES, self.file_id) + XFR.pack(self.read, self.readv, self.write)
 
 
 @dataclass(frozen=True)

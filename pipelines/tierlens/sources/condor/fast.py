@@ -663,35 +663,45 @@ def rows(block: Block, cluster: str, job_schema: pa.Schema, tag_schema: pa.Schem
     kb = {name: num(name) for name in ("BlockReadKbytes", "BlockWriteKbytes")}
     const = pa.repeat(pa.scalar(batch_system, pa.string()), n)
     empty = pa.repeat(pa.scalar("", pa.string()), n)
-    nothing = pa.nulls(n, pa.string())
-    job = pa.Table.from_arrays([
-        const, clusters, gjid, empty, identity, s["Owner"],
-        pc.coalesce(s["AccountingGroup"], s["AcctGroup"]), s["x509UserProxyVOName"], nothing, nothing,
-        node, node,
-        _timestamps(num("QDate"), np.ones(n, bool)), _timestamps(start, np.ones(n, bool)),
-        _timestamps(end, started),
-        _ints(cores, np.ones(n, bool), pa.int32()),
-        pa.array(num("RemoteUserCpu"), from_pandas=True), pa.array(num("RemoteSysCpu"), from_pandas=True),
-        pa.array(wall, from_pandas=True),
-        pa.array(labels, pa.string()).take(pa.array(state)),
-        _ints(code, ~np.isnan(code) & done, pa.int32()),
-        _ints(kb["BlockReadKbytes"] * 1024, ~np.isnan(kb["BlockReadKbytes"]), pa.int64()),
-        _ints(kb["BlockWriteKbytes"] * 1024, ~np.isnan(kb["BlockWriteKbytes"]), pa.int64()),
-        nothing,   # sluid: Slurm's alone
-    ], schema=job_schema)
+    job = table_by_name(job_schema, n, {
+        "batch_system": const, "cluster": clusters, "job_id": gjid, "step_id": empty, "job_identity": identity,
+        "user_name": s["Owner"], "account": pc.coalesce(s["AccountingGroup"], s["AcctGroup"]),
+        "vo": s["x509UserProxyVOName"], "node": node, "node_list": node,
+        "submit_time": _timestamps(num("QDate"), np.ones(n, bool)),
+        "start_time": _timestamps(start, np.ones(n, bool)), "end_time": _timestamps(end, started),
+        "allocated_cores": _ints(cores, np.ones(n, bool), pa.int32()),
+        "cpu_user_seconds": pa.array(num("RemoteUserCpu"), from_pandas=True),
+        "cpu_system_seconds": pa.array(num("RemoteSysCpu"), from_pandas=True),
+        "wall_seconds": pa.array(wall, from_pandas=True),
+        "state": pa.array(labels, pa.string()).take(pa.array(state)),
+        "exit_code": _ints(code, ~np.isnan(code) & done, pa.int32()),
+        "bytes_read": _ints(kb["BlockReadKbytes"] * 1024, ~np.isnan(kb["BlockReadKbytes"]), pa.int64()),
+        "bytes_written": _ints(kb["BlockWriteKbytes"] * 1024, ~np.isnan(kb["BlockWriteKbytes"]), pa.int64()),
+        # job_class and partition: none in a history ad; sluid: Slurm's alone
+    })
     storage = s["MachineAttrTierlensStorageType0"]
     tagged = _np(pc.is_valid(storage))
     devices = block.lists.get("MachineAttrTierlensScratchDevices0", pa.nulls(n, pa.list_(pa.string())))
-    tag = pa.Table.from_arrays([
-        const, clusters, gjid, empty, pc.coalesce(node, ""),
-        pc.ascii_lower(pc.utf8_trim(storage, ASCII_SPACE)),
-        devices, s["MachineAttrTierlensScratchPath0"],
-        pc.coalesce(s["MachineAttrTierlensAbArm0"], s["TierlensAbArm"]),
-        s["MachineAttrTierlensCacheRoute0"],
-        _timestamps(start, np.ones(n, bool)),
-        pa.repeat(pa.scalar(tagger, pa.string()), n),
-    ], schema=tag_schema).filter(pa.array(tagged))
+    tag = table_by_name(tag_schema, n, {
+        "batch_system": const, "cluster": clusters, "job_id": gjid, "step_id": empty,
+        "node": pc.coalesce(node, ""), "storage_type": pc.ascii_lower(pc.utf8_trim(storage, ASCII_SPACE)),
+        "device_models": devices, "scratch_path": s["MachineAttrTierlensScratchPath0"],
+        "ab_arm": pc.coalesce(s["MachineAttrTierlensAbArm0"], s["TierlensAbArm"]),
+        "cache_route": s["MachineAttrTierlensCacheRoute0"],
+        "tagged_at": _timestamps(start, np.ones(n, bool)),
+        "tagger": pa.repeat(pa.scalar(tagger, pa.string()), n),
+    }).filter(pa.array(tagged))
     return job, tag, np.flatnonzero(tagged)
+
+
+def table_by_name(schema: pa.Schema, n: int, columns: dict[str, pa.Array]) -> pa.Table:
+    """``n`` rows of ``schema`` from columns by field name; a field not given is null, a name not
+    in the schema is an error (positions come from the schema, so a new field is one edit)."""
+    unknown = columns.keys() - set(schema.names)
+    if unknown:
+        raise KeyError(f"not fields of the schema: {sorted(unknown)}")
+    return pa.Table.from_arrays([columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema],
+                                schema=schema)
 
 
 class _Strings(dict):

@@ -47,23 +47,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...records import JOB, Batch, RecordKind, Reject, job_identity, valid_sluid
+from . import sacct_typed as typed
+from .jsonscan import Stop, char_offsets, scan_array
+from .values import JOB_INDEX, SENTINELS, first_node
 
 #: rows per Batch: bounds memory and the size of one warehouse transaction. Each batch has a
 #: fixed cost in the warehouse (probe, transaction, bookkeeping): 100,000 rows took about half
 #: the load CPU of 20,000 (bench/README.md), for about 130 MB more peak memory.
 BATCH_ROWS = 100_000
 _TIME_COLUMNS = ("submit_time", "start_time", "end_time")
+_STEP_ID = JOB_INDEX["step_id"]
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _ONE_US = timedelta(microseconds=1)
 
 PARSABLE_FIELDS = ("JobIDRaw", "JobID", "Cluster", "User", "Account", "Partition", "NodeList",
                    "Submit", "Start", "End", "AllocCPUS", "UserCPU", "SystemCPU", "ElapsedRaw",
                    "State", "ExitCode", "TRESUsageInTot", "TRESUsageOutTot", "ReqCPUS")
-
-#: Slurm's "no value" and "infinite" markers (slurm.h NO_VAL, INFINITE, NO_VAL64, INFINITE64).
-#: They are not quantities: a job that never started has time.start = NO_VAL.
-SENTINELS = frozenset((0xFFFFFFFE, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF))
-
 
 class SacctError(RuntimeError):
     pass
@@ -129,16 +128,6 @@ def _tres_count(items: Any, type_: str, name: str | None = None) -> float | None
             if n is not None and n >= 0:
                 return n
     return None
-
-
-def first_node(nodelist: str | None) -> str | None:
-    """First host of a Slurm host list: 'wn[03-05,09],gpu1' -> 'wn03'."""
-    if not nodelist or nodelist in ("None assigned", "(null)"):
-        return None
-    m = re.match(r"([^,\[]+)(?:\[([^\],]+?)(?:-[^\],]*)?(?:,[^\]]*)?\])?", nodelist)
-    if not m:
-        return nodelist
-    return m.group(1) + (m.group(2) or "")
 
 
 def _step_id(raw: Any) -> str:
@@ -307,9 +296,6 @@ def _fast_parts(f: TextIO, source: str) -> Iterator[Part]:
     elements) goes through ``_next_job`` and ``_json_job`` exactly as in the generic path, so
     its rows, its reject and its offset are the same; when that decode ends elsewhere than the
     scan said, the scan starts again after it."""
-    from . import sacct_typed as typed
-    from .jsonscan import Stop, char_offsets, scan_array
-
     dec = json.JSONDecoder()
     decode, job_rows, refused = typed.decoder.decode, typed.job_rows, (*typed.DECODE_ERRORS, typed.Fallback)
     st = _Stream(f)
@@ -355,7 +341,7 @@ def _fast_parts(f: TextIO, source: str) -> Iterator[Part]:
                     rows.extend(jr)
                     locs.append(where)
                     for r in jr[1:]:
-                        locs.append(f"{where} step {r[3]}")
+                        locs.append(f"{where} step {r[_STEP_ID]}")
                 prev, prev_c = e, ce
             else:
                 pos += char_ends[-1]
@@ -769,8 +755,8 @@ def _micros(t: datetime | None) -> int | None:
     return (t - _EPOCH) // _ONE_US
 
 
-_TIME_INDEX = tuple(JOB.names.index(c) for c in _TIME_COLUMNS)
-_KEY_INDEX = tuple(JOB.names.index(c) for c in ("cluster", "job_id", "step_id"))
+_TIME_INDEX = tuple(JOB_INDEX[c] for c in _TIME_COLUMNS)
+_KEY_INDEX = tuple(JOB_INDEX[c] for c in ("cluster", "job_id", "step_id"))
 
 
 def _as_tuple(row: dict) -> tuple:
@@ -832,7 +818,7 @@ def stream_batches(items: Iterable[tuple[dict, str] | Reject], source: str,
     yield from _tuple_batches(rows, locs, rejects, source, batch_rows)
 
 
-_JOB_END = JOB.names.index("end_time")
+_JOB_END = JOB_INDEX["end_time"]
 
 
 def _track(items: RowStream, pending: set[str]) -> RowStream:

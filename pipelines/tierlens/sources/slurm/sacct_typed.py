@@ -22,9 +22,8 @@ import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
 from ...records import job_identity, valid_sluid
-# sacct imports this module only when it decodes, so this import finds sacct loaded
-from .sacct import SENTINELS as _SENTINELS
-from .sacct import first_node
+from .values import SENTINELS as _SENTINELS
+from .values import first_node, to_job_order
 
 #: the last second datetime can hold (9999-12-31T23:59:59); later epochs are rejected generically
 _MAX_EPOCH = 253_402_300_799
@@ -230,9 +229,21 @@ def _int(v: int | float | None) -> int | None:
 _EMPTY_TIMES = Times()
 _NONE = None
 
+#: The fields of the tuples ``job_rows`` builds, in the order it writes them. Each position is
+#: looked up by name below; when records.JOB gains or reorders a field, ``_to_job`` moves every
+#: value to its JOB position (the new field null) until this order and the tuples follow it.
+BUILT = ("batch_system", "cluster", "job_id", "step_id", "job_identity", "user_name", "account", "vo", "job_class",
+         "partition", "node", "node_list", "submit_time", "start_time", "end_time", "allocated_cores",
+         "cpu_user_seconds", "cpu_system_seconds", "wall_seconds", "state", "exit_code", "bytes_read",
+         "bytes_written", "sluid")
+_to_job = to_job_order(BUILT)
+_CPU_USER, _CPU_SYSTEM = BUILT.index("cpu_user_seconds"), BUILT.index("cpu_system_seconds")
+_BYTES_READ, _BYTES_WRITTEN = BUILT.index("bytes_read"), BUILT.index("bytes_written")
+
 
 def job_rows(j: Job) -> list[tuple]:
-    """The job's row and its steps' rows as tuples in JOB's column order; [] for a pending job.
+    """The job's row and its steps' rows as tuples in JOB's column order (built in BUILT's); []
+    for a pending job.
 
     Raises Fallback for a value only the generic path maps (it also rejects what is wrong)."""
     jid = j.job_id
@@ -278,13 +289,15 @@ def job_rows(j: Job) -> list[tuple]:
             int(rin) if rin is not None else None, int(rout) if rout is not None else None, sluid))
     if steps:
         # sacct's TotalCPU of a job is the sum over its steps; 22.05 leaves the job's own at 0
-        cpu_user, cpu_system = _total(steps, 16), _total(steps, 17)
+        cpu_user, cpu_system = _total(steps, _CPU_USER), _total(steps, _CPU_SYSTEM)
     else:
         cpu_user, cpu_system = _secs(t.user) or 0.0, _secs(t.system) or 0.0
     job = ("slurm", cluster, jid, "", ident, user, account, _NONE, _NONE, partition,
            _first_node(nodes), nodes, submit, start, end, job_cores,
            cpu_user, cpu_system, _secs(t.elapsed) if start is not None else 0.0,
-           _state(j.state), _exit(j.exit_code), _total(steps, 21), _total(steps, 22), sluid)
+           _state(j.state), _exit(j.exit_code), _total(steps, _BYTES_READ), _total(steps, _BYTES_WRITTEN), sluid)
+    if _to_job is not None:
+        return [_to_job(job), *map(_to_job, steps)]
     return [job, *steps]
 
 
