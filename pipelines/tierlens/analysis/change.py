@@ -389,7 +389,8 @@ def _change_row(before: Cells, after: Cells, control: bool, strata, context: dic
     for g in groups:
         usable &= (before.jobs[g] >= p.min_stratum_jobs) & (after.jobs[g] >= p.min_stratum_jobs)
     scope_den = before.den[:, 0, :].sum(0) + after.den[:, 0, :].sum(0)
-    share = float(scope_den[usable].sum() / scope_den.sum()) if scope_den.sum() > 0 else 0.0
+    # a subset's sum can exceed the whole's by a rounding step when summed in another order
+    share = min(1.0, float(scope_den[usable].sum() / scope_den.sum())) if scope_den.sum() > 0 else 0.0
     weights = np.where(usable, scope_den, 0.0)
     weights = weights / weights.sum() if weights.sum() > 0 else None
 
