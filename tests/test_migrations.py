@@ -288,3 +288,27 @@ def test_a_record_change_needs_its_migration_step(tmp_path: Path, monkeypatch) -
     with Warehouse(path) as wh:
         assert wh.con.execute("SELECT node, scratch_bytes FROM raw_node").fetchall() == [("n1", 8000)]
         assert mig.current_version(wh.con) == step.version
+
+
+def test_client_fairness_built_before_its_day_column_keeps_every_window(tmp_path: Path) -> None:
+    """A warehouse at version 9 whose dbt build made marts.client_fairness without `day`: the
+    migration adds it, each row's UTC day of window_start, and keeps every row (raw retention may
+    have deleted the accesses a rebuild would need)."""
+    path = tmp_path / "w.duckdb"
+    Warehouse(path).close()
+    windows = [datetime(2026, 1, 1, 23, 0, tzinfo=timezone.utc), datetime(2026, 1, 2, 0, 0, tzinfo=timezone.utc),
+               datetime(2026, 3, 29, 1, 0, tzinfo=timezone.utc)]
+    con = duckdb.connect(str(path))
+    con.execute("DELETE FROM raw_schema_migrations WHERE version >= 10")
+    con.execute("CREATE SCHEMA marts")
+    con.execute("CREATE TABLE marts.client_fairness (server_host VARCHAR, window_start TIMESTAMPTZ, "
+                "jain_index DOUBLE)")
+    con.executemany("INSERT INTO marts.client_fairness VALUES ('origin', ?, ?)",
+                    [[w, 0.5 + i / 10] for i, w in enumerate(windows)])
+    con.close()
+    with Warehouse(path) as wh:
+        rows = wh.con.execute("SELECT window_start, jain_index, day FROM marts.client_fairness "
+                              "ORDER BY window_start").fetchall()
+        assert mig.current_version(wh.con) == mig.LATEST
+    assert [(r[0].astimezone(timezone.utc), r[1]) for r in rows] == [(w, 0.5 + i / 10) for i, w in enumerate(windows)]
+    assert [r[2] for r in rows] == [w.date() for w in windows]
