@@ -218,6 +218,11 @@ def run_sustained(workdir: Path, options: ProbeOptions, budget: Budget, direct: 
     if not logs:
         raise RuntimeError(f"fio wrote no bandwidth log in {workdir}")
     b, s = bandwidth_series(logs[0])
+    if not b:
+        # fio logs its first sample after a second: a device that wrote the whole budget faster
+        # has only the run's total, one window
+        write = json.loads(out.stdout)["jobs"][0]["write"]
+        b, s = [float(write["io_bytes"])], [max(float(write["runtime"]) / 1000.0, 1e-3)]
     # windows of the budget's size: whole seconds summed until they hold window_bytes
     wb, ws, acc_b, acc_s = [], [], 0.0, 0.0
     for x, t in zip(b, s):
