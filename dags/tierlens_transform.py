@@ -54,43 +54,66 @@ WARNED_XCOM = "dbt_warned_tests"
 def hand_over_warnings(project_dir: str, context: Any = None, **_: Any) -> None:
     """Cosmos calls this in the producer once ``dbt build`` has returned, failed or not, with the
     build's temporary project folder (deleted right after): the tests dbt reported 'warn' in that
-    build's target/run_results.json go to the producer's XCom for completeness_alert. The watcher
-    build calls no on_warning_callback, and its watching test tasks report pass or fail only."""
+    build's target/run_results.json go to the producer's XCom for completeness_alert, each with the
+    rows it found (its compiled SQL run read-only on the warehouse the build has just released),
+    and the tests that ran to a verdict. The watcher build calls no on_warning_callback, and its
+    watching test tasks report pass or fail only."""
     from dataclasses import asdict
     from pathlib import Path
 
     from tierlens.orchestration import tasks
 
     results = Path(project_dir) / "target" / "run_results.json"
-    handed: dict[str, Any] = {"run_results": results.is_file(), "tests": [], "error": None}
+    handed: dict[str, Any] = {"run_results": results.is_file(), "tests": [], "judged": [], "error": None,
+                              "rows_unknown": None}
     if handed["run_results"]:  # dbt writes none when the project does not even parse
         try:
-            handed["tests"] = [asdict(w) for w in tasks.warned_tests(results)]
+            warned = tasks.warned_tests(results)
+            handed["judged"] = tasks.judged_tests(results)
         except tasks.RunResultsError as e:  # the alert task fails with it; the build's own state stands
             handed["error"] = str(e)
+            warned = []
+        if warned and _target == "duckdb":
+            warned, handed["rows_unknown"] = tasks.failing_rows(cfg.warehouse_path(var), warned)
+        elif warned:
+            handed["rows_unknown"] = f"dbt target {_target}: each warned test counts as one condition"
+        handed["tests"] = [asdict(w) | {"compiled_sql": ""} for w in warned]
     context["ti"].xcom_push(key=WARNED_XCOM, value=handed)
 
 
-def mark_run(run_id: str, warned: list[dict[str, Any]], ti: Any) -> dict[str, Any]:
-    """Mark a run whose build warned (e.g. a completeness threshold): the warned tests go to
-    <home>/alerts/tierlens_transform/<run_id>.json and to the task's XCom ``warnings``; with
-    ``alert_email`` set they are mailed through smtp_default. A failed hard floor is not a
-    warning: that test errors and fails its task."""
+def mark_run(run_id: str, build: dict[str, Any], ti: Any) -> dict[str, Any]:
+    """Mark a run whose build warned (e.g. a completeness threshold) once per condition: a
+    condition (test, day, subject) alerted by an earlier run and still found is not alerted again
+    (<home>/alerts/tierlens_transform.open-conditions.json remembers them); one that cleared and
+    came back is. A run with new conditions writes <home>/alerts/tierlens_transform/<run_id>.json,
+    and with ``alert_email`` set mails them through smtp_default. The task's XCom ``warnings``
+    holds every warned test either way. A failed hard floor is not a warning: that test errors
+    and fails its task."""
     from tierlens.orchestration import tasks
 
-    tests = [w["unique_id"] for w in warned]
-    failures = [w["failures"] for w in warned]
-    results = [w["message"] for w in warned]
-    path = tasks.record_alert(cfg.paths(var).alerts, "tierlens_transform", run_id, tests, results, failures)
-    marked = {"tests": tests, "failures": failures, "alert_file": str(path)}
+    warned = [tasks.WarnedTest(w["unique_id"], w["failures"], w["message"], "", tuple(w["rows"]))
+              for w in build["tests"]]
+    alerts = cfg.paths(var).alerts
+    new, still_open = tasks.new_conditions(alerts, "tierlens_transform", run_id, warned, build.get("judged", []))
+    tests = [w.unique_id for w in warned]
+    failures = [w.failures for w in warned]
+    results = [w.message for w in warned]
+    marked: dict[str, Any] = {"tests": tests, "failures": failures, "new_conditions": new,
+                              "still_open": still_open, "rows_unknown": build.get("rows_unknown"),
+                              "alert_file": None}
+    if new:
+        path = tasks.record_alert(alerts, "tierlens_transform", run_id, tests, results, failures, new, still_open)
+        marked["alert_file"] = str(path)
     ti.xcom_push(key="warnings", value=marked)
     to = cfg.settings_list("alert_email", var)
-    if to:
+    if to and new:
         from airflow.providers.smtp.hooks.smtp import SmtpHook
 
-        body = "<p>tierlens_transform run {} warned:</p><ul>{}</ul><p>{}</p>".format(
-            run_id, "".join(f"<li>{t}: {'?' if n is None else n} rows ({m})</li>"
-                         for t, n, m in zip(tests, failures, results)), path)
+        body = "<p>tierlens_transform run {} found new completeness conditions:</p><ul>{}</ul>" \
+               "<p>{} alerted before and still open. Tests: {}</p><p>{}</p>".format(
+                   run_id, "".join(f"<li>{c}</li>" for c in new), len(still_open),
+                   "; ".join(f"{t}: {'?' if n is None else n} rows ({m})" for t, n, m in zip(tests, failures, results)),
+                   marked["alert_file"])
         with SmtpHook(smtp_conn_id="smtp_default") as hook:
             hook.send_email_smtp(to=to, subject=f"tierlens: data completeness warning ({run_id})",
                                  html_content=body)
@@ -164,9 +187,8 @@ with tierlens_transform:
             return {"run_results": False, "tests": []}
         if build["error"]:
             raise ValueError(f"the build's warned tests cannot be read: {build['error']}")
-        if not build["tests"]:
-            return {"run_results": True, "tests": []}
-        return {"run_results": True} | mark_run(str(ctx["run_id"]), build["tests"], ctx["ti"])
+        # every run passes here, warned or not: a condition that cleared must be forgotten
+        return {"run_results": True} | mark_run(str(ctx["run_id"]), build, ctx["ti"])
 
     _landed = load_landed()
     _landed >> _producer

@@ -285,13 +285,24 @@ def _warned_rows(job_rows: list[dict], untagged: set, warehouse: Path) -> dict[s
         cpu_total[_day(j["end_time"])] += cpu
         if j["job_id"] not in untagged:
             cpu_tagged[_day(j["end_time"])] += cpu
-    bytes_rows = _mart(warehouse, "grain = 'server' and measure = 'bytes_joined' and denominator > 0")
-    drops = _mart(warehouse, "measure = 'kernel_drops'")
+    bytes_rows = _mart(warehouse, "grain = 'server' and measure = 'bytes_joined' and denominator > 0 "
+                                  "and not provisional")
+    drops = _mart(warehouse, "measure = 'kernel_drops' and not provisional")
     return {"completeness_cpu_hours_tagged_below_threshold":
                 sum(1 for d, cpu in cpu_total.items() if cpu > 0 and cpu_tagged[d] / cpu < 0.90),
             "completeness_bytes_joined_below_threshold":
                 sum(1 for r in bytes_rows if r["numerator"] / r["denominator"] < 0.80),
             "completeness_kernel_drops_above_threshold": sum(1 for r in drops if r["numerator"] > 0)}
+
+
+def _time_passes(warehouse: Path, at: datetime) -> None:
+    """A job of another cluster ending at ``at``: the newest data is then that late, so the days
+    before it are final (their jobs have all ended)."""
+    row = {f.name: None for f in JOB} | {"batch_system": "slurm", "cluster": "later", "job_id": "1", "step_id": "",
+                                         "allocated_cores": 1, "start_time": at - timedelta(hours=1), "end_time": at,
+                                         "wall_seconds": 3600.0, "cpu_user_seconds": 60.0, "cpu_system_seconds": 0.0,
+                                         "state": "COMPLETED"}
+    ingest([Batch(RecordKind.JOB, pa.Table.from_pylist([row], schema=JOB), "later")], warehouse)
 
 
 def _alert(home: Path) -> dict | None:
@@ -315,6 +326,8 @@ def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floo
     ingest(batches, complete)
     degraded, job_rows, untagged, _ = _degrade(batches, np.random.default_rng(5))
     ingest(degraded, partial)
+    for wh in (complete, partial):  # 12 days later: the site's days are final (dbt's default 7 + 2 days)
+        _time_passes(wh, small.start.astimezone(UTC) + timedelta(days=12))
     for wh in (complete, partial):  # the mart's parents, so each DAG run is the mart and its tests
         proc = run_dbt(wh, tmp_path / f"dbt-{wh.stem}", "run", "--select", "+data_completeness",
                        "--exclude", "data_completeness")
@@ -339,8 +352,13 @@ def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floo
     # the site lost 10 % of its tags: some day falls below 90 % of CPU hours tagged
     assert expected.get("completeness_cpu_hours_tagged_below_threshold", 0) >= 1, expected
     alert = _alert(marked_home)
-    assert alert is not None and alert["format_version"] == 1, alert
+    assert alert is not None and alert["format_version"] == 2, alert
     assert _warned(alert) == expected, alert
+    assert len(alert["conditions"]) == sum(expected.values()) and alert["still_open"] == [], alert
+    # the next run finds the same conditions: it is not marked again
+    run = _transform(env, marked_home, partial)
+    assert run["state"] == "success" and run["tasks"]["completeness_alert"] == "success", run
+    assert _alert(marked_home) == alert
 
     floor_home = tmp_path / "floor"
     floor_home.mkdir()
@@ -366,6 +384,122 @@ def test_a_run_results_file_that_cannot_be_read_is_named_with_its_field(tmp_path
         with pytest.raises(RunResultsError) as e:
             warned_tests(path)
         assert str(e.value).startswith(f"{path}: {where}"), e.value
+
+
+# --- closed data: judged once the jobs that could add to a day have ended, alerted once -----
+
+def _judge(wh: Path, state: Path, home: Path, run_id: str, *dbt_args: str) -> tuple[list[str], list[str]]:
+    """What the transform DAG's alert does after its build, on a plain dbt build: the warned
+    tests' rows read back, then the conditions new since the last alert and those still open."""
+    from tierlens.orchestration import tasks
+
+    proc = run_dbt(wh, state, *dbt_args)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    results = state / "target" / "run_results.json"
+    warned, unknown = tasks.failing_rows(wh, tasks.warned_tests(results))
+    assert unknown is None, unknown
+    return tasks.new_conditions(home / "alerts", "tierlens_transform", run_id, warned, tasks.judged_tests(results))
+
+
+def _cpu_tagged_by_day(job_rows: list[dict], untagged: set, upto: datetime) -> dict:
+    tagged, total = defaultdict(float), defaultdict(float)
+    for j in job_rows:
+        if j["end_time"] is None or j["end_time"] >= upto:
+            continue
+        cpu = j["cpu_user_seconds"] + j["cpu_system_seconds"]
+        total[_day(j["end_time"])] += cpu
+        if j["job_id"] not in untagged:
+            tagged[_day(j["end_time"])] += cpu
+    return {d: tagged[d] / cpu for d, cpu in total.items() if cpu > 0}
+
+
+def _longer(batches, t0: datetime, by=timedelta(hours=18)):
+    """Every fourth job that ends on the first day runs 18 h longer, into the next: its file
+    accesses (first day) arrive a day before the job does."""
+    out = []
+    for b in batches:
+        if b.kind is RecordKind.JOB:
+            rows = b.table.to_pylist()
+            for r in rows:
+                if r["end_time"] and t0 <= r["end_time"] < t0 + timedelta(days=1) and int(r["job_id"]) % 4 == 0:
+                    r["end_time"] += by
+                    r["wall_seconds"] = (r["wall_seconds"] or 0) + by.total_seconds()
+            b = Batch(b.kind, pa.Table.from_pylist(rows, schema=b.table.schema), b.source)
+        out.append(b)
+    return out
+
+
+@pytest.mark.slow
+def test_completeness_is_judged_on_closed_days_only_and_alerted_once(tmp_path):
+    """Long jobs (begun in the warm-up, days before the first hour) keep a day's shares low while
+    they run. Hour by hour the site's data arrives; a day is judged once the newest data passed
+    its final_from (vars: jobs at most 1 day long, records on time), and each condition below a
+    threshold is alerted by the first run that judges it, never again while it stays."""
+    from tierlens.orchestration.intervals import interval_batches
+
+    opts = SyntheticOptions(days=3, seed=2, site=SITE)
+    t0 = opts.start.astimezone(UTC)
+    batches, job_rows, untagged, _ = _degrade(_longer(list(generate(opts)), t0), np.random.default_rng(5))
+    assert sum(j["start_time"] < t0 + timedelta(days=1) <= j["end_time"] for j in job_rows) > 10
+    wh, home = tmp_path / "warehouse.duckdb", tmp_path / "home"
+    rules = ("--vars", '{"max_wall_days": 1, "job_lateness_days": 0}')
+    build = ("build", "--select", "+data_completeness", "--indirect-selection", "cautious", *rules)
+    test = ("test", "--select", "data_completeness", *rules)
+
+    # the first day alone: every day is provisional, so nothing is alerted whatever its shares
+    ingest(interval_batches(batches, t0 - timedelta(days=30), t0 + timedelta(days=1)), wh)
+    new, still = _judge(wh, tmp_path / "dbt", home, "run-1", *build)
+    assert new == [] and still == []
+    rows = [r for r in _mart(wh) if r["day"] >= t0.date()]  # before it: the warm-up's tags and accesses
+    assert rows and all(r["provisional"] for r in rows)
+    below = [r for r in rows if r["measure"] in ("cpu_hours_tagged", "bytes_joined") and r["denominator"]
+             and r["share"] < (0.90 if r["measure"] == "cpu_hours_tagged" else 0.80)]
+    assert below, "the premise: a provisional day below a threshold that an hourly judge would alert"
+
+    # two more days: cluster-days 1 and 2 and server-day 1 are final (the newest data is in day 3)
+    ingest(interval_batches(batches, t0 + timedelta(days=1), t0 + timedelta(days=3)), wh)
+    new, still = _judge(wh, tmp_path / "dbt", home, "run-2", *build)
+    final = {(r["grain"], r["day"]) for r in _mart(wh) if not r["provisional"]}
+    d1, d2 = t0.date(), t0.date() + timedelta(days=1)
+    assert {d for g, d in final if g == "cluster" and d >= d1} == {d1, d2}
+    assert {d for g, d in final if g == "server" and d >= d1} == {d1}
+    shares = _cpu_tagged_by_day(job_rows, untagged, t0 + timedelta(days=3))
+    expected = {f"completeness_cpu_hours_tagged_below_threshold | {d} {SITE.cluster}"
+                for d in (d1, d2) if shares[d] < 0.90}
+    expected |= {f"completeness_bytes_joined_below_threshold | {r['day']} {r['subject']}"
+                 for r in _mart(wh, "grain = 'server' and measure = 'bytes_joined' and denominator > 0")
+                 if r["day"] <= d1 and r["numerator"] / r["denominator"] < 0.80}
+    expected |= {f"completeness_kernel_drops_above_threshold | {r['day']} {r['subject']}"
+                 for r in _mart(wh, "measure = 'kernel_drops' and numerator > 0 and not provisional")}
+    assert expected, "the premise: a final day below a threshold"
+    assert set(new) == expected and still == []
+
+    # the next hour brings nothing new for the closed days: the same conditions, no new alert
+    new, still = _judge(wh, tmp_path / "dbt", home, "run-3", *test)
+    assert new == [] and set(still) == expected
+
+
+def test_a_condition_that_clears_and_comes_back_is_alerted_again(tmp_path):
+    from tierlens.orchestration.tasks import CONDITIONS_FORMAT_VERSION, WarnedTest, new_conditions, \
+        open_conditions_file
+
+    a = "test.tierlens.completeness_cpu_hours_tagged_below_threshold"
+    b = "test.tierlens.completeness_kernel_drops_above_threshold"
+    warned = [WarnedTest(a, 1, "Got 1 result", rows=("2026-10-01 c1",)), WarnedTest(b, 1, "", rows=("2026-10-01 col1",))]
+    ka, kb = "completeness_cpu_hours_tagged_below_threshold | 2026-10-01 c1", \
+        "completeness_kernel_drops_above_threshold | 2026-10-01 col1"
+    assert new_conditions(tmp_path, "d", "r1", warned, [a, b]) == ([ka, kb], [])
+    assert new_conditions(tmp_path, "d", "r2", warned, [a, b]) == ([], [ka, kb])
+    # a passed, b did not run (a partial build): a's condition cleared, b's is kept
+    assert new_conditions(tmp_path, "d", "r3", [], [a]) == ([], [])
+    # a's came back (under a changed threshold: another hash, the same test)
+    warned[0] = WarnedTest(a + ".0123abcd", 1, "", rows=("2026-10-01 c1",))
+    assert new_conditions(tmp_path, "d", "r4", warned, [a, b]) == ([ka], [kb])
+    doc = json.loads(open_conditions_file(tmp_path, "d").read_text())
+    assert doc["format_version"] == CONDITIONS_FORMAT_VERSION and doc["open"][ka]["first_alerted_run"] == "r4"
+    open_conditions_file(tmp_path, "d").write_text('{"format_version": 99, "open": {}}')
+    with pytest.raises(ValueError, match="format_version"):
+        new_conditions(tmp_path, "d", "r5", warned, [a])
 
 
 # --- the report: a one-line verdict per week at the top, and the completeness section --------

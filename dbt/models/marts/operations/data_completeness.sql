@@ -15,6 +15,20 @@
 -- A job is its whole-job row (step_id ''), else its first step, as in int_file_access_by_job.
 -- Accesses a cache made to an origin to stage a file in (client = a cache server) belong to no
 -- job by nature: they are counted apart (cache_stage_in_accesses), outside the join shares.
+-- Closed data: a day's figures are provisional until nothing that could still change them can
+-- arrive, judged against the newest data loaded (the horizon: latest job end or file access
+-- seen, never later than now), not the clock, so a site that stops loading stays provisional:
+--   cluster    jobs are counted by the day they ended; their accounting record and plugin tags
+--              may arrive up to var job_lateness_days late;
+--   server     accesses by the day they opened; the job that made one is loaded when it ends,
+--              up to var max_wall_days later (and its record job_lateness_days after that), so
+--              its bytes count as unjoined until then;
+--   collector, source  counters of their own day.
+-- The completeness tests (data_completeness.yml) judge closed rows only.
+{%- set job_lateness = var('job_lateness_days', 2) | int %}
+{%- set max_wall = var('max_wall_days', 7) | int %}
+{%- set days_to_final = "case u.grain when 'cluster' then " ~ (1 + job_lateness) ~ " when 'server' then "
+                        ~ (1 + max_wall + job_lateness) ~ " else 1 end" %}
 with job_rows as (
     -- jobs that ran: a launch failure has no CPU hours and is counted in efficiency_by_group
     select * from {{ one_row_per_job(ref('int_job_tagged'), where='ran') }} as first_rows
@@ -199,19 +213,38 @@ unioned as (
     select day, 'source', subject, measure, detail, unit, numerator, denominator from source_measures
 ),
 
+horizon as (
+    select least(max(newest), {{ current_instant() }}) as newest
+    from (
+        select max(end_time) as newest from {{ ref('stg_job') }}
+        union all
+        select max(coalesce(end_time, start_time)) as newest from {{ ref('stg_file_access') }}
+    ) as per_source
+),
+
+closing as (
+    select
+        u.*,
+        cast({{ dbt.dateadd('day', days_to_final, 'u.day') }} as date) as final_from
+    from unioned u
+),
+
 final as (
     select
-        day,
-        grain,
+        c.day,
+        c.grain,
         coalesce(subject, '')                                   as subject,
         measure,
         detail,
         unit,
         coalesce(numerator, 0)                                  as numerator,
         denominator,
-        coalesce(numerator, 0) / nullif(denominator, 0)         as share
-    from unioned
-    where day is not null
+        coalesce(numerator, 0) / nullif(denominator, 0)         as share,
+        final_from,
+        h.newest is null or {{ utc('h.newest') }} < cast(final_from as timestamp) as provisional
+    from closing c
+    cross join horizon h
+    where c.day is not null
 )
 
 select * from final

@@ -12,6 +12,10 @@ def _shares(*measures: str) -> str:
     return ", ".join(f"{share_sql(m)} AS {m}" for m in measures)
 
 
+# A day is provisional while jobs that could still add to it may be running (the mart's final_from).
+_STATUS = "CASE WHEN bool_or(provisional) THEN 'provisional' ELSE 'final' END AS status"
+
+
 def body(wh: MartReader, s: SectionOut) -> None:
     s.table("completeness_by_cluster", wh.rows(f"""
         SELECT "day", subject AS cluster,
@@ -19,7 +23,8 @@ def body(wh: MartReader, s: SectionOut) -> None:
                sum(denominator) FILTER (WHERE measure = 'cpu_hours_tagged') AS cpu_hours,
                {_shares('jobs_tagged', 'cpu_hours_tagged', 'jobs_with_exact_accesses',
                         'jobs_with_inferred_accesses_only', 'jobs_without_accesses')},
-               sum(numerator) FILTER (WHERE measure = 'tags_without_job') AS tags_without_job
+               sum(numerator) FILTER (WHERE measure = 'tags_without_job') AS tags_without_job,
+               {_STATUS}
         FROM marts.data_completeness WHERE grain = 'cluster' GROUP BY ALL ORDER BY "day", cluster
     """))
     s.table("completeness_by_server", wh.rows(f"""
@@ -27,7 +32,8 @@ def body(wh: MartReader, s: SectionOut) -> None:
                sum(denominator) FILTER (WHERE measure = 'accesses_exact') AS accesses,
                {_shares('accesses_exact', 'accesses_inferred', 'accesses_unmatched', 'bytes_joined',
                         'cache_accesses_gstream_only', 'sequence_gaps')},
-               sum(numerator) FILTER (WHERE measure = 'cache_stage_in_accesses') AS cache_stage_in_accesses
+               sum(numerator) FILTER (WHERE measure = 'cache_stage_in_accesses') AS cache_stage_in_accesses,
+               {_STATUS}
         FROM marts.data_completeness WHERE grain = 'server' GROUP BY ALL ORDER BY "day", server
     """))
     collector = wh.rows("""
@@ -42,7 +48,10 @@ def body(wh: MartReader, s: SectionOut) -> None:
     s.table("completeness_rejects", rejects, shown=bool(rejects))
     s.note("Accesses a cache made to an origin to stage a file in belong to no job and are counted "
            "apart (cache stage-in). Until the collector records reconciled hit/miss evidence every "
-           "cache access counts as g-stream only. Source: marts.data_completeness.")
+           "cache access counts as g-stream only. A provisional day can still change: jobs that "
+           "ended later may yet be joined to its accesses, or their records arrive late (final "
+           "from the day after it plus dbt vars job_lateness_days, and max_wall_days for servers); "
+           "completeness alerts judge final days only. Source: marts.data_completeness.")
 
 
 SPEC = SectionSpec(
@@ -63,14 +72,14 @@ SPEC = SectionSpec(
                    Column("jobs_with_exact_accesses", "accesses exact", "pct"),
                    Column("jobs_with_inferred_accesses_only", "inferred only", "pct"),
                    Column("jobs_without_accesses", "no accesses", "pct"),
-                   Column("tags_without_job", "tags without job", "int"))),
+                   Column("tags_without_job", "tags without job", "int"), Column("status", "figures"))),
         TableSpec("completeness_by_server", "File accesses per day and server",
                   (Column("day", "day"), Column("server", "server"), Column("accesses", "accesses", "int"),
                    Column("accesses_exact", "exact", "pct"), Column("accesses_inferred", "inferred", "pct"),
                    Column("accesses_unmatched", "no job", "pct"), Column("bytes_joined", "bytes joined", "pct"),
                    Column("cache_accesses_gstream_only", "cache: g-stream only", "pct"),
                    Column("sequence_gaps", "sequence gaps", "pct"),
-                   Column("cache_stage_in_accesses", "cache stage-in", "int"))),
+                   Column("cache_stage_in_accesses", "cache stage-in", "int"), Column("status", "figures"))),
         TableSpec("completeness_collector", "Collector losses",
                   (Column("day", "day"), Column("collector", "collector"), Column("measure", "what"),
                    Column("numerator", "count", "int"), Column("denominator", "of", "int"),

@@ -17,7 +17,8 @@ def _verdict(r: dict) -> str:
         parts.append(f"{fmt.integer(r['kernel_drops'])} datagrams dropped by the kernel")
     if r["rejected_records"]:
         parts.append(f"{fmt.integer(r['rejected_records'])} records rejected")
-    return ", ".join(parts)
+    text = ", ".join(parts)
+    return text + " (provisional: jobs still running may add to it)" if r["provisional"] else text
 
 
 def body(wh: MartReader, s: SectionOut) -> None:
@@ -27,7 +28,8 @@ def body(wh: MartReader, s: SectionOut) -> None:
                sum(denominator) FILTER (WHERE measure = 'cpu_hours_tagged') AS cpu_hours,
                {share_sql('bytes_joined')} AS bytes_joined,
                sum(numerator) FILTER (WHERE measure = 'kernel_drops') AS kernel_drops,
-               sum(numerator) FILTER (WHERE measure = 'rejected_records') AS rejected_records
+               sum(numerator) FILTER (WHERE measure = 'rejected_records') AS rejected_records,
+               bool_or(provisional) AS provisional
         FROM marts.data_completeness GROUP BY ALL ORDER BY week_start
     """)
     for r in rows:
@@ -51,7 +53,7 @@ SPEC = SectionSpec(
                   (Column("week_start", "week starting"), Column("cpu_hours_tagged", "CPU hours tagged", "pct"),
                    Column("cpu_hours", "CPU hours", "hours"), Column("bytes_joined", "bytes joined", "pct"),
                    Column("kernel_drops", "kernel drops", "int"), Column("rejected_records", "rejected", "int"),
-                   Column("verdict", "verdict")),
+                   Column("provisional", "provisional"), Column("verdict", "verdict")),
                   shown=False),
     ),
 )
