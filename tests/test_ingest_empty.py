@@ -10,6 +10,8 @@ import duckdb
 import pyarrow.compute as pc
 import pytest
 
+from test_dbt_project import run_dbt  # the shared dbt runner
+
 from tierlens.orchestration import tasks
 from tierlens.orchestration.settings import setting
 from tierlens.sources.synthetic.generate import generate
@@ -59,6 +61,23 @@ def test_the_first_hour_of_the_synthetic_site_loads_and_an_hour_outside_says_why
     assert len(warned) == 1 and "synthetic loaded nothing" in warned[0].getMessage()
     assert "outside its window" in warned[0].getMessage()
 
+    # the warehouse keeps both intervals, and data_completeness counts the empty one by its reason
+    con = duckdb.connect(str(wh), read_only=True)
+    kept = con.execute("SELECT interval_start, records, outcome, reason FROM raw_source_interval "
+                       "ORDER BY interval_start").fetchall()
+    con.close()
+    brought = sum(n for kind, n in loaded["rows_in"].items() if kind in ("job", "job_tag", "file_access"))
+    assert brought > expected  # the jobs, their tags and their accesses
+    assert [(r[0], r[1], r[2]) for r in kept] == [(before[0], 0, "outside_window"), (first[0], brought, "loaded")]
+    assert kept[0][3] == empty["loaded_nothing"]
+    proc = run_dbt(wh, tmp_path / "dbt", "build", "--select", "+data_completeness", "--indirect-selection", "cautious")
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    con = duckdb.connect(str(wh), read_only=True)
+    rows = con.execute("SELECT day, subject, detail, numerator, denominator FROM marts.data_completeness "
+                       "WHERE measure = 'intervals_loaded_nothing'").fetchall()
+    con.close()
+    assert rows == [(before[0].date(), "synthetic", "outside_window", 1, 1)]
+
 
 def test_an_xrootd_folder_missing_or_empty_is_named(tmp_path):
     wh = tmp_path / "warehouse.duckdb"
@@ -68,3 +87,17 @@ def test_an_xrootd_folder_missing_or_empty_is_named(tmp_path):
     folder.mkdir()
     empty = tasks.ingest_xrootd(wh, DAY, DAY + timedelta(hours=1), folder)
     assert "no file_access-*.parquet files" in empty["loaded_nothing"] and str(folder) in empty["loaded_nothing"]
+    con = duckdb.connect(str(wh), read_only=True)
+    assert con.execute("SELECT source, outcome, reason FROM raw_source_interval").fetchall() == [
+        ("xrootd", "not_found", empty["loaded_nothing"])]  # the rerun of the interval replaced its row
+    con.close()
+
+
+def test_a_source_that_cannot_be_read_is_recorded_unreachable_and_fails(tmp_path):
+    wh = tmp_path / "warehouse.duckdb"
+    with pytest.raises(Exception) as failed:
+        tasks.ingest_slurm(wh, DAY, DAY + timedelta(hours=1), sacct=str(tmp_path / "no-such-sacct"))
+    con = duckdb.connect(str(wh), read_only=True)
+    kept = con.execute("SELECT source, records, outcome, reason FROM raw_source_interval").fetchall()
+    con.close()
+    assert len(kept) == 1 and kept[0][:3] == ("slurm", 0, "unreachable") and str(failed.value)[:40] in kept[0][3]

@@ -215,6 +215,21 @@ COLLECTOR_STATS = pa.schema([
 ])
 
 
+#: What one scheduled ingest of a source brought for its interval, kept so that an interval that
+#: loaded nothing is seen in data_completeness, with the reason, not only in a task log.
+SOURCE_INTERVAL_OUTCOMES = ("loaded", "outside_window", "no_new_records", "not_found", "unreachable")
+
+SOURCE_INTERVAL = pa.schema([
+    _f("source", pa.string(), "Source the interval was read from: synthetic, slurm, condor or xrootd.", nullable=False),
+    _f("interval_start", TIMESTAMP, "Start of the data interval (included).", "UTC", nullable=False),
+    _f("interval_end", TIMESTAMP, "End of the data interval (excluded).", "UTC", nullable=False),
+    _f("records", pa.int64(), "Job, job tag and file access records the source brought for the interval.", "records"),
+    _f("outcome", pa.string(), "loaded, or why nothing was: outside_window (the source has no data for that time), no_new_records (it answered with none), not_found (its folder or files are missing), unreachable (reading it failed).", nullable=False),
+    _f("reason", pa.string(), "The reason in words, as the task log gives it; null when records were loaded."),
+    _f("recorded_at", TIMESTAMP, "When the ingest ran.", "UTC"),
+])
+
+
 class RecordKind(str, Enum):
     """Each canonical record and the raw warehouse table that holds it."""
 
@@ -226,6 +241,7 @@ class RecordKind(str, Enum):
     SITE_CHANGE = "site_change"
     COLLECTOR_STATS = "collector_stats"
     DEVICE_PROBE = "device_probe"
+    SOURCE_INTERVAL = "source_interval"
 
     @property
     def table(self) -> str:
@@ -353,6 +369,13 @@ SPECS: dict[RecordKind, RecordSpec] = {
         "interval_start",
         _required("collector_host", "worker", "interval_start", "interval_end") + (
             _null("server_host", "missing (use '' for socket-level counts)"),
+            _before("interval_end", "interval_start"),
+        ),
+    ),
+    RecordKind.SOURCE_INTERVAL: RecordSpec(
+        RecordKind.SOURCE_INTERVAL, SOURCE_INTERVAL, ("source", "interval_start", "interval_end"), "interval_start",
+        _required("source", "interval_start", "interval_end", "outcome") + (
+            _one_of("outcome", SOURCE_INTERVAL_OUTCOMES, f"not an outcome ({', '.join(SOURCE_INTERVAL_OUTCOMES)})"),
             _before("interval_end", "interval_start"),
         ),
     ),

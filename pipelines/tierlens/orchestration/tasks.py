@@ -29,6 +29,32 @@ INTERVAL_RECORDS = frozenset({"job", "job_tag", "file_access"})
 EmptyReason = Callable[[datetime, datetime], str]
 
 
+class Nothing(str):
+    """A reason why an interval loaded nothing, with its outcome (records.SOURCE_INTERVAL_OUTCOMES)."""
+
+    outcome = "no_new_records"
+
+    def __new__(cls, text: str, outcome: str = "no_new_records") -> "Nothing":
+        self = super().__new__(cls, text)
+        self.outcome = outcome
+        return self
+
+
+def _record_interval(warehouse: Path, source: str, start: datetime, end: datetime, records: int,
+                     outcome: str, reason: str | None) -> None:
+    """What the interval brought, as a source_interval record (data_completeness counts the ones
+    that loaded nothing); a rerun of the interval replaces its row."""
+    import pyarrow as pa
+
+    from ..pipeline import ingest
+    from ..records import SOURCE_INTERVAL, RecordKind
+
+    row = {"source": source, "interval_start": utc(start), "interval_end": utc(end), "records": records,
+           "outcome": outcome, "reason": reason, "recorded_at": datetime.now(timezone.utc)}
+    ingest([Batch(RecordKind.SOURCE_INTERVAL, pa.Table.from_pylist([row], schema=SOURCE_INTERVAL),
+                  f"ingest {source}")], warehouse)
+
+
 # ---- sources ----------------------------------------------------------------------------------
 def _load(source: str, batches: Iterable[Batch], warehouse: Path, start: datetime, end: datetime,
           why_empty: EmptyReason | None = None) -> dict:
@@ -49,17 +75,25 @@ def _load(source: str, batches: Iterable[Batch], warehouse: Path, start: datetim
         summary = ingest(selected, warehouse)
     except Exception as e:
         if not is_lock_error(e):
+            try:  # the task fails with e; the warehouse keeps that the interval could not be read
+                _record_interval(warehouse, source, start, end, 0, "unreachable", f"{type(e).__name__}: {e}"[:1000])
+            except Exception as also:
+                log.warning("%s: could not record the failed interval either: %s", source, also)
             raise
-        # the lock is taken when the warehouse opens, before the first batch is read
+        # the lock is taken when the warehouse opens, before the first batch is read (the
+        # interval's source_interval record is not written then: the landed batches say it)
         return head | {"landed": land(selected, warehouse), "warehouse_busy": str(e)[:300]}
     result = head | {"batches": summary.batches, "rows_in": dict(summary.rows_in),
                      "rows_loaded": dict(summary.rows_loaded), "rows_rejected": dict(summary.rows_rejected),
                      "landed_loaded": landed_before[0]}
-    if not sum(n for kind, n in summary.rows_in.items() if kind in INTERVAL_RECORDS):
+    records = sum(n for kind, n in summary.rows_in.items() if kind in INTERVAL_RECORDS)
+    if not records:
         reason = (why_empty or _no_records(source))(utc(start), utc(end))
         log.warning("%s loaded nothing for [%s, %s): %s", source, result["start"], result["end"], reason)
-        result["loaded_nothing"] = reason
+        result["loaded_nothing"] = str(reason)
+        _record_interval(warehouse, source, start, end, 0, getattr(reason, "outcome", "no_new_records"), str(reason))
     else:
+        _record_interval(warehouse, source, start, end, records, "loaded", None)
         log.info("%s loaded %s for [%s, %s)", source,
                  ", ".join(f"{n:,} {kind}" for kind, n in sorted(summary.rows_loaded.items())),
                  result["start"], result["end"])
@@ -84,8 +118,8 @@ def synthetic_empty_reason(options) -> EmptyReason:
     def why(start: datetime, end: datetime) -> str:
         window = f"the synthetic site simulates {_interval(first, last)} (synthetic_start, synthetic_days)"
         if end <= first or start >= last:
-            return f"the interval {_interval(start, end)} is outside its window: {window}"
-        return f"no simulated job or file access ended in {_interval(start, end)}; {window}"
+            return Nothing(f"the interval {_interval(start, end)} is outside its window: {window}", "outside_window")
+        return Nothing(f"no simulated job or file access ended in {_interval(start, end)}; {window}")
     return why
 
 
@@ -93,9 +127,10 @@ def folder_empty_reason(what: str, folder: Path, pattern: str = "*.parquet") -> 
     """A source that reads a folder: missing, empty, or holding nothing of the interval."""
     def why(start: datetime, end: datetime) -> str:
         if not folder.is_dir():
-            return f"no folder {folder}: {what} has not written there (check the setting that names it)"
+            return Nothing(f"no folder {folder}: {what} has not written there (check the setting that names it)",
+                           "not_found")
         if not any(folder.glob(pattern)):
-            return f"no {pattern} files in {folder}: {what} has written nothing yet"
+            return Nothing(f"no {pattern} files in {folder}: {what} has written nothing yet", "not_found")
         return f"the files in {folder} hold nothing that ended in {_interval(start, end)}"
     return why
 

@@ -36,7 +36,7 @@ SOURCES_FILE = Path("models") / "staging" / "_sources.yml"
 #: Record kinds whose raw tables the dbt models read (device probes are read by the simulator).
 RAW_KINDS: tuple[RecordKind, ...] = (
     RecordKind.JOB, RecordKind.JOB_TAG, RecordKind.FILE_ACCESS, RecordKind.NODE,
-    RecordKind.STORAGE_CATALOG, RecordKind.SITE_CHANGE, RecordKind.COLLECTOR_STATS,
+    RecordKind.STORAGE_CATALOG, RecordKind.SITE_CHANGE, RecordKind.COLLECTOR_STATS, RecordKind.SOURCE_INTERVAL,
 )
 
 #: Simulator tables the dbt models read, in the order they are listed.

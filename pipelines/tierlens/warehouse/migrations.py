@@ -310,6 +310,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "client_fairness becomes incremental by its window's UTC day (column day)",
               (ModelColumn("marts", "client_fairness", "day", "DATE",
                            "CAST(timezone('UTC', window_start) AS DATE)"),)),
+    Migration(11, "source_interval record: what each scheduled ingest interval brought, or why nothing",
+              (AddTable(RecordKind.SOURCE_INTERVAL),)),
 )
 
 LATEST = MIGRATIONS[-1].version

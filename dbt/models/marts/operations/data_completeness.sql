@@ -11,7 +11,9 @@
 --   grain 'collector' (subject = collector host; day of the counting interval): datagrams the
 --                     kernel dropped, records quarantined, cache events matched to no access.
 --   grain 'source'    (subject = the source, detail = record kind: reason; day of loading):
---                     records rejected, against the records the source's batches brought.
+--                     records rejected, against the records the source's batches brought;
+--                     (detail = outcome; day of the interval) scheduled ingest intervals that
+--                     loaded nothing, by why, against the intervals the source ran.
 -- A job is its whole-job row (step_id ''), else its first step, as in int_file_access_by_job.
 -- Accesses a cache made to an origin to stage a file in (client = a cache server) belong to no
 -- job by nature: they are counted apart (cache_stage_in_accesses), outside the join shares.
@@ -199,6 +201,23 @@ source_measures as (
     left join batches b on b.day = r.day and b.source = r.source and b.record_kind = r.record_kind
 ),
 
+-- Scheduled ingest intervals that loaded nothing, by why (outcome), against the intervals the
+-- source ran for that day (day of the interval's start).
+intervals as (
+    select cast({{ utc('interval_start') }} as date) as day, source, outcome
+    from {{ ref('stg_source_interval') }}
+),
+
+interval_measures as (
+    select i.day, i.source as subject, i.outcome as detail, 'intervals_loaded_nothing' as measure,
+           'intervals' as unit, count(*) as numerator, max(t.intervals) as denominator
+    from intervals i
+    join (select day, source, count(*) as intervals from intervals group by day, source) t
+        on t.day = i.day and t.source = i.source
+    where i.outcome <> 'loaded'
+    group by i.day, i.source, i.outcome
+),
+
 unioned as (
     select day, 'cluster' as grain, subject, measure, '' as detail, unit,
            cast(numerator as double) as numerator, cast(denominator as double) as denominator
@@ -211,6 +230,8 @@ unioned as (
     select day, grain, subject, measure, '', unit, numerator, denominator from collector_measures
     union all
     select day, 'source', subject, measure, detail, unit, numerator, denominator from source_measures
+    union all
+    select day, 'source', subject, measure, detail, unit, numerator, denominator from interval_measures
 ),
 
 horizon as (

@@ -43,9 +43,16 @@ def body(wh: MartReader, s: SectionOut) -> None:
     s.table("completeness_collector", collector, shown=bool(collector))
     rejects = wh.rows("""
         SELECT subject AS source, detail AS kind_and_reason, sum(numerator) AS rejected, sum(denominator) AS records
-        FROM marts.data_completeness WHERE grain = 'source' GROUP BY ALL ORDER BY rejected DESC, source
+        FROM marts.data_completeness WHERE grain = 'source' AND measure = 'rejected_records'
+        GROUP BY ALL ORDER BY rejected DESC, source
     """)
     s.table("completeness_rejects", rejects, shown=bool(rejects))
+    empty = wh.rows("""
+        SELECT "day", subject AS source, detail AS why, numerator AS intervals, denominator AS of_intervals
+        FROM marts.data_completeness WHERE grain = 'source' AND measure = 'intervals_loaded_nothing'
+        ORDER BY "day", source, why
+    """)
+    s.table("completeness_empty_intervals", empty, shown=bool(empty))
     s.note("Accesses a cache made to an origin to stage a file in belong to no job and are counted "
            "apart (cache stage-in). Until the collector records reconciled hit/miss evidence every "
            "cache access counts as g-stream only. A provisional day can still change: jobs that "
@@ -60,7 +67,8 @@ SPEC = SectionSpec(
     intro="What share of what happened reached tierlens and was joined: jobs tagged by a plugin, jobs "
           "whose file accesses were found (exactly through the identity the plugin handed the job, or "
           "inferred from host and time), accesses and bytes that joined no job, what the collector "
-          "lost, and the records rejected on loading.",
+          "lost, the records rejected on loading, and the scheduled ingest intervals that brought nothing "
+          "(outside the source's window, no new records, its files missing, unreachable).",
     body=body,
     marts=("data_completeness",),
     group=OPERATIONS,
@@ -87,5 +95,8 @@ SPEC = SectionSpec(
         TableSpec("completeness_rejects", "Rejected records by source and reason",
                   (Column("source", "source"), Column("kind_and_reason", "record: reason"),
                    Column("rejected", "rejected", "int"), Column("records", "records in its batches", "int"))),
+        TableSpec("completeness_empty_intervals", "Scheduled ingest intervals that loaded nothing",
+                  (Column("day", "day"), Column("source", "source"), Column("why", "why"),
+                   Column("intervals", "intervals", "int"), Column("of_intervals", "of intervals run", "int"))),
     ),
 )
