@@ -247,7 +247,7 @@ def test_summary_numbers(full_report):
     assert int(summary["Jobs with efficiency above 100 % (flagged, not clipped)"]) == sum(e > 1 for e in per_job)
     assert summary["Period covered"] == "2024-05-06/2024-05-09"
     assert int(summary["Rejected records"]) == len(REJECTS)
-    assert int(summary["Batches loaded (main.raw_batches)"]) == 2
+    assert int(summary["Batches loaded, every source (main.raw_batches)"]) == 2
 
     html = result.html_path.read_text(encoding="utf-8")
     assert f"{cpu / core_wall * 100:.1f} %" in html
@@ -584,3 +584,18 @@ def test_hardware_section_prices_whole_nodes_with_both_figures(tmp_path: Path):
         assert float(r["price_per_1000_core_hours"]) == pytest.approx(1000 * h[7])
         assert float(r["price_per_1000_core_hours_low"]) == pytest.approx(1000 * h[8])
         assert r["node_config"] == "8-core worker" and float(r["whole_node_price"]) == 1900
+
+
+def test_a_lifetime_reads_in_its_own_unit():
+    """'0.0802 years' is 29 days: a lifetime is printed in days, months or years, as it reads."""
+    from tierlens.report import fmt
+
+    for years, shown in ((0.0802, "29 days"), (1 / 365.25, "1 day"), (0.5, "6 months"), (1.5, "18 months"),
+                         (3.44, "3.4 years"), (None, fmt.MISSING)):
+        assert fmt.lifetime(years) == shown
+    # the columns that hold lifetimes use it, and their labels do not name a unit the value may not have
+    from tierlens.report.sections import hardware, occupancy
+
+    cols = [c for spec in (hardware.SPEC, occupancy.SPEC) for t in spec.tables for c in t.columns
+            if "lifetime" in c.key]
+    assert cols and all(c.kind == "lifetime" and "years" not in c.label for c in cols), cols

@@ -69,8 +69,9 @@ def run_demo(p: Paths, *, days: float, seed: int, nodes_per_type: int, console: 
     with progress() as bar:
         sim = bar.add_task("simulating site, ingesting batches (days)", total=int(-(-days // 1)))
         summary = ingest(generate(options, progress=lambda day: bar.update(sim, completed=day)), p.warehouse)
-    console.print(f"ingested {sum(summary.rows_loaded.values()):,} rows in {summary.batches} batches; "
-                  f"{summary.total_rejected} rejected")
+    console.print(f"ingested {sum(summary.rows_loaded.values()):,} rows of the simulated site in "
+                  f"{summary.batches:,} batches; {summary.total_rejected:,} rejected (the report's "
+                  f"'Batches loaded' also counts the device probes' and site changes' own)")
     _export_lake(p)
     transform(p.warehouse, p.dbt_state)
     efficiency = predict_efficiency(p, options.site, console, (left_out,) if left_out else ())

@@ -61,6 +61,20 @@ def number(value: Any) -> str:
     return f"{num:.3g}"
 
 
+def lifetime(years: Any) -> str:
+    """A lifetime given in years, in the unit that reads at a glance: '29 days', '11 months',
+    '3.4 years' (never '0.0802 years'); the unit is in the value, so a column label need not say it."""
+    num = _num(years)
+    if num is None:
+        return MISSING
+    days = num * 365.25
+    if days < 61:
+        return f"{days:,.0f} day{'' if round(days) == 1 else 's'}"
+    if num < 2:
+        return f"{days / 30.44:.0f} months"
+    return f"{num:,.1f} years"
+
+
 def text(value: Any) -> str:
     if value is None:
         return MISSING
@@ -87,6 +101,7 @@ FORMATTERS = {
     "gb": gb,
     "money": money,
     "num": number,
+    "lifetime": lifetime,
     "flag": flag,
 }
 

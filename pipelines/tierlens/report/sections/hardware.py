@@ -91,7 +91,7 @@ SPEC = SectionSpec(
                    Column("price_per_1000_core_hours", "whole node per 1000 core-h", "money"),
                    *interval("price_per_1000_core_hours", "money"),
                    Column("interval_driver", "interval from", csv_only=True),
-                   Column("ssd_lifetime_years", "SSD life (years)", "num"),
+                   Column("ssd_lifetime_years", "SSD life", "lifetime"),
                    Column("structural_error", "structural error", "pct", csv_only=True))),
         TableSpec("device_type_validation",
                   "How far derived predictions were off: each storage type left out entirely",

@@ -19,7 +19,7 @@ _ENDURANCE = (
     Column("price_per_throughput_full_occupancy", "price / throughput when full", "money", _NM),
     Column("endurance_tbw", "endurance (TBW)", "num", "not rated"),
     Column("gb_written_per_device_day", "GB written / device / day", "gb", _NM),
-    Column("expected_lifetime_years", "expected lifetime (years)", "num", fmt.MISSING),
+    Column("expected_lifetime_years", "expected lifetime", "lifetime", fmt.MISSING),
 )
 
 

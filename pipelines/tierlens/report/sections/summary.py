@@ -86,8 +86,17 @@ def _loading_facts(wh: MartReader, s: SectionOut) -> list[tuple[str, str, Any]]:
     else:
         facts.append(("Rejected records", "no data (main.raw_rejects is not in the warehouse)", None))
     if wh.has("main", "raw_batches"):
-        n_batches = wh.scalar("SELECT count(*) FROM main.raw_batches")
-        facts.append(("Batches loaded (main.raw_batches)", fmt.integer(n_batches), n_batches))
+        # every load counts (a source's interval, a device probe, a site change): say which, so the
+        # figure can be set beside what a command printed for its own load
+        has_source = wh.scalar("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'main' "
+                               "AND table_name = 'raw_batches' AND column_name = 'source'")
+        by_source = wh.rows("SELECT source, count(*) AS n FROM main.raw_batches GROUP BY ALL ORDER BY n DESC, source"
+                            if has_source else "SELECT 'all' AS source, count(*) AS n FROM main.raw_batches")
+        n_batches = sum(r["n"] for r in by_source)
+        shown = fmt.integer(n_batches) + (" (" + ", ".join(f"{r['source']} {fmt.integer(r['n'])}"
+                                                          for r in by_source[:6])
+                                          + (", …" if len(by_source) > 6 else "") + ")" if by_source else "")
+        facts.append(("Batches loaded, every source (main.raw_batches)", shown, n_batches))
     return facts
 
 
