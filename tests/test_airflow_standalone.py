@@ -284,11 +284,17 @@ def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Pat
     con = duckdb.connect(str(home / "published" / "warehouse.duckdb"), read_only=True)
     try:
         raw = con.execute("SELECT count(*) FROM main.raw_job").fetchall()[0][0]
+        # no interval passes silently: the scheduled one says what it brought
+        intervals = con.execute("SELECT source, interval_start, interval_end, records, outcome, reason "
+                                "FROM main.raw_source_interval").fetchall()
         marts = con.execute("SELECT count(*) FROM marts.job_efficiency").fetchall()[0][0]
         whole_jobs = con.execute("SELECT count(*) FROM main.raw_job WHERE step_id = ''").fetchall()[0][0]
     finally:
         con.close()
     assert raw == expected and marts == whole_jobs > 0
+    assert [(i[0], _utc(str(i[1])), _utc(str(i[2])), i[4]) for i in intervals] == [("synthetic", start, end, "loaded")], \
+        intervals
+    assert intervals[0][3] >= expected
 
     # the same transform by hand on the same raw tables (the run built the models from nothing)
     done = next(r for r in transform if r["state"] == "success")
