@@ -509,3 +509,25 @@ def test_buying_guide_shows_a_probe_prediction_beside_measured_types_at_whole_no
     with (Paths(demo_home).reports / "hardware_options.csv").open() as f:
         shown = list(__import__("csv").DictReader(f))
     assert any(r["evidence"] == "probe" for r in shown) and any(r["evidence"] == "measured" for r in shown)
+
+
+def test_demo_tables_fit_a_narrow_terminal_in_the_sql_consoles_number_format(monkeypatch):
+    """The demo's own tables print as `tierlens sql` does: no column name or value cut in a narrow
+    terminal, numbers as number_text gives them, and an empty table says why."""
+    from tierlens.cli import common
+    from tierlens.demo import DemoSummary, print_summary
+
+    s = DemoSummary(jobs=12345, efficiency=0.81234, arm_cpu_per_wall={"A": 0.7712345, "B": 0.80123},
+                    storage_efficiency={}, cache_hit_ratio_bytes=0.5, rejects=1043)
+    monkeypatch.setattr(common.console, "width", 40)
+    with common.console.capture() as cap:
+        print_summary(s, common.console)
+    out = cap.get()
+    assert "…" not in out and "e+" not in out, out
+    for v in (0.7712345 * 1, 0.80123):
+        assert common.number_text(v) in out, (v, out)
+    assert "12,345 jobs" in out and "1,043" in out and common.number_text(81.234) + " %" in out, out
+    assert "No analysis job carried a storage tag" in " ".join(out.split()), out
+    # every column name shows whole (the A/B table goes to blocks at this width)
+    for name in ("A/B arm", "CPU/wall (tierlens)", "CPU/wall (SLAC seed)"):
+        assert name in out, out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -9,8 +11,8 @@ from pathlib import Path
 import duckdb
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
+from .cli.common import number_text, print_rows
 from .config import Paths
 from .pipeline import ingest
 from .sources.synthetic import SyntheticChange, SyntheticOptions, demo_site, generate
@@ -172,33 +174,30 @@ def summarize(warehouse: Path) -> DemoSummary:
     return DemoSummary(jobs, eff, arms, storage, hit, rejects)
 
 
+def _pct(share: float | None) -> float | None:
+    """A share as a percentage number for the console's one number format (print_rows)."""
+    return None if share is None or math.isnan(share) else share * 100
+
+
 def print_summary(s: DemoSummary, console: Console) -> None:
-    t = Table(title=f"{s.jobs:,} jobs, site CPU efficiency {s.efficiency:.1%}")
-    t.add_column("A/B arm")
-    t.add_column("CPU efficiency (tierlens)", justify="right")
-    t.add_column("CPU/wall (SLAC seed)", justify="right")
-    for arm in ("A", "B"):
-        t.add_row(f"{arm} ({'skips' if arm == 'A' else 'tries'} the SSD cache)",
-                  f"{s.arm_cpu_per_wall.get(arm, float('nan')):.3f}", f"{SLAC_CPU_PER_WALL[arm]:.2f}")
-    console.print(t)
-    t = Table(title="analysis jobs: CPU efficiency by scratch storage type")
-    t.add_column("storage type")
-    t.add_column("efficiency", justify="right")
-    for st, e in s.storage_efficiency.items():
-        t.add_row(st, f"{e:.1%}")
-    console.print(t)
+    """The demo's answers as the `tierlens sql` console prints tables: one number format, fitted
+    to the terminal (a row per block when too wide), a sentence when a table is empty."""
+    console.print(f"{s.jobs:,} jobs, site CPU efficiency {number_text(_pct(s.efficiency))} %", highlight=False)
+    print_rows("A/B arms: CPU/wall of the site's jobs", ["A/B arm", "CPU/wall (tierlens)", "CPU/wall (SLAC seed)"],
+               [[f"{arm} ({'skips' if arm == 'A' else 'tries'} the SSD cache)", s.arm_cpu_per_wall.get(arm),
+                 SLAC_CPU_PER_WALL[arm]] for arm in ("A", "B")])
+    print_rows("analysis jobs: CPU efficiency by scratch storage type", ["storage type", "efficiency (%)"],
+               [[st, _pct(e)] for st, e in s.storage_efficiency.items()],
+               empty_reason="No analysis job carried a storage tag (marts.efficiency_by_group).")
     if s.cache_hit_ratio_bytes is not None:
-        console.print(f"SSD cache byte hit ratio: {s.cache_hit_ratio_bytes:.1%}")
-    console.print(f"rejected records: {s.rejects}")
+        console.print(f"SSD cache byte hit ratio: {number_text(_pct(s.cache_hit_ratio_bytes))} %", highlight=False)
+    console.print(f"rejected records: {s.rejects:,}", highlight=False)
 
 
 def _print_node_tests(console: Console) -> None:
-    t = Table(title="HammerCloud-style test: 8 analysis jobs on one 8-core node (Glasgow Table 1)")
-    t.add_column("storage type")
-    t.add_column("mean job efficiency (model)", justify="right")
-    t.add_column("Glasgow seed", justify="right")
+    rows = []
     for st in ("ssd", "hdd", "raid1", "raid0", "nvme"):
-        r = run_node_test(st)
         seed = GLASGOW_TABLE1.get(st)
-        t.add_row(st, f"{r.mean_job_efficiency:.1%}", f"{seed:.0%}" if seed else "-")
-    console.print(t)
+        rows.append([st, _pct(run_node_test(st).mean_job_efficiency), _pct(seed) if seed else None])
+    print_rows("HammerCloud-style test: 8 analysis jobs on one 8-core node (Glasgow Table 1)",
+               ["storage type", "mean job efficiency, model (%)", "Glasgow seed (%)"], rows)

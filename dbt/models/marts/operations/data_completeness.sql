@@ -212,7 +212,7 @@ interval_measures as (
     select i.day, i.source as subject, i.outcome as detail, 'intervals_loaded_nothing' as measure,
            'intervals' as unit, count(*) as numerator, max(t.intervals) as denominator
     from intervals i
-    join (select day, source, count(*) as intervals from intervals group by day, source) t
+    inner join (select day, source, count(*) as intervals from intervals group by day, source) t
         on t.day = i.day and t.source = i.source
     where i.outcome <> 'loaded'
     group by i.day, i.source, i.outcome
