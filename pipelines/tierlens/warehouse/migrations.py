@@ -310,6 +310,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "client_fairness becomes incremental by its window's UTC day (column day)",
               (ModelColumn("marts", "client_fairness", "day", "DATE",
                            "CAST(timezone('UTC', window_start) AS DATE)"),)),
+    Migration(11, "buying guide: a full node's scratch writes per hour and the warning when the device cannot keep up",
+              (AddColumns("sim_hardware_options", "staged_gb_per_node_hour", "write_warning"),)),
 )
 
 LATEST = MIGRATIONS[-1].version

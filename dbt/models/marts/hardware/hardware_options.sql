@@ -3,7 +3,8 @@
 -- core-hour of the whole node (node, storage, power) first. The 95 % interval of the predicted efficiency is carried into every price;
 -- evidence says what the prediction rests on (measured jobs, a device probe, a datasheet), and
 -- structural_error the leave-one-type-out error that evidence carries (null for measured rows,
--- whose error is the run's leave-one-configuration-out error).
+-- whose error is the run's leave-one-configuration-out error). write_warning flags a device whose
+-- steady-state writes cannot take what a full node of this site's jobs stages in, with the figures.
 with runs as (
     select
         run_id,
@@ -61,6 +62,8 @@ select
     options.power_watts,
     options.power_price_per_node_hour,
     options.interval_driver,
+    options.staged_gb_per_node_hour,
+    options.write_warning,
     case when options.evidence = 'measured' then latest.structural_error
          else type_errors.structural_error end as structural_error,
     options.run_id,

@@ -18,7 +18,7 @@ def body(wh: MartReader, s: SectionOut) -> None:
                price_per_throughput, price_per_core_hour * 1000 AS price_per_1000_core_hours,
                price_per_core_hour_low * 1000 AS price_per_1000_core_hours_low,
                price_per_core_hour_high * 1000 AS price_per_1000_core_hours_high,
-               interval_driver, ssd_lifetime_years, structural_error
+               interval_driver, ssd_lifetime_years, structural_error, staged_gb_per_node_hour, write_warning
         FROM marts.hardware_options ORDER BY job_class, price_rank
     """)
     # the plot shows one job class and one cache (the first of the run): 20-odd points, not 60
@@ -28,6 +28,11 @@ def body(wh: MartReader, s: SectionOut) -> None:
     if shown:
         s.figure("price_against_efficiency", shown)
     s.table("hardware_options", options)
+    # the warning depends on the device and the jobs per node, not on the cache: one row each
+    flagged = {(r["job_class"], r["config_name"], r["jobs_per_node"]): r for r in options if r["write_warning"]}
+    if flagged:
+        s.table("write_warnings", sorted(flagged.values(), key=lambda r: (r["job_class"], r["config_name"],
+                                                                          r["jobs_per_node"])))
     if wh.has("marts", "efficiency_what_if"):
         grid = wh.rows("""
             SELECT storage_type, jobs_per_node, cache, predicted_efficiency
@@ -59,7 +64,11 @@ def body(wh: MartReader, s: SectionOut) -> None:
         "Table 4. Default node rows and tariff are stated estimates, not quotes: give your own with "
         "`tierlens simulate efficiency --candidates --node-catalog FILE --power-price P`. Probe- and "
         "datasheet-derived rows carry the RMS leave-one-type-out error of their kind of evidence as "
-        "structural error. Source: marts.hardware_options."
+        "structural error. A write warning marks a device whose steady-state write rate (past its "
+        "fast-write region, as probed) is below what a full node of this site's jobs writes to scratch "
+        "per hour at their measured pace, or whose fast region that node fills within the hour: its "
+        "efficiency then rests on the steady-state rate, not the datasheet's burst. "
+        "Source: marts.hardware_options."
     )
 
 
@@ -92,7 +101,16 @@ SPEC = SectionSpec(
                    *interval("price_per_1000_core_hours", "money"),
                    Column("interval_driver", "interval from", csv_only=True),
                    Column("ssd_lifetime_years", "SSD life (years)", "num"),
-                   Column("structural_error", "structural error", "pct", csv_only=True))),
+                   Column("structural_error", "structural error", "pct", csv_only=True),
+                   Column("staged_gb_per_node_hour", "scratch GB written / node-h", "num", csv_only=True),
+                   Column("write_warning", "write warning"))),
+        TableSpec("write_warnings",
+                  "Devices whose writes cannot keep up with what a full node of this site's jobs stages in",
+                  (Column("job_class", "job class"), Column("config_name", "configuration"),
+                   Column("storage_type", "storage type"), Column("evidence", "evidence"),
+                   Column("jobs_per_node", "jobs / node", "num"),
+                   Column("staged_gb_per_node_hour", "scratch GB written / node-h", "num"),
+                   Column("write_warning", "evidence of the shortfall"))),
         TableSpec("device_type_validation",
                   "How far derived predictions were off: each storage type left out entirely",
                   (Column("storage_type", "storage type left out"), Column("evidence", "predicted from"),
