@@ -320,6 +320,7 @@ GUIDE_SCHEMA = pa.schema([
     ("node_price", pa.float64()), ("whole_node_price", pa.float64()), ("power_watts", pa.float64()),
     ("power_price_per_node_hour", pa.float64()), ("interval_driver", pa.string()),
     ("staged_gb_per_node_hour", pa.float64()), ("write_warning", pa.string()),
+    ("published_structural_error", pa.float64()), ("structural_error_source", pa.string()),
 ])
 
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 from . import devices as dv
 from . import efficiency as ef
 from . import hardware as hw
+from . import seeds
 from .engine import CacheParams, simulate
 from .trace import Trace, encode, from_table
 
@@ -198,7 +199,10 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
         step("validating the device layer (leave one storage type out)")
         type_held = hw.validate_types(prof, options.job_class or "all", devices, frac, options.max_fit_jobs,
                                       options.seed)
-    type_error = hw.type_errors(type_held)
+    # a derived prediction carries the larger of the leave-one-type-out error on this site and the
+    # one on the published figures: a probe is no more trustworthy than the model on real devices
+    carried = {r["evidence"]: r for r in seeds.structural_error_rows(hw.type_errors(type_held))}
+    type_error = {evidence: r["structural_error"] for evidence, r in carried.items()}
     cal, mappings = _derive_types(cal, devices, frac, [t for t in grid_types if t not in measured_types])
     rows: list[dict] = []
     step("back-filling measured configurations")
@@ -229,8 +233,9 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
             for n in options.jobs_per_node:
                 p = ef.predict(hw.replace_structural(cal_c, type_error.get(cal_c.type_evidence(st))), prof,
                                ef.Scenario(st, float(n), remote))
-                guide.append(hw.guide_row(cand, _performance(prof, p, float(n), writes), cache.label,
-                                          options.economics, fig, float(n) * staged_rate * 3600.0))
+                row = hw.guide_row(cand, _performance(prof, p, float(n), writes), cache.label,
+                                   options.economics, fig, float(n) * staged_rate * 3600.0)
+                guide.append(dict(row, **_structural_columns(carried.get(cand.evidence))))
     return EfficiencyRun(options, cal, held, pa.Table.from_pylist(rows, schema=PREDICTION_SCHEMA),
                          parameter_table(cal, prof, mappings), time.perf_counter() - began, prof,
                          type_held_out=type_held, hardware_options=hw.rank(guide) if options.candidates else None,
@@ -291,6 +296,14 @@ def scratch_writes_per_core_hour(prof: ef.JobProfiles) -> tuple[float, float, fl
     r = float(x.sum() / c.sum())
     se = float(np.sqrt(np.sum((x - r * c) ** 2)) / c.sum()) if len(x) > 1 else 0.0
     return r, max(r - 1.96 * se, 0.0), r + 1.96 * se
+
+
+def _structural_columns(carried: dict | None) -> dict:
+    """The published-figures error beside a derived row and which error its interval carries
+    (None for measured rows: theirs is the run's leave-one-configuration-out error)."""
+    if carried is None:
+        return {"published_structural_error": None, "structural_error_source": None}
+    return {"published_structural_error": carried["published_rms"], "structural_error_source": carried["source"]}
 
 
 def staged_bytes_per_job_second(prof: ef.JobProfiles) -> float:

@@ -310,8 +310,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "client_fairness becomes incremental by its window's UTC day (column day)",
               (ModelColumn("marts", "client_fairness", "day", "DATE",
                            "CAST(timezone('UTC', window_start) AS DATE)"),)),
-    Migration(11, "buying guide: a full node's scratch writes per hour and the warning when the device cannot keep up",
-              (AddColumns("sim_hardware_options", "staged_gb_per_node_hour", "write_warning"),)),
+    Migration(11, "buying guide: a full node's scratch writes per hour, the warning when the device cannot keep up, "
+                  "and the structural error on published figures beside the site's",
+              (AddColumns("sim_hardware_options", "staged_gb_per_node_hour", "write_warning",
+                          "published_structural_error", "structural_error_source"),)),
 )
 
 LATEST = MIGRATIONS[-1].version
