@@ -147,7 +147,9 @@ def document() -> str:
         *loo,
         "",
         f"RMS: {loo_rms * 100:.1f} points. `tierlens.simulator.seeds.reported_structural_error(generator_rms)` "
-        "returns the larger of this and the generator's leave-one-type-out RMS, with its source.",
+        "returns the larger of this and the generator's leave-one-type-out RMS, with its source. Every "
+        "`tierlens simulate efficiency` run carries that larger value into its probe- and datasheet-derived "
+        "predictions' intervals, and marts.hardware_options and the report show both errors beside it.",
         "",
         "## Sensitivity to the assumed figures (efficiency %, not a fit: the spread the assumptions allow)",
         "",

@@ -5,7 +5,8 @@
 -- first (node price over its service life + storage over its life + power, per core-hour the
 -- node delivers; node rows and tariff from `simulate efficiency --node-catalog/--power-price`). evidence
 -- says what each prediction rests on (measured jobs, a device probe, a datasheet) and
--- structural_error how far that kind of prediction has been off when checked.
+-- structural_error how far that kind of prediction has been off when checked. write_warning, when
+-- set, says the device's steady-state writes fall short of what a full node stages in (with the figures).
 with target as (
     select 0.75 as efficiency
 )
@@ -31,7 +32,9 @@ select
     round(options.price_per_core_hour_low, 6)  as price_per_core_hour_low,
     round(options.price_per_core_hour_high, 6) as price_per_core_hour_high,
     options.interval_driver,
-    round(options.ssd_lifetime_years, 1)    as ssd_lifetime_years
+    round(options.ssd_lifetime_years, 1)    as ssd_lifetime_years,
+    round(options.staged_gb_per_node_hour, 1) as staged_gb_per_node_hour,
+    options.write_warning
 from marts.hardware_options as options
 cross join target
 where options.efficiency_low >= target.efficiency

@@ -551,6 +551,9 @@ HARDWARE = [
 ]
 
 
+WRITE_WARNING = "writes 45 MB/s (probe: steady state past a 12 GB fast region), below the 83 MB/s a full node stages in"
+
+
 def test_hardware_section_prices_whole_nodes_with_both_figures(tmp_path: Path):
     warehouse = make_warehouse(tmp_path / "w.duckdb")
     with duckdb.connect(str(warehouse)) as con:
@@ -561,11 +564,15 @@ def test_hardware_section_prices_whole_nodes_with_both_figures(tmp_path: Path):
             efficiency DOUBLE, efficiency_low DOUBLE, efficiency_high DOUBLE, node_throughput DOUBLE,
             price_per_throughput DOUBLE, price_per_core_hour DOUBLE, price_per_core_hour_low DOUBLE,
             price_per_core_hour_high DOUBLE, interval_driver VARCHAR, ssd_lifetime_years DOUBLE,
-            structural_error DOUBLE)""")
+            structural_error DOUBLE, staged_gb_per_node_hour DOUBLE, write_warning VARCHAR,
+            generator_structural_error DOUBLE, published_structural_error DOUBLE, structural_error_source VARCHAR)""")
         for i, (name, st, ev, n, e, elo, ehi, p, plo, phi) in enumerate(sorted(HARDWARE, key=lambda h: h[7])):
             con.execute("INSERT INTO marts.hardware_options VALUES (?, ?, ?, ?, ?, ?, 'none', 'GBP', '8-core worker', "
-                        "1.0, 1900, 40, 0.08, 0.05, ?, ?, ?, ?, 5.0, ?, ?, ?, 'efficiency', NULL, NULL)",
-                        ["analysis", i + 1, name, st, ev, n, e, elo, ehi, n * e, p, plo, phi])
+                        "1.0, 1900, 40, 0.08, 0.05, ?, ?, ?, ?, 5.0, ?, ?, ?, 'efficiency', NULL, ?, 300, ?, ?, ?, ?)",
+                        ["analysis", i + 1, name, st, ev, n, e, elo, ehi, n * e, p, plo, phi, *(
+                            (0.03, None, None, None, None) if ev == "measured" else
+                            (0.112, WRITE_WARNING if name == "Consumer SSD" else None, 0.021 if ev == "probe" else 0.2,
+                             0.112, "published figures" if ev == "probe" else "generator"))])
         con.execute("""CREATE TABLE marts.efficiency_what_if AS SELECT * FROM (VALUES
             ('analysis', 'hdd', 4.0, 'none', 0.7), ('analysis', 'hdd', 8.0, 'none', 0.6),
             ('analysis', 'nvme', 4.0, 'none', 0.85), ('analysis', 'nvme', 8.0, 'none', 0.8))
@@ -584,6 +591,11 @@ def test_hardware_section_prices_whole_nodes_with_both_figures(tmp_path: Path):
         assert float(r["price_per_1000_core_hours"]) == pytest.approx(1000 * h[7])
         assert float(r["price_per_1000_core_hours_low"]) == pytest.approx(1000 * h[8])
         assert r["node_config"] == "8-core worker" and float(r["whole_node_price"]) == 1900
+        assert (r["write_warning"] == WRITE_WARNING) == (r["config_name"] == "Consumer SSD")
+    # the flagged device is listed again on its own, with its evidence, where a purchaser reads
+    assert "cannot keep up" in section and section.count(WRITE_WARNING) == 2
+    # both structural errors of a derived row are shown, with the one its interval carries
+    assert "published figures (Glasgow)" in section and "this site (types left out)" in section
 
 
 def test_a_lifetime_reads_in_its_own_unit():

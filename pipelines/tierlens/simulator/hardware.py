@@ -319,6 +319,8 @@ GUIDE_SCHEMA = pa.schema([
     ("cores_per_job", pa.float64()), ("node_config", pa.string()), ("node_cores", pa.int32()),
     ("node_price", pa.float64()), ("whole_node_price", pa.float64()), ("power_watts", pa.float64()),
     ("power_price_per_node_hour", pa.float64()), ("interval_driver", pa.string()),
+    ("staged_gb_per_node_hour", pa.float64()), ("write_warning", pa.string()),
+    ("published_structural_error", pa.float64()), ("structural_error_source", pa.string()),
 ])
 
 
@@ -363,10 +365,16 @@ def _price_per_core_hour(c: Candidate, node: NodeOption, econ: Economics, thr: f
     return per_node_hour / thr
 
 
-def guide_row(c: Candidate, perf: Performance, cache: str = "none", econ: Economics | None = None) -> dict:
+def guide_row(c: Candidate, perf: Performance, cache: str = "none", econ: Economics | None = None,
+              fig: dv.DeviceFigures | None = None, staged_bytes_per_node_hour: float | None = None) -> dict:
     """One priced row. Throughput = jobs x cores per job x efficiency (core-hours per node-hour).
     Price per throughput is the storage's alone (Glasgow Table 4); price per delivered core-hour is
     the whole node's: the cheapest node with the cores the jobs need, its storage, its power.
+
+    ``fig`` (the configuration's device figures) and ``staged_bytes_per_node_hour`` (what a full
+    node of the site's jobs writes to scratch in an hour) give the write check: the evidence when
+    the device's steady-state write rate cannot keep up or its fast-write region runs out within
+    the hour (devices.write_warning); no figures, no check.
 
     The price interval is the price at the two favourable (unfavourable) ends of what drives it:
     the efficiency interval, and the write volume per core-hour where the storage's endurance sets
@@ -400,7 +408,11 @@ def guide_row(c: Candidate, perf: Performance, cache: str = "none", econ: Econom
             "cores_per_job": perf.cores_per_job, "node_config": node.config_name, "node_cores": node.cores,
             "node_price": node.price, "whole_node_price": node.price + c.price_per_node,
             "power_watts": node.watts, "power_price_per_node_hour": node.watts / 1000.0 * econ.power_price_per_kwh,
-            "interval_driver": "efficiency and endurance" if limited else "efficiency"}
+            "interval_driver": "efficiency and endurance" if limited else "efficiency",
+            "staged_gb_per_node_hour": (staged_bytes_per_node_hour / dv.GB
+                                        if staged_bytes_per_node_hour is not None else None),
+            "write_warning": (dv.write_warning(fig, staged_bytes_per_node_hour)
+                              if fig is not None and staged_bytes_per_node_hour else None)}
 
 
 def rank(rows: list[dict]) -> pa.Table:

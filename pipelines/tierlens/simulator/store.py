@@ -79,7 +79,9 @@ DDL = {
         price_per_core_hour_low DOUBLE, price_per_core_hour_high DOUBLE, scratch_gb_written_per_node_day DOUBLE,
         ssd_lifetime_years DOUBLE, rank INTEGER, cores_per_job DOUBLE, node_config VARCHAR, node_cores INTEGER,
         node_price DOUBLE, whole_node_price DOUBLE, power_watts DOUBLE, power_price_per_node_hour DOUBLE,
-        interval_driver VARCHAR, PRIMARY KEY (run_id, config_name, jobs_per_node, cache))""",
+        interval_driver VARCHAR, staged_gb_per_node_hour DOUBLE, write_warning VARCHAR,
+        published_structural_error DOUBLE, structural_error_source VARCHAR,
+        PRIMARY KEY (run_id, config_name, jobs_per_node, cache))""",
 }
 
 COMMENTS = {
@@ -169,6 +171,10 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         'power_watts': 'Mean draw of the busy node. Unit: W.',
         'power_price_per_node_hour': 'power_watts x the site tariff. Unit: currency per node-hour.',
         'interval_driver': "What the price interval varies: efficiency, or efficiency and endurance (the storage's life is set by its rated writes, whose rate per core-hour has its own interval).",
+        'staged_gb_per_node_hour': "What a full node of the site's jobs writes to scratch per hour (stage-in copies and the jobs' own writes) at jobs_per_node, at the pace the jobs were measured to run; null before schema version 11. Unit: GB per node-hour.",
+        'published_structural_error': "Probe- and datasheet-derived rows: the leave-one-configuration-out RMS error of the device layer on Glasgow's published figures (simulator/seeds.py); null for measured rows and rows before schema version 11. Unit: fraction.",
+        'structural_error_source': "Which leave-one-out error the row's interval carries, the larger of the two: 'generator' (this site's leave-one-type-out RMS, sim_efficiency_type_loo) or 'published figures'; null for measured rows.",
+        'write_warning': "Why this device's writes cannot keep up with staged_gb_per_node_hour, with the figures and what they rest on (probe, budget-limited probe, datasheet): a steady-state write rate below the node's stage-in rate, or a fast-write region the node fills within the hour; null when neither holds or the configuration has no device figures.",
     },
     EFF_TYPE_LOO: {
         'run_id': 'Run that validated the device layer.',

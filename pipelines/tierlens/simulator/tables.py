@@ -60,9 +60,13 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
             t.add_row(h.storage_type, h.evidence, f"{h.jobs:,}", f"{h.measured:.1%}", f"{h.predicted:.1%}",
                       f"{h.error * 100:+.1f}")
         console.print(t)
-        errors = type_errors(run.type_held_out)
-        console.print("structural error of derived predictions (RMS over types): "
-                      + ", ".join(f"{k} {v * 100:.1f} points" for k, v in errors.items() if v is not None))
+        from .seeds import structural_error_rows
+
+        carried = structural_error_rows(type_errors(run.type_held_out))
+        console.print("structural error of derived predictions (RMS leave-one-out), the larger carried: "
+                      + "; ".join(f"{r['evidence']} {r['structural_error'] * 100:.1f} points from the "
+                                  f"{r['source']} (this site {_points(r['generator_rms'])}, published figures "
+                                  f"{_points(r['published_rms'])})" for r in carried))
     guide = run.hardware_options
     if guide is None or guide.num_rows == 0:
         return
@@ -70,7 +74,15 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
     for c in ("#", "configuration", "evidence", "jobs/node", "cache", "efficiency", "node", "node + storage",
               "per 1000 core-hours", "SSD life"):
         t.add_column(c, justify="left" if c in ("configuration", "evidence", "cache", "node") else "right")
-    for r in guide.to_pylist()[:limit]:
+    rows = guide.to_pylist()
+    shown = rows[:limit]
+    # a derived option below the cut is the one a newcomer looks for: its cheapest row too
+    names = {r["config_name"] for r in shown}
+    for r in rows[limit:]:
+        if r["evidence"] != "measured" and r["config_name"] not in names:
+            shown.append(r)
+            names.add(r["config_name"])
+    for r in shown:
         cur = r["currency"] or ""
         life = r["ssd_lifetime_years"]
         t.add_row(str(r["rank"]), r["config_name"], r["evidence"], f"{r['jobs_per_node']:g}", r["cache"],
@@ -80,5 +92,14 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
                   f"{1000 * r['price_per_core_hour_high']:.2f})",
                   f"{life:.1f} y" if life else "")
     console.print(t)
+    first_cache = rows[0]["cache"]
+    for r in sorted((r for r in rows if r["write_warning"] and r["cache"] == first_cache),
+                    key=lambda r: (r["config_name"], r["jobs_per_node"])):
+        console.print(f"write warning: {r['config_name']} at {r['jobs_per_node']:g} jobs/node "
+                      f"({r['staged_gb_per_node_hour']:.0f} GB written per node-hour): {r['write_warning']}")
     console.print("node: the cheapest node row with jobs/node x cores per job cores; price per core-hour = "
                   "(node over its service life + storage over its life + power) / core-hours delivered")
+
+
+def _points(value: float | None) -> str:
+    return f"{value * 100:.1f}" if value is not None else "not measured"

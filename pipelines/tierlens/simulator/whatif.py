@@ -20,6 +20,7 @@ import pyarrow as pa
 from . import devices as dv
 from . import efficiency as ef
 from . import hardware as hw
+from . import seeds
 from .engine import CacheParams, simulate
 from .trace import Trace, encode, from_table
 
@@ -198,7 +199,10 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
         step("validating the device layer (leave one storage type out)")
         type_held = hw.validate_types(prof, options.job_class or "all", devices, frac, options.max_fit_jobs,
                                       options.seed)
-    type_error = hw.type_errors(type_held)
+    # a derived prediction carries the larger of the leave-one-type-out error on this site and the
+    # one on the published figures: a probe is no more trustworthy than the model on real devices
+    carried = {r["evidence"]: r for r in seeds.structural_error_rows(hw.type_errors(type_held))}
+    type_error = {evidence: r["structural_error"] for evidence, r in carried.items()}
     cal, mappings = _derive_types(cal, devices, frac, [t for t in grid_types if t not in measured_types])
     rows: list[dict] = []
     step("back-filling measured configurations")
@@ -215,6 +219,7 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
     guide: list[dict] = []
     candidates = _candidates(cal, devices, frac, mappings, measured_types) if options.candidates else []
     writes = scratch_writes_per_core_hour(prof)
+    staged_rate = staged_bytes_per_job_second(prof)
     for cache in options.caches:
         step(f"cache {cache.label}")
         remote = remote_under_cache(prof, replayed, cache)
@@ -224,12 +229,13 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
             for n in options.jobs_per_node:
                 p = ef.predict(c, prof, ef.Scenario(st, float(n), remote))
                 rows.append(_row("what-if", st, None, float(n), cache, p, evidence=evidence))
-        for cand, cal_c, st in candidates:
+        for cand, cal_c, st, fig in candidates:
             for n in options.jobs_per_node:
                 p = ef.predict(hw.replace_structural(cal_c, type_error.get(cal_c.type_evidence(st))), prof,
                                ef.Scenario(st, float(n), remote))
-                guide.append(hw.guide_row(cand, _performance(prof, p, float(n), writes), cache.label,
-                                          options.economics))
+                row = hw.guide_row(cand, _performance(prof, p, float(n), writes), cache.label,
+                                   options.economics, fig, float(n) * staged_rate * 3600.0)
+                guide.append(dict(row, **_structural_columns(carried.get(cand.evidence))))
     return EfficiencyRun(options, cal, held, pa.Table.from_pylist(rows, schema=PREDICTION_SCHEMA),
                          parameter_table(cal, prof, mappings), time.perf_counter() - began, prof,
                          type_held_out=type_held, hardware_options=hw.rank(guide) if options.candidates else None,
@@ -260,23 +266,24 @@ def _derive_types(cal: ef.Calibration, devices: hw.Devices, frac: float,
 
 
 def _candidates(cal: ef.Calibration, devices: hw.Devices, frac: float, mappings: dict[str, dv.Mapping],
-                measured: tuple[str, ...]) -> list[tuple[hw.Candidate, ef.Calibration, str]]:
-    """Each priced catalog row with the calibration that predicts it and the type name it has there:
-    a measured type as fitted; otherwise its own figures (probe, a member's probe composed into its
-    RAID level, or datasheet) through the mapping for that kind of figures, as type 'type:config'."""
+                measured: tuple[str, ...]) -> list[tuple[hw.Candidate, ef.Calibration, str, dv.DeviceFigures | None]]:
+    """Each priced catalog row with the calibration that predicts it, the type name it has there and
+    its device figures (what its write check rests on; None when it has none): a measured type as
+    fitted; otherwise its own figures (probe, a member's probe composed into its RAID level, or
+    datasheet) through the mapping for that kind of figures, as type 'type:config'."""
     out = []
     for row in devices.catalog:
         if row.get("unit_price") is None:
             continue
-        if row["storage_type"] in measured:
-            out.append((hw.candidate(row, "measured"), cal, row["storage_type"]))
-            continue
         fig = hw.candidate_figures(row, devices)
+        if row["storage_type"] in measured:
+            out.append((hw.candidate(row, "measured"), cal, row["storage_type"], fig))
+            continue
         if fig is None or fig.evidence not in mappings:
             continue
         name = f"{row['storage_type']}:{row['config_name']}"
         c = ef.with_derived_types(cal, {name: mappings[fig.evidence].times(fig)}, {name: fig.evidence})
-        out.append((hw.candidate(row, fig.evidence), c, name))
+        out.append((hw.candidate(row, fig.evidence), c, name, fig))
     return out
 
 
@@ -289,6 +296,24 @@ def scratch_writes_per_core_hour(prof: ef.JobProfiles) -> tuple[float, float, fl
     r = float(x.sum() / c.sum())
     se = float(np.sqrt(np.sum((x - r * c) ** 2)) / c.sum()) if len(x) > 1 else 0.0
     return r, max(r - 1.96 * se, 0.0), r + 1.96 * se
+
+
+def _structural_columns(carried: dict | None) -> dict:
+    """The published-figures error beside a derived row and which error its interval carries
+    (None for measured rows: theirs is the run's leave-one-configuration-out error)."""
+    if carried is None:
+        return {"published_structural_error": None, "structural_error_source": None}
+    return {"published_structural_error": carried["published_rms"], "structural_error_source": carried["source"]}
+
+
+def staged_bytes_per_job_second(prof: ef.JobProfiles) -> float:
+    """Bytes a running job of the mix writes to its scratch device per second of its wall time
+    (stage-in copies and its own writes), at the pace the site's jobs were measured to run. Times
+    the jobs on a node, this is the write rate a full node asks of its scratch device. The pace is
+    the measured one, not a candidate's predicted one: a device that cannot keep up slows its jobs
+    until their demand fits it, which would hide exactly the shortfall the guide must show."""
+    wall = float(prof.wall.sum())
+    return float((prof.stage_in + prof.scratch_write).sum() / wall) if wall > 0 else 0.0
 
 
 def _performance(prof: ef.JobProfiles, p: ef.Prediction, n: float,

@@ -312,6 +312,10 @@ MIGRATIONS: tuple[Migration, ...] = (
                            "CAST(timezone('UTC', window_start) AS DATE)"),)),
     Migration(11, "source_interval record: what each scheduled ingest interval brought, or why nothing",
               (AddTable(RecordKind.SOURCE_INTERVAL),)),
+    Migration(12, "buying guide: a full node's scratch writes per hour, the warning when the device cannot keep up, "
+                  "and the structural error on published figures beside the site's",
+              (AddColumns("sim_hardware_options", "staged_gb_per_node_hour", "write_warning",
+                          "published_structural_error", "structural_error_source"),)),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -2,8 +2,11 @@
 -- --candidates), one row per catalog configuration x jobs per node x cache, cheapest delivered
 -- core-hour of the whole node (node, storage, power) first. The 95 % interval of the predicted efficiency is carried into every price;
 -- evidence says what the prediction rests on (measured jobs, a device probe, a datasheet), and
--- structural_error the leave-one-type-out error that evidence carries (null for measured rows,
--- whose error is the run's leave-one-configuration-out error).
+-- structural_error the error that evidence carries: for derived rows the larger of the
+-- leave-one-type-out RMS on this site (generator_structural_error) and the one on Glasgow's
+-- published figures (published_structural_error); for measured rows the run's
+-- leave-one-configuration-out error. write_warning flags a device whose
+-- steady-state writes cannot take what a full node of this site's jobs stages in, with the figures.
 with runs as (
     select
         run_id,
@@ -61,8 +64,14 @@ select
     options.power_watts,
     options.power_price_per_node_hour,
     options.interval_driver,
+    options.staged_gb_per_node_hour,
+    options.write_warning,
     case when options.evidence = 'measured' then latest.structural_error
+         when options.structural_error_source = 'published figures' then options.published_structural_error
          else type_errors.structural_error end as structural_error,
+    case when options.evidence <> 'measured' then type_errors.structural_error end as generator_structural_error,
+    options.published_structural_error,
+    options.structural_error_source,
     options.run_id,
     latest.created_at                           as run_created_at
 from {{ ref('stg_sim_hardware_options') }} as options

@@ -18,7 +18,8 @@ def body(wh: MartReader, s: SectionOut) -> None:
                price_per_throughput, price_per_core_hour * 1000 AS price_per_1000_core_hours,
                price_per_core_hour_low * 1000 AS price_per_1000_core_hours_low,
                price_per_core_hour_high * 1000 AS price_per_1000_core_hours_high,
-               interval_driver, ssd_lifetime_years, structural_error
+               interval_driver, ssd_lifetime_years, structural_error, staged_gb_per_node_hour, write_warning,
+               generator_structural_error, published_structural_error, structural_error_source
         FROM marts.hardware_options ORDER BY job_class, price_rank
     """)
     # the plot shows one job class and one cache (the first of the run): 20-odd points, not 60
@@ -28,6 +29,16 @@ def body(wh: MartReader, s: SectionOut) -> None:
     if shown:
         s.figure("price_against_efficiency", shown)
     s.table("hardware_options", options)
+    # the warning depends on the device and the jobs per node, not on the cache: one row each
+    flagged = {(r["job_class"], r["config_name"], r["jobs_per_node"]): r for r in options if r["write_warning"]}
+    if flagged:
+        s.table("write_warnings", sorted(flagged.values(), key=lambda r: (r["job_class"], r["config_name"],
+                                                                          r["jobs_per_node"])))
+    # what a derived row's interval carries: both leave-one-out errors, the larger one used
+    errors = {(r["job_class"], r["evidence"]): r for r in options
+              if r["evidence"] != "measured" and r["structural_error"] is not None}
+    if errors:
+        s.table("structural_errors", [errors[k] for k in sorted(errors)])
     if wh.has("marts", "efficiency_what_if"):
         grid = wh.rows("""
             SELECT storage_type, jobs_per_node, cache, predicted_efficiency
@@ -58,8 +69,14 @@ def body(wh: MartReader, s: SectionOut) -> None:
         "per core-hour (interval driver). Price / throughput is the storage's alone, as in Glasgow's "
         "Table 4. Default node rows and tariff are stated estimates, not quotes: give your own with "
         "`tierlens simulate efficiency --candidates --node-catalog FILE --power-price P`. Probe- and "
-        "datasheet-derived rows carry the RMS leave-one-type-out error of their kind of evidence as "
-        "structural error. Source: marts.hardware_options."
+        "datasheet-derived rows carry as structural error the larger of two leave-one-out RMS errors: "
+        "their kind of evidence's on this site (each measured storage type left out) and the device "
+        "layer's on Glasgow's published figures (bench/seeds.md), since the site's own check cannot "
+        "show where the model is wrong about real devices. A write warning marks a device whose steady-state write rate (past its "
+        "fast-write region, as probed) is below what a full node of this site's jobs writes to scratch "
+        "per hour at their measured pace, or whose fast region that node fills within the hour: its "
+        "efficiency then rests on the steady-state rate, not the datasheet's burst. "
+        "Source: marts.hardware_options."
     )
 
 
@@ -92,7 +109,22 @@ SPEC = SectionSpec(
                    *interval("price_per_1000_core_hours", "money"),
                    Column("interval_driver", "interval from", csv_only=True),
                    Column("ssd_lifetime_years", "SSD life", "lifetime"),
-                   Column("structural_error", "structural error", "pct", csv_only=True))),
+                   Column("structural_error", "structural error", "pct", csv_only=True),
+                   Column("staged_gb_per_node_hour", "scratch GB written / node-h", "num", csv_only=True),
+                   Column("write_warning", "write warning"))),
+        TableSpec("structural_errors",
+                  "The structural error derived predictions carry: the larger of this site's and the published figures'",
+                  (Column("job_class", "job class"), Column("evidence", "predicted from"),
+                   Column("generator_structural_error", "this site (types left out)", "pct"),
+                   Column("published_structural_error", "published figures (Glasgow)", "pct"),
+                   Column("structural_error", "carried", "pct"), Column("structural_error_source", "from"))),
+        TableSpec("write_warnings",
+                  "Devices whose writes cannot keep up with what a full node of this site's jobs stages in",
+                  (Column("job_class", "job class"), Column("config_name", "configuration"),
+                   Column("storage_type", "storage type"), Column("evidence", "evidence"),
+                   Column("jobs_per_node", "jobs / node", "num"),
+                   Column("staged_gb_per_node_hour", "scratch GB written / node-h", "num"),
+                   Column("write_warning", "evidence of the shortfall"))),
         TableSpec("device_type_validation",
                   "How far derived predictions were off: each storage type left out entirely",
                   (Column("storage_type", "storage type left out"), Column("evidence", "predicted from"),
