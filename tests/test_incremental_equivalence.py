@@ -53,6 +53,7 @@ CHANGE = SyntheticChange(day=14, read_speedup=1.3, storage_type="hdd", descripti
 CHANGE_RECORDED_AFTER = timedelta(days=8)
 SACCT_DELAY = timedelta(hours=8)
 GSTREAM_DELAY = timedelta(hours=6)
+ACCESS_DELAY = timedelta(hours=5)
 FLOAT_TOLERANCE = 1e-9
 #: g-stream fields of a cache access: NULL until the cache's pfc event arrives.
 GSTREAM_FIELDS = ("cache_hit_bytes", "cache_miss_bytes", "cache_bypass_bytes", "cache_attach_time",
@@ -101,6 +102,7 @@ class Replay:
         self.extra: list[tuple[RecordKind, pa.Table, datetime]] = []
         self.late_jobs: list[str] = []
         self.late_cache_accesses: list[tuple[str, str]] = []
+        self.late_accesses: list[tuple[str, str]] = []
 
     def _index_where(self, kind: RecordKind, mask: pa.Array) -> int:
         rows = pc.indices_nonzero(mask).to_pylist()
@@ -140,6 +142,19 @@ class Replay:
         self.extra.append((RecordKind.FILE_ACCESS, early, when))
         self.extra.append((RecordKind.FILE_ACCESS, full_row, when + GSTREAM_DELAY))
         self.late_cache_accesses.append((full_row["server_host"][0].as_py(), full_row["unique_id"][0].as_py()))
+
+    def delay_access(self, closing_from: datetime, closing_to: datetime) -> None:
+        """An access without a job identity (matched by host and time) arriving ACCESS_DELAY after
+        its close, so after the record of the job it belongs to."""
+        accesses = self.tables[RecordKind.FILE_ACCESS]
+        arrival = self.arrivals[RecordKind.FILE_ACCESS]
+        mask = pc.and_(pc.and_(pc.is_null(accesses["job_identity"]), pc.is_valid(accesses["client_host"])),
+                       pc.and_(pc.greater_equal(arrival, pa.scalar(closing_from)), pc.less(arrival, pa.scalar(closing_to))))
+        i = self._index_where(RecordKind.FILE_ACCESS, mask)
+        arrivals = arrival.to_pylist()
+        arrivals[i] = arrivals[i] + ACCESS_DELAY
+        self.arrivals[RecordKind.FILE_ACCESS] = pa.array(arrivals, pa.timestamp("us", tz="UTC"))
+        self.late_accesses.append((accesses["server_host"][i].as_py(), accesses["unique_id"][i].as_py()))
 
     def batches(self, since: datetime | None, until: datetime | None) -> list[Batch]:
         """One batch per record kind of the records arriving in [since, until) (None: unbounded)."""
@@ -200,11 +215,13 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
     replay.delay_job(last + 1 * hour, last + 2 * hour)
     replay.delay_gstream(start + 19 * day + 20 * hour, start + 20 * day)
     replay.delay_gstream(last + 3 * hour, last + 4 * hour)
+    replay.delay_access(last + 2 * hour, last + 4 * hour)
 
     warehouse = root / "incremental.duckdb"
     state = root / "dbt-incremental"
     timings: dict[str, float] = {}
-    matched_before: dict[str, int] = {}
+    # identity -> (accesses, exact) after build 2; (server_host, unique_id) -> job_id inferred after build 4
+    matched_before: dict[Any, Any] = {}
     twice = None
 
     def load(since: datetime | None, until: datetime | None) -> None:
@@ -238,6 +255,11 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
     for h in range(0, 6):
         load(last + h * hour, last + (h + 1) * hour)
     timings["build 4 (last day, hours 0-5)"] = _dbt(warehouse, state, "run")
+    con = duckdb.connect(str(warehouse), read_only=True)
+    matched_before.update({(host, uid): job for host, uid, job in con.execute(
+        "select server_host, unique_id, job_id from intermediate.int_file_access_by_job "
+        "where match_quality = 'inferred'").fetchall()})
+    con.close()
     for h in range(6, 12):
         load(last + h * hour, last + (h + 1) * hour)
     timings["build 5 (hours 6-11)"] = _dbt(warehouse, state, "run")
@@ -343,3 +365,20 @@ def test_a_late_cache_event_replaces_the_access_figures(replayed):
             "where r.server_host = ? and r.unique_id = ?", [server, uid]).fetchone()
         assert raw_hit is not None and evidence is not None
     con.close()
+
+
+def test_replay_has_a_job_taking_accesses_from_an_older_one_and_a_late_access(replayed):
+    """The cases a rebuild by key must find: accesses inferred to one job at build 4 and to another
+    (a job whose record came later) at the end; an access that arrived after its job's record."""
+    con = duckdb.connect(str(replayed["incremental"]), read_only=True)
+    now = {(host, uid): job for host, uid, job in con.execute(
+        "select server_host, unique_id, job_id from intermediate.int_file_access_by_job "
+        "where match_quality = 'inferred'").fetchall()}
+    late = [con.execute("select match_quality from intermediate.int_file_access_by_job "
+                        "where server_host = ? and unique_id = ?", list(key)).fetchone()
+            for key in replayed["replay"].late_accesses]
+    con.close()
+    before = {k: v for k, v in replayed["matched_before"].items() if isinstance(k, tuple)}
+    taken = [k for k, job in before.items() if k in now and now[k] != job]
+    assert taken, "no access changed its inferred job between build 4 and the end"
+    assert late == [("inferred",)]

@@ -64,11 +64,16 @@
     before it: the window from this day minus the lookback holds every day such a record can
     change, however many hours or days of loads the run catches up on. -#}
 {% macro model_newest_day() -%}
+    {{ return(relation_newest_day(this, config.get('unique_key'))) }}
+{%- endmacro %}
+
+
+{#- The newest day (a date, never later than today) in a relation's day column, or none. -#}
+{% macro relation_newest_day(relation, day_column) -%}
     {%- if not execute -%}{{ return(none) }}{%- endif -%}
-    {%- set day_column = config.get('unique_key') -%}
     {#- least() skips NULL on both engines: an empty model must give NULL, not today -#}
     {%- set result = run_query('select cast(case when max(' ~ day_column ~ ') is not null then least(max('
-                               ~ day_column ~ '), current_date) end as ' ~ dbt.type_string() ~ ') from ' ~ this) -%}
+                               ~ day_column ~ '), current_date) end as ' ~ dbt.type_string() ~ ') from ' ~ relation) -%}
     {%- set value = result.columns[0].values()[0] if result and result.rows | length > 0 else none -%}
     {%- if value is none -%}{{ return(none) }}{%- endif -%}
     {{ return(modules.datetime.date.fromisoformat(value[:10])) }}
@@ -159,6 +164,22 @@
     {%- set columns = arg_dict['dest_columns'] | map(attribute='quoted') | join(', ') -%}
     {%- set window = in_window(day_column, config.get('lookback_days')) -%}
     {%- set row_key = config.get('row_key') %}
+    {%- set rebuild_key = config.get('rebuild_key') %}
+    {%- if rebuild_key and access_match_by_key() %}
+    {#- rebuilt by key (access_match_by_key): the rebuilt rows replace their keys' rows, and the
+        rows without a day, which every run rebuilds -#}
+    delete from {{ target_relation }}
+    where {{ day_column }} is null
+       or ({{ in_window(target_relation ~ '.' ~ day_column, config.get('lookback_days')) }}
+           and exists (
+               select 1 from {{ temp_relation }} as rebuilt
+               where {% for column in rebuild_key -%}
+                   rebuilt.{{ column }} = {{ target_relation }}.{{ column }}{{ ' and ' if not loop.last }}
+               {%- endfor %}));
+
+    insert into {{ target_relation }} ({{ columns }})
+    select {{ columns }} from {{ temp_relation }}
+    {%- else %}
     delete from {{ target_relation }}
     where {{ day_column }} is null or {{ window }}
     {%- if row_key %}
@@ -174,6 +195,27 @@
     insert into {{ target_relation }} ({{ columns }})
     select {{ columns }} from {{ temp_relation }}
     where {{ day_column }} is null or {{ window }}
+    {%- endif %}
+{%- endmacro %}
+
+
+{#- int_file_access_by_job rebuilds by key, not by day, when this is true: a plain incremental
+    run on DuckDB of a model that already holds rows, with the job rows its last build matched
+    against kept in int_job_match_state (built after it in every run). Its first build, a
+    --full-refresh, a back-fill, a run on Spark, or one without that state (a warehouse built by an
+    older tierlens, or a run that stopped between the two) rebuild the days of the window instead. -#}
+{% macro access_match_by_key() -%}
+    {%- if not execute or target.type == 'spark' or incremental_mode() != 'incremental' -%}{{ return(false) }}{%- endif -%}
+    {%- if window_first_day(job_match_lookback_days()) is none -%}{{ return(false) }}{%- endif -%}
+    {{ return(job_match_state() is not none) }}
+{%- endmacro %}
+
+
+{#- The relation int_job_match_state, or none when it has not been built. Not a ref(): it is
+    built after int_file_access_by_job (it says what that build saw), which reads its previous
+    contents. -#}
+{% macro job_match_state() -%}
+    {{ return(adapter.get_relation(database=this.database, schema=this.schema, identifier='int_job_match_state')) }}
 {%- endmacro %}
 
 

@@ -19,14 +19,69 @@
 --
 -- Incremental by the UTC day of the access's start_time (column day). A job's accesses arrive
 -- before its accounting record: a record arriving up to var job_lateness_days after the job ends
--- changes the matches of accesses up to var max_wall_days before that, so the lookback is their
+-- changes the matches of accesses up to var max_wall_days before that, so the window is their
 -- sum. The window's accesses are matched against every job that can overlap them (ended on or
 -- after the window's first day, or still running) and every access of the window's days and of
 -- max_wall_days before (pid evidence from an exactly matched access of the same job).
+--
+-- A plain hourly run on DuckDB does not rebuild the whole window but only the accesses whose
+-- match can have changed since the last build (access_match_by_key, dbt/README.md):
+--   * accesses whose reconciled row is new or changed (int_file_access_reconciled rebuilt its
+--     own, shorter window: compared with the rows held here), and every access without a day;
+--   * accesses a new or changed job row can claim, or could claim in its previous version: the
+--     job rows matched against now, compared with int_job_match_state (those of the last build):
+--     exact: the job's identity; inferred: on the job's hosts within its start..end; and every
+--     access held here as matched to such a job (a new job can take an access from an older one);
+--   * accesses whose pid evidence can change: unidentified accesses from the same host and pid,
+--     overlapping an identified access of the two sets above (in its current or previous form).
+-- An access outside these sets has the same candidates and the same evidence as at the last
+-- build, so its row stays; the rebuilt ones are matched exactly as in a full build.
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
 {{ config(**incremental_by_day('day', lookback)) }}
-with window_accesses as (
+{{ config(rebuild_key=['server_host', 'unique_id']) }}
+{%- set by_key = access_match_by_key() %}
+with
+{%- if by_key %}
+{%- set reconciled_columns = adapter.get_columns_in_relation(ref('int_file_access_reconciled'))
+                             | map(attribute='quoted') | join(', ') %}
+{%- set state_first = day_start_instant(window_first_day(lookback)) %}
+-- The accesses of the window, with what a match compares, read once.
+scope as materialized (
+    select
+        server_host,
+        unique_id,
+        day,
+        start_time,
+        coalesce(end_time, start_time)             as end_time,
+        client_pid,
+        {{ tierlens_identity('job_identity') }}    as identity,
+        {{ short_host('client_host') }}            as host_key
+    from {{ ref('int_file_access_reconciled') }}
+    where {{ in_window('day', lookback) }} or day is null
+),
+
+-- Reconciled rows new or changed since the last build, and rows held here that the reconciled
+-- model no longer has in its window (their day moved): the difference both ways round.
+reconciled_now as (
+    select {{ reconciled_columns }} from {{ ref('int_file_access_reconciled') }}
+    where {{ in_window('day', access_lookback_days()) }} or day is null
+),
+
+reconciled_held as (
+    select {{ reconciled_columns }} from {{ this }}
+    where {{ in_window('day', access_lookback_days()) }} or day is null
+),
+
+changed_accesses as (
+    select server_host, unique_id from (select * from reconciled_now except select * from reconciled_held) as arrived
+    union
+    select server_host, unique_id from (select * from reconciled_held except select * from reconciled_now) as left_behind
+    union
+    select server_host, unique_id from scope where day is null
+),
+{% endif %}
+window_accesses as (
     select * from {{ ref('int_file_access_reconciled') }}
     where {{ in_window('day', lookback) }} or day is null
 ),
@@ -38,10 +93,6 @@ context_accesses as (
        or ({{ instant_after_window('start_time', lookback, wall_days) }}
            and {{ instant_after_window('coalesce(end_time, start_time)', lookback) }}
            and {{ instant_before_window_end('start_time') }})
-),
-
-accesses as (
-    select * from window_accesses
 ),
 
 -- One row per job: the whole-job row, else its first step.
@@ -65,6 +116,124 @@ job_by_identity as (
     ) as ranked
     where identity_rank = 1
 ),
+{%- if by_key %}
+
+-- The job rows the last build matched against, as far as they fall in this run's window.
+state_rows as (
+    select job_identity, {{ job_key() }}, node, node_list, start_time, end_time
+    from {{ job_match_state() }}
+    where end_time is null or end_time >= {{ state_first }}
+),
+
+-- Job rows new or changed since then, in their new and their previous form.
+changed_jobs as (
+    select * from (select * from job_rows except select * from state_rows) as arrived
+    union all
+    select * from (select * from state_rows except select * from job_rows) as previous
+),
+
+changed_job_hosts as (
+    select distinct
+        {{ job_key(with_step=false) }},
+        start_time,
+        end_time,
+        {{ short_host('trim(h)') }} as host_key
+    from (
+        select
+            {{ job_key(with_step=false) }},
+            start_time,
+            end_time,
+            {{ explode_list(split_and_append("coalesce(node_list, node, '')", "','", "coalesce(node, '')")) }} as h
+        from changed_jobs
+        where start_time is not null
+    ) as exploded
+    where trim(h) <> ''
+),
+
+-- What such a job can claim (by identity, by host and time) or held before.
+claimed_accesses as (
+    select s.server_host, s.unique_id
+    from scope as s
+    inner join (select distinct job_identity from changed_jobs where job_identity is not null) as j
+        on s.identity = j.job_identity
+    union
+    select s.server_host, s.unique_id
+    from scope as s
+    inner join changed_job_hosts as j
+        on j.host_key = s.host_key
+        and j.start_time <= s.end_time
+        and (j.end_time is null or j.end_time >= s.start_time)
+    where s.identity is null and s.start_time is not null
+    union
+    select held.server_host, held.unique_id
+    from {{ this }} as held
+    inner join (select distinct {{ job_key(with_step=false) }} from changed_jobs) as j
+        on {{ job_key_join('held', 'j', with_step=false) }}
+    where {{ in_window('held.day', lookback) }} or held.day is null
+),
+
+-- Identified accesses whose row or job changed, now and as held before: they give or take
+-- pid evidence to the unidentified accesses of their host and pid that they overlap.
+moved_exact as (
+    select s.host_key, s.client_pid, s.start_time, s.end_time
+    from scope as s
+    inner join (select * from changed_accesses union select * from claimed_accesses) as k
+        on k.server_host = s.server_host and k.unique_id = s.unique_id
+    where s.identity is not null and s.client_pid is not null
+    union all
+    select
+        {{ short_host('held.client_host') }}, held.client_pid, held.start_time,
+        coalesce(held.end_time, held.start_time)
+    from {{ this }} as held
+    inner join changed_accesses as k
+        on k.server_host = held.server_host and k.unique_id = held.unique_id
+    where {{ tierlens_identity('held.job_identity') }} is not null and held.client_pid is not null
+      and ({{ in_window('held.day', lookback) }} or held.day is null)
+),
+
+evidence_accesses as (
+    select s.server_host, s.unique_id
+    from scope as s
+    inner join moved_exact as e
+        on e.host_key = s.host_key and e.client_pid = s.client_pid
+        and e.start_time <= s.end_time and e.end_time >= s.start_time
+    where s.identity is null
+),
+
+rebuilt_keys as (
+    select server_host, unique_id from changed_accesses
+    union
+    select server_host, unique_id from claimed_accesses
+    union
+    select server_host, unique_id from evidence_accesses
+),
+
+accesses as (
+    select window_accesses.*
+    from window_accesses
+    inner join rebuilt_keys
+        on rebuilt_keys.server_host = window_accesses.server_host
+        and rebuilt_keys.unique_id = window_accesses.unique_id
+),
+
+-- Pid evidence for the rebuilt accesses comes only from accesses of the same pid.
+evidence_context as (
+    select context_accesses.*
+    from context_accesses
+    where client_pid in (select client_pid from accesses where client_pid is not null)
+       or exists (select 1 from rebuilt_keys as k
+                  where k.server_host = context_accesses.server_host and k.unique_id = context_accesses.unique_id)
+),
+{%- else %}
+
+accesses as (
+    select * from window_accesses
+),
+
+evidence_context as (
+    select * from context_accesses
+),
+{%- endif %}
 
 exact as (
     select
@@ -75,7 +244,7 @@ exact as (
         accesses.start_time,
         coalesce(accesses.end_time, accesses.start_time) as end_time,
         {{ job_key('job_by_identity') }}
-    from context_accesses as accesses
+    from evidence_context as accesses
     inner join job_by_identity
         on job_by_identity.job_identity = {{ tierlens_identity('accesses.job_identity') }}
 ),

@@ -30,6 +30,10 @@ import duckdb
 FORMAT_VERSION = 1
 #: The raw table retention applies to, and its event-time column (the one loads are clustered by).
 PRUNED_TABLE, PRUNED_COLUMN = "raw_file_access", "end_time"
+#: dbt's tables with one row per raw file access (schema, table): retention prunes them with the
+#: raw rows, by the same end_time, so a year of accesses is not kept three times over. The marts,
+#: and the per-day partials they add up, keep everything.
+ACCESS_GRAIN_TABLES = (("intermediate", "int_file_access_reconciled"), ("intermediate", "int_file_access_by_job"))
 
 
 @dataclass
@@ -186,6 +190,7 @@ def apply_retention(warehouse: str | Path, months: int) -> Retention:
                 cutoff = retention_cutoff(newest, months)
                 deleted = con.execute(f"DELETE FROM {PRUNED_TABLE} WHERE {PRUNED_COLUMN} < ?",
                                       [cutoff]).fetchone()[0]
+                _prune_access_grain_tables(con, cutoff)
                 con.execute("CHECKPOINT")
                 r.rows_deleted_last = int(deleted)
                 r.rows_deleted_total += int(deleted)
@@ -197,6 +202,16 @@ def apply_retention(warehouse: str | Path, months: int) -> Retention:
     r.applied_at = now_iso()
     save_history(warehouse, history)
     return r
+
+
+def _prune_access_grain_tables(con: duckdb.DuckDBPyConnection, cutoff: datetime) -> None:
+    """Delete the rows of the access-grain dbt tables that retention deleted from raw (those dbt
+    has built; a table not built yet is skipped). The hourly run never reads that far back."""
+    built = {(schema, table) for schema, table in con.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
+    for schema, table in ACCESS_GRAIN_TABLES:
+        if (schema, table) in built:
+            con.execute(f'DELETE FROM "{schema}"."{table}" WHERE {PRUNED_COLUMN} < ?', [cutoff])
 
 
 def refuse_if_pruned(warehouse: str | Path, start: datetime | None, accept: bool) -> str | None:
