@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time as _time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -249,7 +249,3 @@ def mrc(trace: Trace, sizes: np.ndarray, whole_object: bool = False) -> pa.Table
         "bytes_from_cache": hbytes,
         "byte_hit_ratio": hbytes / breq if breq else np.zeros(len(sizes)),
     })
-
-
-def params_dict(params: CacheParams) -> dict:
-    return asdict(params)
