@@ -15,6 +15,7 @@ from airflow.sdk import dag, task
 from airflow.sdk.exceptions import AirflowSkipException
 from tierlens.orchestration import airflow_glue as af
 from tierlens.orchestration import settings as cfg
+from tierlens.orchestration import tasks
 from tierlens.sources import registry
 
 var = af.airflow_var
