@@ -112,7 +112,7 @@ def test_occupancy_fairness_popularity_numbers(report):
     # the mart's inputs (fixture above): (jobs ended, node hours, CPU hours, allocated core hours)
     inputs = {"all": (100, 15, 80.5, 91.0), "fully_occupied": (80, 10, 70.0, 80.0)}
     assert set(occ) == set(inputs)
-    for scope, (jobs, node_hours, cpu, allocated) in inputs.items():
+    for scope, (_jobs, node_hours, cpu, allocated) in inputs.items():
         assert float(occ[scope]["efficiency"]) == pytest.approx(cpu / allocated, abs=5e-5), scope
         assert float(occ[scope]["throughput"]) == pytest.approx(cpu / node_hours, abs=5e-3), scope
     # three windows of one server: the median and the worst of their Jain's indices
