@@ -9,7 +9,7 @@ export TIERLENS_HOME ?= $(CURDIR)/.tierlens
 export DBT_SEND_ANONYMOUS_USAGE_STATS := False
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test bench bench-spark setup system-deps airflow-venv matrix-roots clean dbt-sources lint-sql
+.PHONY: demo test bench bench-spark setup system-deps airflow-venv matrix-roots clean dbt-sources lint-sql lint
 
 setup: $(VENV)/.installed
 
@@ -51,8 +51,12 @@ export TIERLENS_MATRIX_CACHE ?= /var/cache/tierlens-matrix
 matrix-roots: setup system-deps
 	$(BIN)/python tests/matrix/rootfs.py
 
-test: setup system-deps airflow-venv matrix-roots
+test: setup system-deps airflow-venv matrix-roots lint
 	$(BIN)/pytest
+
+# ruff check over the Python code ([tool.ruff] in pyproject.toml); first in make test: seconds, not minutes.
+lint: setup
+	$(BIN)/ruff check .
 
 bench: setup
 	$(BIN)/python bench/ingest_bench.py

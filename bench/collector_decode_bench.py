@@ -7,7 +7,7 @@ shared; CPU seconds are what "per core" means), wall time beside them. Input: --
 --servers server instances in f-stream packets of up to --packet-bytes (like an xrootd monitor
 buffer), with identity and login records, cut into batches of --batch datagrams.
 
-Floor named by issue 16: >= 1,000,000 open+close records per second per core (the decoder of
+The floor: >= 1,000,000 open+close records per second per core (the decoder of
 main before it: 79,000/s). Printed: closes/s, the ratio to the floor, peak RSS, `uptime` load.
 
     .venv/bin/python bench/collector_decode_bench.py --closes 2000000

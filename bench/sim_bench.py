@@ -99,16 +99,18 @@ def child(measure: str, path: Path) -> dict:
     elif measure.startswith("slac"):
         algo = int(measure[-1])
         up_o, up_s = engine.upcoming(tr) if algo == 3 else (np.zeros(0, np.int64), np.zeros(0))
-        fn, args = kernels.slac_kernel, (tr.time, tr.obj, osize, tr.read, hr, nh, t0, cap, algo, 5, 0.02,
-                                         5 * 86400.0, 12 * 3600.0, 10, 1200.0 if algo == 3 else 3600.0,
-                                         up_o, up_s, 0.1, NO_HITS)
+        trace = kernels.SlacTrace(tr.time, tr.obj, osize, tr.read, hr, nh, t0, up_o, up_s)
+        policy = kernels.SlacPolicy(cap, algo, 5, 0.02, 5 * 86400.0, 12 * 3600.0, 10,
+                                    1200.0 if algo == 3 else 3600.0, 0.1)
+        fn, args = kernels.slac_kernel, (trace, policy, NO_HITS)
     elif measure == "mrc100":
         sizes = engine.log_sizes(int(osize.max()), int(osize.sum()), 100)
         fn, args = kernels.mrc_kernel, (tr.obj, osize, tr.read, sizes)
     # warm-up: load the cached machine code on a small slice
     small = [a[:1000] if isinstance(a, np.ndarray) and a.shape[:1] == tr.obj.shape else a for a in args]
     if measure.startswith("slac"):
-        small[15], small[16] = np.zeros(0, np.int64), np.zeros(0, np.float64)
+        small[0] = args[0]._replace(time=tr.time[:1000], obj=tr.obj[:1000], read=tr.read[:1000], hr=hr[:1000],
+                                    up_order=np.zeros(0, np.int64), up_start=np.zeros(0, np.float64))
     fn(*small)
     t, c = time.perf_counter(), time.thread_time()
     out = fn(*args)

@@ -206,7 +206,7 @@ print(json.dumps({{"rows": n, "total_s": t1 - t0, "load_average_at_end": os.getl
                 "tierlens": tierlens, "duckdb_read_json": duck,
                 "tierlens_jobs_per_cpu_s": jobs / tierlens["cpu_s"],
                 "duckdb_jobs_per_cpu_s": jobs / duck["cpu_s"],
-                # the target (issue 17): tierlens CPU <= 1.2x DuckDB's, peak memory <= 1 GB
+                # the target: tierlens CPU <= 1.2x DuckDB's, peak memory <= 1 GB
                 "ratio_cpu_tierlens_over_duckdb": tierlens["cpu_s"] / duck["cpu_s"],
                 "ratio_wall_tierlens_over_duckdb": tierlens["total_s"] / duck["total_s"],
                 "load_average_before_after": [load_before, os.getloadavg()]}

@@ -1,30 +1,24 @@
 """tierlens_ingest: each configured source loads the records of one data interval (hourly).
 
-One task per source (synthetic, slurm, condor, xrootd); a source not listed in the ``sources``
-setting is skipped. A job belongs to the interval its end_time falls in (file accesses likewise),
-and the warehouse upserts by natural key, so reruns and back-fills never duplicate rows. These
-tasks do not take the writer pool: while a transform holds the warehouse, a load lands its batches
-beside it and returns (tierlens_transform loads them first), so the ingest never queues. When at
-least one source ran, ``publish`` updates the ``tierlens_raw`` Asset, which triggers
+One task per source of sources/registry.py (synthetic, slurm, condor, xrootd); a source not
+listed in the ``sources`` setting is skipped. A job belongs to the interval its end_time falls in
+(file accesses likewise), and the warehouse upserts by natural key, so reruns and back-fills never
+duplicate rows. These tasks do not take the writer pool: while a transform holds the warehouse, a
+load lands its batches beside it and returns (tierlens_transform loads them first), so the ingest
+never queues. When at least one source ran, ``publish`` updates the ``tierlens_raw`` Asset, which triggers
 tierlens_transform. Settings: dags/README.md.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from airflow.sdk import dag, task
 from airflow.sdk.exceptions import AirflowSkipException
 from tierlens.orchestration import airflow_glue as af
 from tierlens.orchestration import settings as cfg
 from tierlens.orchestration import tasks
-from tierlens.sources.synthetic.stored import synthetic_options
+from tierlens.sources import registry
 
 var = af.airflow_var
-
-
-def _paths(name: str) -> list[Path]:
-    return [Path(p).expanduser() for p in cfg.settings_list(name, var)]
 
 
 def load_source(source: str, start, end) -> dict:
@@ -32,25 +26,7 @@ def load_source(source: str, start, end) -> dict:
     enabled = cfg.settings_list("sources", var)
     if source not in enabled:
         raise AirflowSkipException(f"source {source!r} is not in the sources setting {enabled}")
-    wh = cfg.warehouse_path(var)
-    s = af.dag_setting
-    if source == "synthetic":
-        # the synthetic site starts where the schedule does unless told otherwise: a first hour
-        # outside the simulated days would load nothing
-        opts = synthetic_options(s("synthetic_start") or s("start_date"), float(s("synthetic_days")),
-                                 int(s("synthetic_seed")),
-                                 int(s("synthetic_nodes_per_type")))
-        return tasks.ingest_synthetic(wh, start, end, opts, cfg.paths(var).synthetic)
-    if source == "slurm":
-        return tasks.ingest_slurm(wh, start, end, sacct=s("slurm_sacct"), clusters=s("slurm_clusters") or None,
-                                  spool_dirs=_paths("slurm_spool"))
-    if source == "condor":
-        return tasks.ingest_condor(wh, start, end, _paths("condor_history"), s("condor_cluster"))
-    if source == "xrootd":
-        if not s("xrootd_dir"):
-            raise ValueError("xrootd source: set TIERLENS_XROOTD_DIR (the collector's output folder)")
-        return tasks.ingest_xrootd(wh, start, end, Path(s("xrootd_dir")).expanduser())
-    raise ValueError(f"unknown source {source!r}")
+    return registry.source(source).load()(cfg.warehouse_path(var), start, end, var)
 
 
 @dag(**af.dag_kwargs("tierlens_ingest", "ingest_schedule"), doc_md=__doc__)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import statistics
 from pathlib import Path
 
 import duckdb
@@ -38,14 +39,22 @@ def _add_analysis_marts(path: Path) -> None:
                efficiency_ci_low, efficiency_ci_high, efficiency_p_value, cpu_per_wall_difference,
                cpu_per_wall_ci_low, cpu_per_wall_ci_high, block, blocks,
                paired_blocks, enough_data, warning, conclusion)""")
-        con.execute("""CREATE TABLE marts.occupancy_efficiency AS SELECT * FROM (VALUES
-            ('raid0', 'all', 1, 15, 1.0, 100, 80.5, 91.0, 0.7, 0.8846, 5.37, 6.67),
-            ('raid0', 'fully_occupied', 1, 10, 0.6667, 80, 70.0, 80.0, 1.0, 0.875, 7.0, 8.0)
+        # efficiency, throughput and jobs per node-hour: what the mart derives from the counts
+        con.execute("""CREATE TABLE marts.occupancy_efficiency AS SELECT storage_type, scope, nodes, node_hours,
+               share_of_node_hours, jobs_ended, cpu_hours, allocated_core_hours, mean_occupancy,
+               cpu_hours / allocated_core_hours AS efficiency, cpu_hours / node_hours AS throughput,
+               jobs_ended / node_hours AS jobs_per_node_hour FROM (VALUES
+            ('raid0', 'all', 1, 15, 1.0, 100, 80.5, 91.0, 0.7),
+            ('raid0', 'fully_occupied', 1, 10, 0.6667, 80, 70.0, 80.0, 1.0)
         ) AS t(storage_type, scope, nodes, node_hours, share_of_node_hours, jobs_ended, cpu_hours,
-               allocated_core_hours, mean_occupancy, efficiency, throughput, jobs_per_node_hour)""")
+               allocated_core_hours, mean_occupancy)""")
         con.execute("""CREATE TABLE marts.client_fairness AS SELECT * FROM (VALUES
             ('lustre', TIMESTAMPTZ '2024-05-06 10:00:00+00', 60, 4, 4, 3.8, 9.5, 1.118, 0.1177, 0.158,
-             0.158, 8.0, 11.0, 8.3, 10.7, 1.375, 1.375, 0.98634)
+             0.158, 8.0, 11.0, 8.3, 10.7, 1.375, 1.375, 0.98634),
+            ('lustre', TIMESTAMPTZ '2024-05-06 11:00:00+00', 60, 4, 4, 3.8, 9.5, 3.0, 0.3158, 0.4,
+             0.4, 5.0, 14.0, 6.0, 13.0, 2.8, 2.8, 0.90932),
+            ('lustre', TIMESTAMPTZ '2024-05-06 12:00:00+00', 60, 2, 2, 1.9, 9.5, 0.5, 0.0526, 0.05,
+             0.05, 9.0, 10.0, 9.1, 9.9, 1.111, 1.111, 0.99723)
         ) AS t(server_host, window_start, window_minutes, clients, accesses, gb_read, mean_bandwidth_mb_s,
                stddev_bandwidth_mb_s, bandwidth_cv, spread_above_mean, spread_below_mean,
                min_bandwidth_mb_s, max_bandwidth_mb_s, p10_bandwidth_mb_s, p90_bandwidth_mb_s,
@@ -100,10 +109,18 @@ def test_insufficient_data_is_flagged_with_its_reason(report):
 def test_occupancy_fairness_popularity_numbers(report):
     out = report.html_path.parent
     occ = {r["scope"]: r for r in _csv(out / "occupancy_efficiency.csv")}
-    assert float(occ["fully_occupied"]["throughput"]) == pytest.approx(7.0)
-    assert float(occ["all"]["efficiency"]) == pytest.approx(0.8846)
+    # the mart's inputs (fixture above): (jobs ended, node hours, CPU hours, allocated core hours)
+    inputs = {"all": (100, 15, 80.5, 91.0), "fully_occupied": (80, 10, 70.0, 80.0)}
+    assert set(occ) == set(inputs)
+    for scope, (_jobs, node_hours, cpu, allocated) in inputs.items():
+        assert float(occ[scope]["efficiency"]) == pytest.approx(cpu / allocated, abs=5e-5), scope
+        assert float(occ[scope]["throughput"]) == pytest.approx(cpu / node_hours, abs=5e-3), scope
+    # three windows of one server: the median and the worst of their Jain's indices
+    jain = [0.98634, 0.90932, 0.99723]
     (server,) = _csv(out / "client_fairness_by_server.csv")
-    assert float(server["median_jain_index"]) == pytest.approx(0.98634)
+    assert int(server["windows"]) == len(jain)
+    assert float(server["median_jain_index"]) == pytest.approx(statistics.median(jain), abs=5e-4)
+    assert float(server["worst_jain_index"]) == pytest.approx(min(jain), abs=5e-4)
     top = _csv(out / "file_popularity_top.csv")
     assert [r["file_lfn"] for r in top] == ["/f1", "/f2"]
 

@@ -349,7 +349,7 @@ def test_doctor_changes_nothing_even_with_a_read_only_home_and_airflow_unconfigu
     env.update(HOME=str(home), TIERLENS_HOME=str(tl_home), XDG_DATA_HOME=str(home / ".local" / "share"),
                XDG_CACHE_HOME=str(home / ".cache"), COLUMNS="80",
                PYTHONPATH=os.pathsep.join([str(REPO / "pipelines"), env.get("PYTHONPATH", "")]))
-    argv = [sys.executable, "-c", "from tierlens.cli import main; main()", "doctor", "--airflow", str(_airflow_exe()),
+    argv = [sys.executable, "-c", "from tierlens.cli import app; app()", "doctor", "--airflow", str(_airflow_exe()),
             "--collector-stats", str(stats)]
     before = {d: _tree(d) for d in (home, tl_home, cwd)}
     mount = f'mount --bind "{home}" "{home}" && mount -o remount,ro,bind "{home}" && exec "$@"'

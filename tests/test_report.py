@@ -381,16 +381,21 @@ def test_price_performance(full_report):
     rows = read_csv(result.html_path.parent / "storage_price_performance.csv")
     assert [r["config_name"] for r in rows] == ["raid0-2xhdd", "kingston-ssd", "intel-x25"]
     by_name = {r["config_name"]: r for r in rows}
-    assert f(by_name["kingston-ssd"]["unit_price"]) == 155.0
-    assert f(by_name["kingston-ssd"]["price_per_throughput"]) == pytest.approx(34.44)
-    assert f(by_name["kingston-ssd"]["price_per_gb"]) == pytest.approx(1.21)
+    # each price figure from the configuration's own inputs: price per node (devices x unit
+    # price), its capacity and its measured throughput
+    for (name, _, _, devices, unit, _, _, capacity, _, _, _, _, throughput, _) in PRICE_ROWS:
+        per_node = devices * unit
+        assert f(by_name[name]["unit_price"]) == unit, name
+        assert f(by_name[name]["price_per_gb"]) == pytest.approx(per_node / capacity, abs=0.005), name
+        if throughput is not None:
+            assert f(by_name[name]["price_per_throughput"]) == pytest.approx(per_node / throughput, abs=0.005), name
     assert by_name["intel-x25"]["efficiency"] == "" and by_name["intel-x25"]["price_per_throughput"] == ""
     html = result.html_path.read_text(encoding="utf-8")
     row = re.search(r"<tr><td>intel-x25</td>.*?</tr>", html).group(0)
     assert row.count("not measured") == 5
     assert "245.00 GBP" in row and "1.53" in row
     kingston = re.search(r"<tr><td>kingston-ssd</td>.*?</tr>", html).group(0)
-    assert "81.0 %" in kingston and "34.44" in kingston
+    assert "81.0 %" in kingston and f"{155.0 / 4.5:.2f}" in kingston
 
 
 def test_csv_paths_are_the_tables_written(full_report):

@@ -296,6 +296,25 @@ def test_buying_guide_orders_prices_as_the_generators_measured_throughput_does(d
         assert evidence == ("probe" if name == "Enterprise NVMe" else "measured")
 
 
+#: the shipped query's target, which its users edit
+SHIPPED_TARGET = "select 0.75 as efficiency"
+
+
+def _target_between(options: list[tuple]) -> float:
+    """A target efficiency two options reach at the low end of their 95 % interval and the others
+    do not (the shipped 0.75 may be reached by none: then the answer is empty and proves nothing)."""
+    lows = sorted(o[4] for o in options)
+    assert len(lows) >= 3 and lows[-3] < lows[-2], f"no target splits these options: {options}"
+    return (lows[-3] + lows[-2]) / 2
+
+
+def _cheapest_reaching(options: list[tuple], target: float) -> list[tuple]:
+    """What sql/cheapest_configuration_for_efficiency.sql must answer from the options (name, jobs
+    per node, efficiency, price per core-hour, low end): every option whose 95 % low end reaches
+    ``target``, cheapest delivered core-hour first."""
+    return sorted((o for o in options if o[4] >= target), key=lambda o: o[3])
+
+
 @pytest.mark.integration
 @pytest.mark.timeout(900)
 def test_mart_report_section_and_cheapest_configuration_query(without_nvme, tmp_path):
@@ -321,11 +340,16 @@ def test_mart_report_section_and_cheapest_configuration_query(without_nvme, tmp_
     loo = dict(con.execute("select evidence, sqrt(avg(error * error)) from sim_efficiency_type_loo "
                            "group by evidence").fetchall())
     query = (Path(__file__).resolve().parents[1] / "sql" / "cheapest_configuration_for_efficiency.sql").read_text()
-    answer = con.execute(query).fetchall()
+    assert SHIPPED_TARGET in query
+    target = _target_between(options)
+    answers = {t: con.execute(query.replace(SHIPPED_TARGET, f"select {t!r} as efficiency")).fetchall()
+               for t in (0.75, target)}
     con.close()
     assert len(mart) == len(options)
     assert sorted(r[2] for r in mart) == list(range(1, len(mart) + 1))
     published = sd_.loo_rms(sd_.scoreboard_type_loo())
+    probed = [r for r in mart if r[3] == "probe"]
+    assert probed, "no option priced from a probe: the leave-one-type-out error was not compared"
     for name, _, _, evidence, err, gen, pub, source in mart:
         if evidence == "probe":
             # both errors beside the row, and the larger carried
@@ -334,9 +358,9 @@ def test_mart_report_section_and_cheapest_configuration_query(without_nvme, tmp_
             assert source == ("generator" if loo["probe"] >= published else "published figures")
         else:
             assert gen is None and pub is None and source is None, name
-    # the query: every option whose 95 % low end reaches 75 %, cheapest delivered core-hour first
-    expected = sorted((o for o in options if o[4] >= 0.75), key=lambda o: o[3])
-    assert [(r[1], r[3]) for r in answer] == [(o[0], o[1]) for o in expected]
+    for t, answer in answers.items():
+        assert [(r[1], r[3]) for r in answer] == [(o[0], o[1]) for o in _cheapest_reaching(options, t)], t
+    assert len(answers[target]) == 2 and len(options) > 2  # the filter kept some and dropped some
     report = build_report(wh, tmp_path / "report")
     with (tmp_path / "report" / "hardware_options.csv").open() as f:
         assert len(list(csv.DictReader(f))) == len(options)

@@ -1,6 +1,6 @@
 """The stages wired together: ingest batches, transform with dbt, report.
 
-The CLI and (later) the Airflow DAGs call these functions; each stage talks to the next only
+The CLI and the Airflow DAGs call these functions; each stage talks to the next only
 through the warehouse's tables.
 """
 

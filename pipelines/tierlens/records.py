@@ -116,7 +116,7 @@ FILE_ACCESS = pa.schema([
     _f("cache_miss_bytes", pa.int64(), "Bytes the cache fetched from its origin to serve this access (staged in); null when not a cache.", "bytes"),
     _f("cache_bypass_bytes", pa.int64(), "Bytes passed through the cache without being stored; null when not a cache.", "bytes"),
     _f("close_seen", pa.bool_(), "True when the close was observed; false for records emitted as unclosed.", nullable=False),
-    # Appended by the collector v2 (issue 16): how the access ended, and the evidence for cache truth.
+    # Appended by the collector v2: how the access ended, and the evidence for cache truth.
     _f("end_reason", pa.string(), "How the access ended; one of END_REASONS (close, disconnect, timeout, shutdown, server_restart)."),
     _f("server_pid", pa.int32(), "Process id of the xrootd server (from its '=' identity); an origin sees a cache's own reads under this pid."),
     _f("server_addr", pa.string(), "IP address the server's monitoring packets came from."),
@@ -154,7 +154,7 @@ STORAGE_CATALOG = pa.schema([
     _f("currency", pa.string(), "ISO 4217 currency of unit_price, e.g. GBP."),
     _f("capacity_bytes", pa.int64(), "Usable capacity of one device.", "bytes"),
     _f("endurance_tbw", pa.float64(), "Rated write endurance of one device; null for HDDs.", "TB written"),
-    # datasheet figures (issue 13): let a device nobody has probed be priced and predicted
+    # datasheet figures: let a device nobody has probed be priced and predicted
     _f("seq_read_mb_per_s", pa.float64(), "Datasheet sequential read rate of one device; null when unknown.", "MB/s (1e6 bytes)"),
     _f("seq_write_mb_per_s", pa.float64(), "Datasheet sustained sequential write rate of one device; null when unknown.", "MB/s (1e6 bytes)"),
     _f("rand_read_iops_4k", pa.float64(), "Datasheet random read operations per second at 4 KiB of one device; null when unknown.", "IOPS"),

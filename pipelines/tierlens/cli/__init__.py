@@ -37,7 +37,3 @@ app = typer.Typer(help="tierlens: what worker-node storage and caching do to you
 for group in (about, warehouse, transform, report, lake, ingest, collect, demo, doctor, simulate, export,
               change, probe):
     app.add_typer(group.app)
-
-
-def main() -> None:  # pragma: no cover - console entry point
-    app()

@@ -1,6 +1,6 @@
 """`tierlens ingest slurm | slurm-spool | condor | xrootd | xrootd-osg`: batch-system accounting, plugin
 spool records and file accesses into the warehouse. Each calls its source's one ``batches()`` entry,
-as the ingest DAG does."""
+as the ingest DAG does. The commands are the ones sources/registry.py names, attached in its order."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from typing import Annotated, Optional
 import typer
 
 from .. import config
+from ..sources import registry
 from .common import WarehouseOpt, console, err, fail, ingest_and_print, parsed, print_ingest, warehouse
 
 app = typer.Typer(name="ingest", help="Ingest batch-system accounting, plugin spool records and file accesses.",
                   no_args_is_help=True)
 
 
-@app.command("slurm")
 def slurm(
     warehouse_file: WarehouseOpt = None,
     spool: Annotated[Optional[list[Path]], typer.Option(
@@ -81,7 +81,6 @@ def slurm(
     console.print(f"sacct format: {runner.fmt}; watermark file {mark.path}")
 
 
-@app.command("slurm-spool")
 def slurm_spool(
     dirs: Annotated[list[Path], typer.Argument(exists=True, file_okay=False,
                                                help="Spool folder(s) of the SPANK plugin.")],
@@ -93,7 +92,6 @@ def slurm_spool(
     ingest_and_print(spool_batches(dirs), warehouse(warehouse_file))
 
 
-@app.command("condor")
 def condor(
     paths: Annotated[Optional[list[Path]], typer.Argument(
         exists=True, help="History files or folders (a folder means its history and history.* files, "
@@ -123,7 +121,6 @@ def condor(
         console.print("no jobs found.")
 
 
-@app.command("xrootd")
 def xrootd(
     folder: Annotated[Optional[Path], typer.Argument(
         exists=True, file_okay=False, help="The collector's output folder [default: $TIERLENS_HOME/spool/xrootd].")] = None,
@@ -136,7 +133,6 @@ def xrootd(
                      what="xrootd collector batches")
 
 
-@app.command("xrootd-osg")
 def xrootd_osg(
     files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False,
                                                 help="JSON or JSON Lines files of OSG collector file-close records.")],
@@ -146,3 +142,14 @@ def xrootd_osg(
     from ..collector.osg import osg_batches
 
     ingest_and_print(osg_batches(list(files)), warehouse(warehouse_file))
+
+
+def attach(group: typer.Typer) -> typer.Typer:
+    """Every registered source's commands, under their registered names."""
+    for source in registry.sources():
+        for name, command in source.command_functions().items():
+            group.command(name)(command)
+    return group
+
+
+attach(app)

@@ -14,19 +14,20 @@ from typing import Optional
 
 from .. import config
 from ..resources import shipped
+from ..sources import registry
 
 #: How a DAG looks up an Airflow Variable (None: environment and defaults only).
 Lookup = Optional[Callable[[str], Optional[str]]]
 
-#: Sources the ingest DAG knows, in task order. Each is switched on by listing it in
-#: ``TIERLENS_SOURCES`` (comma-separated).
-SOURCES = ("synthetic", "slurm", "condor", "xrootd")
+#: Sources the ingest DAG knows, in task order (sources/registry.py). Each is switched on by
+#: listing it in ``TIERLENS_SOURCES`` (comma-separated).
+SOURCES = tuple(s.name for s in registry.sources())
 
 #: Every setting, its default and meaning: dags/README.md renders the same list.
 SETTINGS: dict[str, tuple[str, str]] = {
     "home": ("", "tierlens home folder; default $TIERLENS_HOME, else ~/.local/share/tierlens"),
     "warehouse": ("", "DuckDB warehouse file; default <home>/warehouse.duckdb"),
-    "sources": ("", "comma-separated sources the ingest DAG loads: synthetic, slurm, condor, xrootd"),
+    "sources": ("", f"comma-separated sources the ingest DAG loads: {', '.join(SOURCES)}"),
     "ingest_schedule": ("@hourly", "schedule of tierlens_ingest (cron or preset)"),
     "report_schedule": ("@weekly", "schedule of tierlens_report"),
     "simulate_schedule": ("@weekly", "schedule of tierlens_simulate"),
@@ -55,17 +56,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "task_timeout_minutes": ("60", "execution timeout of each task"),
     "retries": ("2", "retries per task"),
     "retry_delay_minutes": ("5", "delay between retries"),
-    "synthetic_start": ("", "synthetic site: first simulated day (UTC); default start_date, so the first "
-                            "scheduled hours have data"),
-    "synthetic_days": ("30", "synthetic site: days simulated"),
-    "synthetic_seed": ("42", "synthetic site: seed"),
-    "synthetic_nodes_per_type": ("2", "synthetic site: worker nodes per storage type"),
-    "slurm_sacct": ("sacct", "sacct command"),
-    "slurm_clusters": ("", "sacct --clusters"),
-    "slurm_spool": ("", "comma-separated spool folders of the SPANK plugin (job tags)"),
-    "condor_history": ("", "comma-separated HTCondor history files or SPOOL folders"),
-    "condor_cluster": ("htcondor", "pool name for ads without TierlensCluster"),
-    "xrootd_dir": ("", "folder where `tierlens collect xrootd` writes file_access Parquet batches"),
+    # each source's own settings (sources/registry.py)
+    **{name: value for source in registry.sources() for name, value in source.settings.items()},
     # Completeness alerts of tierlens_transform (tests on marts.data_completeness, per day x subject)
     "completeness_min_cpu_hours_tagged": ("0.90", "warn when a cluster-day has a smaller share of CPU hours "
                                                   "from plugin-tagged jobs"),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..records import Batch
 from .intervals import interval_batches, utc
-from .settings import Lookup, dbt_target, lake_path, setting
+from .settings import Lookup, dbt_target, lake_path, paths, setting, settings_list
 
 
 log = logging.getLogger("tierlens.ingest")
@@ -34,7 +34,7 @@ class Nothing(str):
 
     outcome = "no_new_records"
 
-    def __new__(cls, text: str, outcome: str = "no_new_records") -> "Nothing":
+    def __new__(cls, text: str, outcome: str = "no_new_records") -> Nothing:
         self = super().__new__(cls, text)
         self.outcome = outcome
         return self
@@ -182,6 +182,40 @@ def ingest_xrootd(warehouse: Path, start: datetime, end: datetime, batch_dir: Pa
     return _load("xrootd", batches(batch_dir), warehouse, start, end,
                  folder_empty_reason("the collector (tierlens collect xrootd)", Path(batch_dir),
                                      "file_access-*.parquet"))
+
+
+# The ingest DAG's tasks, one per source as sources/registry.py names them: each reads its
+# source's settings and calls the function above.
+def _paths(name: str, lookup: Lookup) -> list[Path]:
+    return [Path(p).expanduser() for p in settings_list(name, lookup)]
+
+
+def load_synthetic(warehouse: Path, start: datetime, end: datetime, lookup: Lookup = None) -> dict:
+    from ..sources.synthetic.stored import synthetic_options
+
+    def s(name: str) -> str:
+        return setting(name, lookup)
+    # the synthetic site starts where the schedule does unless told otherwise: a first hour
+    # outside the simulated days would load nothing
+    opts = synthetic_options(s("synthetic_start") or s("start_date"), float(s("synthetic_days")),
+                             int(s("synthetic_seed")), int(s("synthetic_nodes_per_type")))
+    return ingest_synthetic(warehouse, start, end, opts, paths(lookup).synthetic)
+
+
+def load_slurm(warehouse: Path, start: datetime, end: datetime, lookup: Lookup = None) -> dict:
+    return ingest_slurm(warehouse, start, end, sacct=setting("slurm_sacct", lookup),
+                        clusters=setting("slurm_clusters", lookup) or None, spool_dirs=_paths("slurm_spool", lookup))
+
+
+def load_condor(warehouse: Path, start: datetime, end: datetime, lookup: Lookup = None) -> dict:
+    return ingest_condor(warehouse, start, end, _paths("condor_history", lookup), setting("condor_cluster", lookup))
+
+
+def load_xrootd(warehouse: Path, start: datetime, end: datetime, lookup: Lookup = None) -> dict:
+    folder = setting("xrootd_dir", lookup)
+    if not folder:
+        raise ValueError("xrootd source: set TIERLENS_XROOTD_DIR (the collector's output folder)")
+    return ingest_xrootd(warehouse, start, end, Path(folder).expanduser())
 
 
 # ---- the warehouse after the loads and after dbt ---------------------------------------------

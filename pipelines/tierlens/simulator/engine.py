@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time as _time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -164,10 +164,10 @@ def _slac(r: _Replay, algo: int, looks_ahead: bool) -> np.ndarray:
         up_order, up_start = upcoming(tr)
     else:
         up_order, up_start = np.zeros(0, np.int64), np.zeros(0, np.float64)
-    return kernels.slac_kernel(tr.time, tr.obj, r.osize, tr.read, r.hr, r.n_hours, r.t0, r.cap, algo,
-                               p.min_reads, p.stage_cap_pct / 100.0, p.window_days * 86400.0,
-                               p.period_hours * 3600.0, p.n_periods, tick, up_order, up_start,
-                               p.assumed_read_frac, r.req_hit)
+    trace = kernels.SlacTrace(tr.time, tr.obj, r.osize, tr.read, r.hr, r.n_hours, r.t0, up_order, up_start)
+    policy = kernels.SlacPolicy(r.cap, algo, p.min_reads, p.stage_cap_pct / 100.0, p.window_days * 86400.0,
+                                p.period_hours * 3600.0, p.n_periods, tick, p.assumed_read_frac)
+    return kernels.slac_kernel(trace, policy, r.req_hit)
 
 
 #: Every policy by the name users give it, and how its replay runs.
@@ -249,7 +249,3 @@ def mrc(trace: Trace, sizes: np.ndarray, whole_object: bool = False) -> pa.Table
         "bytes_from_cache": hbytes,
         "byte_hit_ratio": hbytes / breq if breq else np.zeros(len(sizes)),
     })
-
-
-def params_dict(params: CacheParams) -> dict:
-    return asdict(params)

@@ -15,6 +15,8 @@ libCacheSim). The SLAC algorithms never fill on demand; they stage files in at t
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -363,43 +365,98 @@ def s3fifo_kernel(obj, osize, read, hr, n_hours, cap, small_ratio, req_hit):
 
 
 # ----------------------------------------------------------------------------- SLAC 1-3
-# Per file: cnt (accesses in the window), sfrac (their summed read fractions), un (accesses by
-# upcoming jobs), ver (entry version), inc (cached).
+
+class SlacTrace(NamedTuple):
+    """The requests a SLAC replay reads, and the upcoming jobs' requests (algorithm 3)."""
+
+    time: np.ndarray       # float64, seconds, ascending
+    obj: np.ndarray        # int32 object id per request
+    osize: np.ndarray      # int64 size per object id
+    read: np.ndarray       # int64 bytes each request read
+    hr: np.ndarray         # int32 hour bucket per request
+    n_hours: int
+    t0: float              # the first tick's start
+    up_order: np.ndarray   # int64 requests ordered by their job's start (empty: no look-ahead)
+    up_start: np.ndarray   # float64 their job's start
+
+
+class SlacPolicy(NamedTuple):
+    """One SLAC algorithm as configured (see slac_kernel for what each setting does)."""
+
+    cap: np.int64          # bytes
+    algo: int              # 1, 2 or 3
+    min_reads: int
+    cap_frac: float        # stage-in budget per clock hour, fraction of ``cap``
+    window_s: float
+    period_s: float
+    n_periods: int
+    tick_s: float
+    assumed: float         # read fraction of a file without history (algorithm 3)
+
+
+class SlacFiles(NamedTuple):
+    """Per file: cnt (accesses in the window), sfrac (their summed read fractions), un (accesses
+    by upcoming jobs), ver (entry version), inc (cached), osize (bytes)."""
+
+    cnt: np.ndarray
+    sfrac: np.ndarray
+    un: np.ndarray
+    ver: np.ndarray
+    inc: np.ndarray
+    osize: np.ndarray
+
+
+class SlacRule(NamedTuple):
+    """How a file is scored and whether it may be staged in."""
+
+    algo: int
+    min_reads: int
+    max_size: np.int64
+    assumed: float
+
+
+class Ranking(NamedTuple):
+    """A lazily cleaned min-heap of (rank, version << 32 | file); its size travels apart."""
+
+    keys: np.ndarray       # float64
+    entries: np.ndarray    # int64
+
 
 @step
-def _score(f, algo, cnt, sfrac, un, assumed):
-    if algo == 1:
-        return np.float64(cnt[f])
-    sc = sfrac[f]
-    if algo == 3 and un[f] > 0:
-        if cnt[f] > 0:
-            sc += un[f] * (sfrac[f] / cnt[f])
+def _score(f, files, rule):
+    if rule.algo == 1:
+        return np.float64(files.cnt[f])
+    sc = files.sfrac[f]
+    if rule.algo == 3 and files.un[f] > 0:
+        if files.cnt[f] > 0:
+            sc += files.un[f] * (files.sfrac[f] / files.cnt[f])
         else:
-            sc += un[f] * assumed
+            sc += files.un[f] * rule.assumed
     return sc
 
 
 @step
-def _slac_wanted(f, cnt, un, min_reads, osize, max_size):
+def _slac_wanted(f, files, rule):
     """May ``f`` be staged in: read often enough (or by an upcoming job) and small enough."""
-    return (cnt[f] >= min_reads or un[f] > 0) and osize[f] <= max_size
+    return (files.cnt[f] >= rule.min_reads or files.un[f] > 0) and files.osize[f] <= rule.max_size
 
 
 @step
-def _slac_valid(v, ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
+def _slac_valid(v, files, rule, want_cached):
     f = np.int32(v & 0xFFFFFFFF)
-    if (v >> 32) != ver[f] or inc[f] != want_cached:
+    if (v >> 32) != files.ver[f] or files.inc[f] != want_cached:
         return False
-    return want_cached or _slac_wanted(f, cnt, un, min_reads, osize, max_size)
+    return want_cached or _slac_wanted(f, files, rule)
 
 
 @step
-def _push_ranked(hk, hv, size, k, v, ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
+def _push_ranked(heap, size, k, v, files, rule, want_cached):
     """Push entry ``v`` (version << 32 | file) at rank ``k``, cleaning the heap first when full."""
+    hk, hv = heap.keys, heap.entries
     if size >= hk.shape[0]:
         m = 0
         for j in range(size):
-            if _slac_valid(hv[j], ver, inc, want_cached, cnt, un, min_reads, osize, max_size):
+            if _slac_valid(hv[j], files, rule, want_cached):
                 hk[m] = hk[j]
                 hv[m] = hv[j]
                 m += 1
@@ -409,24 +466,20 @@ def _push_ranked(hk, hv, size, k, v, ver, inc, want_cached, cnt, un, min_reads, 
 
 
 @step
-def _rerank(files, count, end_bonus, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
-            ck, cv, csz, ek, ev, esz):
-    """New versions of the entries of ``files[:count]`` (first ending their upcoming-job bonus
-    when ``end_bonus``): among the cached files by score (ek, ev: evicted lowest first) or among
-    the candidates by -score (ck, cv: staged best first). Returns (csz, esz). One call per
-    tick, not per file: a call passes every array."""
+def _rerank(changed, count, end_bonus, files, rule, candidates, csz, cached, esz):
+    """New versions of the entries of ``changed[:count]`` (first ending their upcoming-job bonus
+    when ``end_bonus``): among the ``cached`` files by score (evicted lowest first) or among the
+    ``candidates`` by -score (staged best first). Returns (csz, esz)."""
     for j in range(count):
-        f = files[j]
+        f = changed[j]
         if end_bonus:
-            un[f] = 0
-        ver[f] += 1
-        v = (ver[f] << 32) | f
-        if inc[f]:
-            esz = _push_ranked(ek, ev, esz, _score(f, algo, cnt, sfrac, un, assumed), v,
-                               ver, inc, True, cnt, un, min_reads, osize, max_size)
-        elif _slac_wanted(f, cnt, un, min_reads, osize, max_size):
-            csz = _push_ranked(ck, cv, csz, -_score(f, algo, cnt, sfrac, un, assumed), v,
-                               ver, inc, False, cnt, un, min_reads, osize, max_size)
+            files.un[f] = 0
+        files.ver[f] += 1
+        v = (files.ver[f] << 32) | f
+        if files.inc[f]:
+            esz = _push_ranked(cached, esz, _score(f, files, rule), v, files, rule, True)
+        elif _slac_wanted(f, files, rule):
+            csz = _push_ranked(candidates, csz, -_score(f, files, rule), v, files, rule, False)
     return csz, esz
 
 
@@ -447,10 +500,10 @@ def _read_fraction(read, osize, i, f):
 
 
 @njit(cache=True, nogil=True)
-def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, cap_frac,
-                window_s, period_s, n_periods, tick_s, up_order, up_start, assumed, req_hit):
-    """The SLAC SSD-cache algorithms (Yang, Hanushevsky, Mount). Ticks every ``tick_s``
-    (3600 s for 1 and 2, 1200 s for 3) from ``t0``:
+def slac_kernel(trace, policy, req_hit):
+    """The SLAC SSD-cache algorithms (Yang, Hanushevsky, Mount) over ``trace`` (a SlacTrace) as
+    ``policy`` (a SlacPolicy) sets them. Ticks every ``tick_s`` (3600 s for 1 and 2, 1200 s for
+    3) from ``t0``:
 
     * history (at hourly ticks): records with time < tick enter the table; records older than
       the window leave it. Algorithm 1's window is 10 periods of 12 h aligned on period
@@ -472,23 +525,24 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
     files whose score changed since the last tick are re-scored, so a tick costs
     O(changed files × log) rather than O(all files).
     """
+    time, obj, osize, read, hr = trace.time, trace.obj, trace.osize, trace.read, trace.hr
+    up_order, up_start, t0, n_hours = trace.up_order, trace.up_start, trace.t0, trace.n_hours
+    algo, cap, tick_s = policy.algo, policy.cap, policy.tick_s
     n = obj.shape[0]
     n_obj = osize.shape[0]
-    cnt = np.zeros(n_obj, np.int32)
-    sfrac = np.zeros(n_obj, np.float64)
-    un = np.zeros(n_obj, np.int32)
-    inc = np.zeros(n_obj, np.bool_)
-    ver = np.zeros(n_obj, np.int64)
+    files = SlacFiles(np.zeros(n_obj, np.int32), np.zeros(n_obj, np.float64), np.zeros(n_obj, np.int32),
+                      np.zeros(n_obj, np.int64), np.zeros(n_obj, np.bool_), osize)
+    cnt, sfrac, un, ver, inc = files.cnt, files.sfrac, files.un, files.ver, files.inc
     dirty = np.empty(n_obj, np.int32)
     dstamp = np.full(n_obj, -1, np.int64)
     ulist = np.empty(n_obj, np.int32)
     ucount = 0
     hcap = 2 * n_obj + 1024
-    ck = np.empty(hcap, np.float64)   # candidates: -score (best first)
-    cv = np.empty(hcap, np.int64)     # version << 32 | file
+    candidates = Ranking(np.empty(hcap, np.float64), np.empty(hcap, np.int64))  # -score: best first
+    ck, cv = candidates.keys, candidates.entries
     csz = 0
-    ek = np.empty(hcap, np.float64)   # cached: score (lowest first)
-    ev = np.empty(hcap, np.int64)
+    cached = Ranking(np.empty(hcap, np.float64), np.empty(hcap, np.int64))      # score: lowest first
+    ek, ev = cached.keys, cached.entries
     esz = 0
     out = np.zeros((3, n_hours), np.int64)
     used = np.int64(0)
@@ -498,8 +552,8 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
     n_up = up_order.shape[0]
     budget_hour = -1
     budget = np.int64(0)
-    hour_cap = np.int64(cap * cap_frac)
-    max_size = hour_cap if hour_cap < cap else cap
+    hour_cap = np.int64(cap * policy.cap_frac)
+    rule = SlacRule(algo, policy.min_reads, hour_cap if hour_cap < cap else cap, policy.assumed)
     tick_no = 0
     next_tick = t0 + tick_s
     for i in range(n + 1):
@@ -524,9 +578,9 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                     nd = _mark_dirty(f, tick_no, dstamp, dirty, nd)
                     add_p += 1
                 if algo == 1:
-                    ws = np.floor(T / period_s) * period_s - (n_periods - 1) * period_s
+                    ws = np.floor(T / policy.period_s) * policy.period_s - (policy.n_periods - 1) * policy.period_s
                 else:
-                    ws = T - window_s
+                    ws = T - policy.window_s
                 while rem_p < add_p and time[rem_p] < ws:
                     f = obj[rem_p]
                     cnt[f] -= 1
@@ -546,13 +600,12 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                         un[f] += 1
                         nd = _mark_dirty(f, tick_no, dstamp, dirty, nd)
                     up_p += 1
-            csz, esz = _rerank(dirty, nd, False, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
-                               ck, cv, csz, ek, ev, esz)
+            csz, esz = _rerank(dirty, nd, False, files, rule, candidates, csz, cached, esz)
             # stage in, best first
             while csz > 0 and budget > 0:
                 v = cv[0]
                 sc = -ck[0]
-                if not _slac_valid(v, ver, inc, False, cnt, un, min_reads, osize, max_size):
+                if not _slac_valid(v, files, rule, False):
                     csz = _pop(ck, cv, csz)
                     continue
                 c = np.int32(v & 0xFFFFFFFF)
@@ -560,7 +613,7 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                 if s > budget:
                     break
                 while used + s > cap and esz > 0:
-                    if not _slac_valid(ev[0], ver, inc, True, cnt, un, min_reads, osize, max_size):
+                    if not _slac_valid(ev[0], files, rule, True):
                         esz = _pop(ek, ev, esz)
                         continue
                     if ek[0] >= sc:
@@ -570,9 +623,9 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                     inc[t] = False
                     used -= osize[t]
                     ver[t] += 1
-                    if _slac_wanted(t, cnt, un, min_reads, osize, max_size):
-                        csz = _push_ranked(ck, cv, csz, -_score(t, algo, cnt, sfrac, un, assumed), (ver[t] << 32) | t,
-                                           ver, inc, False, cnt, un, min_reads, osize, max_size)
+                    if _slac_wanted(t, files, rule):
+                        csz = _push_ranked(candidates, csz, -_score(t, files, rule), (ver[t] << 32) | t,
+                                           files, rule, False)
                 if used + s > cap:
                     break
                 # still the top: files evicted for it score lower and sit below it
@@ -582,10 +635,9 @@ def slac_kernel(time, obj, osize, read, hr, n_hours, t0, cap, algo, min_reads, c
                 budget -= s
                 out[2, h_idx] += s
                 ver[c] += 1
-                esz = _push_ranked(ek, ev, esz, sc, (ver[c] << 32) | c, ver, inc, True, cnt, un, min_reads, osize, max_size)
+                esz = _push_ranked(cached, esz, sc, (ver[c] << 32) | c, files, rule, True)
             # the upcoming jobs' bonus lasts one tick
-            csz, esz = _rerank(ulist, ucount, True, algo, cnt, sfrac, un, assumed, ver, inc, min_reads, osize, max_size,
-                               ck, cv, csz, ek, ev, esz)
+            csz, esz = _rerank(ulist, ucount, True, files, rule, candidates, csz, cached, esz)
             ucount = 0
         if i == n:
             break

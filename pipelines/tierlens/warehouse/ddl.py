@@ -69,7 +69,7 @@ def record_columns(spec: RecordSpec) -> list[Column]:
 
 REJECT_COLUMNS: list[Column] = [
     Column("batch_id", "VARCHAR", True, "Batch the record arrived in (raw_batches.batch_id)."),
-    Column("record_kind", "VARCHAR", True, "Record kind: job, job_tag, file_access, node or storage_catalog."),
+    Column("record_kind", "VARCHAR", True, f"Record kind: {', '.join(k.value for k in RecordKind)}."),
     Column("source", "VARCHAR", True, "Source that produced the record, e.g. a file name."),
     Column("location", "VARCHAR", True, "Where in the source: 'FILE:line N', 'FILE:offset N' or '<source>:row N' (0-based row of the batch)."),
     Column("field", "VARCHAR", False, "Field that failed (comma separated natural key for duplicates)."),

@@ -8,10 +8,10 @@ tierlens knows is refused: an older tierlens must not write a newer layout.
 
 Adding a record or a field to records.py needs one line here, a new ``Migration`` at the end:
 
-    Migration(3, "file_access end reason", (AddColumns(RecordKind.FILE_ACCESS, "end_reason"),
+    Migration(3, "collector_stats record", (AddTable(RecordKind.COLLECTOR_STATS),)),
+    Migration(4, "file_access end reason", (AddColumns(RecordKind.FILE_ACCESS, "end_reason"),
                                             Backfill(RecordKind.FILE_ACCESS, "end_reason",
                                                      "CASE WHEN close_seen THEN 'close' END"))),
-    Migration(4, "collector_stats record", (AddTable(RecordKind.COLLECTOR_STATS),)),
 
 Column types come from records.py (``ddl.all_tables``) or the simulator's DDL, so a step names
 columns, never types. After migrating, the warehouse is compared with those definitions

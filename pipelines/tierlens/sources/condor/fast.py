@@ -36,6 +36,7 @@ import gzip
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -145,33 +146,67 @@ def _segments(starts: np.ndarray, ends: np.ndarray, banner: np.ndarray, size: in
     return seg, first, stops, lines
 
 
-@dataclass
-class _Lines:
-    """A block's lines as arrays: byte positions, the line cut after its name and " = ", and the
-    line's own checks. ``pieces`` holds four views of ``data`` a line: name, " = " (and an
-    opening quote), value, the rest (closing quote, newline)."""
+class ByteClasses(NamedTuple):
+    """What the scan looks a byte up in (256 entries each)."""
 
-    data: bytes
-    starts: np.ndarray
+    name: np.ndarray      # may stand in a name
+    special: np.ndarray   # 0, or what the scan counts: _NEWLINE, _QUOTE, _BACKSLASH, then brackets
+    cut: np.ndarray       # a value ending in it was cut or leaves an expression open
+
+
+class LineScan(NamedTuple):
+    """The per-line arrays one pass of ``_scan`` fills (``cuts``: 4 a line, and the block's end)."""
+
+    cuts: np.ndarray          # line start, name end, value start, value end (quotes dropped)
     ends: np.ndarray          # position of the newline
-    banner: np.ndarray
     value_start: np.ndarray
     value_end: np.ndarray
     first: np.ndarray         # first and last byte of the value (0: empty)
     last: np.ndarray
+    banner: np.ndarray
     quoted: np.ndarray        # the value is "..." with no other quote in the line
-    pieces: pa.Array
     bad: np.ndarray           # not 'Name = value', or cut, unbalanced, odd quotes
     backslashes: np.ndarray
+    name_hash: np.ndarray     # FNV-1a of the name piece
+
+
+#: the array types of a LineScan (positions: 32-bit or 64-bit, chosen per block)
+_SCAN_DTYPES = {"first": np.uint8, "last": np.uint8, "banner": bool, "quoted": bool, "bad": bool,
+                "backslashes": np.int32, "name_hash": np.uint64}
+
+
+def _empty_scan(n: int, itype: type) -> LineScan:
+    """A LineScan for n lines, every array sized and typed from its field name."""
+    return LineScan(**{name: np.empty(4 * n + 1 if name == "cuts" else n, _SCAN_DTYPES.get(name, itype))
+                       for name in LineScan._fields})
+
+
+@dataclass
+class _Lines:
+    """A block's lines as arrays: the scan's, where each line starts, the line cut after its name
+    and " = ", and the line's own checks. ``pieces`` holds four views of ``data`` a line: name,
+    " = " (and an opening quote), value, the rest (closing quote, newline)."""
+
+    data: bytes
+    scan: LineScan
+    pieces: pa.Array
     needed: np.ndarray        # index in NEEDED of the line's name, -1: not needed
+
+    @property
+    def starts(self) -> np.ndarray:
+        return self.scan.cuts[0:-1:4]
+
+
+_BYTES = ByteClasses(_NAME_BYTES, _SPECIAL, _CUT)
 
 
 @njit(cache=True, nogil=True)
-def _scan(u, name_bytes, special, cut, cuts, ends, vs, ve, first, last, banner, quoted, bad, backslashes,
-          name_hash):
-    """One pass over a block's bytes (``u`` ends with a newline), filling the per-line arrays of
-    _Lines; ``cuts`` gets the four pieces of each line, name / " = " / value / rest, and
-    ``name_hash`` the FNV-1a hash of the name piece (here it costs next to nothing)."""
+def _scan(u, classes, out):
+    """One pass over a block's bytes (``u`` ends with a newline), filling ``out`` (a LineScan):
+    ``cuts`` gets the four pieces of each line, name / " = " / value / rest, and ``name_hash``
+    the FNV-1a hash of the name piece (here it costs next to nothing)."""
+    name_bytes, special, cut = classes.name, classes.special, classes.cut
+    cuts, ends, banner, name_hash = out.cuts, out.ends, out.banner, out.name_hash
     i = 0
     for line in range(ends.shape[0]):
         s = i
@@ -212,11 +247,11 @@ def _scan(u, name_bytes, special, cut, cuts, ends, vs, ve, first, last, banner, 
         f = u[a] if full else 0
         t = u[b - 1] if full else 0
         q = 1 if full and f == 34 and t == 34 and b - a >= 2 and quotes == 2 else 0
-        ends[line], vs[line], ve[line], first[line], last[line] = k, a, b, f, t
-        quoted[line] = q == 1
-        backslashes[line] = slashes
+        ends[line], out.value_start[line], out.value_end[line], out.first[line], out.last[line] = k, a, b, f, t
+        out.quoted[line] = q == 1
+        out.backslashes[line] = slashes
         name_hash[line] = h if sep else _FNV_BASIS
-        bad[line] = not banner[line] and (not full or cut[t] or paren != 0 or square != 0
+        out.bad[line] = not banner[line] and (not full or cut[t] or paren != 0 or square != 0
                                           or brace != 0 or quotes % 2 == 1)
         cuts[4 * line], cuts[4 * line + 1], cuts[4 * line + 2], cuts[4 * line + 3] = s, name_end, a + q, b - q
         i = k + 1
@@ -228,19 +263,13 @@ def _cut_lines(data: bytes, needed: tuple[str, ...]) -> _Lines:
     # 32-bit positions where the block allows: half the memory traffic of every step below
     strings, itype = _string_type(data)
     n = int(np.count_nonzero(u == 10))
-    cuts = np.empty(4 * n + 1, itype)
-    ends, vs, ve = (np.empty(n, itype) for _ in range(3))
-    first, last = np.empty(n, np.uint8), np.empty(n, np.uint8)
-    banner, quoted, bad = (np.empty(n, bool) for _ in range(3))
-    backslashes = np.empty(n, np.int32)
-    name_hash = np.empty(n, np.uint64)
-    _scan(u, _NAME_BYTES, _SPECIAL, _CUT, cuts, ends, vs, ve, first, last, banner, quoted, bad, backslashes,
-          name_hash)
+    scan = _empty_scan(n, itype)
+    _scan(u, _BYTES, scan)
+    cuts = scan.cuts
     pieces = strings.from_buffers(4 * n, pa.py_buffer(cuts), pa.py_buffer(data))
-    well_formed, needed_index = _names(u, cuts, name_hash, pieces, needed)
-    bad |= ~banner & ~well_formed
-    return _Lines(data, cuts[0:-1:4], ends, banner, vs, ve, first, last, quoted, pieces, bad, backslashes,
-                  needed_index)
+    well_formed, needed_index = _names(u, cuts, scan.name_hash, pieces, needed)
+    scan.bad[:] |= ~scan.banner & ~well_formed
+    return _Lines(data, scan, pieces, needed_index)
 
 
 def _string_type(data) -> tuple[type, type]:
@@ -331,13 +360,14 @@ def _group_pieces(u, words, starts, ends, hashes, table_bits):
 def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """What kind of literal the value of each selected line is, and its number (NaN: none)."""
     kind = np.full(len(sel), NOT_LITERAL, np.int8)
-    first = lines.first[sel]
-    string = lines.quoted[sel] & (lines.backslashes[sel] == 0)
+    first = lines.scan.first[sel]
+    string = lines.scan.quoted[sel] & (lines.scan.backslashes[sel] == 0)
     kind[string] = STRING
     # "" is a literal, but no text for the row (as _str)
-    kind[string & ((lines.value_end - lines.value_start)[sel] == 2)] = OTHER_LITERAL
+    kind[string & ((lines.scan.value_end - lines.scan.value_start)[sel] == 2)] = OTHER_LITERAL
     # numbers read by _numbers; the few it cannot give exactly by Arrow's cast
-    how, number = _numbers(np.frombuffer(lines.data, np.uint8), lines.value_start[sel], lines.value_end[sel])
+    scan = lines.scan
+    how, number = _numbers(np.frombuffer(lines.data, np.uint8), scan.value_start[sel], scan.value_end[sel])
     kind[how != NO_NUMBER] = NUMBER
     other = np.flatnonzero(how == TO_CAST)
     if len(other):
@@ -360,14 +390,14 @@ def read_block(data: bytes | bytearray, base: int, needed: tuple[str, ...]) -> B
     if not data.endswith(b"\n"):
         data += b"\n"
     lines = _cut_lines(data, needed)
-    seg, seg_start, seg_stop, seg_lines = _segments(lines.starts, lines.ends, lines.banner, size)
+    seg, seg_start, seg_stop, seg_lines = _segments(lines.starts, lines.scan.ends, lines.scan.banner, size)
     nseg = len(seg_start)
-    slow = np.bincount(seg[lines.bad], minlength=nseg) > 0
+    slow = np.bincount(seg[lines.scan.bad], minlength=nseg) > 0
     if not data.isascii():
         slow |= _not_utf8(data, seg_start, seg_stop)
 
-    slow[seg[_unparsed(data, lines, ~lines.banner & ~slow[seg] & (lines.needed < 0))]] = True
-    sel = np.flatnonzero(~lines.banner & (lines.needed >= 0) & ~slow[seg])
+    slow[seg[_unparsed(data, lines, ~lines.scan.banner & ~slow[seg] & (lines.needed < 0))]] = True
+    sel = np.flatnonzero(~lines.scan.banner & (lines.needed >= 0) & ~slow[seg])
     # the needed values, in a short array of their own: later look-ups stay in cache
     values = pc.take(lines.pieces, pa.array(4 * sel + 2))
     value_at = np.arange(len(sel))
@@ -397,12 +427,13 @@ def _unparsed(data, lines: _Lines, among: np.ndarray) -> np.ndarray:
     """The lines (of those in ``among``) whose value classad2 would not parse. Plain strings and
     numbers parse; any other value is parsed by classad2 once per distinct value, as in the ad
     (expressions mostly repeat from job to job)."""
-    lines_at = np.flatnonzero(among & ~(lines.quoted & (lines.backslashes == 0)))
-    how, _ = _numbers(np.frombuffer(data, np.uint8), lines.value_start[lines_at], lines.value_end[lines_at])
+    scan = lines.scan
+    lines_at = np.flatnonzero(among & ~(scan.quoted & (scan.backslashes == 0)))
+    how, _ = _numbers(np.frombuffer(data, np.uint8), scan.value_start[lines_at], scan.value_end[lines_at])
     lines_at = lines_at[how == NO_NUMBER]
     if not len(lines_at):
         return lines_at
-    return lines_at[~_parse_each(data, lines.value_start[lines_at], lines.value_end[lines_at])]
+    return lines_at[~_parse_each(data, scan.value_start[lines_at], scan.value_end[lines_at])]
 
 
 #: number kinds of a value for _numbers
