@@ -18,7 +18,7 @@ import json
 import os
 import sys
 
-CHILD = r'''
+CHILD = r"""
 import json, sys, time
 from datetime import datetime, timedelta, timezone
 import numpy as np, pyarrow as pa
@@ -63,7 +63,7 @@ else:
     from tierlens.analysis.uncertainty import ab_uncertainty
     rows = ab_uncertainty(jobs, cache).num_rows
 print("RESULT " + json.dumps({"seconds": time.perf_counter() - started, "rows": rows, "jobs": n}))
-'''
+"""
 
 
 def main() -> None:
@@ -77,8 +77,15 @@ def main() -> None:
         pid = os.fork()
         if pid == 0:
             os.dup2(w, 1)
-            os.execv(sys.executable, [sys.executable, "-c", CHILD,
-                                      json.dumps({"what": what, "days": args.days, "jobs_per_hour": args.jobs_per_hour})])
+            os.execv(
+                sys.executable,
+                [
+                    sys.executable,
+                    "-c",
+                    CHILD,
+                    json.dumps({"what": what, "days": args.days, "jobs_per_hour": args.jobs_per_hour}),
+                ],
+            )
         os.close(w)
         with os.fdopen(r) as fh:
             out = fh.read()
@@ -87,12 +94,16 @@ def main() -> None:
         results[what] = json.loads(line[7:]) | {"peak_rss_mib": usage.ru_maxrss / 1024}
     load = os.getloadavg()
     c, a = results["change_effects"], results["ab_uncertainty"]
-    print(f"{c['jobs']:,} jobs over {args.days} days, 4 changes; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(
+        f"{c['jobs']:,} jobs over {args.days} days, 4 changes; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
     print(f"{'':16} {'seconds':>8} {'rows':>6} {'peak RSS MiB':>13}")
     for what, res in results.items():
         print(f"{what:16} {res['seconds']:8.2f} {res['rows']:6d} {res['peak_rss_mib']:13.0f}")
-    print(f"change_effects / ab_uncertainty: {c['seconds'] / a['seconds']:.2f} x the time, "
-          f"{c['peak_rss_mib'] / a['peak_rss_mib']:.2f} x the peak memory")
+    print(
+        f"change_effects / ab_uncertainty: {c['seconds'] / a['seconds']:.2f} x the time, "
+        f"{c['peak_rss_mib'] / a['peak_rss_mib']:.2f} x the peak memory"
+    )
 
 
 if __name__ == "__main__":

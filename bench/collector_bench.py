@@ -53,8 +53,7 @@ def write_pcap(payloads, path: Path, dport: int = 9930) -> None:
         for i, data in payloads:
             udp = dpkt.udp.UDP(sport=40000 + i, dport=dport, data=data)
             udp.ulen = len(udp)
-            ip = dpkt.ip.IP(src=bytes([10, 0, 0, 1 + i]), dst=bytes([10, 0, 0, 254]), p=dpkt.ip.IP_PROTO_UDP,
-                            data=udp)
+            ip = dpkt.ip.IP(src=bytes([10, 0, 0, 1 + i]), dst=bytes([10, 0, 0, 254]), p=dpkt.ip.IP_PROTO_UDP, data=udp)
             ip.len = len(ip)
             eth = dpkt.ethernet.Ethernet(type=dpkt.ethernet.ETH_TYPE_IP, data=ip)
             w.writepkt(bytes(eth), ts=ts)
@@ -218,10 +217,29 @@ def bench_load(args) -> dict:
     tmp = Path(tempfile.mkdtemp(dir=OUT))
     tierlens = str(Path(sys.executable).parent / "tierlens")
     load_before = os.getloadavg()
-    col = subprocess.Popen([tierlens, "collect", "xrootd", "--listen", f"127.0.0.1:{port}", "--out", str(tmp),
-                            "--workers", str(args.workers), "--max-seconds", "10", "--max-rows", "50000",
-                            "--cache-grace", "1", "--journal-retention", "0"],
-                           stdout=subprocess.DEVNULL, stderr=open(tmp / "collector.log", "w"))
+    col = subprocess.Popen(
+        [
+            tierlens,
+            "collect",
+            "xrootd",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--out",
+            str(tmp),
+            "--workers",
+            str(args.workers),
+            "--max-seconds",
+            "10",
+            "--max-rows",
+            "50000",
+            "--cache-grace",
+            "1",
+            "--journal-retention",
+            "0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp / "collector.log", "w"),
+    )
     stats_path = tmp / "collector-stats.json"
 
     def stats() -> dict:
@@ -238,9 +256,13 @@ def bench_load(args) -> dict:
 
     def received_now() -> int:
         return sum((read_status(w) or (0, 0, 0))[2] for w in (tmp / "journal").glob("w*"))
+
     pipelines = str(Path(__file__).resolve().parents[1] / "pipelines")
-    argv = (c_sender(port, args.rate, args.seconds, args.senders) if args.sender == "c" else
-            [sys.executable, "-c", SENDER, pipelines, str(port), str(args.rate), str(args.seconds), str(args.senders)])
+    argv = (
+        c_sender(port, args.rate, args.seconds, args.senders)
+        if args.sender == "c"
+        else [sys.executable, "-c", SENDER, pipelines, str(port), str(args.rate), str(args.seconds), str(args.senders)]
+    )
     snd = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     peak = {"backlog_bytes": 0, "backlog_seconds": 0.0}
     hwm: dict[int, float] = {}
@@ -294,25 +316,33 @@ def bench_load(args) -> dict:
     col.returncode = os.waitstatus_to_exitcode(status)
     if args.drain:
         final = stats()
-    return {"rate_target": args.rate, "workers": args.workers, "senders": args.senders, "seconds": args.seconds,
-            "sender": args.sender, "sent": sent, "send_elapsed_s": round(float(elapsed), 2),
-            "achieved_rate": round((sent - 2 * args.senders) / float(elapsed)),
-            "received_by_receivers": received, "kernel_drops_proc_net_udp": drops_at_send_end,
-            "sent_minus_received": sent - received,
-            "kernel_drops_collector": final["kernel_drops"] if args.drain else None,
-            "decoded": final["packets"], "rows": final["rows_written"],
-            "lossless": final["lossless"] if args.drain else drops_at_send_end == 0 and received == sent,
-            "journal_backlog_at_send_end_mib": round(backlog_at_send_end / 2**20, 1),
-            "journal_backlog_peak_mib": round(peak["backlog_bytes"] / 2**20, 1),
-            "journal_backlog_peak_seconds": round(peak["backlog_seconds"], 1),
-            "decode_drain_after_send_s": round(drain_s, 1),
-            "receiver_cpu_s": round(sum(cpu.get(p, 0.0) for p in pids), 1),
-            "receiver_cpu_us_per_datagram": round(1e6 * sum(cpu.get(p, 0.0) for p in pids) / max(1, received), 2),
-            "peak_rss_mib": {"decoder": round(usage.ru_maxrss / 1024),
-                             "receivers": [round(hwm.get(p, 0)) for p in pids]},
-            "load_average_before": round(load_before[0], 2),
-            "load_average_during_send_max": round(max(loads or [0]), 2),
-            "uptime_after": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
+    return {
+        "rate_target": args.rate,
+        "workers": args.workers,
+        "senders": args.senders,
+        "seconds": args.seconds,
+        "sender": args.sender,
+        "sent": sent,
+        "send_elapsed_s": round(float(elapsed), 2),
+        "achieved_rate": round((sent - 2 * args.senders) / float(elapsed)),
+        "received_by_receivers": received,
+        "kernel_drops_proc_net_udp": drops_at_send_end,
+        "sent_minus_received": sent - received,
+        "kernel_drops_collector": final["kernel_drops"] if args.drain else None,
+        "decoded": final["packets"],
+        "rows": final["rows_written"],
+        "lossless": final["lossless"] if args.drain else drops_at_send_end == 0 and received == sent,
+        "journal_backlog_at_send_end_mib": round(backlog_at_send_end / 2**20, 1),
+        "journal_backlog_peak_mib": round(peak["backlog_bytes"] / 2**20, 1),
+        "journal_backlog_peak_seconds": round(peak["backlog_seconds"], 1),
+        "decode_drain_after_send_s": round(drain_s, 1),
+        "receiver_cpu_s": round(sum(cpu.get(p, 0.0) for p in pids), 1),
+        "receiver_cpu_us_per_datagram": round(1e6 * sum(cpu.get(p, 0.0) for p in pids) / max(1, received), 2),
+        "peak_rss_mib": {"decoder": round(usage.ru_maxrss / 1024), "receivers": [round(hwm.get(p, 0)) for p in pids]},
+        "load_average_before": round(load_before[0], 2),
+        "load_average_during_send_max": round(max(loads or [0]), 2),
+        "uptime_after": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+    }
 
 
 def main() -> None:
@@ -329,9 +359,18 @@ def main() -> None:
     lo.add_argument("--workers", type=int, default=1)
     lo.add_argument("--senders", type=int, default=8, help="sender sockets (servers); SO_REUSEPORT hashes by them")
     lo.add_argument("--sync", type=float, default=1.0)
-    lo.add_argument("--sender", choices=("c", "python"), default="c",
-                    help="c: bench/udp_sender.c with sendmmsg (default); python: a paced Python loop")
-    lo.add_argument("--no-drain", dest="drain", action="store_false", help="measure receiving only: SIGKILL the collector once sending ends, its backlog undecoded")
+    lo.add_argument(
+        "--sender",
+        choices=("c", "python"),
+        default="c",
+        help="c: bench/udp_sender.c with sendmmsg (default); python: a paced Python loop",
+    )
+    lo.add_argument(
+        "--no-drain",
+        dest="drain",
+        action="store_false",
+        help="measure receiving only: SIGKILL the collector once sending ends, its backlog undecoded",
+    )
     args = ap.parse_args()
     res = bench_decode(args) if args.what == "decode" else bench_load(args)
     print(json.dumps(res, indent=1))

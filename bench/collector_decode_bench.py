@@ -39,8 +39,10 @@ FLOOR = 1_000_000
 def _batches(payloads, servers: int, size: int) -> list[DatagramBatch]:
     addrs = [(f"10.0.0.{1 + i}", 40000 + i) for i in range(servers)]
     items = [(1_700_000_100.0 + k * 1e-4, addrs[i], p) for k, (i, p) in enumerate(payloads)]
-    return [DatagramBatch.pack(items[j:j + size], "bench", list(range(j, min(j + size, len(items)))))
-            for j in range(0, len(items), size)]
+    return [
+        DatagramBatch.pack(items[j : j + size], "bench", list(range(j, min(j + size, len(items)))))
+        for j in range(0, len(items), size)
+    ]
 
 
 def _peak_mib() -> float:
@@ -94,13 +96,22 @@ def run(args) -> dict:
         dt = time.process_time() - t0
         assert n[0] == expected
         alone = dt if alone is None else min(alone, dt)
-    return {"closes": expected, "datagrams": sum(len(b) for b in batches), "batches": len(batches),
-            "input_mib": round(input_mib, 1), "cpu_seconds": round(best, 3), "wall_seconds": round(best_wall, 3), "closes_per_s": round(rate),
-            "ratio_to_floor": round(rate / FLOOR, 2),
-            "decoder_alone_cpu_seconds": round(alone, 3), "decoder_alone_closes_per_s": round(expected / alone),
-            "peak_rss_mib": round(_peak_mib()), "peak_rss_mib_before_decoding": round(before),
-            "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
-            "cpus": os.cpu_count()}
+    return {
+        "closes": expected,
+        "datagrams": sum(len(b) for b in batches),
+        "batches": len(batches),
+        "input_mib": round(input_mib, 1),
+        "cpu_seconds": round(best, 3),
+        "wall_seconds": round(best_wall, 3),
+        "closes_per_s": round(rate),
+        "ratio_to_floor": round(rate / FLOOR, 2),
+        "decoder_alone_cpu_seconds": round(alone, 3),
+        "decoder_alone_closes_per_s": round(expected / alone),
+        "peak_rss_mib": round(_peak_mib()),
+        "peak_rss_mib_before_decoding": round(before),
+        "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+        "cpus": os.cpu_count(),
+    }
 
 
 def main() -> None:

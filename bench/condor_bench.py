@@ -95,11 +95,14 @@ def write_history(path: Path, n: int) -> int:
     with open(path, "w", encoding="utf-8") as f:
         for i in range(n):
             start = t0 + i
-            ad = _AD.format(cid=1000 + i, q=start - 600, start=start, end=start + 3600, slot=i % 64,
-                            node=i % 500, arm="AB"[i % 2])
+            ad = _AD.format(
+                cid=1000 + i, q=start - 600, start=start, end=start + 3600, slot=i % 64, node=i % 500, arm="AB"[i % 2]
+            )
             f.write(ad)
-            f.write(f'*** Offset = {size} ClusterId = {1000 + i} ProcId = 0 Owner = "atlas" '
-                    f"CompletionDate = {start + 3600}\n")
+            f.write(
+                f'*** Offset = {size} ClusterId = {1000 + i} ProcId = 0 Owner = "atlas" '
+                f"CompletionDate = {start + 3600}\n"
+            )
             size += len(ad.encode()) + 0  # approximate is fine for the banner
     return path.stat().st_size
 
@@ -136,8 +139,10 @@ def _measure(label: str, fn, floor: tuple[float, float] | None = None) -> tuple[
     wall, cpu = time.perf_counter() - w, time.process_time() - c
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     ratio = f" = {floor[0] / wall:.2f}x the floor's ads/s wall, {floor[1] / cpu:.2f}x CPU" if floor else ""
-    print(f"{label}: {n:,} ads in {wall:.1f} s wall ({n / wall:,.0f}/s), {cpu:.1f} s CPU "
-          f"({n / cpu:,.0f}/s){ratio}; peak RSS so far {rss:,.0f} MB; load {os.getloadavg()[0]:.2f}")
+    print(
+        f"{label}: {n:,} ads in {wall:.1f} s wall ({n / wall:,.0f}/s), {cpu:.1f} s CPU "
+        f"({n / cpu:,.0f}/s){ratio}; peak RSS so far {rss:,.0f} MB; load {os.getloadavg()[0]:.2f}"
+    )
     return wall, cpu
 
 
@@ -145,12 +150,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ads", type=int, default=100_000)
     p.add_argument("--dir", type=Path, default=None)
-    p.add_argument("--classad2-path", action="store_true",
-                   help="also time tierlens with every ad read by classad2 (fast=False)")
+    p.add_argument(
+        "--classad2-path", action="store_true", help="also time tierlens with every ad read by classad2 (fast=False)"
+    )
     args = p.parse_args()
     # imports are not parsing: both sides' modules are loaded before anything is timed
     import classad2  # noqa: F401
     import tierlens.sources.condor.history  # noqa: F401
+
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         path = Path(tmp) / "history"
         t = time.perf_counter()
@@ -159,11 +166,13 @@ def main() -> None:
         # tierlens first: peak RSS is the process's high-water mark, and the floor's chunks are larger
         ours = _measure("tierlens history -> Arrow (fast path)", lambda: tierlens_parse(path))
         floor = _measure("classad2.parseAds (floor)", lambda: floor_parse(path))
-        print(f"tierlens fast path: {floor[0] / ours[0]:.2f}x the floor's ads/s (wall), "
-              f"{floor[1] / ours[1]:.2f}x (CPU)")
+        print(
+            f"tierlens fast path: {floor[0] / ours[0]:.2f}x the floor's ads/s (wall), {floor[1] / ours[1]:.2f}x (CPU)"
+        )
         if args.classad2_path:
-            _measure("tierlens history -> Arrow (classad2 for every ad)",
-                     lambda: tierlens_parse(path, fast=False), floor)
+            _measure(
+                "tierlens history -> Arrow (classad2 for every ad)", lambda: tierlens_parse(path, fast=False), floor
+            )
 
 
 if __name__ == "__main__":

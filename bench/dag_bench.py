@@ -55,7 +55,8 @@ def transform_tasks(db: Path) -> list[TaskSpan]:
         rows = con.execute(
             "SELECT ti.task_id, ti.state, ti.start_date, ti.end_date FROM task_instance ti "
             "JOIN dag_run r ON r.dag_id = ti.dag_id AND r.run_id = ti.run_id "
-            "WHERE ti.dag_id = 'tierlens_transform' AND r.state = 'success' AND ti.start_date IS NOT NULL").fetchall()
+            "WHERE ti.dag_id = 'tierlens_transform' AND r.state = 'success' AND ti.start_date IS NOT NULL"
+        ).fetchall()
     finally:
         con.close()
     return [TaskSpan(t, s, datetime.fromisoformat(a), datetime.fromisoformat(b)) for t, s, a, b in rows]
@@ -67,12 +68,18 @@ def phases(spans: list[TaskSpan]) -> dict[str, float]:
     first = min(s.start for s in spans)
     build = by_id["dbt_producer_watcher"]
     watchers = [s for s in spans if s.task_id.endswith("_build")]
-    out = {"tasks": float(len(spans)), "load_landed_s": by_id["load_landed"].seconds,
-           "until_build_s": (build.start - first).total_seconds(), "dbt_build_s": build.seconds}
+    out = {
+        "tasks": float(len(spans)),
+        "load_landed_s": by_id["load_landed"].seconds,
+        "until_build_s": (build.start - first).total_seconds(),
+        "dbt_build_s": build.seconds,
+    }
     if watchers:
-        out |= {"watchers": float(len(watchers)),
-                "watchers_after_build_s": (max(w.end for w in watchers) - build.end).total_seconds(),
-                "watcher_median_s": statistics.median(w.seconds for w in watchers)}
+        out |= {
+            "watchers": float(len(watchers)),
+            "watchers_after_build_s": (max(w.end for w in watchers) - build.end).total_seconds(),
+            "watcher_median_s": statistics.median(w.seconds for w in watchers),
+        }
     if "publish_snapshot" in by_id:
         out["publish_s"] = by_id["publish_snapshot"].seconds
     out["run_span_s"] = (max(s.end for s in spans) - first).total_seconds()
@@ -99,9 +106,11 @@ def main() -> int:
         print(f"the standalone test failed (exit {proc.returncode})", file=sys.stderr)
         return 1
     dag_s, by_hand_s, ratio = (float(g) for g in found.groups())
-    print(f"scheduled tierlens_transform run {dag_s:.1f} s; `tierlens transform` on a copy {by_hand_s:.1f} s; "
-          f"ratio {ratio:.2f}; peak RSS of the whole tree (Airflow, tasks, dbt, the test) {peak.peak_mib:.0f} MiB; "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"scheduled tierlens_transform run {dag_s:.1f} s; `tierlens transform` on a copy {by_hand_s:.1f} s; "
+        f"ratio {ratio:.2f}; peak RSS of the whole tree (Airflow, tasks, dbt, the test) {peak.peak_mib:.0f} MiB; "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     dbs = sorted(base.rglob("airflow/airflow.db"))
     if dbs:
         for name, value in phases(transform_tasks(dbs[-1])).items():

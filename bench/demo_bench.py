@@ -56,8 +56,10 @@ def main() -> None:
     print(f"days simulated        {args.days:g}")
     print(f"records generated     {rows:,}")
     print(f"generate only (floor) {gen_wall:7.1f} s   peak RSS {gen_rss:7.0f} MiB")
-    print(f"tierlens demo         {demo_wall:7.1f} s   peak RSS {demo_rss:7.0f} MiB   "
-          f"ratio to floor {demo_wall / gen_wall:.2f}x")
+    print(
+        f"tierlens demo         {demo_wall:7.1f} s   peak RSS {demo_rss:7.0f} MiB   "
+        f"ratio to floor {demo_wall / gen_wall:.2f}x"
+    )
     print("  (demo = simulate + ingest + lake export + dbt build with tests + report + node tests)")
 
 

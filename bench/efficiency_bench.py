@@ -36,8 +36,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--warehouse", type=Path)
     ap.add_argument("--days", type=float, default=30.0)
-    ap.add_argument("--probe-dir", type=Path, help="Also time a real fio probe of this (empty) directory and "
-                                                   "its overhead on CPU-bound work running beside it.")
+    ap.add_argument(
+        "--probe-dir",
+        type=Path,
+        help="Also time a real fio probe of this (empty) directory and "
+        "its overhead on CPU-bound work running beside it.",
+    )
     ap.add_argument("--probe-seconds", type=float, default=35.0)
     args = ap.parse_args()
     wh = args.warehouse
@@ -45,8 +49,11 @@ def main() -> None:
         home = HERE / "out" / "efficiency"
         wh = home / "warehouse.duckdb"
         if not wh.exists():
-            subprocess.run([str(Path(sys.executable).parent / "tierlens"), "demo", "--days", str(args.days),
-                            "--home", str(home)], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [str(Path(sys.executable).parent / "tierlens"), "demo", "--days", str(args.days), "--home", str(home)],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
 
     from tierlens.simulator import efficiency as ef
     from tierlens.simulator import whatif
@@ -61,31 +68,42 @@ def main() -> None:
     steps.append((f"load {len(prof):,} job profiles", time.perf_counter() - t, peak_rss_mib()))
     t = time.perf_counter()
     cal = ef.calibrate(prof, "analysis")
-    steps.append((f"calibrate ({cal.jobs:,} jobs, {len(cal.log_times)} times)", time.perf_counter() - t,
-                  peak_rss_mib()))
+    steps.append(
+        (f"calibrate ({cal.jobs:,} jobs, {len(cal.log_times)} times)", time.perf_counter() - t, peak_rss_mib())
+    )
     t = time.perf_counter()
     held = ef.validate(prof, "analysis")
     steps.append((f"leave-one-out ({len(held)} fits)", time.perf_counter() - t, peak_rss_mib()))
     cal.structural_error = ef.structural_error(held)
     site = demo_site()
     options = whatif.EfficiencyOptions(
-        jobs_per_node=(1, 4, 8, 16), validate=False,
-        caches=(whatif.CacheOption(), whatif.CacheOption("lru", site.cache_capacity_bytes),
-                whatif.CacheOption("slac2", site.cache_capacity_bytes)))
+        jobs_per_node=(1, 4, 8, 16),
+        validate=False,
+        caches=(
+            whatif.CacheOption(),
+            whatif.CacheOption("lru", site.cache_capacity_bytes),
+            whatif.CacheOption("slac2", site.cache_capacity_bytes),
+        ),
+    )
     t = time.perf_counter()
     run = whatif.run(con, options)
-    steps.append(("what-if grid (calibrate + 2 cache replays + 72 predictions)", time.perf_counter() - t,
-                  peak_rss_mib()))
+    steps.append(
+        ("what-if grid (calibrate + 2 cache replays + 72 predictions)", time.perf_counter() - t, peak_rss_mib())
+    )
 
-    print(f"\n{len(prof):,} analysis jobs; per-job RMS residual {cal.rms_error:.3f}; "
-          f"leave-one-out RMS {cal.structural_error:.4f}\n")
+    print(
+        f"\n{len(prof):,} analysis jobs; per-job RMS residual {cal.rms_error:.3f}; "
+        f"leave-one-out RMS {cal.structural_error:.4f}\n"
+    )
     print("| storage | arm | jobs | measured | predicted | error | left out | error |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for h in held:
         sub = prof.take((prof.storage_type == h.storage_type) & (prof.arm == h.arm))
         p = ef.efficiency_of(sub, ef.predict_wall(cal.log_times, cal.storage_types, sub))
-        print(f"| {h.storage_type} | {h.arm} | {h.jobs:,} | {h.measured:.1%} | {p:.1%} | "
-              f"{(p - h.measured) * 100:+.1f} | {h.predicted:.1%} | {h.error * 100:+.1f} |")
+        print(
+            f"| {h.storage_type} | {h.arm} | {h.jobs:,} | {h.measured:.1%} | {p:.1%} | "
+            f"{(p - h.measured) * 100:+.1f} | {h.predicted:.1%} | {h.error * 100:+.1f} |"
+        )
     truth = truth_table(site, whatif.staged_read_fraction(prof))
     params = whatif.parameter_table(cal, prof).to_pylist()
     print("\n| scratch s per staged GB | fitted | ± | generator | ratio |")
@@ -97,12 +115,17 @@ def main() -> None:
         band = f"{v:.1f}" if lo == hi else f"{lo:.1f} .. {hi:.1f}"
         print(f"| {r['applies_to']} | {r['value']:.1f} | {r['std_error']:.1f} | {band} | {r['value'] / v:.2f} |")
     g = whatif.glasgow_ordering(run, GLASGOW_TABLE1)
-    print(f"\nGlasgow Table 1 at 8 jobs/node, no cache: Kendall tau {g.kendall_tau:+.2f}: "
-          + ", ".join(f"{k} {g.predicted[k]:.1%} (seed {g.reference[k]:.0%})"
-                      for k in sorted(g.predicted, key=g.predicted.get)))
+    print(
+        f"\nGlasgow Table 1 at 8 jobs/node, no cache: Kendall tau {g.kendall_tau:+.2f}: "
+        + ", ".join(
+            f"{k} {g.predicted[k]:.1%} (seed {g.reference[k]:.0%})" for k in sorted(g.predicted, key=g.predicted.get)
+        )
+    )
     arms = whatif.arm_differences(run)
-    print("SLAC arms, B - A (measured / predicted, points): "
-          + ", ".join(f"{st} {m * 100:+.1f}/{q * 100:+.1f}" for st, (m, q) in sorted(arms.items())))
+    print(
+        "SLAC arms, B - A (measured / predicted, points): "
+        + ", ".join(f"{st} {m * 100:+.1f}/{q * 100:+.1f}" for st, (m, q) in sorted(arms.items()))
+    )
     print("\n| step | seconds | peak RSS |")
     print("|---|---:|---:|")
     for name, secs, rss in steps:
@@ -110,9 +133,11 @@ def main() -> None:
     device_layer(prof)
     if args.probe_dir:
         probe_overhead(args.probe_dir, args.probe_seconds)
-    print(f"\nerrors (points): in-sample max {max(abs(e) for e in _in_sample(cal, prof, held)) * 100:.1f}, "
-          f"left-out max {max(abs(h.error) for h in held) * 100:.1f}, mean |left-out| "
-          f"{np.mean([abs(h.error) for h in held]) * 100:.1f}")
+    print(
+        f"\nerrors (points): in-sample max {max(abs(e) for e in _in_sample(cal, prof, held)) * 100:.1f}, "
+        f"left-out max {max(abs(h.error) for h in held) * 100:.1f}, mean |left-out| "
+        f"{np.mean([abs(h.error) for h in held]) * 100:.1f}"
+    )
 
 
 def _in_sample(cal, prof, held):
@@ -152,16 +177,18 @@ def device_layer(prof) -> None:
     t = time.perf_counter()
     held = hw.validate_types(prof, "analysis", devices, frac)
     n_types = len({h.storage_type for h in held})
-    steps.append((f"leave-one-type-out ({n_types} fits, probe and datasheet)", time.perf_counter() - t,
-                  peak_rss_mib()))
-    print("\nDevice layer: mapping " + ", ".join(f"{k} {v:.3g}" for k, v in mapping.as_dict().items())
-          + f" (RMS log error of the fitted composites {mapping.rms_log_error:.3f})")
+    steps.append((f"leave-one-type-out ({n_types} fits, probe and datasheet)", time.perf_counter() - t, peak_rss_mib()))
+    print(
+        "\nDevice layer: mapping "
+        + ", ".join(f"{k} {v:.3g}" for k, v in mapping.as_dict().items())
+        + f" (RMS log error of the fitted composites {mapping.rms_log_error:.3f})"
+    )
     print("\n| storage type left out | jobs | measured | from probe | error | from datasheet | error |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     by = {(h.storage_type, h.evidence): h for h in held}
     for st in sorted({h.storage_type for h in held}):
         p, d = by.get((st, "probe")), by.get((st, "datasheet"))
-        m = (p or d)
+        m = p or d
         cells = [f"{x.predicted:.1%} | {x.error * 100:+.1f}" if x else "- | -" for x in (p, d)]
         print(f"| {st} | {m.jobs:,} | {m.measured:.1%} | {cells[0]} | {cells[1]} |")
     errors = hw.type_errors(held)
@@ -209,7 +236,7 @@ def probe_overhead(path: Path, seconds: float) -> None:
 
     def probe() -> None:
         t = time.perf_counter()
-        result["table"] = run_probe(ProbeOptions(path, "bench", seconds, cores, 256 * 1024 ** 2))
+        result["table"] = run_probe(ProbeOptions(path, "bench", seconds, cores, 256 * 1024**2))
         result["seconds"] = time.perf_counter() - t
 
     th = threading.Thread(target=probe)
@@ -218,7 +245,7 @@ def probe_overhead(path: Path, seconds: float) -> None:
     th.join()
     busy_probe_s = result["seconds"]
     t = time.perf_counter()
-    run_probe(ProbeOptions(path, "bench", seconds, cores, 256 * 1024 ** 2))
+    run_probe(ProbeOptions(path, "bench", seconds, cores, 256 * 1024**2))
     idle_probe_s = time.perf_counter() - t
     load = os.getloadavg()[0]
     print(f"\nfio probe of {path} ({seconds:g} s of jobs, {cores} processes for the full-node jobs, 256 MiB files):")

@@ -85,7 +85,8 @@ def job_table(first: int, n: int, rng: np.random.Generator) -> pa.Table:
     cpu = wall_s * cores * eff
     running = rng.random(n) < 0.01
     states = pa.array(["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"]).take(
-        pa.array(rng.choice(4, n, p=[0.9, 0.06, 0.03, 0.01])))
+        pa.array(rng.choice(4, n, p=[0.9, 0.06, 0.03, 0.01]))
+    )
     columns = {
         "batch_system": batch_system,
         "cluster": cluster,
@@ -101,8 +102,7 @@ def job_table(first: int, n: int, rng: np.random.Generator) -> pa.Table:
         "node_list": node,
         "submit_time": _timestamps(submit),
         "start_time": _timestamps(start),
-        "end_time": pc.if_else(pa.array(running), pa.scalar(None, JOB.field("end_time").type),
-                               _timestamps(end)),
+        "end_time": pc.if_else(pa.array(running), pa.scalar(None, JOB.field("end_time").type), _timestamps(end)),
         "allocated_cores": pa.array(cores),
         "cpu_user_seconds": pa.array(cpu * 0.95),
         "cpu_system_seconds": pa.array(cpu * 0.05),
@@ -116,15 +116,21 @@ def job_table(first: int, n: int, rng: np.random.Generator) -> pa.Table:
 
 
 def file_access_table(first: int, n: int, rng: np.random.Generator) -> pa.Table:
-    servers = pa.array([f"xrootd{i:02d}.example.org" for i in range(16)]
-                       + [f"xcache{i:02d}.example.org" for i in range(4)])
+    servers = pa.array(
+        [f"xrootd{i:02d}.example.org" for i in range(16)] + [f"xcache{i:02d}.example.org" for i in range(4)]
+    )
     server_idx = rng.integers(0, len(servers), n)
     is_cache = server_idx >= 16
     # The collector's unique id is '<server start time, hex>.<file dict id>': unique per server.
     unique_id = _strings("6631f2a0.", np.arange(first, first + n))
     lfns = pc.binary_join_element_wise(
-        "/store/mc/Run3/dataset", pc.cast(pa.array(np.arange(200_000) // 100), pa.string()),
-        "/file", pc.cast(pa.array(np.arange(200_000)), pa.string()), ".root", "")
+        "/store/mc/Run3/dataset",
+        pc.cast(pa.array(np.arange(200_000) // 100), pa.string()),
+        "/file",
+        pc.cast(pa.array(np.arange(200_000)), pa.string()),
+        ".root",
+        "",
+    )
     lfn_idx = np.minimum(rng.zipf(1.3, n) - 1, len(lfns) - 1)
     size = rng.integers(100 << 20, 4 << 30, n)
     start = EPOCH_US + rng.integers(0, DAYS * DAY_US, n)
@@ -162,8 +168,8 @@ def file_access_table(first: int, n: int, rng: np.random.Generator) -> pa.Table:
         "client_pid": pa.array(rng.integers(1000, 4_000_000, n).astype(np.int32)),
         "app_name": pa.array(["cmsRun", "athena", "xrdcp"]).take(pa.array(rng.integers(0, 3, n))),
         "job_identity": pc.binary_join_element_wise(
-            pa.array(["slurm.t2example."] * 1).take(pa.array(np.zeros(n, dtype=np.int64))),
-            _strings("", jobs), ""),
+            pa.array(["slurm.t2example."] * 1).take(pa.array(np.zeros(n, dtype=np.int64))), _strings("", jobs), ""
+        ),
         "cache_hit_bytes": pc.if_else(no_cache, null64, pa.array(hit)),
         "cache_miss_bytes": pc.if_else(no_cache, null64, pa.array(total - hit)),
         "cache_bypass_bytes": pc.if_else(no_cache, null64, pa.array(np.zeros(n, dtype=np.int64))),
@@ -292,9 +298,13 @@ def measure_tierlens_parquet(datasets: list[Dataset], db: Path) -> dict[str, flo
     return steps.seconds
 
 
-MEASUREMENTS = {"floor": measure_floor, "floor-unordered": measure_floor_unordered,
-                "tierlens": measure_tierlens, "tierlens-prefetch": measure_tierlens_prefetch,
-                "tierlens-parquet": measure_tierlens_parquet}
+MEASUREMENTS = {
+    "floor": measure_floor,
+    "floor-unordered": measure_floor_unordered,
+    "tierlens": measure_tierlens,
+    "tierlens-prefetch": measure_tierlens_prefetch,
+    "tierlens-parquet": measure_tierlens_parquet,
+}
 
 
 @dataclass(frozen=True)
@@ -314,8 +324,9 @@ class Figure:
 
 
 def _child(name: str, datasets_json: str, db: str) -> None:
-    datasets = [Dataset(RecordKind(d["kind"]), tuple(Path(f) for f in d["files"]), d["rows"])
-                for d in json.loads(datasets_json)]
+    datasets = [
+        Dataset(RecordKind(d["kind"]), tuple(Path(f) for f in d["files"]), d["rows"]) for d in json.loads(datasets_json)
+    ]
     storage = os.environ.get("TIERLENS_BENCH_STORAGE")
     if storage:
         # a newer DuckDB writing a file an older one reads: the version is fixed when the file
@@ -338,10 +349,10 @@ class Interpreter:
     def parse(spec: str) -> Interpreter:
         """'PATH' or 'PATH@STORAGE' (STORAGE: a storage_compatibility_version, e.g. v1.5.0)."""
         python, _, storage = spec.partition("@")
-        version = subprocess.run([python, "-c", "import duckdb; print(duckdb.__version__)"],
-                                 capture_output=True, text=True, check=True).stdout.strip()
-        return Interpreter(f"duckdb {version}" + (f", storage {storage}" if storage else ""), python,
-                           storage or None)
+        version = subprocess.run(
+            [python, "-c", "import duckdb; print(duckdb.__version__)"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        return Interpreter(f"duckdb {version}" + (f", storage {storage}" if storage else ""), python, storage or None)
 
 
 def run(name: str, datasets: list[Dataset], interpreter: Interpreter | None = None) -> Figure:
@@ -349,15 +360,15 @@ def run(name: str, datasets: list[Dataset], interpreter: Interpreter | None = No
     db = OUT / f"{name}.duckdb"
     for stale in (db, db.with_suffix(".duckdb.wal")):
         stale.unlink(missing_ok=True)
-    payload = json.dumps([{"kind": d.kind.value, "files": [str(f) for f in d.files], "rows": d.rows}
-                          for d in datasets])
+    payload = json.dumps([{"kind": d.kind.value, "files": [str(f) for f in d.files], "rows": d.rows} for d in datasets])
     env = dict(os.environ)
     env.pop("TIERLENS_BENCH_STORAGE", None)
     if interpreter is not None and interpreter.storage:
         env["TIERLENS_BENCH_STORAGE"] = interpreter.storage
     python = interpreter.python if interpreter is not None else sys.executable
-    proc = subprocess.Popen([python, __file__, "--child", name, payload, str(db)],
-                            stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [python, __file__, "--child", name, payload, str(db)], stdout=subprocess.PIPE, text=True, env=env
+    )
     assert proc.stdout is not None
     out = proc.stdout.read()
     # wait4 gives this child's own rusage; RUSAGE_CHILDREN would be the max over all children.
@@ -372,14 +383,17 @@ def run(name: str, datasets: list[Dataset], interpreter: Interpreter | None = No
     # CPU time (user + system of the child) is the figure to trust on a shared machine: other
     # processes stretch wall time but hardly the work this measurement does.
     cpu = usage.ru_utime + usage.ru_stime
-    return Figure(label, rows, report["seconds"], cpu, usage.ru_maxrss / 1024, size, report["steps"],
-                  os.getloadavg()[0])
+    return Figure(
+        label, rows, report["seconds"], cpu, usage.ru_maxrss / 1024, size, report["steps"], os.getloadavg()[0]
+    )
 
 
 def _print(best: Figure, runs: list[Figure]) -> None:
-    line = (f"{best.name:15s} {best.seconds:7.2f} s  {best.rows_per_s / 1e6:5.2f} M rows/s  "
-            f"cpu {best.cpu_seconds:6.1f} s  "
-            f"peak RSS {best.peak_rss_mib:6.0f} MiB  db {best.db_mib:5.0f} MiB  load {best.load_1min:.1f}")
+    line = (
+        f"{best.name:15s} {best.seconds:7.2f} s  {best.rows_per_s / 1e6:5.2f} M rows/s  "
+        f"cpu {best.cpu_seconds:6.1f} s  "
+        f"peak RSS {best.peak_rss_mib:6.0f} MiB  db {best.db_mib:5.0f} MiB  load {best.load_1min:.1f}"
+    )
     if len(runs) > 1:
         line += f"  (runs: {', '.join(f'{r.seconds:.2f}' for r in runs)} s)"
     print(line)
@@ -394,21 +408,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--accesses", type=int, default=10_000_000)
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="rounds; measurements alternate within a round and the best is kept")
-    parser.add_argument("--only", choices=sorted(MEASUREMENTS), action="append",
-                        help="run only this measurement (repeatable)")
-    parser.add_argument("--python", action="append", default=[], metavar="PATH[@STORAGE]",
-                        help="also run every measurement with this interpreter (another duckdb), "
-                             "creating its files with storage_compatibility_version STORAGE (repeatable)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds; measurements alternate within a round and the best is kept"
+    )
+    parser.add_argument(
+        "--only", choices=sorted(MEASUREMENTS), action="append", help="run only this measurement (repeatable)"
+    )
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="PATH[@STORAGE]",
+        help="also run every measurement with this interpreter (another duckdb), "
+        "creating its files with storage_compatibility_version STORAGE (repeatable)",
+    )
     args = parser.parse_args()
     others = [Interpreter.parse(p) for p in args.python]
 
     OUT.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     datasets = generate(args.jobs, args.accesses)
-    print(f"input: {args.jobs:,} job rows, {args.accesses:,} file_access rows "
-          f"({time.perf_counter() - t0:.1f} s to generate or check) in {OUT / 'input'}")
+    print(
+        f"input: {args.jobs:,} job rows, {args.accesses:,} file_access rows "
+        f"({time.perf_counter() - t0:.1f} s to generate or check) in {OUT / 'input'}"
+    )
     names = args.only or list(MEASUREMENTS)
     interpreters: list[Interpreter | None] = [None, *others]
     # Alternating the measurements (and interpreters) spreads background load over all of them.
@@ -427,8 +450,10 @@ def main() -> None:
             for floor in ("floor", "floor-unordered"):
                 if ours + suffix in best and floor + suffix in best:
                     t, f = best[ours + suffix], best[floor + suffix]
-                    print(f"ratio {ours}/{floor}{suffix}: {t.seconds / f.seconds:.2f}x wall, "
-                          f"{t.cpu_seconds / f.cpu_seconds:.2f}x cpu (best of {len(runs[ours + suffix])})")
+                    print(
+                        f"ratio {ours}/{floor}{suffix}: {t.seconds / f.seconds:.2f}x wall, "
+                        f"{t.cpu_seconds / f.cpu_seconds:.2f}x cpu (best of {len(runs[ours + suffix])})"
+                    )
     (OUT / "last.json").write_text(json.dumps({k: asdict(v) for k, v in best.items()}, indent=1))
 
 

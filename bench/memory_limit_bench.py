@@ -37,8 +37,9 @@ def one(warehouse: Path, work: Path, limit: str) -> dict:
     env = dict(os.environ, TIERLENS_HOME=str(home), TIERLENS_DUCKDB_MEMORY_LIMIT=limit)
     before = _load1()
     start = time.perf_counter()
-    proc = subprocess.Popen([TIERLENS, "transform", "-w", str(copy)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [TIERLENS, "transform", "-w", str(copy)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     with PeakSampler(proc) as peak:
         out, _ = proc.communicate()
     wall = time.perf_counter() - start
@@ -48,8 +49,13 @@ def one(warehouse: Path, work: Path, limit: str) -> dict:
         shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink()
     if proc.returncode != 0:
         return {"limit": limit, "failed": out[-2000:]}
-    return {"limit": limit, "wall_s": round(wall, 1), "peak_mib": round(peak.peak_mib), "load_before": before,
-            "load_after": _load1()}
+    return {
+        "limit": limit,
+        "wall_s": round(wall, 1),
+        "peak_mib": round(peak.peak_mib),
+        "load_before": before,
+        "load_after": _load1(),
+    }
 
 
 def main() -> None:

@@ -44,15 +44,23 @@ from proctree import PeakSampler  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "scale"
-TIERLENS = [sys.executable, "-m", "tierlens.cli"] if not (Path(sys.executable).parent / "tierlens").exists() \
+TIERLENS = (
+    [sys.executable, "-m", "tierlens.cli"]
+    if not (Path(sys.executable).parent / "tierlens").exists()
     else [str(Path(sys.executable).parent / "tierlens")]
+)
 #: Open XDMoD's hardware-requirements page: ~300 MB of disk per million jobs (jobs only).
 XDMOD_MB_PER_MILLION_JOBS = 300.0
 #: dbt's max_wall_days + job_lateness_days (their defaults): how far before a back-fill's new
 #: records the days they change can lie
 BACKFILL_MARGIN_DAYS = 9
-TARGETS = {"hourly_wall_s": 60.0, "hourly_peak_mib": 4096.0, "hourly_ratio": 1.3, "backfill_peak_mib": 8192.0,
-           "query_s": 5.0}
+TARGETS = {
+    "hourly_wall_s": 60.0,
+    "hourly_peak_mib": 4096.0,
+    "hourly_ratio": 1.3,
+    "backfill_peak_mib": 8192.0,
+    "query_s": 5.0,
+}
 
 
 # ----------------------------------------------------------------------------- measuring a child
@@ -104,12 +112,19 @@ def _when(text: str) -> datetime:
 def _transform(warehouse: Path, backfill: tuple[datetime, datetime] | None = None, days_per_run: int = 1) -> float:
     """``tierlens transform`` (it publishes); with a back-fill window where the CLI offers one."""
     argv = [*TIERLENS, "transform", "-w", str(warehouse)]
-    if backfill is not None and "--backfill" in subprocess.run(
-            [*TIERLENS, "transform", "--help"], capture_output=True, text=True).stdout:
+    if (
+        backfill is not None
+        and "--backfill" in subprocess.run([*TIERLENS, "transform", "--help"], capture_output=True, text=True).stdout
+    ):
         # UTC days [START, END): every day the window touches
         last = (backfill[1] - timedelta(microseconds=1)).date()
-        argv += ["--backfill", backfill[0].date().isoformat(), (last + timedelta(days=1)).isoformat(),
-                 "--days", str(days_per_run)]
+        argv += [
+            "--backfill",
+            backfill[0].date().isoformat(),
+            (last + timedelta(days=1)).isoformat(),
+            "--days",
+            str(days_per_run),
+        ]
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -139,8 +154,12 @@ def child_backfill(args: argparse.Namespace) -> dict:
     # earlier, as a site back-filling a new stretch of history would (dbt/README.md).
     margin = timedelta(days=1 if args.with_nodes else BACKFILL_MARGIN_DAYS)
     transform_s = _transform(Path(args.warehouse), (t0 - margin, t1), args.backfill_days)
-    return {"rows_loaded": rows, "rows_rejected": rejected, "generate_and_load_s": load_s,
-            "transform_and_publish_s": transform_s}
+    return {
+        "rows_loaded": rows,
+        "rows_rejected": rejected,
+        "generate_and_load_s": load_s,
+        "transform_and_publish_s": transform_s,
+    }
 
 
 def child_write_hour(args: argparse.Namespace) -> dict:
@@ -209,23 +228,30 @@ def child_disk(args: argparse.Namespace) -> dict:
     snap = published_path(wh)
     con = duckdb.connect(str(snap), read_only=True)
     try:
-        jobs, rows_job = con.execute("select count(*) filter (where step_id = ''), count(*) from main.raw_job").fetchone()
+        jobs, rows_job = con.execute(
+            "select count(*) filter (where step_id = ''), count(*) from main.raw_job"
+        ).fetchone()
         accesses = con.execute("select count(*) from main.raw_file_access").fetchone()[0]
         block = con.execute("select block_size from pragma_database_size()").fetchone()[0]
 
         def blocks(table: str) -> int:
-            return con.execute(f"select count(distinct block_id) from pragma_storage_info('{table}') "
-                               "where block_id >= 0").fetchone()[0]
+            return con.execute(
+                f"select count(distinct block_id) from pragma_storage_info('{table}') where block_id >= 0"
+            ).fetchone()[0]
 
         job_bytes = (blocks("raw_job") + blocks("raw_job_tag")) * block
     finally:
         con.close()
     folder = wh.parent
-    return {"jobs": jobs, "job_rows": rows_job, "file_accesses": accesses,
-            "warehouse_bytes": wh.stat().st_size,
-            "published_bytes": _bytes(snap.parent),
-            "home_bytes": _bytes(folder),
-            "jobs_and_tags_bytes": job_bytes}
+    return {
+        "jobs": jobs,
+        "job_rows": rows_job,
+        "file_accesses": accesses,
+        "warehouse_bytes": wh.stat().st_size,
+        "published_bytes": _bytes(snap.parent),
+        "home_bytes": _bytes(folder),
+        "jobs_and_tags_bytes": job_bytes,
+    }
 
 
 def _bytes(folder: Path) -> int:
@@ -238,25 +264,43 @@ def _bytes(folder: Path) -> int:
     return sum(seen.values())
 
 
-CHILDREN = {"_backfill": child_backfill, "_write_hour": child_write_hour, "_hour": child_hour,
-            "_queries": child_queries, "_disk": child_disk}
+CHILDREN = {
+    "_backfill": child_backfill,
+    "_write_hour": child_write_hour,
+    "_hour": child_hour,
+    "_queries": child_queries,
+    "_disk": child_disk,
+}
 
 
 # ----------------------------------------------------------------------------- the driver
 
 
 def _child(args: argparse.Namespace, step: str, **kw: str) -> list[str]:
-    argv = [sys.executable, __file__, step, "--warehouse", str(args.warehouse),
-            "--jobs-per-day", str(args.jobs_per_day), "--cores", str(args.cores),
-            "--backfill-days", str(args.backfill_days)]
+    argv = [
+        sys.executable,
+        __file__,
+        step,
+        "--warehouse",
+        str(args.warehouse),
+        "--jobs-per-day",
+        str(args.jobs_per_day),
+        "--cores",
+        str(args.cores),
+        "--backfill-days",
+        str(args.backfill_days),
+    ]
     for k, v in kw.items():
         argv += [f"--{k.replace('_', '-')}", v]
     return argv
 
 
 def _env(work: Path) -> dict[str, str]:
-    return dict(os.environ, TIERLENS_HOME=str(work), PYTHONPATH=os.pathsep.join(
-        p for p in (str(ROOT / "pipelines"), os.environ.get("PYTHONPATH", "")) if p))
+    return dict(
+        os.environ,
+        TIERLENS_HOME=str(work),
+        PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "pipelines"), os.environ.get("PYTHONPATH", "")) if p),
+    )
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -271,33 +315,56 @@ def run(args: argparse.Namespace) -> dict:
     args.warehouse = work / "warehouse.duckdb"
     env = _env(work)
     start = BulkSite().start
-    results: dict = {"label": args.label, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                     "site": {"cores": args.cores, "jobs_per_day": args.jobs_per_day, "backfill_days": args.backfill_days}, "cpus": os.cpu_count(),
-                     "tierlens_commit": _commit(), "continued_from": args.continue_from, "points": []}
+    results: dict = {
+        "label": args.label,
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "site": {"cores": args.cores, "jobs_per_day": args.jobs_per_day, "backfill_days": args.backfill_days},
+        "cpus": os.cpu_count(),
+        "tierlens_commit": _commit(),
+        "continued_from": args.continue_from,
+        "points": [],
+    }
     loaded_to = _loaded_to(args.continue_from, start) if args.continue_from else start
     for days in args.history_days:
         point: dict = {"history_days": days}
         # an earlier run's hours are loaded already: time the next hours after them
         upto = max(start + timedelta(days=days), loaded_to)
         if upto > loaded_to:
-            m = measure(_child(args, "_backfill", start=loaded_to.isoformat(), end=upto.isoformat(),
-                               **({"with_nodes": "1"} if loaded_to == start else {})),
-                        env, work / f"backfill-{days}.log")
+            m = measure(
+                _child(
+                    args,
+                    "_backfill",
+                    start=loaded_to.isoformat(),
+                    end=upto.isoformat(),
+                    **({"with_nodes": "1"} if loaded_to == start else {}),
+                ),
+                env,
+                work / f"backfill-{days}.log",
+            )
             point["backfill"] = asdict(m)
-            print(f"back-fill to day {days}: {m.wall_s:,.0f} s, peak {m.peak_mib:,.0f} MiB, "
-                  f"load {m.load_before:.1f}->{m.load_after:.1f}; {m.detail}", flush=True)
+            print(
+                f"back-fill to day {days}: {m.wall_s:,.0f} s, peak {m.peak_mib:,.0f} MiB, "
+                f"load {m.load_before:.1f}->{m.load_after:.1f}; {m.detail}",
+                flush=True,
+            )
         point["hourly"] = []
         for h in range(args.hours):
             t0, t1 = upto + timedelta(hours=h), upto + timedelta(hours=h + 1)
             folder = work / "hours" / t0.strftime("%Y%m%dT%H")
             shutil.rmtree(folder, ignore_errors=True)
-            written = measure(_child(args, "_write_hour", dir=str(folder), start=t0.isoformat(), end=t1.isoformat()),
-                              env, work / "write-hour.log").detail
+            written = measure(
+                _child(args, "_write_hour", dir=str(folder), start=t0.isoformat(), end=t1.isoformat()),
+                env,
+                work / "write-hour.log",
+            ).detail
             m = measure(_child(args, "_hour", dir=str(folder)), env, work / f"hour-{days}-{h}.log")
             m.detail["rows_in_files"] = written
             point["hourly"].append(asdict(m))
-            print(f"hourly run at day {days} +{h} h: {m.wall_s:,.1f} s, peak {m.peak_mib:,.0f} MiB, "
-                  f"load {m.load_before:.1f}->{m.load_after:.1f}; {m.detail}", flush=True)
+            print(
+                f"hourly run at day {days} +{h} h: {m.wall_s:,.1f} s, peak {m.peak_mib:,.0f} MiB, "
+                f"load {m.load_before:.1f}->{m.load_after:.1f}; {m.detail}",
+                flush=True,
+            )
             shutil.rmtree(folder, ignore_errors=True)
         loaded_to = upto + timedelta(hours=args.hours)
         disk = measure(_child(args, "_disk"), env, work / "disk.log").detail
@@ -305,8 +372,11 @@ def run(args: argparse.Namespace) -> dict:
         q = measure(_child(args, "_queries"), env, work / f"queries-{days}.log")
         point["queries"] = asdict(q)
         print(f"disk at day {days}: {json.dumps(disk)}", flush=True)
-        print(f"queries at day {days}: slowest {max(v['s'] for v in q.detail.values()):.2f} s, "
-              f"peak {q.peak_mib:,.0f} MiB, load {q.load_before:.1f}->{q.load_after:.1f}", flush=True)
+        print(
+            f"queries at day {days}: slowest {max(v['s'] for v in q.detail.values()):.2f} s, "
+            f"peak {q.peak_mib:,.0f} MiB, load {q.load_before:.1f}->{q.load_after:.1f}",
+            flush=True,
+        )
         results["points"].append(point)
         _write(results)
     results["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -345,16 +415,18 @@ def summarise(results: dict) -> dict:
     base = None
     for p in points:
         hourly = p["hourly"]
-        row = {"history_days": p["history_days"],
-               "hourly_wall_s": _median([h["wall_s"] for h in hourly]) if hourly else None,
-               "hourly_peak_mib": max(h["peak_mib"] for h in hourly) if hourly else None,
-               "hourly_load": [round(h["load_before"], 1) for h in hourly],
-               "backfill_wall_s": p.get("backfill", {}).get("wall_s"),
-               "backfill_peak_mib": p.get("backfill", {}).get("peak_mib"),
-               "slowest_query_s": max(v["s"] for v in p["queries"]["detail"].values()),
-               "slowest_query": max(p["queries"]["detail"].items(), key=lambda kv: kv[1]["s"])[0],
-               "mb_per_million_jobs": p["disk"]["warehouse_bytes"] / 1e6 / max(p["disk"]["jobs"] / 1e6, 1e-9),
-               "jobs_mb_per_million_jobs": p["disk"]["jobs_and_tags_bytes"] / 1e6 / max(p["disk"]["jobs"] / 1e6, 1e-9)}
+        row = {
+            "history_days": p["history_days"],
+            "hourly_wall_s": _median([h["wall_s"] for h in hourly]) if hourly else None,
+            "hourly_peak_mib": max(h["peak_mib"] for h in hourly) if hourly else None,
+            "hourly_load": [round(h["load_before"], 1) for h in hourly],
+            "backfill_wall_s": p.get("backfill", {}).get("wall_s"),
+            "backfill_peak_mib": p.get("backfill", {}).get("peak_mib"),
+            "slowest_query_s": max(v["s"] for v in p["queries"]["detail"].values()),
+            "slowest_query": max(p["queries"]["detail"].items(), key=lambda kv: kv[1]["s"])[0],
+            "mb_per_million_jobs": p["disk"]["warehouse_bytes"] / 1e6 / max(p["disk"]["jobs"] / 1e6, 1e-9),
+            "jobs_mb_per_million_jobs": p["disk"]["jobs_and_tags_bytes"] / 1e6 / max(p["disk"]["jobs"] / 1e6, 1e-9),
+        }
         if base is None and row["hourly_wall_s"]:
             base = row
         if base is not None and row["hourly_wall_s"]:
@@ -365,16 +437,19 @@ def summarise(results: dict) -> dict:
 
 
 def table(results: dict) -> str:
-    lines = ["| history | back-fill (s) | back-fill peak (MiB) | hourly run, median (s) | ratio | hourly peak (MiB) "
-             "| ratio | load (1 min) | slowest sql/ query (s) | MB per M jobs (all) | MB per M jobs (job+tag) |",
-             "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+    lines = [
+        "| history | back-fill (s) | back-fill peak (MiB) | hourly run, median (s) | ratio | hourly peak (MiB) "
+        "| ratio | load (1 min) | slowest sql/ query (s) | MB per M jobs (all) | MB per M jobs (job+tag) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+    ]
     for r in results.get("summary", summarise(results))["points"]:
         lines.append(
             f"| {r['history_days']} d | {_f(r['backfill_wall_s'])} | {_f(r['backfill_peak_mib'])} "
             f"| {_f(r['hourly_wall_s'], 1)} | {_f(r.get('wall_ratio'), 2)} | {_f(r['hourly_peak_mib'])} "
             f"| {_f(r.get('peak_ratio'), 2)} | {', '.join(map(str, r['hourly_load']))} "
             f"| {r['slowest_query_s']:.2f} ({r['slowest_query']}) | {r['mb_per_million_jobs']:,.0f} "
-            f"| {r['jobs_mb_per_million_jobs']:,.0f} |")
+            f"| {r['jobs_mb_per_million_jobs']:,.0f} |"
+        )
     lines.append(f"(Open XDMoD: ~{XDMOD_MB_PER_MILLION_JOBS:.0f} MB per million jobs, jobs only)")
     return "\n".join(lines)
 
@@ -390,13 +465,20 @@ def main() -> None:
     ap.add_argument("--hours", type=int, default=3, help="hourly runs timed at each history length")
     ap.add_argument("--jobs-per-day", type=int, default=20_000)
     ap.add_argument("--cores", type=int, default=10_000)
-    ap.add_argument("--backfill-days", type=int, default=7,
-                    help="days per dbt run of a back-fill (tierlens transform --days): its memory follows this")
+    ap.add_argument(
+        "--backfill-days",
+        type=int,
+        default=7,
+        help="days per dbt run of a back-fill (tierlens transform --days): its memory follows this",
+    )
     ap.add_argument("--work", type=Path, default=Path("/work/scale-data"))
     ap.add_argument("--label", default="scale")
-    ap.add_argument("--continue-from", metavar="LABEL",
-                    help="the --work folder holds what the run LABEL loaded: time more hourly runs after it "
-                         "(e.g. again on a quieter machine) without back-filling again")
+    ap.add_argument(
+        "--continue-from",
+        metavar="LABEL",
+        help="the --work folder holds what the run LABEL loaded: time more hourly runs after it "
+        "(e.g. again on a quieter machine) without back-filling again",
+    )
     ap.add_argument("--fresh", action="store_true", help="start from an empty --work folder")
     # for the child steps
     ap.add_argument("--warehouse", type=Path)

@@ -36,28 +36,36 @@ def table(rows: list[sd.ScoreRow]) -> list[str]:
     out = ["| study | figure | predicted | published | error | held to |", "|---|---|---:|---:|---:|---|"]
     for r in rows:
         mark = "" if r.represented else " (not represented)"
-        out.append(f"| {r.study} | {r.figure}{mark} | {fmt(r.predicted, r.unit)} | {fmt(r.published, r.unit)} | "
-                   f"{err(r)} | {r.tolerance} |")
+        out.append(
+            f"| {r.study} | {r.figure}{mark} | {fmt(r.predicted, r.unit)} | {fmt(r.published, r.unit)} | "
+            f"{err(r)} | {r.tolerance} |"
+        )
     return out
 
 
 def devices_table() -> list[str]:
-    out = ["| device | access | read MB/s | write MB/s (burst) | fast region | steady write MB/s | source |",
-           "|---|---:|---:|---:|---:|---:|---|"]
+    out = [
+        "| device | access | read MB/s | write MB/s (burst) | fast region | steady write MB/s | source |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     for d in (sd.HDD_7200, sd.INTEL_X25M, sd.KINGSTON_V, sd.MTRON):
         wc = d.write_cache
-        out.append(f"| {d.name} | {d.access_seconds * 1e3:.2f} ms | {d.read_bytes_per_second / 1e6:.0f} | "
-                   f"{d.write_bytes_per_second / 1e6:.0f} | {f'{wc.cache_bytes / 1e9:.1f} GB' if wc else '-'} | "
-                   f"{f'{wc.steady_write_bytes_per_second / 1e6:.0f}' if wc else '-'} | {d.source} |")
+        out.append(
+            f"| {d.name} | {d.access_seconds * 1e3:.2f} ms | {d.read_bytes_per_second / 1e6:.0f} | "
+            f"{d.write_bytes_per_second / 1e6:.0f} | {f'{wc.cache_bytes / 1e9:.1f} GB' if wc else '-'} | "
+            f"{f'{wc.steady_write_bytes_per_second / 1e6:.0f}' if wc else '-'} | {d.source} |"
+        )
     return out
 
 
 def sensitivity_table() -> list[str]:
     sens = sd.sensitivity()
     keys = [c.key for c in sd.GLASGOW_CASES]
-    out = ["| variant | " + " | ".join(k.replace("glasgow_", "") for k in keys) + " |",
-           "|---|" + "---:|" * len(keys),
-           "| published | " + " | ".join(f"{c.published * 100:.0f}" for c in sd.GLASGOW_CASES) + " |"]
+    out = [
+        "| variant | " + " | ".join(k.replace("glasgow_", "") for k in keys) + " |",
+        "|---|" + "---:|" * len(keys),
+        "| published | " + " | ".join(f"{c.published * 100:.0f}" for c in sd.GLASGOW_CASES) + " |",
+    ]
     for name, pred in sens:
         out.append(f"| {name} | " + " | ".join(f"{pred[k] * 100:.0f}" for k in keys) + " |")
     return out
@@ -65,11 +73,15 @@ def sensitivity_table() -> list[str]:
 
 def loo_table() -> tuple[list[str], float]:
     rows = sd.scoreboard_type_loo()
-    out = ["| left out | published | predicted | error | channel sharing, write factor fitted on the rest |",
-           "|---|---:|---:|---:|---|"]
+    out = [
+        "| left out | published | predicted | error | channel sharing, write factor fitted on the rest |",
+        "|---|---:|---:|---:|---|",
+    ]
     for r in rows:
-        out.append(f"| {r.case.replace('glasgow_', '')} | {r.published * 100:.0f} % | {r.predicted * 100:.0f} % | "
-                   f"{r.error * 100:+.1f} pt | {r.theta[0]:.2f}, {r.theta[1]:.2f} |")
+        out.append(
+            f"| {r.case.replace('glasgow_', '')} | {r.published * 100:.0f} % | {r.predicted * 100:.0f} % | "
+            f"{r.error * 100:+.1f} pt | {r.theta[0]:.2f}, {r.theta[1]:.2f} |"
+        )
     return out, sd.loo_rms(rows)
 
 
@@ -168,8 +180,9 @@ def main() -> None:
     args.out.write_text(doc)
     print(doc)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"written: {args.out}; {time.perf_counter() - t0:.1f} s, peak RSS {rss:.0f} MiB, "
-          f"load {os.getloadavg()[0]:.2f}")
+    print(
+        f"written: {args.out}; {time.perf_counter() - t0:.1f} s, peak RSS {rss:.0f} MiB, load {os.getloadavg()[0]:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -100,8 +100,9 @@ def child(measure: str, path: Path) -> dict:
         algo = int(measure[-1])
         up_o, up_s = engine.upcoming(tr) if algo == 3 else (np.zeros(0, np.int64), np.zeros(0))
         trace = kernels.SlacTrace(tr.time, tr.obj, osize, tr.read, hr, nh, t0, up_o, up_s)
-        policy = kernels.SlacPolicy(cap, algo, 5, 0.02, 5 * 86400.0, 12 * 3600.0, 10,
-                                    1200.0 if algo == 3 else 3600.0, 0.1)
+        policy = kernels.SlacPolicy(
+            cap, algo, 5, 0.02, 5 * 86400.0, 12 * 3600.0, 10, 1200.0 if algo == 3 else 3600.0, 0.1
+        )
         fn, args = kernels.slac_kernel, (trace, policy, NO_HITS)
     elif measure == "mrc100":
         sizes = engine.log_sizes(int(osize.max()), int(osize.sum()), 100)
@@ -109,8 +110,14 @@ def child(measure: str, path: Path) -> dict:
     # warm-up: load the cached machine code on a small slice
     small = [a[:1000] if isinstance(a, np.ndarray) and a.shape[:1] == tr.obj.shape else a for a in args]
     if measure.startswith("slac"):
-        small[0] = args[0]._replace(time=tr.time[:1000], obj=tr.obj[:1000], read=tr.read[:1000], hr=hr[:1000],
-                                    up_order=np.zeros(0, np.int64), up_start=np.zeros(0, np.float64))
+        small[0] = args[0]._replace(
+            time=tr.time[:1000],
+            obj=tr.obj[:1000],
+            read=tr.read[:1000],
+            hr=hr[:1000],
+            up_order=np.zeros(0, np.int64),
+            up_start=np.zeros(0, np.float64),
+        )
     fn(*small)
     t, c = time.perf_counter(), time.thread_time()
     out = fn(*args)
@@ -126,8 +133,9 @@ def child(measure: str, path: Path) -> dict:
 
 
 def run(measure: str, path: Path) -> dict:
-    proc = subprocess.Popen([sys.executable, __file__, "--child", measure, "--trace", str(path)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child", measure, "--trace", str(path)], stdout=subprocess.PIPE, text=True
+    )
     out = proc.stdout.read()
     _, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -161,23 +169,33 @@ def main() -> None:
             loads.append(os.getloadavg()[0])
             if m not in best or r["cpu_seconds"] < best[m]["cpu_seconds"]:
                 best[m] = r
-            print(f"{m:14s} {r['requests'] / r['cpu_seconds'] / 1e6:7.2f} M req/CPU-s  "
-                  f"{r['requests'] / r['seconds'] / 1e6:7.2f} M req/s wall  {r['seconds']:6.2f} s  "
-                  f"peak RSS {r['peak_rss_mib']:6.0f} MiB  hit ratio {r.get('hit_ratio', r.get('hit_ratio_at_10pct')):.4f}",
-                  flush=True)
-    print(f"\nbest of {a.repeat}; load average (1 min) during the run: {min(loads):.1f}-{max(loads):.1f} on "
-          f"{os.cpu_count()} CPUs")
-    print("| measurement | M requests per CPU-s | replay CPU | replay wall | peak RSS | hit ratio |\n"
-          "|---|---:|---:|---:|---:|---:|")
+            print(
+                f"{m:14s} {r['requests'] / r['cpu_seconds'] / 1e6:7.2f} M req/CPU-s  "
+                f"{r['requests'] / r['seconds'] / 1e6:7.2f} M req/s wall  {r['seconds']:6.2f} s  "
+                f"peak RSS {r['peak_rss_mib']:6.0f} MiB  hit ratio {r.get('hit_ratio', r.get('hit_ratio_at_10pct')):.4f}",
+                flush=True,
+            )
+    print(
+        f"\nbest of {a.repeat}; load average (1 min) during the run: {min(loads):.1f}-{max(loads):.1f} on "
+        f"{os.cpu_count()} CPUs"
+    )
+    print(
+        "| measurement | M requests per CPU-s | replay CPU | replay wall | peak RSS | hit ratio |\n"
+        "|---|---:|---:|---:|---:|---:|"
+    )
     for m, r in best.items():
         hr = r.get("hit_ratio", r.get("hit_ratio_at_10pct"))
-        print(f"| {m} | {r['requests'] / r['cpu_seconds'] / 1e6:.2f} | {r['cpu_seconds']:.2f} s | {r['seconds']:.2f} s | "
-              f"{r['peak_rss_mib']:.0f} MiB | {hr:.4f} |")
+        print(
+            f"| {m} | {r['requests'] / r['cpu_seconds'] / 1e6:.2f} | {r['cpu_seconds']:.2f} s | {r['seconds']:.2f} s | "
+            f"{r['peak_rss_mib']:.0f} MiB | {hr:.4f} |"
+        )
     for p in ("lru", "fifo"):
         if p in best and f"cachesim-{p}" in best:
-            print(f"{p.upper()} speed-up over libCacheSim: "
-                  f"{best[f'cachesim-{p}']['cpu_seconds'] / best[p]['cpu_seconds']:.1f}x CPU, "
-                  f"{best[f'cachesim-{p}']['seconds'] / best[p]['seconds']:.1f}x wall")
+            print(
+                f"{p.upper()} speed-up over libCacheSim: "
+                f"{best[f'cachesim-{p}']['cpu_seconds'] / best[p]['cpu_seconds']:.1f}x CPU, "
+                f"{best[f'cachesim-{p}']['seconds'] / best[p]['seconds']:.1f}x wall"
+            )
     (OUT / "last.json").write_text(json.dumps(best, indent=1))
 
 

@@ -42,13 +42,17 @@ def bench_steps(steps: int, rounds: int) -> dict:
         subprocess.run(["make", "-s", "-C", str(REPO / "plugins" / "slurm"), f"BUILD={build}"], check=True)
         # a SPANK plugin that does nothing: what Slurm's SPANK machinery alone costs per step
         noop = build / "noop.c"
-        noop.write_text('#include <slurm/spank.h>\nSPANK_PLUGIN(noop, 1);\n'
-                        'int slurm_spank_init(spank_t sp, int ac, char **av)'
-                        '{ (void) sp; (void) ac; (void) av; return 0; }\n')
+        noop.write_text(
+            "#include <slurm/spank.h>\nSPANK_PLUGIN(noop, 1);\n"
+            "int slurm_spank_init(spank_t sp, int ac, char **av)"
+            "{ (void) sp; (void) ac; (void) av; return 0; }\n"
+        )
         subprocess.run(["gcc", "-O2", "-fPIC", "-shared", "-o", str(build / "noop.so"), str(noop)], check=True)
         lines = {"without": "", "noop": f"optional {build / 'noop.so'}"}
-        lines["with"] = (f"optional {build / 'tierlens_spank.so'} spool={work / 'spool'} arm=hash:A,B "
-                f"arm_env=B:XROOT_PROXY=root://cache:1094 arm_route=B:cache:x:1094")
+        lines["with"] = (
+            f"optional {build / 'tierlens_spank.so'} spool={work / 'spool'} arm=hash:A,B "
+            f"arm_env=B:XROOT_PROXY=root://cache:1094 arm_route=B:cache:x:1094"
+        )
         for mode, text in lines.items():
             (work / f"plugstack.{mode}").write_text(text + "\n")
         with LocalCluster(work / "cluster", plugstack_lines=[]) as c:
@@ -56,25 +60,40 @@ def bench_steps(steps: int, rounds: int) -> dict:
             # every mode alike: per block, `block` steps with each plugstack.conf in turn (the
             # order rotates). srun and slurmstepd read plugstack.conf at every step.
             script = work / "steps.sh"
-            script.write_text("#!/bin/bash\nset -e\n"
-                              'blocks=$1; block=$2; out=$3; plug=$4; dir=$5\n'
-                              'modes=(without noop with)\n'
-                              'for i in $(seq 5); do srun -n1 --quiet true; done\n'   # warm-up
-                              'for b in $(seq 0 $((blocks - 1))); do\n'
-                              '  for k in 0 1 2; do\n'
-                              '    mode=${modes[$(( (b + k) % 3 ))]}\n'
-                              '    cp "$dir/plugstack.$mode" "$plug"\n'
-                              '    t0=$(date +%s.%N)\n'
-                              '    for i in $(seq $block); do srun -n1 --quiet true; done\n'
-                              '    t1=$(date +%s.%N)\n'
-                              '    echo "$b $mode $t0 $t1" >> $out\n'
-                              '  done\n'
-                              'done\n')
+            script.write_text(
+                "#!/bin/bash\nset -e\n"
+                "blocks=$1; block=$2; out=$3; plug=$4; dir=$5\n"
+                "modes=(without noop with)\n"
+                "for i in $(seq 5); do srun -n1 --quiet true; done\n"  # warm-up
+                "for b in $(seq 0 $((blocks - 1))); do\n"
+                "  for k in 0 1 2; do\n"
+                "    mode=${modes[$(( (b + k) % 3 ))]}\n"
+                '    cp "$dir/plugstack.$mode" "$plug"\n'
+                "    t0=$(date +%s.%N)\n"
+                "    for i in $(seq $block); do srun -n1 --quiet true; done\n"
+                "    t1=$(date +%s.%N)\n"
+                '    echo "$b $mode $t0 $t1" >> $out\n'
+                "  done\n"
+                "done\n"
+            )
             script.chmod(0o755)
             results = work / "times.txt"
             block = max(1, steps // rounds)
-            jid = c.run(["sbatch", "--parsable", "-n1", "-o", str(work / "bench.out"), str(script),
-                         str(rounds), str(block), str(results), str(c.plugstack), str(work)]).stdout.strip()
+            jid = c.run(
+                [
+                    "sbatch",
+                    "--parsable",
+                    "-n1",
+                    "-o",
+                    str(work / "bench.out"),
+                    str(script),
+                    str(rounds),
+                    str(block),
+                    str(results),
+                    str(c.plugstack),
+                    str(work),
+                ]
+            ).stdout.strip()
             c.wait_accounted(jid, timeout=7200)
             spool_records = len(list((work / "spool").glob("*.json")))
         per_block: dict[int, dict[str, float]] = {}
@@ -85,15 +104,21 @@ def bench_steps(steps: int, rounds: int) -> dict:
         ratios = sorted(v["with"] / v["without"] for v in per_block.values())
         ratios_noop = sorted(v["with"] / v["noop"] for v in per_block.values())
         n = block * len(per_block)
-        return {"what": "steps", "steps_per_mode": n, "blocks": len(per_block), "steps_per_block": block,
-                "seconds_per_block": per_block,
-                "per_step_ms": {m: 1000 * t / n for m, t in totals.items()},
-                "ratio_total": totals["with"] / totals["without"],
-                "ratio_median_of_blocks": ratios[len(ratios) // 2],
-                "ratio_total_vs_noop_plugin": totals["with"] / totals["noop"],
-                "ratio_median_vs_noop_plugin": ratios_noop[len(ratios_noop) // 2],
-                "spool_records_written": spool_records, "cpus": os.cpu_count(),
-                "load_average_at_end": os.getloadavg()}
+        return {
+            "what": "steps",
+            "steps_per_mode": n,
+            "blocks": len(per_block),
+            "steps_per_block": block,
+            "seconds_per_block": per_block,
+            "per_step_ms": {m: 1000 * t / n for m, t in totals.items()},
+            "ratio_total": totals["with"] / totals["without"],
+            "ratio_median_of_blocks": ratios[len(ratios) // 2],
+            "ratio_total_vs_noop_plugin": totals["with"] / totals["noop"],
+            "ratio_median_vs_noop_plugin": ratios_noop[len(ratios_noop) // 2],
+            "spool_records_written": spool_records,
+            "cpus": os.cpu_count(),
+            "load_average_at_end": os.getloadavg(),
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -107,25 +132,48 @@ def _write_document(path: Path, n: int) -> int:
             start, el = t0 + i, 60 + i % 3600
             cpu = {"seconds": el // 2, "microseconds": i % 1_000_000}
             job = {
-                "account": f"acct{i % 50}", "cluster": "bench", "job_id": 1000 + i, "user": f"u{i % 300}",
-                "partition": "prod" if i % 3 else "short", "nodes": f"wn{i % 64:03d}",
+                "account": f"acct{i % 50}",
+                "cluster": "bench",
+                "job_id": 1000 + i,
+                "user": f"u{i % 300}",
+                "partition": "prod" if i % 3 else "short",
+                "nodes": f"wn{i % 64:03d}",
                 "state": {"current": "COMPLETED", "reason": "None"},
                 "exit_code": {"status": "SUCCESS", "return_code": 0},
-                "time": {"elapsed": el, "eligible": start - 5, "end": start + el, "start": start,
-                         "submission": start - 5, "suspended": 0,
-                         "system": {"seconds": 0, "microseconds": 0},
-                         "total": {"seconds": 0, "microseconds": 0}, "user": {"seconds": 0, "microseconds": 0}},
+                "time": {
+                    "elapsed": el,
+                    "eligible": start - 5,
+                    "end": start + el,
+                    "start": start,
+                    "submission": start - 5,
+                    "suspended": 0,
+                    "system": {"seconds": 0, "microseconds": 0},
+                    "total": {"seconds": 0, "microseconds": 0},
+                    "user": {"seconds": 0, "microseconds": 0},
+                },
                 "tres": {"allocated": [{"type": "cpu", "name": None, "id": 1, "count": 1 + i % 8}]},
-                "steps": [{
-                    "step": {"job_id": 1000 + i, "id": "batch", "name": "batch"},
-                    "nodes": {"list": [f"wn{i % 64:03d}"], "count": 1, "range": f"wn{i % 64:03d}"},
-                    "state": "COMPLETED", "exit_code": {"status": "SUCCESS", "return_code": 0},
-                    "time": {"elapsed": el, "end": start + el, "start": start, "suspended": 0,
-                             "system": {"seconds": 1, "microseconds": 0}, "total": cpu, "user": cpu},
-                    "tres": {"allocated": [{"type": "cpu", "name": None, "id": 1, "count": 1 + i % 8}],
-                             "requested": {"total": [{"type": "fs", "name": "disk", "id": 6, "count": i * 10}]},
-                             "consumed": {"total": [{"type": "fs", "name": "disk", "id": 6, "count": i * 3}]}},
-                }],
+                "steps": [
+                    {
+                        "step": {"job_id": 1000 + i, "id": "batch", "name": "batch"},
+                        "nodes": {"list": [f"wn{i % 64:03d}"], "count": 1, "range": f"wn{i % 64:03d}"},
+                        "state": "COMPLETED",
+                        "exit_code": {"status": "SUCCESS", "return_code": 0},
+                        "time": {
+                            "elapsed": el,
+                            "end": start + el,
+                            "start": start,
+                            "suspended": 0,
+                            "system": {"seconds": 1, "microseconds": 0},
+                            "total": cpu,
+                            "user": cpu,
+                        },
+                        "tres": {
+                            "allocated": [{"type": "cpu", "name": None, "id": 1, "count": 1 + i % 8}],
+                            "requested": {"total": [{"type": "fs", "name": "disk", "id": 6, "count": i * 10}]},
+                            "consumed": {"total": [{"type": "fs", "name": "disk", "id": 6, "count": i * 3}]},
+                        },
+                    }
+                ],
             }
             f.write(("," if i else "") + json.dumps(job, separators=(",", ":")) + "\n")
         f.write("]}\n")
@@ -143,11 +191,18 @@ def _write_document_2411(path: Path, n: int) -> int:
         f.write('{\n  "jobs": [\n')
         for i in range(n):
             start = NO_VAL if i % 50 == 49 else T0 + i
-            job = _job_2411(1000 + i, start=start, end=T0 + i + 60 + i % 3600,
-                            state="FAILED" if start == NO_VAL else "COMPLETED", steps=start != NO_VAL)
+            job = _job_2411(
+                1000 + i,
+                start=start,
+                end=T0 + i + 60 + i % 3600,
+                state="FAILED" if start == NO_VAL else "COMPLETED",
+                steps=start != NO_VAL,
+            )
             f.write((",\n" if i else "") + json.dumps(job, indent=2))
-        f.write('\n  ],\n  "meta": {"plugin": {"type": "openapi/slurmdbd", "data_parser": "data_parser/v0.0.42"}},'
-                '\n  "errors": [],\n  "warnings": []\n}\n')
+        f.write(
+            '\n  ],\n  "meta": {"plugin": {"type": "openapi/slurmdbd", "data_parser": "data_parser/v0.0.42"}},'
+            '\n  "errors": [],\n  "warnings": []\n}\n'
+        )
     return path.stat().st_size
 
 
@@ -175,7 +230,7 @@ from tierlens.sources.slurm.sacct import iter_json_rows, stream_batches
 from tierlens.pipeline import ingest
 t0 = time.perf_counter()
 with open({str(doc)!r}, encoding="utf-8") as f:
-    s = ingest(stream_batches(iter_json_rows(f, "bench"), "bench"), Path({str(work / 'tl.duckdb')!r}))
+    s = ingest(stream_batches(iter_json_rows(f, "bench"), "bench"), Path({str(work / "tl.duckdb")!r}))
 t1 = time.perf_counter()
 import resource
 print(json.dumps({{"rows": sum(s.rows_loaded.values()), "total_s": t1 - t0,
@@ -186,7 +241,7 @@ print(json.dumps({{"rows": sum(s.rows_loaded.values()), "total_s": t1 - t0,
         duck = _child(f"""
 import duckdb, json, os, time
 t0 = time.perf_counter()
-con = duckdb.connect({str(work / 'duck.duckdb')!r})
+con = duckdb.connect({str(work / "duck.duckdb")!r})
 con.execute(\"\"\"CREATE TABLE job AS
   SELECT j.job_id, j.cluster, j.user, j.account, j.partition, j.nodes,
          to_timestamp(j.time.start) AS start_time, to_timestamp(j.time.end) AS end_time,
@@ -202,14 +257,21 @@ print(json.dumps({{"rows": n, "total_s": t1 - t0, "load_average_at_end": os.getl
                   "cpu_s": resource.getrusage(resource.RUSAGE_SELF).ru_utime + resource.getrusage(resource.RUSAGE_SELF).ru_stime,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """)
-        return {"what": "ingest", "jobs": jobs, "layout": layout, "document_bytes": size, "generate_s": gen,
-                "tierlens": tierlens, "duckdb_read_json": duck,
-                "tierlens_jobs_per_cpu_s": jobs / tierlens["cpu_s"],
-                "duckdb_jobs_per_cpu_s": jobs / duck["cpu_s"],
-                # the target: tierlens CPU <= 1.2x DuckDB's, peak memory <= 1 GB
-                "ratio_cpu_tierlens_over_duckdb": tierlens["cpu_s"] / duck["cpu_s"],
-                "ratio_wall_tierlens_over_duckdb": tierlens["total_s"] / duck["total_s"],
-                "load_average_before_after": [load_before, os.getloadavg()]}
+        return {
+            "what": "ingest",
+            "jobs": jobs,
+            "layout": layout,
+            "document_bytes": size,
+            "generate_s": gen,
+            "tierlens": tierlens,
+            "duckdb_read_json": duck,
+            "tierlens_jobs_per_cpu_s": jobs / tierlens["cpu_s"],
+            "duckdb_jobs_per_cpu_s": jobs / duck["cpu_s"],
+            # the target: tierlens CPU <= 1.2x DuckDB's, peak memory <= 1 GB
+            "ratio_cpu_tierlens_over_duckdb": tierlens["cpu_s"] / duck["cpu_s"],
+            "ratio_wall_tierlens_over_duckdb": tierlens["total_s"] / duck["total_s"],
+            "load_average_before_after": [load_before, os.getloadavg()],
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -222,8 +284,12 @@ def main() -> None:
     s.add_argument("--rounds", type=int, default=10, help="interleaved blocks the steps are cut in")
     i = sub.add_parser("ingest")
     i.add_argument("--jobs", type=int, default=1_000_000)
-    i.add_argument("--layout", choices=["22.05", "24.11"], default="22.05",
-                   help="sacct's JSON layout: 22.05 (dbv0.0.38, compact) or 24.11 (v0.0.42, indented)")
+    i.add_argument(
+        "--layout",
+        choices=["22.05", "24.11"],
+        default="22.05",
+        help="sacct's JSON layout: 22.05 (dbv0.0.38, compact) or 24.11 (v0.0.42, indented)",
+    )
     a = ap.parse_args()
     res = bench_steps(a.steps, a.rounds) if a.what == "steps" else bench_ingest(a.jobs, a.layout)
     OUT.mkdir(parents=True, exist_ok=True)

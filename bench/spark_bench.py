@@ -77,11 +77,14 @@ def make_lake(source: Path, scale: int, work: Path) -> tuple[Path, dict[str, int
     try:
         con.execute("set TimeZone = 'UTC'")
         con.execute(f"attach '{source}' as src (read_only)")
-        for (table,) in con.execute("select table_name from duckdb_tables() where database_name = 'src' "
-                                    "and schema_name = 'main'").fetchall():
+        for (table,) in con.execute(
+            "select table_name from duckdb_tables() where database_name = 'src' and schema_name = 'main'"
+        ).fetchall():
             if table in COPY_SQL:
-                con.execute(f"create table main.{table} as {COPY_SQL[table]} from src.main.{table}, "
-                            f"(select cast(range as varchar) as k from range({scale})) as copies")
+                con.execute(
+                    f"create table main.{table} as {COPY_SQL[table]} from src.main.{table}, "
+                    f"(select cast(range as varchar) as k from range({scale})) as copies"
+                )
             else:
                 con.execute(f"create table main.{table} as select * from src.main.{table}")
     finally:
@@ -96,13 +99,34 @@ def run_dbt(target: str, lake: Path, work: Path, spark_memory: str) -> tuple[flo
     """Wall seconds and peak RSS (MiB) of one dbt build of every model from ``lake``."""
     state = work / f"dbt-{target}"
     shutil.rmtree(state, ignore_errors=True)
-    env = dict(os.environ, TIERLENS_LAKE=str(lake), TIERLENS_WAREHOUSE=str(state / "marts.duckdb"),
-               TIERLENS_SPARK_WAREHOUSE=str(state / "spark-warehouse"), TIERLENS_SPARK_DRIVER_MEMORY=spark_memory,
-               DBT_SEND_ANONYMOUS_USAGE_STATS="False", DO_NOT_TRACK="1")
+    env = dict(
+        os.environ,
+        TIERLENS_LAKE=str(lake),
+        TIERLENS_WAREHOUSE=str(state / "marts.duckdb"),
+        TIERLENS_SPARK_WAREHOUSE=str(state / "spark-warehouse"),
+        TIERLENS_SPARK_DRIVER_MEMORY=spark_memory,
+        DBT_SEND_ANONYMOUS_USAGE_STATS="False",
+        DO_NOT_TRACK="1",
+    )
     state.mkdir(parents=True)
-    argv = [str(DBT), "build", "--exclude-resource-type", "test", "--exclude-resource-type", "unit_test",
-            "--target", target, "--project-dir", str(ROOT / "dbt"), "--profiles-dir", str(ROOT / "dbt"),
-            "--target-path", str(state / "target"), "--log-path", str(state / "logs")]
+    argv = [
+        str(DBT),
+        "build",
+        "--exclude-resource-type",
+        "test",
+        "--exclude-resource-type",
+        "unit_test",
+        "--target",
+        target,
+        "--project-dir",
+        str(ROOT / "dbt"),
+        "--profiles-dir",
+        str(ROOT / "dbt"),
+        "--target-path",
+        str(state / "target"),
+        "--log-path",
+        str(state / "logs"),
+    ]
     with open(state / "out.log", "w") as log:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=state)
@@ -133,8 +157,11 @@ def main() -> None:
         size = sum(f.stat().st_size for f in lake.rglob("*.parquet")) / 2**20
         for engine in args.engines:
             wall, peak = run_dbt(engine, lake, work, args.spark_memory)
-            print(f"| {scale}x | {counts['raw_job']:,} | {counts['raw_file_access']:,} | {size:,.0f} | {engine} "
-                  f"| {wall:.1f} | {peak:,.0f} |", flush=True)
+            print(
+                f"| {scale}x | {counts['raw_job']:,} | {counts['raw_file_access']:,} | {size:,.0f} | {engine} "
+                f"| {wall:.1f} | {peak:,.0f} |",
+                flush=True,
+            )
         shutil.rmtree(lake)
 
 

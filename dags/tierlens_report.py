@@ -33,7 +33,7 @@ def tierlens_report():
             raise AirflowSkipException("no report_email recipients configured")
         from airflow.providers.smtp.hooks.smtp import SmtpHook
 
-        subject = (f"tierlens report {data_interval_start:%Y-%m-%d} to {data_interval_end:%Y-%m-%d}")
+        subject = f"tierlens report {data_interval_start:%Y-%m-%d} to {data_interval_end:%Y-%m-%d}"
         html = Path(report["html"])
         with SmtpHook(smtp_conn_id="smtp_default") as hook:
             hook.send_email_smtp(to=to, subject=subject, html_content=html.read_text(), files=[str(html)])

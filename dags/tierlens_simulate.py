@@ -28,8 +28,13 @@ def tierlens_simulate():
         caches = cfg.cache_configs(var)
         if not caches:
             raise AirflowSkipException("no cache configurations in the simulate_caches setting")
-        return tasks.simulate_caches(cfg.warehouse_path(var), data_interval_start, data_interval_end, caches,
-                                     role=af.dag_setting("simulate_role") or None)
+        return tasks.simulate_caches(
+            cfg.warehouse_path(var),
+            data_interval_start,
+            data_interval_end,
+            caches,
+            role=af.dag_setting("simulate_role") or None,
+        )
 
     @task
     def predict_efficiency(data_interval_start=None, data_interval_end=None) -> dict:
@@ -38,8 +43,14 @@ def tierlens_simulate():
             raise AirflowSkipException("simulate_efficiency is empty: no efficiency prediction")
         per_node = [float(x) for x in cfg.settings_list("efficiency_jobs_per_node", var)]
         try:
-            return tasks.predict_efficiency(cfg.warehouse_path(var), data_interval_start, data_interval_end,
-                                            job_class, per_node, cfg.cache_configs(var))
+            return tasks.predict_efficiency(
+                cfg.warehouse_path(var),
+                data_interval_start,
+                data_interval_end,
+                job_class,
+                per_node,
+                cfg.cache_configs(var),
+            )
         except tasks.MartsMissing as e:
             raise AirflowSkipException(str(e)) from e
 

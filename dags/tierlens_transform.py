@@ -29,8 +29,14 @@ os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "False")
 from airflow.sdk import get_current_context, task  # noqa: E402
 from airflow.sdk.exceptions import AirflowSkipException  # noqa: E402
 from cosmos import DbtDag, ExecutionConfig, ProfileConfig, ProjectConfig, RenderConfig  # noqa: E402
-from cosmos.constants import (PRODUCER_WATCHER_TASK_ID, DbtResourceType, ExecutionMode, InvocationMode,  # noqa: E402
-                              LoadMode, TestBehavior)
+from cosmos.constants import (
+    PRODUCER_WATCHER_TASK_ID,
+    DbtResourceType,
+    ExecutionMode,
+    InvocationMode,  # noqa: E402
+    LoadMode,
+    TestBehavior,
+)
 from tierlens.orchestration import airflow_glue as af  # noqa: E402
 from tierlens.orchestration import settings as cfg  # noqa: E402
 
@@ -64,8 +70,13 @@ def hand_over_warnings(project_dir: str, context: Any = None, **_: Any) -> None:
     from tierlens.orchestration import tasks
 
     results = Path(project_dir) / "target" / "run_results.json"
-    handed: dict[str, Any] = {"run_results": results.is_file(), "tests": [], "judged": [], "error": None,
-                              "rows_unknown": None}
+    handed: dict[str, Any] = {
+        "run_results": results.is_file(),
+        "tests": [],
+        "judged": [],
+        "error": None,
+        "rows_unknown": None,
+    }
     if handed["run_results"]:  # dbt writes none when the project does not even parse
         try:
             warned = tasks.warned_tests(results)
@@ -91,16 +102,22 @@ def mark_run(run_id: str, build: dict[str, Any], ti: Any) -> dict[str, Any]:
     and fails its task."""
     from tierlens.orchestration import tasks
 
-    warned = [tasks.WarnedTest(w["unique_id"], w["failures"], w["message"], "", tuple(w["rows"]))
-              for w in build["tests"]]
+    warned = [
+        tasks.WarnedTest(w["unique_id"], w["failures"], w["message"], "", tuple(w["rows"])) for w in build["tests"]
+    ]
     alerts = cfg.paths(var).alerts
     new, still_open = tasks.new_conditions(alerts, "tierlens_transform", run_id, warned, build.get("judged", []))
     tests = [w.unique_id for w in warned]
     failures = [w.failures for w in warned]
     results = [w.message for w in warned]
-    marked: dict[str, Any] = {"tests": tests, "failures": failures, "new_conditions": new,
-                              "still_open": still_open, "rows_unknown": build.get("rows_unknown"),
-                              "alert_file": None}
+    marked: dict[str, Any] = {
+        "tests": tests,
+        "failures": failures,
+        "new_conditions": new,
+        "still_open": still_open,
+        "rows_unknown": build.get("rows_unknown"),
+        "alert_file": None,
+    }
     if new:
         path = tasks.record_alert(alerts, "tierlens_transform", run_id, tests, results, failures, new, still_open)
         marked["alert_file"] = str(path)
@@ -109,14 +126,18 @@ def mark_run(run_id: str, build: dict[str, Any], ti: Any) -> dict[str, Any]:
     if to and new:
         from airflow.providers.smtp.hooks.smtp import SmtpHook
 
-        body = "<p>tierlens_transform run {} found new completeness conditions:</p><ul>{}</ul>" \
-               "<p>{} alerted before and still open. Tests: {}</p><p>{}</p>".format(
-                   run_id, "".join(f"<li>{c}</li>" for c in new), len(still_open),
-                   "; ".join(f"{t}: {'?' if n is None else n} rows ({m})" for t, n, m in zip(tests, failures, results)),
-                   marked["alert_file"])
+        body = (
+            "<p>tierlens_transform run {} found new completeness conditions:</p><ul>{}</ul>"
+            "<p>{} alerted before and still open. Tests: {}</p><p>{}</p>".format(
+                run_id,
+                "".join(f"<li>{c}</li>" for c in new),
+                len(still_open),
+                "; ".join(f"{t}: {'?' if n is None else n} rows ({m})" for t, n, m in zip(tests, failures, results)),
+                marked["alert_file"],
+            )
+        )
         with SmtpHook(smtp_conn_id="smtp_default") as hook:
-            hook.send_email_smtp(to=to, subject=f"tierlens: data completeness warning ({run_id})",
-                                 html_content=body)
+            hook.send_email_smtp(to=to, subject=f"tierlens: data completeness warning ({run_id})", html_content=body)
     return marked
 
 
@@ -124,24 +145,30 @@ tierlens_transform = DbtDag(
     **af.dag_kwargs("tierlens_transform", schedule=[af.raw_asset()], catchup=False),
     doc_md=__doc__,
     project_config=ProjectConfig(dbt_project_path=_project, env_vars=_env),
-    profile_config=ProfileConfig(profile_name="tierlens", target_name=_target,
-                                 profiles_yml_filepath=_project / "profiles.yml"),
+    profile_config=ProfileConfig(
+        profile_name="tierlens", target_name=_target, profiles_yml_filepath=_project / "profiles.yml"
+    ),
     # one dbt build per run, holding the writer pool; it is never retried by Airflow (Cosmos skips a
     # producer's retry): a failed model's own task reruns that model
-    execution_config=ExecutionConfig(execution_mode=ExecutionMode.WATCHER, dbt_executable_path=_dbt,
-                                     invocation_mode=InvocationMode.SUBPROCESS,
-                                     setup_operator_args={"pool": _pool, "retries": 0,
-                                                          "callback": hand_over_warnings}),
+    execution_config=ExecutionConfig(
+        execution_mode=ExecutionMode.WATCHER,
+        dbt_executable_path=_dbt,
+        invocation_mode=InvocationMode.SUBPROCESS,
+        setup_operator_args={"pool": _pool, "retries": 0, "callback": hand_over_warnings},
+    ),
     # One task per model (and seed) reporting the model and its tests as the build ran them, not a
     # run task and a test task apiece: each task is a process that parses this file, and on a small
     # host those processes, not the build, made most of the run's time. A test of several models
     # counts for each of them.
-    render_config=RenderConfig(load_method=LoadMode.DBT_LS, test_behavior=TestBehavior.NONE,
-                               invocation_mode=InvocationMode.SUBPROCESS, dbt_executable_path=_dbt,
-                               emit_datasets=False,
-                               node_converters={DbtResourceType.MODEL: af.watch_node_build,
-                                                DbtResourceType.SEED: af.watch_node_build},
-                               select=cfg.settings_list("dbt_select", var)),
+    render_config=RenderConfig(
+        load_method=LoadMode.DBT_LS,
+        test_behavior=TestBehavior.NONE,
+        invocation_mode=InvocationMode.SUBPROCESS,
+        dbt_executable_path=_dbt,
+        emit_datasets=False,
+        node_converters={DbtResourceType.MODEL: af.watch_node_build, DbtResourceType.SEED: af.watch_node_build},
+        select=cfg.settings_list("dbt_select", var),
+    ),
     # the per-model tasks only watch the build: the default pool, so they never hold the writer's slot
     operator_args={"install_deps": False, "emit_datasets": False, "pool": "default_pool"},
 )
@@ -149,6 +176,7 @@ tierlens_transform = DbtDag(
 # Readers (tierlens sql, the report, duckdb -readonly) open a published snapshot, never the file the
 # pipeline writes: brought up to date once every model and test of this run has passed.
 with tierlens_transform:
+
     @task(task_id="load_landed", pool=_pool)
     def load_landed() -> dict:
         from tierlens.orchestration import tasks

@@ -38,9 +38,11 @@ _ACTIVE: dict[str, HostRoot] = {"root": HOST}
 
 
 def plugstack_line(plugin: Path, spool: Path, extra: str = "", control: str = "optional") -> str:
-    return (f"{control} {plugin} spool={spool} arm=hash:{','.join(ARMS)} "
-            f"arm_env=B:XROOT_PROXY={PROXY} arm_env=A:TIERLENS_TEST_DIRECT=1 "
-            f"arm_route=B:cache:xcache.test:1094 arm_route=A:direct {extra}").strip()
+    return (
+        f"{control} {plugin} spool={spool} arm=hash:{','.join(ARMS)} "
+        f"arm_env=B:XROOT_PROXY={PROXY} arm_env=A:TIERLENS_TEST_DIRECT=1 "
+        f"arm_route=B:cache:xcache.test:1094 arm_route=A:direct {extra}"
+    ).strip()
 
 
 #: Everything the plugin must survive at once: unknown and malformed options, a scratch that does not exist.
@@ -77,7 +79,7 @@ def work(generation):
     if os.geteuid() != 0:
         pytest.skip("a real Slurm cluster needs root")
     d = Path(tempfile.mkdtemp(prefix=f"tierlens-slurm-{generation}-", dir="/tmp"))
-    os.chmod(d, 0o755)   # munge and mysql users reach their folders below
+    os.chmod(d, 0o755)  # munge and mysql users reach their folders below
     yield d
     shutil.rmtree(d, ignore_errors=True)
 
@@ -88,7 +90,8 @@ def enter_generation(generation: str, binds: list[Path]) -> HostRoot:
         return HOST
     if str(MATRIX) not in sys.path:
         sys.path.insert(0, str(MATRIX))
-    import rootfs   # tests/matrix/rootfs.py, also run by `make matrix-roots`
+    import rootfs  # tests/matrix/rootfs.py, also run by `make matrix-roots`
+
     tree = rootfs.ensure(rootfs.GENERATIONS[generation])
     return TreeRoot(generation, tree, binds)
 
@@ -113,14 +116,17 @@ def build(work, slurm_root) -> Path:
     and the .deb made from that build. tl_test runs where the plugin runs (inside the tree)."""
     out = work / "build"
     out.mkdir()
-    r = subprocess.run(slurm_root.argv(["make", "-C", str(REPO / "plugins" / "slurm"), f"BUILD={out}", "all", "deb"]),
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        slurm_root.argv(["make", "-C", str(REPO / "plugins" / "slurm"), f"BUILD={out}", "all", "deb"]),
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     if slurm_root is not HOST:
         real = out / "tl_test.bin"
         (out / "tl_test").rename(real)
         argv = " ".join(slurm_root.argv([str(real)]))
-        (out / "tl_test").write_text(f"#!/bin/sh\nexec {argv} \"$@\"\n")
+        (out / "tl_test").write_text(f'#!/bin/sh\nexec {argv} "$@"\n')
         (out / "tl_test").chmod(0o755)
     return out
 
@@ -131,7 +137,9 @@ def install_package(build: Path, root: HostRoot | None = None) -> Path:
     (deb,) = build.glob(f"{PACKAGE}_*.deb")
     r = subprocess.run(root.argv(["dpkg", "-i", str(deb)]), capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
-    files = subprocess.run(root.argv(["dpkg", "-L", PACKAGE]), capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run(
+        root.argv(["dpkg", "-L", PACKAGE]), capture_output=True, text=True, check=True
+    ).stdout.split()
     (plugin,) = [f for f in files if f.endswith("/tierlens_spank.so")]
     return Path(plugin)
 
@@ -160,8 +168,12 @@ def db_root_for(generation: str) -> HostRoot | None:
 @pytest.fixture(scope="session")
 def cluster(work, spank_plugin, slurm_root, generation):
     spool = work / "spool"
-    with LocalCluster(work / "cluster", plugstack_lines=[plugstack_line(spank_plugin, spool)],
-                      root=slurm_root, db_root=db_root_for(generation)) as c:
+    with LocalCluster(
+        work / "cluster",
+        plugstack_lines=[plugstack_line(spank_plugin, spool)],
+        root=slurm_root,
+        db_root=db_root_for(generation),
+    ) as c:
         c.spool = spool
         c.plugin = spank_plugin
         c.generation = generation

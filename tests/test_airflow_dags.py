@@ -49,7 +49,7 @@ SIM_CACHES = ["lru:500GB", "slac2:1TB"]
 XROOTD_HOST = "xrootd-collector-test.example.org"
 CONDOR_CLUSTER = "condortest"
 
-DRIVER = r'''
+DRIVER = r"""
 import json, sys
 from datetime import datetime
 from airflow.dag_processing.dagbag import DagBag
@@ -71,32 +71,37 @@ for run in plan.get("runs", []):
                         "end": dr.data_interval_end.isoformat() if dr.data_interval_end else None,
                         "tasks": {ti.task_id: str(ti.state) for ti in dr.get_task_instances()}})
 print("DRIVER-RESULT " + json.dumps(out))
-'''
+"""
 
-FAKE_SACCT = r'''#!PYTHON
+FAKE_SACCT = r"""#!PYTHON
 import json, os, sys
 with open(os.environ["FAKE_SACCT_LOG"], "a") as f:
     f.write(json.dumps(sys.argv[1:]) + "\n")
 sys.stdout.write(open(os.environ["FAKE_SACCT_JSON"]).read())
-'''
+"""
 
 
 def _ad(cid: int, end: int) -> str:
     start = end - 3000
-    return (f'GlobalJobId = "ap01.example.org#{cid}.0#{start - 60}"\nClusterId = {cid}\nProcId = 0\n'
-            f'Owner = "alice"\nAccountingGroup = "group_atlas.prod.alice"\nQDate = {start - 60}\n'
-            f'JobUniverse = 5\nTierlensCluster = "{CONDOR_CLUSTER}"\nJobStatus = 4\nExitCode = 0\n'
-            f"JobStartDate = {start}\nJobCurrentStartDate = {start}\nCompletionDate = {end}\n"
-            f"NumJobStarts = 1\nRequestCpus = 1\nCpusProvisioned = 1\nRemoteUserCpu = 2500.0\n"
-            f"RemoteSysCpu = 100.0\nRemoteWallClockTime = 3000.0\nCommittedTime = 3000\n"
-            f'LastRemoteHost = "slot1_1@wn-ssd01.example.org"\n'
-            f'*** Offset = 0 ClusterId = {cid} ProcId = 0 Owner = "alice" CompletionDate = {end}\n')
+    return (
+        f'GlobalJobId = "ap01.example.org#{cid}.0#{start - 60}"\nClusterId = {cid}\nProcId = 0\n'
+        f'Owner = "alice"\nAccountingGroup = "group_atlas.prod.alice"\nQDate = {start - 60}\n'
+        f'JobUniverse = 5\nTierlensCluster = "{CONDOR_CLUSTER}"\nJobStatus = 4\nExitCode = 0\n'
+        f"JobStartDate = {start}\nJobCurrentStartDate = {start}\nCompletionDate = {end}\n"
+        f"NumJobStarts = 1\nRequestCpus = 1\nCpusProvisioned = 1\nRemoteUserCpu = 2500.0\n"
+        f"RemoteSysCpu = 100.0\nRemoteWallClockTime = 3000.0\nCommittedTime = 3000\n"
+        f'LastRemoteHost = "slot1_1@wn-ssd01.example.org"\n'
+        f'*** Offset = 0 ClusterId = {cid} ProcId = 0 Owner = "alice" CompletionDate = {end}\n'
+    )
 
 
 def _in(table: pa.Table, column: str, a: datetime, b: datetime) -> pa.Table:
     col = table.column(column)
-    return table.filter(pc.fill_null(pc.and_(pc.greater_equal(col, pa.scalar(a, col.type)),
-                                             pc.less(col, pa.scalar(b, col.type))), False))
+    return table.filter(
+        pc.fill_null(
+            pc.and_(pc.greater_equal(col, pa.scalar(a, col.type)), pc.less(col, pa.scalar(b, col.type))), False
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -110,58 +115,85 @@ def airflow(tmp_path_factory):
     # inputs of the real sources, for the first hour only
     a = HOURS[0] - timedelta(hours=1)
     condor = inputs / "history"
-    condor.write_text(_ad(7001, int(a.timestamp()) + 600) + _ad(7002, int(a.timestamp()) + 3599)
-                      + _ad(7003, int(a.timestamp()) - 1))  # the last ended in the hour before
+    condor.write_text(
+        _ad(7001, int(a.timestamp()) + 600) + _ad(7002, int(a.timestamp()) + 3599) + _ad(7003, int(a.timestamp()) - 1)
+    )  # the last ended in the hour before
     sacct = inputs / "sacct"
     sacct.write_text(FAKE_SACCT.replace("PYTHON", sys.executable))
     sacct.chmod(sacct.stat().st_mode | stat.S_IXUSR)
     xrootd = inputs / "xrootd"
     xrootd.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "TIERLENS_"))}
-    env.update({
-        "AIRFLOW_HOME": str(af_home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        # Cosmos renders the dbt project while the DAG file is parsed (a `dbt ls` child): on a busy
-        # 2-core machine that outlasts Airflow's default 30 s import timeout
-        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"), "AIRFLOW__COSMOS__ENABLE_TELEMETRY": "False",
-        "AIRFLOW__COSMOS__CACHE_DIR": str(af_home / "cosmos"), "DO_NOT_TRACK": "1",
-        "SCARF_NO_ANALYTICS": "true", "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",
-        "TIERLENS_HOME": str(home), "TIERLENS_SOURCES": "synthetic,slurm,condor,xrootd",
-        "TIERLENS_SYNTHETIC_START": SYN["start"], "TIERLENS_SYNTHETIC_DAYS": str(SYN["days"]),
-        "TIERLENS_SYNTHETIC_SEED": str(SYN["seed"]),
-        "TIERLENS_SYNTHETIC_NODES_PER_TYPE": str(SYN["nodes_per_type"]),
-        "TIERLENS_SLURM_SACCT": str(sacct), "TIERLENS_CONDOR_HISTORY": str(condor),
-        "TIERLENS_CONDOR_CLUSTER": CONDOR_CLUSTER, "TIERLENS_XROOTD_DIR": str(xrootd),
-        "TIERLENS_DBT_EXECUTABLE": str(DBT), "TIERLENS_RETRIES": "0",
-        "TIERLENS_SIMULATE_CACHES": ",".join(SIM_CACHES),
-        # dag.test() runs Cosmos' tasks one by one, a dbt process each: the DAG tests build the
-        # marts behind the report's efficiency and cache figures (test_dbt_project.py builds all).
-        "TIERLENS_DBT_SELECT": DBT_SELECT,
-        "DBT_INDIRECT_SELECTION": "cautious",  # no test of a model left out of DBT_SELECT
-        "FAKE_SACCT_LOG": str(inputs / "sacct-calls.log"),
-        "FAKE_SACCT_JSON": str(REPO / "plugins" / "slurm" / "tests" / "data" / "sacct-22.05-dbv0.0.38.json"),
-    })
-    r = subprocess.run([str(AIRFLOW_VENV / "bin" / "airflow"), "db", "migrate"], env=env,
-                       capture_output=True, text=True, timeout=600)
+    env.update(
+        {
+            "AIRFLOW_HOME": str(af_home),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            # Cosmos renders the dbt project while the DAG file is parsed (a `dbt ls` child): on a busy
+            # 2-core machine that outlasts Airflow's default 30 s import timeout
+            "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+            "AIRFLOW__COSMOS__ENABLE_TELEMETRY": "False",
+            "AIRFLOW__COSMOS__CACHE_DIR": str(af_home / "cosmos"),
+            "DO_NOT_TRACK": "1",
+            "SCARF_NO_ANALYTICS": "true",
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",
+            "TIERLENS_HOME": str(home),
+            "TIERLENS_SOURCES": "synthetic,slurm,condor,xrootd",
+            "TIERLENS_SYNTHETIC_START": SYN["start"],
+            "TIERLENS_SYNTHETIC_DAYS": str(SYN["days"]),
+            "TIERLENS_SYNTHETIC_SEED": str(SYN["seed"]),
+            "TIERLENS_SYNTHETIC_NODES_PER_TYPE": str(SYN["nodes_per_type"]),
+            "TIERLENS_SLURM_SACCT": str(sacct),
+            "TIERLENS_CONDOR_HISTORY": str(condor),
+            "TIERLENS_CONDOR_CLUSTER": CONDOR_CLUSTER,
+            "TIERLENS_XROOTD_DIR": str(xrootd),
+            "TIERLENS_DBT_EXECUTABLE": str(DBT),
+            "TIERLENS_RETRIES": "0",
+            "TIERLENS_SIMULATE_CACHES": ",".join(SIM_CACHES),
+            # dag.test() runs Cosmos' tasks one by one, a dbt process each: the DAG tests build the
+            # marts behind the report's efficiency and cache figures (test_dbt_project.py builds all).
+            "TIERLENS_DBT_SELECT": DBT_SELECT,
+            "DBT_INDIRECT_SELECTION": "cautious",  # no test of a model left out of DBT_SELECT
+            "FAKE_SACCT_LOG": str(inputs / "sacct-calls.log"),
+            "FAKE_SACCT_JSON": str(REPO / "plugins" / "slurm" / "tests" / "data" / "sacct-22.05-dbv0.0.38.json"),
+        }
+    )
+    r = subprocess.run(
+        [str(AIRFLOW_VENV / "bin" / "airflow"), "db", "migrate"], env=env, capture_output=True, text=True, timeout=600
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return {"env": env, "home": home, "inputs": inputs, "xrootd": xrootd,
-            "warehouse": home / "warehouse.duckdb", "condor": condor}
+    return {
+        "env": env,
+        "home": home,
+        "inputs": inputs,
+        "xrootd": xrootd,
+        "warehouse": home / "warehouse.duckdb",
+        "condor": condor,
+    }
 
 
 def drive(airflow, runs: list[dict] | None = None, timeout: float = 1200, **env) -> dict:
     plan = {"dags": str(REPO / "dags"), "runs": runs or []}
-    r = subprocess.run([str(AIRFLOW_PY), "-c", DRIVER, json.dumps(plan)], env={**airflow["env"], **env},
-                       capture_output=True, text=True, timeout=timeout, cwd=airflow["home"])
+    r = subprocess.run(
+        [str(AIRFLOW_PY), "-c", DRIVER, json.dumps(plan)],
+        env={**airflow["env"], **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=airflow["home"],
+    )
     lines = [x for x in r.stdout.splitlines() if x.startswith("DRIVER-RESULT ")]
-    assert r.returncode == 0 and lines, (r.stdout[-6000:] + r.stderr[-6000:])
+    assert r.returncode == 0 and lines, r.stdout[-6000:] + r.stderr[-6000:]
     return json.loads(lines[-1].removeprefix("DRIVER-RESULT "))
 
 
 def counts(warehouse: Path) -> dict[str, int]:
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
-        return {t: con.execute(f"SELECT count(*) FROM main.{t}").fetchone()[0]
-                for t in ("raw_job", "raw_job_tag", "raw_file_access", "raw_node", "raw_rejects")}
+        return {
+            t: con.execute(f"SELECT count(*) FROM main.{t}").fetchone()[0]
+            for t in ("raw_job", "raw_job_tag", "raw_file_access", "raw_node", "raw_rejects")
+        }
     finally:
         con.close()
 
@@ -171,9 +203,12 @@ def synthetic_site():
     """The synthetic site's records for SYN, from the generator itself (not through tierlens_ingest)."""
     from tierlens.sources.synthetic import SyntheticOptions, demo_site, generate
 
-    opts = SyntheticOptions(days=SYN["days"], seed=SYN["seed"],
-                            start=datetime.fromisoformat(SYN["start"]).replace(tzinfo=timezone.utc),
-                            site=demo_site(nodes_per_type=SYN["nodes_per_type"]))
+    opts = SyntheticOptions(
+        days=SYN["days"],
+        seed=SYN["seed"],
+        start=datetime.fromisoformat(SYN["start"]).replace(tzinfo=timezone.utc),
+        site=demo_site(nodes_per_type=SYN["nodes_per_type"]),
+    )
     tables: dict[RecordKind, list[pa.Table]] = {}
     for b in generate(opts):
         tables.setdefault(b.kind, []).append(b.table)
@@ -186,8 +221,13 @@ def test_dagbag_loads_without_import_errors(airflow):
     assert out["import_errors"] == {}
     dags = out["dags"]
     assert set(dags) == {"tierlens_ingest", "tierlens_transform", "tierlens_report", "tierlens_simulate"}
-    assert dags["tierlens_ingest"]["tasks"] == ["ingest_condor", "ingest_slurm", "ingest_synthetic",
-                                                 "ingest_xrootd", "publish"]
+    assert dags["tierlens_ingest"]["tasks"] == [
+        "ingest_condor",
+        "ingest_slurm",
+        "ingest_synthetic",
+        "ingest_xrootd",
+        "publish",
+    ]
     assert dags["tierlens_ingest"]["outlets"] == ["tierlens_raw"]
     assert dags["tierlens_ingest"]["timetable"] == "CronDataIntervalTimetable"
     assert dags["tierlens_report"]["tasks"] == ["build", "email"]
@@ -197,8 +237,12 @@ def test_dagbag_loads_without_import_errors(airflow):
     models = {p.stem for p in (REPO / "dbt" / "models").rglob("*") if p.suffix in (".sql", ".py")}
     seeds = {p.stem for p in (REPO / "dbt" / "seeds").rglob("*.csv")}
     tasks = set(dags["tierlens_transform"]["tasks"])
-    assert seeds and {f"{n}_build" for n in models | seeds} | {
-        "load_landed", "dbt_producer_watcher", "completeness_alert", "publish_snapshot"} == tasks
+    assert (
+        seeds
+        and {f"{n}_build" for n in models | seeds}
+        | {"load_landed", "dbt_producer_watcher", "completeness_alert", "publish_snapshot"}
+        == tasks
+    )
     assert dags["tierlens_transform"]["timetable"] == "AssetTriggeredTimetable"
 
 
@@ -211,8 +255,9 @@ def test_ingest_hours_load_what_they_should_and_reruns_change_nothing(airflow, s
     later = (HOURS[1], HOURS[1] + timedelta(hours=1))
     outside = _in(synthetic_site[RecordKind.FILE_ACCESS], "end_time", *later).slice(0, 1)
     extra = pa.concat_tables([first, outside])
-    extra = extra.set_column(extra.schema.get_field_index("server_host"), "server_host",
-                             pa.array([XROOTD_HOST] * extra.num_rows))
+    extra = extra.set_column(
+        extra.schema.get_field_index("server_host"), "server_host", pa.array([XROOTD_HOST] * extra.num_rows)
+    )
     pq.write_table(extra.cast(FILE_ACCESS), airflow["xrootd"] / "file_access-test-000000.parquet")
 
     runs = [{"dag": "tierlens_ingest", "logical_date": h.isoformat()} for h in HOURS]
@@ -225,20 +270,26 @@ def test_ingest_hours_load_what_they_should_and_reruns_change_nothing(airflow, s
     a, b = intervals[0][0], intervals[1][1]
     jobs = _in(synthetic_site[RecordKind.JOB], "end_time", a, b)
     keys = set(jobs.column("job_id").to_pylist())
-    tags = synthetic_site[RecordKind.JOB_TAG].filter(pc.is_in(synthetic_site[RecordKind.JOB_TAG]["job_id"],
-                                                              pa.array(sorted(keys))))
+    tags = synthetic_site[RecordKind.JOB_TAG].filter(
+        pc.is_in(synthetic_site[RecordKind.JOB_TAG]["job_id"], pa.array(sorted(keys)))
+    )
     accesses = _in(synthetic_site[RecordKind.FILE_ACCESS], "end_time", a, b)
-    expected = {"raw_job": jobs.num_rows + 2, "raw_job_tag": tags.num_rows,  # + 2 condor jobs (no tags)
-                "raw_file_access": accesses.num_rows + 3,  # + 3 collector rows of the first hour
-                "raw_node": synthetic_site[RecordKind.NODE].num_rows, "raw_rejects": 0}
+    expected = {
+        "raw_job": jobs.num_rows + 2,
+        "raw_job_tag": tags.num_rows,  # + 2 condor jobs (no tags)
+        "raw_file_access": accesses.num_rows + 3,  # + 3 collector rows of the first hour
+        "raw_node": synthetic_site[RecordKind.NODE].num_rows,
+        "raw_rejects": 0,
+    }
     assert jobs.num_rows > 10 and accesses.num_rows > 100  # the hours are not empty
     got = counts(airflow["warehouse"])
     assert got == expected
 
     con = duckdb.connect(str(airflow["warehouse"]), read_only=True)
     try:
-        condor = con.execute("SELECT split_part(job_id, '#', 2) FROM main.raw_job "
-                             "WHERE batch_system = 'htcondor' ORDER BY 1").fetchall()
+        condor = con.execute(
+            "SELECT split_part(job_id, '#', 2) FROM main.raw_job WHERE batch_system = 'htcondor' ORDER BY 1"
+        ).fetchall()
         xrd = con.execute("SELECT count(*) FROM main.raw_file_access WHERE server_host = ?", [XROOTD_HOST]).fetchone()
     finally:
         con.close()
@@ -267,9 +318,15 @@ def test_transform_builds_the_marts(airflow):
     finally:
         con.close()
     assert jobs == raw
-    assert {"job_efficiency_build", "efficiency_by_group_build", "cache_hourly_build", "stg_job_build",
-            "dbt_producer_watcher", "completeness_alert",
-            "publish_snapshot"} <= set(run["tasks"])
+    assert {
+        "job_efficiency_build",
+        "efficiency_by_group_build",
+        "cache_hourly_build",
+        "stg_job_build",
+        "dbt_producer_watcher",
+        "completeness_alert",
+        "publish_snapshot",
+    } <= set(run["tasks"])
     # readers' copy (tierlens sql, the report) holds what the transform built
     con = duckdb.connect(str(airflow["home"] / "published" / "warehouse.duckdb"), read_only=True)
     try:
@@ -310,17 +367,24 @@ def test_simulate_writes_one_run_per_configuration_and_reruns_replace_them(airfl
         assert run["tasks"] == {"replay_caches": "success", "predict_efficiency": "success"}, run
         con = duckdb.connect(str(airflow["warehouse"]), read_only=True)
         try:
-            seen.append((con.execute("SELECT policy, capacity_bytes, requests FROM sim_cache_runs "
-                                     "ORDER BY policy").fetchall(),
-                         con.execute("SELECT count(*) FROM sim_cache_hourly").fetchone()[0],
-                         con.execute("SELECT run_id, jobs FROM sim_efficiency_runs").fetchall(),
-                         con.execute("SELECT cache, count(*) FROM marts.efficiency_what_if "
-                                     "GROUP BY cache ORDER BY cache").fetchall(),
-                         con.execute("SELECT count(*) FROM marts.efficiency_measured_vs_predicted").fetchone()[0]))
+            seen.append(
+                (
+                    con.execute(
+                        "SELECT policy, capacity_bytes, requests FROM sim_cache_runs ORDER BY policy"
+                    ).fetchall(),
+                    con.execute("SELECT count(*) FROM sim_cache_hourly").fetchone()[0],
+                    con.execute("SELECT run_id, jobs FROM sim_efficiency_runs").fetchall(),
+                    con.execute(
+                        "SELECT cache, count(*) FROM marts.efficiency_what_if GROUP BY cache ORDER BY cache"
+                    ).fetchall(),
+                    con.execute("SELECT count(*) FROM marts.efficiency_measured_vs_predicted").fetchone()[0],
+                )
+            )
             analysis_jobs = con.execute(
                 "SELECT count(*) FROM marts.job_io_profile WHERE job_class = 'analysis' AND state = 'COMPLETED' "
                 "AND cpu_seconds > 0 AND end_time >= ? AND end_time < ?",
-                [REPORT_DATE - timedelta(days=7), REPORT_DATE]).fetchone()[0]
+                [REPORT_DATE - timedelta(days=7), REPORT_DATE],
+            ).fetchone()[0]
         finally:
             con.close()
     assert seen[0] == seen[1]
@@ -339,10 +403,19 @@ def test_simulate_writes_one_run_per_configuration_and_reruns_replace_them(airfl
 # ---- 6. the report as a browser draws it ------------------------------------------------------
 CHROMIUM = next((c for c in ("chromium", "chromium-browser", "google-chrome") if shutil.which(c)), None)
 # no network (there is none), no sandbox (root in CI), nothing in the background
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--disable-default-apps",
-                  "--no-first-run", "--no-default-browser-check", "--hide-scrollbars",
-                  "--virtual-time-budget=10000"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--hide-scrollbars",
+    "--virtual-time-budget=10000",
+]
 PROBE = """<script>window.addEventListener('load', () => {
   const imgs = [...document.images].map(i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight]);
   document.body.setAttribute('data-probe', JSON.stringify(imgs));
@@ -365,8 +438,12 @@ def render(html: Path, screenshot: Path, profile: Path) -> list[list]:
         probe.unlink()
     m = re.search(r'data-probe="([^"]*)"', dom.stdout)
     assert m, dom.stderr[-3000:]
-    shot = subprocess.run([*base, f"--screenshot={screenshot}", "--window-size=1280,2000", html.as_uri()],
-                          capture_output=True, text=True, timeout=180)
+    shot = subprocess.run(
+        [*base, f"--screenshot={screenshot}", "--window-size=1280,2000", html.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-3000:]
     return json.loads(htmllib.unescape(m.group(1)))
 

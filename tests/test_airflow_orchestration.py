@@ -26,6 +26,7 @@ def test_settings_variable_then_environment_then_default(monkeypatch):
 
     def broken(key):
         raise RuntimeError("no metadata database")
+
     assert tl.setting("ingest_schedule", broken) == "@daily"
     with pytest.raises(KeyError):
         tl.setting("no_such_setting")
@@ -40,18 +41,41 @@ def test_every_setting_is_documented_in_dags_readme():
 
 
 def _jobs(ends: list[datetime | None]) -> pa.Table:
-    rows = [{f.name: None for f in JOB} | {
-        "batch_system": "synthetic", "cluster": "c", "job_id": str(i), "step_id": "", "state": "COMPLETED",
-        "allocated_cores": 1, "start_time": T0 - timedelta(hours=5), "end_time": e,
-        "wall_seconds": 60.0, "cpu_user_seconds": 30.0, "cpu_system_seconds": 1.0}
-        for i, e in enumerate(ends)]
+    rows = [
+        {f.name: None for f in JOB}
+        | {
+            "batch_system": "synthetic",
+            "cluster": "c",
+            "job_id": str(i),
+            "step_id": "",
+            "state": "COMPLETED",
+            "allocated_cores": 1,
+            "start_time": T0 - timedelta(hours=5),
+            "end_time": e,
+            "wall_seconds": 60.0,
+            "cpu_user_seconds": 30.0,
+            "cpu_system_seconds": 1.0,
+        }
+        for i, e in enumerate(ends)
+    ]
     return pa.Table.from_pylist(rows, schema=JOB)
 
 
 def _tags(n: int) -> pa.Table:
-    rows = [{f.name: None for f in JOB_TAG} | {
-        "batch_system": "synthetic", "cluster": "c", "job_id": str(i), "step_id": "", "node": "wn1",
-        "storage_type": "ssd", "ab_arm": "A", "tagged_at": T0 - timedelta(hours=5)} for i in range(n)]
+    rows = [
+        {f.name: None for f in JOB_TAG}
+        | {
+            "batch_system": "synthetic",
+            "cluster": "c",
+            "job_id": str(i),
+            "step_id": "",
+            "node": "wn1",
+            "storage_type": "ssd",
+            "ab_arm": "A",
+            "tagged_at": T0 - timedelta(hours=5),
+        }
+        for i in range(n)
+    ]
     return pa.Table.from_pylist(rows, schema=JOB_TAG)
 
 
@@ -61,8 +85,16 @@ def test_interval_selection_partitions_the_records():
     seen: list[str] = []
     for a, b in hours:
         reject = Reject(RecordKind.JOB, "src", "file:line 9", "x", "unparsable", "raw")
-        out = list(tl.interval_batches([Batch(RecordKind.JOB, _jobs(ends), "src", rejects=[reject]),
-                                        Batch(RecordKind.JOB_TAG, _tags(len(ends)), "src")], a, b))
+        out = list(
+            tl.interval_batches(
+                [
+                    Batch(RecordKind.JOB, _jobs(ends), "src", rejects=[reject]),
+                    Batch(RecordKind.JOB_TAG, _tags(len(ends)), "src"),
+                ],
+                a,
+                b,
+            )
+        )
         jobs = [r for o in out if o.kind is RecordKind.JOB for r in o.table.column("job_id").to_pylist()]
         tags = [r for o in out if o.kind is RecordKind.JOB_TAG for r in o.table.column("job_id").to_pylist()]
         assert tags == jobs  # a tag goes with its job
@@ -75,18 +107,30 @@ def test_interval_selection_partitions_the_records():
 
 
 def test_interval_selection_keeps_locations_and_is_deterministic():
-    rows = [{f.name: None for f in FILE_ACCESS} | {
-        "server_host": "xcache", "unique_id": f"u{i}", "file_lfn": "/f", "start_time": T0,
-        "end_time": T0 + timedelta(minutes=40 * i), "close_seen": True} for i in range(4)]
+    rows = [
+        {f.name: None for f in FILE_ACCESS}
+        | {
+            "server_host": "xcache",
+            "unique_id": f"u{i}",
+            "file_lfn": "/f",
+            "start_time": T0,
+            "end_time": T0 + timedelta(minutes=40 * i),
+            "close_seen": True,
+        }
+        for i in range(4)
+    ]
     batch = Batch(RecordKind.FILE_ACCESS, pa.Table.from_pylist(rows, schema=FILE_ACCESS), "parquet:x.parquet")
     a, b = T0 + timedelta(minutes=30), T0 + timedelta(minutes=90)
     first = list(tl.interval_batches([batch], a, b))
     again = list(tl.interval_batches([batch], a, b))
     assert [o.table.column("unique_id").to_pylist() for o in first] == [["u1", "u2"]]
     assert [o.location(i) for o in first for i in range(o.table.num_rows)] == [
-        "parquet:x.parquet:row 1", "parquet:x.parquet:row 2"]
+        "parquet:x.parquet:row 1",
+        "parquet:x.parquet:row 2",
+    ]
     assert [(o.source, o.table.equals(p.table)) for o, p in zip(first, again)] == [
-        (f"parquet:x.parquet@{a.isoformat()}..{b.isoformat()}", True)]
+        (f"parquet:x.parquet@{a.isoformat()}..{b.isoformat()}", True)
+    ]
 
 
 def test_interval_folder_names():

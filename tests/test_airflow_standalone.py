@@ -111,7 +111,7 @@ def _proc_net_address(hex_addr: str) -> tuple[str, int]:
     host, port = hex_addr.split(":")
     raw = bytes.fromhex(host)
     # the kernel prints each 32-bit word in host (little-endian) order
-    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
     return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, words), int(port, 16)
 
 
@@ -152,8 +152,10 @@ def dag_runs(db: Path) -> list[dict]:
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
         try:
-            rows = con.execute("SELECT dag_id, run_type, state, data_interval_start, data_interval_end, "
-                               "start_date, end_date FROM dag_run").fetchall()
+            rows = con.execute(
+                "SELECT dag_id, run_type, state, data_interval_start, data_interval_end, "
+                "start_date, end_date FROM dag_run"
+            ).fetchall()
         finally:
             con.close()
     except sqlite3.Error:  # not migrated yet, or busy: ask again
@@ -179,8 +181,13 @@ def unpause(env: dict[str, str], dag_id: str, log: Path, deadline: float) -> Non
     (before that the command finds nothing to change and still exits 0)."""
     db = Path(env["AIRFLOW_HOME"]) / "airflow.db"
     while True:
-        r = subprocess.run([str(AIRFLOW_VENV / "bin" / "airflow"), "dags", "unpause", dag_id, "-y"], env=env,
-                           capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [str(AIRFLOW_VENV / "bin" / "airflow"), "dags", "unpause", dag_id, "-y"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if r.returncode == 0 and paused(db, dag_id) is False:
             return
         if time.monotonic() > deadline:
@@ -225,28 +232,42 @@ def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Pat
     home, af_home = tmp_path / "tierlens", tmp_path / "airflow"
     api_port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "TIERLENS_"))}
-    env.update({
-        # a PATH without Airflow's virtualenv: the script must put it there
-        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        "AIRFLOW_VENV": str(AIRFLOW_VENV), "AIRFLOW_HOME": str(af_home), "TIERLENS_HOME": str(home),
-        "AIRFLOW__API__PORT": str(api_port),
-        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
-        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
-        "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(free_port()),
-        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300",
-        "TIERLENS_INGEST_SCHEDULE": schedule,
-        "TIERLENS_SOURCES": "synthetic", "TIERLENS_SYNTHETIC_START": syn_start, "TIERLENS_SYNTHETIC_DAYS": "2",
-        "TIERLENS_SYNTHETIC_NODES_PER_TYPE": "1", "TIERLENS_SYNTHETIC_SEED": "7",
-        "TIERLENS_START_DATE": (now - timedelta(days=3)).strftime("%Y-%m-%d"),
-        "TIERLENS_DBT_EXECUTABLE": str(DBT), "TIERLENS_RETRIES": "0",
-    })
+    env.update(
+        {
+            # a PATH without Airflow's virtualenv: the script must put it there
+            "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "AIRFLOW_VENV": str(AIRFLOW_VENV),
+            "AIRFLOW_HOME": str(af_home),
+            "TIERLENS_HOME": str(home),
+            "AIRFLOW__API__PORT": str(api_port),
+            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+            "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(free_port()),
+            "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300",
+            "TIERLENS_INGEST_SCHEDULE": schedule,
+            "TIERLENS_SOURCES": "synthetic",
+            "TIERLENS_SYNTHETIC_START": syn_start,
+            "TIERLENS_SYNTHETIC_DAYS": "2",
+            "TIERLENS_SYNTHETIC_NODES_PER_TYPE": "1",
+            "TIERLENS_SYNTHETIC_SEED": "7",
+            "TIERLENS_START_DATE": (now - timedelta(days=3)).strftime("%Y-%m-%d"),
+            "TIERLENS_DBT_EXECUTABLE": str(DBT),
+            "TIERLENS_RETRIES": "0",
+        }
+    )
     if os.environ.get("PYTHONPATH"):  # a worktree's tierlens rather than the one installed
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     log = tmp_path / "standalone.log"
     deadline = time.monotonic() + DEADLINE_S
     with log.open("wb") as out:
-        proc = subprocess.Popen(["bash", str(REPO / "deploy" / "airflow" / "standalone.sh")], cwd=REPO, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            ["bash", str(REPO / "deploy" / "airflow" / "standalone.sh")],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     left: set[int] = set()
     try:
         # the transform first: an Asset event queues runs of unpaused consumers only
@@ -285,15 +306,17 @@ def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Pat
     try:
         raw = con.execute("SELECT count(*) FROM main.raw_job").fetchall()[0][0]
         # no interval passes silently: the scheduled one says what it brought
-        intervals = con.execute("SELECT source, interval_start, interval_end, records, outcome, reason "
-                                "FROM main.raw_source_interval").fetchall()
+        intervals = con.execute(
+            "SELECT source, interval_start, interval_end, records, outcome, reason FROM main.raw_source_interval"
+        ).fetchall()
         marts = con.execute("SELECT count(*) FROM marts.job_efficiency").fetchall()[0][0]
         whole_jobs = con.execute("SELECT count(*) FROM main.raw_job WHERE step_id = ''").fetchall()[0][0]
     finally:
         con.close()
     assert raw == expected and marts == whole_jobs > 0
-    assert [(i[0], _utc(str(i[1])), _utc(str(i[2])), i[4]) for i in intervals] == [("synthetic", start, end, "loaded")], \
-        intervals
+    assert [(i[0], _utc(str(i[1])), _utc(str(i[2])), i[4]) for i in intervals] == [
+        ("synthetic", start, end, "loaded")
+    ], intervals
     assert intervals[0][3] >= expected
 
     # the same transform by hand on the same raw tables (the run built the models from nothing)
@@ -311,18 +334,26 @@ def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Pat
     by_hand_env = {k: v for k, v in os.environ.items() if not k.startswith("TIERLENS_")}
     by_hand_env["TIERLENS_HOME"] = str(copy.parent)
     t0 = time.monotonic()
-    r = subprocess.run([str(Path(sys.executable).parent / "tierlens"), "transform", "-w", str(copy)],
-                       env=by_hand_env, capture_output=True, text=True, timeout=1800)
+    r = subprocess.run(
+        [str(Path(sys.executable).parent / "tierlens"), "transform", "-w", str(copy)],
+        env=by_hand_env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     by_hand = time.monotonic() - t0
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    print(f"\nscheduled tierlens_transform run: {dag_seconds:.1f} s; `tierlens transform` on a copy of the "
-          f"same raw warehouse: {by_hand:.1f} s; ratio {dag_seconds / by_hand:.2f}; load {os.getloadavg()}")
+    print(
+        f"\nscheduled tierlens_transform run: {dag_seconds:.1f} s; `tierlens transform` on a copy of the "
+        f"same raw warehouse: {by_hand:.1f} s; ratio {dag_seconds / by_hand:.2f}; load {os.getloadavg()}"
+    )
 
 
 # ---- systemd units -----------------------------------------------------------------------------
 def units() -> list[Path]:
-    return sorted(p for ext in ("service", "timer", "socket", "path", "target")
-                  for p in (REPO / "deploy").rglob(f"*.{ext}"))
+    return sorted(
+        p for ext in ("service", "timer", "socket", "path", "target") for p in (REPO / "deploy").rglob(f"*.{ext}")
+    )
 
 
 def verify(unit: Path, tmp_path: Path) -> str:
@@ -336,8 +367,9 @@ def verify(unit: Path, tmp_path: Path) -> str:
             (folder / sibling.name).write_text(sibling.read_text().replace(UNIT_CHECKOUT, str(REPO)))
     copy = folder / unit.name
     copy.write_text(unit.read_text().replace(UNIT_CHECKOUT, str(REPO)))
-    r = subprocess.run(["systemd-analyze", "verify", "--man=no", str(copy)], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        ["systemd-analyze", "verify", "--man=no", str(copy)], capture_output=True, text=True, timeout=120
+    )
     complaints = [line for line in (r.stdout + r.stderr).splitlines() if line.strip()]
     if r.returncode != 0 and not complaints:
         complaints = [f"exit status {r.returncode}"]

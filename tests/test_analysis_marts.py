@@ -35,14 +35,14 @@ H = 3600.0
 
 # --- SLAC A/B ----------------------------------------------------------------------------
 SLAC_START = datetime(2013, 9, 4, tzinfo=UTC)
-SLAC_HOURS = 33 * 24                      # 2013/09/04 .. 10/07 (exclusive), the poster's 33 days
+SLAC_HOURS = 33 * 24  # 2013/09/04 .. 10/07 (exclusive), the poster's 33 days
 HIGH_START = datetime(2013, 9, 13, tzinfo=UTC)
-HIGH_HOURS = 3 * 24                       # 13-15 September
-SLAC_ALL = {"A": (25776.9, 34143.3), "B": (28508.6, 35258.7)}    # CPU hours, wall hours
+HIGH_HOURS = 3 * 24  # 13-15 September
+SLAC_ALL = {"A": (25776.9, 34143.3), "B": (28508.6, 35258.7)}  # CPU hours, wall hours
 SLAC_HIGH = {"A": (49.5, 240.2), "B": (59.8, 166.3)}
 
 # --- Glasgow ------------------------------------------------------------------------------
-GLA_START = datetime(2010, 9, 1, tzinfo=UTC)   # first week of September 2010 (Table 3's data)
+GLA_START = datetime(2010, 9, 1, tzinfo=UTC)  # first week of September 2010 (Table 3's data)
 FULL_HOURS = 10
 # node, storage_type, device model, throughput at full occupancy (Table 1 mean throughput)
 GLA_NODES = [
@@ -57,7 +57,7 @@ GLA_CATALOG = [
     ("2xHDD(500GB)", "raid0", "HDD 250GB", 2, 40.0, 250, None),
 ]
 GLA_TABLE4 = {"Kingston SSDnow": (34.40, 1.21), "Intel X-25 SSD": (40.80, 1.53), "2xHDD(500GB)": (11.40, 0.16)}
-TAIL_HOURS = 5      # after the full period: 2 single-core jobs at efficiency 1.0 (occupancy 2/8)
+TAIL_HOURS = 5  # after the full period: 2 single-core jobs at efficiency 1.0 (occupancy 2/8)
 BYTES_WRITTEN_PER_JOB = 20 * GB
 
 # --- Fermilab -----------------------------------------------------------------------------
@@ -66,7 +66,7 @@ FNAL_CLIENTS = 49
 FNAL_BYTES = 2 * GB
 FNAL_FASTEST_S = 100.0
 FNAL_TIMES = np.linspace(1.0, 1.77, FNAL_CLIENTS) * FNAL_FASTEST_S
-SMALL_BW = [8.0, 9.0, 10.0, 11.0]   # MB/s of four clients of a second server
+SMALL_BW = [8.0, 9.0, 10.0, 11.0]  # MB/s of four clients of a second server
 
 # --- popularity ---------------------------------------------------------------------------
 POP_R = datetime(2013, 11, 20, 12, 0, tzinfo=UTC)
@@ -75,33 +75,70 @@ POP_ACCESSES = [
     ("/pop/f1", 1.0, 0.5, 4 * GB, 4 * GB),
     ("/pop/f1", 13.0, 0.5, 2 * GB, 4 * GB),
     ("/pop/f1", 13.5, 0.5, 2 * GB, 4 * GB),
-    ("/pop/f1", 130.0, 0.5, 4 * GB, 4 * GB),    # beyond 10 periods and 5 days: not counted
-    ("/pop/f2", 2.0, 2.0, GB // 10, GB),        # ends at POP_R: the reference time
+    ("/pop/f1", 130.0, 0.5, 4 * GB, 4 * GB),  # beyond 10 periods and 5 days: not counted
+    ("/pop/f2", 2.0, 2.0, GB // 10, GB),  # ends at POP_R: the reference time
     ("/pop/f2", 2.0, 0.2, GB // 10, GB),
     ("/pop/f2", 30.0, 0.2, GB // 10, GB),
-    ("/pop/f3", 140.0, 0.2, GB, GB),            # only old accesses: absent
+    ("/pop/f3", 140.0, 0.2, GB, GB),  # only old accesses: absent
 ]
 
 
 def _job(job_id, node, start, wall_s, cores, cpu_s, arm_tag=None, written=None):
     return dict(
-        batch_system="synthetic", cluster="seed", job_id=job_id, step_id="",
-        job_identity=records.job_identity("synthetic", "seed", job_id), user_name="u", account="atlas",
-        vo="atlas", job_class="analysis", partition="grid", node=node, node_list=node,
-        submit_time=start, start_time=start, end_time=start + timedelta(seconds=wall_s),
-        allocated_cores=cores, cpu_user_seconds=cpu_s, cpu_system_seconds=0.0, wall_seconds=float(wall_s),
-        state="COMPLETED", exit_code=0, bytes_read=None, bytes_written=written,
+        batch_system="synthetic",
+        cluster="seed",
+        job_id=job_id,
+        step_id="",
+        job_identity=records.job_identity("synthetic", "seed", job_id),
+        user_name="u",
+        account="atlas",
+        vo="atlas",
+        job_class="analysis",
+        partition="grid",
+        node=node,
+        node_list=node,
+        submit_time=start,
+        start_time=start,
+        end_time=start + timedelta(seconds=wall_s),
+        allocated_cores=cores,
+        cpu_user_seconds=cpu_s,
+        cpu_system_seconds=0.0,
+        wall_seconds=float(wall_s),
+        state="COMPLETED",
+        exit_code=0,
+        bytes_read=None,
+        bytes_written=written,
     )
 
 
 def _access(uid, server, role, lfn, start, end, read, size, client="c0", hit=None, miss=None):
     return dict(
-        server_host=server, unique_id=uid, server_role=role, file_lfn=lfn, file_size_bytes=size,
-        start_time=start, end_time=end, read_single_average_bytes=None, read_vector_average_bytes=None,
-        write_average_bytes=None, read_bytes_at_close=read, write_bytes_at_close=0, read_bytes=read,
-        readv_bytes=0, write_bytes=0, read_ops=1, readv_ops=0, write_ops=0, client_host=client,
-        client_pid=1, app_name="athena", job_identity=None, cache_hit_bytes=hit, cache_miss_bytes=miss,
-        cache_bypass_bytes=0 if role == "cache" else None, close_seen=True,
+        server_host=server,
+        unique_id=uid,
+        server_role=role,
+        file_lfn=lfn,
+        file_size_bytes=size,
+        start_time=start,
+        end_time=end,
+        read_single_average_bytes=None,
+        read_vector_average_bytes=None,
+        write_average_bytes=None,
+        read_bytes_at_close=read,
+        write_bytes_at_close=0,
+        read_bytes=read,
+        readv_bytes=0,
+        write_bytes=0,
+        read_ops=1,
+        readv_ops=0,
+        write_ops=0,
+        client_host=client,
+        client_pid=1,
+        app_name="athena",
+        job_identity=None,
+        cache_hit_bytes=hit,
+        cache_miss_bytes=miss,
+        cache_bypass_bytes=0 if role == "cache" else None,
+        close_seen=True,
     )
 
 
@@ -134,8 +171,21 @@ def slac_cache_accesses() -> list[dict]:
         start = SLAC_START + timedelta(hours=h, minutes=10)
         high = HIGH_START <= start < HIGH_START + timedelta(hours=HIGH_HOURS)
         hit = 9 * GB if high else 2 * GB
-        out.append(_access(f"slac-c{h}", "ssdcache", "cache", f"/slac/{h}", start, start + timedelta(minutes=5),
-                           10 * GB, 10 * GB, client="one-client", hit=hit, miss=10 * GB - hit))
+        out.append(
+            _access(
+                f"slac-c{h}",
+                "ssdcache",
+                "cache",
+                f"/slac/{h}",
+                start,
+                start + timedelta(minutes=5),
+                10 * GB,
+                10 * GB,
+                client="one-client",
+                hit=hit,
+                miss=10 * GB - hit,
+            )
+        )
     return out
 
 
@@ -144,26 +194,69 @@ def glasgow_jobs() -> list[dict]:
     for node, _, _, throughput in GLA_NODES:
         eff = throughput / 8
         for slot in range(8):  # 8 single-core jobs fill the 8 slots for FULL_HOURS
-            out.append(_job(f"{node}-{slot}", node, GLA_START, FULL_HOURS * H, 1, eff * FULL_HOURS * H,
-                            written=BYTES_WRITTEN_PER_JOB))
+            out.append(
+                _job(
+                    f"{node}-{slot}",
+                    node,
+                    GLA_START,
+                    FULL_HOURS * H,
+                    1,
+                    eff * FULL_HOURS * H,
+                    written=BYTES_WRITTEN_PER_JOB,
+                )
+            )
         for k in range(2):  # a half-empty tail: 2 of 8 slots at efficiency 1
-            out.append(_job(f"{node}-tail{k}", node, GLA_START + timedelta(hours=FULL_HOURS), TAIL_HOURS * H, 1,
-                            TAIL_HOURS * H, written=BYTES_WRITTEN_PER_JOB))
+            out.append(
+                _job(
+                    f"{node}-tail{k}",
+                    node,
+                    GLA_START + timedelta(hours=FULL_HOURS),
+                    TAIL_HOURS * H,
+                    1,
+                    TAIL_HOURS * H,
+                    written=BYTES_WRITTEN_PER_JOB,
+                )
+            )
     # a job across an hour boundary: 30 min in each of two tail hours, CPU shared pro rata
-    out.append(_job("gla-raid0-half", "gla-raid0", GLA_START + timedelta(hours=FULL_HOURS, minutes=30), H, 1,
-                    0.5 * H, written=0))
+    out.append(
+        _job(
+            "gla-raid0-half", "gla-raid0", GLA_START + timedelta(hours=FULL_HOURS, minutes=30), H, 1, 0.5 * H, written=0
+        )
+    )
     return out
 
 
 def fermilab_accesses() -> list[dict]:
     out = []
     for i, secs in enumerate(FNAL_TIMES):
-        out.append(_access(f"fnal{i}", "lustre", "origin", f"/fnal/{i}", FNAL_START,
-                           FNAL_START + timedelta(seconds=float(secs)), FNAL_BYTES, FNAL_BYTES, client=f"fcl{i:02d}"))
+        out.append(
+            _access(
+                f"fnal{i}",
+                "lustre",
+                "origin",
+                f"/fnal/{i}",
+                FNAL_START,
+                FNAL_START + timedelta(seconds=float(secs)),
+                FNAL_BYTES,
+                FNAL_BYTES,
+                client=f"fcl{i:02d}",
+            )
+        )
     for i, bw in enumerate(SMALL_BW):
         secs = 100.0
-        out.append(_access(f"small{i}", "bluearc", "origin", f"/small/{i}", FNAL_START,
-                           FNAL_START + timedelta(seconds=secs), int(bw * 1e6 * secs), 10 * GB, client=f"itb{i}"))
+        out.append(
+            _access(
+                f"small{i}",
+                "bluearc",
+                "origin",
+                f"/small/{i}",
+                FNAL_START,
+                FNAL_START + timedelta(seconds=secs),
+                int(bw * 1e6 * secs),
+                10 * GB,
+                client=f"itb{i}",
+            )
+        )
     return out
 
 
@@ -171,8 +264,11 @@ def popularity_accesses() -> list[dict]:
     out = []
     for i, (lfn, before, dur, read, size) in enumerate(POP_ACCESSES):
         start = POP_R - timedelta(hours=before)
-        out.append(_access(f"pop{i}", "origin-pop", "origin", lfn, start, start + timedelta(hours=dur),
-                           read, size, client=f"p{i}"))
+        out.append(
+            _access(
+                f"pop{i}", "origin-pop", "origin", lfn, start, start + timedelta(hours=dur), read, size, client=f"p{i}"
+            )
+        )
     return out
 
 
@@ -186,8 +282,16 @@ def node_rows() -> list[dict]:
 
 
 def catalog_rows() -> list[dict]:
-    keys = ("config_name", "storage_type", "device_model", "devices_per_node", "unit_price", "currency",
-            "capacity_bytes", "endurance_tbw")
+    keys = (
+        "config_name",
+        "storage_type",
+        "device_model",
+        "devices_per_node",
+        "unit_price",
+        "currency",
+        "capacity_bytes",
+        "endurance_tbw",
+    )
     return [dict(zip(keys, (n, st, m, d, p, "GBP", gb * GB, tbw))) for n, st, m, d, p, gb, tbw in GLA_CATALOG]
 
 
@@ -199,8 +303,7 @@ def built(tmp_path_factory):
     con = duckdb.connect(str(warehouse))
     try:
         insert(con, RecordKind.JOB, slac_jobs() + glasgow_jobs())
-        insert(con, RecordKind.FILE_ACCESS,
-               slac_cache_accesses() + fermilab_accesses() + popularity_accesses())
+        insert(con, RecordKind.FILE_ACCESS, slac_cache_accesses() + fermilab_accesses() + popularity_accesses())
         insert(con, RecordKind.NODE, node_rows())
         insert(con, RecordKind.STORAGE_CATALOG, catalog_rows())
     finally:
@@ -220,9 +323,13 @@ def con(built):
 
 # --- SLAC ---------------------------------------------------------------------------------
 
+
 def _ab(con, subset):
-    return rows(con, f"""select * from marts.ab_uncertainty
-        where subset = '{subset}' and grouping = 'site' and period_grain = 'all'""")
+    return rows(
+        con,
+        f"""select * from marts.ab_uncertainty
+        where subset = '{subset}' and grouping = 'site' and period_grain = 'all'""",
+    )
 
 
 def test_slac_ab_table_cpu_per_wall(con):
@@ -249,8 +356,11 @@ def test_slac_high_hit_ratio_period(con):
 
 
 def test_ab_warning_when_too_few_jobs(con):
-    days = rows(con, """select * from marts.ab_uncertainty
-        where subset = 'all' and grouping = 'site' and period_grain = 'day' order by period_start""")
+    days = rows(
+        con,
+        """select * from marts.ab_uncertainty
+        where subset = 'all' and grouping = 'site' and period_grain = 'day' order by period_start""",
+    )
     assert len(days) == 33
     # 24 jobs per arm and day < ab_min_jobs (30): every day says it cannot conclude, and why
     assert all(not d["enough_data"] and d["conclusion"] == "insufficient data" for d in days)
@@ -258,6 +368,7 @@ def test_ab_warning_when_too_few_jobs(con):
 
 
 # --- Glasgow ------------------------------------------------------------------------------
+
 
 def test_glasgow_table4_prices(con):
     got = {r["config_name"]: r for r in rows(con, "select * from marts.storage_price_performance")}
@@ -281,7 +392,7 @@ def test_price_per_efficiency_point_and_endurance(con):
         span_h = FULL_HOURS + (TAIL_HOURS if node != "gla-raid0" else TAIL_HOURS)
         per_node_day = 10 * 20 / (span_h / 24)
         assert r["scratch_gb_written_per_node_day"] == pytest.approx(per_node_day)
-        usable = 2 if name == "2xHDD(500GB)" else 1      # RAID0 splits writes over both disks
+        usable = 2 if name == "2xHDD(500GB)" else 1  # RAID0 splits writes over both disks
         assert r["gb_written_per_device_day"] == pytest.approx(per_node_day / usable)
         if tbw is None:
             assert r["expected_lifetime_years"] is None
@@ -318,13 +429,14 @@ def test_occupancy_on_hand_made_intervals(con):
 
 # --- Fermilab -----------------------------------------------------------------------------
 
+
 def test_fermilab_completion_time_ratio_and_jain(con):
     (r,) = rows(con, "select * from marts.client_fairness where server_host = 'lustre'")
     assert r["clients"] == FNAL_CLIENTS
     assert r["completion_time_ratio"] == pytest.approx(1.77)
     bw = FNAL_BYTES / 1e6 / FNAL_TIMES
     assert r["bandwidth_ratio"] == pytest.approx(1.77)
-    assert r["jain_index"] == pytest.approx(bw.sum() ** 2 / (len(bw) * (bw ** 2).sum()))
+    assert r["jain_index"] == pytest.approx(bw.sum() ** 2 / (len(bw) * (bw**2).sum()))
     assert r["mean_bandwidth_mb_s"] == pytest.approx(bw.mean())
     assert r["bandwidth_cv"] == pytest.approx(bw.std() / bw.mean())
     assert r["spread_above_mean"] == pytest.approx(bw.max() / bw.mean() - 1)
@@ -332,13 +444,14 @@ def test_fermilab_completion_time_ratio_and_jain(con):
 
 def test_jain_index_from_hand_made_bandwidths(con):
     (r,) = rows(con, "select * from marts.client_fairness where server_host = 'bluearc'")
-    assert r["jain_index"] == pytest.approx(38.0 ** 2 / (4 * (64 + 81 + 100 + 121)))
+    assert r["jain_index"] == pytest.approx(38.0**2 / (4 * (64 + 81 + 100 + 121)))
     assert r["min_bandwidth_mb_s"] == pytest.approx(8.0) and r["max_bandwidth_mb_s"] == pytest.approx(11.0)
     # one client only (the SLAC cache's): no fairness group
     assert rows(con, "select * from marts.client_fairness where server_host = 'ssdcache'") == []
 
 
 # --- popularity ---------------------------------------------------------------------------
+
 
 def test_file_popularity_table_and_rank(con):
     got = {r["file_lfn"]: r for r in rows(con, "select * from marts.file_popularity where file_lfn like '/pop/%'")}
@@ -366,8 +479,13 @@ def test_file_popularity_table_and_rank(con):
 
 def test_analysis_sql_queries_run(con):
     sql_dir = Path(__file__).resolve().parents[1] / "sql"
-    for name in ("ab_with_confidence.sql", "efficiency_at_full_occupancy.sql", "storage_endurance.sql",
-                 "client_fairness.sql", "file_popularity.sql"):
+    for name in (
+        "ab_with_confidence.sql",
+        "efficiency_at_full_occupancy.sql",
+        "storage_endurance.sql",
+        "client_fairness.sql",
+        "file_popularity.sql",
+    ):
         text = (sql_dir / name).read_text()
         assert text.startswith("-- Question: "), name
         assert con.execute(text).fetchall(), name

@@ -87,8 +87,12 @@ def test_analysis_sections_follow_the_others(report):
     assert report.sections == list(SECTION_IDS) + list(ANALYSIS_SECTION_IDS)
     assert report.no_data == []
     html = report.html_path.read_text(encoding="utf-8")
-    for title in ("A/B difference with confidence intervals", "Efficiency and throughput at full occupancy",
-                  "Client fairness", "File popularity"):
+    for title in (
+        "A/B difference with confidence intervals",
+        "Efficiency and throughput at full occupancy",
+        "Client fairness",
+        "File popularity",
+    ):
         assert title in html
     assert html.count("<img") == 4 + 4  # the four original figures + one per analytics section
     assert {p.name for p in report.csv_paths} >= set(ANALYSIS_CSV_NAMES) - {"storage_full_occupancy_endurance.csv"}

@@ -27,8 +27,9 @@ def synthetic_jobs(rng: np.random.Generator, blocks: int, jobs_per_block: int, e
 
 
 def test_blocks_from_jobs_sums_per_block_and_arm():
-    na, da, nb, db = blocks_from_jobs(["h1", "h1", "h2", "h2", "h2"], [False, True, False, False, True],
-                                      [1, 2, 3, 4, 5], [10, 20, 30, 40, 50])
+    na, da, nb, db = blocks_from_jobs(
+        ["h1", "h1", "h2", "h2", "h2"], [False, True, False, False, True], [1, 2, 3, 4, 5], [10, 20, 30, 40, 50]
+    )
     assert na.tolist() == [1, 7] and da.tolist() == [10, 70]
     assert nb.tolist() == [2, 5] and db.tolist() == [20, 50]
 
@@ -78,9 +79,12 @@ def test_identical_arms_give_a_large_p_value_and_an_interval_around_zero():
     rng = np.random.default_rng(5)
     block, _, cpu, cw = synthetic_jobs(rng, 80, 4, 0.75, 0.75)
     # arm B is an exact copy of arm A, block by block
-    sums = blocks_from_jobs(np.concatenate([block, block]),
-                            np.concatenate([np.zeros(len(block), bool), np.ones(len(block), bool)]),
-                            np.concatenate([cpu, cpu]), np.concatenate([cw, cw]))
+    sums = blocks_from_jobs(
+        np.concatenate([block, block]),
+        np.concatenate([np.zeros(len(block), bool), np.ones(len(block), bool)]),
+        np.concatenate([cpu, cpu]),
+        np.concatenate([cw, cw]),
+    )
     r = ab_test(*sums)
     assert r.difference == pytest.approx(0.0, abs=1e-12)
     assert r.p_value > 0.9
@@ -115,5 +119,5 @@ def test_fast_on_a_demo_month_of_jobs():
 def test_jain_index_by_hand():
     assert jain_index([10, 10, 10, 10]) == pytest.approx(1.0)
     assert jain_index([1, 0, 0, 0]) == pytest.approx(0.25)
-    assert jain_index([8, 9, 10, 11]) == pytest.approx(38 ** 2 / (4 * (64 + 81 + 100 + 121)))
+    assert jain_index([8, 9, 10, 11]) == pytest.approx(38**2 / (4 * (64 + 81 + 100 + 121)))
     assert jain_index([]) is None

@@ -30,21 +30,54 @@ def _rows(wh, sql):
 
 # --- 1. the record and the command ------------------------------------------------------------
 
+
 def test_change_add_records_scope_time_and_category(tmp_path):
     wh = tmp_path / "w.duckdb"
-    r = runner.invoke(app, ["change", "add", "GPFS pagepool 512MB -> 1GB", "--at", "2026-10-14T09:00Z",
-                            "--nodes", "wn01, wn02", "--category", "filesystem", "--by", "ifca",
-                            "--warehouse", str(wh)])
+    r = runner.invoke(
+        app,
+        [
+            "change",
+            "add",
+            "GPFS pagepool 512MB -> 1GB",
+            "--at",
+            "2026-10-14T09:00Z",
+            "--nodes",
+            "wn01, wn02",
+            "--category",
+            "filesystem",
+            "--by",
+            "ifca",
+            "--warehouse",
+            str(wh),
+        ],
+    )
     assert r.exit_code == 0, r.output
-    got = _rows(wh, "select changed_at, description, category, scope_nodes, scope_storage_type, changed_by, "
-                    "change_id from raw_site_change")
+    got = _rows(
+        wh,
+        "select changed_at, description, category, scope_nodes, scope_storage_type, changed_by, "
+        "change_id from raw_site_change",
+    )
     assert len(got) == 1
     at, text, cat, nodes, st, by, cid = got[0]
     assert at == datetime(2026, 10, 14, 9, 0, tzinfo=UTC)
     assert (text, cat, nodes, st, by) == ("GPFS pagepool 512MB -> 1GB", "filesystem", ["wn01", "wn02"], None, "ifca")
     # the same change again is the same row (derived id), not a second one
-    r = runner.invoke(app, ["change", "add", "GPFS pagepool 512MB -> 1GB", "--at", "2026-10-14T10:00+01:00",
-                            "--nodes", "wn01,wn02", "--category", "filesystem", "--warehouse", str(wh)])
+    r = runner.invoke(
+        app,
+        [
+            "change",
+            "add",
+            "GPFS pagepool 512MB -> 1GB",
+            "--at",
+            "2026-10-14T10:00+01:00",
+            "--nodes",
+            "wn01,wn02",
+            "--category",
+            "filesystem",
+            "--warehouse",
+            str(wh),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert _rows(wh, "select count(*), min(change_id) from raw_site_change") == [(1, cid)]
     listed = runner.invoke(app, ["change", "list", "--csv", "--warehouse", str(wh)])
@@ -55,8 +88,9 @@ def test_change_add_refuses_a_bad_time_and_rejects_an_unknown_category(tmp_path)
     wh = tmp_path / "w.duckdb"
     r = runner.invoke(app, ["change", "add", "x", "--at", "yesterday", "--warehouse", str(wh)])
     assert r.exit_code == 2 and "ISO 8601" in r.output
-    r = runner.invoke(app, ["change", "add", "x", "--at", "2026-10-01", "--category", "plumbing",
-                            "--warehouse", str(wh)])
+    r = runner.invoke(
+        app, ["change", "add", "x", "--at", "2026-10-01", "--category", "plumbing", "--warehouse", str(wh)]
+    )
     assert r.exit_code == 1
     assert _rows(wh, "select count(*) from raw_site_change") == [(0,)]
     assert _rows(wh, "select field from raw_rejects") == [("category",)]
@@ -68,10 +102,11 @@ def test_change_log_csv_and_yaml_load_with_rejects_naming_file_and_line(tmp_path
     log_csv.write_text(
         "at,description,category,storage_type,by\n"
         "2026-10-02T10:00Z,NIC firmware,network,,alice\n"
-        "2026-10-03T10:00Z,\"controller cache\nwrite-back\",plumbing,,bob\n"   # a two-line cell: line 3
-        "notatime,whatever,other,,\n"                                          # line 5
+        '2026-10-03T10:00Z,"controller cache\nwrite-back",plumbing,,bob\n'  # a two-line cell: line 3
+        "notatime,whatever,other,,\n"  # line 5
         "2026-10-05T10:00,raid1 readahead 4MB,storage,raid1,carol\n"
-        "2026-10-06T10:00,tape,storage,floppy,dan\n")                          # line 7
+        "2026-10-06T10:00,tape,storage,floppy,dan\n"
+    )  # line 7
     log_yaml = tmp_path / "changes.yaml"
     log_yaml.write_text(
         "changes:\n"
@@ -79,23 +114,31 @@ def test_change_log_csv_and_yaml_load_with_rejects_naming_file_and_line(tmp_path
         "    what: xcache RAM 64GB\n"
         "    category: cache\n"
         "    arm: B\n"
-        "  - at: 2026-10-07\n"          # line 6
+        "  - at: 2026-10-07\n"  # line 6
         "    description: oops\n"
-        "    colour: red\n")
+        "    colour: red\n"
+    )
     r = runner.invoke(app, ["change", "load", str(log_csv), str(log_yaml), "--warehouse", str(wh)])
     assert r.exit_code == 0, r.output
-    loaded = _rows(wh, "select description, category, scope_storage_type, scope_ab_arm, changed_at "
-                       "from raw_site_change order by changed_at")
+    loaded = _rows(
+        wh,
+        "select description, category, scope_storage_type, scope_ab_arm, changed_at "
+        "from raw_site_change order by changed_at",
+    )
     assert loaded == [
         ("NIC firmware", "network", None, None, datetime(2026, 10, 2, 10, tzinfo=UTC)),
         ("raid1 readahead 4MB", "storage", "raid1", None, datetime(2026, 10, 5, 10, tzinfo=UTC)),
         ("xcache RAM 64GB", "cache", None, "B", datetime(2026, 10, 6, 8, tzinfo=UTC)),
     ]
     rejects = sorted(_rows(wh, "select location, field from raw_rejects where record_kind = 'site_change'"))
-    assert rejects == sorted([
-        (f"{log_csv}:line 3", "category"), (f"{log_csv}:line 5", "changed_at"),
-        (f"{log_csv}:line 7", "scope_storage_type"), (f"{log_yaml}:line 6", "colour"),
-    ])
+    assert rejects == sorted(
+        [
+            (f"{log_csv}:line 3", "category"),
+            (f"{log_csv}:line 5", "changed_at"),
+            (f"{log_csv}:line 7", "scope_storage_type"),
+            (f"{log_yaml}:line 6", "colour"),
+        ]
+    )
     # loading the same log again changes nothing
     r = runner.invoke(app, ["change", "load", str(log_csv), str(log_yaml), "--warehouse", str(wh)])
     assert _rows(wh, "select count(*) from raw_site_change") == [(3,)]
@@ -131,14 +174,22 @@ def _array_site(seed: int, effect: float, jobs_per_hour: int = 8, days: int = 14
     eff = 0.75 + shock + rng.normal(0, 0.1, n) + np.where(after & np.isin(node, ["wn1", "wn2"]), effect, 0.0)
     cores = rng.choice([1, 4], n, p=[0.8, 0.2])
     to_ts = lambda us: pa.array(us, pa.int64()).cast(pa.timestamp("us", tz="UTC"))  # noqa: E731
-    return pa.table({
-        "cluster": ["c"] * n, "node": node, "storage_type": ["hdd"] * n, "ab_arm": ["A"] * n,
-        "job_class": rng.choice(["analysis", "production"], n),
-        "start_time": to_ts(start_us), "end_time": to_ts(end_us),
-        "cpu_seconds": eff * wall * cores, "wall_seconds": wall, "core_wall_seconds": wall * cores,
-        "bytes_read": (rng.lognormal(np.log(5e9), 1.0, n)).astype(np.int64),
-        "bytes_read_remote": pa.nulls(n, pa.int64()),
-    })
+    return pa.table(
+        {
+            "cluster": ["c"] * n,
+            "node": node,
+            "storage_type": ["hdd"] * n,
+            "ab_arm": ["A"] * n,
+            "job_class": rng.choice(["analysis", "production"], n),
+            "start_time": to_ts(start_us),
+            "end_time": to_ts(end_us),
+            "cpu_seconds": eff * wall * cores,
+            "wall_seconds": wall,
+            "core_wall_seconds": wall * cores,
+            "bytes_read": (rng.lognormal(np.log(5e9), 1.0, n)).astype(np.int64),
+            "bytes_read_remote": pa.nulls(n, pa.int64()),
+        }
+    )
 
 
 def _changes(*entries: dict) -> pa.Table:
@@ -146,8 +197,13 @@ def _changes(*entries: dict) -> pa.Table:
     return pa.Table.from_pylist([base | e for e in entries], schema=SITE_CHANGE)
 
 
-NODE_CHANGE = {"change_id": "c1", "changed_at": CHANGE_AT, "description": "pagepool", "category": "filesystem",
-               "scope_nodes": ["wn1", "wn2"]}
+NODE_CHANGE = {
+    "change_id": "c1",
+    "changed_at": CHANGE_AT,
+    "description": "pagepool",
+    "category": "filesystem",
+    "scope_nodes": ["wn1", "wn2"],
+}
 
 
 def test_bins_have_the_labels_the_sql_macro_writes():
@@ -188,8 +244,11 @@ def test_point_estimate_is_the_difference_in_differences_of_ratios_of_sums():
 def test_interval_covers_a_known_effect_at_about_95_percent():
     true_effect, reps, covered = 0.03, 60, 0
     for seed in range(reps):
-        out = change_effects(_array_site(100 + seed, true_effect, jobs_per_hour=4), _changes(NODE_CHANGE),
-                             ChangeParams(n_resamples=299, seed=seed)).to_pylist()
+        out = change_effects(
+            _array_site(100 + seed, true_effect, jobs_per_hour=4),
+            _changes(NODE_CHANGE),
+            ChangeParams(n_resamples=299, seed=seed),
+        ).to_pylist()
         row = out[0]
         covered += row["effect_ci_low"] <= true_effect <= row["effect_ci_high"]
     # 95 % nominal; 60 repetitions: binomial sd ~2.8 points
@@ -199,20 +258,29 @@ def test_interval_covers_a_known_effect_at_about_95_percent():
 def test_a_null_change_is_no_significant_difference_in_at_least_90_percent_of_seeds():
     reps, null = 60, 0
     for seed in range(reps):
-        out = change_effects(_array_site(500 + seed, 0.0, jobs_per_hour=4), _changes(NODE_CHANGE),
-                             ChangeParams(n_resamples=299, seed=seed)).to_pylist()
+        out = change_effects(
+            _array_site(500 + seed, 0.0, jobs_per_hour=4),
+            _changes(NODE_CHANGE),
+            ChangeParams(n_resamples=299, seed=seed),
+        ).to_pylist()
         null += out[0]["conclusion"] == "no significant difference"
     assert null / reps >= 0.90, null
 
 
 def test_flags_short_window_overlap_and_missing_control():
-    jobs = _array_site(3, 0.0, days=10)           # 7 days before the change, 3 after
+    jobs = _array_site(3, 0.0, days=10)  # 7 days before the change, 3 after
     site_wide = {"change_id": "c2", "changed_at": CHANGE_AT, "description": "kernel update", "category": "software"}
-    later = {"change_id": "c3", "changed_at": datetime(2026, 10, 9, tzinfo=UTC), "description": "x",
-             "scope_nodes": ["wn9"]}
-    out = {r["change_id"]: r for r in change_effects(jobs, _changes(site_wide, later),
-                                                     ChangeParams(n_resamples=99)).to_pylist()
-           if r["row_kind"] == "change"}
+    later = {
+        "change_id": "c3",
+        "changed_at": datetime(2026, 10, 9, tzinfo=UTC),
+        "description": "x",
+        "scope_nodes": ["wn9"],
+    }
+    out = {
+        r["change_id"]: r
+        for r in change_effects(jobs, _changes(site_wide, later), ChangeParams(n_resamples=99)).to_pylist()
+        if r["row_kind"] == "change"
+    }
     c2, c3 = out["c2"], out["c3"]
     assert c2["short_window"] and c2["after_days_with_data"] < 3.01
     assert c2["control_missing"] and c2["comparison"] == "before-after" and c2["jobs_control_before"] == 0
@@ -236,9 +304,13 @@ from tierlens.sources.synthetic.site import contention_free_site  # noqa: E402
 EDGES = (1, 3, 10, 30, 100)
 HDD_CHANGE = SyntheticChange(day=7, read_speedup=3.0, storage_type="hdd", description="hdd read-ahead 4 MB")
 DEMO = SyntheticOptions(days=14, seed=5, site=demo_site(nodes_per_type=1), changes=(HDD_CHANGE,))
-MIX = SyntheticOptions(days=10, seed=5, site=contention_free_site(nodes=6),
-                       changes=(SyntheticChange(day=5, read_speedup=1.0, description="nothing really"),),
-                       mix_shift=MixShift(day=5, share_after=0.3, cpu_factor=0.15, skim_files=(50, 80)))
+MIX = SyntheticOptions(
+    days=10,
+    seed=5,
+    site=contention_free_site(nodes=6),
+    changes=(SyntheticChange(day=5, read_speedup=1.0, description="nothing really"),),
+    mix_shift=MixShift(day=5, share_after=0.3, cpu_factor=0.15, skim_files=(50, 80)),
+)
 
 
 def _jobs_of(batches) -> list[dict]:
@@ -251,9 +323,16 @@ def _jobs_of(batches) -> list[dict]:
         elif b.kind is RecordKind.JOB_TAG:
             for r in b.table.to_pylist():
                 tags[(r["cluster"], r["job_id"])] = r["storage_type"]
-    return [dict(r, storage_type=tags[k], cpu=r["cpu_user_seconds"] + r["cpu_system_seconds"],
-                 core_wall=r["wall_seconds"] * r["allocated_cores"],
-                 bin=_bin(r["bytes_read"])) for k, r in jobs.items()]
+    return [
+        dict(
+            r,
+            storage_type=tags[k],
+            cpu=r["cpu_user_seconds"] + r["cpu_system_seconds"],
+            core_wall=r["wall_seconds"] * r["allocated_cores"],
+            bin=_bin(r["bytes_read"]),
+        )
+        for k, r in jobs.items()
+    ]
 
 
 def _bin(b) -> str:
@@ -288,8 +367,10 @@ def synthetic_build(tmp_path_factory):
 def _mart(wh, cluster: str) -> list[dict]:
     con = duckdb.connect(str(wh), read_only=True)
     try:
-        cur = con.execute("select * from marts.change_effects where cluster = ? order by row_kind, job_class, "
-                          "bytes_read_bin", [cluster])
+        cur = con.execute(
+            "select * from marts.change_effects where cluster = ? order by row_kind, job_class, bytes_read_bin",
+            [cluster],
+        )
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r)) for r in cur.fetchall()]
     finally:
@@ -314,12 +395,19 @@ def test_synthetic_change_is_recovered_within_its_interval(synthetic_build):
     assert truth > 0.05  # the change is big enough to matter
     assert row["effect_unstratified_ci_low"] <= truth <= row["effect_unstratified_ci_high"], (truth, row)
     # Stratified: the same truth per stratum, weighted as the mart weighs (in-scope core-hours, both windows).
-    used = [r for r in rows if r["row_kind"] == "stratum" and min(
-        r["jobs_scope_before"], r["jobs_scope_after"], r["jobs_control_before"], r["jobs_control_after"]) >= 5]
+    used = [
+        r
+        for r in rows
+        if r["row_kind"] == "stratum"
+        and min(r["jobs_scope_before"], r["jobs_scope_after"], r["jobs_control_before"], r["jobs_control_after"]) >= 5
+    ]
     scope_jobs = _window(with_change, at, 7, True, hdd) + _window(with_change, at, 7, False, hdd)
-    weight = {(r["job_class"], r["bytes_read_bin"]): sum(
-        j["core_wall"] for j in scope_jobs if (j["job_class"], j["bin"]) == (r["job_class"], r["bytes_read_bin"]))
-        for r in used}
+    weight = {
+        (r["job_class"], r["bytes_read_bin"]): sum(
+            j["core_wall"] for j in scope_jobs if (j["job_class"], j["bin"]) == (r["job_class"], r["bytes_read_bin"])
+        )
+        for r in used
+    }
     total = sum(weight.values())
     truth_std = 0.0
     for (jc, b), w in weight.items():
@@ -353,6 +441,7 @@ def test_a_job_mix_shift_is_no_effect_once_stratified(synthetic_build):
 
 # --- 3. efficiency against job input size (IFCA's table) -------------------------------------
 
+
 @pytest.mark.integration
 @pytest.mark.timeout(900)
 def test_efficiency_by_input_size_is_the_ratio_of_sums_per_bin_and_window(synthetic_build):
@@ -367,8 +456,11 @@ def test_efficiency_by_input_size_is_the_ratio_of_sums_per_bin_and_window(synthe
     finally:
         con.close()
     at = datetime(2026, 10, 1, tzinfo=UTC) + timedelta(days=5)
-    expected_sets = {"all": mix_jobs, "before synthetic-t2mix-1": _window(mix_jobs, at, 7, False),
-                     "after synthetic-t2mix-1": _window(mix_jobs, at, 7, True)}
+    expected_sets = {
+        "all": mix_jobs,
+        "before synthetic-t2mix-1": _window(mix_jobs, at, 7, False),
+        "after synthetic-t2mix-1": _window(mix_jobs, at, 7, True),
+    }
     expected = {}
     for period, jobs in expected_sets.items():
         for j in jobs:
@@ -385,6 +477,7 @@ def test_efficiency_by_input_size_is_the_ratio_of_sums_per_bin_and_window(synthe
 
 
 # --- 5. the report: change timeline, before/after table, IFCA's plot ---------------------------
+
 
 @pytest.mark.integration
 @pytest.mark.timeout(900)

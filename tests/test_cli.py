@@ -42,11 +42,22 @@ def _jobs(n: int, bad_cores_at: int | None = None) -> pa.Table:
     t0 = datetime(2026, 10, 1, tzinfo=timezone.utc)
     rows = []
     for i in range(n):
-        rows.append({f.name: None for f in JOB} | {
-            "batch_system": "slurm", "cluster": "c", "job_id": str(i), "step_id": "",
-            "start_time": t0, "end_time": t0 + timedelta(seconds=600), "wall_seconds": 600.0,
-            "allocated_cores": 0 if i == bad_cores_at else 2, "cpu_user_seconds": 900.0,
-            "cpu_system_seconds": 10.0, "state": "COMPLETED"})
+        rows.append(
+            {f.name: None for f in JOB}
+            | {
+                "batch_system": "slurm",
+                "cluster": "c",
+                "job_id": str(i),
+                "step_id": "",
+                "start_time": t0,
+                "end_time": t0 + timedelta(seconds=600),
+                "wall_seconds": 600.0,
+                "allocated_cores": 0 if i == bad_cores_at else 2,
+                "cpu_user_seconds": 900.0,
+                "cpu_system_seconds": 10.0,
+                "state": "COMPLETED",
+            }
+        )
     return pa.Table.from_pylist(rows, schema=JOB)
 
 
@@ -81,19 +92,34 @@ def test_sql_reports_a_bad_query_with_the_file_name(tmp_path):
 
 
 def test_batch_with_a_wrong_type_names_source_and_field():
-    table = _jobs(1).set_column(JOB.get_field_index("allocated_cores"), "allocated_cores",
-                                pa.array(["many"], pa.string()))
+    table = _jobs(1).set_column(
+        JOB.get_field_index("allocated_cores"), "allocated_cores", pa.array(["many"], pa.string())
+    )
     with pytest.raises(ValueError, match=r"sacct\.json.*allocated_cores"):
         Batch(RecordKind.JOB, table, "sacct.json")
 
 
 # ---- console tables: one number format, fit the terminal, say why they are empty ----------------
 
-@pytest.mark.parametrize("value, column, text", [
-    (1156, "jobs", "1,156"), (1043, "jobs", "1,043"), (16760.4, "core_hours", "16,760"), (0.08021, "years", "0.08021"),
-    (0.5, "efficiency", "0.5"), (2.0, "x", "2"), (123.456, "x", "123.5"), (0.0, "x", "0"), (-0.0386, "x", "-0.0386"),
-    (2026, "year", "2026"), (123456, "job_id", "123456"), (None, "x", ""), (True, "x", "true"),
-])
+
+@pytest.mark.parametrize(
+    "value, column, text",
+    [
+        (1156, "jobs", "1,156"),
+        (1043, "jobs", "1,043"),
+        (16760.4, "core_hours", "16,760"),
+        (0.08021, "years", "0.08021"),
+        (0.5, "efficiency", "0.5"),
+        (2.0, "x", "2"),
+        (123.456, "x", "123.5"),
+        (0.0, "x", "0"),
+        (-0.0386, "x", "-0.0386"),
+        (2026, "year", "2026"),
+        (123456, "job_id", "123456"),
+        (None, "x", ""),
+        (True, "x", "true"),
+    ],
+)
 def test_one_number_format_without_exponents(value, column, text):
     from tierlens.cli.common import number_text
 
@@ -136,7 +162,9 @@ def test_csv_and_json_give_the_unrounded_values(tmp_path):
 def test_an_empty_result_says_why(tmp_path):
     wh = tmp_path / "w.duckdb"
     q = tmp_path / "none.sql"
-    q.write_text("-- Question: jobs after 2100?\nSELECT job_id FROM raw_job WHERE end_time > TIMESTAMPTZ '2100-01-01';\n")
+    q.write_text(
+        "-- Question: jobs after 2100?\nSELECT job_id FROM raw_job WHERE end_time > TIMESTAMPTZ '2100-01-01';\n"
+    )
     ingest([Batch(RecordKind.JOB, _jobs(0), "s")], wh)
     r = runner.invoke(app, ["sql", str(q), "-w", str(wh)], terminal_width=200)
     assert r.exit_code == 0 and "no rows" in r.stdout and "no job records yet" in r.stdout, r.stdout
@@ -147,8 +175,15 @@ def test_an_empty_result_says_why(tmp_path):
 
 def test_read_commands_name_the_warehouse_they_tried_and_never_create_it(tmp_path, monkeypatch):
     monkeypatch.setenv("TIERLENS_HOME", str(tmp_path / "home"))
-    for argv in (["sql", "ab_summary"], ["status"], ["rejects"], ["report"], ["change", "list"], ["lake", "export"],
-                 ["sql", "ab_summary", "-w", str(tmp_path / "typo.duckdb")]):
+    for argv in (
+        ["sql", "ab_summary"],
+        ["status"],
+        ["rejects"],
+        ["report"],
+        ["change", "list"],
+        ["lake", "export"],
+        ["sql", "ab_summary", "-w", str(tmp_path / "typo.duckdb")],
+    ):
         r = runner.invoke(app, argv, terminal_width=400)
         assert r.exit_code == 1 and r.exception is None or isinstance(r.exception, SystemExit), (argv, r.exception)
         assert "no warehouse at" in r.output and "tierlens demo" in r.output, (argv, r.output)

@@ -75,8 +75,17 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
         con.close()
     # a site's old history is in the marts before retention prunes its raw rows: back-fill those days
     old_first, old_end = first_day - timedelta(days=90), end - timedelta(days=90)
-    run("transform", "-w", str(wh), "--backfill", old_first.isoformat(), old_end.isoformat(),
-        "--days", str((old_end - old_first).days), env=env)
+    run(
+        "transform",
+        "-w",
+        str(wh),
+        "--backfill",
+        old_first.isoformat(),
+        old_end.isoformat(),
+        "--days",
+        str((old_end - old_first).days),
+        env=env,
+    )
     run("transform", "-w", str(wh), env=env | {"TIERLENS_RAW_RETENTION_MONTHS": "1"})
     con = duckdb.connect(str(wh), read_only=True)
     try:
@@ -97,8 +106,9 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
     run("transform", "-w", str(wh), "--backfill", last_day.isoformat(), end.isoformat(), env=env)
 
     # doctor's exit status also reflects this host's other parts (no Slurm here): read its findings
-    doctor = subprocess.run([str(TIERLENS), "doctor", "--json", "-w", str(wh)], env=env, capture_output=True,
-                            text=True, timeout=300)
+    doctor = subprocess.run(
+        [str(TIERLENS), "doctor", "--json", "-w", str(wh)], env=env, capture_output=True, text=True, timeout=300
+    )
     found = {(f["area"], f["check"]): f for f in json.loads(doctor.stdout)["findings"]}
     assert found[("warehouse", "last transform")]["status"] == "ok"
     assert "backfill" in found[("warehouse", "last transform")]["detail"]

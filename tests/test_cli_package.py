@@ -54,8 +54,9 @@ def test_the_cli_package_is_one_way():
         if name.startswith("tierlens.cli."):
             assert "tierlens.cli" not in imported, f"{path} imports the CLI package back"
         else:
-            assert not any(i == "tierlens.cli" or i.startswith("tierlens.cli.") for i in imported), \
+            assert not any(i == "tierlens.cli" or i.startswith("tierlens.cli.") for i in imported), (
                 f"{path} (not a command) imports the command line"
+            )
 
 
 def test_every_group_module_exports_a_typer_app_the_package_attaches():
@@ -120,9 +121,18 @@ def test_one_watermark_class_for_slurm_and_condor(tmp_path):
 
 
 def _accesses(ends: list[datetime], first: int = 0) -> pa.Table:
-    rows = [{f.name: None for f in FILE_ACCESS} | {
-        "server_host": "xcache", "unique_id": f"u{i}", "file_lfn": f"/f{i}", "start_time": e - timedelta(minutes=5),
-        "end_time": e, "close_seen": True} for i, e in enumerate(ends, start=first)]
+    rows = [
+        {f.name: None for f in FILE_ACCESS}
+        | {
+            "server_host": "xcache",
+            "unique_id": f"u{i}",
+            "file_lfn": f"/f{i}",
+            "start_time": e - timedelta(minutes=5),
+            "end_time": e,
+            "close_seen": True,
+        }
+        for i, e in enumerate(ends, start=first)
+    ]
     return pa.Table.from_pylist(rows, schema=FILE_ACCESS)
 
 
@@ -134,8 +144,10 @@ def test_collector_batches_are_one_source_for_the_command_and_the_dag(tmp_path):
     out = tmp_path / "spool"
     out.mkdir()
     pq.write_table(_accesses(ends[:3]), out / "file_access-g0000000001.parquet")
-    pq.write_table(_accesses(ends[3:], 3).rename_columns(
-        [f"x{i}" for i in range(len(FILE_ACCESS))]), out / "collector_stats-g0000000001.parquet")  # not records
+    pq.write_table(
+        _accesses(ends[3:], 3).rename_columns([f"x{i}" for i in range(len(FILE_ACCESS))]),
+        out / "collector_stats-g0000000001.parquet",
+    )  # not records
     pq.write_table(_accesses(ends[3:], 3), out / "file_access-g0000000002.parquet")
 
     r = runner.invoke(app, ["ingest", "xrootd", str(out), "-w", str(tmp_path / "cli.duckdb")])

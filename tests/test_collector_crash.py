@@ -51,10 +51,16 @@ def _proc_drops(sock: socket.socket) -> int:
 def _start(sock: socket.socket, out: Path, *extra: str) -> subprocess.Popen:
     """The collector with ``sock`` as fd 3 and LISTEN_PID set to its own pid (exec keeps it)."""
     fd = sock.fileno()
-    cmd = (f'exec 3<&{fd} {fd}<&-; LISTEN_FDS=1 LISTEN_PID=$$ exec "$0" collect xrootd --out "$1" '
-           f'--max-seconds 0.5 --cache-grace 1 "${{@:2}}"')
-    return subprocess.Popen(["bash", "-c", cmd, TIERLENS, str(out), *extra], pass_fds=(fd,),
-                            stdout=subprocess.DEVNULL, stderr=open(out.parent / "collector.log", "a"))
+    cmd = (
+        f'exec 3<&{fd} {fd}<&-; LISTEN_FDS=1 LISTEN_PID=$$ exec "$0" collect xrootd --out "$1" '
+        f'--max-seconds 0.5 --cache-grace 1 "${{@:2}}"'
+    )
+    return subprocess.Popen(
+        ["bash", "-c", cmd, TIERLENS, str(out), *extra],
+        pass_fds=(fd,),
+        stdout=subprocess.DEVNULL,
+        stderr=open(out.parent / "collector.log", "a"),
+    )
 
 
 @contextmanager
@@ -96,8 +102,11 @@ def _send(port: int, accesses: int, rate: float, sent: list[int]) -> None:
         t0 = time.perf_counter()
         for k in range(accesses):
             fid = s.new_file()
-            p = s.fpacket(1_700_000_100 + k // 100, 1_700_000_101 + k // 100,
-                          [open_record(fid, 1000 + k, uid, f"/crash/{k}.root"), close_record(fid, k, 0, 0)])
+            p = s.fpacket(
+                1_700_000_100 + k // 100,
+                1_700_000_101 + k // 100,
+                [open_record(fid, 1000 + k, uid, f"/crash/{k}.root"), close_record(fid, k, 0, 0)],
+            )
             while time.perf_counter() < t0 + k / rate:
                 time.sleep(0.0005)
             snd.sendto(p, ("127.0.0.1", port))
@@ -122,8 +131,12 @@ def test_sigkill_and_restart_lose_nothing_and_write_nothing_twice(tmp_path):
         started = time.time()
         for kill_at in (1500, 3500):
             # killed while it is decoding the stream (its own stats say so), mid-interval
-            _wait(lambda k=kill_at, t=started: _stats(out).get("packets", 0) >= k
-                  and _stats(out).get("updated_at", 0) > t, f"{kill_at} datagrams decoded")
+            _wait(
+                lambda k=kill_at, t=started: (
+                    _stats(out).get("packets", 0) >= k and _stats(out).get("updated_at", 0) > t
+                ),
+                f"{kill_at} datagrams decoded",
+            )
             time.sleep(0.23)  # mid-interval: rows decoded since the last commit are in memory only
             procs[-1].send_signal(signal.SIGKILL)
             procs[-1].wait()
@@ -131,9 +144,15 @@ def test_sigkill_and_restart_lose_nothing_and_write_nothing_twice(tmp_path):
             procs.append(_start(sock, out, "--journal-retention", "0"))
         sender.join()
         # the last collector's own stats (the killed one's may already count every datagram)
-        _wait(lambda t=started: _stats(out).get("packets", 0) >= accesses + 2
-              and _stats(out).get("state") == "listening" and _stats(out).get("updated_at", 0) > t,
-              "every datagram decoded", timeout=90)
+        _wait(
+            lambda t=started: (
+                _stats(out).get("packets", 0) >= accesses + 2
+                and _stats(out).get("state") == "listening"
+                and _stats(out).get("updated_at", 0) > t
+            ),
+            "every datagram decoded",
+            timeout=90,
+        )
         procs[-1].send_signal(signal.SIGTERM)
         assert procs[-1].wait(timeout=60) == 0
     finally:
@@ -182,15 +201,22 @@ def test_kernel_drops_are_counted_exactly_and_the_run_is_not_called_lossless(tmp
             try:
                 for k in range(burst):
                     fid = s.new_file()
-                    snd.sendto(s.fpacket(1_700_000_100, 1_700_000_101,
-                                         [open_record(fid, 10, uid, f"/loss/{k}"), close_record(fid, 10, 0, 0)]),
-                               ("127.0.0.1", port))
+                    snd.sendto(
+                        s.fpacket(
+                            1_700_000_100,
+                            1_700_000_101,
+                            [open_record(fid, 10, uid, f"/loss/{k}"), close_record(fid, 10, 0, 0)],
+                        ),
+                        ("127.0.0.1", port),
+                    )
                 dropped = _proc_drops(sock)
             finally:
                 os.kill(receiver, signal.SIGCONT)
         assert 0 < dropped < burst
-        _wait(lambda: _stats(out).get("packets", 0) == 2 + burst - dropped
-              and _stats(out).get("kernel_drops") == dropped, "the rest decoded and the drops counted")
+        _wait(
+            lambda: _stats(out).get("packets", 0) == 2 + burst - dropped and _stats(out).get("kernel_drops") == dropped,
+            "the rest decoded and the drops counted",
+        )
     stats = _stats(out)
     assert (stats["kernel_drops"], stats["rows_written"], stats["lossless"]) == (dropped, burst - dropped, False)
     assert stats["lost_packets"] <= dropped  # pseq gaps: a lower bound only (8 bits wrap)
@@ -202,8 +228,9 @@ def test_kernel_drops_are_counted_exactly_and_the_run_is_not_called_lossless(tmp
 
     con = duckdb.connect(str(wh), read_only=True)
     try:
-        assert con.execute("select sum(kernel_drops), sum(datagrams) from raw_collector_stats "
-                           "where server_host = ''").fetchone() == (dropped, 2 + burst - dropped)
+        assert con.execute(
+            "select sum(kernel_drops), sum(datagrams) from raw_collector_stats where server_host = ''"
+        ).fetchone() == (dropped, 2 + burst - dropped)
         assert con.execute("select count(*) from raw_file_access").fetchone()[0] == burst - dropped
     finally:
         con.close()
@@ -222,10 +249,29 @@ def two_workers(tmp_path_factory):
         probe.bind(("127.0.0.1", 0))
         metrics_port = probe.getsockname()[1]
     log = open(root / "collector.log", "w")
-    proc = subprocess.Popen([TIERLENS, "collect", "xrootd", "--listen", f"127.0.0.1:{port}", "--out", str(out),
-                             "--workers", "2", "--allow", "127.0.0.1/32", "--max-seconds", "0.5",
-                             "--metrics", f"127.0.0.1:{metrics_port}",
-                             "--cache-grace", "1"], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            TIERLENS,
+            "collect",
+            "xrootd",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+            "--allow",
+            "127.0.0.1/32",
+            "--max-seconds",
+            "0.5",
+            "--metrics",
+            f"127.0.0.1:{metrics_port}",
+            "--cache-grace",
+            "1",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     servers, per_server, outsider = 16, 200, 37
     with _collector(proc):
         _wait(lambda: _stats(out).get("state") == "listening", "the collector to listen")
@@ -245,8 +291,13 @@ def two_workers(tmp_path_factory):
                 os.kill(int(_stats(out)["receivers"]["0"]), signal.SIGTERM)
             for i, (s, snd, uid) in enumerate(socks):
                 fid = s.new_file()
-                snd.send(s.fpacket(1_700_000_100, 1_700_000_101,
-                                   [open_record(fid, 10, uid, f"/w/{i}/{k}"), close_record(fid, k, 0, 0)]))
+                snd.send(
+                    s.fpacket(
+                        1_700_000_100,
+                        1_700_000_101,
+                        [open_record(fid, 10, uid, f"/w/{i}/{k}"), close_record(fid, k, 0, 0)],
+                    )
+                )
             time.sleep(0.002)
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as bad:
             bad.bind(("127.0.0.2", 0))
@@ -255,15 +306,28 @@ def two_workers(tmp_path_factory):
         for _, snd, _ in socks:
             snd.close()
         sent = servers * (per_server + 2)
-        _wait(lambda: _stats(out).get("packets", 0) >= sent and _stats(out).get("disallowed", 0) >= outsider
-              and _stats(out).get("rows_written", 0) >= servers * per_server,
-              "every datagram decoded, every row written and the outsider counted")
+        _wait(
+            lambda: (
+                _stats(out).get("packets", 0) >= sent
+                and _stats(out).get("disallowed", 0) >= outsider
+                and _stats(out).get("rows_written", 0) >= servers * per_server
+            ),
+            "every datagram decoded, every row written and the outsider counted",
+        )
         time.sleep(1.2)  # one more stats tick: the metrics read the latest stats
         running = _stats(out)
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as resp:
             metrics = resp.read().decode()
-    yield {"out": out, "servers": servers, "per_server": per_server, "outsider": outsider, "sent": sent,
-           "running": running, "metrics": metrics, "log": root / "collector.log"}
+    yield {
+        "out": out,
+        "servers": servers,
+        "per_server": per_server,
+        "outsider": outsider,
+        "sent": sent,
+        "running": running,
+        "metrics": metrics,
+        "log": root / "collector.log",
+    }
 
 
 @pytest.mark.integration
@@ -275,7 +339,8 @@ def test_two_workers_share_the_port_each_with_its_journal(two_workers):
     assert stats["receiver_restarts"] == 1
     rows = [r for p in sorted(out.glob("file_access-*.parquet")) for r in pq.read_table(p).to_pylist()]
     assert sorted(r["file_lfn"] for r in rows) == sorted(
-        f"/w/{i}/{k}" for i in range(two_workers["servers"]) for k in range(two_workers["per_server"]))
+        f"/w/{i}/{k}" for i in range(two_workers["servers"]) for k in range(two_workers["per_server"])
+    )
     assert len({(r["server_host"], r["unique_id"]) for r in rows}) == len(rows)
     cs = [r for p in out.glob("collector_stats-*.parquet") for r in pq.read_table(p).to_pylist()]
     per_worker = {w: sum(r["datagrams"] for r in cs if r["worker"] == w and r["server_host"] == "") for w in (0, 1)}
@@ -338,6 +403,11 @@ def test_systemd_units_verify(tmp_path):
         (tmp_path / unit).write_text(text)
     service = (src / "tierlens-collector.service").read_text()
     assert "Restart=on-failure" in service and "ExecStart=/opt/tierlens/.venv/bin/tierlens collect xrootd" in service
-    r = subprocess.run(["systemd-analyze", "verify", "tierlens-collector.socket", "tierlens-collector.service"],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=50)
+    r = subprocess.run(
+        ["systemd-analyze", "verify", "tierlens-collector.socket", "tierlens-collector.service"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=50,
+    )
     assert r.returncode == 0 and "tierlens-collector" not in r.stdout + r.stderr, r.stdout + r.stderr

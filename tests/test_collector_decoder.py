@@ -29,17 +29,28 @@ def _plain(table) -> list[dict]:
 
 def _decoder(**kw):
     rows, quarantined = [], []
-    d = Decoder(lambda t: rows.extend(_plain(t)),
-                lambda reason, addr, data, now: quarantined.append(reason), **kw)
+    d = Decoder(lambda t: rows.extend(_plain(t)), lambda reason, addr, data, now: quarantined.append(reason), **kw)
     return d, rows, quarantined
 
 
-def _one_access(s: SimServer, pid=777, job="slurm.c1.42", lfn="/store/a.root", size=10_000, read=4_000,
-                readv=600, ops=(2, 1, 0), t=1_700_000_100):
+def _one_access(
+    s: SimServer,
+    pid=777,
+    job="slurm.c1.42",
+    lfn="/store/a.root",
+    size=10_000,
+    read=4_000,
+    readv=600,
+    ops=(2, 1, 0),
+    t=1_700_000_100,
+):
     uid, login = s.login(pid, "wn01.example.org", "cmsRun", job)
     fid = s.new_file()
-    return [login, s.fpacket(t, t + 1, [open_record(fid, size, uid, lfn)]),
-            s.fpacket(t + 5, t + 6, [close_record(fid, read, readv, 0, ops), disc_record(uid)])]
+    return [
+        login,
+        s.fpacket(t, t + 1, [open_record(fid, size, uid, lfn)]),
+        s.fpacket(t + 5, t + 6, [close_record(fid, read, readv, 0, ops), disc_record(uid)]),
+    ]
 
 
 def test_open_close_becomes_one_row_with_the_login_fields():
@@ -51,11 +62,20 @@ def test_open_close_becomes_one_row_with_the_login_fields():
     assert q == [] and len(rows) == 1
     r = rows[0]
     assert r["server_host"] == "xrd01.example.org:1094" and r["server_role"] == "origin"
-    assert (r["file_lfn"], r["file_size_bytes"], r["read_bytes"], r["readv_bytes"]) == ("/store/a.root", 10_000, 4_000, 600)
+    assert (r["file_lfn"], r["file_size_bytes"], r["read_bytes"], r["readv_bytes"]) == (
+        "/store/a.root",
+        10_000,
+        4_000,
+        600,
+    )
     assert (r["read_bytes_at_close"], r["read_ops"], r["readv_ops"]) == (4_600, 2, 1)
     assert (r["read_single_average_bytes"], r["read_vector_average_bytes"]) == (2_000.0, 600.0)
-    assert (r["client_host"], r["client_pid"], r["app_name"], r["job_identity"]) == \
-        ("wn01.example.org", 777, "cmsRun", "slurm.c1.42")
+    assert (r["client_host"], r["client_pid"], r["app_name"], r["job_identity"]) == (
+        "wn01.example.org",
+        777,
+        "cmsRun",
+        "slurm.c1.42",
+    )
     assert (r["start_time"], r["end_time"], r["close_seen"]) == (1_700_000_100.0, 1_700_000_106.0, True)
     assert r["end_reason"] == "close" and r["server_pid"] == 4242 and r["server_addr"] == "10.0.0.1"
 
@@ -99,14 +119,16 @@ def test_sequence_gaps_count_lost_packets_and_late_packets_take_them_back():
     uid, login = s.login(1, "wn", "a", "j")
     d.feed(login, ADDR, 1.0)
     fids = [s.new_file() for _ in range(6)]
-    pkts = [s.fpacket(100 + i, 101 + i, [open_record(f, 10, uid, f"/f{i}"), close_record(f, 10, 0, 0)])
-            for i, f in enumerate(fids)]
-    for i in (0, 1, 4, 5):           # 2 and 3 missing: two lost
+    pkts = [
+        s.fpacket(100 + i, 101 + i, [open_record(f, 10, uid, f"/f{i}"), close_record(f, 10, 0, 0)])
+        for i, f in enumerate(fids)
+    ]
+    for i in (0, 1, 4, 5):  # 2 and 3 missing: two lost
         d.feed(pkts[i], ADDR, 2.0)
     assert d.lost == 2
-    d.feed(pkts[3], ADDR, 3.0)       # 3 arrives late: reordered, not lost
+    d.feed(pkts[3], ADDR, 3.0)  # 3 arrives late: reordered, not lost
     assert d.lost == 1
-    d.feed(pkts[3], ADDR, 3.0)       # a duplicate changes nothing
+    d.feed(pkts[3], ADDR, 3.0)  # a duplicate changes nothing
     assert d.lost == 1
     d.finish(4.0)
     assert sorted(r["file_lfn"] for r in rows) == ["/f0", "/f1", "/f3", "/f4", "/f5"]
@@ -128,10 +150,10 @@ def test_after_a_burst_of_loss_new_packets_with_recent_numbers_are_decoded():
         return s.fpacket(100 + i, 101 + i, [open_record(f, 10, uid, f"/f{i}"), close_record(f, 10, 0, 0)])
 
     sent = [packet(i) for i in range(300)]
-    received = sent[:50] + sent[250:]    # packets 50..249 lost in the network
+    received = sent[:50] + sent[250:]  # packets 50..249 lost in the network
     for p in received:
         d.feed(p, ADDR, 2.0)
-    d.feed(sent[260], ADDR, 2.0)         # one true duplicate: same number, same bytes
+    d.feed(sent[260], ADDR, 2.0)  # one true duplicate: same number, same bytes
     d.finish(3.0)
     expected = sorted(f"/f{i}" for i in list(range(50)) + list(range(250, 300)))
     assert sorted(r["file_lfn"] for r in rows) == expected
@@ -188,12 +210,21 @@ def test_disconnect_ends_the_open_files_of_its_user_at_once_with_their_bytes():
     d.feed(login, ADDR, 0.0)
     d.feed(login2, ADDR, 0.0)
     xfr = struct.pack(">BBhI", 3, 0, 32, fid) + struct.pack(">qqq", 700, 20, 0)
-    d.feed(s.fpacket(100, 101, [open_record(fid, 5000, uid, "/f"), open_record(kept, 5, other, "/g"), xfr]),
-           ADDR, 0.0)
+    d.feed(s.fpacket(100, 101, [open_record(fid, 5000, uid, "/f"), open_record(kept, 5, other, "/g"), xfr]), ADDR, 0.0)
     d.feed(s.fpacket(102, 103, [disc_record(uid)]), ADDR, 1.0)
     d.sweep(2.0)
-    assert [(r["file_lfn"], r["job_identity"], r["end_reason"], r["close_seen"], r["read_bytes"], r["readv_bytes"],
-             r["end_time"]) for r in rows] == [("/f", "job.7", "disconnect", False, 700, 20, 103.0)]
+    assert [
+        (
+            r["file_lfn"],
+            r["job_identity"],
+            r["end_reason"],
+            r["close_seen"],
+            r["read_bytes"],
+            r["readv_bytes"],
+            r["end_time"],
+        )
+        for r in rows
+    ] == [("/f", "job.7", "disconnect", False, 700, 20, 103.0)]
     d.sweep(1000.0)
     srv = next(iter(d.servers.values()))
     assert uid not in srv.users and other in srv.users  # the other login still has a file open
@@ -220,8 +251,16 @@ def test_pfc_events_give_cache_bytes_in_either_order():
     uid, login = s.login(9, "wn", "a", "j")
     f1, f2 = s.new_file(), s.new_file()
     d.feed(login, ADDR, 0.0)
-    ev = {"event": "file_close", "lfn": "/c", "size": 100, "attach_t": 100, "detach_t": 101,
-          "b_hit": 30, "b_miss": 70, "b_bypass": 0}
+    ev = {
+        "event": "file_close",
+        "lfn": "/c",
+        "size": 100,
+        "attach_t": 100,
+        "detach_t": 101,
+        "b_hit": 30,
+        "b_miss": 70,
+        "b_bypass": 0,
+    }
     # pfc event after the f-stream close
     d.feed(s.fpacket(100, 101, [open_record(f1, 100, uid, "/c"), close_record(f1, 100, 0, 0)]), ADDR, 1.0)
     d.feed(s.pfc(101, 101, [ev]), ADDR, 1.5)
@@ -265,13 +304,16 @@ def test_bad_packets_are_counted_and_quarantined_with_a_reason(name):
 def test_fuzz_the_decoder_never_raises(blobs, data):
     """Random bytes, random mutations of real packets, and reordered real packets."""
     s = SimServer()
-    real = [s.ident()] + _one_access(s) + [s.pfc(1, 2, [{"event": "file_close", "lfn": "/store/a.root",
-                                                          "b_hit": 1, "b_miss": 2, "b_bypass": 0}])]
+    real = (
+        [s.ident()]
+        + _one_access(s)
+        + [s.pfc(1, 2, [{"event": "file_close", "lfn": "/store/a.root", "b_hit": 1, "b_miss": 2, "b_bypass": 0}])]
+    )
     packets = list(blobs)
     for p in real:
         if data.draw(st.booleans()):
             i = data.draw(st.integers(0, max(0, len(p) - 1)))
-            p = p[:i] + data.draw(st.binary(max_size=8)) + p[i + data.draw(st.integers(0, 8)):]
+            p = p[:i] + data.draw(st.binary(max_size=8)) + p[i + data.draw(st.integers(0, 8)) :]
         packets.append(p)
     packets = data.draw(st.permutations(packets))
     d, rows, _ = _decoder(unclosed_timeout=1.0, cache_grace=0.5)

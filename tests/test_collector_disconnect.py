@@ -15,7 +15,7 @@ from tierlens.collector.decoder import Decoder
 from tierlens.collector.synth import SimServer, disc_record, open_record
 
 CACHE = ("10.0.0.9", 40009)
-T0 = 1_795_324_573          # the packet's time window: [T0, T0 + 2]
+T0 = 1_795_324_573  # the packet's time window: [T0, T0 + 2]
 SIZE = 1_048_576
 LFN = "/store/first-read.bin"
 
@@ -29,15 +29,26 @@ def _packets() -> dict[str, bytes]:
     uid, login = s.login(1813, "wn07.example.org", "xrdcp", "slurm.t2test.102")
     other, login2 = s.login(1912, "wn08.example.org", "xrdcp", "slurm.t2test.103")
     fid, fid2 = s.new_file(), s.new_file()
-    event = {"event": "file_close", "lfn": LFN, "size": SIZE, "blk_size": 131072, "n_blks": 8,
-             "n_blks_done": 8, "access_cnt": 1, "attach_t": T0 + 1, "detach_t": T0 + 2,
-             "remotes": ["origin.example.org:1094"], "b_hit": SIZE, "b_miss": 0, "b_bypass": 0,
-             "n_cks_errs": 0}
+    event = {
+        "event": "file_close",
+        "lfn": LFN,
+        "size": SIZE,
+        "blk_size": 131072,
+        "n_blks": 8,
+        "n_blks_done": 8,
+        "access_cnt": 1,
+        "attach_t": T0 + 1,
+        "detach_t": T0 + 2,
+        "remotes": ["origin.example.org:1094"],
+        "b_hit": SIZE,
+        "b_miss": 0,
+        "b_bypass": 0,
+        "n_cks_errs": 0,
+    }
     pfc = s.pfc(T0 + 2, T0 + 2, [event])
     opened_and_gone = s.fpacket(T0, T0 + 2, [open_record(fid, SIZE, uid, LFN), disc_record(uid)])
     later = s.fpacket(T0 + 4, T0 + 4, [open_record(fid2, 10, other, "/store/other.bin")])
-    return {"ident": ident, "login": login, "login2": login2, "pfc": pfc, "fstream": opened_and_gone,
-            "later": later}
+    return {"ident": ident, "login": login, "login2": login2, "pfc": pfc, "fstream": opened_and_gone, "later": later}
 
 
 def _arrivals(order: tuple[str, ...]) -> list[tuple[float, tuple, bytes]]:

@@ -28,40 +28,72 @@ def T(h: int, m: int = 0) -> datetime:
 
 
 def _job(job_id, node, start, end, identity=True, batch="slurm", cluster="c"):
-    return dict(batch_system=batch, cluster=cluster, job_id=job_id, step_id="",
-                job_identity=job_identity(batch, cluster, job_id) if identity else None,
-                user_name="u", account="a", vo=None, job_class=None, partition="p", node=node, node_list=node,
-                submit_time=start, start_time=start, end_time=end, allocated_cores=1,
-                cpu_user_seconds=1.0, cpu_system_seconds=0.0,
-                wall_seconds=(end - start).total_seconds() if end else None, state="COMPLETED" if end else "RUNNING",
-                exit_code=0 if end else None, bytes_read=None, bytes_written=None)
+    return dict(
+        batch_system=batch,
+        cluster=cluster,
+        job_id=job_id,
+        step_id="",
+        job_identity=job_identity(batch, cluster, job_id) if identity else None,
+        user_name="u",
+        account="a",
+        vo=None,
+        job_class=None,
+        partition="p",
+        node=node,
+        node_list=node,
+        submit_time=start,
+        start_time=start,
+        end_time=end,
+        allocated_cores=1,
+        cpu_user_seconds=1.0,
+        cpu_system_seconds=0.0,
+        wall_seconds=(end - start).total_seconds() if end else None,
+        state="COMPLETED" if end else "RUNNING",
+        exit_code=0 if end else None,
+        bytes_read=None,
+        bytes_written=None,
+    )
 
 
 def _access(uid, client, pid, start, end, identity=None):
     row = dict.fromkeys(COLUMNS)
-    row.update(server_host="xrd01:1094", unique_id=uid, server_role="origin", file_lfn=f"/f/{uid}",
-               file_size_bytes=10, start_time=start.timestamp(), end_time=end.timestamp(), read_bytes_at_close=10,
-               write_bytes_at_close=0, read_bytes=10, readv_bytes=0, write_bytes=0, client_host=client,
-               client_pid=pid, job_identity=identity, close_seen=True)
+    row.update(
+        server_host="xrd01:1094",
+        unique_id=uid,
+        server_role="origin",
+        file_lfn=f"/f/{uid}",
+        file_size_bytes=10,
+        start_time=start.timestamp(),
+        end_time=end.timestamp(),
+        read_bytes_at_close=10,
+        write_bytes_at_close=0,
+        read_bytes=10,
+        readv_bytes=0,
+        write_bytes=0,
+        client_host=client,
+        client_pid=pid,
+        job_identity=identity,
+        close_seen=True,
+    )
     return [row[c] for c in COLUMNS]
 
 
 JOBS = [
     _job("1", "wn01", T(10), T(11)),
     _job("2", "wn01", T(10, 30), T(12)),
-    _job("3", "wn02", T(10), None),               # still running
+    _job("3", "wn02", T(10), None),  # still running
     _job("4", "wn04", T(10), T(11), identity=False),  # a job without a tierlens plugin
 ]
 ACCESSES = [
-    _access("x1", "wn01.example.org", 100, T(10, 5), T(10, 20), "slurm.c.1"),   # exact
-    _access("x2", "wn01.example.org", 100, T(10, 15), T(10, 50)),   # same pid as x1 -> job 1
-    _access("x3", "wn01.example.org", 200, T(10, 40), T(10, 50)),   # jobs 1 and 2 -> later start: 2
-    _access("x4", "WN02.example.org", None, T(13), T(13, 10)),      # running job 3
-    _access("x5", "wn03.example.org", 300, T(10, 40), T(10, 50)),   # no job on wn03
+    _access("x1", "wn01.example.org", 100, T(10, 5), T(10, 20), "slurm.c.1"),  # exact
+    _access("x2", "wn01.example.org", 100, T(10, 15), T(10, 50)),  # same pid as x1 -> job 1
+    _access("x3", "wn01.example.org", 200, T(10, 40), T(10, 50)),  # jobs 1 and 2 -> later start: 2
+    _access("x4", "WN02.example.org", None, T(13), T(13, 10)),  # running job 3
+    _access("x5", "wn03.example.org", 300, T(10, 40), T(10, 50)),  # no job on wn03
     _access("x6", "wn01.example.org", 100, T(10, 40), T(10, 50), "slurm.c.999"),  # unknown identity
-    _access("x7", "wn01", 400, T(11, 30), T(11, 40)),               # only job 2 left on wn01
-    _access("x8", "wn04.example.org", 1, T(10, 1), T(10, 59)),      # job without identity: host_time
-    _access("x9", "wn01.example.org", 200, T(10, 45), T(11, 20)),   # overlap: job 1 15 min, job 2 35 min
+    _access("x7", "wn01", 400, T(11, 30), T(11, 40)),  # only job 2 left on wn01
+    _access("x8", "wn04.example.org", 1, T(10, 1), T(10, 59)),  # job without identity: host_time
+    _access("x9", "wn01.example.org", 200, T(10, 45), T(11, 20)),  # overlap: job 1 15 min, job 2 35 min
 ]
 EXPECTED = {  # unique_id: (job_id, match_quality, match_method, match_candidates)
     "x1": ("1", "exact", "identity", 1),
@@ -81,16 +113,26 @@ def joined(tmp_path_factory):
     root = tmp_path_factory.mktemp("join")
     wh = root / "warehouse.duckdb"
     replay(CAPTURE, Options(root / "capture"))
-    capture_jobs = [_job(j, "vm", T(0), None, batch=b, cluster=c) for b, c, j in
-                    (("slurm", "t2test", "101"), ("slurm", "t2test", "102"), ("slurm", "t2test", "103"),
-                     ("htcondor", "pool1", "7.0"), ("htcondor", "pool1", "8.0"))]
+    capture_jobs = [
+        _job(j, "vm", T(0), None, batch=b, cluster=c)
+        for b, c, j in (
+            ("slurm", "t2test", "101"),
+            ("slurm", "t2test", "102"),
+            ("slurm", "t2test", "103"),
+            ("htcondor", "pool1", "7.0"),
+            ("htcondor", "pool1", "8.0"),
+        )
+    ]
     with Warehouse(wh) as w:
         w.load(Batch(RecordKind.JOB, pa.Table.from_pylist(JOBS + capture_jobs, schema=JOB), "test-jobs"))
         w.load(Batch(RecordKind.FILE_ACCESS, rows_to_table(ACCESSES), "test-accesses"))
         for p in sorted((root / "capture").glob("file_access-*.parquet")):
             import pyarrow.parquet as pq
+
             w.load(Batch(RecordKind.FILE_ACCESS, pq.read_table(p), f"capture:{p.name}"))
-    result = run_dbt(wh, root / "dbt", "build", ["--select", "+int_file_access_by_job", "--indirect-selection", "cautious"])
+    result = run_dbt(
+        wh, root / "dbt", "build", ["--select", "+int_file_access_by_job", "--indirect-selection", "cautious"]
+    )
     assert result.success, result.failures
     con = duckdb.connect(str(wh), read_only=True)
     try:
@@ -102,8 +144,11 @@ def joined(tmp_path_factory):
 
 
 def test_inferred_and_exact_matches(joined):
-    got = {r["unique_id"]: (r["job_id"], r["match_quality"], r["match_method"], r["match_candidates"])
-           for r in joined if r["unique_id"].startswith("x")}
+    got = {
+        r["unique_id"]: (r["job_id"], r["match_quality"], r["match_method"], r["match_candidates"])
+        for r in joined
+        if r["unique_id"].startswith("x")
+    }
     assert got == EXPECTED
 
 
@@ -111,8 +156,13 @@ def test_captured_accesses_join_exactly_on_the_identity_the_client_sent(joined):
     captured = [r for r in joined if not r["unique_id"].startswith("x")]
     assert len(captured) == 6
     by_job = sorted((r["batch_system"], r["cluster"], r["job_id"]) for r in captured if r["match_quality"] == "exact")
-    assert by_job == [("htcondor", "pool1", "7.0"), ("htcondor", "pool1", "8.0"), ("slurm", "t2test", "101"),
-                      ("slurm", "t2test", "102"), ("slurm", "t2test", "103")]
+    assert by_job == [
+        ("htcondor", "pool1", "7.0"),
+        ("htcondor", "pool1", "8.0"),
+        ("slurm", "t2test", "101"),
+        ("slurm", "t2test", "102"),
+        ("slurm", "t2test", "103"),
+    ]
     # The cache's own fetch from the origin carries no identity and its client (127.0.0.1) is
     # no batch node: unmatched.
     fetch = [r for r in captured if r["app_name"] == "xrootd"]
@@ -146,31 +196,59 @@ def test_without_origin_evidence_the_gstream_is_corrected(tmp_path):
     wh = tmp_path / "wh.duckdb"
     rows = []
     for uid, count, remotes, hit, miss, lfn, blocks_done, minute in (
-            ("g1", 1, "origin.example:1094", 900, 100, "/g1", None, 0), ("g2", 3, "", 0, 1000, "/g2", None, 0),
-            ("g3", 2, "origin.example:1094", 600, 400, "/g3", None, 0), ("g4", None, None, 700, 300, "/g4", None, 0),
-            # /g5: 10 blocks of 100 bytes; 2 on disk after access 1, 5 after access 2: 300 bytes fetched
-            ("g5a", 1, "origin.example:1094", 1000, 0, "/g5", 2, 0),
-            ("g5b", 2, "origin.example:1094", 950, 50, "/g5", 5, 10)):
+        ("g1", 1, "origin.example:1094", 900, 100, "/g1", None, 0),
+        ("g2", 3, "", 0, 1000, "/g2", None, 0),
+        ("g3", 2, "origin.example:1094", 600, 400, "/g3", None, 0),
+        ("g4", None, None, 700, 300, "/g4", None, 0),
+        # /g5: 10 blocks of 100 bytes; 2 on disk after access 1, 5 after access 2: 300 bytes fetched
+        ("g5a", 1, "origin.example:1094", 1000, 0, "/g5", 2, 0),
+        ("g5b", 2, "origin.example:1094", 950, 50, "/g5", 5, 10),
+    ):
         r = dict(zip(COLUMNS, _access(uid, "wn09", 5, T(9), T(9, 5))))
-        r.update(server_role="cache", server_host="xc:1094", read_bytes_at_close=1000, cache_hit_bytes=hit,
-                 cache_miss_bytes=miss, cache_bypass_bytes=0, cache_access_count=count, cache_remotes=remotes,
-                 server_pid=77, server_addr="10.1.1.1", start_time=T(9, minute), end_time=T(9, minute + 5),
-                 file_lfn=lfn, file_size_bytes=1000, cache_blocks=10 if blocks_done is not None else None,
-                 cache_blocks_done=blocks_done)
+        r.update(
+            server_role="cache",
+            server_host="xc:1094",
+            read_bytes_at_close=1000,
+            cache_hit_bytes=hit,
+            cache_miss_bytes=miss,
+            cache_bypass_bytes=0,
+            cache_access_count=count,
+            cache_remotes=remotes,
+            server_pid=77,
+            server_addr="10.1.1.1",
+            start_time=T(9, minute),
+            end_time=T(9, minute + 5),
+            file_lfn=lfn,
+            file_size_bytes=1000,
+            cache_blocks=10 if blocks_done is not None else None,
+            cache_blocks_done=blocks_done,
+        )
         rows.append(r)
     with Warehouse(wh) as w:
         w.load(Batch(RecordKind.FILE_ACCESS, pa.Table.from_pylist(rows, schema=FILE_ACCESS), "gstream-only"))
-    result = run_dbt(wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled", "--indirect-selection", "cautious"])
+    result = run_dbt(
+        wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled", "--indirect-selection", "cautious"]
+    )
     assert result.success, result.failures
     con = duckdb.connect(str(wh), read_only=True)
     try:
-        got = {u: (h, m, e) for u, h, m, e in con.execute(
-            "select unique_id, cache_hit_bytes, cache_miss_bytes, cache_evidence "
-            "from intermediate.int_file_access_reconciled").fetchall()}
+        got = {
+            u: (h, m, e)
+            for u, h, m, e in con.execute(
+                "select unique_id, cache_hit_bytes, cache_miss_bytes, cache_evidence "
+                "from intermediate.int_file_access_reconciled"
+            ).fetchall()
+        }
     finally:
         con.close()
-    assert got == {"g1": (0, 1000, "gstream"), "g2": (1000, 0, "gstream"), "g3": (600, 400, "gstream"),
-                   "g4": (700, 300, "gstream"), "g5a": (0, 1000, "gstream"), "g5b": (700, 300, "gstream")}
+    assert got == {
+        "g1": (0, 1000, "gstream"),
+        "g2": (1000, 0, "gstream"),
+        "g3": (600, 400, "gstream"),
+        "g4": (700, 300, "gstream"),
+        "g5a": (0, 1000, "gstream"),
+        "g5b": (700, 300, "gstream"),
+    }
 
 
 def test_todisk_comes_after_the_origin_and_before_the_gstream(tmp_path):
@@ -181,30 +259,54 @@ def test_todisk_comes_after_the_origin_and_before_the_gstream(tmp_path):
     mb = 1_048_576
     rows = []
     for uid, lfn, hit, miss, todisk, served in (
-            ("t1", "/t1", mb, 0, mb, mb),          # first read: the g-stream calls it all hits
-            ("t2", "/t2", 1000, 0, 0, 1000),       # read again, nothing fetched
-            ("t3", "/t3", 1000, 0, 5000, 1000),    # a short read that set off a prefetch
-            ("t4", "/t4", 1000, 0, 1000, 1000)):   # the origin saw the cache read 300 bytes of it
+        ("t1", "/t1", mb, 0, mb, mb),  # first read: the g-stream calls it all hits
+        ("t2", "/t2", 1000, 0, 0, 1000),  # read again, nothing fetched
+        ("t3", "/t3", 1000, 0, 5000, 1000),  # a short read that set off a prefetch
+        ("t4", "/t4", 1000, 0, 1000, 1000),
+    ):  # the origin saw the cache read 300 bytes of it
         r = dict(zip(COLUMNS, _access(uid, "wn09", 5, T(9), T(9, 5))))
-        r.update(server_role="cache", server_host="xc:1094", read_bytes_at_close=served, cache_hit_bytes=hit,
-                 cache_miss_bytes=miss, cache_bypass_bytes=0, cache_access_count=1,
-                 cache_remotes="origin.example:1094", server_pid=77, server_addr="10.1.1.1", file_lfn=lfn,
-                 file_size_bytes=10 * mb, cache_todisk_bytes=todisk, cache_prefetch_bytes=0)
+        r.update(
+            server_role="cache",
+            server_host="xc:1094",
+            read_bytes_at_close=served,
+            cache_hit_bytes=hit,
+            cache_miss_bytes=miss,
+            cache_bypass_bytes=0,
+            cache_access_count=1,
+            cache_remotes="origin.example:1094",
+            server_pid=77,
+            server_addr="10.1.1.1",
+            file_lfn=lfn,
+            file_size_bytes=10 * mb,
+            cache_todisk_bytes=todisk,
+            cache_prefetch_bytes=0,
+        )
         rows.append(r)
     fill = dict(zip(COLUMNS, _access("o4", "10.1.1.1", 77, T(9, 1), T(9, 2))))
-    fill.update(server_host="origin:1094", file_lfn="/t4", read_bytes_at_close=300, read_bytes=300,
-                file_size_bytes=10 * mb)
+    fill.update(
+        server_host="origin:1094", file_lfn="/t4", read_bytes_at_close=300, read_bytes=300, file_size_bytes=10 * mb
+    )
     rows.append(fill)
     with Warehouse(wh) as w:
         w.load(Batch(RecordKind.FILE_ACCESS, pa.Table.from_pylist(rows, schema=FILE_ACCESS), "todisk"))
-    result = run_dbt(wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled", "--indirect-selection", "cautious"])
+    result = run_dbt(
+        wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled", "--indirect-selection", "cautious"]
+    )
     assert result.success, result.failures
     con = duckdb.connect(str(wh), read_only=True)
     try:
-        got = {u: (h, m, e, td) for u, h, m, e, td in con.execute(
-            "select unique_id, cache_hit_bytes, cache_miss_bytes, cache_evidence, cache_todisk_bytes "
-            "from intermediate.int_file_access_reconciled where server_role = 'cache'").fetchall()}
+        got = {
+            u: (h, m, e, td)
+            for u, h, m, e, td in con.execute(
+                "select unique_id, cache_hit_bytes, cache_miss_bytes, cache_evidence, cache_todisk_bytes "
+                "from intermediate.int_file_access_reconciled where server_role = 'cache'"
+            ).fetchall()
+        }
     finally:
         con.close()
-    assert got == {"t1": (0, mb, "todisk", mb), "t2": (1000, 0, "todisk", 0), "t3": (0, 1000, "todisk", 5000),
-                   "t4": (700, 300, "both", 1000)}
+    assert got == {
+        "t1": (0, mb, "todisk", mb),
+        "t2": (1000, 0, "todisk", 0),
+        "t3": (0, 1000, "todisk", 5000),
+        "t4": (700, 300, "both", 1000),
+    }

@@ -24,8 +24,14 @@ def _datagrams(n: int, seed: int = 0) -> list[tuple[float, tuple[str, int], byte
 
     rng = random.Random(seed)
     hosts = ["10.1.2.3", "192.168.0.7", "2001:db8::5", "::1"]
-    return [(1_700_000_000.0 + i * 0.001, (hosts[i % 4], 1024 + i % 50000),
-             bytes(rng.randrange(256) for _ in range(rng.randrange(0, 300)))) for i in range(n)]
+    return [
+        (
+            1_700_000_000.0 + i * 0.001,
+            (hosts[i % 4], 1024 + i % 50000),
+            bytes(rng.randrange(256) for _ in range(rng.randrange(0, 300))),
+        )
+        for i in range(n)
+    ]
 
 
 def _write(folder: Path, items, segment_bytes: int = 1 << 20, close: bool = True) -> jr.JournalWriter:
@@ -74,9 +80,9 @@ def test_reader_follows_a_live_writer_and_positions_resume(tmp_path):
     r = jr.WorkerReader(tmp_path, 0)
     got = []
     for k in range(0, 3000, 500):
-        for t, a, d in items[k:k + 500]:
+        for t, a, d in items[k : k + 500]:
             w.append(d, t, a)
-        assert r.backlog_bytes((w.number, w.pos)) == sum(40 + len(d) for _, _, d in items[len(got):k + 500])
+        assert r.backlog_bytes((w.number, w.pos)) == sum(40 + len(d) for _, _, d in items[len(got) : k + 500])
         part = r.read(300)
         got += [(t, a, bytes(d)) for t, a, d in part.items]
         # a second reader resumes exactly where the first stopped
@@ -89,7 +95,7 @@ def test_reader_follows_a_live_writer_and_positions_resume(tmp_path):
 def test_a_killed_writer_leaves_a_segment_that_seals_to_its_records(tmp_path):
     items = _datagrams(500, seed=3)
     w = _write(tmp_path, items, segment_bytes=4 << 20, close=False)  # as if SIGKILLed: no seal
-    (number, path), = jr.segments(tmp_path)
+    ((number, path),) = jr.segments(tmp_path)
     assert path.stat().st_size == 4 << 20  # preallocated, zeros after the records
     kept, torn = jr.seal_segment(path)
     assert (kept, torn) == (500, None) and path.stat().st_size == w.pos
@@ -99,7 +105,7 @@ def test_a_killed_writer_leaves_a_segment_that_seals_to_its_records(tmp_path):
 def test_a_torn_last_record_is_cut_and_named(tmp_path):
     items = _datagrams(200, seed=4)
     w = _write(tmp_path, items, segment_bytes=4 << 20, close=False)
-    (_, path), = jr.segments(tmp_path)
+    ((_, path),) = jr.segments(tmp_path)
     last = w.pos - 40 - len(items[-1][2])
     # The crash came while the last header was being written: its CRC does not match.
     with open(path, "r+b") as fh:
@@ -154,12 +160,17 @@ def test_replaying_a_segment_gives_the_rows_of_the_capture(tmp_path):
     same rows as the capture itself."""
     folder = tmp_path / "journal"
     _write(folder, list(udp_packets(CAPTURE)), segment_bytes=64 << 20)
-    (_, seg), = jr.segments(folder)
+    ((_, seg),) = jr.segments(folder)
     a = replay(CAPTURE, Options(tmp_path / "a"))
     b = replay(seg, Options(tmp_path / "b"))
-    rows = [sorted(json.dumps(r, default=str, sort_keys=True) for p in sorted(d.glob("file_access-*.parquet"))
-                   for r in pq.read_table(p).to_pylist())
-            for d in (tmp_path / "a", tmp_path / "b")]
+    rows = [
+        sorted(
+            json.dumps(r, default=str, sort_keys=True)
+            for p in sorted(d.glob("file_access-*.parquet"))
+            for r in pq.read_table(p).to_pylist()
+        )
+        for d in (tmp_path / "a", tmp_path / "b")
+    ]
     assert rows[0] == rows[1] and len(rows[0]) == a.rows == b.rows == 6
     assert b.stats["packets"] == a.stats["packets"] == sum(1 for _ in udp_packets(CAPTURE))
     assert b.stats["journal_torn"] == [] and b.stats["kernel_drops"] == 0
@@ -172,15 +183,16 @@ def test_replaying_a_segment_reports_the_kernel_drops_it_recorded(tmp_path):
     w.append(b"garbage!", 1.5, ("10.0.0.1", 9))
     w.counters(inode=9, kernel_drops=11, proc_drops=11, disallowed=1, now=2.0)
     w.close()
-    (_, seg), = jr.segments(folder)
+    ((_, seg),) = jr.segments(folder)
     res = replay(seg, Options(tmp_path / "out"))
     # the kernel's counters are cumulative per socket: max(7, 5) then 11 -> 11 dropped in all
     assert res.stats["kernel_drops"] == 11 and res.stats["disallowed"] == 3
     assert res.stats["lossless"] is False
     stats = pq.read_table(next((tmp_path / "out").glob("collector_stats-*.parquet"))).to_pylist()
     sock = [r for r in stats if r["server_host"] == ""]
-    assert [(r["worker"], r["datagrams"], r["kernel_drops"], r["disallowed"], r["quarantined"]) for r in sock] == \
-        [(0, 1, 11, 3, 1)]
+    assert [(r["worker"], r["datagrams"], r["kernel_drops"], r["disallowed"], r["quarantined"]) for r in sock] == [
+        (0, 1, 11, 3, 1)
+    ]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -191,7 +203,7 @@ def test_fuzz_the_reader_on_truncated_and_corrupted_segments(tmp_path_factory, n
     folder = tmp_path_factory.mktemp("j")
     items = _datagrams(n, seed)
     _write(folder, items)
-    (_, seg), = jr.segments(folder)
+    ((_, seg),) = jr.segments(folder)
     raw = bytearray(seg.read_bytes())
     ends = [32]
     for _, _, d in items:
@@ -204,7 +216,7 @@ def test_fuzz_the_reader_on_truncated_and_corrupted_segments(tmp_path_factory, n
     whole = max(k for k, e in enumerate(ends) if e <= size)  # complete records left after the cut
     got = [(t, a, bytes(d)) for b, _, _ in jr.read_file(seg) for t, a, d in b]
     torn = [m for _, _, t in jr.read_file(seg) for m in t]
-    assert got == items[:len(got)] and len(got) <= whole
+    assert got == items[: len(got)] and len(got) <= whole
     if flip is None:
         assert len(got) == whole
         assert bool(torn) == (size != ends[whole])

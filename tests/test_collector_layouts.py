@@ -14,9 +14,26 @@ import pytest
 
 from tierlens.collector import fstream as fs
 from tierlens.collector import osg
-from tierlens.collector.wire import (CLOSE_HAS_OPS, CLOSE_OPS_REC, FILE_HDR, HDR, HEADER_BYTES, IS_CLOSE, IS_OPEN,
-                                     IS_TIME, OPEN_HAS_LFN, OPEN_REC, OPS_BODY, TIME_HAS_SID, TIME_REC, XFR_REC,
-                                     CloseRecord, Layout, OpenRecord, TimeRecord)
+from tierlens.collector.wire import (
+    CLOSE_HAS_OPS,
+    CLOSE_OPS_REC,
+    FILE_HDR,
+    HDR,
+    HEADER_BYTES,
+    IS_CLOSE,
+    IS_OPEN,
+    IS_TIME,
+    OPEN_HAS_LFN,
+    OPEN_REC,
+    OPS_BODY,
+    TIME_HAS_SID,
+    TIME_REC,
+    XFR_REC,
+    CloseRecord,
+    Layout,
+    OpenRecord,
+    TimeRecord,
+)
 from tierlens.records import FILE_ACCESS
 
 LAYOUTS = {"file header": FILE_HDR, "time": TIME_REC, "open": OPEN_REC, "xfr": XFR_REC, "close+ops": CLOSE_OPS_REC}
@@ -56,11 +73,24 @@ def _walk(packet: bytes, at: fs.Offsets):
     of = fs.OpenFiles(64)
     of.ensure(64, 4096, 64)
     payload = np.frombuffer(packet, dtype=np.uint8)
-    pk = fs.Packets(payload, np.array([0, len(packet)], dtype=np.int64), np.zeros(1, dtype=np.int64),
-                    np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.array([1000.0]))
-    out = fs.Output(np.zeros((fs.R_COLS, 64), dtype=np.int64), np.zeros((64, 2)), np.zeros(1, dtype=np.int64),
-                    np.zeros((64, 2), dtype=np.int64), np.zeros((64, 2)), np.zeros(1, dtype=np.int64),
-                    np.zeros((1, 2), dtype=np.int64), np.zeros(fs.N_COUNTERS, dtype=np.int64))
+    pk = fs.Packets(
+        payload,
+        np.array([0, len(packet)], dtype=np.int64),
+        np.zeros(1, dtype=np.int64),
+        np.zeros(1, dtype=np.int64),
+        np.zeros(1, dtype=np.int64),
+        np.array([1000.0]),
+    )
+    out = fs.Output(
+        np.zeros((fs.R_COLS, 64), dtype=np.int64),
+        np.zeros((64, 2)),
+        np.zeros(1, dtype=np.int64),
+        np.zeros((64, 2), dtype=np.int64),
+        np.zeros((64, 2)),
+        np.zeros(1, dtype=np.int64),
+        np.zeros((1, 2), dtype=np.int64),
+        np.zeros(fs.N_COUNTERS, dtype=np.int64),
+    )
     done = fs.walk(pk, 0, of.open_table(), of.lfn_arena(), of.orphan_table(), np.zeros(1), out, at)
     assert done == 1
     return out, of
@@ -69,23 +99,48 @@ def _walk(packet: bytes, at: fs.Offsets):
 def _row(out: fs.Output, of: fs.OpenFiles) -> dict:
     assert out.nrows[0] == 1
     r = out.rows[:, 0]
-    return {"fid": r[fs.R_FID], "size": r[fs.R_SIZE], "user": r[fs.R_USER], "read": r[fs.R_RD],
-            "readv": r[fs.R_RV], "write": r[fs.R_WR], "n_read": r[fs.R_NRD], "n_readv": r[fs.R_NRV],
-            "n_write": r[fs.R_NWR], "lfn": of.lfn(int(r[fs.R_LFN_OFF]), int(r[fs.R_LFN_LEN])),
-            "start": out.row_times[0, fs.T_START], "end": out.row_times[0, fs.T_END]}
+    return {
+        "fid": r[fs.R_FID],
+        "size": r[fs.R_SIZE],
+        "user": r[fs.R_USER],
+        "read": r[fs.R_RD],
+        "readv": r[fs.R_RV],
+        "write": r[fs.R_WR],
+        "n_read": r[fs.R_NRD],
+        "n_readv": r[fs.R_NRV],
+        "n_write": r[fs.R_NWR],
+        "lfn": of.lfn(int(r[fs.R_LFN_OFF]), int(r[fs.R_LFN_LEN])),
+        "start": out.row_times[0, fs.T_START],
+        "end": out.row_times[0, fs.T_END],
+    }
 
 
 def _packet(records: bytes) -> bytes:
     return HDR.pack(ord("f"), 0, HEADER_BYTES + len(records), 1_700_000_000) + records
 
 
-EXPECTED = {"fid": 7, "size": 123_456_789, "user": 42, "read": 1000, "readv": 200, "write": 30,
-            "n_read": 5, "n_readv": 2, "n_write": 1, "lfn": b"/store/a.root", "start": 100.0, "end": 160.0}
+EXPECTED = {
+    "fid": 7,
+    "size": 123_456_789,
+    "user": 42,
+    "read": 1000,
+    "readv": 200,
+    "write": 30,
+    "n_read": 5,
+    "n_readv": 2,
+    "n_write": 1,
+    "lfn": b"/store/a.root",
+    "start": 100.0,
+    "end": 160.0,
+}
 
 
 def test_the_loop_decodes_the_wire_records():
-    packet = _packet(TimeRecord(100, 160, 9).pack() + OpenRecord(7, 123_456_789, 42, "/store/a.root").pack()
-                     + CloseRecord(7, 1000, 200, 30, ops=(5, 2, 1)).pack())
+    packet = _packet(
+        TimeRecord(100, 160, 9).pack()
+        + OpenRecord(7, 123_456_789, 42, "/store/a.root").pack()
+        + CloseRecord(7, 1000, 200, 30, ops=(5, 2, 1)).pack()
+    )
     out, of = _walk(packet, fs.WIRE)
     assert out.errors[0, 0] == fs.E_NONE
     assert _row(out, of) == EXPECTED
@@ -96,7 +151,8 @@ def test_a_field_added_to_the_layouts_reaches_the_loop():
     the close's byte counts), pack records with the edited structures, and walk them with the
     offsets derived from the edit: every field lands where the edited layouts put it."""
     open_edit = Layout(struct.Struct(">BBhIqq"), FILE_HDR.names + ("file_size", "open_flags")).then(
-        Layout(struct.Struct(">I"), ("user",)))
+        Layout(struct.Struct(">I"), ("user",))
+    )
     xfr_edit = FILE_HDR.then(Layout(struct.Struct(">iqqq"), ("route", "read", "readv", "write")))
     close_ops_edit = xfr_edit.then(OPS_BODY)
     at = fs.offsets_of(HEADER_BYTES, FILE_HDR, TIME_REC, open_edit, xfr_edit, xfr_edit, close_ops_edit)
@@ -119,10 +175,23 @@ def test_a_field_added_to_the_layouts_reaches_the_loop():
 
 
 # ---- OSG import: rows by field name ------------------------------------------------------------
-OSG = {"server_hostname": "xrd1.example.org", "unique_id": "u-1", "filename": "/store/b.root", "filesize": 500,
-       "start_time": 1_700_000_000_000, "end_time": 1_700_000_060_500, "read": 300, "readv": 100, "write": 7,
-       "read_single_operations": 3, "read_vector_operations": 1, "write_operations": 1, "host": "wn1",
-       "appinfo": "cmsRun", "read_single_average": 100.0}
+OSG = {
+    "server_hostname": "xrd1.example.org",
+    "unique_id": "u-1",
+    "filename": "/store/b.root",
+    "filesize": 500,
+    "start_time": 1_700_000_000_000,
+    "end_time": 1_700_000_060_500,
+    "read": 300,
+    "readv": 100,
+    "write": 7,
+    "read_single_operations": 3,
+    "read_vector_operations": 1,
+    "write_operations": 1,
+    "host": "wn1",
+    "appinfo": "cmsRun",
+    "read_single_average": 100.0,
+}
 
 
 def test_osg_fields_are_file_access_fields():

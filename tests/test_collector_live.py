@@ -28,8 +28,11 @@ import pytest
 
 from slurm_fixtures import GENERATIONS, enter_generation
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run xrootd (as user xrootd) and tcpdump")]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run xrootd (as user xrootd) and tcpdump"),
+]
 
 VENV_BIN = Path(sys.executable).parent
 TIERLENS = str(VENV_BIN / "tierlens")
@@ -94,31 +97,69 @@ class Site:
             os.chown(self.root / d, *self.servers.ids("xrootd"))
 
     def start_collector(self) -> None:
-        self.collector = self._spawn([TIERLENS, "collect", "xrootd", "--listen", f"127.0.0.1:{self.udp}",
-                                      "--out", str(self.out), "--max-seconds", "1", "--cache-grace", "3"],
-                                     "collector")
+        self.collector = self._spawn(
+            [
+                TIERLENS,
+                "collect",
+                "xrootd",
+                "--listen",
+                f"127.0.0.1:{self.udp}",
+                "--out",
+                str(self.out),
+                "--max-seconds",
+                "1",
+                "--cache-grace",
+                "3",
+            ],
+            "collector",
+        )
         _wait_for(lambda: self.stats().get("state") == "listening", "the collector to listen")
 
     def start_tcpdump(self) -> None:
         log = self.root / "tcpdump.log"
-        self.tcpdump = self._spawn(["tcpdump", "-i", "lo", "-n", "-U", "-Z", "root", "-w", str(self.pcap),
-                                    "udp", "and", "dst", "port", str(self.udp)], "tcpdump")
+        self.tcpdump = self._spawn(
+            [
+                "tcpdump",
+                "-i",
+                "lo",
+                "-n",
+                "-U",
+                "-Z",
+                "root",
+                "-w",
+                str(self.pcap),
+                "udp",
+                "and",
+                "dst",
+                "port",
+                str(self.udp),
+            ],
+            "tcpdump",
+        )
         _wait_for(lambda: "listening on" in log.read_text(), "tcpdump to listen")
 
     def start_servers(self) -> None:
-        mon = (f"xrootd.monitor all flush 1s ident 60s fstat 1s lfn ops xfr 5 dest fstat info user "
-               f"127.0.0.1:{self.udp}\n")
-        origin = (f"xrd.port {self.origin_port}\nall.export /\noss.localroot {self.root / 'origin'}\n" + mon)
-        cache = (f"xrd.port {self.cache_port}\nall.export /\nofs.osslib libXrdPss.so\n"
-                 f"pss.origin localhost:{self.origin_port}\npss.cachelib libXrdPfc.so\n"
-                 f"oss.localroot {self.root / 'cache' / 'data'}\n" + mon +
-                 f"xrootd.mongstream pfc use flush 1s send json 127.0.0.1:{self.udp}\n")
+        mon = (
+            f"xrootd.monitor all flush 1s ident 60s fstat 1s lfn ops xfr 5 dest fstat info user 127.0.0.1:{self.udp}\n"
+        )
+        origin = f"xrd.port {self.origin_port}\nall.export /\noss.localroot {self.root / 'origin'}\n" + mon
+        cache = (
+            f"xrd.port {self.cache_port}\nall.export /\nofs.osslib libXrdPss.so\n"
+            f"pss.origin localhost:{self.origin_port}\npss.cachelib libXrdPfc.so\n"
+            f"oss.localroot {self.root / 'cache' / 'data'}\n"
+            + mon
+            + f"xrootd.mongstream pfc use flush 1s send json 127.0.0.1:{self.udp}\n"
+        )
         for name, cfg, port in (("origin", origin, self.origin_port), ("cache", cache, self.cache_port)):
             path = self.root / f"{name}.cfg"
             path.write_text(cfg)
             os.chmod(path, 0o644)
-            self._spawn(self.servers.argv(["xrootd", "-R", "xrootd", "-c", str(path), "-n", name,
-                                           "-l", str(self.root / name / f"{name}.log")]), name)
+            self._spawn(
+                self.servers.argv(
+                    ["xrootd", "-R", "xrootd", "-c", str(path), "-n", name, "-l", str(self.root / name / f"{name}.log")]
+                ),
+                name,
+            )
             _wait_for(lambda p=port: _port_open(p), f"xrootd {name} on port {port}")
 
     def write_file(self, name: str, size: int) -> bytes:
@@ -191,8 +232,13 @@ time.sleep(120)
 def _run_killed(url: str) -> int:
     """A client that opens ``url``, reads KILLED_READ bytes and is killed (SIGKILL) holding it open."""
     env = dict(os.environ, XRD_MONINFO="slurm.t2test.900", XRD_APPNAME="killed-test")
-    p = subprocess.Popen([SYSTEM_PYTHON, "-c", KILLED, url, str(KILLED_READ)], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [SYSTEM_PYTHON, "-c", KILLED, url, str(KILLED_READ)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert p.stdout.readline().strip() == "read", p.stderr.read() if p.poll() is not None else ""
         time.sleep(1.5)  # past the server's 1 s f-stream window, so the open is reported first
@@ -229,34 +275,52 @@ def site_run(request):
         done = {}
         local = site.root / "copies"
         local.mkdir()
-        done["origin_copy"] = _run_client(["xrdcp", "-f", "-s", o + "/big.bin", str(local / "a")],
-                                          "slurm.t2test.101", "xrdcp-test")
+        done["origin_copy"] = _run_client(
+            ["xrdcp", "-f", "-s", o + "/big.bin", str(local / "a")], "slurm.t2test.101", "xrdcp-test"
+        )
         assert (local / "a").stat().st_size == sizes["/big.bin"]
-        done["cache_first"] = _run_client(["xrdcp", "-f", "-s", c + "/cached.bin", str(local / "b")],
-                                          "slurm.t2test.102", "xrdcp-test")
+        done["cache_first"] = _run_client(
+            ["xrdcp", "-f", "-s", c + "/cached.bin", str(local / "b")], "slurm.t2test.102", "xrdcp-test"
+        )
         # The cache reports the first access when it detaches the file; wait for that report so
         # the second read is a separate attach (and must be a hit).
-        _wait_for(lambda: site.stats().get("counters", {}).get("pfc_file_close", 0) >= 1,
-                  "the cache's first file_close event")
-        done["cache_second"] = _run_client(["xrdcp", "-f", "-s", c + "/cached.bin", str(local / "c")],
-                                           "slurm.t2test.103", "xrdcp-test")
-        done["partial"] = _run_client([SYSTEM_PYTHON, "-c", PY_READS, o + "/big.bin", "partial", "1000", "5000"],
-                                      "htcondor.pool1.7.0", "pyxrootd-test")
+        _wait_for(
+            lambda: site.stats().get("counters", {}).get("pfc_file_close", 0) >= 1, "the cache's first file_close event"
+        )
+        done["cache_second"] = _run_client(
+            ["xrdcp", "-f", "-s", c + "/cached.bin", str(local / "c")], "slurm.t2test.103", "xrdcp-test"
+        )
+        done["partial"] = _run_client(
+            [SYSTEM_PYTHON, "-c", PY_READS, o + "/big.bin", "partial", "1000", "5000"],
+            "htcondor.pool1.7.0",
+            "pyxrootd-test",
+        )
         vec = [(0, 100), (200_000, 3000), (2_999_000, 1017)]
-        done["vector"] = _run_client([SYSTEM_PYTHON, "-c", PY_READS, o + "/big.bin", "vector"]
-                                     + [f"{a}:{n}" for a, n in vec], "htcondor.pool1.8.0", "pyxrootd-test")
+        done["vector"] = _run_client(
+            [SYSTEM_PYTHON, "-c", PY_READS, o + "/big.bin", "vector"] + [f"{a}:{n}" for a, n in vec],
+            "htcondor.pool1.8.0",
+            "pyxrootd-test",
+        )
         # A client killed after reading KILLED_READ bytes, through the cache and from the origin.
         done["killed_cache"] = _run_killed(c + "/killed.bin")
         done["killed_origin"] = _run_killed(o + "/killed.bin")
         # 3+1 accesses on the origin by the test, 1+1 by the cache fetching cached.bin and
         # killed.bin, 2+1 on the cache.
-        _wait_for(lambda: site.stats().get("counters", {}).get("closes", 0) >= 9
-                  and site.stats().get("counters", {}).get("pfc_file_close", 0) >= 3,
-                  "all closes and the cache events", detail=lambda: json.dumps(site.stats()))
+        _wait_for(
+            lambda: (
+                site.stats().get("counters", {}).get("closes", 0) >= 9
+                and site.stats().get("counters", {}).get("pfc_file_close", 0) >= 3
+            ),
+            "all closes and the cache events",
+            detail=lambda: json.dumps(site.stats()),
+        )
         # Ended by the disconnect: written while the collector runs, not at its unclosed timeout
         # (24 h) or shutdown.
-        _wait_for(lambda: len([r for r in _rows(site.out) if r["app_name"] == "killed-test"]) == 2,
-                  "the killed clients' accesses in a batch", detail=lambda: json.dumps(site.stats()))
+        _wait_for(
+            lambda: len([r for r in _rows(site.out) if r["app_name"] == "killed-test"]) == 2,
+            "the killed clients' accesses in a batch",
+            detail=lambda: json.dumps(site.stats()),
+        )
         _stop(site.collector)
         time.sleep(0.5)  # tcpdump -U writes each packet as it is seen; let the last one land
         _stop(site.tcpdump, signal.SIGINT)
@@ -264,9 +328,17 @@ def site_run(request):
         rows = _rows(site.out)
         if os.environ.get("TIERLENS_SAVE_CAPTURE"):
             shutil.copy(site.pcap, os.environ["TIERLENS_SAVE_CAPTURE"])
-        yield {"site": site, "rows": rows, "stats": stats, "pids": done, "sizes": sizes, "vec": vec,
-               "pid_in_user_id": request.param == "host",   # xrootd 5.5.3; see _client
-               "origin": f"{socket.gethostname()}:{site.origin_port}", "cache_port": site.cache_port}
+        yield {
+            "site": site,
+            "rows": rows,
+            "stats": stats,
+            "pids": done,
+            "sizes": sizes,
+            "vec": vec,
+            "pid_in_user_id": request.param == "host",  # xrootd 5.5.3; see _client
+            "origin": f"{socket.gethostname()}:{site.origin_port}",
+            "cache_port": site.cache_port,
+        }
     finally:
         site.close()
 
@@ -278,10 +350,15 @@ def _one(rows, **where) -> dict:
 
 
 # The job identity each test client sent (XRD_MONINFO): unique per client and server here.
-IDENTITY = {"origin_copy": "slurm.t2test.101", "cache_first": "slurm.t2test.102",
-            "cache_second": "slurm.t2test.103", "partial": "htcondor.pool1.7.0",
-            "vector": "htcondor.pool1.8.0", "killed_cache": "slurm.t2test.900",
-            "killed_origin": "slurm.t2test.900"}
+IDENTITY = {
+    "origin_copy": "slurm.t2test.101",
+    "cache_first": "slurm.t2test.102",
+    "cache_second": "slurm.t2test.103",
+    "partial": "htcondor.pool1.7.0",
+    "vector": "htcondor.pool1.8.0",
+    "killed_cache": "slurm.t2test.900",
+    "killed_origin": "slurm.t2test.900",
+}
 
 
 def _client(rows, site_run, name: str) -> dict:
@@ -291,8 +368,11 @@ def _client(rows, site_run, name: str) -> dict:
     port = site_run["cache_port"] if name.startswith("killed_cache") else None
     if name == "killed_origin":
         port = site_run["site"].origin_port
-    found = [r for r in rows if r["job_identity"] == IDENTITY[name]
-             and (port is None or r["server_host"].endswith(f":{port}"))]
+    found = [
+        r
+        for r in rows
+        if r["job_identity"] == IDENTITY[name] and (port is None or r["server_host"].endswith(f":{port}"))
+    ]
     assert len(found) == 1, (name, found)
     if site_run["pid_in_user_id"]:
         assert found[0]["client_pid"] == site_run["pids"][name], name
@@ -354,8 +434,11 @@ def test_live_rows_match_what_the_clients_did(site_run):
 def test_replaying_the_capture_gives_the_live_rows(site_run, tmp_path):
     site = site_run["site"]
     out = tmp_path / "replay"
-    subprocess.run([TIERLENS, "collect", "xrootd", "--replay", str(site.pcap), "--out", str(out),
-                    "--cache-grace", "3"], check=True, capture_output=True)
+    subprocess.run(
+        [TIERLENS, "collect", "xrootd", "--replay", str(site.pcap), "--out", str(out), "--cache-grace", "3"],
+        check=True,
+        capture_output=True,
+    )
     live = sorted(site_run["rows"], key=_key)
     replayed = sorted(_rows(out), key=_key)
     assert replayed == live
@@ -366,8 +449,7 @@ def test_batches_load_through_the_ordinary_loader(site_run, tmp_path):
 
     wh = tmp_path / "wh.duckdb"
     files = sorted(site_run["site"].out.glob("file_access-*.parquet"))
-    subprocess.run([TIERLENS, "load", "file_access", *map(str, files), "-w", str(wh)], check=True,
-                   capture_output=True)
+    subprocess.run([TIERLENS, "load", "file_access", *map(str, files), "-w", str(wh)], check=True, capture_output=True)
     con = duckdb.connect(str(wh), read_only=True)
     try:
         n, jobs = con.execute("select count(*), count(job_identity) from raw_file_access").fetchone()
@@ -401,10 +483,10 @@ def test_cache_hits_and_misses_follow_the_origin_record_not_the_gstream(site_run
 
     wh = tmp_path / "wh.duckdb"
     files = sorted(site_run["site"].out.glob("file_access-*.parquet"))
-    subprocess.run([TIERLENS, "load", "file_access", *map(str, files), "-w", str(wh)], check=True,
-                   capture_output=True)
-    result = run_dbt(wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled",
-                                                     "--indirect-selection", "cautious"])
+    subprocess.run([TIERLENS, "load", "file_access", *map(str, files), "-w", str(wh)], check=True, capture_output=True)
+    result = run_dbt(
+        wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled", "--indirect-selection", "cautious"]
+    )
     assert result.success, result.failures
     con = duckdb.connect(str(wh), read_only=True)
     try:

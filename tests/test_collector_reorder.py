@@ -22,9 +22,20 @@ def _cache_access(s: SimServer, k: int, t: int):
     fid = s.new_file()
     lfn = f"/store/f{k}.root"
     hit, miss = 1000 * k, 7 + k
-    ev = {"event": "file_close", "lfn": lfn, "size": hit + miss, "attach_t": t, "detach_t": t + 2,
-          "access_cnt": 2, "remotes": [], "n_blks": 3, "n_blks_done": 3,
-          "b_hit": hit, "b_miss": miss, "b_bypass": 0}
+    ev = {
+        "event": "file_close",
+        "lfn": lfn,
+        "size": hit + miss,
+        "attach_t": t,
+        "detach_t": t + 2,
+        "access_cnt": 2,
+        "remotes": [],
+        "n_blks": 3,
+        "n_blks_done": 3,
+        "b_hit": hit,
+        "b_miss": miss,
+        "b_bypass": 0,
+    }
     opened = s.fpacket(t, t + 1, [open_record(fid, hit + miss, uid, lfn)])
     closed = s.fpacket(t + 1, t + 2, [close_record(fid, hit + miss, 0, 0), disc_record(uid)])
     return login, opened, closed, s.pfc(t + 2, t + 2, [ev]), (lfn, hit, miss)
@@ -44,14 +55,15 @@ def _run(order: list[int], per_batch: int) -> tuple[list[dict], Decoder]:
         expected.append(exp)
     items = [(float(n) * 0.1, a, p) for n, (_, a, p) in enumerate(items)]
     for j in range(0, len(items), per_batch):
-        d.feed_batch(DatagramBatch.pack(items[j:j + per_batch], "test"))
+        d.feed_batch(DatagramBatch.pack(items[j : j + per_batch], "test"))
     d.finish(items[-1][0] + 1.0)
     return rows, d, expected
 
 
 @pytest.mark.parametrize("per_batch", [1, 2, 100])
-@pytest.mark.parametrize("order", list(itertools.permutations(range(3))),
-                         ids=lambda o: "-".join(("open", "close", "pfc")[i] for i in o))
+@pytest.mark.parametrize(
+    "order", list(itertools.permutations(range(3))), ids=lambda o: "-".join(("open", "close", "pfc")[i] for i in o)
+)
 def test_gstream_event_matches_its_access_in_any_order(order, per_batch):
     rows, d, expected = _run(list(order), per_batch)
     got = sorted((r["file_lfn"], r["cache_hit_bytes"], r["cache_miss_bytes"]) for r in rows)
@@ -67,8 +79,11 @@ def test_unmatched_events_and_accesses_are_counted_on_both_sides():
     d = Decoder(lambda t: rows.extend(t.to_pylist()), cache_grace=5.0)
     s = SimServer("xcache.example.org", 1094, sid=9)
     login, opened, closed, _, _ = _cache_access(s, 1, 1_700_000_100)
-    stray = s.pfc(1_700_000_500, 1_700_000_500, [{"event": "file_close", "lfn": "/elsewhere", "b_hit": 1,
-                                                  "b_miss": 0, "b_bypass": 0}])
+    stray = s.pfc(
+        1_700_000_500,
+        1_700_000_500,
+        [{"event": "file_close", "lfn": "/elsewhere", "b_hit": 1, "b_miss": 0, "b_bypass": 0}],
+    )
     for n, p in enumerate([s.ident(), stray, login, opened, closed]):
         d.feed(p, CACHE, float(n))
     d.sweep(100.0)
@@ -87,7 +102,7 @@ def _mixed_stream() -> list[tuple[float, tuple, bytes]]:
     out.append((o, login))
     f = [o.new_file() for _ in range(6)]
     out.append((o, o.fpacket(100, 101, [open_record(f[0], 10, uid, "/a"), open_record(f[1], 20, uid, "/b")])))
-    out.append((o, o.fpacket(102, 103, [close_record(f[2], 5, 0, 0)])))          # before its open
+    out.append((o, o.fpacket(102, 103, [close_record(f[2], 5, 0, 0)])))  # before its open
     out.append((o, o.fpacket(101, 102, [open_record(f[2], 5, uid, "/c"), close_record(f[0], 10, 0, 0)])))
     login_c, opened, closed, pfc, _ = _cache_access(c, 4, 110)
     out += [(c, login_c), (c, pfc), (c, opened)]
@@ -141,16 +156,16 @@ def test_tables_grow_past_their_first_size_and_closes_may_precede_opens():
     opens = [open_record(f, f, uid, f"/g/{f}") for f in fids]
     closes = [close_record(f, 3 * f, 0, 0) for f in fids]
     early = set(rng.sample(range(5000), 2500))
-    pkts = [s.fpacket(100, 101, [closes[i] for i in sorted(early)][j:j + 100]) for j in range(0, 2500, 100)]
-    pkts += [s.fpacket(101, 102, opens[j:j + 100]) for j in range(0, 5000, 100)]
+    pkts = [s.fpacket(100, 101, [closes[i] for i in sorted(early)][j : j + 100]) for j in range(0, 2500, 100)]
+    pkts += [s.fpacket(101, 102, opens[j : j + 100]) for j in range(0, 5000, 100)]
     late = [i for i in range(5000) if i not in early]
     rng.shuffle(late)
-    pkts += [s.fpacket(102, 103, [closes[i] for i in late[j:j + 100]]) for j in range(0, 2500, 100)]
+    pkts += [s.fpacket(102, 103, [closes[i] for i in late[j : j + 100]]) for j in range(0, 2500, 100)]
     rows: list[dict] = []
     d = Decoder(lambda t: rows.extend(t.to_pylist()), cache_grace=1e6)
     items = [(0.0, ("10.0.0.1", 1), p) for p in [s.ident(), login] + pkts]
     for j in range(0, len(items), 7):
-        d.feed_batch(DatagramBatch.pack(items[j:j + 7], "grow"))
+        d.feed_batch(DatagramBatch.pack(items[j : j + 7], "grow"))
     d.finish(1.0)
     assert sorted((r["file_lfn"], r["read_bytes"]) for r in rows) == sorted((f"/g/{f}", 3 * f) for f in fids)
     assert d.stats["reordered_closes"] == 2500 and d.quarantined == {}

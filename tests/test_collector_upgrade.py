@@ -31,18 +31,36 @@ def upgrade_stream() -> tuple[list[bytes], list[bytes], list[bytes]]:
     before = [s.ident(), login]
     for k in range(DONE):
         fid = s.new_file()
-        before.append(s.fpacket(1_700_000_100 + k, 1_700_000_101 + k,
-                                [open_record(fid, 1000 + k, uid, f"/up/done/{k}"), close_record(fid, k, 0, 0)]))
+        before.append(
+            s.fpacket(
+                1_700_000_100 + k,
+                1_700_000_101 + k,
+                [open_record(fid, 1000 + k, uid, f"/up/done/{k}"), close_record(fid, k, 0, 0)],
+            )
+        )
     opened = [s.new_file() for _ in range(OPEN)]
-    before.append(s.fpacket(1_700_000_200, 1_700_000_201,
-                            [open_record(f, 5000 + k, uid, f"/up/open/{k}") for k, f in enumerate(opened)]))
+    before.append(
+        s.fpacket(
+            1_700_000_200, 1_700_000_201, [open_record(f, 5000 + k, uid, f"/up/open/{k}") for k, f in enumerate(opened)]
+        )
+    )
     later = []
     for k in range(LATE):
         fid = s.new_file()
-        later.append(s.fpacket(1_700_000_300 + k, 1_700_000_301 + k,
-                               [open_record(fid, 2000 + k, uid, f"/up/late/{k}"), close_record(fid, 10 * k, 0, 0)]))
-    closes = [s.fpacket(1_700_000_400, 1_700_000_401,
-                        [close_record(f, 100 + k, 0, 0) for k, f in enumerate(opened)] + [disc_record(uid)])]
+        later.append(
+            s.fpacket(
+                1_700_000_300 + k,
+                1_700_000_301 + k,
+                [open_record(fid, 2000 + k, uid, f"/up/late/{k}"), close_record(fid, 10 * k, 0, 0)],
+            )
+        )
+    closes = [
+        s.fpacket(
+            1_700_000_400,
+            1_700_000_401,
+            [close_record(f, 100 + k, 0, 0) for k, f in enumerate(opened)] + [disc_record(uid)],
+        )
+    ]
     return before, later, closes
 
 
@@ -68,12 +86,18 @@ def test_the_out_folder_of_the_previous_collector_is_resumed_losing_and_duplicat
     keys = [(r["server_host"], r["unique_id"]) for r in rows]
     assert len(keys) == len(set(keys)), "a row was written twice"
     got = sorted((r["file_lfn"], r["read_bytes_at_close"], r["end_reason"]) for r in rows)
-    want = sorted([(f"/up/done/{k}", k, "close") for k in range(DONE)]
-                  + [(f"/up/open/{k}", 100 + k, "close") for k in range(OPEN)]
-                  + [(f"/up/late/{k}", 10 * k, "close") for k in range(LATE)])
+    want = sorted(
+        [(f"/up/done/{k}", k, "close") for k in range(DONE)]
+        + [(f"/up/open/{k}", 100 + k, "close") for k in range(OPEN)]
+        + [(f"/up/late/{k}", 10 * k, "close") for k in range(LATE)]
+    )
     assert got == want
-    old_rows = [r for p in sorted(out.glob("file_access-*.parquet")) if p.name in old_files
-                for r in pq.read_table(p).to_pylist()]
+    old_rows = [
+        r
+        for p in sorted(out.glob("file_access-*.parquet"))
+        if p.name in old_files
+        for r in pq.read_table(p).to_pylist()
+    ]
     assert 0 < len(old_rows) < len(rows), "the fixture holds some rows committed before the upgrade, not all"
     stats = _stats(out)
     assert stats["state"] == "finished" and stats["restored_snapshot_format"] == 0

@@ -76,20 +76,48 @@ def built(tmp_path_factory):
     batches, job_rows, untagged, accesses = _degrade(list(generate(OPTIONS)), np.random.default_rng(3))
     # Two plugin spool records for jobs accounting never delivered, on the first day.
     t0 = datetime(2026, 10, 1, 6, tzinfo=UTC)
-    orphans = [{f.name: None for f in JOB_TAG} | {"batch_system": "synthetic", "cluster": SITE.cluster,
-                                                 "job_id": f"orphan{i}", "step_id": "", "node": "wn-hdd-01",
-                                                 "storage_type": "hdd", "tagged_at": t0} for i in range(2)]
+    orphans = [
+        {f.name: None for f in JOB_TAG}
+        | {
+            "batch_system": "synthetic",
+            "cluster": SITE.cluster,
+            "job_id": f"orphan{i}",
+            "step_id": "",
+            "node": "wn-hdd-01",
+            "storage_type": "hdd",
+            "tagged_at": t0,
+        }
+        for i in range(2)
+    ]
     batches.append(Batch(RecordKind.JOB_TAG, pa.Table.from_pylist(orphans, schema=JOB_TAG), "orphans"))
     # Collector counters: one socket-level row with kernel drops, one per-server row with gaps.
-    stats = [{f.name: "" if pa.types.is_string(f.type) else 0 for f in COLLECTOR_STATS} | {
-        "collector_host": "col1", "worker": 0, "interval_start": t0, "interval_end": t0 + timedelta(minutes=1),
-        "server_host": server, "datagrams": dg, "kernel_drops": drops, "sequence_gaps": gaps}
-        for server, dg, drops, gaps in (("", 0, 25, 0), ("se01", 975, 0, 5))]
+    stats = [
+        {f.name: "" if pa.types.is_string(f.type) else 0 for f in COLLECTOR_STATS}
+        | {
+            "collector_host": "col1",
+            "worker": 0,
+            "interval_start": t0,
+            "interval_end": t0 + timedelta(minutes=1),
+            "server_host": server,
+            "datagrams": dg,
+            "kernel_drops": drops,
+            "sequence_gaps": gaps,
+        }
+        for server, dg, drops, gaps in (("", 0, 25, 0), ("se01", 975, 0, 5))
+    ]
     batches.append(Batch(RecordKind.COLLECTOR_STATS, pa.Table.from_pylist(stats, schema=COLLECTOR_STATS), "col1"))
     # One rejected job record among three from a source.
-    bad = [{f.name: None for f in JOB} | {"batch_system": "slurm", "cluster": "other", "job_id": str(i),
-                                          "step_id": "", "allocated_cores": 0 if i == 1 else 1}
-           for i in range(3)]
+    bad = [
+        {f.name: None for f in JOB}
+        | {
+            "batch_system": "slurm",
+            "cluster": "other",
+            "job_id": str(i),
+            "step_id": "",
+            "allocated_cores": 0 if i == 1 else 1,
+        }
+        for i in range(3)
+    ]
     batches.append(Batch(RecordKind.JOB, pa.Table.from_pylist(bad, schema=JOB), "sacct-test.json"))
     ingest(batches, wh)
     slurm = _slurm_job_without_plugin(root, wh) if os.geteuid() == 0 else None
@@ -110,11 +138,14 @@ def _slurm_job_without_plugin(root: Path, wh: Path) -> dict:
     try:
         with LocalCluster(work / "cluster", plugstack_lines=[]) as cluster:
             # seconds of CPU: a job of 0 s elapsed has no efficiency and is not counted (int_job_tagged)
-            r = cluster.run(["srun", "-n1", "bash", "-c", "timeout 3 sh -c 'while :; do :; done'; echo ID:$SLURM_JOB_ID"])
+            r = cluster.run(
+                ["srun", "-n1", "bash", "-c", "timeout 3 sh -c 'while :; do :; done'; echo ID:$SLURM_JOB_ID"]
+            )
             job_id = r.stdout.split("ID:")[1].split()[0]
             cluster.wait_accounted(job_id)
-            r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(wh), "--first-hours", "2"],
-                                   env={"SLURM_CONF": str(cluster.conf)})
+            r = CliRunner().invoke(
+                app, ["ingest", "slurm", "-w", str(wh), "--first-hours", "2"], env={"SLURM_CONF": str(cluster.conf)}
+            )
             assert r.exit_code == 0, r.output + repr(r.exception)
             return {"cluster": cluster.cluster_name, "job_id": job_id}
     finally:
@@ -132,8 +163,11 @@ def _mart(wh: Path, where: str = "true", params=None) -> list[dict]:
 
 
 def _by_day(rows, measure: str, grain: str = "cluster", subject: str = SITE.cluster) -> dict:
-    return {r["day"]: (r["numerator"], r["denominator"]) for r in rows
-            if r["measure"] == measure and r["grain"] == grain and r["subject"] == subject}
+    return {
+        r["day"]: (r["numerator"], r["denominator"])
+        for r in rows
+        if r["measure"] == measure and r["grain"] == grain and r["subject"] == subject
+    }
 
 
 def test_tags_dropped_show_exactly_as_untagged_jobs_and_cpu_hours(built):
@@ -180,8 +214,11 @@ def test_accesses_and_identities_dropped_show_exactly(built):
             continue
         accesses[key] += 1
         exact[key] += a["job_identity"] is not None
-    got = {(r["day"], r["subject"]): (r["numerator"], r["denominator"]) for r in rows
-           if r["grain"] == "server" and r["measure"] == "accesses_exact"}
+    got = {
+        (r["day"], r["subject"]): (r["numerator"], r["denominator"])
+        for r in rows
+        if r["grain"] == "server" and r["measure"] == "accesses_exact"
+    }
     assert got == {k: (exact[k], accesses[k]) for k in accesses}
     kept = sum(exact.values()) / sum(accesses.values())
     # 3 % of the generator's accesses never carried an identity, and 15 % lost it here
@@ -191,8 +228,11 @@ def test_accesses_and_identities_dropped_show_exactly(built):
         if r["grain"] == "server" and r["measure"] in ("accesses_exact", "accesses_inferred", "accesses_unmatched"):
             split[(r["day"], r["subject"])] += r["numerator"]
     assert split == {k: float(v) for k, v in accesses.items()}
-    got_stage = {(r["day"], r["subject"]): r["numerator"] for r in rows
-                 if r["grain"] == "server" and r["measure"] == "cache_stage_in_accesses" and r["numerator"]}
+    got_stage = {
+        (r["day"], r["subject"]): r["numerator"]
+        for r in rows
+        if r["grain"] == "server" and r["measure"] == "cache_stage_in_accesses" and r["numerator"]
+    }
     assert got_stage == {k: float(v) for k, v in stage_in.items()}
     # The evidence behind each cache access's hit/miss bytes (int_file_access_reconciled): the
     # synthetic caches send no '=' record (no server_pid), so the origin's reads cannot be tied to
@@ -204,17 +244,25 @@ def test_accesses_and_identities_dropped_show_exactly(built):
         key = (_day(a["start_time"]), a["server_host"])
         cache_total[key] += 1
         gstream[key] += a["cache_hit_bytes"] is not None and a["cache_miss_bytes"] is not None
-    got = {m: {(r["day"], r["subject"]): (r["numerator"], r["denominator"]) for r in rows
-               if r["grain"] == "server" and r["measure"] == m}
-           for m in ("cache_accesses_gstream_only", "cache_accesses_reconciled")}
+    got = {
+        m: {
+            (r["day"], r["subject"]): (r["numerator"], r["denominator"])
+            for r in rows
+            if r["grain"] == "server" and r["measure"] == m
+        }
+        for m in ("cache_accesses_gstream_only", "cache_accesses_reconciled")
+    }
     assert got["cache_accesses_gstream_only"] == {k: (gstream[k], n) for k, n in cache_total.items()}
     assert got["cache_accesses_reconciled"] == {k: (0, n) for k, n in cache_total.items()}
 
 
 def test_collector_losses_and_rejects(built):
     rows = _mart(built["wh"], "grain in ('collector', 'source') or measure = 'sequence_gaps'")
-    got = {(r["grain"], r["subject"], r["measure"]): (r["numerator"], r["denominator"], r["detail"]) for r in rows
-           if r["measure"] in ("kernel_drops", "sequence_gaps", "rejected_records")}
+    got = {
+        (r["grain"], r["subject"], r["measure"]): (r["numerator"], r["denominator"], r["detail"])
+        for r in rows
+        if r["measure"] in ("kernel_drops", "sequence_gaps", "rejected_records")
+    }
     # of all it was sent: the 975 datagrams it received (over all servers) and the 25 the kernel dropped
     assert got[("collector", "col1", "kernel_drops")][:2] == (25, 1000)
     assert got[("server", "se01", "sequence_gaps")][:2] == (5, 980)
@@ -224,12 +272,15 @@ def test_collector_losses_and_rejects(built):
 def test_a_real_slurm_job_without_the_plugin_is_untagged(built):
     if built["slurm"] is None:
         pytest.skip("a real Slurm cluster needs root")
-    rows = _mart(built["wh"], "grain = 'cluster' and subject = ? and measure = 'jobs_tagged'",
-                 [built["slurm"]["cluster"]])
+    rows = _mart(
+        built["wh"], "grain = 'cluster' and subject = ? and measure = 'jobs_tagged'", [built["slurm"]["cluster"]]
+    )
     con = duckdb.connect(str(built["wh"]), read_only=True)
     try:
-        raw = con.execute("select cluster, job_id, step_id, start_time, end_time, wall_seconds, state "
-                          "from raw_job where batch_system = 'slurm'").fetchall()
+        raw = con.execute(
+            "select cluster, job_id, step_id, start_time, end_time, wall_seconds, state "
+            "from raw_job where batch_system = 'slurm'"
+        ).fetchall()
     finally:
         con.close()
     assert rows, f"the Slurm job is not in the completeness account; raw_job has {raw}"
@@ -239,6 +290,7 @@ def test_a_real_slurm_job_without_the_plugin_is_untagged(built):
 
 # --- alerts: the transform DAG on a warehouse above and below the thresholds (real Airflow) ---
 
+
 def _airflow_env(base: Path) -> dict:
     from test_airflow_dags import AIRFLOW_PY, AIRFLOW_VENV, DBT, REPO
 
@@ -247,17 +299,27 @@ def _airflow_env(base: Path) -> dict:
     af_home = base / "airflow-home"
     af_home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "TIERLENS_"))}
-    env.update({
-        "AIRFLOW_HOME": str(af_home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300", "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__COSMOS__ENABLE_TELEMETRY": "False", "AIRFLOW__COSMOS__CACHE_DIR": str(af_home / "cosmos"),
-        "DO_NOT_TRACK": "1", "SCARF_NO_ANALYTICS": "true", "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",
-        "TIERLENS_DBT_EXECUTABLE": str(DBT), "TIERLENS_RETRIES": "0",
-        # the DAG runs the mart and its tests; its parents are built beforehand (_parents_built)
-        "TIERLENS_DBT_SELECT": "data_completeness", "DBT_INDIRECT_SELECTION": "cautious",
-    })
-    r = subprocess.run([str(AIRFLOW_VENV / "bin" / "airflow"), "db", "migrate"], env=env,
-                       capture_output=True, text=True, timeout=600)
+    env.update(
+        {
+            "AIRFLOW_HOME": str(af_home),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+            "AIRFLOW__COSMOS__ENABLE_TELEMETRY": "False",
+            "AIRFLOW__COSMOS__CACHE_DIR": str(af_home / "cosmos"),
+            "DO_NOT_TRACK": "1",
+            "SCARF_NO_ANALYTICS": "true",
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",
+            "TIERLENS_DBT_EXECUTABLE": str(DBT),
+            "TIERLENS_RETRIES": "0",
+            # the DAG runs the mart and its tests; its parents are built beforehand (_parents_built)
+            "TIERLENS_DBT_SELECT": "data_completeness",
+            "DBT_INDIRECT_SELECTION": "cautious",
+        }
+    )
+    r = subprocess.run(
+        [str(AIRFLOW_VENV / "bin" / "airflow"), "db", "migrate"], env=env, capture_output=True, text=True, timeout=600
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return env
 
@@ -266,12 +328,22 @@ def _transform(env: dict, home: Path, warehouse: Path, **settings: str) -> dict:
     from test_airflow_dags import AIRFLOW_PY, DRIVER, REPO
 
     plan = {"dags": str(REPO / "dags"), "runs": [{"dag": "tierlens_transform"}]}
-    run_env = {**env, "TIERLENS_HOME": str(home), "TIERLENS_WAREHOUSE": str(warehouse),
-               **{f"TIERLENS_{k.upper()}": v for k, v in settings.items()}}
-    r = subprocess.run([str(AIRFLOW_PY), "-c", DRIVER, json.dumps(plan)], env=run_env,
-                       capture_output=True, text=True, timeout=1500, cwd=home)
+    run_env = {
+        **env,
+        "TIERLENS_HOME": str(home),
+        "TIERLENS_WAREHOUSE": str(warehouse),
+        **{f"TIERLENS_{k.upper()}": v for k, v in settings.items()},
+    }
+    r = subprocess.run(
+        [str(AIRFLOW_PY), "-c", DRIVER, json.dumps(plan)],
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        cwd=home,
+    )
     lines = [x for x in r.stdout.splitlines() if x.startswith("DRIVER-RESULT ")]
-    assert r.returncode == 0 and lines, (r.stdout[-6000:] + r.stderr[-6000:])
+    assert r.returncode == 0 and lines, r.stdout[-6000:] + r.stderr[-6000:]
     return json.loads(lines[-1].removeprefix("DRIVER-RESULT "))["runs"][0]
 
 
@@ -285,23 +357,37 @@ def _warned_rows(job_rows: list[dict], untagged: set, warehouse: Path) -> dict[s
         cpu_total[_day(j["end_time"])] += cpu
         if j["job_id"] not in untagged:
             cpu_tagged[_day(j["end_time"])] += cpu
-    bytes_rows = _mart(warehouse, "grain = 'server' and measure = 'bytes_joined' and denominator > 0 "
-                                  "and not provisional")
+    bytes_rows = _mart(
+        warehouse, "grain = 'server' and measure = 'bytes_joined' and denominator > 0 and not provisional"
+    )
     drops = _mart(warehouse, "measure = 'kernel_drops' and not provisional")
-    return {"completeness_cpu_hours_tagged_below_threshold":
-                sum(1 for d, cpu in cpu_total.items() if cpu > 0 and cpu_tagged[d] / cpu < 0.90),
-            "completeness_bytes_joined_below_threshold":
-                sum(1 for r in bytes_rows if r["numerator"] / r["denominator"] < 0.80),
-            "completeness_kernel_drops_above_threshold": sum(1 for r in drops if r["numerator"] > 0)}
+    return {
+        "completeness_cpu_hours_tagged_below_threshold": sum(
+            1 for d, cpu in cpu_total.items() if cpu > 0 and cpu_tagged[d] / cpu < 0.90
+        ),
+        "completeness_bytes_joined_below_threshold": sum(
+            1 for r in bytes_rows if r["numerator"] / r["denominator"] < 0.80
+        ),
+        "completeness_kernel_drops_above_threshold": sum(1 for r in drops if r["numerator"] > 0),
+    }
 
 
 def _time_passes(warehouse: Path, at: datetime) -> None:
     """A job of another cluster ending at ``at``: the newest data is then that late, so the days
     before it are final (their jobs have all ended)."""
-    row = {f.name: None for f in JOB} | {"batch_system": "slurm", "cluster": "later", "job_id": "1", "step_id": "",
-                                         "allocated_cores": 1, "start_time": at - timedelta(hours=1), "end_time": at,
-                                         "wall_seconds": 3600.0, "cpu_user_seconds": 60.0, "cpu_system_seconds": 0.0,
-                                         "state": "COMPLETED"}
+    row = {f.name: None for f in JOB} | {
+        "batch_system": "slurm",
+        "cluster": "later",
+        "job_id": "1",
+        "step_id": "",
+        "allocated_cores": 1,
+        "start_time": at - timedelta(hours=1),
+        "end_time": at,
+        "wall_seconds": 3600.0,
+        "cpu_user_seconds": 60.0,
+        "cpu_system_seconds": 0.0,
+        "state": "COMPLETED",
+    }
     ingest([Batch(RecordKind.JOB, pa.Table.from_pylist([row], schema=JOB), "later")], warehouse)
 
 
@@ -329,8 +415,9 @@ def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floo
     for wh in (complete, partial):  # 12 days later: the site's days are final (dbt's default 7 + 2 days)
         _time_passes(wh, small.start.astimezone(UTC) + timedelta(days=12))
     for wh in (complete, partial):  # the mart's parents, so each DAG run is the mart and its tests
-        proc = run_dbt(wh, tmp_path / f"dbt-{wh.stem}", "run", "--select", "+data_completeness",
-                       "--exclude", "data_completeness")
+        proc = run_dbt(
+            wh, tmp_path / f"dbt-{wh.stem}", "run", "--select", "+data_completeness", "--exclude", "data_completeness"
+        )
         assert proc.returncode == 0, proc.stdout[-4000:]
     env = _airflow_env(tmp_path)
 
@@ -375,11 +462,15 @@ def test_a_run_results_file_that_cannot_be_read_is_named_with_its_field(tmp_path
     from tierlens.orchestration.tasks import RunResultsError, warned_tests
 
     path = tmp_path / "run_results.json"
-    for text, where in (('{"results": [', "line 1, column 14"),
-                        ('{"results": {}}', "field 'results'"),
-                        ('{"results": [{"status": "pass"}, {"status": "warn", "failures": 2}]}', "results[1].unique_id"),
-                        ('{"results": [{"status": "warn", "unique_id": "test.p.t", "failures": "2"}]}',
-                         "results[0].failures (test.p.t)")):
+    for text, where in (
+        ('{"results": [', "line 1, column 14"),
+        ('{"results": {}}', "field 'results'"),
+        ('{"results": [{"status": "pass"}, {"status": "warn", "failures": 2}]}', "results[1].unique_id"),
+        (
+            '{"results": [{"status": "warn", "unique_id": "test.p.t", "failures": "2"}]}',
+            "results[0].failures (test.p.t)",
+        ),
+    ):
         path.write_text(text)
         with pytest.raises(RunResultsError) as e:
             warned_tests(path)
@@ -387,6 +478,7 @@ def test_a_run_results_file_that_cannot_be_read_is_named_with_its_field(tmp_path
 
 
 # --- closed data: judged once the jobs that could add to a day have ended, alerted once -----
+
 
 def _judge(wh: Path, state: Path, home: Path, run_id: str, *dbt_args: str) -> tuple[list[str], list[str]]:
     """What the transform DAG's alert does after its build, on a plain dbt build: the warned
@@ -452,8 +544,13 @@ def test_completeness_is_judged_on_closed_days_only_and_alerted_once(tmp_path):
     assert new == [] and still == []
     rows = [r for r in _mart(wh) if r["day"] >= t0.date()]  # before it: the warm-up's tags and accesses
     assert rows and all(r["provisional"] for r in rows)
-    below = [r for r in rows if r["measure"] in ("cpu_hours_tagged", "bytes_joined") and r["denominator"]
-             and r["share"] < (0.90 if r["measure"] == "cpu_hours_tagged" else 0.80)]
+    below = [
+        r
+        for r in rows
+        if r["measure"] in ("cpu_hours_tagged", "bytes_joined")
+        and r["denominator"]
+        and r["share"] < (0.90 if r["measure"] == "cpu_hours_tagged" else 0.80)
+    ]
     assert below, "the premise: a provisional day below a threshold that an hourly judge would alert"
 
     # two more days: cluster-days 1 and 2 and server-day 1 are final (the newest data is in day 3)
@@ -464,13 +561,18 @@ def test_completeness_is_judged_on_closed_days_only_and_alerted_once(tmp_path):
     assert {d for g, d in final if g == "cluster" and d >= d1} == {d1, d2}
     assert {d for g, d in final if g == "server" and d >= d1} == {d1}
     shares = _cpu_tagged_by_day(job_rows, untagged, t0 + timedelta(days=3))
-    expected = {f"completeness_cpu_hours_tagged_below_threshold | {d} {SITE.cluster}"
-                for d in (d1, d2) if shares[d] < 0.90}
-    expected |= {f"completeness_bytes_joined_below_threshold | {r['day']} {r['subject']}"
-                 for r in _mart(wh, "grain = 'server' and measure = 'bytes_joined' and denominator > 0")
-                 if r["day"] <= d1 and r["numerator"] / r["denominator"] < 0.80}
-    expected |= {f"completeness_kernel_drops_above_threshold | {r['day']} {r['subject']}"
-                 for r in _mart(wh, "measure = 'kernel_drops' and numerator > 0 and not provisional")}
+    expected = {
+        f"completeness_cpu_hours_tagged_below_threshold | {d} {SITE.cluster}" for d in (d1, d2) if shares[d] < 0.90
+    }
+    expected |= {
+        f"completeness_bytes_joined_below_threshold | {r['day']} {r['subject']}"
+        for r in _mart(wh, "grain = 'server' and measure = 'bytes_joined' and denominator > 0")
+        if r["day"] <= d1 and r["numerator"] / r["denominator"] < 0.80
+    }
+    expected |= {
+        f"completeness_kernel_drops_above_threshold | {r['day']} {r['subject']}"
+        for r in _mart(wh, "measure = 'kernel_drops' and numerator > 0 and not provisional")
+    }
     assert expected, "the premise: a final day below a threshold"
     assert set(new) == expected and still == []
 
@@ -480,14 +582,18 @@ def test_completeness_is_judged_on_closed_days_only_and_alerted_once(tmp_path):
 
 
 def test_a_condition_that_clears_and_comes_back_is_alerted_again(tmp_path):
-    from tierlens.orchestration.tasks import CONDITIONS_FORMAT_VERSION, WarnedTest, new_conditions, \
-        open_conditions_file
+    from tierlens.orchestration.tasks import CONDITIONS_FORMAT_VERSION, WarnedTest, new_conditions, open_conditions_file
 
     a = "test.tierlens.completeness_cpu_hours_tagged_below_threshold"
     b = "test.tierlens.completeness_kernel_drops_above_threshold"
-    warned = [WarnedTest(a, 1, "Got 1 result", rows=("2026-10-01 c1",)), WarnedTest(b, 1, "", rows=("2026-10-01 col1",))]
-    ka, kb = "completeness_cpu_hours_tagged_below_threshold | 2026-10-01 c1", \
-        "completeness_kernel_drops_above_threshold | 2026-10-01 col1"
+    warned = [
+        WarnedTest(a, 1, "Got 1 result", rows=("2026-10-01 c1",)),
+        WarnedTest(b, 1, "", rows=("2026-10-01 col1",)),
+    ]
+    ka, kb = (
+        "completeness_cpu_hours_tagged_below_threshold | 2026-10-01 c1",
+        "completeness_kernel_drops_above_threshold | 2026-10-01 col1",
+    )
     assert new_conditions(tmp_path, "d", "r1", warned, [a, b]) == ([ka, kb], [])
     assert new_conditions(tmp_path, "d", "r2", warned, [a, b]) == ([], [ka, kb])
     # a passed, b did not run (a partial build): a's condition cleared, b's is kept
@@ -503,6 +609,7 @@ def test_a_condition_that_clears_and_comes_back_is_alerted_again(tmp_path):
 
 
 # --- the report: a one-line verdict per week at the top, and the completeness section --------
+
 
 def test_report_opens_with_the_verdict_per_week(built, tmp_path):
     import csv
@@ -534,6 +641,7 @@ def test_report_opens_with_the_verdict_per_week(built, tmp_path):
 
 # --- sql/: where to look ----------------------------------------------------------------------
 
+
 def _sql(wh: Path, name: str) -> list[dict]:
     from test_dbt_project import REPO
 
@@ -547,8 +655,11 @@ def _sql(wh: Path, name: str) -> list[dict]:
 
 
 def test_sql_names_the_nodes_that_send_untagged_jobs(built):
-    rows = {(r["cluster"], r["node"]): r for r in _sql(built["wh"], "nodes_sending_untagged_jobs.sql")
-            if r["cluster"] == SITE.cluster}
+    rows = {
+        (r["cluster"], r["node"]): r
+        for r in _sql(built["wh"], "nodes_sending_untagged_jobs.sql")
+        if r["cluster"] == SITE.cluster
+    }
     last = max(j["end_time"] for j in built["jobs"])
     recent = [j for j in built["jobs"] if j["end_time"] >= last - timedelta(days=7)]
     untagged, jobs = defaultdict(int), defaultdict(int)

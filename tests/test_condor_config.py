@@ -28,14 +28,15 @@ GJID = "ap01.t2.example.org#4242.7#1763800000"
 @pytest.fixture
 def param(tmp_path, monkeypatch):
     """htcondor2.param for a pool whose local config includes our config.d file, plus ``extra``."""
+
     def load(extra: str = "", before: str = "") -> object:
         cfg = tmp_path / "condor_config"
         cfg.write_text(
-            before +
-            "COLLECTOR_HOST = cm.t2.example.org\n"
+            before + "COLLECTOR_HOST = cm.t2.example.org\n"
             "EXECUTE = /var/lib/condor/execute\n"
             "NUM_CPUS = 64\n"
-            f"include : {CONF}\n" + extra)
+            f"include : {CONF}\n" + extra
+        )
         monkeypatch.setenv("CONDOR_CONFIG", str(cfg))
         htcondor2.reload_config()
         return htcondor2.param
@@ -86,6 +87,7 @@ def env_v2(text: str) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- expanded knobs
 
+
 def test_startd_cron_knobs(param):
     p = param()
     assert "TIERLENS" in p["STARTD_CRON_JOBLIST"].split()
@@ -94,8 +96,10 @@ def test_startd_cron_knobs(param):
     assert p["STARTD_CRON_TIERLENS_PERIOD"] == "15m"
     args = p["STARTD_CRON_TIERLENS_ARGS"]
     # LVM_BACKING_FILE defaults to $(SPOOL)/startd_disk.img; this test pool sets no SPOOL
-    assert args == ("--scratch=/var/lib/condor/execute --ab-arm= --cache-route= --slots=64 "
-                    "--enforce-disk-limits=false --lvm-vg= --lvm-backing-file=/spool/startd_disk.img")
+    assert args == (
+        "--scratch=/var/lib/condor/execute --ab-arm= --cache-route= --slots=64 "
+        "--enforce-disk-limits=false --lvm-vg= --lvm-backing-file=/spool/startd_disk.img"
+    )
 
 
 def test_cron_args_reach_the_script(param, capsys):
@@ -113,8 +117,14 @@ def test_cron_args_reach_the_script(param, capsys):
     assert ad["TierlensNodeSlots"] == 64
     # every attribute the cron publishes and the ingest reads is copied into the job ads
     copied = set(p["SYSTEM_JOB_MACHINE_ATTRS"].replace(",", " ").split())
-    for attr in ("TierlensStorageType", "TierlensScratchDevices", "TierlensScratchPath",
-                 "TierlensAbArm", "TierlensCacheRoute", "TierlensNodeSlots"):
+    for attr in (
+        "TierlensStorageType",
+        "TierlensScratchDevices",
+        "TierlensScratchPath",
+        "TierlensAbArm",
+        "TierlensCacheRoute",
+        "TierlensNodeSlots",
+    ):
         assert attr in ad and attr in copied
     # and the defaults HTCondor copies already (Cpus, SlotWeight) are kept
     assert {"Cpus", "SlotWeight"} <= copied
@@ -129,8 +139,9 @@ def test_site_settings_expand(param):
 
 
 def test_site_settings_from_an_earlier_file_are_kept(param):
-    p = param(before="TIERLENS_CLUSTER = EARLY\nTIERLENS_AB_ARM = A\nTIERLENS_AB_TRIAL = true\n"
-                     "TIERLENS_SCRATCH = /scratch\n")
+    p = param(
+        before="TIERLENS_CLUSTER = EARLY\nTIERLENS_AB_ARM = A\nTIERLENS_AB_TRIAL = true\nTIERLENS_SCRATCH = /scratch\n"
+    )
     assert p["TIERLENS_CLUSTER"] == "EARLY"
     assert p["STARTD_CRON_TIERLENS_ARGS"].startswith("--scratch=/scratch --ab-arm=A ")
     assert p["JOB_TRANSFORM_TierlensAbTrial"].count("(true) && ((JobUniverse =?= 5))") == 1
@@ -139,6 +150,7 @@ def test_site_settings_from_an_earlier_file_are_kept(param):
 
 
 # --------------------------------------------------------------------------- identity and XRD_MONINFO
+
 
 def test_identity_is_records_job_identity(param):
     p = param()
@@ -162,16 +174,23 @@ def test_moninfo_prepended_to_users_environment(param):
     job = job_ad(Environment="FOO=1 BAR='a b c' XRD_APPNAME=athena")
     apply(p, job)
     env = env_v2(job["Environment"])
-    assert env == {"XRD_MONINFO": job_identity("htcondor", "cm.t2.example.org", GJID),
-                   "FOO": "1", "BAR": "a b c", "XRD_APPNAME": "athena"}
+    assert env == {
+        "XRD_MONINFO": job_identity("htcondor", "cm.t2.example.org", GJID),
+        "FOO": "1",
+        "BAR": "a b c",
+        "XRD_APPNAME": "athena",
+    }
     assert job["Environment"].startswith("XRD_MONINFO=")  # a later user value would still win
 
 
-@pytest.mark.parametrize("environment", [
-    "XRD_MONINFO=my.own.id",
-    "FOO=1 XRD_MONINFO=my.own.id",
-    "FOO=1  'XRD_MONINFO=my.own.id'",
-])
+@pytest.mark.parametrize(
+    "environment",
+    [
+        "XRD_MONINFO=my.own.id",
+        "FOO=1 XRD_MONINFO=my.own.id",
+        "FOO=1  'XRD_MONINFO=my.own.id'",
+    ],
+)
 def test_users_own_moninfo_is_not_overridden(param, environment):
     p = param()
     job = job_ad(Environment=environment)
@@ -194,6 +213,7 @@ def test_legacy_v1_env(param):
 
 
 # --------------------------------------------------------------------------- A/B trial
+
 
 def machine(arm: str | None) -> classad2.ClassAd:
     m = classad2.ClassAd()

@@ -39,51 +39,70 @@ def ident(cluster_id: int, qdate: int) -> str:
 
 def tags(storage, devices, arm, route="direct", path="/var/lib/condor/execute"):
     devs = ", ".join(f'"{d}"' for d in devices)
-    return (f'MachineAttrTierlensStorageType0 = "{storage}"\n'
-            f"MachineAttrTierlensScratchDevices0 = {{ {devs} }}\n"
-            f'MachineAttrTierlensScratchPath0 = "{path}"\n'
-            f'MachineAttrTierlensAbArm0 = "{arm}"\n'
-            f'MachineAttrTierlensCacheRoute0 = "{route}"\n'
-            f"MachineAttrTierlensNodeSlots0 = 64\n")
+    return (
+        f'MachineAttrTierlensStorageType0 = "{storage}"\n'
+        f"MachineAttrTierlensScratchDevices0 = {{ {devs} }}\n"
+        f'MachineAttrTierlensScratchPath0 = "{path}"\n'
+        f'MachineAttrTierlensAbArm0 = "{arm}"\n'
+        f'MachineAttrTierlensCacheRoute0 = "{route}"\n'
+        f"MachineAttrTierlensNodeSlots0 = 64\n"
+    )
 
 
 def common(cid, qdate, owner="alice", group="group_atlas.prod.alice", with_identity=True):
-    s = (f'GlobalJobId = "{gjid(cid, qdate)}"\nClusterId = {cid}\nProcId = 0\nOwner = "{owner}"\n'
-         f'AccountingGroup = "{group}"\nQDate = {qdate}\nJobUniverse = 5\n')
+    s = (
+        f'GlobalJobId = "{gjid(cid, qdate)}"\nClusterId = {cid}\nProcId = 0\nOwner = "{owner}"\n'
+        f'AccountingGroup = "{group}"\nQDate = {qdate}\nJobUniverse = 5\n'
+    )
     if with_identity:
-        s += (f'TierlensCluster = "{CLUSTER}"\nTierlensJobIdentity = "{ident(cid, qdate)}"\n'
-              f'Environment = "XRD_MONINFO={ident(cid, qdate)} FOO=1"\n')
+        s += (
+            f'TierlensCluster = "{CLUSTER}"\nTierlensJobIdentity = "{ident(cid, qdate)}"\n'
+            f'Environment = "XRD_MONINFO={ident(cid, qdate)} FOO=1"\n'
+        )
     return s
 
 
 def finished(start, wall, user, sys_, cores=1, exit_code=0, provisioned=True):
     """The lines of a job that ran once, from start for wall seconds, and completed."""
-    s = (f"JobStatus = 4\nExitCode = {exit_code}\nJobStartDate = {start}\nJobCurrentStartDate = {start}\n"
-         f"CompletionDate = {start + wall}\nRequestCpus = {cores}\nRemoteUserCpu = {user:.1f}\n"
-         f"RemoteSysCpu = {sys_:.1f}\nRemoteWallClockTime = {wall:.1f}\nCommittedTime = {wall}\n")
+    s = (
+        f"JobStatus = 4\nExitCode = {exit_code}\nJobStartDate = {start}\nJobCurrentStartDate = {start}\n"
+        f"CompletionDate = {start + wall}\nRequestCpus = {cores}\nRemoteUserCpu = {user:.1f}\n"
+        f"RemoteSysCpu = {sys_:.1f}\nRemoteWallClockTime = {wall:.1f}\nCommittedTime = {wall}\n"
+    )
     return s + (f"CpusProvisioned = {cores}\n" if provisioned else "")
 
 
-AD_A = common(101, T - 600) + finished(T, 4000, 3000, 200) + """ExitBySignal = false
+AD_A = (
+    common(101, T - 600)
+    + finished(T, 4000, 3000, 200)
+    + """ExitBySignal = false
 NumJobStarts = 1
 LastRemoteWallClockTime = 4000.0
 BlockReadKbytes = 2048
 BlockWriteKbytes = 1024
 LastRemoteHost = "slot1_1@wn-ssd01.t2.example.org"
-""" + tags("ssd", ["Samsung SSD 870 EVO 1TB"], "A")
+"""
+    + tags("ssd", ["Samsung SSD 870 EVO 1TB"], "A")
+)
 
-AD_B = common(102, T - 500, owner="bob", group="group_atlas.analysis.bob") + finished(
-    T + 100, 3600, 20000, 880, cores=8) + """NumJobStarts = 1
+AD_B = (
+    common(102, T - 500, owner="bob", group="group_atlas.analysis.bob")
+    + finished(T + 100, 3600, 20000, 880, cores=8)
+    + """NumJobStarts = 1
 JobBatchName = "Grüße – ανάλυση ✓"
 Arguments = "-c 'print(\\"hello world\\")' --flag"
 SubmitEventNotes = "line one\\nline two"
 TransferInputStats = [ CedarFilesCount = 2; CedarSizeBytes = 123456 ]
 ProvisionedResources = "Cpus Disk Memory"
 LastRemoteHost = "slot1_2@wn-hdd01.t2.example.org"
-""" + tags("hdd", ["ST4000NM0035-1V4107"], "B", route="cache:xcache01:1094")
+"""
+    + tags("hdd", ["ST4000NM0035-1V4107"], "B", route="cache:xcache01:1094")
+)
 
 # Evicted after 1000 s on an HDD node, restarted, completed after 5000 s on a RAID0 node.
-AD_C = common(103, T - 1000) + f"""JobStatus = 4
+AD_C = (
+    common(103, T - 1000)
+    + f"""JobStatus = 4
 ExitCode = 0
 JobStartDate = {T + 200}
 JobCurrentStartDate = {T + 1200}
@@ -102,15 +121,22 @@ LastRemoteWallClockTime = 5000.0
 LastRemoteHost = "slot1_4@wn-r0-01.t2.example.org"
 MachineAttrTierlensStorageType1 = "hdd"
 MachineAttrTierlensAbArm1 = "A"
-""" + tags("raid0", ["ST2000NM0055-1V4104", "WDC WD2003FZEX-00SRLA0"], "B")
+"""
+    + tags("raid0", ["ST2000NM0055-1V4104", "WDC WD2003FZEX-00SRLA0"], "B")
+)
 
 # Submitted before tierlens was deployed: no identity, no tags.
-AD_D = common(104, T - 300, owner="carol", group="group_cms.carol", with_identity=False) + finished(
-    T + 300, 2000, 1000, 0, provisioned=False) + """LastRemoteHost = "slot1_1@wn-old01.t2.example.org"
+AD_D = (
+    common(104, T - 300, owner="carol", group="group_cms.carol", with_identity=False)
+    + finished(T + 300, 2000, 1000, 0, provisioned=False)
+    + """LastRemoteHost = "slot1_1@wn-old01.t2.example.org"
 """
+)
 
 # RequestCpus is an expression (2 here); no CpusProvisioned.
-AD_E = common(105, T - 200) + f"""JobStatus = 4
+AD_E = (
+    common(105, T - 200)
+    + f"""JobStatus = 4
 ExitCode = 0
 JobCurrentStartDate = {T + 400}
 JobStartDate = {T + 400}
@@ -122,12 +148,17 @@ RemoteSysCpu = 240.0
 RemoteWallClockTime = 1800.0
 CommittedTime = 1800
 LastRemoteHost = "slot1_7@wn-nvme01.t2.example.org"
-""" + tags("nvme", ["SAMSUNG MZQL23T8HCLS-00A07"], "B")
+"""
+    + tags("nvme", ["SAMSUNG MZQL23T8HCLS-00A07"], "B")
+)
 
-AD_BAD_EXPR = common(106, T - 100) + """JobStatus = 4
+AD_BAD_EXPR = (
+    common(106, T - 100)
+    + """JobStatus = 4
 RemoteUserCpu = 12 +
 RemoteSysCpu = 1.0
 """
+)
 
 AD_GARBAGE = """ClusterId = 110
 this line is not an attribute \x01\x02
@@ -135,7 +166,9 @@ ProcId = 0
 """
 
 # Removed after it had run 1000 s.
-AD_F = common(107, T - 100) + f"""JobStatus = 3
+AD_F = (
+    common(107, T - 100)
+    + f"""JobStatus = 3
 JobCurrentStartDate = {T + 500}
 JobStartDate = {T + 500}
 CompletionDate = 0
@@ -146,11 +179,17 @@ RemoteSysCpu = 0.0
 RemoteWallClockTime = 1000.0
 CommittedTime = 1000
 LastRemoteHost = "slot1_3@wn-ssd01.t2.example.org"
-""" + tags("ssd", ["Samsung SSD 870 EVO 1TB"], "A")
+"""
+    + tags("ssd", ["Samsung SSD 870 EVO 1TB"], "A")
+)
 
-AD_G = common(108, T - 50, owner="bob", group="group_atlas.analysis.bob") + finished(
-    T + 600, 1000, 900, 50, exit_code=1, provisioned=False) + """LastRemoteHost = "slot1_5@wn-hdd01.t2.example.org"
-""" + tags("hdd", ["ST4000NM0035-1V4107"], "B", route="cache:xcache01:1094")
+AD_G = (
+    common(108, T - 50, owner="bob", group="group_atlas.analysis.bob")
+    + finished(T + 600, 1000, 900, 50, exit_code=1, provisioned=False)
+    + """LastRemoteHost = "slot1_5@wn-hdd01.t2.example.org"
+"""
+    + tags("hdd", ["ST4000NM0035-1V4107"], "B", route="cache:xcache01:1094")
+)
 
 AD_NO_GJID = """ClusterId = 109
 ProcId = 0
@@ -180,8 +219,9 @@ def history_text(ads: list[str]) -> bytes:
         owner = (re.search(r'^Owner = "([^"]*)"', ad, re.M) or [None, ""])[1]
         done = (re.search(r"^CompletionDate = (\d+)", ad, re.M) or [None, "0"])[1]
         out += ad.encode("utf-8")
-        out += (f'*** Offset = {offset} ClusterId = {cid} ProcId = 0 Owner = "{owner}" '
-                f"CompletionDate = {done}\n").encode()
+        out += (
+            f'*** Offset = {offset} ClusterId = {cid} ProcId = 0 Owner = "{owner}" CompletionDate = {done}\n'
+        ).encode()
     return out
 
 
@@ -196,8 +236,9 @@ def spool(tmp_path) -> Path:
 
 
 def load(spool: Path, warehouse: Path, *extra: str):
-    result = CliRunner().invoke(app, ["ingest", "condor", str(spool), "--cluster", CLUSTER,
-                                      "-w", str(warehouse), *extra])
+    result = CliRunner().invoke(
+        app, ["ingest", "condor", str(spool), "--cluster", CLUSTER, "-w", str(warehouse), *extra]
+    )
     assert result.exit_code == 0, result.output
     return result
 
@@ -213,6 +254,7 @@ def q(warehouse: Path, sql: str, *params):
 
 # ------------------------------------------------------------------------------ splitting
 
+
 def test_files_and_order(spool):
     names = [p.name for p in history_files([spool])]
     assert names == ["history.20261116T120000", "history"]
@@ -222,11 +264,17 @@ def test_split_on_banners_keeps_every_ad_and_its_offset(spool):
     data = (spool / "history").read_bytes()
     ads = list(split_ads(spool / "history"))
     assert len(ads) == 7
-    firsts = [f'GlobalJobId = "{gjid(104, T - 300)}"', f'GlobalJobId = "{gjid(105, T - 200)}"',
-              f'GlobalJobId = "{gjid(106, T - 100)}"', "ClusterId = 110",
-              f'GlobalJobId = "{gjid(107, T - 100)}"', f'GlobalJobId = "{gjid(108, T - 50)}"', "ClusterId = 109"]
+    firsts = [
+        f'GlobalJobId = "{gjid(104, T - 300)}"',
+        f'GlobalJobId = "{gjid(105, T - 200)}"',
+        f'GlobalJobId = "{gjid(106, T - 100)}"',
+        "ClusterId = 110",
+        f'GlobalJobId = "{gjid(107, T - 100)}"',
+        f'GlobalJobId = "{gjid(108, T - 50)}"',
+        "ClusterId = 109",
+    ]
     for raw, first_line in zip(ads, firsts):
-        assert data[raw.offset:].startswith(first_line.encode()), (raw.offset, first_line)
+        assert data[raw.offset :].startswith(first_line.encode()), (raw.offset, first_line)
         assert raw.text.startswith(first_line)
     # the banner's own Offset field agrees with the split
     banners = [int(m) for m in re.findall(rb"^\*\*\* Offset = (\d+)", data, re.M)]
@@ -237,6 +285,7 @@ def test_split_on_banners_keeps_every_ad_and_its_offset(spool):
 
 
 # ------------------------------------------------------------------------------ rows
+
 
 def _rows(spool):
     jobs, tags_, rejects = [], [], []
@@ -350,6 +399,7 @@ def test_identity_matches_what_the_config_gives_the_job(spool, tmp_path, monkeyp
 
 # ------------------------------------------------------------------------------ schedd path
 
+
 class FakeSchedd:
     """Stands in for htcondor2.Schedd: history(since=…) returns the ads after ``since``, newest first."""
 
@@ -389,6 +439,7 @@ def test_schedd_history_with_watermark(tmp_path):
 
 # ------------------------------------------------------------------------------ warehouse and marts
 
+
 def test_ingest_is_idempotent_and_counts_rejects(spool, tmp_path):
     wh = tmp_path / "wh.duckdb"
     out = load(spool, wh)
@@ -419,9 +470,14 @@ def test_history_to_marts_efficiency_by_storage_type(spool, tmp_path):
         acc = want.setdefault(storage or "unknown", [0.0, 0.0])
         acc[0] += user + sys_
         acc[1] += wall * cores
-    got = dict(q(wh, """
+    got = dict(
+        q(
+            wh,
+            """
         SELECT storage_type, sum(cpu_hours) / sum(core_wall_hours)
-        FROM marts.efficiency_by_group WHERE period_grain = 'day' GROUP BY storage_type"""))
+        FROM marts.efficiency_by_group WHERE period_grain = 'day' GROUP BY storage_type""",
+        )
+    )
     assert set(got) == set(want)
     for storage, (cpu, core_wall) in want.items():
         assert got[storage] == pytest.approx(cpu / core_wall, rel=1e-9), storage
@@ -433,9 +489,14 @@ def test_history_to_marts_efficiency_by_storage_type(spool, tmp_path):
     for cid, (_owner, user, sys_, wall, cores, _storage, _arm) in EXPECTED.items():
         assert per_job[gjid(cid, QDATES[cid])] == pytest.approx((user + sys_) / (wall * cores))
 
-    arms = dict(q(wh, """
+    arms = dict(
+        q(
+            wh,
+            """
         SELECT ab_arm, sum(cpu_hours) / sum(core_wall_hours)
-        FROM marts.efficiency_by_group WHERE period_grain = 'day' GROUP BY ab_arm"""))
+        FROM marts.efficiency_by_group WHERE period_grain = 'day' GROUP BY ab_arm""",
+        )
+    )
     for arm in ("A", "B"):
         sel = [e for e in EXPECTED.values() if e[6] == arm]
         assert arms[arm] == pytest.approx(sum(e[1] + e[2] for e in sel) / sum(e[3] * e[4] for e in sel))
@@ -449,8 +510,7 @@ def test_cli_schedd_mode_advances_the_watermark(tmp_path, monkeypatch):
     monkeypatch.setattr(schedd_mod, "locate_schedd", lambda name=None, pool=None: schedd)
     wh = tmp_path / "wh.duckdb"
     for expected_jobs in (2, 3):
-        result = CliRunner().invoke(app, ["ingest", "condor", "--schedd", "ap01", "--cluster", CLUSTER,
-                                          "-w", str(wh)])
+        result = CliRunner().invoke(app, ["ingest", "condor", "--schedd", "ap01", "--cluster", CLUSTER, "-w", str(wh)])
         assert result.exit_code == 0, result.output
         assert q(wh, "SELECT count(*) FROM raw_job")[0][0] == expected_jobs
         schedd.ads.append(classad2.parseOne(AD_C))
@@ -472,6 +532,7 @@ def test_cli_without_paths_or_schedd_says_what_to_do(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------------------ fast path
+
 
 def _all(paths, fast: bool, batch_ads: int = 50_000):
     jobs, tags_, rejects = [], [], []
@@ -496,17 +557,20 @@ def _slow_ads(path: Path) -> list[int]:
     """The offsets of the ads the fast path hands to classad2."""
     from tierlens.sources.condor.fast import blocks, read_block
     from tierlens.sources.condor.history import NEEDED
+
     return [o for base, data in blocks(path) for o, _ in read_block(data, base, NEEDED).slow]
 
 
 def test_fast_path_rows_equal_classad2_on_the_bench_file(tmp_path):
     import sys
+
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     from condor_bench import write_history
+
     path = tmp_path / "history"
     write_history(path, 20_000)
     assert _same_as_classad2([path]) == 20_000
-    assert _slow_ads(path) == []   # all took the fast path
+    assert _slow_ads(path) == []  # all took the fast path
 
 
 def test_ad_rows_reads_only_the_needed_attributes(spool):
@@ -531,40 +595,47 @@ def test_ad_rows_reads_only_the_needed_attributes(spool):
     assert asked <= set(NEEDED) and "GlobalJobId" in asked and "MachineAttrTierlensScratchDevices0" in asked
 
 
-@pytest.mark.parametrize("line, fast", [
-    ('RemoteUserCpu = 12.5', True),
-    ('RemoteUserCpu = 1.25E+03', True),
-    ('Owner = "al ice"', True),
-    ('MachineAttrTierlensScratchDevices0 = { "a b", "c" }', True),
-    ('ExitBySignal = FALSE', True),
-    ('Owner = ""', True),                                               # empty: no user
-    ('MachineAttrTierlensStorageType0 = ""', True),                     # empty: no tag
-    ('ExitCode = UNDEFINED', True),
-    ('JobStatus = 2', False),                                           # twice: classad2 decides
-    ('RequestCpus = ifThenElse(MachineAttrCpus0 > 4, 4, 2)', False),    # an expression
-    ('Owner = "al\\"ice"', False),                                      # an escape
-    ('RemoteSysCpu = -1', False),                                       # a sign is an operator
-    ('RemoteSysCpu = 010', False),                                      # octal in ClassAds
-    ('owner = "bob"', False),                                           # another spelling
-    ('Requirements = (Memory > 1) &&', False),                          # cut: unneeded but broken
-    ('Requirements = ((Memory > 1)', False),                            # unbalanced
-    ('', False),                                                        # a blank line
-])
+@pytest.mark.parametrize(
+    "line, fast",
+    [
+        ("RemoteUserCpu = 12.5", True),
+        ("RemoteUserCpu = 1.25E+03", True),
+        ('Owner = "al ice"', True),
+        ('MachineAttrTierlensScratchDevices0 = { "a b", "c" }', True),
+        ("ExitBySignal = FALSE", True),
+        ('Owner = ""', True),  # empty: no user
+        ('MachineAttrTierlensStorageType0 = ""', True),  # empty: no tag
+        ("ExitCode = UNDEFINED", True),
+        ("JobStatus = 2", False),  # twice: classad2 decides
+        ("RequestCpus = ifThenElse(MachineAttrCpus0 > 4, 4, 2)", False),  # an expression
+        ('Owner = "al\\"ice"', False),  # an escape
+        ("RemoteSysCpu = -1", False),  # a sign is an operator
+        ("RemoteSysCpu = 010", False),  # octal in ClassAds
+        ('owner = "bob"', False),  # another spelling
+        ("Requirements = (Memory > 1) &&", False),  # cut: unneeded but broken
+        ("Requirements = ((Memory > 1)", False),  # unbalanced
+        ("", False),  # a blank line
+    ],
+)
 def test_fast_path_leaves_to_classad2_what_is_not_plain(tmp_path, line, fast):
     path = tmp_path / "history"
     path.write_text(f'GlobalJobId = "s#1.0#5"\nJobStatus = 4\n{line}\n*** Offset = 0\n')
     assert (_slow_ads(path) == []) == fast
-    _same_as_classad2([path])   # and either way the row is classad2's
+    _same_as_classad2([path])  # and either way the row is classad2's
 
 
 def _bench_ads(n: int) -> list[str]:
     """n ads of the bench's generator, each without its banner."""
     import sys
+
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     from condor_bench import _AD
+
     t0 = T
-    return [_AD.format(cid=1000 + i, q=t0 + i - 600, start=t0 + i, end=t0 + i + 3600, slot=i, node=i, arm="AB"[i % 2])
-            for i in range(n)]
+    return [
+        _AD.format(cid=1000 + i, q=t0 + i - 600, start=t0 + i, end=t0 + i + 3600, slot=i, node=i, arm="AB"[i % 2])
+        for i in range(n)
+    ]
 
 
 def _set(ad: str, name: str, value: str) -> str:
@@ -578,31 +649,32 @@ def _damaged_file(tmp_path) -> tuple[Path, list[int]]:
     """A history file of bench ads, most of them damaged in one way; and each ad's offset."""
     ads = _bench_ads(16)
     ads[1] = _set(ads[1], "RequestCpus", "ifThenElse(MachineAttrCpus0 > 2, 3, 1)").replace(
-        "CpusProvisioned = 4\n", "")                                                  # expression: 3
-    ads[2] = _set(ads[2], "Owner", '"at\\"las"')                                     # escaped string
-    ads[3] = ads[3] + "RemoteUserCpu = 777.5\n"                                       # duplicate: last wins
+        "CpusProvisioned = 4\n", ""
+    )  # expression: 3
+    ads[2] = _set(ads[2], "Owner", '"at\\"las"')  # escaped string
+    ads[3] = ads[3] + "RemoteUserCpu = 777.5\n"  # duplicate: last wins
     ads[4] = ads[4].replace("ProcId = 0\n", "ProcId = 0\nthis is not an attribute\n")  # bad line
-    ads[5] = ads[5][:ads[5].index('"LINUX"') + 3] + "\n"                              # truncated mid-string
-    ads[6] = _set(ads[6], "RemoteSysCpu", "12 +")                                     # cut expression
-    ads[7] = _set(ads[7], "QDate", "1794815400.25")                                   # a real time
-    ads[8] = _set(ads[8], "ExitBySignal", "TRUE")                                     # keyword, failed
-    ads[9] = _set(ads[9], "MachineAttrTierlensStorageType0", '" NVMe "')              # spaces, case
-    ads[10] = _set(ads[10], "TierlensJobIdentity", '"htcondor.other.some#1.0#2"')      # not its own
-    ads[11] = _set(ads[11], "ExitCode", "-1")                                         # a sign: classad2
-    ads[12] = ads[12].replace("GlobalJobId", "GlobalJobIdX")                          # no GlobalJobId
-    ads[13] = ads[13].replace('Owner = "atlas"', 'owner = "bob"')                     # another spelling
-    ads[14] = _set(ads[14], "RemoteUserCpu", "1.5e+03")                               # exponent
+    ads[5] = ads[5][: ads[5].index('"LINUX"') + 3] + "\n"  # truncated mid-string
+    ads[6] = _set(ads[6], "RemoteSysCpu", "12 +")  # cut expression
+    ads[7] = _set(ads[7], "QDate", "1794815400.25")  # a real time
+    ads[8] = _set(ads[8], "ExitBySignal", "TRUE")  # keyword, failed
+    ads[9] = _set(ads[9], "MachineAttrTierlensStorageType0", '" NVMe "')  # spaces, case
+    ads[10] = _set(ads[10], "TierlensJobIdentity", '"htcondor.other.some#1.0#2"')  # not its own
+    ads[11] = _set(ads[11], "ExitCode", "-1")  # a sign: classad2
+    ads[12] = ads[12].replace("GlobalJobId", "GlobalJobIdX")  # no GlobalJobId
+    ads[13] = ads[13].replace('Owner = "atlas"', 'owner = "bob"')  # another spelling
+    ads[14] = _set(ads[14], "RemoteUserCpu", "1.5e+03")  # exponent
     data = b""
     starts = []
     for i, ad in enumerate(ads):
         raw = ad.encode()
         if i == 15:
-            raw = raw.replace(b'Iwd = "', b'Iwd = "\xff')                              # not UTF-8
+            raw = raw.replace(b'Iwd = "', b'Iwd = "\xff')  # not UTF-8
         starts.append(len(data))
         data += raw + f"*** Offset = {len(data)} ClusterId = {1000 + i}\n".encode()
         if i == 3:
-            data += b"\n*** Offset = 0 ClusterId = 0\n"                                # blank: no ad
-    data += b'GlobalJobId = "tail#1.0#1"\nJobStatus = 4\nCmd = "/bin/tru'              # cut, no banner
+            data += b"\n*** Offset = 0 ClusterId = 0\n"  # blank: no ad
+    data += b'GlobalJobId = "tail#1.0#1"\nJobStatus = 4\nCmd = "/bin/tru'  # cut, no banner
     starts.append(data.rindex(b'GlobalJobId = "tail'))
     path = tmp_path / "history"
     path.write_bytes(data)
@@ -621,7 +693,9 @@ def test_damaged_ads_give_classad2_rows_and_rejects_with_offsets(tmp_path):
     assert row[where(3)]["cpu_user_seconds"] == 777.5
     assert row[where(7)]["submit_time"].timestamp() == 1794815400.25
     assert row[where(8)]["state"] == "FAILED"
-    assert row[where(10)]["job_identity"] == job_identity("htcondor", "bench", "ap01.example.org#1010.0#" + str(T + 10 - 600))
+    assert row[where(10)]["job_identity"] == job_identity(
+        "htcondor", "bench", "ap01.example.org#1010.0#" + str(T + 10 - 600)
+    )
     assert row[where(11)]["exit_code"] == -1
     assert row[where(13)]["user_name"] == "bob"
     assert row[where(14)]["cpu_user_seconds"] == 1500.0
@@ -634,17 +708,25 @@ def test_damaged_ads_give_classad2_rows_and_rejects_with_offsets(tmp_path):
 def test_blocks_cut_anywhere_keep_every_ad_in_order(tmp_path, spool, monkeypatch):
     """Reads shorter than an ad and batches of 3 ads: the same rows, rejects and order."""
     from tierlens.sources.condor import fast
+
     monkeypatch.setattr(fast, "READ_BYTES", 1000)
     path, _ = _damaged_file(tmp_path)
     for paths in ([path], [spool]):
         assert _all(paths, True, batch_ads=3) == _all(paths, False, batch_ads=3)
 
 
-@pytest.mark.parametrize("text", [
-    b"", b"*** Offset = 0\n", b"\n\n", b"A = 1\n\n*** x\n\n", b"A\n=\n = \n*** \n",
-    b'GlobalJobId = "a#1.0#2"\nJobStatus = 4',                       # no newline at the end
-    b'GlobalJobId = "a#1.0#2"\r\nJobStatus = 4\r\n*** x\r\n',         # CRLF
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"",
+        b"*** Offset = 0\n",
+        b"\n\n",
+        b"A = 1\n\n*** x\n\n",
+        b"A\n=\n = \n*** \n",
+        b'GlobalJobId = "a#1.0#2"\nJobStatus = 4',  # no newline at the end
+        b'GlobalJobId = "a#1.0#2"\r\nJobStatus = 4\r\n*** x\r\n',  # CRLF
+    ],
+)
 def test_edge_files_as_classad2(tmp_path, text):
     path = tmp_path / "history"
     path.write_bytes(text)
@@ -655,6 +737,7 @@ def test_randomly_damaged_ads_as_classad2(tmp_path):
     """Bytes inserted, deleted, lines cut short or repeated, anywhere in bench ads (seeded): the
     fast path gives classad2's rows and rejects, whichever of the two reads an ad."""
     import random
+
     rng = random.Random(17)
     alphabet = b'abcXYZ019 ="\\(){}[],.+-*\n\t\xff#'
     for trial in range(12):
@@ -666,7 +749,7 @@ def test_randomly_damaged_ads_as_classad2(tmp_path):
                 if op < 0.4:
                     raw = raw[:pos] + bytes([rng.choice(alphabet)]) + raw[pos:]
                 elif op < 0.7:
-                    raw = raw[:pos] + raw[pos + rng.randint(1, 5):]
+                    raw = raw[:pos] + raw[pos + rng.randint(1, 5) :]
                 elif op < 0.85:
                     raw = raw[:pos] + b"\n"
                 else:
@@ -682,15 +765,31 @@ def test_randomly_damaged_ads_as_classad2(tmp_path):
 def _lines_by_hand(data: bytes, needed: tuple[str, ...]) -> dict[str, list]:
     """What fast._cut_lines should find per line, worked out one line at a time in Python."""
     from tierlens.sources.condor.fast import NAME
-    out: dict[str, list] = {k: [] for k in ("starts", "ends", "banner", "value_start", "value_end", "first",
-                                             "last", "quoted", "bad", "backslashes", "needed", "pieces")}
+
+    out: dict[str, list] = {
+        k: []
+        for k in (
+            "starts",
+            "ends",
+            "banner",
+            "value_start",
+            "value_end",
+            "first",
+            "last",
+            "quoted",
+            "bad",
+            "backslashes",
+            "needed",
+            "pieces",
+        )
+    }
     lowered = [n.lower() for n in needed]
     pos = 0
     for line in data.split(b"\n")[:-1]:
         p = re.match(rb"[A-Za-z0-9_.]*", line).end()
-        sep = p >= 1 and line[p:p + 3] == b" = "
+        sep = p >= 1 and line[p : p + 3] == b" = "
         name = line[:p] if sep else b""
-        value = line[p + 3:] if sep else b""
+        value = line[p + 3 :] if sep else b""
         quoted = len(value) >= 2 and value[:1] == value[-1:] == b'"' and line.count(b'"') == 2
         text = name.decode()
         exact = needed.index(text) if text in needed else -1
@@ -700,33 +799,74 @@ def _lines_by_hand(data: bytes, needed: tuple[str, ...]) -> dict[str, list]:
         banner = line.startswith(b"*** ")
         cut = value[-1:] != b"" and value[-1:] in [bytes([c]) for c in b"-+*/%&|^<>=!?:,([{. \t\r"]
         vs = pos + p + 3 if sep else pos
-        for key, v in (("starts", pos), ("ends", pos + len(line)), ("banner", banner), ("value_start", vs),
-                       ("value_end", vs + len(value)), ("first", value[0] if value else 0),
-                       ("last", value[-1] if value else 0), ("quoted", quoted), ("backslashes", line.count(b"\\")),
-                       ("needed", exact),
-                       ("bad", not banner and (not (well_formed and value) or cut or not balanced
-                                               or line.count(b'"') % 2 == 1))):
+        for key, v in (
+            ("starts", pos),
+            ("ends", pos + len(line)),
+            ("banner", banner),
+            ("value_start", vs),
+            ("value_end", vs + len(value)),
+            ("first", value[0] if value else 0),
+            ("last", value[-1] if value else 0),
+            ("quoted", quoted),
+            ("backslashes", line.count(b"\\")),
+            ("needed", exact),
+            ("bad", not banner and (not (well_formed and value) or cut or not balanced or line.count(b'"') % 2 == 1)),
+        ):
             out[key].append(v)
         q = int(quoted)
-        out["pieces"] += [name, line[len(name):p + 3 + q] if sep else b"", value[q:len(value) - q],
-                          (value[len(value) - q:] if sep else line) + b"\n"]
+        out["pieces"] += [
+            name,
+            line[len(name) : p + 3 + q] if sep else b"",
+            value[q : len(value) - q],
+            (value[len(value) - q :] if sep else line) + b"\n",
+        ]
         pos += len(line) + 1
     return out
 
 
-@pytest.mark.parametrize("table_bits", [12, 3])   # 3: more names than the table takes, Arrow groups them
+@pytest.mark.parametrize("table_bits", [12, 3])  # 3: more names than the table takes, Arrow groups them
 def test_compiled_line_scan_agrees_with_a_line_by_line_reading(monkeypatch, table_bits):
     """Random blocks of well-formed, damaged and banner lines: every per-line array of the
     compiled scan (and the name grouping) equals what reading each line by hand gives."""
     import random
     from tierlens.sources.condor import fast
+
     monkeypatch.setattr(fast, "_TABLE_BITS", table_bits)
     rng = random.Random(5)
     needed = ("GlobalJobId", "Owner", "RemoteUserCpu", "x.y")
-    names = [*needed, "owner", "REMOTEUSERCPU", "Cmd", "a.b_c", "9abc", "_x", "Requirements",
-             "AAAAAAAAsame", "BBBBBBBBsame", "SameHead.Ax", "SameHead.Bx"]
-    values = ['"atlas"', "12", "1.5e+03", "(A && B)", "((A)", '"a\\"b"', "{ \"a\", \"b\" }", "[ x = 1; ]",
-              "", "12 +", '"', "true", "x]", '"a" "b"', "\udcff\udcfe", "{", "a\\b"]
+    names = [
+        *needed,
+        "owner",
+        "REMOTEUSERCPU",
+        "Cmd",
+        "a.b_c",
+        "9abc",
+        "_x",
+        "Requirements",
+        "AAAAAAAAsame",
+        "BBBBBBBBsame",
+        "SameHead.Ax",
+        "SameHead.Bx",
+    ]
+    values = [
+        '"atlas"',
+        "12",
+        "1.5e+03",
+        "(A && B)",
+        "((A)",
+        '"a\\"b"',
+        '{ "a", "b" }',
+        "[ x = 1; ]",
+        "",
+        "12 +",
+        '"',
+        "true",
+        "x]",
+        '"a" "b"',
+        "\udcff\udcfe",
+        "{",
+        "a\\b",
+    ]
     junk = 'aA_.9 ="\\(){}[]*\t,+\udcff'
     for trial in range(20):
         lines = []
@@ -751,9 +891,10 @@ def test_compiled_line_scan_agrees_with_a_line_by_line_reading(monkeypatch, tabl
                 assert getattr(of, key).tolist() == values_, (trial, key)
         # every name hashed alike: the grouping rests on the byte comparison alone
         u = np.frombuffer(data, np.uint8)
-        cuts = np.frombuffer(got.pieces.buffers()[1], np.int32)[:len(got.pieces) + 1]
-        group, first = fast._group_pieces(u, fast._words(u), cuts[0:-1:4], cuts[1::4],
-                                          np.zeros(len(got.starts), np.uint64), 12)
+        cuts = np.frombuffer(got.pieces.buffers()[1], np.int32)[: len(got.pieces) + 1]
+        group, first = fast._group_pieces(
+            u, fast._words(u), cuts[0:-1:4], cuts[1::4], np.zeros(len(got.starts), np.uint64), 12
+        )
         names_ = want["pieces"][0::4]
         order = list(dict.fromkeys(names_))
         assert group.tolist() == [order.index(x) for x in names_], trial
@@ -765,19 +906,46 @@ def test_compiled_numbers_as_python_reads_them():
     on random number-like texts: which are numbers, and their values."""
     import random
     from tierlens.sources.condor import fast
+
     rng = random.Random(11)
-    texts = ["0", "00", "010", "7", "1" * 18, "9" * 18, "1" * 19, "", "1.5", "-1", "+1", " 1", "1e3", "12a",
-             "0.1", "1.", ".5", "1.5e+03", "1.25E-22", "1.25e-23", "9007199254740993.0", "1.0e100", "1.5e+",
-             "123456789012345678.123456789", "0.30000000000000004", "2.2250738585072014e-08", "1.7e308"]
+    texts = [
+        "0",
+        "00",
+        "010",
+        "7",
+        "1" * 18,
+        "9" * 18,
+        "1" * 19,
+        "",
+        "1.5",
+        "-1",
+        "+1",
+        " 1",
+        "1e3",
+        "12a",
+        "0.1",
+        "1.",
+        ".5",
+        "1.5e+03",
+        "1.25E-22",
+        "1.25e-23",
+        "9007199254740993.0",
+        "1.0e100",
+        "1.5e+",
+        "123456789012345678.123456789",
+        "0.30000000000000004",
+        "2.2250738585072014e-08",
+        "1.7e308",
+    ]
     digits = lambda: "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 20)))  # noqa: E731
     for _ in range(3000):
         t = digits()
         if rng.random() < 0.7:
             t += "." + digits()
             if rng.random() < 0.5:
-                t += rng.choice("eE") + rng.choice(["", "+", "-"]) + digits()[:rng.randint(0, 3)]
+                t += rng.choice("eE") + rng.choice(["", "+", "-"]) + digits()[: rng.randint(0, 3)]
         if rng.random() < 0.05:
-            t = t[:rng.randint(0, len(t))] + rng.choice(".x+") + t[rng.randint(0, len(t)):]
+            t = t[: rng.randint(0, len(t))] + rng.choice(".x+") + t[rng.randint(0, len(t)) :]
         texts.append(t)
     data = "".join(texts).encode()
     lengths = np.array([len(t) for t in texts])
@@ -793,6 +961,7 @@ def test_blocks_with_64_bit_positions_as_classad2(tmp_path, monkeypatch):
     """Blocks of 512 MiB or more take 64-bit positions (large strings); the compiled steps then
     run on int64 offsets: the same rows and rejects as classad2 (forced here on a small file)."""
     from tierlens.sources.condor import fast
+
     monkeypatch.setattr(fast, "_string_type", lambda data: (pa.LargeStringArray, np.int64))
     path, _ = _damaged_file(tmp_path)
     assert _same_as_classad2([path]) == 12
@@ -800,9 +969,12 @@ def test_blocks_with_64_bit_positions_as_classad2(tmp_path, monkeypatch):
 
 def test_scratch_device_lists_as_written(tmp_path):
     """String lists read on the fast path: each ad's devices as written, and as classad2 gives them."""
-    lists = ['{}', '{ "" ,"x",\t"y z" }', '{ "sda" }', '{"a","b","c","d"}', '{ "ST2000NM0055-1V4104", "WDC" }']
-    data = "".join(f'GlobalJobId = "s#{i}.0#5"\nJobStatus = 4\nMachineAttrTierlensStorageType0 = "ssd"\n'
-                   f"MachineAttrTierlensScratchDevices0 = {text}\n*** Offset = 0\n" for i, text in enumerate(lists))
+    lists = ["{}", '{ "" ,"x",\t"y z" }', '{ "sda" }', '{"a","b","c","d"}', '{ "ST2000NM0055-1V4104", "WDC" }']
+    data = "".join(
+        f'GlobalJobId = "s#{i}.0#5"\nJobStatus = 4\nMachineAttrTierlensStorageType0 = "ssd"\n'
+        f"MachineAttrTierlensScratchDevices0 = {text}\n*** Offset = 0\n"
+        for i, text in enumerate(lists)
+    )
     path = tmp_path / "history"
     path.write_text(data)
     assert _slow_ads(path) == []
@@ -815,6 +987,7 @@ def test_more_distinct_names_and_values_than_the_table_takes(tmp_path, spool, mo
     """A table of 4 slots (one distinct piece): names and values are grouped by Arrow instead,
     with the same rows and rejects as classad2."""
     from tierlens.sources.condor import fast
+
     monkeypatch.setattr(fast, "_TABLE_BITS", 2)
     path, _ = _damaged_file(tmp_path)
     assert _same_as_classad2([path]) == 12
@@ -837,8 +1010,9 @@ def test_fast_rows_follow_a_field_added_to_the_schemas(spool):
         for base, data in fast.blocks(path):
             block = fast.read_block(data, base, NEEDED)
             job, tag, tagged = fast.rows(block, "c", JOB, JOB_TAG, BATCH_SYSTEM, TAGGER, _JOB_STATUS)
-            job2, tag2, tagged2 = fast.rows(block, "c", inserted(JOB, "user_name"), inserted(JOB_TAG, "node"),
-                                            BATCH_SYSTEM, TAGGER, _JOB_STATUS)
+            job2, tag2, tagged2 = fast.rows(
+                block, "c", inserted(JOB, "user_name"), inserted(JOB_TAG, "node"), BATCH_SYSTEM, TAGGER, _JOB_STATUS
+            )
             assert list(tagged) == list(tagged2)
             for plain, edited in ((job, job2), (tag, tag2)):
                 assert edited.column("site_tier").null_count == len(edited)
@@ -850,5 +1024,6 @@ def test_fast_rows_follow_a_field_added_to_the_schemas(spool):
 def test_fast_rows_refuse_a_name_not_in_the_schema():
     from tierlens.records import JOB_TAG
     from tierlens.sources.condor.fast import table_by_name
+
     with pytest.raises(KeyError, match="storage"):
         table_by_name(JOB_TAG, 1, {"storage": pa.array(["ssd"])})

@@ -23,8 +23,13 @@ import pytest
 
 htcondor2 = pytest.importorskip("htcondor2")
 
-from tierlens.sources.condor.detect import (CRON_SCRIPT, cron, detect, detect_volume_group,  # noqa: E402
-                                            job_scratch_dir)
+from tierlens.sources.condor.detect import (  # noqa: E402
+    CRON_SCRIPT,
+    cron,
+    detect,
+    detect_volume_group,
+    job_scratch_dir,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "deploy" / "htcondor" / "50-tierlens.conf"
@@ -39,12 +44,13 @@ HDD = ("hdd", ["ST4000NM0035-1V4107"])
 def param(tmp_path, monkeypatch):
     def load(extra: str = "") -> object:
         cfg = tmp_path / "condor_config"
-        cfg.write_text("COLLECTOR_HOST = cm.t2.example.org\n"
-                       f"EXECUTE = {EXECUTE}\nNUM_CPUS = 64\n"
-                       f"include : {CONF}\n" + extra)
+        cfg.write_text(
+            f"COLLECTOR_HOST = cm.t2.example.org\nEXECUTE = {EXECUTE}\nNUM_CPUS = 64\ninclude : {CONF}\n" + extra
+        )
         monkeypatch.setenv("CONDOR_CONFIG", str(cfg))
         htcondor2.reload_config()
         return htcondor2.param
+
     return load
 
 
@@ -63,7 +69,7 @@ def _vector(name: str) -> tuple[str, Path]:
 
 def test_nested_scratch_is_the_default_and_the_layouts_follow_it(param):
     p = param()
-    assert _bool(p, "STARTER_NESTED_SCRATCH")            # HTCondor >= 25.4
+    assert _bool(p, "STARTER_NESTED_SCRATCH")  # HTCondor >= 25.4
     assert _layout(p) == f"{EXECUTE}/dir_{PID}/scratch"
     assert _layout(param("STARTER_NESTED_SCRATCH = false\n")) == f"{EXECUTE}/dir_{PID}"
 
@@ -74,17 +80,22 @@ def test_job_side_detection_measures_the_jobs_own_scratch(param, nested, vector)
     layouts; in the nested one, dir_<pid> itself (the old scratch) is EXECUTE's HDD."""
     p = param("" if nested else "STARTER_NESTED_SCRATCH = false\n")
     scratch, root = _vector(vector)
-    assert scratch == _layout(p)                         # the vector is the layout the config gives
+    assert scratch == _layout(p)  # the vector is the layout the config gives
     d = detect(scratch, str(root))
     assert (d.storage_type, list(d.device_models)) == NVME
     if nested:
         old = detect(job_scratch_dir(EXECUTE, PID, nested=False), str(root))
         assert (old.storage_type, list(old.device_models)) == HDD
     # the deployed script itself, as a job would run it: no --scratch, _CONDOR_SCRATCH_DIR set
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "_CONDOR_SCRATCH_DIR": scratch,
-           "_CONDOR_EXECUTE": EXECUTE}
-    out = subprocess.run([sys.executable, "-S", "-I", str(CRON_SCRIPT), f"--root={root}"], env=env,
-                         capture_output=True, text=True, timeout=60, check=True).stdout
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "_CONDOR_SCRATCH_DIR": scratch, "_CONDOR_EXECUTE": EXECUTE}
+    out = subprocess.run(
+        [sys.executable, "-S", "-I", str(CRON_SCRIPT), f"--root={root}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     assert 'TierlensStorageType = "nvme"' in out and f'TierlensScratchPath = "{scratch}"' in out
 
 
@@ -99,8 +110,12 @@ def _node_with_hidden_volumes(tmp_path: Path, vg: str = "condor_vg") -> Path:
     esc = vg.replace("-", "--")
     nvme = "../../../../pci0000:00/0000:00:1d.0/0000:3d:00.0/nvme/nvme0/nvme0n1/nvme0n1p1"
     sda1 = "../../../../pci0000:00/0000:00:1f.2/ata0/host0/target0:0:0/0:0:0:0/block/sda/sda1"
-    devices = {"dm-3": (f"{esc}-slot1_1--4242", ["../../dm-4"]), "dm-4": (f"{esc}-pool-tpool", ["../../dm-2"]),
-               "dm-2": (f"{esc}-pool_tdata", [nvme]), "dm-7": ("other_vg-root", [sda1])}
+    devices = {
+        "dm-3": (f"{esc}-slot1_1--4242", ["../../dm-4"]),
+        "dm-4": (f"{esc}-pool-tpool", ["../../dm-2"]),
+        "dm-2": (f"{esc}-pool_tdata", [nvme]),
+        "dm-7": ("other_vg-root", [sda1]),
+    }
     for name, (dm_name, slaves) in devices.items():
         d = root / "sys/devices/virtual/block" / name
         if d.exists():
@@ -127,14 +142,24 @@ def test_startd_cron_measures_the_volume_group_when_jobs_get_volumes(param, tmp_
     p = param(f"STARTD_ENFORCE_DISK_LIMITS = true\nLVM_VOLUME_GROUP_NAME = {vg}\n")
     args = shlex.split(p["STARTD_CRON_TIERLENS_ARGS"])
     assert "--enforce-disk-limits=true" in args and f"--lvm-vg={vg}" in args
-    out = subprocess.run([sys.executable, "-S", "-I", str(CRON_SCRIPT), *args, f"--root={root}"],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-S", "-I", str(CRON_SCRIPT), *args, f"--root={root}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     assert 'TierlensStorageType = "nvme"' in out and f'TierlensScratchPath = "{EXECUTE}"' in out
     # without enforcement the jobs write to EXECUTE's own storage: the HDD
     args = shlex.split(param(f"LVM_VOLUME_GROUP_NAME = {vg}\n")["STARTD_CRON_TIERLENS_ARGS"])
     assert "--enforce-disk-limits=false" in args
-    out = subprocess.run([sys.executable, "-S", "-I", str(CRON_SCRIPT), *args, f"--root={root}"],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-S", "-I", str(CRON_SCRIPT), *args, f"--root={root}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     assert 'TierlensStorageType = "hdd"' in out
 
 

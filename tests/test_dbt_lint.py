@@ -49,7 +49,14 @@ def test_check_fails_on_a_stale_file(tmp_path, capsys):
 @pytest.mark.timeout(900)
 def test_sql_passes_sqlfluff():
     exe = Path(sys.executable).parent / "sqlfluff"
-    cmd = [str(exe) if exe.exists() else shutil.which("sqlfluff") or "sqlfluff",
-           "lint", "dbt", "sql", "--processes", "2", "--disable-progress-bar"]
+    cmd = [
+        str(exe) if exe.exists() else shutil.which("sqlfluff") or "sqlfluff",
+        "lint",
+        "dbt",
+        "sql",
+        "--processes",
+        "2",
+        "--disable-progress-bar",
+    ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]

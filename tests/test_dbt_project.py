@@ -75,13 +75,13 @@ TAGS = [
 
 # What int_job_tagged must derive: storage_type, ab_arm, job_class
 EXPECTED_TAGGING = {
-    "1001": ("hdd", "A", "production"),   # account contains 'prod'
-    "1002": ("hdd", "A", "analysis"),     # untagged: node inventory gives storage and arm
+    "1001": ("hdd", "A", "production"),  # account contains 'prod'
+    "1002": ("hdd", "A", "analysis"),  # untagged: node inventory gives storage and arm
     "1003": ("raid0", "B", "analysis"),
     "1004": ("raid0", "B", "analysis"),
     "1005": ("ssd", "none", "production"),  # partition contains 'prod'; no arm anywhere
     "1006": ("unknown", "none", "analysis"),  # node in no inventory, no tag
-    "1009": ("raid0", "B", "analysis"),   # step falls back to the whole-job tag
+    "1009": ("raid0", "B", "analysis"),  # step falls back to the whole-job tag
 }
 
 # server_host, unique_id, role, identity, start, end, read_bytes_at_close, hit, miss, bypass
@@ -91,7 +91,18 @@ ACCESSES = [
     ("xcache01", "a3", "cache", None, t(4, 9, 30), t(4, 9, 59), 2 * GB, 0, 0, 2 * GB),
     ("xcache01", "a4", "cache", "synthetic.gla.1004", t(11, 6, 10), t(11, 7, 30), 3 * GB, 3 * GB, 0, 0),
     # The user had set XRD_MONINFO; the Slurm plugin appended the identity after a comma.
-    ("origin01", "a5", "origin", "my-analysis,synthetic.gla.1003", t(5, 12, 1), t(5, 12, 10), GB // 2, None, None, None),
+    (
+        "origin01",
+        "a5",
+        "origin",
+        "my-analysis,synthetic.gla.1003",
+        t(5, 12, 1),
+        t(5, 12, 10),
+        GB // 2,
+        None,
+        None,
+        None,
+    ),
     ("xcache01", "a6", "cache", "synthetic.gla.9999", t(11, 7, 0), t(11, 7, 45), 1 * GB, 0, 1 * GB, 0),
     ("xcache02", "a7", "cache", "synthetic.gla.1009", t(5, 13, 5), None, 0, 0, 0, 0),  # never closed
 ]
@@ -113,41 +124,90 @@ SEED_CATALOG = {  # config_name: storage_type, device_model, devices, unit_price
 def job_rows() -> list[dict]:
     rows = []
     for job_id, step, node, account, part, jclass, start, wall, cores, user, sys_, ended in JOBS:
-        rows.append(dict(
-            batch_system="synthetic", cluster="gla", job_id=job_id, step_id=step,
-            job_identity=records.job_identity("synthetic", "gla", job_id), user_name="alice",
-            account=account, vo="atlas", job_class=jclass, partition=part, node=node, node_list=node,
-            submit_time=start - timedelta(minutes=5), start_time=start,
-            end_time=start + timedelta(seconds=wall) if ended else None,
-            allocated_cores=cores, cpu_user_seconds=user, cpu_system_seconds=sys_,
-            wall_seconds=float(wall) if wall is not None else None,
-            state="COMPLETED" if ended else "RUNNING", exit_code=0 if ended else None,
-            bytes_read=10 * GB, bytes_written=GB,
-        ))
+        rows.append(
+            dict(
+                batch_system="synthetic",
+                cluster="gla",
+                job_id=job_id,
+                step_id=step,
+                job_identity=records.job_identity("synthetic", "gla", job_id),
+                user_name="alice",
+                account=account,
+                vo="atlas",
+                job_class=jclass,
+                partition=part,
+                node=node,
+                node_list=node,
+                submit_time=start - timedelta(minutes=5),
+                start_time=start,
+                end_time=start + timedelta(seconds=wall) if ended else None,
+                allocated_cores=cores,
+                cpu_user_seconds=user,
+                cpu_system_seconds=sys_,
+                wall_seconds=float(wall) if wall is not None else None,
+                state="COMPLETED" if ended else "RUNNING",
+                exit_code=0 if ended else None,
+                bytes_read=10 * GB,
+                bytes_written=GB,
+            )
+        )
     return rows
 
 
 def tag_rows() -> list[dict]:
-    return [dict(batch_system="synthetic", cluster="gla", job_id=j, step_id=s, node=n, storage_type=st,
-                 device_models=dm, scratch_path="/scratch", ab_arm=arm, cache_route=route,
-                 tagged_at=t(4, 0), tagger="synthetic")
-            for j, s, n, st, dm, arm, route in TAGS]
+    return [
+        dict(
+            batch_system="synthetic",
+            cluster="gla",
+            job_id=j,
+            step_id=s,
+            node=n,
+            storage_type=st,
+            device_models=dm,
+            scratch_path="/scratch",
+            ab_arm=arm,
+            cache_route=route,
+            tagged_at=t(4, 0),
+            tagger="synthetic",
+        )
+        for j, s, n, st, dm, arm, route in TAGS
+    ]
 
 
 def access_rows() -> list[dict]:
     rows = []
     for host, uid, role, ident, start, end, read, hit, miss, bypass in ACCESSES:
         cache = role == "cache"
-        rows.append(dict(
-            server_host=host, unique_id=uid, server_role=role, file_lfn=f"/atlas/{uid}.root",
-            file_size_bytes=4 * GB, start_time=start, end_time=end, read_single_average_bytes=1e6,
-            read_vector_average_bytes=None, write_average_bytes=None, read_bytes_at_close=read,
-            write_bytes_at_close=0, read_bytes=read, readv_bytes=0, write_bytes=0, read_ops=read // 10**6,
-            readv_ops=0, write_ops=0, client_host="wn-hdd-01", client_pid=4242, app_name="athena",
-            job_identity=ident, cache_hit_bytes=hit if cache else None,
-            cache_miss_bytes=miss if cache else None, cache_bypass_bytes=bypass if cache else None,
-            close_seen=end is not None,
-        ))
+        rows.append(
+            dict(
+                server_host=host,
+                unique_id=uid,
+                server_role=role,
+                file_lfn=f"/atlas/{uid}.root",
+                file_size_bytes=4 * GB,
+                start_time=start,
+                end_time=end,
+                read_single_average_bytes=1e6,
+                read_vector_average_bytes=None,
+                write_average_bytes=None,
+                read_bytes_at_close=read,
+                write_bytes_at_close=0,
+                read_bytes=read,
+                readv_bytes=0,
+                write_bytes=0,
+                read_ops=read // 10**6,
+                readv_ops=0,
+                write_ops=0,
+                client_host="wn-hdd-01",
+                client_pid=4242,
+                app_name="athena",
+                job_identity=ident,
+                cache_hit_bytes=hit if cache else None,
+                cache_miss_bytes=miss if cache else None,
+                cache_bypass_bytes=bypass if cache else None,
+                close_seen=end is not None,
+            )
+        )
     return rows
 
 
@@ -173,13 +233,36 @@ FILL_LFN = "/atlas/fill.root"
 
 def fill_rows() -> list[dict]:
     base = access_rows()[0]
-    cache = dict(base, server_host="xcache03", unique_id="c1", file_lfn=FILL_LFN, start_time=t(8, 10),
-                 end_time=t(8, 10, 5), job_identity=None, client_host="ui01", server_pid=777,
-                 cache_hit_bytes=GB, cache_miss_bytes=0, cache_bypass_bytes=0)
-    origin = dict(base, server_host="origin02", unique_id="o1", server_role="origin", file_lfn=FILL_LFN,
-                  start_time=t(8, 10, 1), end_time=t(8, 10, 4), job_identity=None, client_host="xcache03",
-                  client_pid=777, app_name="xrootd", cache_hit_bytes=None, cache_miss_bytes=None,
-                  cache_bypass_bytes=None)
+    cache = dict(
+        base,
+        server_host="xcache03",
+        unique_id="c1",
+        file_lfn=FILL_LFN,
+        start_time=t(8, 10),
+        end_time=t(8, 10, 5),
+        job_identity=None,
+        client_host="ui01",
+        server_pid=777,
+        cache_hit_bytes=GB,
+        cache_miss_bytes=0,
+        cache_bypass_bytes=0,
+    )
+    origin = dict(
+        base,
+        server_host="origin02",
+        unique_id="o1",
+        server_role="origin",
+        file_lfn=FILL_LFN,
+        start_time=t(8, 10, 1),
+        end_time=t(8, 10, 4),
+        job_identity=None,
+        client_host="xcache03",
+        client_pid=777,
+        app_name="xrootd",
+        cache_hit_bytes=None,
+        cache_miss_bytes=None,
+        cache_bypass_bytes=None,
+    )
     return [cache, origin]
 
 
@@ -189,8 +272,16 @@ def node_rows() -> list[dict]:
 
 
 def catalog_rows() -> list[dict]:
-    keys = ("config_name", "storage_type", "device_model", "devices_per_node", "unit_price", "currency",
-            "capacity_bytes", "endurance_tbw")
+    keys = (
+        "config_name",
+        "storage_type",
+        "device_model",
+        "devices_per_node",
+        "unit_price",
+        "currency",
+        "capacity_bytes",
+        "endurance_tbw",
+    )
     return [dict(zip(keys, c)) for c in RAW_CATALOG]
 
 
@@ -212,8 +303,12 @@ def create_raw_tables(path: Path) -> None:
         Warehouse(path).close()  # creates the raw tables (ensure_schema)
     con = duckdb.connect(str(path))
     try:
-        existing = {r[0] for r in con.execute(
-            "select table_name from information_schema.tables where table_schema = 'main'").fetchall()}
+        existing = {
+            r[0]
+            for r in con.execute(
+                "select table_name from information_schema.tables where table_schema = 'main'"
+            ).fetchall()
+        }
         for kind in RecordKind:
             if kind.table not in existing:
                 con.from_arrow(records.SPECS[kind].schema.empty_table()).create(kind.table)
@@ -258,10 +353,19 @@ def dbt_executable() -> str:
 
 
 def run_dbt(warehouse: Path, state: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, TIERLENS_WAREHOUSE=str(warehouse), DBT_SEND_ANONYMOUS_USAGE_STATS="False",
-               DO_NOT_TRACK="1")
-    cmd = [dbt_executable(), *args, "--project-dir", str(DBT_DIR), "--profiles-dir", str(DBT_DIR),
-           "--target-path", str(state / "target"), "--log-path", str(state / "logs")]
+    env = dict(os.environ, TIERLENS_WAREHOUSE=str(warehouse), DBT_SEND_ANONYMOUS_USAGE_STATS="False", DO_NOT_TRACK="1")
+    cmd = [
+        dbt_executable(),
+        *args,
+        "--project-dir",
+        str(DBT_DIR),
+        "--profiles-dir",
+        str(DBT_DIR),
+        "--target-path",
+        str(state / "target"),
+        "--log-path",
+        str(state / "logs"),
+    ]
     return subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
@@ -292,6 +396,7 @@ def rows(con, sql: str) -> list[dict]:
 
 # --- independent computations ---------------------------------------------------------------
 
+
 def finished_jobs() -> list[dict]:
     out = []
     for r in job_rows():
@@ -301,33 +406,60 @@ def finished_jobs() -> list[dict]:
         cpu = r["cpu_user_seconds"] + r["cpu_system_seconds"]
         core_wall = r["wall_seconds"] * r["allocated_cores"]
         day = r["end_time"].date()
-        out.append(dict(r, storage_type=storage, ab_arm=arm, job_class=jclass, cpu=cpu, core_wall=core_wall,
-                        eff=cpu / core_wall, day=day, week=day - timedelta(days=day.weekday())))
+        out.append(
+            dict(
+                r,
+                storage_type=storage,
+                ab_arm=arm,
+                job_class=jclass,
+                cpu=cpu,
+                core_wall=core_wall,
+                eff=cpu / core_wall,
+                day=day,
+                week=day - timedelta(days=day.weekday()),
+            )
+        )
     return out
 
 
 # --- the build ------------------------------------------------------------------------------
+
 
 def test_build_passes_with_schemas_named_exactly(built, con):
     _, stdout = built
     schemas = {r[0] for r in con.execute("select distinct table_schema from information_schema.tables").fetchall()}
     assert {"staging", "intermediate", "marts", "seeds", "main"} <= schemas
     assert not any(s.startswith("main_") for s in schemas)
-    marts = {r[0] for r in con.execute(
-        "select table_name from information_schema.tables where table_schema = 'marts'").fetchall()}
-    assert marts == {"job_efficiency", "efficiency_by_group", "ab_comparison", "cache_hourly",
-                     "storage_price_performance",
-                     # analytics depth (tests/test_analysis_marts.py checks their numbers)
-                     "ab_uncertainty", "node_occupancy_hourly", "occupancy_efficiency",
-                     "client_fairness", "file_popularity",
-                     # XRootD accesses per job and per file
-                     "job_data_access", "file_reads",
-                     # the efficiency model's input and its predictions (empty until a simulation)
-                     "job_io_profile", "efficiency_measured_vs_predicted", "efficiency_what_if",
-                     # site operations: changes before/after (tests/test_change_effects.py)
-                     "change_effects", "efficiency_by_input_size", "data_completeness",
-                     # the buying guide (empty until `simulate efficiency --candidates`)
-                     "hardware_options"}
+    marts = {
+        r[0]
+        for r in con.execute("select table_name from information_schema.tables where table_schema = 'marts'").fetchall()
+    }
+    assert marts == {
+        "job_efficiency",
+        "efficiency_by_group",
+        "ab_comparison",
+        "cache_hourly",
+        "storage_price_performance",
+        # analytics depth (tests/test_analysis_marts.py checks their numbers)
+        "ab_uncertainty",
+        "node_occupancy_hourly",
+        "occupancy_efficiency",
+        "client_fairness",
+        "file_popularity",
+        # XRootD accesses per job and per file
+        "job_data_access",
+        "file_reads",
+        # the efficiency model's input and its predictions (empty until a simulation)
+        "job_io_profile",
+        "efficiency_measured_vs_predicted",
+        "efficiency_what_if",
+        # site operations: changes before/after (tests/test_change_effects.py)
+        "change_effects",
+        "efficiency_by_input_size",
+        "data_completeness",
+        # the buying guide (empty until `simulate efficiency --candidates`)
+        "hardware_options",
+    }
     # The tag of job 2000 (not loaded) is reported as a warning, not a failure.
     assert "WARN" in stdout and "stg_job_tag_job_exists_in_stg_job" in stdout
 
@@ -366,18 +498,25 @@ def test_launch_failure_counts_as_failed_not_in_efficiency(con):
     assert rows(con, "select * from marts.job_efficiency where job_id = '700'") == []
     # every failed job of int_job_tagged once in the day rows, once in the week rows
     for grain in ("day", "week"):
-        [total] = rows(con, "select sum(failed_jobs) as failed, sum(launch_failures) as launch, sum(jobs) as jobs "
-                            f"from marts.efficiency_by_group where period_grain = '{grain}'")
+        [total] = rows(
+            con,
+            "select sum(failed_jobs) as failed, sum(launch_failures) as launch, sum(jobs) as jobs "
+            f"from marts.efficiency_by_group where period_grain = '{grain}'",
+        )
         assert (total["failed"], total["launch"], total["jobs"]) == (1, 1, len(FINISHED))
 
 
 def test_completeness_counts_cache_accesses_by_their_evidence(con):
-    got = {(r["day"], r["subject"], r["measure"]): (r["numerator"], r["denominator"]) for r in rows(
-        con, "select * from marts.data_completeness where grain = 'server' and measure like 'cache_%'")}
+    got = {
+        (r["day"], r["subject"], r["measure"]): (r["numerator"], r["denominator"])
+        for r in rows(con, "select * from marts.data_completeness where grain = 'server' and measure like 'cache_%'")
+    }
+
     # cache accesses per server, all days: xcache01 a1 a2 a3 a4 a6 (g-stream), xcache02 a7 (g-stream,
     # its zero figures included), xcache03 c1 (the origin's record beside the g-stream: 'both')
     def total(subject, measure):
         return tuple(sum(v[i] for (_, s, m), v in got.items() if s == subject and m == measure) for i in (0, 1))
+
     assert total("xcache01", "cache_accesses_gstream_only") == (5, 5)
     assert total("xcache01", "cache_accesses_reconciled") == (0, 5)
     assert total("xcache02", "cache_accesses_gstream_only") == (1, 1)
@@ -389,8 +528,16 @@ def test_completeness_counts_cache_accesses_by_their_evidence(con):
 def test_file_access_match_quality(con):
     got = {r["unique_id"]: r for r in rows(con, "select * from intermediate.int_file_access_by_job")}
     assert {u: r["match_quality"] for u, r in got.items()} == {
-        "a1": "exact", "a2": "exact", "a3": "inferred", "a4": "exact", "a5": "exact",
-        "a6": "unmatched", "a7": "exact", "c1": "unmatched", "o1": "unmatched"}
+        "a1": "exact",
+        "a2": "exact",
+        "a3": "inferred",
+        "a4": "exact",
+        "a5": "exact",
+        "a6": "unmatched",
+        "a7": "exact",
+        "c1": "unmatched",
+        "o1": "unmatched",
+    }
     assert got["a7"]["step_id"] == "batch"
     # a3 has no identity: job 1001 ran on its client host wn-hdd-01 while it was open, and its
     # exactly matched accesses a1 and a2 came from the same client pid at the same time.
@@ -409,9 +556,14 @@ def test_efficiency_by_group_matches_hand_computation(con):
     [failure] = launch_failure_rows()
     end_day = failure["end_time"].date()
     failure_dims = ("unknown", "none", failure["account"], "analysis")
-    failure_keys = {("day", end_day, *failure_dims), ("week", end_day - timedelta(days=end_day.weekday()), *failure_dims)}
-    got = {(r["period_grain"], r["period_start"], r["storage_type"], r["ab_arm"], r["account"], r["job_class"]): r
-           for r in rows(con, "select * from marts.efficiency_by_group")}
+    failure_keys = {
+        ("day", end_day, *failure_dims),
+        ("week", end_day - timedelta(days=end_day.weekday()), *failure_dims),
+    }
+    got = {
+        (r["period_grain"], r["period_start"], r["storage_type"], r["ab_arm"], r["account"], r["job_class"]): r
+        for r in rows(con, "select * from marts.efficiency_by_group")
+    }
     assert set(got) == set(groups) | failure_keys
     for key in failure_keys:
         g = got[key]
@@ -460,7 +612,10 @@ def test_ab_comparison(con):
     assert all_row["cpu_per_wall_difference"] == pytest.approx(cpw_b - cpw_a)
     # Periods: days with arm jobs (03-04 A only, 03-05 B only, 03-11 B only), two weeks, all.
     assert sorted(k for k in got if k[0] == "day") == [
-        ("day", date(2024, 3, 4)), ("day", date(2024, 3, 5)), ("day", date(2024, 3, 11))]
+        ("day", date(2024, 3, 4)),
+        ("day", date(2024, 3, 5)),
+        ("day", date(2024, 3, 11)),
+    ]
     d = got[("day", date(2024, 3, 4))]
     assert d["period_end"] == date(2024, 3, 5)
     assert (d["jobs_b"], d["cpu_hours_b"], d["efficiency_b"], d["efficiency_difference"]) == (0, 0, None, None)
@@ -473,8 +628,7 @@ def test_ab_comparison_arm_names_are_vars(built, tmp_path):
     warehouse, _ = built
     copy = tmp_path / "warehouse.duckdb"  # same file name: dbt-duckdb names the catalog after it
     shutil.copy(warehouse, copy)
-    proc = run_dbt(copy, tmp_path / "dbt", "run", "--select", "ab_comparison",
-                   "--vars", "{arm_a: 'B', arm_b: 'none'}")
+    proc = run_dbt(copy, tmp_path / "dbt", "run", "--select", "ab_comparison", "--vars", "{arm_a: 'B', arm_b: 'none'}")
     assert proc.returncode == 0, proc.stdout[-4000:]
     c = duckdb.connect(str(copy), read_only=True)
     try:
@@ -519,8 +673,11 @@ def test_storage_price_performance(con):
         cpu_hours = sum(j["cpu"] for j in jobs) / 3600
         return len(jobs), sum(j["cpu"] for j in jobs) / sum(j["core_wall"] for j in jobs), cpu_hours / (1 * hours)
 
-    for config, node, price in [("1xHDD", "wn-hdd-01", 40.0), ("2xHDD RAID0", "wn-r0-01", 80.0),
-                                ("Consumer SSD", "wn-ssd-01", 150.0)]:
+    for config, node, price in [
+        ("1xHDD", "wn-hdd-01", 40.0),
+        ("2xHDD RAID0", "wn-r0-01", 80.0),
+        ("Consumer SSD", "wn-ssd-01", 150.0),
+    ]:
         jobs, eff, throughput = measured(node)
         g = got[config]
         assert g["price_per_node"] == pytest.approx(price)
@@ -534,13 +691,20 @@ def test_storage_price_performance(con):
     # No node with finished jobs: measurements stay NULL (the NVMe node only has a tag).
     for config in ("2xHDD RAID1", "Enterprise NVMe", "Spare RAID5"):
         g = got[config]
-        assert (g["nodes"], g["jobs"], g["efficiency"], g["node_throughput"], g["price_per_throughput"]) == \
-            (None, None, None, None, None), config
+        assert (g["nodes"], g["jobs"], g["efficiency"], g["node_throughput"], g["price_per_throughput"]) == (
+            None,
+            None,
+            None,
+            None,
+            None,
+        ), config
 
 
 def test_node_hourly_occupancy(con):
-    got = {r["hour"]: r for r in rows(
-        con, "select * from intermediate.int_node_hourly where node = 'wn-hdd-01' order by hour")}
+    got = {
+        r["hour"]: r
+        for r in rows(con, "select * from intermediate.int_node_hourly where node = 'wn-hdd-01' order by hour")
+    }
     # 1001: 8 cores 09:00-10:00; 1002: 4 cores 10:00-12:00; 8 slots.
     assert sorted(got) == [t(4, 9), t(4, 10), t(4, 11)]
     assert [got[h]["occupancy"] for h in sorted(got)] == pytest.approx([1.0, 0.5, 0.5])
@@ -555,9 +719,15 @@ def test_sql_queries_run(built, con):
     sql_dir = REPO / "sql"
     files = sorted(sql_dir.glob("*.sql"))
     names = {f.name for f in files}
-    assert {"efficiency_by_storage_type.sql", "ab_summary.sql", "worst_groups_this_week.sql",
-            "cache_hit_ratio_daily.sql", "price_per_throughput.sql", "rejects_summary.sql",
-            "jobs_above_one.sql"} <= names
+    assert {
+        "efficiency_by_storage_type.sql",
+        "ab_summary.sql",
+        "worst_groups_this_week.sql",
+        "cache_hit_ratio_daily.sql",
+        "price_per_throughput.sql",
+        "rejects_summary.sql",
+        "jobs_above_one.sql",
+    } <= names
     for f in files:
         text = f.read_text()
         assert text.startswith("-- Question: "), f.name

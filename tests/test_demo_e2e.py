@@ -36,8 +36,20 @@ def _options() -> SyntheticOptions:
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("demo")
-    result = CliRunner().invoke(app, ["demo", "--days", str(DAYS), "--seed", str(SEED),
-                                      "--nodes-per-type", str(NODES_PER_TYPE), "--home", str(home)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "demo",
+            "--days",
+            str(DAYS),
+            "--seed",
+            str(SEED),
+            "--nodes-per-type",
+            str(NODES_PER_TYPE),
+            "--home",
+            str(home),
+        ],
+    )
     assert result.exit_code == 0, result.output + repr(result.exception)
     return home
 
@@ -80,8 +92,11 @@ def test_group_efficiency_equals_independent_recomputation(demo_home, generated)
         cpu[key] += c
         core_wall[key] += cw
         effs[key].append(c / cw)
-    rows = _mart(demo_home, "SELECT period_start, storage_type, ab_arm, account, job_class, efficiency, "
-                            "mean_job_efficiency, jobs FROM marts.efficiency_by_group WHERE period_grain = 'week'")
+    rows = _mart(
+        demo_home,
+        "SELECT period_start, storage_type, ab_arm, account, job_class, efficiency, "
+        "mean_job_efficiency, jobs FROM marts.efficiency_by_group WHERE period_grain = 'week'",
+    )
     assert len(rows) == len(cpu)
     for week, st, arm, account, job_class, eff, mean_eff, n in rows:
         key = (week, st, arm, account, job_class)
@@ -100,9 +115,11 @@ def test_ab_comparison_equals_independent_recomputation(demo_home, generated):
         cpu[arm] += j["cpu_user_seconds"] + j["cpu_system_seconds"]
         wall[arm] += j["wall_seconds"]
         core_wall[arm] += j["wall_seconds"] * j["allocated_cores"]
-    (a, b, diff, eff_a, eff_b, eff_diff), = _mart(
-        demo_home, "SELECT cpu_per_wall_a, cpu_per_wall_b, cpu_per_wall_difference, efficiency_a, efficiency_b, "
-                   "efficiency_difference FROM marts.ab_comparison WHERE period_grain = 'all'")
+    ((a, b, diff, eff_a, eff_b, eff_diff),) = _mart(
+        demo_home,
+        "SELECT cpu_per_wall_a, cpu_per_wall_b, cpu_per_wall_difference, efficiency_a, efficiency_b, "
+        "efficiency_difference FROM marts.ab_comparison WHERE period_grain = 'all'",
+    )
     assert a == pytest.approx(cpu["A"] / wall["A"], rel=1e-9)
     assert b == pytest.approx(cpu["B"] / wall["B"], rel=1e-9)
     assert diff == pytest.approx(b - a, rel=1e-9)
@@ -118,8 +135,10 @@ def test_cache_hourly_equals_independent_recomputation(demo_home, generated):
     hit = sum(r["cache_hit_bytes"] for r in acc if r["server_role"] == "cache")
     miss = sum(r["cache_miss_bytes"] for r in acc if r["server_role"] == "cache")
     hours = {r["end_time"].replace(minute=0, second=0, microsecond=0) for r in acc if r["server_role"] == "cache"}
-    (gb_hit, gb_miss, n_hours), = _mart(demo_home, "SELECT sum(gb_delivered_from_cache), sum(gb_staged_in), "
-                                                   "count(DISTINCT hour) FROM marts.cache_hourly")
+    ((gb_hit, gb_miss, n_hours),) = _mart(
+        demo_home,
+        "SELECT sum(gb_delivered_from_cache), sum(gb_staged_in), count(DISTINCT hour) FROM marts.cache_hourly",
+    )
     assert gb_hit == pytest.approx(hit / 1e9, rel=1e-9)
     assert gb_miss == pytest.approx(miss / 1e9, rel=1e-9)
     assert n_hours == len(hours)
@@ -131,7 +150,9 @@ def test_report_and_lake_written(demo_home, generated):
     assert "data:image/png;base64" in html or "<svg" in html
     assert list(p.reports.glob("*.csv"))
     con = duckdb.connect()
-    n = con.execute(f"SELECT count(*) FROM read_parquet('{p.lake}/raw_job/**/*.parquet', hive_partitioning=true)").fetchone()[0]
+    n = con.execute(
+        f"SELECT count(*) FROM read_parquet('{p.lake}/raw_job/**/*.parquet', hive_partitioning=true)"
+    ).fetchone()[0]
     assert n == generated[RecordKind.JOB].num_rows
 
 
@@ -152,11 +173,24 @@ def test_ingesting_twice_changes_nothing(tmp_path):
 
 def test_bad_record_is_rejected_with_its_reason_and_the_rest_loads(tmp_path):
     t0 = datetime(2026, 10, 1, tzinfo=timezone.utc)
-    good = {"batch_system": "slurm", "cluster": "c", "step_id": "", "start_time": t0,
-            "end_time": t0 + timedelta(hours=1), "allocated_cores": 1, "cpu_user_seconds": 1800.0,
-            "cpu_system_seconds": 60.0, "wall_seconds": 3600.0, "state": "COMPLETED"}
-    rows = [dict(good, job_id="1"), dict(good, job_id="2", end_time=t0 - timedelta(hours=1)),
-            dict(good, job_id="3", allocated_cores=0), dict(good, job_id="4")]
+    good = {
+        "batch_system": "slurm",
+        "cluster": "c",
+        "step_id": "",
+        "start_time": t0,
+        "end_time": t0 + timedelta(hours=1),
+        "allocated_cores": 1,
+        "cpu_user_seconds": 1800.0,
+        "cpu_system_seconds": 60.0,
+        "wall_seconds": 3600.0,
+        "state": "COMPLETED",
+    }
+    rows = [
+        dict(good, job_id="1"),
+        dict(good, job_id="2", end_time=t0 - timedelta(hours=1)),
+        dict(good, job_id="3", allocated_cores=0),
+        dict(good, job_id="4"),
+    ]
     full = [{f.name: r.get(f.name) for f in JOB} for r in rows]
     path = tmp_path / "jobs.parquet"
     pq.write_table(pa.Table.from_pylist(full, schema=JOB), path)
@@ -185,8 +219,11 @@ def test_job_data_access_equals_independent_recomputation(demo_home, generated):
         read[job_id] += r["read_bytes_at_close"]
         hit[job_id] += r["cache_hit_bytes"] or 0
         staged[job_id] += r["cache_miss_bytes"] or 0
-    rows = _mart(demo_home, "SELECT job_id, bytes_read, bytes_from_cache, bytes_staged_in, cache_outcome "
-                            "FROM marts.job_data_access WHERE accesses_inferred = 0")
+    rows = _mart(
+        demo_home,
+        "SELECT job_id, bytes_read, bytes_from_cache, bytes_staged_in, cache_outcome "
+        "FROM marts.job_data_access WHERE accesses_inferred = 0",
+    )
     assert len(rows) > 0.9 * len(read)
     for job_id, bytes_read, from_cache, staged_in, outcome in rows:
         assert bytes_read == read[job_id]
@@ -248,9 +285,12 @@ def _analysis_cells(generated) -> dict[tuple[str, str], float]:
 
 def test_predictions_sit_beside_independently_measured_efficiency(demo_home, generated):
     cells = _analysis_cells(generated)
-    rows = _mart(demo_home, "SELECT storage_type, ab_arm, measured_efficiency, predicted_efficiency, "
-                            "loo_predicted_efficiency, efficiency_low, efficiency_high "
-                            "FROM marts.efficiency_measured_vs_predicted WHERE job_class = 'analysis'")
+    rows = _mart(
+        demo_home,
+        "SELECT storage_type, ab_arm, measured_efficiency, predicted_efficiency, "
+        "loo_predicted_efficiency, efficiency_low, efficiency_high "
+        "FROM marts.efficiency_measured_vs_predicted WHERE job_class = 'analysis'",
+    )
     assert {(r[0], r[1]) for r in rows} == set(cells)
     for st, arm, measured, predicted, loo, low, high in rows:
         assert measured == pytest.approx(cells[(st, arm)], rel=1e-9)
@@ -270,8 +310,11 @@ def test_fitted_service_times_recover_the_generators(demo_home):
     several channels the truth is a range (all channels busy .. one channel), widened by 25 %; a
     device faster than 2 s/GB within 2 s/GB (its share of a job's hour is seconds).
     """
-    rows = _mart(demo_home, "SELECT applies_to, value, true_value, true_low, true_high, evidence "
-                            "FROM main.sim_efficiency_parameters WHERE parameter = 'scratch_s_per_staged_gb'")
+    rows = _mart(
+        demo_home,
+        "SELECT applies_to, value, true_value, true_low, true_high, evidence "
+        "FROM main.sim_efficiency_parameters WHERE parameter = 'scratch_s_per_staged_gb'",
+    )
     assert {r[0] for r in rows} == {"hdd", "raid0", "raid1", "ssd", "nvme", "nfs"}
     # the type the site does not run is derived from its probe (the buying-guide tests check it)
     assert {r[0] for r in rows if r[5] != "jobs"} == {LEFT_OUT}
@@ -299,19 +342,30 @@ def _arm_b_ahead_measured_and_predicted(rows: list[tuple]) -> None:
 
 
 def test_seed_orderings_are_reproduced(demo_home):
-    what_if = dict(_mart(demo_home, "SELECT storage_type, predicted_efficiency FROM marts.efficiency_what_if "
-                                    "WHERE job_class = 'analysis' AND cache = 'none' AND jobs_per_node = 8"))
+    what_if = dict(
+        _mart(
+            demo_home,
+            "SELECT storage_type, predicted_efficiency FROM marts.efficiency_what_if "
+            "WHERE job_class = 'analysis' AND cache = 'none' AND jobs_per_node = 8",
+        )
+    )
     # Glasgow Table 1 at 8 jobs per node: HDD < RAID1 < RAID0 (the generator has no SSD collapse,
     # so SSD is only required to stay below RAID1), and NVMe above them all
     assert what_if["hdd"] < what_if["raid1"] < what_if["raid0"] < what_if["nvme"]
     assert what_if["ssd"] < what_if["raid1"]
     # SLAC: the arm that tries the cache first (B) is more efficient, measured and predicted
-    rows = _mart(demo_home, "SELECT storage_type, ab_arm, measured_efficiency, predicted_efficiency "
-                            "FROM marts.efficiency_measured_vs_predicted WHERE job_class = 'analysis'")
+    rows = _mart(
+        demo_home,
+        "SELECT storage_type, ab_arm, measured_efficiency, predicted_efficiency "
+        "FROM marts.efficiency_measured_vs_predicted WHERE job_class = 'analysis'",
+    )
     _arm_b_ahead_measured_and_predicted(rows)
     # more jobs per node never raises efficiency, for every storage type and cache
-    grid = _mart(demo_home, "SELECT storage_type, cache, jobs_per_node, predicted_efficiency "
-                            "FROM marts.efficiency_what_if ORDER BY 1, 2, 3")
+    grid = _mart(
+        demo_home,
+        "SELECT storage_type, cache, jobs_per_node, predicted_efficiency "
+        "FROM marts.efficiency_what_if ORDER BY 1, 2, 3",
+    )
     for (st, cache), group in groupby_pairs(grid):
         effs = [g[3] for g in group]
         assert all(x >= y - 1e-12 for x, y in zip(effs, effs[1:])), (st, cache)
@@ -355,8 +409,10 @@ def test_simulate_efficiency_cli_is_idempotent_and_refuses_an_empty_warehouse(de
     assert dear.exit_code == 0, dear.output + repr(dear.exception)
     con = duckdb.connect(str(wh), read_only=True)
     assert con.execute("SELECT count(*) FROM sim_efficiency_runs").fetchone()[0] == runs1 + 2
-    by_run = con.execute("SELECT run_id, config_name, price_per_core_hour, power_watts, node_throughput "
-                         "FROM sim_hardware_options ORDER BY config_name").fetchall()
+    by_run = con.execute(
+        "SELECT run_id, config_name, price_per_core_hour, power_watts, node_throughput "
+        "FROM sim_hardware_options ORDER BY config_name"
+    ).fetchall()
     newest = con.execute("SELECT run_id FROM sim_efficiency_runs ORDER BY created_at DESC LIMIT 1").fetchone()[0]
     mart = con.execute("SELECT DISTINCT run_id FROM marts.hardware_options").fetchall()
     con.close()
@@ -411,8 +467,11 @@ def _shell_env(clone: Path) -> dict[str, str]:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIERLENS_")}
     pipelines = str(Path(__file__).resolve().parents[1] / "pipelines")  # this checkout's tierlens
-    env.update(PYTHONPATH=os.pathsep.join([pipelines, env.get("PYTHONPATH", "")]), COLUMNS="100",
-               TIERLENS_HOME=str(clone / ".tierlens"))  # what `make demo` exported
+    env.update(
+        PYTHONPATH=os.pathsep.join([pipelines, env.get("PYTHONPATH", "")]),
+        COLUMNS="100",
+        TIERLENS_HOME=str(clone / ".tierlens"),
+    )  # what `make demo` exported
     return env
 
 
@@ -422,8 +481,9 @@ def test_readme_quickstart_commands_run_as_written_after_the_demo(demo_home, tmp
     clone = _clone_after_make_demo(tmp_path, demo_home)
     env = _shell_env(clone)
     assert (clone / ".tierlens" / "demo" / "reports" / "report.html").is_file()  # where the README says
-    proc = subprocess.run(["bash", "-e", "-c", _quickstart_commands()], cwd=clone, env=env, capture_output=True,
-                          text=True, timeout=240)
+    proc = subprocess.run(
+        ["bash", "-e", "-c", _quickstart_commands()], cwd=clone, env=env, capture_output=True, text=True, timeout=240
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "Traceback" not in out, out
     for query in SQL_DIR.glob("*.sql"):
@@ -443,8 +503,14 @@ def test_read_commands_find_the_demo_or_say_where_they_looked(demo_home, tmp_pat
     clone = _clone_after_make_demo(tmp_path, demo_home)
     env = _shell_env(clone)
     tierlens = str(clone / ".venv" / "bin" / "tierlens")
-    sql = subprocess.run([tierlens, "sql", "efficiency_by_storage_type", "--format", "csv"], cwd=clone, env=env,
-                         capture_output=True, text=True, timeout=120)
+    sql = subprocess.run(
+        [tierlens, "sql", "efficiency_by_storage_type", "--format", "csv"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert sql.returncode == 0 and "Traceback" not in sql.stderr, sql.stderr
     assert str(clone / ".tierlens" / "demo" / "warehouse.duckdb") in sql.stderr.replace("\n", "")  # which one it read
     con = duckdb.connect(str(Paths(demo_home).warehouse), read_only=True)
@@ -453,10 +519,17 @@ def test_read_commands_find_the_demo_or_say_where_they_looked(demo_home, tmp_pat
     assert len(sql.stdout.strip().splitlines()) == len(expected) + 1
 
     empty = dict(env, TIERLENS_HOME=str(tmp_path / "empty-home"))
-    for argv in (["sql", "efficiency_by_storage_type"], ["report"], ["status"], ["rejects"], ["change", "list"],
-                 ["lake", "export"]):
-        r = subprocess.run([tierlens, *argv], cwd=clone, env=dict(empty, COLUMNS="400"), capture_output=True,
-                           text=True, timeout=120)
+    for argv in (
+        ["sql", "efficiency_by_storage_type"],
+        ["report"],
+        ["status"],
+        ["rejects"],
+        ["change", "list"],
+        ["lake", "export"],
+    ):
+        r = subprocess.run(
+            [tierlens, *argv], cwd=clone, env=dict(empty, COLUMNS="400"), capture_output=True, text=True, timeout=120
+        )
         assert r.returncode == 1 and "Traceback" not in r.stdout + r.stderr, (argv, r.stdout, r.stderr)
         assert str(tmp_path / "empty-home" / "warehouse.duckdb") in r.stderr, (argv, r.stderr)
         assert "tierlens demo" in r.stderr and "--warehouse" in r.stderr
@@ -470,8 +543,11 @@ def test_the_site_change_has_a_before_after_verdict(demo_home, generated):
 
     change = demo_change(DAYS)
     at = datetime(2026, 10, 1, tzinfo=timezone.utc) + timedelta(days=change.day)
-    rows = _mart(demo_home, "SELECT changed_at, scope, jobs_scope_before, jobs_scope_after, effect, conclusion "
-                            "FROM marts.change_effects WHERE row_kind = 'change'")
+    rows = _mart(
+        demo_home,
+        "SELECT changed_at, scope, jobs_scope_before, jobs_scope_after, effect, conclusion "
+        "FROM marts.change_effects WHERE row_kind = 'change'",
+    )
     assert len(rows) == 1
     changed_at, scope, before, after, effect, conclusion = rows[0]
     assert changed_at == at and scope == f"storage type {change.storage_type}"
@@ -484,7 +560,7 @@ def test_the_site_change_has_a_before_after_verdict(demo_home, generated):
     import html
 
     page = (Paths(demo_home).reports / "report.html").read_text()
-    section = page[page.index('id="changes"'):]
+    section = page[page.index('id="changes"') :]
     assert html.escape(change.description, quote=False) in section and conclusion in section
 
 
@@ -493,23 +569,30 @@ def test_buying_guide_shows_a_probe_prediction_beside_measured_types_at_whole_no
 
     tags = {t["job_id"]: t["storage_type"] for t in generated[RecordKind.JOB_TAG].to_pylist()}
     assert LEFT_OUT not in set(tags.values())  # the site never ran it
-    rows = _mart(demo_home, "SELECT config_name, storage_type, evidence, jobs_per_node, efficiency, efficiency_low, "
-                            "efficiency_high, structural_error, cores_per_job, node_config, node_price, price_per_node, "
-                            "ssd_lifetime_years, price_per_core_hour, price_per_core_hour_low, "
-                            "price_per_core_hour_high FROM marts.hardware_options WHERE cache = 'none'")
+    rows = _mart(
+        demo_home,
+        "SELECT config_name, storage_type, evidence, jobs_per_node, efficiency, efficiency_low, "
+        "efficiency_high, structural_error, cores_per_job, node_config, node_price, price_per_node, "
+        "ssd_lifetime_years, price_per_core_hour, price_per_core_hour_low, "
+        "price_per_core_hour_high FROM marts.hardware_options WHERE cache = 'none'",
+    )
     probe = [r for r in rows if r[1] == LEFT_OUT]
     assert probe and all(r[2] == "probe" and r[7] is not None and r[5] < r[4] < r[6] for r in probe)
     assert {r[1] for r in rows if r[2] == "measured"} == set(tags.values()) & {r[1] for r in rows}
     # whole-node price, recomputed here: the cheapest default node with the cores the jobs need,
     # written off over 5 years, the storage over 5 years or its endurance-limited life, the power
-    analysis_cores = [j["allocated_cores"] for j in generated[RecordKind.JOB].to_pylist()
-                      if j["job_class"] == "analysis"]
+    analysis_cores = [
+        j["allocated_cores"] for j in generated[RecordKind.JOB].to_pylist() if j["job_class"] == "analysis"
+    ]
     hours = 5 * 365.25 * 24
-    for (name, _, _, n, eff, _, _, _, cores, node_config, node_price, storage, life, price, low, high) in rows:
+    for name, _, _, n, eff, _, _, _, cores, node_config, node_price, storage, life, price, low, high in rows:
         assert cores == pytest.approx(sum(analysis_cores) / len(analysis_cores), rel=0.05)
         fits = [nd for nd in DEFAULT_NODES if nd.cores >= n * cores - 1e-9]
-        node = min(fits, key=lambda nd: nd.cpu_price + nd.memory_price + nd.chassis_price) if fits \
+        node = (
+            min(fits, key=lambda nd: nd.cpu_price + nd.memory_price + nd.chassis_price)
+            if fits
             else max(DEFAULT_NODES, key=lambda nd: nd.cores)
+        )
         node_total = node.cpu_price + node.memory_price + node.chassis_price
         assert (node_config, node_price) == (node.config_name, pytest.approx(node_total))
         storage_hours = min(hours, life * 365.25 * 24) if life else hours
@@ -527,8 +610,14 @@ def test_demo_tables_fit_a_narrow_terminal_in_the_sql_consoles_number_format(mon
     from tierlens.cli import common
     from tierlens.demo import DemoSummary, print_summary
 
-    s = DemoSummary(jobs=12345, efficiency=0.81234, arm_cpu_per_wall={"A": 0.7712345, "B": 0.80123},
-                    storage_efficiency={}, cache_hit_ratio_bytes=0.5, rejects=1043)
+    s = DemoSummary(
+        jobs=12345,
+        efficiency=0.81234,
+        arm_cpu_per_wall={"A": 0.7712345, "B": 0.80123},
+        storage_efficiency={},
+        cache_hit_ratio_bytes=0.5,
+        rejects=1043,
+    )
     monkeypatch.setattr(common.console, "width", 40)
     with common.console.capture() as cap:
         print_summary(s, common.console)

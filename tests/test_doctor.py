@@ -38,6 +38,7 @@ def _doctor_json(*args: str) -> tuple[int, dict]:
 
 # ---- the checks on files written here -------------------------------------------------------
 
+
 def _slurm_files(tmp_path: Path, lines: list[str]) -> Path:
     conf = tmp_path / "slurm.conf"
     (tmp_path / "plugstack.conf.d").mkdir()
@@ -48,8 +49,13 @@ def _slurm_files(tmp_path: Path, lines: list[str]) -> Path:
 
 
 def test_plugstack_lines_follow_includes_and_a_required_line_fails(tmp_path):
-    conf = _slurm_files(tmp_path, ["optional /nonexistent/tierlens_spank.so spool=/x",
-                                   "required   /nonexistent/tierlens_spank.so  # twice, on purpose"])
+    conf = _slurm_files(
+        tmp_path,
+        [
+            "optional /nonexistent/tierlens_spank.so spool=/x",
+            "required   /nonexistent/tierlens_spank.so  # twice, on purpose",
+        ],
+    )
     lines = list(doctor.plugstack_lines(tmp_path / "plugstack.conf"))
     assert [(ln.control, ln.line, ln.args) for ln in lines] == [("optional", 1, ("spool=/x",)), ("required", 2, ())]
     findings = doctor.check_slurm(Options(slurm_conf=conf))
@@ -82,22 +88,36 @@ def _stats(tmp_path: Path, **values) -> Path:
 
 
 def test_collector_fresh_stale_drops_and_backlog(tmp_path):
-    fresh = _by_check(doctor.check_collector(Options(collector_stats=_stats(
-        tmp_path, kernel_drops=0, journal_backlog_bytes=4096))))
+    fresh = _by_check(
+        doctor.check_collector(Options(collector_stats=_stats(tmp_path, kernel_drops=0, journal_backlog_bytes=4096)))
+    )
     assert fresh[("collector", "running")].status is Status.OK
     assert fresh[("collector", "kernel drops")].status is Status.OK
     assert fresh[("collector", "journal backlog")].status is Status.OK
 
-    lossy = _by_check(doctor.check_collector(Options(collector_stats=_stats(
-        tmp_path, kernel_drops=1234, journal_backlog_bytes=doctor.JOURNAL_BACKLOG_WARN_BYTES + 1))))
-    assert lossy[("collector", "kernel drops")].status is Status.WARN and "1,234" in lossy[("collector", "kernel drops")].detail
+    lossy = _by_check(
+        doctor.check_collector(
+            Options(
+                collector_stats=_stats(
+                    tmp_path, kernel_drops=1234, journal_backlog_bytes=doctor.JOURNAL_BACKLOG_WARN_BYTES + 1
+                )
+            )
+        )
+    )
+    assert (
+        lossy[("collector", "kernel drops")].status is Status.WARN
+        and "1,234" in lossy[("collector", "kernel drops")].detail
+    )
     assert lossy[("collector", "journal backlog")].status is Status.WARN
 
     stale = _stats(tmp_path, kernel_drops=0)
     data = json.loads(stale.read_text())
     data["updated_at"] -= doctor.STATS_STALE_SECONDS + 5
     stale.write_text(json.dumps(data))
-    assert _by_check(doctor.check_collector(Options(collector_stats=stale)))[("collector", "running")].status is Status.FAIL
+    assert (
+        _by_check(doctor.check_collector(Options(collector_stats=stale)))[("collector", "running")].status
+        is Status.FAIL
+    )
 
     assert doctor.check_collector(Options(collector_stats=tmp_path / "none.json"))[0].status is Status.FAIL
     # no collector in this tierlens home: not this host's job, and said so
@@ -124,8 +144,16 @@ def test_warehouse_schema_version_or_unversioned(tmp_path):
 def test_a_warehouse_locked_by_a_writer_is_a_warning(tmp_path):
     wh = tmp_path / "warehouse.duckdb"
     duckdb.connect(str(wh)).close()
-    writer = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
-                               "print('open', flush=True); time.sleep(60)", str(wh)], stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('open', flush=True); time.sleep(60)",
+            str(wh),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert writer.stdout.readline().strip() == "open"
         f = _by_check(doctor.check_warehouse(Options(warehouse=wh)))
@@ -149,11 +177,15 @@ def test_airflow_variables_through_an_airflow_command(tmp_path, monkeypatch):
     monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path))
     (tmp_path / "airflow.cfg").write_text("[core]\n")  # a deployment: doctor asks only where one is
     fake = tmp_path / "airflow"
-    fake.write_text("#!/bin/sh\necho 'some log line'\n"
-                    "echo '[{\"key\": \"tierlens_warehouse\"}, {\"key\": \"tierlens_warehose\"}, {\"key\": \"other\"}]'\n")
+    fake.write_text(
+        "#!/bin/sh\necho 'some log line'\n"
+        'echo \'[{"key": "tierlens_warehouse"}, {"key": "tierlens_warehose"}, {"key": "other"}]\'\n'
+    )
     fake.chmod(0o755)
     f = _by_check(doctor.check_airflow(Options(airflow=str(fake))))
-    assert f[("airflow", "variables")].status is Status.OK and "tierlens_warehouse" in f[("airflow", "variables")].detail
+    assert (
+        f[("airflow", "variables")].status is Status.OK and "tierlens_warehouse" in f[("airflow", "variables")].detail
+    )
     assert f[("airflow", "unknown variables")].status is Status.WARN
     assert "tierlens_warehose" in f[("airflow", "unknown variables")].detail
 
@@ -176,6 +208,7 @@ def test_cli_exit_status_and_json(tmp_path, monkeypatch):
 
 
 # ---- against the real cluster ---------------------------------------------------------------
+
 
 def _built_for_header() -> str:
     text = Path("/usr/include/slurm/slurm_version.h").read_text()
@@ -205,7 +238,9 @@ def test_doctor_on_the_cluster_installed_required_and_removed(cluster, work, bui
     assert str(cluster.plugin) in found[("slurm", "plugin installed")]["detail"]
     assert f"built for Slurm {_built_for_header()}" in found[("slurm", "plugin installed")]["detail"]
     assert found[("slurm", "job variables")]["status"] == "ok"
-    assert re.search(r"TIERLENS_STORAGE_TYPE=\w+ XRD_MONINFO=slurm\.\S+\.\d+", found[("slurm", "job variables")]["detail"])
+    assert re.search(
+        r"TIERLENS_STORAGE_TYPE=\w+ XRD_MONINFO=slurm\.\S+\.\d+", found[("slurm", "job variables")]["detail"]
+    )
     assert found[("slurm", "sacct --json")]["status"] == "ok"
     assert found[("slurm", "sacct --json")]["detail"].endswith(f"data_parser {_sacct_data_parser(cluster)}")
 
@@ -243,11 +278,24 @@ def test_warehouse_history_size_oldest_day_retention_last_run_and_a_newer_state_
                          ('xrd1', 'a', '/f', 'origin', TIMESTAMPTZ '2026-03-04 10:00:00+00', TIMESTAMPTZ '2026-03-04 10:05:00+00', true),
                          ('xrd1', 'b', '/f', 'origin', TIMESTAMPTZ '2026-05-01 10:00:00+00', TIMESTAMPTZ '2026-05-01 10:05:00+00', true)""")
     publish(wh)
-    run = RunRecord(kind="hourly", started_at=datetime(2026, 5, 1, 11, tzinfo=timezone.utc).isoformat(),
-                    success=True, seconds=12.0, batches_new=3, rows_new=1234, models=37, tests=500)
-    save_history(wh, History(last_run=run, last_success=run,
-                             retention=Retention(months=2, pruned_before="2026-03-01T00:00:00+00:00",
-                                                 rows_deleted_total=99)))
+    run = RunRecord(
+        kind="hourly",
+        started_at=datetime(2026, 5, 1, 11, tzinfo=timezone.utc).isoformat(),
+        success=True,
+        seconds=12.0,
+        batches_new=3,
+        rows_new=1234,
+        models=37,
+        tests=500,
+    )
+    save_history(
+        wh,
+        History(
+            last_run=run,
+            last_success=run,
+            retention=Retention(months=2, pruned_before="2026-03-01T00:00:00+00:00", rows_deleted_total=99),
+        ),
+    )
     monkeypatch.setenv("TIERLENS_RAW_RETENTION_MONTHS", "2")
     f = _by_check(doctor.check_warehouse(Options(warehouse=wh)))
     assert f[("warehouse", "size")].status is Status.OK and "GB working file" in f[("warehouse", "size")].detail
@@ -259,10 +307,14 @@ def test_warehouse_history_size_oldest_day_retention_last_run_and_a_newer_state_
     # a state file written by a newer tierlens is not guessed at
     state_path(wh).write_text(json.dumps({"format_version": 99}))
     f = _by_check(doctor.check_warehouse(Options(warehouse=wh)))
-    assert f[("warehouse", "history file")].status is Status.FAIL and "format version 99" in f[("warehouse", "history file")].detail
+    assert (
+        f[("warehouse", "history file")].status is Status.FAIL
+        and "format version 99" in f[("warehouse", "history file")].detail
+    )
 
 
 # ---- findings an admin can act on; doctor changes nothing ------------------------------------
+
 
 def _not_ok(findings) -> list[doctor.Finding]:
     return [f for f in findings if f.status is not Status.OK]
@@ -276,30 +328,48 @@ def test_every_finding_that_is_not_ok_has_a_fix(tmp_path, monkeypatch):
     empty = _not_ok(doctor.run_checks(Options()))
     assert {f.area for f in empty} >= {"slurm", "collector", "warehouse"}
     missing = tmp_path / "missing"
-    named = _not_ok(doctor.run_checks(Options(
-        slurm_conf=missing / "slurm.conf", collector_stats=missing / "collector-stats.json",
-        warehouse=missing / "warehouse.duckdb", airflow=str(missing / "airflow"))))
+    named = _not_ok(
+        doctor.run_checks(
+            Options(
+                slurm_conf=missing / "slurm.conf",
+                collector_stats=missing / "collector-stats.json",
+                warehouse=missing / "warehouse.duckdb",
+                airflow=str(missing / "airflow"),
+            )
+        )
+    )
     for f in empty + named:
         assert f.fix.strip(), f"{f.area}/{f.check} ({f.status.value}) has no fix: {f.detail}"
     # a path the admin named and that is missing fails alike for every part; a default that is
     # missing is "not checked", alike for every part
     assert {f.area: f.status for f in named if f.area not in ("dbt", "htcondor")} == {
-        "slurm": Status.FAIL, "collector": Status.FAIL, "warehouse": Status.FAIL, "airflow": Status.FAIL}
+        "slurm": Status.FAIL,
+        "collector": Status.FAIL,
+        "warehouse": Status.FAIL,
+        "airflow": Status.FAIL,
+    }
     assert {f.area: f.status for f in empty if f.area in ("slurm", "collector", "warehouse")} == {
-        "slurm": Status.INFO, "collector": Status.INFO, "warehouse": Status.INFO}
+        "slurm": Status.INFO,
+        "collector": Status.INFO,
+        "warehouse": Status.INFO,
+    }
     for f in named:
         if f.area not in ("dbt", "htcondor"):  # those two take no path
             assert str(missing) in f.detail
 
 
-@pytest.mark.parametrize("text, field", [
-    ("{not json", "line 1"),
-    ("[1, 2]", "list"),
-    ('{"state": "running", "updated_at": "yesterday"}', "updated_at"),
-    ('{"state": "running", "updated_at": 1.5e9, "kernel_drops": "many"}', "kernel_drops"),
-    ('{"state": "running"}', "updated_at"),
-    ('\xff\xfe', "decode"),
-], ids=["not-json", "a-list", "text-time", "text-drops", "no-time", "not-utf8"])
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        ("{not json", "line 1"),
+        ("[1, 2]", "list"),
+        ('{"state": "running", "updated_at": "yesterday"}', "updated_at"),
+        ('{"state": "running", "updated_at": 1.5e9, "kernel_drops": "many"}', "kernel_drops"),
+        ('{"state": "running"}', "updated_at"),
+        ("\xff\xfe", "decode"),
+    ],
+    ids=["not-json", "a-list", "text-time", "text-drops", "no-time", "not-utf8"],
+)
 def test_a_malformed_collector_stats_file_is_a_finding_naming_the_field(tmp_path, text, field):
     p = tmp_path / "collector-stats.json"
     p.write_bytes(text.encode("latin-1"))
@@ -346,11 +416,24 @@ def test_doctor_changes_nothing_even_with_a_read_only_home_and_airflow_unconfigu
     stats = tl_home / "collector-stats.json"
     stats.write_text("{broken")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    env.update(HOME=str(home), TIERLENS_HOME=str(tl_home), XDG_DATA_HOME=str(home / ".local" / "share"),
-               XDG_CACHE_HOME=str(home / ".cache"), COLUMNS="80",
-               PYTHONPATH=os.pathsep.join([str(REPO / "pipelines"), env.get("PYTHONPATH", "")]))
-    argv = [sys.executable, "-c", "from tierlens.cli import app; app()", "doctor", "--airflow", str(_airflow_exe()),
-            "--collector-stats", str(stats)]
+    env.update(
+        HOME=str(home),
+        TIERLENS_HOME=str(tl_home),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        COLUMNS="80",
+        PYTHONPATH=os.pathsep.join([str(REPO / "pipelines"), env.get("PYTHONPATH", "")]),
+    )
+    argv = [
+        sys.executable,
+        "-c",
+        "from tierlens.cli import app; app()",
+        "doctor",
+        "--airflow",
+        str(_airflow_exe()),
+        "--collector-stats",
+        str(stats),
+    ]
     before = {d: _tree(d) for d in (home, tl_home, cwd)}
     mount = f'mount --bind "{home}" "{home}" && mount -o remount,ro,bind "{home}" && exec "$@"'
     runs = {"read-only, table": ["unshare", "-m", "sh", "-c", mount, "sh", *argv], "writable, json": [*argv, "--json"]}

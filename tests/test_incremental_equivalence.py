@@ -56,14 +56,24 @@ GSTREAM_DELAY = timedelta(hours=6)
 ACCESS_DELAY = timedelta(hours=5)
 FLOAT_TOLERANCE = 1e-9
 #: g-stream fields of a cache access: NULL until the cache's pfc event arrives.
-GSTREAM_FIELDS = ("cache_hit_bytes", "cache_miss_bytes", "cache_bypass_bytes", "cache_attach_time",
-                  "cache_detach_time", "cache_access_count", "cache_remotes", "cache_blocks", "cache_blocks_done")
+GSTREAM_FIELDS = (
+    "cache_hit_bytes",
+    "cache_miss_bytes",
+    "cache_bypass_bytes",
+    "cache_attach_time",
+    "cache_detach_time",
+    "cache_access_count",
+    "cache_remotes",
+    "cache_blocks",
+    "cache_blocks_done",
+)
 SOURCE = "replay"
 
 
 def _options() -> SyntheticOptions:
-    return SyntheticOptions(days=float(DAYS), seed=SEED, site=demo_site(nodes_per_type=NODES_PER_TYPE),
-                            changes=(CHANGE,))
+    return SyntheticOptions(
+        days=float(DAYS), seed=SEED, site=demo_site(nodes_per_type=NODES_PER_TYPE), changes=(CHANGE,)
+    )
 
 
 def _generated() -> dict[RecordKind, pa.Table]:
@@ -94,7 +104,10 @@ class Replay:
         changes = tables[RecordKind.SITE_CHANGE]
         recorded = pc.add(changes["recorded_at"], pa.scalar(CHANGE_RECORDED_AFTER, pa.duration("us")))
         tables[RecordKind.SITE_CHANGE] = changes.set_column(
-            changes.schema.get_field_index("recorded_at"), "recorded_at", recorded.cast(changes.schema.field("recorded_at").type))
+            changes.schema.get_field_index("recorded_at"),
+            "recorded_at",
+            recorded.cast(changes.schema.field("recorded_at").type),
+        )
         self.tables = tables
         first = start - timedelta(days=30)
         self.arrivals = {k: _arrival(k, t, first).cast(pa.timestamp("us", tz="UTC")) for k, t in tables.items()}
@@ -115,8 +128,10 @@ class Replay:
         accesses = self.tables[RecordKind.FILE_ACCESS]
         identities = set(pc.unique(accesses["job_identity"].drop_null()).to_pylist())
         end = jobs["end_time"]
-        mask = pc.and_(pc.and_(pc.greater_equal(end, pa.scalar(ending_from)), pc.less(end, pa.scalar(ending_to))),
-                       pc.is_in(jobs["job_identity"], pa.array(sorted(identities))))
+        mask = pc.and_(
+            pc.and_(pc.greater_equal(end, pa.scalar(ending_from)), pc.less(end, pa.scalar(ending_to))),
+            pc.is_in(jobs["job_identity"], pa.array(sorted(identities))),
+        )
         i = self._index_where(RecordKind.JOB, mask)
         arrivals = self.arrivals[RecordKind.JOB].to_pylist()
         arrivals[i] = arrivals[i] + SACCT_DELAY
@@ -127,8 +142,10 @@ class Replay:
         """A cache access first loaded without its g-stream figures; they arrive GSTREAM_DELAY later."""
         accesses = self.tables[RecordKind.FILE_ACCESS]
         arrival = self.arrivals[RecordKind.FILE_ACCESS]
-        mask = pc.and_(pc.and_(pc.equal(accesses["server_role"], "cache"), pc.is_valid(accesses["cache_hit_bytes"])),
-                       pc.and_(pc.greater_equal(arrival, pa.scalar(closing_from)), pc.less(arrival, pa.scalar(closing_to))))
+        mask = pc.and_(
+            pc.and_(pc.equal(accesses["server_role"], "cache"), pc.is_valid(accesses["cache_hit_bytes"])),
+            pc.and_(pc.greater_equal(arrival, pa.scalar(closing_from)), pc.less(arrival, pa.scalar(closing_to))),
+        )
         i = self._index_where(RecordKind.FILE_ACCESS, mask)
         full_row = accesses.slice(i, 1)
         early = full_row
@@ -148,8 +165,10 @@ class Replay:
         its close, so after the record of the job it belongs to."""
         accesses = self.tables[RecordKind.FILE_ACCESS]
         arrival = self.arrivals[RecordKind.FILE_ACCESS]
-        mask = pc.and_(pc.and_(pc.is_null(accesses["job_identity"]), pc.is_valid(accesses["client_host"])),
-                       pc.and_(pc.greater_equal(arrival, pa.scalar(closing_from)), pc.less(arrival, pa.scalar(closing_to))))
+        mask = pc.and_(
+            pc.and_(pc.is_null(accesses["job_identity"]), pc.is_valid(accesses["client_host"])),
+            pc.and_(pc.greater_equal(arrival, pa.scalar(closing_from)), pc.less(arrival, pa.scalar(closing_to))),
+        )
         i = self._index_where(RecordKind.FILE_ACCESS, mask)
         arrivals = arrival.to_pylist()
         arrivals[i] = arrivals[i] + ACCESS_DELAY
@@ -159,7 +178,13 @@ class Replay:
     def batches(self, since: datetime | None, until: datetime | None) -> list[Batch]:
         """One batch per record kind of the records arriving in [since, until) (None: unbounded)."""
         out = []
-        for kind in (RecordKind.NODE, RecordKind.SITE_CHANGE, RecordKind.JOB_TAG, RecordKind.JOB, RecordKind.FILE_ACCESS):
+        for kind in (
+            RecordKind.NODE,
+            RecordKind.SITE_CHANGE,
+            RecordKind.JOB_TAG,
+            RecordKind.JOB,
+            RecordKind.FILE_ACCESS,
+        ):
             if kind not in self.tables:
                 continue
             arrival = self.arrivals[kind]
@@ -169,8 +194,11 @@ class Replay:
             if until is not None:
                 mask = pc.and_(mask, pc.less(arrival, pa.scalar(until)))
             parts = [self.tables[kind].filter(mask)]
-            parts += [t for k, t, at in self.extra
-                      if k is kind and (since is None or at >= since) and (until is None or at < until)]
+            parts += [
+                t
+                for k, t, at in self.extra
+                if k is kind and (since is None or at >= since) and (until is None or at < until)
+            ]
             table = pa.concat_tables(parts)
             if table.num_rows:
                 out.append(Batch(kind, table, SOURCE))
@@ -182,7 +210,8 @@ def _identity_matches(con: duckdb.DuckDBPyConnection, identity: str) -> tuple[in
     return con.execute(
         "select count(*), count(*) filter (where match_quality = 'exact') "
         "from intermediate.int_file_access_by_job where job_identity = ? or job_identity like '%,' || ?",
-        [identity, identity]).fetchone()
+        [identity, identity],
+    ).fetchone()
 
 
 def _dbt(warehouse: Path, state: Path, command: str, extra: list[str] | None = None) -> float:
@@ -195,9 +224,12 @@ def _dbt(warehouse: Path, state: Path, command: str, extra: list[str] | None = N
 def _tables(db: Path) -> list[tuple[str, str]]:
     con = duckdb.connect(str(db), read_only=True)
     try:
-        return sorted(con.execute(
-            "select schema_name, table_name from duckdb_tables() "
-            "where schema_name in ('intermediate', 'marts') and database_name = current_database()").fetchall())
+        return sorted(
+            con.execute(
+                "select schema_name, table_name from duckdb_tables() "
+                "where schema_name in ('intermediate', 'marts') and database_name = current_database()"
+            ).fetchall()
+        )
     finally:
         con.close()
 
@@ -256,9 +288,15 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
         load(last + h * hour, last + (h + 1) * hour)
     timings["build 4 (last day, hours 0-5)"] = _dbt(warehouse, state, "run")
     con = duckdb.connect(str(warehouse), read_only=True)
-    matched_before.update({(host, uid): job for host, uid, job in con.execute(
-        "select server_host, unique_id, job_id from intermediate.int_file_access_by_job "
-        "where match_quality = 'inferred'").fetchall()})
+    matched_before.update(
+        {
+            (host, uid): job
+            for host, uid, job in con.execute(
+                "select server_host, unique_id, job_id from intermediate.int_file_access_by_job "
+                "where match_quality = 'inferred'"
+            ).fetchall()
+        }
+    )
     con.close()
     for h in range(6, 12):
         load(last + h * hour, last + (h + 1) * hour)
@@ -272,14 +310,21 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
     shutil.copyfile(warehouse, full)
     timings["full refresh (dbt build --full-refresh)"] = _dbt(full, root / "dbt-full", "build", ["--full-refresh"])
     print("\n".join(f"{k}: {v:.1f} s" for k, v in timings.items()))
-    return {"incremental": warehouse, "full": full, "replay": replay, "matched_before": matched_before,
-            "timings": timings}
+    return {
+        "incremental": warehouse,
+        "full": full,
+        "replay": replay,
+        "matched_before": matched_before,
+        "timings": timings,
+    }
 
 
 def _floats(con: duckdb.DuckDBPyConnection, relation: str) -> set[str]:
-    return {name for name, kind in con.execute(
-        f"select column_name, column_type from (describe {relation})").fetchall()
-        if kind in ("DOUBLE", "FLOAT") or kind.startswith("DECIMAL")}
+    return {
+        name
+        for name, kind in con.execute(f"select column_name, column_type from (describe {relation})").fetchall()
+        if kind in ("DOUBLE", "FLOAT") or kind.startswith("DECIMAL")
+    }
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple]]:
@@ -303,7 +348,8 @@ def assert_equal_tables(con: duckdb.DuckDBPyConnection, left: str, right: str, n
     _, only_right = _rows(con, f"select * from {right} except all select * from {left}")
     assert len(only_left) == len(only_right), (
         f"{name}: {len(only_left)} rows only in the incremental build, {len(only_right)} only in the full "
-        f"refresh; first: {only_left[:2]} / {only_right[:2]}")
+        f"refresh; first: {only_left[:2]} / {only_right[:2]}"
+    )
     exact = [i for i, c in enumerate(columns) if c not in floats]
     key = lambda r: tuple((r[i] is None, str(r[i])) for i in exact)  # noqa: E731
     for a, b in zip(sorted(only_left, key=key), sorted(only_right, key=key)):
@@ -326,20 +372,33 @@ def test_every_intermediate_table_and_mart_equals_a_full_refresh(replayed):
     for schema, table in tables:
         if table == "int_incremental_window":
             continue
-        counts[table] = assert_equal_tables(con, f'"{schema}"."{table}"',
-                                            f'full_refresh."{schema}"."{table}"', table)
+        counts[table] = assert_equal_tables(con, f'"{schema}"."{table}"', f'full_refresh."{schema}"."{table}"', table)
     con.close()
-    for name in ("job_efficiency", "int_file_access_by_job", "cache_hourly", "node_occupancy_hourly",
-                 "change_effects", "efficiency_by_group", "int_efficiency_day_partials",
-                 "int_occupancy_day_partials", "int_input_size_day_partials", "int_node_jobs_day_partials",
-                 "int_file_reads_day_partials", "file_reads", "client_fairness", "file_popularity"):
+    for name in (
+        "job_efficiency",
+        "int_file_access_by_job",
+        "cache_hourly",
+        "node_occupancy_hourly",
+        "change_effects",
+        "efficiency_by_group",
+        "int_efficiency_day_partials",
+        "int_occupancy_day_partials",
+        "int_input_size_day_partials",
+        "int_node_jobs_day_partials",
+        "int_file_reads_day_partials",
+        "file_reads",
+        "client_fairness",
+        "file_popularity",
+    ):
         assert counts[name] > 0, f"{name} is empty: nothing compared"
 
 
 def test_the_builds_were_incremental(replayed):
     con = duckdb.connect(str(replayed["incremental"]), read_only=True)
-    modes = [r[0] for r in con.execute(
-        "select run_mode from intermediate.int_incremental_window order by built_at").fetchall()]
+    modes = [
+        r[0]
+        for r in con.execute("select run_mode from intermediate.int_incremental_window order by built_at").fetchall()
+    ]
     con.close()
     assert modes == ["full"] + ["incremental"] * 5
 
@@ -362,7 +421,9 @@ def test_a_late_cache_event_replaces_the_access_figures(replayed):
         raw_hit, evidence = con.execute(
             "select r.cache_hit_bytes, a.cache_evidence from main.raw_file_access r "
             "join intermediate.int_file_access_reconciled a using (server_host, unique_id) "
-            "where r.server_host = ? and r.unique_id = ?", [server, uid]).fetchone()
+            "where r.server_host = ? and r.unique_id = ?",
+            [server, uid],
+        ).fetchone()
         assert raw_hit is not None and evidence is not None
     con.close()
 
@@ -371,12 +432,20 @@ def test_replay_has_a_job_taking_accesses_from_an_older_one_and_a_late_access(re
     """The cases a rebuild by key must find: accesses inferred to one job at build 4 and to another
     (a job whose record came later) at the end; an access that arrived after its job's record."""
     con = duckdb.connect(str(replayed["incremental"]), read_only=True)
-    now = {(host, uid): job for host, uid, job in con.execute(
-        "select server_host, unique_id, job_id from intermediate.int_file_access_by_job "
-        "where match_quality = 'inferred'").fetchall()}
-    late = [con.execute("select match_quality from intermediate.int_file_access_by_job "
-                        "where server_host = ? and unique_id = ?", list(key)).fetchone()
-            for key in replayed["replay"].late_accesses]
+    now = {
+        (host, uid): job
+        for host, uid, job in con.execute(
+            "select server_host, unique_id, job_id from intermediate.int_file_access_by_job "
+            "where match_quality = 'inferred'"
+        ).fetchall()
+    }
+    late = [
+        con.execute(
+            "select match_quality from intermediate.int_file_access_by_job where server_host = ? and unique_id = ?",
+            list(key),
+        ).fetchone()
+        for key in replayed["replay"].late_accesses
+    ]
     con.close()
     before = {k: v for k, v in replayed["matched_before"].items() if isinstance(k, tuple)}
     taken = [k for k, job in before.items() if k in now and now[k] != job]

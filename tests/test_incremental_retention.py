@@ -37,8 +37,10 @@ def _load(warehouse: Path) -> None:
 
 def _counts(con: duckdb.DuckDBPyConnection, relation: str) -> tuple[int, int]:
     """(rows copied three months back, other rows) of an access-grain relation."""
-    return con.execute(f"select count(*) filter (where unique_id like '%-old'), "
-                       f"count(*) filter (where unique_id not like '%-old') from {relation}").fetchone()
+    return con.execute(
+        f"select count(*) filter (where unique_id like '%-old'), "
+        f"count(*) filter (where unique_id not like '%-old') from {relation}"
+    ).fetchone()
 
 
 def test_retention_prunes_access_grain_tables_and_marts_keep_history(tmp_path: Path) -> None:

@@ -31,8 +31,12 @@ def _jobs_ending(options, start: datetime, end: datetime) -> int:
     for b in generate(options):
         if b.kind.value == "job":
             col = b.table["end_time"]
-            n += pc.sum(pc.fill_null(pc.and_(pc.greater_equal(col, start), pc.less(col, end)), False)
-                        .cast("int64")).as_py() or 0
+            n += (
+                pc.sum(
+                    pc.fill_null(pc.and_(pc.greater_equal(col, start), pc.less(col, end)), False).cast("int64")
+                ).as_py()
+                or 0
+            )
     return n
 
 
@@ -63,8 +67,9 @@ def test_the_first_hour_of_the_synthetic_site_loads_and_an_hour_outside_says_why
 
     # the warehouse keeps both intervals, and data_completeness counts the empty one by its reason
     con = duckdb.connect(str(wh), read_only=True)
-    kept = con.execute("SELECT interval_start, records, outcome, reason FROM raw_source_interval "
-                       "ORDER BY interval_start").fetchall()
+    kept = con.execute(
+        "SELECT interval_start, records, outcome, reason FROM raw_source_interval ORDER BY interval_start"
+    ).fetchall()
     con.close()
     brought = sum(n for kind, n in loaded["rows_in"].items() if kind in ("job", "job_tag", "file_access"))
     assert brought > expected  # the jobs, their tags and their accesses
@@ -73,8 +78,10 @@ def test_the_first_hour_of_the_synthetic_site_loads_and_an_hour_outside_says_why
     proc = run_dbt(wh, tmp_path / "dbt", "build", "--select", "+data_completeness", "--indirect-selection", "cautious")
     assert proc.returncode == 0, proc.stdout[-5000:]
     con = duckdb.connect(str(wh), read_only=True)
-    rows = con.execute("SELECT day, subject, detail, numerator, denominator FROM marts.data_completeness "
-                       "WHERE measure = 'intervals_loaded_nothing'").fetchall()
+    rows = con.execute(
+        "SELECT day, subject, detail, numerator, denominator FROM marts.data_completeness "
+        "WHERE measure = 'intervals_loaded_nothing'"
+    ).fetchall()
     con.close()
     assert rows == [(before[0].date(), "synthetic", "outside_window", 1, 1)]
 
@@ -89,7 +96,8 @@ def test_an_xrootd_folder_missing_or_empty_is_named(tmp_path):
     assert "no file_access-*.parquet files" in empty["loaded_nothing"] and str(folder) in empty["loaded_nothing"]
     con = duckdb.connect(str(wh), read_only=True)
     assert con.execute("SELECT source, outcome, reason FROM raw_source_interval").fetchall() == [
-        ("xrootd", "not_found", empty["loaded_nothing"])]  # the rerun of the interval replaced its row
+        ("xrootd", "not_found", empty["loaded_nothing"])
+    ]  # the rerun of the interval replaced its row
     con.close()
 
 

@@ -26,14 +26,15 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
     proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, (
+        f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     return proc
 
 
 def _clean_env(home: Path) -> dict[str, str]:
     """The environment of a shell on a site's host: nothing that points back into the clone."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("TIERLENS_", "PYTHON", "VIRTUAL_ENV"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TIERLENS_", "PYTHON", "VIRTUAL_ENV"))}
     env["TIERLENS_HOME"] = str(home)
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if str(REPO) not in p)
     return env
@@ -76,9 +77,11 @@ def _shipped_queries() -> dict[str, str]:
 def test_sdist_and_wheel_carry_the_dbt_project_and_queries(dist):
     sdist = next(dist.glob("tierlens-*.tar.gz"))
     wheel = next(dist.glob("tierlens-*.whl"))
-    shipped = ([p.relative_to(REPO).as_posix() for p in (REPO / "dbt").rglob("*")
-                if p.is_file() and not {"target", "logs", "dbt_packages"} & set(p.relative_to(REPO / "dbt").parts)]
-               + [f"sql/{n}.sql" for n in _shipped_queries()])
+    shipped = [
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "dbt").rglob("*")
+        if p.is_file() and not {"target", "logs", "dbt_packages"} & set(p.relative_to(REPO / "dbt").parts)
+    ] + [f"sql/{n}.sql" for n in _shipped_queries()]
     with tarfile.open(sdist) as t:
         in_sdist = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
     with zipfile.ZipFile(wheel) as z:
@@ -97,9 +100,16 @@ def test_installed_wheel_runs_the_demo_and_the_bundled_queries(site):
     assert _run([exe, "--version"], work, env, 60).stdout.split() == ["tierlens", version]
 
     # The package finds its files inside the virtualenv, not in the clone.
-    where = _run([str(site["venv"] / "bin" / "python"), "-c",
-                  "from tierlens import resources as r; print(r.dbt_project_dir()); print(r.sql_dir())"],
-                 work, env, 60).stdout.split()
+    where = _run(
+        [
+            str(site["venv"] / "bin" / "python"),
+            "-c",
+            "from tierlens import resources as r; print(r.dbt_project_dir()); print(r.sql_dir())",
+        ],
+        work,
+        env,
+        60,
+    ).stdout.split()
     assert all(Path(w).is_relative_to(site["venv"]) for w in where), where
 
     # doctor on this "host": the shipped dbt project is found inside the virtualenv.
@@ -125,8 +135,8 @@ def test_installed_wheel_runs_the_demo_and_the_bundled_queries(site):
         cur = con.execute((REPO / "sql" / f"{QUERY}.sql").read_text())
         expected = [[d[0] for d in cur.description], *cur.fetchall()]
         jobs_in_window = con.execute(
-            "SELECT count(*) FROM marts.job_efficiency "
-            "WHERE day > (SELECT max(day) FROM marts.job_efficiency) - 28").fetchone()[0]
+            "SELECT count(*) FROM marts.job_efficiency WHERE day > (SELECT max(day) FROM marts.job_efficiency) - 28"
+        ).fetchone()[0]
     finally:
         con.close()
     assert rows[0] == expected[0]
@@ -137,6 +147,7 @@ def test_installed_wheel_runs_the_demo_and_the_bundled_queries(site):
 
 
 # ---- the same lookups in this process (the clone) ------------------------------------------
+
 
 def test_sql_list_and_sql_by_name_in_the_clone(tmp_path):
     from typer.testing import CliRunner

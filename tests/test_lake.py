@@ -21,8 +21,16 @@ UTC = timezone.utc
 
 def job(job_id: str, start: datetime | None, **overrides: Any) -> dict[str, Any]:
     row: dict[str, Any] = {name: None for name in JOB.names}
-    row.update(batch_system="slurm", cluster="t2test", job_id=job_id, step_id="", start_time=start,
-               end_time=None, allocated_cores=4, state="RUNNING" if start else "PENDING")
+    row.update(
+        batch_system="slurm",
+        cluster="t2test",
+        job_id=job_id,
+        step_id="",
+        start_time=start,
+        end_time=None,
+        allocated_cores=4,
+        state="RUNNING" if start else "PENDING",
+    )
     row.update(overrides)
     return row
 
@@ -47,12 +55,29 @@ def expected_days(starts: list[datetime | None]) -> Counter[str | None]:
 @pytest.fixture
 def warehouse(tmp_path: Path) -> Warehouse:
     with Warehouse(tmp_path / "db" / "w.duckdb") as wh:
-        wh.load(Batch(RecordKind.JOB, pa.Table.from_pylist(
-            [job(str(i), s) for i, s in enumerate(STARTS)] + [job("bad", STARTS[0], allocated_cores=0)],
-            schema=JOB), "sacct.json"))
-        wh.load(Batch(RecordKind.NODE, pa.Table.from_pylist([
-            {"cluster": "t2test", "node": f"wn{i:02d}", "storage_type": "nvme", "job_slots": 32}
-            for i in range(3)], schema=NODE), "nodes.csv"))
+        wh.load(
+            Batch(
+                RecordKind.JOB,
+                pa.Table.from_pylist(
+                    [job(str(i), s) for i, s in enumerate(STARTS)] + [job("bad", STARTS[0], allocated_cores=0)],
+                    schema=JOB,
+                ),
+                "sacct.json",
+            )
+        )
+        wh.load(
+            Batch(
+                RecordKind.NODE,
+                pa.Table.from_pylist(
+                    [
+                        {"cluster": "t2test", "node": f"wn{i:02d}", "storage_type": "nvme", "job_slots": 32}
+                        for i in range(3)
+                    ],
+                    schema=NODE,
+                ),
+                "nodes.csv",
+            )
+        )
         yield wh
 
 
@@ -69,26 +94,32 @@ def test_partitions_by_utc_day(warehouse: Warehouse, tmp_path: Path) -> None:
 
     want = expected_days(STARTS)
     assert counts["raw_job"] == len(STARTS)
-    got = read(lake / "raw_job" / "*" / "*" / "*.parquet",
-               "SELECT CAST(day AS VARCHAR), count(*) FROM t GROUP BY ALL")
+    got = read(lake / "raw_job" / "*" / "*" / "*.parquet", "SELECT CAST(day AS VARCHAR), count(*) FROM t GROUP BY ALL")
     assert Counter({day: n for day, n in got}) == want
     folders = sorted(p.name for p in (lake / "raw_job").iterdir())
-    assert folders == sorted(["day=2024-05-01", "day=2024-05-02", "day=2024-05-03",
-                              "day=__HIVE_DEFAULT_PARTITION__"])
+    assert folders == sorted(["day=2024-05-01", "day=2024-05-02", "day=2024-05-03", "day=__HIVE_DEFAULT_PARTITION__"])
     assert sorted(p.name for p in (lake / "raw_job" / "day=2024-05-01").iterdir()) == ["site=t2test"]
     # Each row sits in the folder of its own UTC day and its own site.
-    mismatched = read(lake / "raw_job" / "*" / "*" / "*.parquet",
-                      "SELECT count(*) FROM t WHERE CAST(timezone('UTC', start_time) AS DATE) <> day "
-                      "OR site <> 't2test'")
+    mismatched = read(
+        lake / "raw_job" / "*" / "*" / "*.parquet",
+        "SELECT count(*) FROM t WHERE CAST(timezone('UTC', start_time) AS DATE) <> day OR site <> 't2test'",
+    )
     assert mismatched == [(0,)]
 
 
 def test_partitions_by_site_within_a_day(tmp_path: Path) -> None:
     with Warehouse(tmp_path / "w.duckdb") as wh:
         start = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
-        wh.load(Batch(RecordKind.JOB, pa.Table.from_pylist(
-            [job("1", start, cluster="gla"), job("2", start, cluster="ral"), job("3", start, cluster="ral")],
-            schema=JOB), "sacct.json"))
+        wh.load(
+            Batch(
+                RecordKind.JOB,
+                pa.Table.from_pylist(
+                    [job("1", start, cluster="gla"), job("2", start, cluster="ral"), job("3", start, cluster="ral")],
+                    schema=JOB,
+                ),
+                "sacct.json",
+            )
+        )
         export_lake(wh, tmp_path / "lake")
     day = tmp_path / "lake" / "raw_job" / "day=2024-05-01"
     assert sorted(p.name for p in day.iterdir()) == ["site=gla", "site=ral"]
@@ -99,8 +130,9 @@ def test_files_hold_the_raw_columns_and_values(warehouse: Warehouse, tmp_path: P
     lake = tmp_path / "lake"
     export_lake(warehouse, lake)
     con = duckdb.connect()
-    files = con.execute(f"SELECT name FROM parquet_schema('{lake}/raw_job/*/*/*.parquet') "
-                        "WHERE name <> 'duckdb_schema'").fetchall()
+    files = con.execute(
+        f"SELECT name FROM parquet_schema('{lake}/raw_job/*/*/*.parquet') WHERE name <> 'duckdb_schema'"
+    ).fetchall()
     assert sorted({n for (n,) in files}) == sorted(JOB.names)  # no day or site column inside the files
     lake_rows = read(lake / "raw_job" / "*" / "*" / "*.parquet", "SELECT * EXCLUDE (day, site) FROM t ORDER BY job_id")
     assert lake_rows == warehouse.con.execute("SELECT * FROM raw_job ORDER BY job_id").fetchall()
@@ -115,16 +147,34 @@ def test_tables_without_a_day_and_bookkeeping_are_single_files(warehouse: Wareho
         assert [p.name for p in (lake / table).iterdir()] == ["data_0.parquet"]
         assert read(lake / table / "data_0.parquet", "SELECT count(*) FROM t") == [(n,)]
     assert read(lake / "raw_rejects" / "data_0.parquet", "SELECT location, field FROM t") == [
-        ("sacct.json:row 7", "allocated_cores")]
+        ("sacct.json:row 7", "allocated_cores")
+    ]
     assert list((lake / "raw_job_tag").iterdir()) == []  # empty partitioned table: folder only
 
 
 def test_export_from_a_path(tmp_path: Path) -> None:
     path = tmp_path / "w.duckdb"
     with Warehouse(path) as wh:
-        wh.load(Batch(RecordKind.JOB_TAG, pa.Table.from_pylist([
-            {"batch_system": "slurm", "cluster": "c", "job_id": "1", "step_id": "", "node": "wn1",
-             "storage_type": "ssd", "tagged_at": datetime(2024, 6, 1, 23, 59, tzinfo=UTC)}], schema=JOB_TAG), "spool"))
+        wh.load(
+            Batch(
+                RecordKind.JOB_TAG,
+                pa.Table.from_pylist(
+                    [
+                        {
+                            "batch_system": "slurm",
+                            "cluster": "c",
+                            "job_id": "1",
+                            "step_id": "",
+                            "node": "wn1",
+                            "storage_type": "ssd",
+                            "tagged_at": datetime(2024, 6, 1, 23, 59, tzinfo=UTC),
+                        }
+                    ],
+                    schema=JOB_TAG,
+                ),
+                "spool",
+            )
+        )
     counts = export_lake(path, tmp_path / "lake")
     assert counts["raw_job_tag"] == 1
     assert (tmp_path / "lake" / "raw_job_tag" / "day=2024-06-01" / "site=c" / "data_0.parquet").is_file()
@@ -134,8 +184,13 @@ def test_export_replaces_the_old_lake(warehouse: Warehouse, tmp_path: Path) -> N
     lake = tmp_path / "lake"
     export_lake(warehouse, lake)
     (lake / "raw_job" / "stale.parquet").write_bytes(b"left over from an older export")
-    warehouse.load(Batch(RecordKind.JOB, pa.Table.from_pylist(
-        [job("new", datetime(2024, 5, 9, 10, 0, tzinfo=UTC))], schema=JOB), "later.json"))
+    warehouse.load(
+        Batch(
+            RecordKind.JOB,
+            pa.Table.from_pylist([job("new", datetime(2024, 5, 9, 10, 0, tzinfo=UTC))], schema=JOB),
+            "later.json",
+        )
+    )
 
     counts = export_lake(warehouse, lake)
 
@@ -171,8 +226,9 @@ def test_refuses_a_lake_path_that_is_a_symlink(warehouse: Warehouse, tmp_path: P
     assert (elsewhere / "keep.txt").read_text() == "x"
 
 
-def test_failed_export_keeps_the_old_lake(warehouse: Warehouse, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_export_keeps_the_old_lake(
+    warehouse: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lake = tmp_path / "lake"
     export_lake(warehouse, lake)
     before = sorted(str(p.relative_to(lake)) for p in lake.rglob("*"))
@@ -190,12 +246,13 @@ def test_failed_export_keeps_the_old_lake(warehouse: Warehouse, tmp_path: Path,
     assert sorted(str(p.relative_to(lake)) for p in lake.rglob("*")) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["db", "lake"]
     monkeypatch.undo()
-    assert warehouse.load(Batch(RecordKind.JOB, pa.Table.from_pylist(
-        [job("after", None)], schema=JOB), "x")).rows_loaded == 1  # connection still usable
+    assert (
+        warehouse.load(Batch(RecordKind.JOB, pa.Table.from_pylist([job("after", None)], schema=JOB), "x")).rows_loaded
+        == 1
+    )  # connection still usable
 
 
-def test_swap_without_atomic_exchange(warehouse: Warehouse, tmp_path: Path,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_swap_without_atomic_exchange(warehouse: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lake = tmp_path / "lake"
     export_lake(warehouse, lake)
     monkeypatch.setattr(lake_module, "_exchange", lambda a, b: False)
@@ -225,6 +282,7 @@ def test_exchange_swaps_two_directories_atomically(tmp_path: Path) -> None:
 
 
 # --- compaction ----------------------------------------------------------------------------------
+
 
 def _split_partition(folder: Path, parts: int) -> None:
     """Make one partition folder of many small files, as incremental writers leave it."""

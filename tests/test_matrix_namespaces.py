@@ -31,14 +31,22 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 CONTAINERS = {
     # generation: (slurm.conf lines, the plugin's own configuration file and its text)
-    "trixie": ("JobContainerType=job_container/tmpfs\nPrologFlags=Contain\nSlurmdParameters=contain_spank\n",
-               "job_container.conf", "AutoBasePath=true\nBasePath={base}\nDirs=/tmp\n"),
-    "sid": ("NamespaceType=namespace/linux\nPrologFlags=Contain\nSlurmdParameters=contain_spank\n",
-            "namespace.yaml", "defaults:\n  auto_base_path: true\n  base_path: \"{base}\"\n  dirs: \"/tmp\"\n"),
+    "trixie": (
+        "JobContainerType=job_container/tmpfs\nPrologFlags=Contain\nSlurmdParameters=contain_spank\n",
+        "job_container.conf",
+        "AutoBasePath=true\nBasePath={base}\nDirs=/tmp\n",
+    ),
+    "sid": (
+        "NamespaceType=namespace/linux\nPrologFlags=Contain\nSlurmdParameters=contain_spank\n",
+        "namespace.yaml",
+        'defaults:\n  auto_base_path: true\n  base_path: "{base}"\n  dirs: "/tmp"\n',
+    ),
 }
-JOB = ("sed 's/^/MI:/' /proc/self/mountinfo; echo TMP_MOUNT:$(awk '$5 == \"/tmp\"' /proc/self/mountinfo); "
-       "env | grep -E '^(TIERLENS_|TMPDIR=)' | sed 's/^/ENV:/'; echo MARK > /tmp/tierlens-mark; "
-       "ls /tmp | sed 's/^/TMPLS:/'")
+JOB = (
+    "sed 's/^/MI:/' /proc/self/mountinfo; echo TMP_MOUNT:$(awk '$5 == \"/tmp\"' /proc/self/mountinfo); "
+    "env | grep -E '^(TIERLENS_|TMPDIR=)' | sed 's/^/ENV:/'; echo MARK > /tmp/tierlens-mark; "
+    "ls /tmp | sed 's/^/TMPLS:/'"
+)
 
 
 def _detect(c: LocalCluster, build: Path, path: str) -> dict:
@@ -60,8 +68,13 @@ def private_tmp_cluster(generation, work, build):
     spool = work / "spool-private"
     try:
         plugin = install_package(build, root)
-        c = LocalCluster(work / "cluster-private-tmp", plugstack_lines=[plugstack_line(plugin, spool)],
-                         root=root, extra_conf=conf_lines, db_root=db_root_for(generation))
+        c = LocalCluster(
+            work / "cluster-private-tmp",
+            plugstack_lines=[plugstack_line(plugin, spool)],
+            root=root,
+            extra_conf=conf_lines,
+            db_root=db_root_for(generation),
+        )
         (c.workdir / "etc").mkdir(parents=True)
         (c.workdir / "etc" / conf_name).write_text(conf_text.format(base=base))
         try:
@@ -70,8 +83,9 @@ def private_tmp_cluster(generation, work, build):
                 yield c
         finally:
             if os.environ.get("TIERLENS_KEEP_LOGS"):
-                shutil.copytree(c.workdir / "log", Path(os.environ["TIERLENS_KEEP_LOGS"]) / generation,
-                                dirs_exist_ok=True)
+                shutil.copytree(
+                    c.workdir / "log", Path(os.environ["TIERLENS_KEEP_LOGS"]) / generation, dirs_exist_ok=True
+                )
     finally:
         root.close()
         shutil.rmtree(base, ignore_errors=True)
@@ -85,18 +99,23 @@ def private_tmp_cluster(generation, work, build):
 # deprecated"); the cause is not established beyond that. Kept running so a fix shows (XPASS).
 NAMESPACE_LINUX_FAILS = pytest.mark.xfail(
     reason="namespace/linux on Slurm 26.05.5: every task launch fails here, slurmd 'slurmstepd return "
-           "code -1: Unspecified error' with no slurmstepd log line, also without any SPANK plugin; "
-           "host has cgroup v1 (hybrid), cause not established", strict=False)
+    "code -1: Unspecified error' with no slurmstepd log line, also without any SPANK plugin; "
+    "host has cgroup v1 (hybrid), cause not established",
+    strict=False,
+)
 
 
-@pytest.mark.parametrize("generation", [pytest.param(g, marks=NAMESPACE_LINUX_FAILS) if g == "sid" else g
-                                        for g in GENERATIONS if g in CONTAINERS], indirect=True)
+@pytest.mark.parametrize(
+    "generation",
+    [pytest.param(g, marks=NAMESPACE_LINUX_FAILS) if g == "sid" else g for g in GENERATIONS if g in CONTAINERS],
+    indirect=True,
+)
 def test_private_tmp_is_tagged_with_the_device_behind_it(private_tmp_cluster, build, work):
     c = private_tmp_cluster
     r = c.run(["srun", "-n1", "sh", "-c", JOB], env={"TMPDIR": "/tmp"})
     lines = r.stdout.splitlines()
     env = dict(x[4:].split("=", 1) for x in lines if x.startswith("ENV:"))
-    mount = [x[len("TMP_MOUNT:"):] for x in lines if x.startswith("TMP_MOUNT:")]
+    mount = [x[len("TMP_MOUNT:") :] for x in lines if x.startswith("TMP_MOUNT:")]
     if os.environ.get("TIERLENS_KEEP_LOGS"):
         Path(os.environ["TIERLENS_KEEP_LOGS"], f"job-{c.root.name}.txt").write_text(r.stdout + r.stderr)
     # the job's /tmp is private: a mount of its own over /tmp, holding only what the job wrote
@@ -106,5 +125,5 @@ def test_private_tmp_is_tagged_with_the_device_behind_it(private_tmp_cluster, bu
     # the plugin ran in the job (contain_spank) and tagged it; the scratch is the private /tmp
     assert env.get("TIERLENS_SCRATCH") == "/tmp", env
     behind = _detect(c, build, str(c.base))["storage_type"]
-    assert behind != _detect(c, build, "/tmp")["storage_type"]   # the tree's own /tmp: an overlay
+    assert behind != _detect(c, build, "/tmp")["storage_type"]  # the tree's own /tmp: an overlay
     assert env.get("TIERLENS_STORAGE_TYPE") == behind, (env, behind, mount)

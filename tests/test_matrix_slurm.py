@@ -29,8 +29,20 @@ from slurm_fixtures import BROKEN_OPTIONS, plugstack_as, plugstack_line, spool_o
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURES = REPO / "tests" / "data" / "sacct" / "real"
-P2_FIELDS = ["JobIDRaw", "JobID", "State", "ExitCode", "AllocCPUS", "ElapsedRaw", "TotalCPU",
-             "UserCPU", "SystemCPU", "Start", "End", "NodeList"]
+P2_FIELDS = [
+    "JobIDRaw",
+    "JobID",
+    "State",
+    "ExitCode",
+    "AllocCPUS",
+    "ElapsedRaw",
+    "TotalCPU",
+    "UserCPU",
+    "SystemCPU",
+    "Start",
+    "End",
+    "NodeList",
+]
 UNSET = {"", "Unknown", "None"}
 
 
@@ -99,17 +111,29 @@ def shaped_jobs(cluster, work) -> dict[str, list[str]]:
     r = cluster.run(["srun", "-n1", "-J", "tl-launch-failure", "/nonexistent/tierlens-no-such-program"], check=False)
     assert r.returncode != 0
     # slurmdbd may learn of the job a moment after srun returns
-    launch = _wait_for("the launch failure in sacct", lambda: cluster.run(
-        ["sacct", "-X", "-n", "-P", "-o", "JobIDRaw", "-S", "now-10minutes", "--name", "tl-launch-failure"]
-    ).stdout.split(), 60, interval=1.0)
-    multi = cluster.run([*sb, "--wrap", "srun -n1 true; srun -n1 sh -c 'dd if=/dev/zero bs=1M count=4 "
-                         "status=none > /dev/null'; srun -n1 sh -c 'exit 2'; true"]).stdout.strip()
+    launch = _wait_for(
+        "the launch failure in sacct",
+        lambda: cluster.run(
+            ["sacct", "-X", "-n", "-P", "-o", "JobIDRaw", "-S", "now-10minutes", "--name", "tl-launch-failure"]
+        ).stdout.split(),
+        60,
+        interval=1.0,
+    )
+    multi = cluster.run(
+        [
+            *sb,
+            "--wrap",
+            "srun -n1 true; srun -n1 sh -c 'dd if=/dev/zero bs=1M count=4 "
+            "status=none > /dev/null'; srun -n1 sh -c 'exit 2'; true",
+        ]
+    ).stdout.strip()
     array = cluster.run([*sb, "--array=0-2", "--wrap", "test $SLURM_ARRAY_TASK_ID != 1"]).stdout.strip()
     ids = {"failed": [failed], "launch": launch[-1:], "multi": [multi]}
     for jid in (failed, multi):
         cluster.wait_accounted(jid)
     cluster.wait_accounted(launch[-1])
     from test_slurm_cluster import _wait_array
+
     ids["array"] = _wait_array(cluster, array, 3)
     return ids
 
@@ -117,8 +141,9 @@ def shaped_jobs(cluster, work) -> dict[str, list[str]]:
 def _capture(cluster, ids: list[str]) -> tuple[str, str]:
     env = {"SLURM_TIME_FORMAT": "%s"}
     js = cluster.run(["sacct", "--json", "-a", "-j", ",".join(ids)]).stdout
-    p2 = cluster.run(["sacct", "-a", "-P", "-n", "--noconvert", "-j", ",".join(ids), "-o", ",".join(P2_FIELDS)],
-                     env=env).stdout
+    p2 = cluster.run(
+        ["sacct", "-a", "-P", "-n", "--noconvert", "-j", ",".join(ids), "-o", ",".join(P2_FIELDS)], env=env
+    ).stdout
     return js, p2
 
 
@@ -152,8 +177,17 @@ def test_shapes_through_the_ingest(cluster, shaped_jobs, work):
     assert r.exit_code == 0, r.output + repr(r.exception)
     con = duckdb.connect(str(wh), read_only=True)
     try:
-        cols = ["job_id", "step_id", "state", "exit_code", "wall_seconds", "allocated_cores",
-                "cpu_user_seconds", "cpu_system_seconds", "start_time"]
+        cols = [
+            "job_id",
+            "step_id",
+            "state",
+            "exit_code",
+            "wall_seconds",
+            "allocated_cores",
+            "cpu_user_seconds",
+            "cpu_system_seconds",
+            "start_time",
+        ]
         got = [dict(zip(cols, t)) for t in con.execute(f"SELECT {', '.join(cols)} FROM raw_job").fetchall()]
         assert con.execute("SELECT count(*) FROM raw_rejects").fetchone() == (0,)
     finally:
@@ -166,10 +200,20 @@ def test_shapes_through_the_ingest(cluster, shaped_jobs, work):
         d.mkdir(parents=True, exist_ok=True)
         (d / "sacct.json").write_text(js)
         (d / "parsable2.txt").write_text(p2_text)
-        (d / "capture.json").write_text(json.dumps({
-            "format": 1, "generation": cluster.generation, "slurm": _slurm_version(cluster),
-            "data_parser": data_parser(js),
-            "parsable2_fields": P2_FIELDS, "jobs": shaped_jobs}, indent=1) + "\n")
+        (d / "capture.json").write_text(
+            json.dumps(
+                {
+                    "format": 1,
+                    "generation": cluster.generation,
+                    "slurm": _slurm_version(cluster),
+                    "data_parser": data_parser(js),
+                    "parsable2_fields": P2_FIELDS,
+                    "jobs": shaped_jobs,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
 
 
 # ---- the plugin never fails a job --------------------------------------------------------------
@@ -187,8 +231,12 @@ def test_required_with_a_broken_configuration_still_runs_jobs(cluster, work):
         out = work / "required-batch.out"
         jid = cluster.run(["sbatch", "--parsable", "-o", str(out), "--wrap", "srun -n1 true; echo done"]).stdout.strip()
         job = cluster.wait_accounted(jid)
-        p2 = parse_p2(cluster.run(["sacct", "-a", "-P", "-n", "--noconvert", "-j", jid, "-o", ",".join(P2_FIELDS)],
-                                  env={"SLURM_TIME_FORMAT": "%s"}).stdout)
+        p2 = parse_p2(
+            cluster.run(
+                ["sacct", "-a", "-P", "-n", "--noconvert", "-j", jid, "-o", ",".join(P2_FIELDS)],
+                env={"SLURM_TIME_FORMAT": "%s"},
+            ).stdout
+        )
         assert {k[1]: v["State"] for k, v in p2.items()} == {"": "COMPLETED", "batch": "COMPLETED", "0": "COMPLETED"}
         assert "done" in out.read_text().splitlines() and job
         assert list(target.iterdir()) == []

@@ -36,8 +36,10 @@ OLD_COMMIT = "9c78adb"
 
 def old_schemas() -> dict[str, pa.Schema]:
     """record kind value -> Arrow schema at commit 9c78adb."""
-    return {p.name.split(".")[0]: pa.ipc.read_schema(pa.py_buffer(p.read_bytes()))
-            for p in sorted(OLD_SCHEMAS.glob("*.arrow-schema"))}
+    return {
+        p.name.split(".")[0]: pa.ipc.read_schema(pa.py_buffer(p.read_bytes()))
+        for p in sorted(OLD_SCHEMAS.glob("*.arrow-schema"))
+    }
 
 
 def canonical(con: duckdb.DuckDBPyConnection, sql_type: str) -> str:
@@ -47,9 +49,10 @@ def canonical(con: duckdb.DuckDBPyConnection, sql_type: str) -> str:
 def columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str, bool]]]:
     out: dict[str, list[tuple[str, str, bool]]] = {}
     for t, c, dt, nullable in con.execute(
-            "SELECT table_name, column_name, data_type, is_nullable FROM duckdb_columns() "
-            "WHERE schema_name = 'main' AND database_name = current_database() AND NOT internal "
-            "ORDER BY table_name, column_index").fetchall():
+        "SELECT table_name, column_name, data_type, is_nullable FROM duckdb_columns() "
+        "WHERE schema_name = 'main' AND database_name = current_database() AND NOT internal "
+        "ORDER BY table_name, column_index"
+    ).fetchall():
         out.setdefault(t, []).append((c, dt, nullable))
     return out
 
@@ -75,8 +78,7 @@ def build_9c78adb_warehouse(path: Path) -> dict[str, pa.Table]:
     con = duckdb.connect(str(path))
     schemas = old_schemas()
     for kind, schema in schemas.items():
-        cols = ", ".join(f"{quote(f.name)} {duckdb_type(f.type)}{'' if f.nullable else ' NOT NULL'}"
-                         for f in schema)
+        cols = ", ".join(f"{quote(f.name)} {duckdb_type(f.type)}{'' if f.nullable else ' NOT NULL'}" for f in schema)
         con.execute(f"CREATE TABLE raw_{kind} ({cols})")
     # raw_rejects, raw_batches and the simulator's tables did not change with records.py
     for table, (cols, pk) in schema_v1.TABLES.items():
@@ -111,11 +113,19 @@ def old_warehouse(tmp_path: Path) -> tuple[Path, dict[str, pa.Table]]:
 def test_fixture_schemas_are_commit_9c78adb_and_version_1_is_built_from_them() -> None:
     schemas = old_schemas()
     assert sorted(schemas) == sorted(k.value for k in RecordKind if k.value in schemas) and len(schemas) == 5
-    known = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{OLD_COMMIT}^{{commit}}"],
-                           capture_output=True).returncode == 0
+    known = (
+        subprocess.run(
+            ["git", "-C", str(REPO), "cat-file", "-e", f"{OLD_COMMIT}^{{commit}}"], capture_output=True
+        ).returncode
+        == 0
+    )
     if known:  # a clone with history: the fixture is that commit's records.py, exactly
-        src = subprocess.run(["git", "-C", str(REPO), "show", f"{OLD_COMMIT}:pipelines/tierlens/records.py"],
-                             capture_output=True, text=True, check=True).stdout
+        src = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{OLD_COMMIT}:pipelines/tierlens/records.py"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         module_path = Path(sys.modules[__name__].__file__).parent / ".records_9c78adb_tmp.py"
         try:
             module_path.write_text(src)
@@ -138,28 +148,35 @@ def test_9c78adb_warehouse_migrates_and_keeps_every_row(old_warehouse) -> None:
     path, before = old_warehouse
     with Warehouse(path) as wh:
         con = wh.con
-        versions = con.execute("SELECT version, tierlens_version FROM raw_schema_migrations ORDER BY version"
-                               ).fetchall()
+        versions = con.execute(
+            "SELECT version, tierlens_version FROM raw_schema_migrations ORDER BY version"
+        ).fetchall()
         assert [v for v, _ in versions] == list(range(1, mig.LATEST + 1))
         assert {tv for _, tv in versions} == {importlib.metadata.version("tierlens")}
-        backfills = {(mig._table_name(s.target), s.column): s.value
-                     for m in mig.MIGRATIONS for s in m.steps if isinstance(s, mig.Backfill)}
+        backfills = {
+            (mig._table_name(s.target), s.column): s.value
+            for m in mig.MIGRATIONS
+            for s in m.steps
+            if isinstance(s, mig.Backfill)
+        }
         after = columns(con)
         for table, rows in before.items():
             assert con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == rows.num_rows > 0, table
             con.register("before_rows", rows)
             old = ", ".join(quote(n) for n in rows.column_names)
             for a, b in (("before_rows", table), (table, "before_rows")):
-                lost = con.execute(f"SELECT count(*) FROM (SELECT {old} FROM {a} EXCEPT ALL "
-                                   f"SELECT {old} FROM {b})").fetchall()[0][0]
+                lost = con.execute(
+                    f"SELECT count(*) FROM (SELECT {old} FROM {a} EXCEPT ALL SELECT {old} FROM {b})"
+                ).fetchall()[0][0]
                 assert lost == 0, f"{table}: {lost} row(s) of {a} not in {b}"
             con.unregister("before_rows")
             for name, _, _ in after[table]:
                 if name in rows.column_names:
                     continue
                 expected = backfills.get((table, name), "NULL")
-                wrong = con.execute(f"SELECT count(*) FROM {table} WHERE {quote(name)} IS DISTINCT FROM "
-                                    f"({expected})").fetchall()[0][0]
+                wrong = con.execute(
+                    f"SELECT count(*) FROM {table} WHERE {quote(name)} IS DISTINCT FROM ({expected})"
+                ).fetchall()[0][0]
                 assert wrong == 0, f"{table}.{name}: {wrong} row(s) not {expected}"
         for table in set(after) - set(before) - {mig.MIGRATIONS_TABLE}:
             assert con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == 0, table
@@ -167,14 +184,19 @@ def test_9c78adb_warehouse_migrates_and_keeps_every_row(old_warehouse) -> None:
         node = before["raw_node"].select(before["raw_node"].column_names).slice(0, 1)
         node_rows = node.to_pylist()
         node_rows[0]["node"] = "wn-after-migration"
-        full = pa.Table.from_pylist([{f.name: node_rows[0].get(f.name) for f in SPECS[RecordKind.NODE].schema}],
-                                    schema=SPECS[RecordKind.NODE].schema)
+        full = pa.Table.from_pylist(
+            [{f.name: node_rows[0].get(f.name) for f in SPECS[RecordKind.NODE].schema}],
+            schema=SPECS[RecordKind.NODE].schema,
+        )
         result = wh.load(Batch(RecordKind.NODE, full, "after-migration"))
         assert result.rows_loaded == 1
-        assert con.execute("SELECT tierlens_version FROM raw_batches WHERE batch_id = ?", [result.batch_id]
-                           ).fetchall() == [(importlib.metadata.version("tierlens"),)]
-        assert con.execute("SELECT count(*) FROM raw_batches WHERE tierlens_version IS NULL").fetchall()[0][0] \
+        assert con.execute(
+            "SELECT tierlens_version FROM raw_batches WHERE batch_id = ?", [result.batch_id]
+        ).fetchall() == [(importlib.metadata.version("tierlens"),)]
+        assert (
+            con.execute("SELECT count(*) FROM raw_batches WHERE tierlens_version IS NULL").fetchall()[0][0]
             == before["raw_batches"].num_rows
+        )
 
 
 def test_migrated_raw_tables_are_records_py(old_warehouse, tmp_path: Path) -> None:
@@ -201,8 +223,10 @@ def test_migrated_raw_tables_are_records_py(old_warehouse, tmp_path: Path) -> No
     assert mig.schema_differences(con, nullability=True) == []
     new = duckdb.connect(str(fresh), read_only=True)
     assert columns(new) == have
-    constraints = ("SELECT table_name, constraint_type, constraint_column_names FROM duckdb_constraints() "
-                   "WHERE constraint_type IN ('PRIMARY KEY', 'NOT NULL') ORDER BY ALL")
+    constraints = (
+        "SELECT table_name, constraint_type, constraint_column_names FROM duckdb_constraints() "
+        "WHERE constraint_type IN ('PRIMARY KEY', 'NOT NULL') ORDER BY ALL"
+    )
     assert new.execute(constraints).fetchall() == con.execute(constraints).fetchall()
     new.close()
     con.close()
@@ -238,8 +262,10 @@ def test_newer_warehouse_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "w.duckdb"
     Warehouse(path).close()
     con = duckdb.connect(str(path))
-    con.execute("INSERT INTO raw_schema_migrations VALUES (?, 'from the future', ?, '99.0')",
-                [mig.LATEST + 1, datetime.now(timezone.utc)])
+    con.execute(
+        "INSERT INTO raw_schema_migrations VALUES (?, 'from the future', ?, '99.0')",
+        [mig.LATEST + 1, datetime.now(timezone.utc)],
+    )
     con.close()
     for read_only in (False, True):
         with pytest.raises(mig.SchemaError, match=rf"version {mig.LATEST + 1} is newer .* tierlens 99\.0"):
@@ -257,8 +283,11 @@ def test_older_warehouse_read_only_asks_for_migrate(old_warehouse) -> None:
 def test_failed_migration_leaves_the_previous_version_whole(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "w.duckdb"
     Warehouse(path).close()
-    broken = mig.Migration(mig.LATEST + 1, "half", (mig.Sql("CREATE TABLE half_done (x INTEGER)"),
-                                                    mig.Sql("ALTER TABLE no_such_table ADD COLUMN y INTEGER")))
+    broken = mig.Migration(
+        mig.LATEST + 1,
+        "half",
+        (mig.Sql("CREATE TABLE half_done (x INTEGER)"), mig.Sql("ALTER TABLE no_such_table ADD COLUMN y INTEGER")),
+    )
     monkeypatch.setattr(mig, "MIGRATIONS", mig.MIGRATIONS + (broken,))
     monkeypatch.setattr(mig, "LATEST", broken.version)
     with pytest.raises(mig.SchemaError, match=r"migration \d+ \(half\): ALTER TABLE no_such_table"):
@@ -276,13 +305,19 @@ def test_a_record_change_needs_its_migration_step(tmp_path: Path, monkeypatch) -
         wh.con.execute("INSERT INTO raw_node (cluster, node, storage_type, job_slots) VALUES ('c', 'n1', 'hdd', 8)")
     spec = SPECS[RecordKind.NODE]
     gained = pa.schema(list(spec.schema) + [pa.field("scratch_bytes", pa.int64(), metadata={"doc": "test"})])
-    monkeypatch.setitem(SPECS, RecordKind.NODE, type(spec)(spec.kind, gained, spec.natural_key, spec.day_column,
-                                                           spec.rules))
+    monkeypatch.setitem(
+        SPECS, RecordKind.NODE, type(spec)(spec.kind, gained, spec.natural_key, spec.day_column, spec.rules)
+    )
     with pytest.raises(mig.SchemaError, match=r"raw_node\.scratch_bytes: missing"):
         Warehouse(path)
-    step = mig.Migration(mig.LATEST + 1, "node scratch size",
-                         (mig.AddColumns(RecordKind.NODE, "scratch_bytes"),
-                          mig.Backfill(RecordKind.NODE, "scratch_bytes", "job_slots * 1000")))
+    step = mig.Migration(
+        mig.LATEST + 1,
+        "node scratch size",
+        (
+            mig.AddColumns(RecordKind.NODE, "scratch_bytes"),
+            mig.Backfill(RecordKind.NODE, "scratch_bytes", "job_slots * 1000"),
+        ),
+    )
     monkeypatch.setattr(mig, "MIGRATIONS", mig.MIGRATIONS + (step,))
     monkeypatch.setattr(mig, "LATEST", step.version)
     with Warehouse(path) as wh:
@@ -296,19 +331,23 @@ def test_client_fairness_built_before_its_day_column_keeps_every_window(tmp_path
     have deleted the accesses a rebuild would need)."""
     path = tmp_path / "w.duckdb"
     Warehouse(path).close()
-    windows = [datetime(2026, 1, 1, 23, 0, tzinfo=timezone.utc), datetime(2026, 1, 2, 0, 0, tzinfo=timezone.utc),
-               datetime(2026, 3, 29, 1, 0, tzinfo=timezone.utc)]
+    windows = [
+        datetime(2026, 1, 1, 23, 0, tzinfo=timezone.utc),
+        datetime(2026, 1, 2, 0, 0, tzinfo=timezone.utc),
+        datetime(2026, 3, 29, 1, 0, tzinfo=timezone.utc),
+    ]
     con = duckdb.connect(str(path))
     con.execute("DELETE FROM raw_schema_migrations WHERE version >= 10")
     con.execute("CREATE SCHEMA marts")
-    con.execute("CREATE TABLE marts.client_fairness (server_host VARCHAR, window_start TIMESTAMPTZ, "
-                "jain_index DOUBLE)")
-    con.executemany("INSERT INTO marts.client_fairness VALUES ('origin', ?, ?)",
-                    [[w, 0.5 + i / 10] for i, w in enumerate(windows)])
+    con.execute("CREATE TABLE marts.client_fairness (server_host VARCHAR, window_start TIMESTAMPTZ, jain_index DOUBLE)")
+    con.executemany(
+        "INSERT INTO marts.client_fairness VALUES ('origin', ?, ?)", [[w, 0.5 + i / 10] for i, w in enumerate(windows)]
+    )
     con.close()
     with Warehouse(path) as wh:
-        rows = wh.con.execute("SELECT window_start, jain_index, day FROM marts.client_fairness "
-                              "ORDER BY window_start").fetchall()
+        rows = wh.con.execute(
+            "SELECT window_start, jain_index, day FROM marts.client_fairness ORDER BY window_start"
+        ).fetchall()
         assert mig.current_version(wh.con) == mig.LATEST
     assert [(r[0].astimezone(timezone.utc), r[1]) for r in rows] == [(w, 0.5 + i / 10) for i, w in enumerate(windows)]
     assert [r[2] for r in rows] == [w.date() for w in windows]

@@ -33,21 +33,30 @@ def fuzzers(tmp_path_factory) -> Path:
     if not _clang() or not shutil.which("make"):
         pytest.skip("needs clang-14 and libclang-rt-14-dev (deploy/ci/system-packages.txt)")
     out = tmp_path_factory.mktemp("fuzz")
-    r = subprocess.run(["make", "-C", str(PLUGIN), f"BUILD={out}", "fuzz"], capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run(["make", "-C", str(PLUGIN), f"BUILD={out}", "fuzz"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     return out
 
 
 def _run(binary: Path, args: list[str], cwd: Path, timeout: int) -> subprocess.CompletedProcess:
-    env = dict(os.environ, TL_FUZZ_TEMPLATE=str(TEMPLATE),
-               ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
+    env = dict(
+        os.environ,
+        TL_FUZZ_TEMPLATE=str(TEMPLATE),
+        ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
+        UBSAN_OPTIONS="print_stacktrace=1",
+    )
     # libFuzzer's -rss_limit_mb reads getrusage's peak RSS, which Linux carries over an exec from the
     # forking process: started straight from a pytest that has grown past 2 GB, every target "runs out
     # of memory" on its first input. A shell that forks (not execs) the target gives it its own peak.
-    with subprocess.Popen(["sh", "-c", '"$0" "$@"; exit $?', str(binary), *args], cwd=cwd, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True) as p:
+    with subprocess.Popen(
+        ["sh", "-c", '"$0" "$@"; exit $?', str(binary), *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as p:
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -77,8 +86,16 @@ def test_fuzz_for_a_bounded_time(fuzzers, target, tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     regressions = FUZZ / "regressions" / target
-    args = [f"-max_total_time={SECONDS}", "-timeout=10", "-rss_limit_mb=2048", "-max_len=8192",
-            "-print_final_stats=1", f"-artifact_prefix={tmp_path}/crash-", str(corpus), str(FUZZ / "corpus" / target)]
+    args = [
+        f"-max_total_time={SECONDS}",
+        "-timeout=10",
+        "-rss_limit_mb=2048",
+        "-max_len=8192",
+        "-print_final_stats=1",
+        f"-artifact_prefix={tmp_path}/crash-",
+        str(corpus),
+        str(FUZZ / "corpus" / target),
+    ]
     if regressions.is_dir():
         args.append(str(regressions))
     r = _run(fuzzers / target, args, tmp_path, SECONDS * 4 + 240)

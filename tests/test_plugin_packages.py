@@ -30,8 +30,9 @@ def _need(*tools: str) -> None:
 
 def _make(plugin: str, target: str, build: Path) -> None:
     build.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["make", "-C", str(REPO / "plugins" / plugin), f"BUILD={build}", target],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["make", "-C", str(REPO / "plugins" / plugin), f"BUILD={build}", target], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
@@ -85,8 +86,11 @@ def test_slurm_rpm_spec_builds_and_requires_that_slurm(build):
     _make("slurm", "rpm", build / "slurm")
     slurm = _slurm_version_from_header()
     (rpm,) = (build / "slurm" / "rpm" / "RPMS").glob("*/tierlens-spank-*.rpm")
-    assert _out("rpm", "-qp", "--qf", "%{NAME} %{VERSION} %{RELEASE}", str(rpm)).split() == \
-        ["tierlens-spank", VERSION, f"1.slurm{slurm}"]
+    assert _out("rpm", "-qp", "--qf", "%{NAME} %{VERSION} %{RELEASE}", str(rpm)).split() == [
+        "tierlens-spank",
+        VERSION,
+        f"1.slurm{slurm}",
+    ]
     requires = _out("rpm", "-qpR", str(rpm)).splitlines()
     assert any(re.fullmatch(rf"slurm\(\S+\) = {re.escape(slurm)}", r.strip()) for r in requires), requires
     assert "/usr/lib64/slurm/tierlens_spank.so" in _out("rpm", "-qpl", str(rpm)).splitlines()
@@ -108,16 +112,21 @@ def test_htcondor_packages_install_the_cron_and_its_conffile(build):
     script = root / "usr/libexec/tierlens/tierlens_startd_cron.py"
     assert script.read_bytes() == (REPO / "plugins/htcondor/tierlens_startd_cron.py").read_bytes()
     assert os.access(script, os.X_OK)
-    (root / "condor_config").write_text(f"EXECUTE = /tmp\nNUM_CPUS = 4\nCOLLECTOR_HOST = pool.test\n"
-                                        f"include : {root / 'etc/condor/config.d/50-tierlens.conf'}\n")
-    probe = ("import htcondor2 as h; print(h.param['STARTD_CRON_TIERLENS_EXECUTABLE']); "
-             "print(h.param['STARTD_CRON_TIERLENS_ARGS'])")
+    (root / "condor_config").write_text(
+        f"EXECUTE = /tmp\nNUM_CPUS = 4\nCOLLECTOR_HOST = pool.test\n"
+        f"include : {root / 'etc/condor/config.d/50-tierlens.conf'}\n"
+    )
+    probe = (
+        "import htcondor2 as h; print(h.param['STARTD_CRON_TIERLENS_EXECUTABLE']); "
+        "print(h.param['STARTD_CRON_TIERLENS_ARGS'])"
+    )
     env = dict(os.environ, CONDOR_CONFIG=str(root / "condor_config"))
     executable, args = _out_env([sys.executable, "-c", probe], env).splitlines()
     assert executable == "/usr/libexec/tierlens/tierlens_startd_cron.py"
     assert "--scratch=/tmp" in args and "--slots=4" in args
-    ad = subprocess.run([sys.executable, "-S", "-I", str(script), *args.split()], capture_output=True,
-                        text=True, timeout=60)
+    ad = subprocess.run(
+        [sys.executable, "-S", "-I", str(script), *args.split()], capture_output=True, text=True, timeout=60
+    )
     assert ad.returncode == 0
     attrs = dict(line.split(" = ", 1) for line in ad.stdout.splitlines() if " = " in line)
     assert attrs["TierlensNodeSlots"] == "4" and attrs["TierlensScratchPath"] == '"/tmp"'

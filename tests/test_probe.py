@@ -123,8 +123,23 @@ def test_a_killed_probes_leftovers_are_removed(tmp_path):
     old.mkdir()
     (old / MARKER).write_text("x")
     (old / "stagein_write.0.0").write_bytes(b"0" * 4096)
-    r = CliRunner().invoke(app, ["probe", "storage", str(tmp_path), "--no-load", "--seconds", "1.4", "--slots", "1",
-                                 "--file-size", "16MiB", "--sustained-bytes", "0"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "probe",
+            "storage",
+            str(tmp_path),
+            "--no-load",
+            "--seconds",
+            "1.4",
+            "--slots",
+            "1",
+            "--file-size",
+            "16MiB",
+            "--sustained-bytes",
+            "0",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert list(tmp_path.iterdir()) == []
 
@@ -144,7 +159,10 @@ def test_synthetic_probe_measures_the_generators_devices():
         gain = jobs["rand_read_128k_node"]["iops"] / jobs["rand_read_128k"]["iops"]
         channels = 1 if st == "raid0" else SCRATCH[st].members * d.queues
         assert gain == pytest.approx(min(channels, slots), rel=0.02), st
-    assert by["raid0"]["seq_read"]["bandwidth_bytes_per_second"] > 1.9 * by["hdd"]["seq_read"]["bandwidth_bytes_per_second"]
+    assert (
+        by["raid0"]["seq_read"]["bandwidth_bytes_per_second"]
+        > 1.9 * by["hdd"]["seq_read"]["bandwidth_bytes_per_second"]
+    )
 
 
 def test_synthetic_probe_cli_loads(tmp_path):
@@ -160,6 +178,7 @@ def test_synthetic_probe_cli_loads(tmp_path):
 
 
 # ----------------------------------------------------------------------------- sustained writes
+
 
 def test_the_series_analysis_finds_burst_cliff_and_steady_state():
     # 5 windows of 1 GB at 500 MB/s, then 10 at 50 MB/s: the burst is 5 GB, the steady rate 50 MB/s
@@ -183,8 +202,12 @@ def test_synthetic_consumer_ssd_shows_its_write_cliff():
     assert {r["storage_type"] for r in rows} == {"ssd"}
     assert "sustained_write" in by, "the rate settles within the default budget"
     d = CONSUMER_SSD
-    assert by["sustained_write"]["bandwidth_bytes_per_second"] == pytest.approx(d.steady_write_bytes_per_second, rel=0.02)
-    assert by["sustained_write_burst"]["bandwidth_bytes_per_second"] == pytest.approx(d.write_bytes_per_second, rel=0.02)
+    assert by["sustained_write"]["bandwidth_bytes_per_second"] == pytest.approx(
+        d.steady_write_bytes_per_second, rel=0.02
+    )
+    assert by["sustained_write_burst"]["bandwidth_bytes_per_second"] == pytest.approx(
+        d.write_bytes_per_second, rel=0.02
+    )
     region = by["sustained_write_burst"]["bandwidth_bytes_per_second"] * by["sustained_write_burst"]["seconds"]
     assert d.write_cache_bytes - 1.1e9 <= region <= d.write_cache_bytes  # to the window (1 GB) below it
     # a job reading while the node writes past the cache waits behind 8 MiB writes at the steady rate
@@ -198,8 +221,12 @@ def test_synthetic_consumer_ssd_shows_its_write_cliff():
 
 
 def test_a_budget_shorter_than_the_cache_reports_budget_and_no_cliff():
-    rows = run_synthetic_probe("ssd_consumer", 8, sustained=True,
-                               budget=Budget(max_bytes=6e9, max_seconds=900, min_bytes=4e9, window_bytes=5e8)).to_pylist()
+    rows = run_synthetic_probe(
+        "ssd_consumer",
+        8,
+        sustained=True,
+        budget=Budget(max_bytes=6e9, max_seconds=900, min_bytes=4e9, window_bytes=5e8),
+    ).to_pylist()
     names = {r["job_name"] for r in rows}
     # the rate was stable, but min_bytes said a fast region could still be hiding: fine; what
     # matters is that nothing claims a steady state below the fast region's rate
@@ -225,9 +252,29 @@ def test_fio_sustained_write_on_tmpfs(tmp_path):
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "tierlens-probe-sustained", str(mem)], check=True)
     try:
         out = tmp_path / "p.parquet"
-        r = CliRunner().invoke(app, ["probe", "storage", str(mem), "--no-load", "--out", str(out), "--seconds", "3.5",
-                                     "--slots", "2", "--file-size", "32MiB", "--sustained-bytes", "256MiB",
-                                     "--sustained-seconds", "30", "--sustained-min", "64MiB"])
+        r = CliRunner().invoke(
+            app,
+            [
+                "probe",
+                "storage",
+                str(mem),
+                "--no-load",
+                "--out",
+                str(out),
+                "--seconds",
+                "3.5",
+                "--slots",
+                "2",
+                "--file-size",
+                "32MiB",
+                "--sustained-bytes",
+                "256MiB",
+                "--sustained-seconds",
+                "30",
+                "--sustained-min",
+                "64MiB",
+            ],
+        )
         assert r.exit_code == 0, r.output + repr(r.exception)
         rows = pq.read_table(out).to_pylist()
         assert list(mem.iterdir()) == []

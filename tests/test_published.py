@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 TIERLENS = Path(sys.executable).parent / "tierlens"
 
-READER = r'''
+READER = r"""
 import duckdb, json, sys
 def counts(con):
     return {"raw_job": con.execute("SELECT count(*) FROM main.raw_job").fetchall()[0][0],
@@ -37,7 +37,7 @@ print(json.dumps(counts(con)), flush=True)  # same session: still the snapshot i
 con.close()
 con = duckdb.connect(sys.argv[1], read_only=True)
 print(json.dumps(counts(con)), flush=True)  # next open: the new snapshot
-'''
+"""
 
 
 def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -75,8 +75,13 @@ def test_reader_session_on_published_file_blocks_neither_load_nor_transform(site
     published = published_path(wh)
     assert published == home / "published" / "warehouse.duckdb" and published.is_file()
 
-    reader = subprocess.Popen([sys.executable, "-c", READER, str(published)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(published)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = json.loads(reader.stdout.readline() or "null")
         assert first is not None, reader.stderr.read()
@@ -154,15 +159,20 @@ def test_publish_writes_what_changed_and_never_rewrites_a_snapshot_a_reader_has_
         c.close()
 
     # a reader session on the first snapshot, in its own process
-    reader = subprocess.Popen([sys.executable, "-c", READER_BIG, str(target)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER_BIG, str(target)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert reader.stdout.readline().strip() == "[2000000, 1]", reader.stderr.read()
         add_hour(2)
         _, second = publish_with_stats(wh)  # no spare slot yet: a whole copy
         assert not second.reused_slot and _sha(target) == _sha(wh)
         add_hour(3)
-        _, third = publish_with_stats(wh)   # the spare is the reader's snapshot: left alone, a new slot
+        _, third = publish_with_stats(wh)  # the spare is the reader's snapshot: left alone, a new slot
         assert not third.reused_slot and _sha(target) == _sha(wh)
         out, err = reader.communicate("go\n", timeout=120)
     finally:
@@ -171,7 +181,7 @@ def test_publish_writes_what_changed_and_never_rewrites_a_snapshot_a_reader_has_
     assert reader.returncode == 0, err
     assert out.splitlines()[-1] == "[2000000, 1]"  # its session still read the rows it opened with
     add_hour(4)
-    _, fourth = publish_with_stats(wh)      # nobody holds the spare now: only changed blocks written
+    _, fourth = publish_with_stats(wh)  # nobody holds the spare now: only changed blocks written
     assert fourth.reused_slot
     assert _sha(target) == _sha(wh)
     size = wh.stat().st_size
@@ -185,11 +195,11 @@ def test_publish_writes_what_changed_and_never_rewrites_a_snapshot_a_reader_has_
     assert slots == ["state.json", "warehouse.duckdb.1", "warehouse.duckdb.2"]  # current and spare only
 
 
-READER_BIG = r'''
+READER_BIG = r"""
 import duckdb, json, sys
 con = duckdb.connect(sys.argv[1], read_only=True)
 q = "SELECT count(*), (SELECT max(hour) FROM hourly) FROM big"
 print(json.dumps(list(con.execute(q).fetchone())), flush=True)
 sys.stdin.readline()
 print(json.dumps(list(con.execute(q).fetchone())), flush=True)
-'''
+"""

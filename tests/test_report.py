@@ -45,6 +45,7 @@ def _failures(group: tuple) -> tuple[int, int]:
     launch = 1 if job_class == "production" else 0
     return jobs // 4 + launch, launch
 
+
 # ab_comparison: (grain, start, end, jobs_a, cpu_a, wall_a, core_wall_a, jobs_b, cpu_b, wall_b, core_wall_b)
 AB_ROWS = [
     ("day", D(2024, 5, 6), D(2024, 5, 6), 10, 60.0, 40.0, 80.0, 12, 70.0, 40.0, 80.0),
@@ -103,8 +104,25 @@ def _create_marts(con: duckdb.DuckDBPyConnection) -> None:
             failed, launch = _failures(row)
             con.execute(
                 "INSERT INTO marts.efficiency_by_group VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [grain, start, st, arm, acct, cls, jobs, cpu, wall, cw, cpu / cw, mean, above, cpu / cw > 1,
-                 failed, launch, failed / (jobs + launch)],
+                [
+                    grain,
+                    start,
+                    st,
+                    arm,
+                    acct,
+                    cls,
+                    jobs,
+                    cpu,
+                    wall,
+                    cw,
+                    cpu / cw,
+                    mean,
+                    above,
+                    cpu / cw > 1,
+                    failed,
+                    launch,
+                    failed / (jobs + launch),
+                ],
             )
     con.execute("""
         CREATE TABLE marts.ab_comparison (
@@ -115,15 +133,32 @@ def _create_marts(con: duckdb.DuckDBPyConnection) -> None:
             cpu_per_wall_b DOUBLE, efficiency_b DOUBLE,
             efficiency_difference DOUBLE, cpu_per_wall_difference DOUBLE)
     """)
-    for (grain, start, end, ja, ca, wa, cwa, jb, cb, wb, cwb) in AB_ROWS:
+    for grain, start, end, ja, ca, wa, cwa, jb, cb, wb, cwb in AB_ROWS:
         ea = None if ca is None else ca / cwa
         eb = cb / cwb
         ra = None if ca is None else ca / wa
         rb = cb / wb
         con.execute(
             "INSERT INTO marts.ab_comparison VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [grain, start, end, ja, ca, wa, cwa, ra, ea, jb, cb, wb, cwb, rb, eb,
-             None if ea is None else eb - ea, None if ra is None else rb - ra],
+            [
+                grain,
+                start,
+                end,
+                ja,
+                ca,
+                wa,
+                cwa,
+                ra,
+                ea,
+                jb,
+                cb,
+                wb,
+                cwb,
+                rb,
+                eb,
+                None if ea is None else eb - ea,
+                None if ra is None else rb - ra,
+            ],
         )
     con.execute("""
         CREATE TABLE marts.cache_hourly (
@@ -131,7 +166,7 @@ def _create_marts(con: duckdb.DuckDBPyConnection) -> None:
             gb_delivered_from_cache DOUBLE, gb_staged_in DOUBLE, gb_bypassed DOUBLE, gb_read DOUBLE,
             hit_ratio_requests DOUBLE, hit_ratio_bytes DOUBLE)
     """)
-    for (hour, server, acc, hits, gbc, gbs, gbb, gbr) in CACHE_ROWS:
+    for hour, server, acc, hits, gbc, gbs, gbb, gbr in CACHE_ROWS:
         con.execute(
             "INSERT INTO marts.cache_hourly VALUES (?::TIMESTAMP AT TIME ZONE 'UTC',?,?,?,?,?,?,?,?,?)",
             [hour, server, acc, hits, gbc, gbs, gbb, gbr, hits / acc, gbc / (gbc + gbs + gbb)],
@@ -143,15 +178,14 @@ def _create_marts(con: duckdb.DuckDBPyConnection) -> None:
             price_per_gb DOUBLE, nodes BIGINT, jobs BIGINT, efficiency DOUBLE, node_throughput DOUBLE,
             price_per_throughput DOUBLE)
     """)
-    con.executemany("INSERT INTO marts.storage_price_performance VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    PRICE_ROWS)
+    con.executemany("INSERT INTO marts.storage_price_performance VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", PRICE_ROWS)
     con.execute("""
         CREATE TABLE marts.job_efficiency (
             job_id VARCHAR, storage_type VARCHAR, ab_arm VARCHAR, job_class VARCHAR, account VARCHAR,
             efficiency DOUBLE, cpu_seconds DOUBLE, core_wall_seconds DOUBLE, wall_seconds DOUBLE,
             allocated_cores INTEGER, "day" DATE, week DATE)
     """)
-    for (jid, st, arm, cls, acct, cpu, wall, cores, day) in JOBS:
+    for jid, st, arm, cls, acct, cpu, wall, cores, day in JOBS:
         con.execute(
             "INSERT INTO marts.job_efficiency VALUES (?,?,?,?,?,?,?,?,?,?,?, date_trunc('week', ?::DATE))",
             [jid, st, arm, cls, acct, cpu / (wall * cores), cpu, wall * cores, wall, cores, day, day],
@@ -159,8 +193,10 @@ def _create_marts(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _create_raw(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("CREATE TABLE main.raw_rejects (record_kind VARCHAR, source VARCHAR, location VARCHAR, "
-                "field VARCHAR, reason VARCHAR)")
+    con.execute(
+        "CREATE TABLE main.raw_rejects (record_kind VARCHAR, source VARCHAR, location VARCHAR, "
+        "field VARCHAR, reason VARCHAR)"
+    )
     con.executemany("INSERT INTO main.raw_rejects VALUES (?,?,?,?,?)", REJECTS)
     con.execute("CREATE TABLE main.raw_batches (batch_id VARCHAR, record_kind VARCHAR, rows BIGINT)")
     con.executemany("INSERT INTO main.raw_batches VALUES (?,?,?)", [("b1", "job", 4), ("b2", "file_access", 5)])
@@ -271,9 +307,18 @@ def _expected_groups(keyfunc):
         a[4] += mean * jobs
         a[5] += above
     return {
-        k: {"jobs": v[0], "cpu_hours": v[1], "wall_hours": v[2], "core_wall_hours": v[3],
-            "efficiency": v[1] / v[3], "mean_job_efficiency": v[4] / v[0], "jobs_above_one": v[5],
-            "failed_jobs": v[6], "launch_failures": v[7], "failed_share": v[6] / (v[0] + v[7])}
+        k: {
+            "jobs": v[0],
+            "cpu_hours": v[1],
+            "wall_hours": v[2],
+            "core_wall_hours": v[3],
+            "efficiency": v[1] / v[3],
+            "mean_job_efficiency": v[4] / v[0],
+            "jobs_above_one": v[5],
+            "failed_jobs": v[6],
+            "launch_failures": v[7],
+            "failed_share": v[6] / (v[0] + v[7]),
+        }
         for k, v in acc.items()
     }
 
@@ -349,7 +394,7 @@ def test_cache_numbers(full_report):
     out = result.html_path.parent
     per_hour = defaultdict(lambda: [0, 0, 0.0, 0.0, 0.0, 0.0])
     per_server = defaultdict(lambda: [0, 0, 0.0, 0.0, 0.0, 0.0])
-    for (hour, server, acc, hits, gbc, gbs, gbb, gbr) in CACHE_ROWS:
+    for hour, server, acc, hits, gbc, gbs, gbb, gbr in CACHE_ROWS:
         for key, table in ((hour, per_hour), (server, per_server), ("all servers", per_server)):
             t = table[key]
             t[0] += acc
@@ -383,7 +428,7 @@ def test_price_performance(full_report):
     by_name = {r["config_name"]: r for r in rows}
     # each price figure from the configuration's own inputs: price per node (devices x unit
     # price), its capacity and its measured throughput
-    for (name, _, _, devices, unit, _, _, capacity, _, _, _, _, throughput, _) in PRICE_ROWS:
+    for name, _, _, devices, unit, _, _, capacity, _, _, _, _, throughput, _ in PRICE_ROWS:
         per_node = devices * unit
         assert f(by_name[name]["unit_price"]) == unit, name
         assert f(by_name[name]["price_per_gb"]) == pytest.approx(per_node / capacity, abs=0.005), name
@@ -424,8 +469,13 @@ def test_missing_marts_say_no_data(tmp_path: Path):
 def test_empty_marts_say_no_data(tmp_path: Path):
     warehouse = make_warehouse(tmp_path / "w.duckdb")
     with duckdb.connect(str(warehouse)) as con:
-        for name in ("efficiency_by_group", "ab_comparison", "cache_hourly",
-                     "storage_price_performance", "job_efficiency"):
+        for name in (
+            "efficiency_by_group",
+            "ab_comparison",
+            "cache_hourly",
+            "storage_price_performance",
+            "job_efficiency",
+        ):
             con.execute(f"DELETE FROM marts.{name}")
     result = build_report(warehouse, tmp_path / "out")
     html = result.html_path.read_text(encoding="utf-8")
@@ -480,18 +530,33 @@ def _jobs_by_storage_spec():
     from tierlens.report.spec import SectionSpec, TableSpec
 
     def body(wh, s):
-        s.table("jobs_by_storage", wh.rows("""
+        s.table(
+            "jobs_by_storage",
+            wh.rows("""
             SELECT coalesce(storage_type, 'untagged') AS storage_type, count(*) AS jobs,
                    sum(cpu_seconds) / 3600.0 AS cpu_hours
             FROM marts.job_efficiency GROUP BY ALL ORDER BY storage_type
-        """))
+        """),
+        )
 
     return SectionSpec(
-        id="jobs_by_storage", title="Jobs per storage type", intro="How many jobs ran on each storage type.",
-        body=body, marts=("job_efficiency",), empty_hint="No jobs yet.",
-        tables=(TableSpec("jobs_by_storage", "Jobs and CPU hours per storage type",
-                          (Column("storage_type", "storage type"), Column("jobs", "jobs", "int"),
-                           Column("cpu_hours", "CPU hours", "hours"))),),
+        id="jobs_by_storage",
+        title="Jobs per storage type",
+        intro="How many jobs ran on each storage type.",
+        body=body,
+        marts=("job_efficiency",),
+        empty_hint="No jobs yet.",
+        tables=(
+            TableSpec(
+                "jobs_by_storage",
+                "Jobs and CPU hours per storage type",
+                (
+                    Column("storage_type", "storage type"),
+                    Column("jobs", "jobs", "int"),
+                    Column("cpu_hours", "CPU hours", "hours"),
+                ),
+            ),
+        ),
     )
 
 
@@ -508,14 +573,14 @@ def test_a_registered_section_appears_in_the_toc_and_csv_names(tmp_path: Path):
     assert result.sections == list(SECTION_IDS) + ["jobs_by_storage"]
     assert result.no_data == []
     html = result.html_path.read_text(encoding="utf-8")
-    nav = html[html.index("<nav>"):html.index("</nav>")]
+    nav = html[html.index("<nav>") : html.index("</nav>")]
     assert re.findall(r'<a href="#([a-z_]+)">(\d+)\. ', nav)[-1] == ("jobs_by_storage", str(len(SECTION_IDS) + 1))
     assert '<a href="#jobs_by_storage">6. Jobs per storage type</a>' in nav
     assert '<section id="jobs_by_storage">' in html and 'href="jobs_by_storage.csv"' in html
     assert out / "jobs_by_storage.csv" in result.csv_paths
 
     expected: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-    for (_, st, _arm, _cls, _acct, cpu, _wall, _cores, _day) in JOBS:
+    for _, st, _arm, _cls, _acct, cpu, _wall, _cores, _day in JOBS:
         expected[st][0] += 1
         expected[st][1] += cpu / 3600
     rows = read_csv(out / "jobs_by_storage.csv")
@@ -572,12 +637,36 @@ def test_hardware_section_prices_whole_nodes_with_both_figures(tmp_path: Path):
             structural_error DOUBLE, staged_gb_per_node_hour DOUBLE, write_warning VARCHAR,
             generator_structural_error DOUBLE, published_structural_error DOUBLE, structural_error_source VARCHAR)""")
         for i, (name, st, ev, n, e, elo, ehi, p, plo, phi) in enumerate(sorted(HARDWARE, key=lambda h: h[7])):
-            con.execute("INSERT INTO marts.hardware_options VALUES (?, ?, ?, ?, ?, ?, 'none', 'GBP', '8-core worker', "
-                        "1.0, 1900, 40, 0.08, 0.05, ?, ?, ?, ?, 5.0, ?, ?, ?, 'efficiency', NULL, ?, 300, ?, ?, ?, ?)",
-                        ["analysis", i + 1, name, st, ev, n, e, elo, ehi, n * e, p, plo, phi, *(
-                            (0.03, None, None, None, None) if ev == "measured" else
-                            (0.112, WRITE_WARNING if name == "Consumer SSD" else None, 0.021 if ev == "probe" else 0.2,
-                             0.112, "published figures" if ev == "probe" else "generator"))])
+            con.execute(
+                "INSERT INTO marts.hardware_options VALUES (?, ?, ?, ?, ?, ?, 'none', 'GBP', '8-core worker', "
+                "1.0, 1900, 40, 0.08, 0.05, ?, ?, ?, ?, 5.0, ?, ?, ?, 'efficiency', NULL, ?, 300, ?, ?, ?, ?)",
+                [
+                    "analysis",
+                    i + 1,
+                    name,
+                    st,
+                    ev,
+                    n,
+                    e,
+                    elo,
+                    ehi,
+                    n * e,
+                    p,
+                    plo,
+                    phi,
+                    *(
+                        (0.03, None, None, None, None)
+                        if ev == "measured"
+                        else (
+                            0.112,
+                            WRITE_WARNING if name == "Consumer SSD" else None,
+                            0.021 if ev == "probe" else 0.2,
+                            0.112,
+                            "published figures" if ev == "probe" else "generator",
+                        )
+                    ),
+                ],
+            )
         con.execute("""CREATE TABLE marts.efficiency_what_if AS SELECT * FROM (VALUES
             ('analysis', 'hdd', 4.0, 'none', 0.7), ('analysis', 'hdd', 8.0, 'none', 0.6),
             ('analysis', 'nvme', 4.0, 'none', 0.85), ('analysis', 'nvme', 8.0, 'none', 0.8))
@@ -585,7 +674,7 @@ def test_hardware_section_prices_whole_nodes_with_both_figures(tmp_path: Path):
     result = build_report(warehouse, tmp_path / "out")
     assert "hardware" in result.sections and "hardware" not in result.no_data
     html = result.html_path.read_text(encoding="utf-8")
-    section = html[html.index('id="hardware"'):]
+    section = html[html.index('id="hardware"') :]
     assert section.count("<img") >= 2  # price against efficiency, and the what-if heat map
     with (tmp_path / "out" / "hardware_options.csv").open() as f:
         rows = list(csv.DictReader(f))
@@ -607,12 +696,19 @@ def test_a_lifetime_reads_in_its_own_unit():
     """'0.0802 years' is 29 days: a lifetime is printed in days, months or years, as it reads."""
     from tierlens.report import fmt
 
-    for years, shown in ((0.0802, "29 days"), (1 / 365.25, "1 day"), (0.5, "6 months"), (1.5, "18 months"),
-                         (3.44, "3.4 years"), (None, fmt.MISSING)):
+    for years, shown in (
+        (0.0802, "29 days"),
+        (1 / 365.25, "1 day"),
+        (0.5, "6 months"),
+        (1.5, "18 months"),
+        (3.44, "3.4 years"),
+        (None, fmt.MISSING),
+    ):
         assert fmt.lifetime(years) == shown
     # the columns that hold lifetimes use it, and their labels do not name a unit the value may not have
     from tierlens.report.sections import hardware, occupancy
 
-    cols = [c for spec in (hardware.SPEC, occupancy.SPEC) for t in spec.tables for c in t.columns
-            if "lifetime" in c.key]
+    cols = [
+        c for spec in (hardware.SPEC, occupancy.SPEC) for t in spec.tables for c in t.columns if "lifetime" in c.key
+    ]
     assert cols and all(c.kind == "lifetime" and "years" not in c.label for c in cols), cols

@@ -28,8 +28,11 @@ def test_colours_are_distinct_for_any_number_of_categories(n):
 
 
 def test_efficiency_by_input_size_draws_each_storage_type_in_its_own_colour():
-    rows = [{"series": s, "bin": b, "efficiency": 0.5 + 0.05 * i}
-            for i, s in enumerate(STORAGE_TYPES) for b in ("< 1 GB", "1-10 GB")]
+    rows = [
+        {"series": s, "bin": b, "efficiency": 0.5 + 0.05 * i}
+        for i, s in enumerate(STORAGE_TYPES)
+        for b in ("< 1 GB", "1-10 GB")
+    ]
     (ax,) = _figure(plots.efficiency_by_input_size, rows).axes
     lines = {line.get_label(): to_hex(line.get_color()) for line in ax.get_lines()}
     assert set(lines) == set(STORAGE_TYPES)
@@ -39,8 +42,10 @@ def test_efficiency_by_input_size_draws_each_storage_type_in_its_own_colour():
 
 def test_ab_daily_axis_starts_at_zero_and_ticks_days_not_hours():
     t0 = datetime(2026, 10, 1, tzinfo=timezone.utc)
-    days = [{"period_start": t0 + timedelta(days=i), "efficiency_a": 0.78 + 0.01 * i, "efficiency_b": 0.80}
-            for i in range(2)]
+    days = [
+        {"period_start": t0 + timedelta(days=i), "efficiency_a": 0.78 + 0.01 * i, "efficiency_b": 0.80}
+        for i in range(2)
+    ]
     (ax,) = _figure(plots.ab_daily, days).axes
     low, high = ax.get_ylim()
     assert low == 0 and high >= 1.0  # not zoomed to 77-81 %
@@ -50,8 +55,16 @@ def test_ab_daily_axis_starts_at_zero_and_ticks_days_not_hours():
 
 
 def test_a_difference_of_shares_is_in_points_on_the_axis_and_in_tables():
-    days = [{"period_start": date(2026, 10, 1) + timedelta(days=i), "efficiency_difference": 0.029,
-             "efficiency_ci_low": 0.01, "efficiency_ci_high": 0.05, "enough_data": True} for i in range(3)]
+    days = [
+        {
+            "period_start": date(2026, 10, 1) + timedelta(days=i),
+            "efficiency_difference": 0.029,
+            "efficiency_ci_low": 0.01,
+            "efficiency_ci_high": 0.05,
+            "enough_data": True,
+        }
+        for i in range(3)
+    ]
     (ax,) = _figure(plots.ab_difference_with_ci, days).axes
     assert "points" in ax.get_ylabel()
     labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]

@@ -18,8 +18,15 @@ from tierlens.records import SPECS, RecordKind
 from tierlens.sources.synthetic.bulk import BulkSite, arriving, job_day
 from tierlens.warehouse import Warehouse
 
-SITE = BulkSite(cluster="t2tiny", cores=640, jobs_per_day=150, datasets=200, change_every_days=0.5,
-                change_record_lag_days=0.3, max_wall_days=2.0)
+SITE = BulkSite(
+    cluster="t2tiny",
+    cores=640,
+    jobs_per_day=150,
+    datasets=200,
+    change_every_days=0.5,
+    change_record_lag_days=0.3,
+    max_wall_days=2.0,
+)
 T0 = SITE.start + timedelta(days=3)
 T1 = T0 + timedelta(days=1)
 
@@ -75,12 +82,15 @@ def test_records_load_without_rejects_and_add_up(tmp_path: Path) -> None:
     with Warehouse(wh, read_only=True) as w:
         q = lambda sql: w.con.execute(sql).fetchone()  # noqa: E731
         assert q("select count(*) from raw_rejects") == (0,)
-        assert q("select count(*) filter (where step_id = ''), count(*) filter (where step_id = 'batch') "
-                 "from raw_job") == (e["jobs"], e["steps"])
+        assert q(
+            "select count(*) filter (where step_id = ''), count(*) filter (where step_id = 'batch') from raw_job"
+        ) == (e["jobs"], e["steps"])
         assert q("select count(*) from raw_job_tag") == (e["jobs"],)
         assert q("select count(*) from raw_node") == (SITE.nodes,)
-        users, fills = q("select count(*) filter (where app_name <> 'xrootd'), "
-                         "count(*) filter (where app_name = 'xrootd') from raw_file_access")
+        users, fills = q(
+            "select count(*) filter (where app_name <> 'xrootd'), "
+            "count(*) filter (where app_name = 'xrootd') from raw_file_access"
+        )
         assert (users, fills) == (e["user_accesses"], e["fills"])
         hit, miss, filled = q("""select sum(cache_hit_bytes) filter (where server_role = 'cache'),
                                         sum(cache_miss_bytes) filter (where server_role = 'cache'),
@@ -99,8 +109,7 @@ def test_records_load_without_rejects_and_add_up(tmp_path: Path) -> None:
 
 def test_same_interval_twice_gives_the_same_records() -> None:
     def rows(kind: RecordKind) -> list:
-        return [r for b in arriving(SITE, T0, T0 + timedelta(hours=3)) if b.kind == kind
-                for r in b.table.to_pylist()]
+        return [r for b in arriving(SITE, T0, T0 + timedelta(hours=3)) if b.kind == kind for r in b.table.to_pylist()]
 
     first = rows(RecordKind.FILE_ACCESS)
     job_day.cache_clear()

@@ -21,18 +21,20 @@ def accesses(n=2_000, seed=1) -> pa.Table:
     size = (files + 1) * 3 * 2**28  # up to ~113 GiB: well over 4 GiB
     start = 1.7e9 + np.sort(rng.uniform(0, 3 * 86400, n))
     cols = {f.name: pa.nulls(n, f.type) for f in FILE_ACCESS}
-    cols.update({
-        "server_host": pa.array(["xcache01"] * n),
-        "unique_id": pa.array([f"u{i}" for i in range(n)]),
-        "server_role": pa.array(["cache"] * n),
-        "file_lfn": pa.array([f"/atlas/rucio/data/f{f}.root" for f in files]),
-        "file_size_bytes": pa.array(size, pa.int64()),
-        "start_time": pa.array((start * 1e6).astype(np.int64), pa.timestamp("us", tz="UTC")),
-        "end_time": pa.array(((start + 60) * 1e6).astype(np.int64), pa.timestamp("us", tz="UTC")),
-        "read_bytes_at_close": pa.array(size // 4, pa.int64()),
-        "job_identity": pa.array([f"synthetic.site.{i // 5}" for i in range(n)]),
-        "close_seen": pa.array([True] * n),
-    })
+    cols.update(
+        {
+            "server_host": pa.array(["xcache01"] * n),
+            "unique_id": pa.array([f"u{i}" for i in range(n)]),
+            "server_role": pa.array(["cache"] * n),
+            "file_lfn": pa.array([f"/atlas/rucio/data/f{f}.root" for f in files]),
+            "file_size_bytes": pa.array(size, pa.int64()),
+            "start_time": pa.array((start * 1e6).astype(np.int64), pa.timestamp("us", tz="UTC")),
+            "end_time": pa.array(((start + 60) * 1e6).astype(np.int64), pa.timestamp("us", tz="UTC")),
+            "read_bytes_at_close": pa.array(size // 4, pa.int64()),
+            "job_identity": pa.array([f"synthetic.site.{i // 5}" for i in range(n)]),
+            "close_seen": pa.array([True] * n),
+        }
+    )
     return pa.table(cols, schema=FILE_ACCESS)
 
 
@@ -40,19 +42,42 @@ def test_simulate_cache_writes_runs_idempotently(tmp_path):
     wh = tmp_path / "wh.duckdb"
     with Warehouse(wh) as w:
         w.load(Batch(RecordKind.FILE_ACCESS, accesses(), "test"))
-    args = ["simulate", "cache", "-w", str(wh), "-s", "2TB", "-s", "20TB", "-p", "lru", "-p", "slac2",
-            "-p", "slac3", "-p", "belady", "--min-reads", "2", "--mrc"]
+    args = [
+        "simulate",
+        "cache",
+        "-w",
+        str(wh),
+        "-s",
+        "2TB",
+        "-s",
+        "20TB",
+        "-p",
+        "lru",
+        "-p",
+        "slac2",
+        "-p",
+        "slac3",
+        "-p",
+        "belady",
+        "--min-reads",
+        "2",
+        "--mrc",
+    ]
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
     again = runner.invoke(app, args)
     assert again.exit_code == 0, again.output
     with Warehouse(wh, read_only=True) as w:
-        runs = w.con.execute("SELECT policy, capacity_bytes, requests, hits, bytes_from_cache, bytes_staged, "
-                             "hours, ssd_config, days_to_endurance FROM sim_cache_runs ORDER BY ALL").fetchall()
+        runs = w.con.execute(
+            "SELECT policy, capacity_bytes, requests, hits, bytes_from_cache, bytes_staged, "
+            "hours, ssd_config, days_to_endurance FROM sim_cache_runs ORDER BY ALL"
+        ).fetchall()
         hourly = w.con.execute("SELECT count(*), sum(requests) FROM sim_cache_hourly").fetchone()
-        per_run = w.con.execute("SELECT r.run_id, r.hits, sum(h.hits), r.bytes_from_cache, sum(h.bytes_from_cache) "
-                                "FROM sim_cache_runs r JOIN sim_cache_hourly h USING (run_id) "
-                                "GROUP BY ALL").fetchall()
+        per_run = w.con.execute(
+            "SELECT r.run_id, r.hits, sum(h.hits), r.bytes_from_cache, sum(h.bytes_from_cache) "
+            "FROM sim_cache_runs r JOIN sim_cache_hourly h USING (run_id) "
+            "GROUP BY ALL"
+        ).fetchall()
         mrc = w.con.execute("SELECT count(*) FROM sim_cache_mrc").fetchone()[0]
     assert len(runs) == 8  # 2 sizes x 4 policies, twice: still 8
     assert all(r[2] == 2_000 for r in runs)
@@ -78,7 +103,26 @@ def test_export_trace_and_parquet_source(tmp_path):
     back = read_oracle(out, size_unit=4096)
     assert len(back) == 500 and back.size.max() >= 2**32
     pq.write_table(table, tmp_path / "fa.parquet")
-    res = runner.invoke(app, ["simulate", "cache", "--parquet", str(tmp_path / "fa.parquet"), "-s", "5TB",
-                              "-p", "s3fifo", "-p", "lfu", "-p", "fifo", "-p", "slac1", "--no-write", "--json"])
+    res = runner.invoke(
+        app,
+        [
+            "simulate",
+            "cache",
+            "--parquet",
+            str(tmp_path / "fa.parquet"),
+            "-s",
+            "5TB",
+            "-p",
+            "s3fifo",
+            "-p",
+            "lfu",
+            "-p",
+            "fifo",
+            "-p",
+            "slac1",
+            "--no-write",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert res.output.count('"policy"') == 4

@@ -37,13 +37,19 @@ def profiles(n: int, seed: int = 0, storage=None, concurrent=None) -> ef.JobProf
     # nodes hold one configuration each (storage type x arm), three nodes per configuration
     node = np.array([f"{s}-{a}-{i % 3}" for i, (s, a) in enumerate(zip(storage_type, arm))], dtype=object)
     return ef.JobProfiles(
-        storage_type=storage_type, arm=arm,
-        cores=np.ones(n), cpu=cpu, wall=np.zeros(n),
+        storage_type=storage_type,
+        arm=arm,
+        cores=np.ones(n),
+        cpu=cpu,
+        wall=np.zeros(n),
         scratch_read=np.where(stage, size * read_frac, 0.0),
         scratch_write=np.where(stage, size, 0.0) + rng.uniform(0.05, 0.4, n) * GB,
-        stage_in=np.where(stage, size, 0.0), remote=remote,
+        stage_in=np.where(stage, size, 0.0),
+        remote=remote,
         concurrent=np.asarray(concurrent if concurrent is not None else rng.uniform(1, 8, n), float),
-        job_key=np.array([f"synthetic.t.{i}." for i in range(n)], dtype=object), node=node)
+        job_key=np.array([f"synthetic.t.{i}." for i in range(n)], dtype=object),
+        node=node,
+    )
 
 
 #: s/GB: reads (hdd, nvme, ssd), writes (hdd, nvme, ssd), then the six routes in ROUTES order
@@ -64,8 +70,8 @@ def test_a_job_alone_waits_exactly_its_demand_plus_remote_time():
     wall = ef.predict_wall(np.log(TRUE_TIMES), TYPES, prof)
     idx = np.array([TYPES.index(s) for s in prof.storage_type])
     demand = prof.scratch_read * t[idx] + prof.scratch_write * t[NT + idx]
-    remote = (prof.remote * t[2 * NT:, None]).sum(axis=0)
-    staged_remote = (prof.remote[:3] * t[2 * NT:2 * NT + 3, None]).sum(axis=0)
+    remote = (prof.remote * t[2 * NT :, None]).sum(axis=0)
+    staged_remote = (prof.remote[:3] * t[2 * NT : 2 * NT + 3, None]).sum(axis=0)
     overlap = np.minimum(prof.stage_in * t[NT + idx], staged_remote)
     expected = prof.cpu + remote - overlap + demand
     # the overlap's rounded corner is 1 % of (write + read) of the copy at most
@@ -119,14 +125,15 @@ def test_leave_one_out_predicts_a_configuration_it_never_saw():
     # with 2 % noise on every wall time the held-out errors stay within a few points
     noisy = ef.validate(with_walls(profiles(3000, seed=8), noise=0.02), "analysis", max_jobs=None)
     assert np.mean([abs(h.error) for h in noisy]) < 0.03
-    assert ef.structural_error(noisy) == pytest.approx(np.sqrt(np.mean([h.error ** 2 for h in noisy])))
+    assert ef.structural_error(noisy) == pytest.approx(np.sqrt(np.mean([h.error**2 for h in noisy])))
 
 
 def test_more_jobs_per_node_never_raises_efficiency_and_faster_storage_never_lowers_it():
     prof = profiles(500, seed=9)
     lt = np.log(TRUE_TIMES)
-    effs = [ef.efficiency_of(prof, ef.predict_wall(lt, TYPES, prof, ef.Scenario("hdd", n)))
-            for n in (1, 2, 4, 8, 16, 32)]
+    effs = [
+        ef.efficiency_of(prof, ef.predict_wall(lt, TYPES, prof, ef.Scenario("hdd", n))) for n in (1, 2, 4, 8, 16, 32)
+    ]
     assert all(a >= b for a, b in zip(effs, effs[1:]))
     for n in (1, 8, 32):
         hdd = ef.efficiency_of(prof, ef.predict_wall(lt, TYPES, prof, ef.Scenario("hdd", n)))

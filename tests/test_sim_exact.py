@@ -14,9 +14,13 @@ def make(objs, sizes, reads=None, times=None, jobs=None) -> Trace:
     sizes = np.asarray(sizes, np.int64)
     size = sizes[objs]
     n = len(objs)
-    return Trace(np.arange(n, dtype=np.float64) * 60 + 1.7e9 if times is None else times, objs, size,
-                 size.copy() if reads is None else np.asarray(reads, np.int64),
-                 np.full(n, -1) if jobs is None else jobs)
+    return Trace(
+        np.arange(n, dtype=np.float64) * 60 + 1.7e9 if times is None else times,
+        objs,
+        size,
+        size.copy() if reads is None else np.asarray(reads, np.int64),
+        np.full(n, -1) if jobs is None else jobs,
+    )
 
 
 def zipf_trace(n=30_000, n_obj=2_000, seed=7, big=False) -> Trace:
@@ -29,6 +33,7 @@ def zipf_trace(n=30_000, n_obj=2_000, seed=7, big=False) -> Trace:
 
 
 # --------------------------------------------------------------------- known answers
+
 
 def test_lru_and_fifo_by_hand():
     # unit sizes, capacity 2: a b a c b a

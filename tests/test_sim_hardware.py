@@ -17,6 +17,7 @@ from tierlens.sources.synthetic.site import GB, SCRATCH
 
 # --------------------------------------------------------------------------- device figures
 
+
 @pytest.mark.parametrize("st", ["hdd", "ssd", "nvme", "raid1"])
 def test_probe_figures_recover_the_generators_device(st):
     fig = dv.from_probe(run_synthetic_probe(st, slots=8).to_pylist())
@@ -33,16 +34,21 @@ def test_raid_is_composed_from_its_members():
     disk = dv.DeviceFigures("hdd", 0.01, 100e6, 90e6, 1.0, 1.0, "datasheet", "disk")
     r0, r1, r10 = disk.composed("raid0", 2), disk.composed("raid1", 2), disk.composed("raid10", 4)
     assert (r0.read_bytes_per_second, r0.write_bytes_per_second, r0.read_channels) == (200e6, 180e6, 1.0)
-    assert (r1.read_bytes_per_second, r1.write_bytes_per_second, r1.read_channels, r1.write_channels) == \
-        (100e6, 90e6, 2.0, 1.0)
+    assert (r1.read_bytes_per_second, r1.write_bytes_per_second, r1.read_channels, r1.write_channels) == (
+        100e6,
+        90e6,
+        2.0,
+        1.0,
+    )
     assert (r10.read_bytes_per_second, r10.write_bytes_per_second, r10.read_channels) == (200e6, 180e6, 2.0)
     assert disk.composed("none", 1) == disk and r0.access_seconds == disk.access_seconds
     theta = np.array([3000.0, 1.0, 1.0])
     # striping halves the transfer; mirroring halves reads under load and leaves writes alone
     assert dv.service_times(r0, theta)[1] == pytest.approx(dv.service_times(disk, theta)[1] / 2)
     assert dv.service_times(r0, theta)[0] == pytest.approx(3000 * 0.01 + GB / 200e6)
-    assert dv.service_times(r1, theta) == pytest.approx((dv.service_times(disk, theta)[0] / 2,
-                                                         dv.service_times(disk, theta)[1]))
+    assert dv.service_times(r1, theta) == pytest.approx(
+        (dv.service_times(disk, theta)[0] / 2, dv.service_times(disk, theta)[1])
+    )
 
 
 def test_a_probed_disk_prices_raid_layouts_of_it():
@@ -51,8 +57,13 @@ def test_a_probed_disk_prices_raid_layouts_of_it():
     rows = run_synthetic_probe("hdd", slots=8).to_pylist()
     devices = hw.Devices({"hdd": dv.from_probe(rows)}, {}, [], {"hdd": rows})
     disk = devices.probe["hdd"]
-    catalog = {"config_name": "2xHDD RAID0", "storage_type": "raid0", "device_model": " seagate st500dm002 ",
-               "devices_per_node": 2, "raid_level": "raid0"}
+    catalog = {
+        "config_name": "2xHDD RAID0",
+        "storage_type": "raid0",
+        "device_model": " seagate st500dm002 ",
+        "devices_per_node": 2,
+        "raid_level": "raid0",
+    }
     r0 = hw.candidate_figures(catalog, devices)
     assert r0.evidence == "probe" and r0.storage_type == "raid0"
     assert r0.read_bytes_per_second == pytest.approx(2 * disk.read_bytes_per_second)
@@ -60,15 +71,24 @@ def test_a_probed_disk_prices_raid_layouts_of_it():
     assert r1.read_channels == pytest.approx(2 * disk.read_channels)
     assert r1.write_bytes_per_second == pytest.approx(disk.write_bytes_per_second)
     # a device nobody probed falls back to its datasheet, and without one there is nothing
-    other = dict(catalog, device_model="Other disk", seq_read_mb_per_s=200.0, seq_write_mb_per_s=150.0,
-                 rand_read_iops_4k=100.0)
+    other = dict(
+        catalog, device_model="Other disk", seq_read_mb_per_s=200.0, seq_write_mb_per_s=150.0, rand_read_iops_4k=100.0
+    )
     assert hw.candidate_figures(other, devices).evidence == "datasheet"
     assert hw.candidate_figures(dict(catalog, device_model="Other disk"), devices) is None
 
 
 def test_datasheet_figures_and_a_row_without_them():
-    row = {"config_name": "x", "storage_type": "raid0", "device_model": "d", "devices_per_node": 2,
-           "seq_read_mb_per_s": 125.0, "seq_write_mb_per_s": 100.0, "rand_read_iops_4k": 80.0, "raid_level": "raid0"}
+    row = {
+        "config_name": "x",
+        "storage_type": "raid0",
+        "device_model": "d",
+        "devices_per_node": 2,
+        "seq_read_mb_per_s": 125.0,
+        "seq_write_mb_per_s": 100.0,
+        "rand_read_iops_4k": 80.0,
+        "raid_level": "raid0",
+    }
     fig = dv.from_datasheet(row)
     assert fig.read_bytes_per_second == 250e6 and fig.write_bytes_per_second == 200e6
     assert fig.access_seconds == pytest.approx(1 / 80 - 4096 / 125e6)
@@ -79,7 +99,9 @@ def test_datasheet_figures_and_a_row_without_them():
 def test_the_mapping_recovers_the_parameters_that_made_the_times():
     # write_factor at the centre of its prior (devices.WRITE_FACTOR_PRIOR_SD), so nothing pulls the fit away
     theta = np.array([3500.0, 0.6, 1.0])
-    figs = {st: dv.from_probe(run_synthetic_probe(st, slots=8).to_pylist()) for st in ("hdd", "ssd", "nvme", "raid1", "nfs")}
+    figs = {
+        st: dv.from_probe(run_synthetic_probe(st, slots=8).to_pylist()) for st in ("hdd", "ssd", "nvme", "raid1", "nfs")
+    }
     targets = {st: (*dv.service_times(f, theta), 0.01) for st, f in figs.items()}
     m = dv.fit_mapping(figs, targets, read_fraction=0.6)
     assert m.theta == pytest.approx(theta, rel=1e-3)
@@ -104,12 +126,23 @@ def test_derived_types_extend_the_calibration_without_touching_the_fitted_times(
     assert ext.covariance[i, i] == 0.0
     # the queueing core is unchanged: the same jobs on hdd get the same walls from either calibration
     n = 20
-    prof = ef.JobProfiles(np.array(["hdd"] * n, dtype=object), np.array([""] * n, dtype=object), np.ones(n),
-                          np.full(n, 3600.0), np.zeros(n), np.full(n, 2 * GB), np.full(n, GB), np.full(n, GB),
-                          np.zeros((len(ef.ROUTES), n)), np.full(n, 4.0),
-                          np.array([str(i) for i in range(n)], dtype=object), np.array(["n"] * n, dtype=object))
+    prof = ef.JobProfiles(
+        np.array(["hdd"] * n, dtype=object),
+        np.array([""] * n, dtype=object),
+        np.ones(n),
+        np.full(n, 3600.0),
+        np.zeros(n),
+        np.full(n, 2 * GB),
+        np.full(n, GB),
+        np.full(n, GB),
+        np.zeros((len(ef.ROUTES), n)),
+        np.full(n, 4.0),
+        np.array([str(i) for i in range(n)], dtype=object),
+        np.array(["n"] * n, dtype=object),
+    )
     assert ef.predict_wall(ext.log_times, ext.storage_types, prof) == pytest.approx(
-        ef.predict_wall(cal.log_times, cal.storage_types, prof))
+        ef.predict_wall(cal.log_times, cal.storage_types, prof)
+    )
 
 
 # --------------------------------------------------------------------------- the demo site
@@ -148,8 +181,19 @@ def demo(tmp_path_factory):
     ingest(keep(generate(SyntheticOptions(days=DAYS, seed=SEED, site=demo_site(nodes_per_type=1)))), wh)
     probes = [run_synthetic_probe(st, slots=8) for st in SCRATCH]
     ingest([Batch(RecordKind.DEVICE_PROBE, t, f"probe:synthetic:{t['storage_type'][0]}") for t in probes], wh)
-    result = run_dbt(wh, home / "dbt", "build", ["--select", "+job_io_profile", "+int_file_access_by_job",
-                                                  "+stg_storage_catalog", "--exclude", "test_type:singular"])
+    result = run_dbt(
+        wh,
+        home / "dbt",
+        "build",
+        [
+            "--select",
+            "+job_io_profile",
+            "+int_file_access_by_job",
+            "+stg_storage_catalog",
+            "--exclude",
+            "test_type:singular",
+        ],
+    )
     assert result.success, result.failures
     return wh, {k: pa.concat_tables(v) for k, v in parts.items()}
 
@@ -208,7 +252,7 @@ def test_datasheet_only_predictions_carry_their_own_larger_error(type_loo):
     # the catalog has datasheet figures for the devices one can buy, not for the NFS share
     assert sheet == set(SCRATCH) - {"nfs"}
     assert errors["datasheet"] > errors["probe"]
-    rms = np.sqrt(np.mean([h.error ** 2 for h in type_loo if h.evidence == "probe"]))
+    rms = np.sqrt(np.mean([h.error**2 for h in type_loo if h.evidence == "probe"]))
     assert errors["probe"] == pytest.approx(rms)
 
 
@@ -243,12 +287,16 @@ def test_a_site_without_nvme_gets_an_nvme_prediction_with_a_measured_error_bar(d
     wh, output = without_nvme
     measured = _measured_by_type(generated)
     con = duckdb.connect(str(wh), read_only=True)
-    (eff, sd, evidence, extrapolated), = con.execute(
+    ((eff, sd, evidence, extrapolated),) = con.execute(
         "select predicted_efficiency, efficiency_sd, evidence, extrapolated from sim_efficiency_predictions "
-        "where scenario = 'what-if' and storage_type = 'nvme' and jobs_per_node = 8").fetchall()
+        "where scenario = 'what-if' and storage_type = 'nvme' and jobs_per_node = 8"
+    ).fetchall()
     loo = con.execute("select storage_type, error from sim_efficiency_type_loo where evidence = 'probe'").fetchall()
-    params = dict(con.execute("select applies_to, evidence from sim_efficiency_parameters "
-                              "where parameter = 'scratch_read_s_per_gb'").fetchall())
+    params = dict(
+        con.execute(
+            "select applies_to, evidence from sim_efficiency_parameters where parameter = 'scratch_read_s_per_gb'"
+        ).fetchall()
+    )
     con.close()
     assert evidence == "probe" and not extrapolated
     assert params["nvme"] == "probe" and params["hdd"] == "jobs"
@@ -281,13 +329,21 @@ def test_buying_guide_orders_prices_as_the_generators_measured_throughput_does(d
         catalog = list(csv.DictReader(f))
     # independently: the node's storage price over the core-hours 8 single-core jobs deliver per
     # node-hour at the efficiency the generator measured on that storage type
-    reference = {r["config_name"]: float(r["unit_price"]) * int(r["devices_per_node"]) / (8 * measured[r["storage_type"]])
-                 for r in catalog}
+    reference = {
+        r["config_name"]: float(r["unit_price"]) * int(r["devices_per_node"]) / (8 * measured[r["storage_type"]])
+        for r in catalog
+    }
     con = duckdb.connect(str(wh), read_only=True)
-    guide = dict(con.execute("select config_name, price_per_throughput from sim_hardware_options "
-                             "where jobs_per_node = 8 and cache = 'none'").fetchall())
-    rows = con.execute("select config_name, evidence, price_per_throughput_low, price_per_throughput, "
-                       "price_per_throughput_high from sim_hardware_options").fetchall()
+    guide = dict(
+        con.execute(
+            "select config_name, price_per_throughput from sim_hardware_options "
+            "where jobs_per_node = 8 and cache = 'none'"
+        ).fetchall()
+    )
+    rows = con.execute(
+        "select config_name, evidence, price_per_throughput_low, price_per_throughput, "
+        "price_per_throughput_high from sim_hardware_options"
+    ).fetchall()
     con.close()
     assert set(guide) == set(reference)
     assert sorted(guide, key=guide.get) == sorted(reference, key=reference.get)
@@ -328,22 +384,40 @@ def test_mart_report_section_and_cheapest_configuration_query(without_nvme, tmp_
     from tierlens.transform import run_dbt
 
     wh, _ = without_nvme
-    built = run_dbt(wh, tmp_path / "dbt", "build", ["--select", "stg_sim_efficiency_runs", "stg_sim_hardware_options+",
-                                                     "stg_sim_efficiency_type_loo+", "--exclude", "test_type:singular"])
+    built = run_dbt(
+        wh,
+        tmp_path / "dbt",
+        "build",
+        [
+            "--select",
+            "stg_sim_efficiency_runs",
+            "stg_sim_hardware_options+",
+            "stg_sim_efficiency_type_loo+",
+            "--exclude",
+            "test_type:singular",
+        ],
+    )
     assert built.success, built.failures
     con = duckdb.connect(str(wh), read_only=True)
-    options = con.execute("select config_name, jobs_per_node, efficiency, price_per_core_hour, "
-                          "efficiency_low from sim_hardware_options").fetchall()
-    mart = con.execute("select config_name, jobs_per_node, price_rank, evidence, structural_error, "
-                       "generator_structural_error, published_structural_error, structural_error_source "
-                       "from marts.hardware_options").fetchall()
-    loo = dict(con.execute("select evidence, sqrt(avg(error * error)) from sim_efficiency_type_loo "
-                           "group by evidence").fetchall())
+    options = con.execute(
+        "select config_name, jobs_per_node, efficiency, price_per_core_hour, efficiency_low from sim_hardware_options"
+    ).fetchall()
+    mart = con.execute(
+        "select config_name, jobs_per_node, price_rank, evidence, structural_error, "
+        "generator_structural_error, published_structural_error, structural_error_source "
+        "from marts.hardware_options"
+    ).fetchall()
+    loo = dict(
+        con.execute(
+            "select evidence, sqrt(avg(error * error)) from sim_efficiency_type_loo group by evidence"
+        ).fetchall()
+    )
     query = (Path(__file__).resolve().parents[1] / "sql" / "cheapest_configuration_for_efficiency.sql").read_text()
     assert SHIPPED_TARGET in query
     target = _target_between(options)
-    answers = {t: con.execute(query.replace(SHIPPED_TARGET, f"select {t!r} as efficiency")).fetchall()
-               for t in (0.75, target)}
+    answers = {
+        t: con.execute(query.replace(SHIPPED_TARGET, f"select {t!r} as efficiency")).fetchall() for t in (0.75, target)
+    }
     con.close()
     assert len(mart) == len(options)
     assert sorted(r[2] for r in mart) == list(range(1, len(mart) + 1))
@@ -396,8 +470,7 @@ def consumer_ssd_instead(demo, tmp_path_factory):
 
 @pytest.mark.integration
 @pytest.mark.timeout(900)
-def test_the_guide_flags_a_consumer_ssd_whose_steady_writes_cannot_take_a_full_nodes_stage_in(
-        consumer_ssd_instead):
+def test_the_guide_flags_a_consumer_ssd_whose_steady_writes_cannot_take_a_full_nodes_stage_in(consumer_ssd_instead):
     import duckdb
 
     from tierlens.sources.synthetic.site import CONSUMER_SSD
@@ -406,12 +479,15 @@ def test_the_guide_flags_a_consumer_ssd_whose_steady_writes_cannot_take_a_full_n
     with duckdb.connect(str(wh), read_only=True) as con:
         # independently: bytes the site's completed analysis jobs put on scratch (copies in and
         # their own writes) per second of their wall time, as they were measured to run
-        (per_job_second,), = con.execute(
+        ((per_job_second,),) = con.execute(
             "select sum(stage_in_bytes + scratch_write_bytes) / sum(wall_seconds) from marts.job_io_profile "
             "where job_class = 'analysis' and state = 'COMPLETED' and storage_type is not null "
-            "and cpu_seconds > 0").fetchall()
-        rows = con.execute("select config_name, evidence, jobs_per_node, staged_gb_per_node_hour, write_warning "
-                           "from sim_hardware_options").fetchall()
+            "and cpu_seconds > 0"
+        ).fetchall()
+        rows = con.execute(
+            "select config_name, evidence, jobs_per_node, staged_gb_per_node_hour, write_warning "
+            "from sim_hardware_options"
+        ).fetchall()
     by = {(name, n): (ev, staged, warning) for name, ev, n, staged, warning in rows}
     steady = CONSUMER_SSD.steady_write_bytes_per_second
     # the probe counts the fast region in whole 1 GB windows, leaving out the window the rate
@@ -444,10 +520,13 @@ def test_guide_row_flags_only_with_device_figures_and_a_volume():
     # 8 jobs x 25 MB/s = 200 MB/s asked of a device that settles at 45 MB/s
     r = hw.guide_row(hw.candidate(row, "probe"), perf, fig=cliff, staged_bytes_per_node_hour=8 * 25e6 * 3600)
     assert r["staged_gb_per_node_hour"] == pytest.approx(720.0)
-    assert r["write_warning"] == ("writes 45 MB/s (probe: steady state past a 12 GB fast region), "
-                                  "below the 200 MB/s a full node stages in")
-    assert hw.guide_row(hw.candidate(row, "probe"), perf, fig=None,
-                        staged_bytes_per_node_hour=720e9)["write_warning"] is None
+    assert r["write_warning"] == (
+        "writes 45 MB/s (probe: steady state past a 12 GB fast region), below the 200 MB/s a full node stages in"
+    )
+    assert (
+        hw.guide_row(hw.candidate(row, "probe"), perf, fig=None, staged_bytes_per_node_hour=720e9)["write_warning"]
+        is None
+    )
     assert hw.guide_row(hw.candidate(row, "probe"), perf, fig=cliff)["write_warning"] is None
 
 
@@ -456,15 +535,54 @@ def test_guide_row_flags_only_with_device_figures_and_a_volume():
 #: Glasgow's catalog (Table 4: unit price in GBP, devices, GB per device; 2xHDD(500GB) is two
 #: 250 GB disks in RAID0) and the measured throughput of Table 1 (8 jobs on an 8-core node).
 GLASGOW = [
-    ({"config_name": "Kingston SSDnow", "storage_type": "ssd", "device_model": "Kingston SSDnow",
-      "devices_per_node": 1, "unit_price": 155.0, "currency": "GBP", "capacity_bytes": 128 * 10**9,
-      "endurance_tbw": None, "raid_level": None}, 4.5, 34.40, 1.21),
-    ({"config_name": "Intel X-25 SSD", "storage_type": "ssd", "device_model": "Intel X-25",
-      "devices_per_node": 1, "unit_price": 245.0, "currency": "GBP", "capacity_bytes": 160 * 10**9,
-      "endurance_tbw": None, "raid_level": None}, 6.0, 40.80, 1.53),
-    ({"config_name": "2xHDD(500GB)", "storage_type": "raid0", "device_model": "HDD 250GB",
-      "devices_per_node": 2, "unit_price": 40.0, "currency": "GBP", "capacity_bytes": 250 * 10**9,
-      "endurance_tbw": None, "raid_level": "raid0"}, 7.0, 11.40, 0.16),
+    (
+        {
+            "config_name": "Kingston SSDnow",
+            "storage_type": "ssd",
+            "device_model": "Kingston SSDnow",
+            "devices_per_node": 1,
+            "unit_price": 155.0,
+            "currency": "GBP",
+            "capacity_bytes": 128 * 10**9,
+            "endurance_tbw": None,
+            "raid_level": None,
+        },
+        4.5,
+        34.40,
+        1.21,
+    ),
+    (
+        {
+            "config_name": "Intel X-25 SSD",
+            "storage_type": "ssd",
+            "device_model": "Intel X-25",
+            "devices_per_node": 1,
+            "unit_price": 245.0,
+            "currency": "GBP",
+            "capacity_bytes": 160 * 10**9,
+            "endurance_tbw": None,
+            "raid_level": None,
+        },
+        6.0,
+        40.80,
+        1.53,
+    ),
+    (
+        {
+            "config_name": "2xHDD(500GB)",
+            "storage_type": "raid0",
+            "device_model": "HDD 250GB",
+            "devices_per_node": 2,
+            "unit_price": 40.0,
+            "currency": "GBP",
+            "capacity_bytes": 250 * 10**9,
+            "endurance_tbw": None,
+            "raid_level": "raid0",
+        },
+        7.0,
+        11.40,
+        0.16,
+    ),
 ]
 
 
@@ -498,10 +616,28 @@ def _hours(years: float) -> float:
 
 #: A site's own node rows (what `--node-catalog` reads), and a tariff in the same currency.
 NODES = (
-    dict(config_name="small", cores=8, cpu_price=500.0, memory_gb=32, memory_price=100.0, chassis_price=900.0,
-         watts=200.0, currency="GBP", source="test quote"),
-    dict(config_name="big", cores=32, cpu_price=2000.0, memory_gb=128, memory_price=400.0, chassis_price=1100.0,
-         watts=450.0, currency="GBP", source="test quote"),
+    dict(
+        config_name="small",
+        cores=8,
+        cpu_price=500.0,
+        memory_gb=32,
+        memory_price=100.0,
+        chassis_price=900.0,
+        watts=200.0,
+        currency="GBP",
+        source="test quote",
+    ),
+    dict(
+        config_name="big",
+        cores=32,
+        cpu_price=2000.0,
+        memory_gb=128,
+        memory_price=400.0,
+        chassis_price=1100.0,
+        watts=450.0,
+        currency="GBP",
+        source="test quote",
+    ),
 )
 
 
@@ -546,10 +682,17 @@ def test_endurance_limited_storage_prices_writes_not_efficiency(tmp_path):
     from tierlens.simulator import hardware as hw
 
     econ = _economics(tmp_path)
-    row = dict(GLASGOW[0][0], endurance_tbw=40.0)   # 155 GBP, 40 TB written
-    w, w_lo, w_hi = 3.0, 2.5, 3.5                     # GB written per delivered core-hour
-    perf = hw.Performance(0.6, 0.5, 0.7, jobs_per_node=8, write_gb_per_core_hour=w,
-                          write_gb_per_core_hour_low=w_lo, write_gb_per_core_hour_high=w_hi)
+    row = dict(GLASGOW[0][0], endurance_tbw=40.0)  # 155 GBP, 40 TB written
+    w, w_lo, w_hi = 3.0, 2.5, 3.5  # GB written per delivered core-hour
+    perf = hw.Performance(
+        0.6,
+        0.5,
+        0.7,
+        jobs_per_node=8,
+        write_gb_per_core_hour=w,
+        write_gb_per_core_hour_low=w_lo,
+        write_gb_per_core_hour_high=w_hi,
+    )
     r = hw.guide_row(hw.candidate(row, "datasheet"), perf, econ=econ)
     thr = 8 * 0.6
     assert r["scratch_gb_written_per_node_day"] == pytest.approx(thr * 24 * w)
@@ -585,9 +728,11 @@ def test_node_catalog_errors_name_the_line_and_field(tmp_path):
     from tierlens.simulator import hardware as hw
 
     path = tmp_path / "nodes.csv"
-    path.write_text("config_name,cores,cpu_price,memory_gb,memory_price,chassis_price,watts,currency,source\n"
-                    "a,8,500,32,100,900,200,GBP,quote\n"
-                    "b,0,500,32,100,900,200,GBP,quote\n")
+    path.write_text(
+        "config_name,cores,cpu_price,memory_gb,memory_price,chassis_price,watts,currency,source\n"
+        "a,8,500,32,100,900,200,GBP,quote\n"
+        "b,0,500,32,100,900,200,GBP,quote\n"
+    )
     with pytest.raises(ValueError, match=r"line 3: field cores"):
         hw.read_node_catalog(path)
     path.write_text("config_name,cores\na,8\n")
@@ -602,6 +747,7 @@ def test_node_catalog_errors_name_the_line_and_field(tmp_path):
 
 
 # --------------------------------------------------------------------------- other engines' marts
+
 
 @pytest.mark.integration
 @pytest.mark.timeout(900)
@@ -618,20 +764,37 @@ def test_efficiency_from_a_parquet_marts_folder_equals_the_warehouse_run(demo, t
     (marts / "job_io_profile").mkdir(parents=True)
     con = duckdb.connect(str(wh), read_only=True)
     # several part files, as Spark writes them
-    con.execute(f"copy (select * from marts.job_io_profile) to '{marts / 'job_io_profile'}' "
-                "(format parquet, per_thread_output true, row_group_size 2000, overwrite_or_ignore true)")
+    con.execute(
+        f"copy (select * from marts.job_io_profile) to '{marts / 'job_io_profile'}' "
+        "(format parquet, per_thread_output true, row_group_size 2000, overwrite_or_ignore true)"
+    )
     options = whatif.EfficiencyOptions(jobs_per_node=(8,), validate=False)
     expected = whatif.run(con, options).predictions
     con.close()
     got = whatif.run(whatif.marts_connection(marts), options).predictions
     assert got.column("storage_type").to_pylist() == expected.column("storage_type").to_pylist()
     assert got.column("predicted_efficiency").to_pylist() == pytest.approx(
-        expected.column("predicted_efficiency").to_pylist(), rel=1e-9)
+        expected.column("predicted_efficiency").to_pylist(), rel=1e-9
+    )
     probe = tmp_path / "nvme-probe.parquet"
     pq.write_table(run_synthetic_probe("nvme"), probe)
     out = tmp_path / "results.duckdb"
-    r = CliRunner().invoke(app, ["simulate", "efficiency", "--marts", str(marts), "--probe", str(probe), "-w", str(out),
-                                 "-n", "8", "--no-validate"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "efficiency",
+            "--marts",
+            str(marts),
+            "--probe",
+            str(probe),
+            "-w",
+            str(out),
+            "-n",
+            "8",
+            "--no-validate",
+        ],
+    )
     assert r.exit_code == 0, r.output + repr(r.exception)
     con = duckdb.connect(str(out), read_only=True)
     assert con.execute("select count(*) from sim_efficiency_predictions").fetchone()[0] == got.num_rows

@@ -66,8 +66,9 @@ def test_slac3_uses_upcoming_jobs():
     # SLAC-3 stages it in at the tick before; SLAC-2 (no history, min reads 1) cannot
     t0 = 1.7e9 - (1.7e9 % 3600)
     times = np.array([t0 + 10, t0 + 1200 + 600], np.float64)
-    tr = Trace(times, np.array([0, 1], np.int32), np.array([100, 100]), np.array([100, 100]),
-               np.array([0, 1], np.int32))
+    tr = Trace(
+        times, np.array([0, 1], np.int32), np.array([100, 100]), np.array([100, 100]), np.array([0, 1], np.int32)
+    )
     assert simulate(tr, CacheParams("slac3", 1000, min_reads=1, stage_cap_pct=100)).hits == 1
     assert simulate(tr, CacheParams("slac2", 1000, min_reads=1, stage_cap_pct=100)).hits == 0
 

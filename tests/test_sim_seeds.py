@@ -21,14 +21,20 @@ from tierlens.simulator import seeds as sd
 
 #: Published figures, typed from the seed papers (not read from seeds.py).
 PUBLISHED = {
-    "glasgow_t1_hdd_8": 0.75, "glasgow_t1_raid1_8": 0.83, "glasgow_t1_raid0_8": 0.90,
-    "glasgow_t1_intel_8": 0.80, "glasgow_t1_kingston_8": 0.60, "glasgow_t1_intel_24": 0.50,
-    "glasgow_t1_raid0_24": 0.86, "glasgow_t3_intel_8": 0.78, "glasgow_t3_raid0_8": 0.88,
+    "glasgow_t1_hdd_8": 0.75,
+    "glasgow_t1_raid1_8": 0.83,
+    "glasgow_t1_raid0_8": 0.90,
+    "glasgow_t1_intel_8": 0.80,
+    "glasgow_t1_kingston_8": 0.60,
+    "glasgow_t1_intel_24": 0.50,
+    "glasgow_t1_raid0_24": 0.86,
+    "glasgow_t3_intel_8": 0.78,
+    "glasgow_t3_raid0_8": 0.88,
 }
 #: Rows outside their tolerance today, and why (bench/seeds.md explains each).
 KNOWN_MISSES = {
     "glasgow_t1_kingston_8": "the assumed steady-state write (33 MB/s) is above the 29 MB/s at which the "
-                             "model would rank the Kingston under the HDD; no probe of the device exists",
+    "model would rank the Kingston under the HDD; no probe of the device exists",
     "glasgow_t1_intel_24": "the Magny-Cours node's collapse is not explained by the Intel's assumed steady write",
 }
 
@@ -48,15 +54,21 @@ def test_hdd_below_raid1_below_raid0_at_8_jobs(rows):
     assert hdd < r1 < r0
 
 
-@pytest.mark.xfail(strict=True, reason="the model's Intel does not collapse at 24 jobs (75 %, published 50 %) and its "
-                                        "RAID0 loses too much to seeks (69 %, published 86 %): see bench/seeds.md")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the model's Intel does not collapse at 24 jobs (75 %, published 50 %) and its "
+    "RAID0 loses too much to seeks (69 %, published 86 %): see bench/seeds.md",
+)
 def test_raid0_above_intel_at_24_jobs(rows):
     # Glasgow Table 1, Magny-Cours node: RAID0 86 % above the Intel SSD's 50 %
     assert rows["glasgow_t1_raid0_24"].predicted > rows["glasgow_t1_intel_24"].predicted
 
 
-@pytest.mark.xfail(strict=True, reason="the model rates the Intel SSD 2 points above RAID0 at 8 jobs (published: 10 "
-                                        "below); its SSDs are 13-25 points too good throughout (bench/seeds.md)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the model rates the Intel SSD 2 points above RAID0 at 8 jobs (published: 10 "
+    "below); its SSDs are 13-25 points too good throughout (bench/seeds.md)",
+)
 def test_real_workload_orders_raid0_above_intel(rows):
     # Glasgow Table 3: RAID0 88 % above Intel 78 %
     assert rows["glasgow_t3_raid0_8"].predicted > rows["glasgow_t3_intel_8"].predicted
@@ -74,8 +86,9 @@ def test_kingston_below_hdd_once_its_steady_write_is_below_the_breakeven():
     w, seeks = sd.GLASGOW, sd.anchor_seeks(sd.GLASGOW)
     rate = sd.kingston_breakeven_steady_write()
     assert 15e6 < rate < 60e6
-    slower = replace(sd.KINGSTON_V, write_cache=replace(sd.KINGSTON_V.write_cache,
-                                                        steady_write_bytes_per_second=0.9 * rate))
+    slower = replace(
+        sd.KINGSTON_V, write_cache=replace(sd.KINGSTON_V.write_cache, steady_write_bytes_per_second=0.9 * rate)
+    )
     for jobs in (8, 24):
         assert sd.efficiency(slower.figures(), w, jobs, seeks) < sd.efficiency(sd.HDD_7200.figures(), w, jobs, seeks)
 
@@ -121,14 +134,18 @@ def test_each_figure_within_its_tolerance(rows, key, request):
         request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[key]))
     row = rows[key]
     assert row.case.reason  # the tolerance's reason is written next to it
-    assert abs(row.predicted - PUBLISHED[key]) <= row.case.tolerance, \
+    assert abs(row.predicted - PUBLISHED[key]) <= row.case.tolerance, (
         f"{key}: predicted {row.predicted:.3f}, published {PUBLISHED[key]}, tolerance {row.case.tolerance}"
+    )
 
 
 def test_a_deliberately_broken_device_fails_the_ordering():
     # the test can fail: a RAID1 composed as if mirrors halved writes too ranks above RAID0
-    broken = replace(sd.HDD_7200.figures("raid1", 2), write_bytes_per_second=2 * sd.HDD_7200.write_bytes_per_second,
-                     read_channels=4.0)
+    broken = replace(
+        sd.HDD_7200.figures("raid1", 2),
+        write_bytes_per_second=2 * sd.HDD_7200.write_bytes_per_second,
+        read_channels=4.0,
+    )
     w, seeks = sd.GLASGOW, sd.anchor_seeks(sd.GLASGOW)
     r0 = sd.efficiency(sd.HDD_7200.figures("raid0", 2), w, 8, seeks)
     assert sd.efficiency(broken, w, 8, seeks) > r0
@@ -141,8 +158,10 @@ def test_the_anchor_reproduces_the_single_job_measurement():
     # and by hand: one job alone waits D per CPU second, D from the device figures and the workload
     d = sd.HDD_7200
     r = w.staged_bytes_per_cpu_second
-    demand = (r * w.read_fraction * (seeks / 1e9 * d.access_seconds + 1 / d.read_bytes_per_second)
-              + r / d.write_bytes_per_second)
+    demand = (
+        r * w.read_fraction * (seeks / 1e9 * d.access_seconds + 1 / d.read_bytes_per_second)
+        + r / d.write_bytes_per_second
+    )
     # the stage-in's network time overlaps the write (1 GbE is faster than the disk), so only D counts
     assert 1 / (1 + demand) == pytest.approx(0.90, abs=0.01)
 
@@ -159,9 +178,9 @@ def test_structural_error_reports_the_larger_source():
 def test_sustained_figures_use_the_steady_rate_only_past_the_cache():
     wc = dv.WriteCache(10e9, 30e6)
     fig = dv.DeviceFigures("ssd", 1e-4, 500e6, 400e6, write_cache=wc)
-    assert fig.sustained(5e9).write_bytes_per_second == 400e6        # an hour's writes fit the cache
-    assert fig.sustained(50e9).write_bytes_per_second == 30e6        # they do not
-    assert fig.sustained(None).write_bytes_per_second == 30e6        # unknown: assume reached
+    assert fig.sustained(5e9).write_bytes_per_second == 400e6  # an hour's writes fit the cache
+    assert fig.sustained(50e9).write_bytes_per_second == 30e6  # they do not
+    assert fig.sustained(None).write_bytes_per_second == 30e6  # unknown: assume reached
     # a 2-device RAID0 writes both fast regions in parallel
     r0 = fig.composed("raid0", 2)
     assert (r0.write_cache.cache_bytes, r0.write_cache.steady_write_bytes_per_second) == (20e9, 60e6)
@@ -197,8 +216,9 @@ def test_the_generators_consumer_ssd_collapses_under_a_full_nodes_stage_in(monke
     assert cliff_8 < 0.6 * cliff_1
     assert eff("nvme", 8) > 0.9 * eff("nvme", 1)
     cfg = site.PROBE_ONLY["ssd_consumer"]
-    monkeypatch.setitem(site.PROBE_ONLY, "ssd_consumer",
-                        replace(cfg, device=replace(cfg.device, write_cache_bytes=0.0)))
+    monkeypatch.setitem(
+        site.PROBE_ONLY, "ssd_consumer", replace(cfg, device=replace(cfg.device, write_cache_bytes=0.0))
+    )
     assert eff("ssd_consumer", 8) > cliff_8 + 0.3
 
 

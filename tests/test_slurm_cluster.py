@@ -43,7 +43,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
 MB = 1_000_000
-WRITE_MB = 24   # what the I/O jobs write to scratch and read back
+WRITE_MB = 24  # what the I/O jobs write to scratch and read back
 
 
 def _detect(build: Path, path: str) -> dict:
@@ -64,7 +64,7 @@ def _env(text: str, prefix: str = "ENV:") -> dict[str, str]:
     out = {}
     for line in text.splitlines():
         if line.startswith(prefix):
-            k, _, v = line[len(prefix):].partition("=")
+            k, _, v = line[len(prefix) :].partition("=")
             out[k] = v
     return out
 
@@ -78,30 +78,57 @@ def jobs(cluster, work):
     base_env = {"XRD_MONINFO": ""}
     try:
         # srun: a user value of XRD_MONINFO, scratch on tmpfs, 2 cores
-        r = cluster.run(["srun", "-n1", "-c2", "bash", "-c", SCRIPT + "echo SRUN:$SLURM_JOB_ID"],
-                        env={"XRD_MONINFO": "user-tag", "TMPDIR": str(shm)})
+        r = cluster.run(
+            ["srun", "-n1", "-c2", "bash", "-c", SCRIPT + "echo SRUN:$SLURM_JOB_ID"],
+            env={"XRD_MONINFO": "user-tag", "TMPDIR": str(shm)},
+        )
         srun_job = r.stdout.split("SRUN:")[1].split()[0]
         out = {"srun": {"id": srun_job, "env": _env(r.stdout), "scratch": str(shm)}}
 
         # sbatch with an inner srun step; scratch on the disk under /tmp
         batch_out = work / "batch.out"
-        r = cluster.run(["sbatch", "--parsable", "-c1", "-o", str(batch_out), "--wrap",
-                         SCRIPT + "srun -n1 sh -c 'echo STEP:XRD_MONINFO=$XRD_MONINFO'"],
-                        env={**base_env, "TMPDIR": str(disk)})
+        r = cluster.run(
+            [
+                "sbatch",
+                "--parsable",
+                "-c1",
+                "-o",
+                str(batch_out),
+                "--wrap",
+                SCRIPT + "srun -n1 sh -c 'echo STEP:XRD_MONINFO=$XRD_MONINFO'",
+            ],
+            env={**base_env, "TMPDIR": str(disk)},
+        )
         batch_id = r.stdout.strip().split(";")[0]
         # an array of two tasks
-        r = cluster.run(["sbatch", "--parsable", "--array=0-1", "-o", str(work / "array_%a.out"), "--wrap",
-                         "echo ENV:TIERLENS_AB_ARM=$TIERLENS_AB_ARM; echo ENV:XRD_MONINFO=$XRD_MONINFO; "
-                         "env | grep '^SLURM_JOB_SLUID=' | sed 's/^/ENV:/'"],
-                        env={**base_env, "TMPDIR": str(disk)})
+        r = cluster.run(
+            [
+                "sbatch",
+                "--parsable",
+                "--array=0-1",
+                "-o",
+                str(work / "array_%a.out"),
+                "--wrap",
+                "echo ENV:TIERLENS_AB_ARM=$TIERLENS_AB_ARM; echo ENV:XRD_MONINFO=$XRD_MONINFO; "
+                "env | grep '^SLURM_JOB_SLUID=' | sed 's/^/ENV:/'",
+            ],
+            env={**base_env, "TMPDIR": str(disk)},
+        )
         array_id = r.stdout.strip().split(";")[0]
         for jid in (srun_job, batch_id):
             cluster.wait_accounted(jid)
         tasks = _wait_array(cluster, array_id, 2)
-        out["batch"] = {"id": batch_id, "env": _env(batch_out.read_text()), "scratch": str(disk),
-                        "step_env": _env(batch_out.read_text(), "STEP:")}
-        out["array"] = {"id": array_id, "tasks": tasks,
-                        "env": [_env((work / f"array_{i}.out").read_text()) for i in (0, 1)]}
+        out["batch"] = {
+            "id": batch_id,
+            "env": _env(batch_out.read_text()),
+            "scratch": str(disk),
+            "step_env": _env(batch_out.read_text(), "STEP:"),
+        }
+        out["array"] = {
+            "id": array_id,
+            "tasks": tasks,
+            "env": [_env((work / f"array_{i}.out").read_text()) for i in (0, 1)],
+        }
         yield out
     finally:
         shutil.rmtree(shm, ignore_errors=True)
@@ -109,13 +136,16 @@ def jobs(cluster, work):
 
 def _wait_array(cluster: LocalCluster, array_id: str, n: int) -> list[str]:
     """Raw job ids of an array's tasks (by task id), once slurmdbd has them all finished."""
+
     def done():
         r = cluster.run(["sacct", "-X", "-P", "-n", "-j", array_id, "-o", "JobIDRaw,JobID,State"], check=False)
         rows = [line.split("|") for line in r.stdout.split()]
         if len(rows) == n and all(s not in ("PENDING", "RUNNING") for _, _, s in rows):
             return [raw for raw, _, _ in sorted(rows, key=lambda x: int(x[1].split("_")[1]))]
         return None
+
     from tierlens.sources.slurm.localcluster import _wait_for
+
     tasks = _wait_for(f"array {array_id}", done, 120, interval=1.0)
     for t in tasks:
         cluster.wait_accounted(t)
@@ -151,8 +181,11 @@ def _q(wh: Path, sql: str, params=None) -> list[tuple]:
 @pytest.fixture(scope="session")
 def ingested(cluster, jobs, work):
     wh = work / "home" / "warehouse.duckdb"
-    r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(wh), "--spool", str(cluster.spool),
-                                 "--first-hours", "2"], env=cluster.client_env)
+    r = CliRunner().invoke(
+        app,
+        ["ingest", "slurm", "-w", str(wh), "--spool", str(cluster.spool), "--first-hours", "2"],
+        env=cluster.client_env,
+    )
     assert r.exit_code == 0, r.output + repr(r.exception)
     assert "sacct format: json" in r.output
     return wh
@@ -180,14 +213,16 @@ def test_job_environment(cluster, jobs, build):
         else:
             assert env["TIERLENS_TEST_DIRECT"] == "1" and "XROOT_PROXY" not in env
             assert env["TIERLENS_CACHE_ROUTE"] == "direct"
-    srun_ident = job_identity("slurm", cluster.cluster_name, jobs["srun"]["id"],
-                              jobs["srun"]["env"].get("SLURM_JOB_SLUID"))
-    assert jobs["srun"]["env"]["XRD_MONINFO"] == f"user-tag,{srun_ident}"       # appended, not replaced
-    assert jobs["srun"]["env"]["TIERLENS_STORAGE_TYPE"] == "tmpfs"              # /dev/shm
-    batch_ident = job_identity("slurm", cluster.cluster_name, jobs["batch"]["id"],
-                               jobs["batch"]["env"].get("SLURM_JOB_SLUID"))
+    srun_ident = job_identity(
+        "slurm", cluster.cluster_name, jobs["srun"]["id"], jobs["srun"]["env"].get("SLURM_JOB_SLUID")
+    )
+    assert jobs["srun"]["env"]["XRD_MONINFO"] == f"user-tag,{srun_ident}"  # appended, not replaced
+    assert jobs["srun"]["env"]["TIERLENS_STORAGE_TYPE"] == "tmpfs"  # /dev/shm
+    batch_ident = job_identity(
+        "slurm", cluster.cluster_name, jobs["batch"]["id"], jobs["batch"]["env"].get("SLURM_JOB_SLUID")
+    )
     assert jobs["batch"]["env"]["XRD_MONINFO"] == batch_ident
-    assert jobs["batch"]["step_env"]["XRD_MONINFO"] == batch_ident              # not appended twice
+    assert jobs["batch"]["step_env"]["XRD_MONINFO"] == batch_ident  # not appended twice
     for task, env in zip(jobs["array"]["tasks"], jobs["array"]["env"]):
         assert env["XRD_MONINFO"] == job_identity("slurm", cluster.cluster_name, task, env.get("SLURM_JOB_SLUID"))
         assert env["TIERLENS_AB_ARM"] == arm_for_job(task, ARMS)
@@ -196,6 +231,7 @@ def test_job_environment(cluster, jobs, build):
 def test_detector_agrees_with_the_python_detector(jobs, build):
     """The C detector in the job and the HTCondor side's Python detector on the live node."""
     from tierlens.sources.condor.detect import detect
+
     for name in ("srun", "batch"):
         assert detect(jobs[name]["scratch"], "/").storage_type == _detect(build, jobs[name]["scratch"])["storage_type"]
 
@@ -247,10 +283,16 @@ def test_sacct_shows_the_jobs(cluster, jobs):
 
 def test_ingest_matches_sacct(cluster, jobs, ingested, build):
     p2 = _sacct_p2(cluster, _all_ids(jobs))
-    rows = {(r[0], r[1]): r for r in _q(ingested, """
+    rows = {
+        (r[0], r[1]): r
+        for r in _q(
+            ingested,
+            """
         SELECT job_id, step_id, allocated_cores, cpu_user_seconds + cpu_system_seconds, wall_seconds,
                state, bytes_read, bytes_written, job_identity, cluster, node, sluid
-        FROM raw_job""")}
+        FROM raw_job""",
+        )
+    }
     for key, s in p2.items():
         if key[1] == "extern":
             continue
@@ -269,19 +311,23 @@ def test_ingest_matches_sacct(cluster, jobs, ingested, build):
             task_env = jobs["array"]["env"][jobs["array"]["tasks"].index(key[0])]
             assert ident == task_env["XRD_MONINFO"], key
         assert node == cluster.node
-        if key[1]:   # steps: fs/disk of TRESUsageInTot / OutTot, absent when nothing was measured
+        if key[1]:  # steps: fs/disk of TRESUsageInTot / OutTot, absent when nothing was measured
             for got, col in ((rd, "TRESUsageInTot"), (wr, "TRESUsageOutTot")):
                 disk = dict(x.split("=") for x in s[col].split(",") if "=" in x).get("fs/disk")
                 assert got == (int(disk) if disk is not None else None), (key, col)
     srun = jobs["srun"]["id"]
-    assert rows[(srun, "")][2] == 2                        # -c2
-    assert rows[(srun, "")][3] > 0                         # it burned CPU
+    assert rows[(srun, "")][2] == 2  # -c2
+    assert rows[(srun, "")][3] > 0  # it burned CPU
     # it wrote WRITE_MB and read them back (fs/disk counts rchar/wchar)
     assert rows[(srun, "0")][7] >= WRITE_MB * 1024 * 1024 and rows[(srun, "0")][6] >= WRITE_MB * 1024 * 1024
     assert rows[(jobs["batch"]["id"], "batch")][7] >= WRITE_MB * 1024 * 1024
     # tags: what the detector gives for each job's scratch, the hashed arm, job and step level
-    tags = {(r[0], r[1]): r[2:] for r in _q(ingested, "SELECT job_id, step_id, storage_type, ab_arm, "
-                                                      "scratch_path, device_models FROM raw_job_tag")}
+    tags = {
+        (r[0], r[1]): r[2:]
+        for r in _q(
+            ingested, "SELECT job_id, step_id, storage_type, ab_arm, scratch_path, device_models FROM raw_job_tag"
+        )
+    }
     for name in ("srun", "batch"):
         jid = jobs[name]["id"]
         d = _detect(build, jobs[name]["scratch"])
@@ -295,23 +341,28 @@ def test_ingest_matches_sacct(cluster, jobs, ingested, build):
 
 def test_ingest_again_changes_nothing(cluster, ingested):
     before = _q(ingested, "SELECT count(*), sum(cpu_user_seconds) FROM raw_job")
-    r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(ingested), "--spool", str(cluster.spool)],
-                           env=cluster.client_env)
+    r = CliRunner().invoke(
+        app, ["ingest", "slurm", "-w", str(ingested), "--spool", str(cluster.spool)], env=cluster.client_env
+    )
     assert r.exit_code == 0, r.output
     assert _q(ingested, "SELECT count(*), sum(cpu_user_seconds) FROM raw_job") == before
-    assert _q(ingested, "SELECT count(*) FROM (SELECT job_id, step_id FROM raw_job "
-                        "GROUP BY ALL HAVING count(*) > 1)") == [(0,)]
+    assert _q(
+        ingested, "SELECT count(*) FROM (SELECT job_id, step_id FROM raw_job GROUP BY ALL HAVING count(*) > 1)"
+    ) == [(0,)]
     state = json.loads((ingested.parent / "warehouse.slurm-state.json").read_text())["default"]
     assert state["unfinished"] == [] and state["format"] == "json"
 
 
 def test_parsable2_fallback_gives_the_same_rows(cluster, ingested, work):
     wh2 = work / "home" / "p2.duckdb"
-    r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(wh2), "--format", "parsable2",
-                                 "--first-hours", "2"], env=cluster.client_env)
+    r = CliRunner().invoke(
+        app, ["ingest", "slurm", "-w", str(wh2), "--format", "parsable2", "--first-hours", "2"], env=cluster.client_env
+    )
     assert r.exit_code == 0, r.output
-    cols = ("job_id, step_id, allocated_cores, round(cpu_user_seconds, 2), round(cpu_system_seconds, 2), "
-            "wall_seconds, state, bytes_read, bytes_written, node, start_time, end_time")
+    cols = (
+        "job_id, step_id, allocated_cores, round(cpu_user_seconds, 2), round(cpu_system_seconds, 2), "
+        "wall_seconds, state, bytes_read, bytes_written, node, start_time, end_time"
+    )
     a = _q(ingested, f"SELECT {cols} FROM raw_job ORDER BY ALL")
     b = _q(wh2, f"SELECT {cols} FROM raw_job ORDER BY ALL")
     assert a == b
@@ -319,13 +370,18 @@ def test_parsable2_fallback_gives_the_same_rows(cluster, ingested, work):
 
 def test_dbt_marts_pick_up_the_jobs(cluster, jobs, ingested, work, build):
     from tierlens.transform import run_dbt
+
     result = run_dbt(ingested, work / "home" / "dbt")
     assert result.success, result.failures
     p2 = _sacct_p2(cluster, _all_ids(jobs))
     for name in ("srun", "batch"):
         jid = jobs[name]["id"]
-        (row,) = _q(ingested, "SELECT storage_type, ab_arm, efficiency FROM marts.job_efficiency "
-                              "WHERE batch_system = 'slurm' AND job_id = ? AND step_id = ''", [jid])
+        (row,) = _q(
+            ingested,
+            "SELECT storage_type, ab_arm, efficiency FROM marts.job_efficiency "
+            "WHERE batch_system = 'slurm' AND job_id = ? AND step_id = ''",
+            [jid],
+        )
         s = p2[(jid, "")]
         expected_eff = _total_cpu(s["TotalCPU"]) / (float(s["ElapsedRaw"]) * int(s["AllocCPUS"]))
         assert row[0] == _detect(build, jobs[name]["scratch"])["storage_type"]

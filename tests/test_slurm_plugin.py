@@ -17,8 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = REPO / "plugins" / "slurm"
 VECTORS = REPO / "tests" / "vectors"
 CASES = sorted(p.name for p in VECTORS.iterdir() if (p / "case.json").is_file())
-VALGRIND = ["valgrind", "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=all",
-            "--quiet"]
+VALGRIND = ["valgrind", "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=all", "--quiet"]
 
 
 def _need(*tools: str) -> None:
@@ -39,13 +38,22 @@ def build(tmp_path_factory) -> Path:
 
 
 def test_plugin_exports_the_spank_entry_points(build):
-    syms = subprocess.run(["nm", "-D", "--defined-only", str(build / "tierlens_spank.so")],
-                          capture_output=True, text=True, check=True).stdout
-    for name in ("plugin_name", "plugin_type", "plugin_version", "slurm_spank_init",
-                 "slurm_spank_user_init", "slurm_spank_task_post_fork", "slurm_spank_exit"):
+    syms = subprocess.run(
+        ["nm", "-D", "--defined-only", str(build / "tierlens_spank.so")], capture_output=True, text=True, check=True
+    ).stdout
+    for name in (
+        "plugin_name",
+        "plugin_type",
+        "plugin_version",
+        "slurm_spank_init",
+        "slurm_spank_user_init",
+        "slurm_spank_task_post_fork",
+        "slurm_spank_exit",
+    ):
         assert f" {name}\n" in syms, name
-    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(build / "tierlens_spank.so")],
-                               capture_output=True, text=True, check=True).stdout
+    undefined = subprocess.run(
+        ["nm", "-D", "--undefined-only", str(build / "tierlens_spank.so")], capture_output=True, text=True, check=True
+    ).stdout
     assert "malloc" not in undefined and "calloc" not in undefined, "the plugin allocates nothing"
 
 
@@ -60,8 +68,11 @@ def test_c_unit_tests_under_valgrind(build):
 def test_c_detector_vector_under_valgrind(build, case):
     _need("valgrind")
     spec = json.loads((VECTORS / case / "case.json").read_text())
-    r = subprocess.run([*VALGRIND, str(build / "tl_test"), "detect", str(VECTORS / case / "root"),
-                        spec["scratch"]], capture_output=True, text=True)
+    r = subprocess.run(
+        [*VALGRIND, str(build / "tl_test"), "detect", str(VECTORS / case / "root"), spec["scratch"]],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     assert got["storage_type"] == spec["expected"]["storage_type"], (spec["description"], got)
@@ -79,8 +90,7 @@ def test_arm_hash_is_the_same_in_c_and_python(build):
     """arm=hash:A,B,C in the plugin and arm_for_job() in Python pick the same arm for every job."""
     ids = [str(i) for i in range(1, 200)] + ["4294967294", "123456789"]
     for n in (2, 3):
-        r = subprocess.run([str(build / "tl_test"), "arm", str(n), *ids], capture_output=True, text=True,
-                           check=True)
+        r = subprocess.run([str(build / "tl_test"), "arm", str(n), *ids], capture_output=True, text=True, check=True)
         arms = [chr(ord("A") + k) for k in range(n)]
         assert [arms[int(x)] for x in r.stdout.split()] == [arm_for_job(i, arms) for i in ids]
     # both arms occur: a hashed trial really splits the jobs

@@ -54,15 +54,17 @@ def cluster(base):
     if not Path("/usr/include/slurm/spank.h").exists():
         pytest.skip("needs libslurm-dev")
     work = Path(tempfile.mkdtemp(prefix="tierlens-jc-work-"))
-    work.chmod(0o755)                 # munged and slurmd run as their own users: they must get in
+    work.chmod(0o755)  # munged and slurmd run as their own users: they must get in
     build = work / "build"
     build.mkdir()
-    r = subprocess.run(["make", "-C", str(REPO / "plugins" / "slurm"), f"BUILD={build}"], capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        ["make", "-C", str(REPO / "plugins" / "slurm"), f"BUILD={build}"], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     spool = work / "spool"
-    c = _PrivateTmpCluster(work / "cluster",
-                           plugstack_lines=[f"optional {build / 'tierlens_spank.so'} spool={spool} cluster=jc"])
+    c = _PrivateTmpCluster(
+        work / "cluster", plugstack_lines=[f"optional {build / 'tierlens_spank.so'} spool={spool} cluster=jc"]
+    )
     c.base = base
     try:
         with c:
@@ -73,13 +75,20 @@ def cluster(base):
 
 
 def test_private_tmp_is_tagged_with_the_storage_behind_it(cluster, base):
-    r = cluster.run(["srun", "-n1", "bash", "-c",
-                     "env | grep -E '^TIERLENS_'; echo FS:$(findmnt -no FSTYPE --target /tmp); echo JOB:$SLURM_JOB_ID"])
+    r = cluster.run(
+        [
+            "srun",
+            "-n1",
+            "bash",
+            "-c",
+            "env | grep -E '^TIERLENS_'; echo FS:$(findmnt -no FSTYPE --target /tmp); echo JOB:$SLURM_JOB_ID",
+        ]
+    )
     out = dict(line.split("=", 1) for line in r.stdout.splitlines() if line.startswith("TIERLENS_"))
     jid = next(line.split(":", 1)[1] for line in r.stdout.splitlines() if line.startswith("JOB:"))
     inside = next(line.split(":", 1)[1] for line in r.stdout.splitlines() if line.startswith("FS:"))
-    assert inside == "tmpfs"                                   # the job's /tmp is the private one
-    behind = detect(str(base), "/")                            # independent: the Python detector
+    assert inside == "tmpfs"  # the job's /tmp is the private one
+    behind = detect(str(base), "/")  # independent: the Python detector
     assert behind.storage_type == "tmpfs"
     assert out["TIERLENS_SCRATCH"] == "/tmp"
     assert out["TIERLENS_STORAGE_TYPE"] == behind.storage_type, (out, detect("/tmp", "/"))
@@ -89,6 +98,6 @@ def test_private_tmp_is_tagged_with_the_storage_behind_it(cluster, base):
     (rec_path,) = cluster.spool.glob(f"{jid}.0.*.json")
     rec = json.loads(rec_path.read_text())
     assert rec["storage_type"] == "tmpfs" and rec["scratch_path"] == "/tmp"
-    assert "array_job_id" not in rec and "array_task_id" not in rec    # not an array job
+    assert "array_job_id" not in rec and "array_task_id" not in rec  # not an array job
     # <BasePath>/<job>, or <BasePath>/<node>/<job> where Slurm is built for multiple slurmds
     assert rec["scratch_backing"] in (f"{base}/{jid}", f"{base}/{cluster.node}/{jid}")

@@ -23,8 +23,14 @@ from typer.testing import CliRunner
 from tierlens.cli import app
 from tierlens.pipeline import ingest
 from tierlens.records import JOB, job_identity
-from tierlens.sources.slurm.sacct import (PARSABLE_FIELDS, _cpu_time, first_node, parse_json_document,
-                                          parse_parsable2, to_batches)
+from tierlens.sources.slurm.sacct import (
+    PARSABLE_FIELDS,
+    _cpu_time,
+    first_node,
+    parse_json_document,
+    parse_parsable2,
+    to_batches,
+)
 from tierlens.sources.slurm.spool import arm_for_job, spool_batches
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,7 +77,7 @@ def test_json_2205_capture():
     step = doc["jobs"][0]["steps"][0]
     disk_in = next(t["count"] for t in step["tres"]["requested"]["total"] if t["name"] == "disk")
     disk_out = next(t["count"] for t in step["tres"]["consumed"]["total"] if t["name"] == "disk")
-    assert got[("1", "0")]["bytes_read"] == disk_in > 20_000_000      # the job wrote and read 20 MB
+    assert got[("1", "0")]["bytes_read"] == disk_in > 20_000_000  # the job wrote and read 20 MB
     assert got[("1", "0")]["bytes_written"] == disk_out > 20_000_000
     assert got[("1", "")]["bytes_read"] == disk_in
     assert locs[0].startswith("cap:offset ") and text[int(locs[0].split()[-1])] == "{"
@@ -79,34 +85,62 @@ def test_json_2205_capture():
 
 def _new_layout_job(job_id: int, end: int = T0 + 100, state: str = "COMPLETED") -> dict:
     """A job as 23.02+ print it (data_parser v0.0.39 / v0.0.40): wrapped numbers, state lists."""
+
     def n(v):
         return {"set": True, "infinite": False, "number": v}
+
     return {
-        "job_id": job_id, "cluster": "c1", "user": "alice", "account": "atlas", "partition": "prod",
+        "job_id": job_id,
+        "cluster": "c1",
+        "user": "alice",
+        "account": "atlas",
+        "partition": "prod",
         "nodes": "wn[07-08]",
         "array": {"job_id": 40, "task_id": n(3)},
         "state": {"current": [state], "reason": "None"},
         "exit_code": {"status": ["SUCCESS"], "return_code": n(0)},
-        "time": {"submission": T0 - 10, "start": T0, "end": end, "elapsed": max(end - T0, 50),
-                 "user": {"seconds": 0, "microseconds": 0}, "system": {"seconds": 0, "microseconds": 0}},
+        "time": {
+            "submission": T0 - 10,
+            "start": T0,
+            "end": end,
+            "elapsed": max(end - T0, 50),
+            "user": {"seconds": 0, "microseconds": 0},
+            "system": {"seconds": 0, "microseconds": 0},
+        },
         "tres": {"allocated": [{"type": "cpu", "name": "", "id": 1, "count": 8}]},
-        "steps": [{
-            "step": {"id": f"{job_id}.batch", "name": "batch"},
-            "nodes": {"count": 1, "range": "wn07", "list": ["wn07"]},
-            "state": [state], "exit_code": {"status": ["SUCCESS"], "return_code": n(0)},
-            "time": {"start": n(T0), "end": n(end), "elapsed": max(end - T0, 50),
-                     "user": {"seconds": 500, "microseconds": 250000},
-                     "system": {"seconds": 20, "microseconds": 0}},
-            "tres": {"allocated": [{"type": "cpu", "name": "", "id": 1, "count": 8}],
-                     "requested": {"total": [{"type": "fs", "name": "disk", "id": 6, "count": 1000}]},
-                     "consumed": {"total": [{"type": "fs", "name": "disk", "id": 6, "count": 300}]}},
-        }],
+        "steps": [
+            {
+                "step": {"id": f"{job_id}.batch", "name": "batch"},
+                "nodes": {"count": 1, "range": "wn07", "list": ["wn07"]},
+                "state": [state],
+                "exit_code": {"status": ["SUCCESS"], "return_code": n(0)},
+                "time": {
+                    "start": n(T0),
+                    "end": n(end),
+                    "elapsed": max(end - T0, 50),
+                    "user": {"seconds": 500, "microseconds": 250000},
+                    "system": {"seconds": 20, "microseconds": 0},
+                },
+                "tres": {
+                    "allocated": [{"type": "cpu", "name": "", "id": 1, "count": 8}],
+                    "requested": {"total": [{"type": "fs", "name": "disk", "id": 6, "count": 1000}]},
+                    "consumed": {"total": [{"type": "fs", "name": "disk", "id": 6, "count": 300}]},
+                },
+            }
+        ],
     }
 
 
 def _doc(*jobs: dict) -> str:
-    return json.dumps({"meta": {"plugin": {"type": "openapi/slurmdbd", "data_parser": "v0.0.40"}},
-                       "errors": [], "warnings": [], "jobs": list(jobs)}, indent=1)
+    return json.dumps(
+        {
+            "meta": {"plugin": {"type": "openapi/slurmdbd", "data_parser": "v0.0.40"}},
+            "errors": [],
+            "warnings": [],
+            "jobs": list(jobs),
+        },
+        indent=1,
+    )
 
 
 def test_json_later_layout_and_arrays():
@@ -137,7 +171,7 @@ def test_pending_jobs_are_left_for_later_and_bad_jobs_rejected():
     for r in rejects:
         off = int(r.location.rsplit(" ", 1)[1])
         assert text[off] == "{" and r.source == "w"
-        assert json.loads(r.raw).get("job_id") in (51, None)   # the reject's record is the bad job
+        assert json.loads(r.raw).get("job_id") in (51, None)  # the reject's record is the bad job
     # a truncated document: the complete jobs are kept, the rest is one reject
     rows, _, rejects = parse_json_document(text[: text.index('"job_id": 53') + 5], "t")
     assert {r["job_id"] for r in rows} == set() and rejects[-1].field == "jobs"
@@ -155,26 +189,55 @@ def test_running_job_is_loaded_again_when_it_finishes_not_duplicated(tmp_path):
 
 # ---- --parsable2 ----------------------------------------------------------------------------
 def _p2(**kw: str) -> str:
-    base = dict(JobIDRaw="70", JobID="70", Cluster="c1", User="bob", Account="cms", Partition="short",
-                NodeList="wn01", Submit=str(T0 - 5), Start=str(T0), End=str(T0 + 60), AllocCPUS="4",
-                UserCPU="01:02.500", SystemCPU="00:01.250", ElapsedRaw="60", State="COMPLETED",
-                ExitCode="0:0", TRESUsageInTot="", TRESUsageOutTot="", ReqCPUS="4")
+    base = dict(
+        JobIDRaw="70",
+        JobID="70",
+        Cluster="c1",
+        User="bob",
+        Account="cms",
+        Partition="short",
+        NodeList="wn01",
+        Submit=str(T0 - 5),
+        Start=str(T0),
+        End=str(T0 + 60),
+        AllocCPUS="4",
+        UserCPU="01:02.500",
+        SystemCPU="00:01.250",
+        ElapsedRaw="60",
+        State="COMPLETED",
+        ExitCode="0:0",
+        TRESUsageInTot="",
+        TRESUsageOutTot="",
+        ReqCPUS="4",
+    )
     base.update(kw)
     return "|".join(base[f] for f in PARSABLE_FIELDS)
 
 
 def test_parsable2_rows_and_rejects():
-    lines = [_p2(), _p2(JobIDRaw="70.batch", JobID="70.batch", User="", Account="", Partition="",
-                        TRESUsageInTot="cpu=00:01:00,fs/disk=5000", TRESUsageOutTot="fs/disk=700"),
-             _p2(JobIDRaw="71", State="CANCELLED by 0", UserCPU="1-02:00:00"),
-             "72|72|c1|too|few", _p2(JobIDRaw="73", UserCPU="soon"), _p2(JobIDRaw="74", Start="Unknown", End="Unknown")]
+    lines = [
+        _p2(),
+        _p2(
+            JobIDRaw="70.batch",
+            JobID="70.batch",
+            User="",
+            Account="",
+            Partition="",
+            TRESUsageInTot="cpu=00:01:00,fs/disk=5000",
+            TRESUsageOutTot="fs/disk=700",
+        ),
+        _p2(JobIDRaw="71", State="CANCELLED by 0", UserCPU="1-02:00:00"),
+        "72|72|c1|too|few",
+        _p2(JobIDRaw="73", UserCPU="soon"),
+        _p2(JobIDRaw="74", Start="Unknown", End="Unknown"),
+    ]
     rows, locs, rejects = parse_parsable2(lines, "p2")
     got = _by_key(rows)
     assert set(got) == {("70", ""), ("70", "batch"), ("71", "")}
     j = got[("70", "")]
     assert j["cpu_user_seconds"] == 62.5 and j["cpu_system_seconds"] == 1.25 and j["allocated_cores"] == 4
-    assert j["bytes_read"] == 5000 and j["bytes_written"] == 700   # summed from its steps
-    assert got[("70", "batch")]["user_name"] == "bob"              # steps inherit the job's user
+    assert j["bytes_read"] == 5000 and j["bytes_written"] == 700  # summed from its steps
+    assert got[("70", "batch")]["user_name"] == "bob"  # steps inherit the job's user
     assert got[("71", "")]["state"] == "CANCELLED" and got[("71", "")]["cpu_user_seconds"] == 93600
     assert [(r.location, r.field) for r in rejects] == [("p2:line 4", "line"), ("p2:line 5", "cpu_user_seconds")]
 
@@ -190,10 +253,23 @@ def test_cpu_time_and_hostlists():
 
 # ---- spool ----------------------------------------------------------------------------------
 def _spool_rec(job: str, step: str, node: str = "wn01", **kw) -> str:
-    rec = {"v": 1, "tagger": "slurm-spank", "cluster": "c1", "job_id": job, "step_id": step,
-           "node": node, "job_identity": f"slurm.c1.{job}", "storage_type": "raid0",
-           "scratch_path": "/scratch", "ab_arm": "B", "cache_route": "cache:x:1094",
-           "start_time": T0, "end_time": T0 + 5, "device_models": ["ST1", "ST2"], "task_pids": [1]}
+    rec = {
+        "v": 1,
+        "tagger": "slurm-spank",
+        "cluster": "c1",
+        "job_id": job,
+        "step_id": step,
+        "node": node,
+        "job_identity": f"slurm.c1.{job}",
+        "storage_type": "raid0",
+        "scratch_path": "/scratch",
+        "ab_arm": "B",
+        "cache_route": "cache:x:1094",
+        "start_time": T0,
+        "end_time": T0 + 5,
+        "device_models": ["ST1", "ST2"],
+        "task_pids": [1],
+    }
     rec.update(kw)
     return json.dumps(rec) + "\n"
 
@@ -209,19 +285,23 @@ def test_spool_records_to_job_tags_with_rejects(tmp_path):
     (sp / "82.0.wn01.json").write_text('{"job_id": "82", broken\n')
     (sp / "83.0.wn01.json").write_text(_spool_rec("83", "0", storage_type="floppy"))
     (sp / "84.0.wn01.json").write_text(_spool_rec("84", "0", device_models="ST1"))
-    (sp / ".tmp.123.85.0.wn01.json").write_text("half")          # the plugin's temporary: skipped
-    (sp / "86.0.wn01.json").symlink_to(sp / "80.0.wn01.json")    # not a plugin record: rejected
+    (sp / ".tmp.123.85.0.wn01.json").write_text("half")  # the plugin's temporary: skipped
+    (sp / "86.0.wn01.json").symlink_to(sp / "80.0.wn01.json")  # not a plugin record: rejected
     batches = list(spool_batches([sp]))
     assert len(batches) == 1
     b = batches[0]
     tags = {(r["job_id"], r["step_id"]): r for r in b.table.to_pylist()}
     assert set(tags) == {("80", "batch"), ("80", "0"), ("80", ""), ("81", "0"), ("81", "extern"), ("81", "")}
     assert tags[("80", "")]["node"] == "wn01" and tags[("80", "0")]["node"] == "wn01"  # first node
-    assert tags[("81", "")]["ab_arm"] is None          # from step 0, preferred to extern
+    assert tags[("81", "")]["ab_arm"] is None  # from step 0, preferred to extern
     assert tags[("80", "")]["device_models"] == ["ST1", "ST2"]
     rej = sorted((Path(r.location.split(":")[0]).name, r.location.split(":")[1], r.field) for r in b.rejects)
-    assert rej == [("82.0.wn01.json", "line 1", "record"), ("83.0.wn01.json", "line 1", "storage_type"),
-                   ("84.0.wn01.json", "line 1", "device_models"), ("86.0.wn01.json", "line 1", "file")]
+    assert rej == [
+        ("82.0.wn01.json", "line 1", "record"),
+        ("83.0.wn01.json", "line 1", "storage_type"),
+        ("84.0.wn01.json", "line 1", "device_models"),
+        ("86.0.wn01.json", "line 1", "file"),
+    ]
     wh = tmp_path / "w.duckdb"
     summary = ingest(batches, wh)
     assert summary.rows_loaded["job_tag"] == 6
@@ -237,7 +317,7 @@ def test_arm_for_job_splits_jobs():
 
 
 # ---- the command: windows, watermark, unfinished jobs, fallback -------------------------------
-FAKE_SACCT = r'''#!PYTHON
+FAKE_SACCT = r"""#!PYTHON
 import json, os, sys
 args = sys.argv[1:]
 with open(os.environ["FAKE_SACCT_LOG"], "a") as f:
@@ -260,7 +340,7 @@ sys.stdout.write(out)
 if call == int(broken) and how == "exit":
     print("sacct: error: Problem talking to the database: Connection refused", file=sys.stderr)
     sys.exit(2)
-'''
+"""
 
 
 @pytest.fixture
@@ -277,6 +357,7 @@ def fake_sacct(tmp_path, monkeypatch):
         out = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
         log.unlink(missing_ok=True)
         return out
+
     return exe, calls
 
 
@@ -301,7 +382,7 @@ def test_watermark_windows_and_unfinished_jobs(tmp_path, fake_sacct):
     second = calls()
     assert "--jobs" in second[0] and second[0][second[0].index("--jobs") + 1] == "90"
     start_arg = second[1][second[1].index("--starttime") + 1]
-    assert abs(datetime.fromisoformat(start_arg).timestamp() - (wm - 600)) < 1   # 10 min overlap
+    assert abs(datetime.fromisoformat(start_arg).timestamp() - (wm - 600)) < 1  # 10 min overlap
     assert json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]["unfinished"] == []
     assert _q(wh, "SELECT count(*), min(state) FROM raw_job WHERE job_id = '90'") == [(2, "COMPLETED")]
 
@@ -316,14 +397,17 @@ def test_falls_back_to_parsable2(tmp_path, fake_sacct, monkeypatch):
     c = calls()
     assert "--json" in c[0] and "--parsable2" in c[1] and "--noconvert" in c[1]
     assert _q(wh, "SELECT step_id, allocated_cores, cpu_user_seconds FROM raw_job ORDER BY step_id") == [
-        ("", 4, 62.5), ("0", 4, 62.5)]
+        ("", 4, 62.5),
+        ("0", 4, 62.5),
+    ]
     assert _q(wh, "SELECT field FROM raw_rejects") == [("line",)]
     assert "parsable2" in r.output
 
 
 def test_missing_sacct_is_an_error_not_a_traceback(tmp_path):
-    r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(tmp_path / "w.duckdb"),
-                                 "--sacct", str(tmp_path / "no-such-sacct")])
+    r = CliRunner().invoke(
+        app, ["ingest", "slurm", "-w", str(tmp_path / "w.duckdb"), "--sacct", str(tmp_path / "no-such-sacct")]
+    )
     assert r.exit_code == 1 and "no-such-sacct" in r.output
 
 
@@ -335,73 +419,154 @@ def _w(v: int | None, infinite: bool = False) -> dict:
     return {"set": v is not None, "infinite": infinite, "number": 0 if v is None else v}
 
 
-def _job_2411(job_id: int, *, start: int = T0, end: int = T0 + 100, state: str = "COMPLETED",
-              steps: bool = True, cluster: str = "prod") -> dict:
+def _job_2411(
+    job_id: int,
+    *,
+    start: int = T0,
+    end: int = T0 + 100,
+    state: str = "COMPLETED",
+    steps: bool = True,
+    cluster: str = "prod",
+) -> dict:
     """A job in the layout `sacct --json` of 24.11 prints (openapi/slurmdbd, data_parser v0.0.42):
     job times are plain epochs, limits and codes are {set, infinite, number} wrappers."""
     elapsed = max(end - start, 0) if start and start != NO_VAL and end else 0
     step = {
-        "time": {"elapsed": elapsed, "end": _w(end), "start": _w(start), "suspended": 0,
-                 "system": {"seconds": 3, "microseconds": 500000}, "limit": _w(None, infinite=True),
-                 "total": {"seconds": 83, "microseconds": 500000},
-                 "user": {"seconds": 80, "microseconds": 0}},
+        "time": {
+            "elapsed": elapsed,
+            "end": _w(end),
+            "start": _w(start),
+            "suspended": 0,
+            "system": {"seconds": 3, "microseconds": 500000},
+            "limit": _w(None, infinite=True),
+            "total": {"seconds": 83, "microseconds": 500000},
+            "user": {"seconds": 80, "microseconds": 0},
+        },
         "exit_code": {"status": ["SUCCESS"], "return_code": _w(0), "signal": {"id": _w(None), "name": ""}},
         "nodes": {"count": 1, "range": "wn12", "list": ["wn12"]},
-        "tasks": {"count": 1}, "pid": "", "CPU": {"requested_frequency": {"min": _w(None), "max": _w(None)},
-                                                    "governor": ""},
-        "kill_request_user": "", "state": [state],
+        "tasks": {"count": 1},
+        "pid": "",
+        "CPU": {"requested_frequency": {"min": _w(None), "max": _w(None)}, "governor": ""},
+        "kill_request_user": "",
+        "state": [state],
         "statistics": {"CPU": {"actual_frequency": 0}, "energy": {"consumed": _w(NO_VAL64)}},
         "step": {"id": f"{job_id}.batch", "name": "batch"},
         "task": {"distribution": "Cyclic"},
-        "tres": {"requested": {"max": [], "min": [], "average": [],
-                               "total": [{"type": "fs", "name": "disk", "id": 6, "count": 4096}]},
-                 "consumed": {"max": [], "min": [], "average": [],
-                              "total": [{"type": "fs", "name": "disk", "id": 6, "count": 1024},
-                                        {"type": "energy", "name": "", "id": 3, "count": NO_VAL64}]},
-                 "allocated": [{"type": "cpu", "name": "", "id": 1, "count": 4}]},
+        "tres": {
+            "requested": {
+                "max": [],
+                "min": [],
+                "average": [],
+                "total": [{"type": "fs", "name": "disk", "id": 6, "count": 4096}],
+            },
+            "consumed": {
+                "max": [],
+                "min": [],
+                "average": [],
+                "total": [
+                    {"type": "fs", "name": "disk", "id": 6, "count": 1024},
+                    {"type": "energy", "name": "", "id": 3, "count": NO_VAL64},
+                ],
+            },
+            "allocated": [{"type": "cpu", "name": "", "id": 1, "count": 4}],
+        },
     }
     return {
-        "account": "atlas", "comment": {"administrator": "", "job": "", "system": ""},
-        "allocation_nodes": 1, "array": {"job_id": 0, "limits": {"max": {"running": {"tasks": 0}}},
-                                         "task_id": _w(None), "task": ""},
+        "account": "atlas",
+        "comment": {"administrator": "", "job": "", "system": ""},
+        "allocation_nodes": 1,
+        "array": {"job_id": 0, "limits": {"max": {"running": {"tasks": 0}}}, "task_id": _w(None), "task": ""},
         "association": {"account": "atlas", "cluster": cluster, "partition": "", "user": "prdatl", "id": 77},
-        "block": "", "cluster": cluster, "constraints": "", "container": "",
+        "block": "",
+        "cluster": cluster,
+        "constraints": "",
+        "container": "",
         "derived_exit_code": {"status": ["SUCCESS"], "return_code": _w(0), "signal": {"id": _w(None), "name": ""}},
-        "time": {"elapsed": elapsed, "eligible": T0 - 5, "end": end, "planned": _w(5),
-                 "start": start, "submission": T0 - 10, "suspended": 0,
-                 "system": {"seconds": 0, "microseconds": 0}, "limit": _w(2880),
-                 "total": {"seconds": 0, "microseconds": 0}, "user": {"seconds": 0, "microseconds": 0}},
-        "exit_code": {"status": ["FAILED" if state == "FAILED" else "SUCCESS"],
-                      "return_code": _w(1 if state == "FAILED" else 0), "signal": {"id": _w(None), "name": ""}},
-        "extra": "", "failed_node": "", "flags": ["STARTED_ON_BACKFILL"] if steps else [],
-        "group": "atlas", "het": {"job_id": 0, "job_offset": _w(None)}, "job_id": job_id,
-        "name": "pilot", "licenses": "", "mcs": {"label": ""},
-        "nodes": "wn12" if steps else "None assigned", "partition": "grid", "hold": False,
+        "time": {
+            "elapsed": elapsed,
+            "eligible": T0 - 5,
+            "end": end,
+            "planned": _w(5),
+            "start": start,
+            "submission": T0 - 10,
+            "suspended": 0,
+            "system": {"seconds": 0, "microseconds": 0},
+            "limit": _w(2880),
+            "total": {"seconds": 0, "microseconds": 0},
+            "user": {"seconds": 0, "microseconds": 0},
+        },
+        "exit_code": {
+            "status": ["FAILED" if state == "FAILED" else "SUCCESS"],
+            "return_code": _w(1 if state == "FAILED" else 0),
+            "signal": {"id": _w(None), "name": ""},
+        },
+        "extra": "",
+        "failed_node": "",
+        "flags": ["STARTED_ON_BACKFILL"] if steps else [],
+        "group": "atlas",
+        "het": {"job_id": 0, "job_offset": _w(None)},
+        "job_id": job_id,
+        "name": "pilot",
+        "licenses": "",
+        "mcs": {"label": ""},
+        "nodes": "wn12" if steps else "None assigned",
+        "partition": "grid",
+        "hold": False,
         "priority": _w(INFINITE, infinite=False) if not steps else _w(1000),
-        "qos": "normal", "qosreq": "", "required": {"CPUs": 4, "memory_per_cpu": _w(None),
-                                                    "memory_per_node": _w(8000)},
-        "kill_request_user": "", "restart_cnt": 0, "reservation": {"id": 0, "name": ""},
-        "script": "", "stdin_expanded": "", "stdout_expanded": "", "stderr_expanded": "",
-        "stdout": "", "stderr": "", "stdin": "",
+        "qos": "normal",
+        "qosreq": "",
+        "required": {"CPUs": 4, "memory_per_cpu": _w(None), "memory_per_node": _w(8000)},
+        "kill_request_user": "",
+        "restart_cnt": 0,
+        "reservation": {"id": 0, "name": ""},
+        "script": "",
+        "stdin_expanded": "",
+        "stdout_expanded": "",
+        "stderr_expanded": "",
+        "stdout": "",
+        "stderr": "",
+        "stdin": "",
         "state": {"current": [state], "reason": "None" if steps else "launch failed requeued held"},
         "steps": [step] if steps else [],
         "submit_line": "sbatch pilot.sh",
-        "tres": {"allocated": [{"type": "cpu", "name": "", "id": 1, "count": 4}] if steps else [],
-                 "requested": [{"type": "cpu", "name": "", "id": 1, "count": 4},
-                               {"type": "mem", "name": "", "id": 2, "count": 8000}]},
-        "used_gres": "", "user": "prdatl", "wckey": {"wckey": "", "flags": []},
+        "tres": {
+            "allocated": [{"type": "cpu", "name": "", "id": 1, "count": 4}] if steps else [],
+            "requested": [
+                {"type": "cpu", "name": "", "id": 1, "count": 4},
+                {"type": "mem", "name": "", "id": 2, "count": 8000},
+            ],
+        },
+        "used_gres": "",
+        "user": "prdatl",
+        "wckey": {"wckey": "", "flags": []},
         "working_directory": "/home/prdatl",
     }
 
 
 def _doc_2411(*jobs: dict) -> str:
-    return json.dumps({"jobs": list(jobs), "meta": {
-        "plugin": {"type": "openapi/slurmdbd", "name": "Slurm OpenAPI slurmdbd", "data_parser": "data_parser/v0.0.42",
-                   "accounting_storage": "accounting_storage/slurmdbd"},
-        "client": {"source": "/dev/pts/0", "user": "root", "group": "root"},
-        "command": ["sacct", "--json"], "slurm": {"version": {"major": "24", "micro": "5", "minor": "11"},
-                                                  "release": "24.11.5", "cluster": "prod"}},
-        "errors": [], "warnings": []}, indent=2)
+    return json.dumps(
+        {
+            "jobs": list(jobs),
+            "meta": {
+                "plugin": {
+                    "type": "openapi/slurmdbd",
+                    "name": "Slurm OpenAPI slurmdbd",
+                    "data_parser": "data_parser/v0.0.42",
+                    "accounting_storage": "accounting_storage/slurmdbd",
+                },
+                "client": {"source": "/dev/pts/0", "user": "root", "group": "root"},
+                "command": ["sacct", "--json"],
+                "slurm": {
+                    "version": {"major": "24", "micro": "5", "minor": "11"},
+                    "release": "24.11.5",
+                    "cluster": "prod",
+                },
+            },
+            "errors": [],
+            "warnings": [],
+        },
+        indent=2,
+    )
 
 
 def test_launch_failure_loads_with_no_start_and_its_state(tmp_path):
@@ -414,7 +579,7 @@ def test_launch_failure_loads_with_no_start_and_its_state(tmp_path):
     f = got[("700", "")]
     assert f["start_time"] is None and f["wall_seconds"] == 0 and f["state"] == "FAILED"
     assert f["end_time"] == datetime.fromtimestamp(T0 + 30, tz=timezone.utc) and f["exit_code"] == 1
-    assert f["allocated_cores"] == 4                   # as requested: there was no allocation
+    assert f["allocated_cores"] == 4  # as requested: there was no allocation
     ok = got[("699", "batch")]
     assert ok["start_time"] == datetime.fromtimestamp(T0, tz=timezone.utc) and ok["wall_seconds"] == 100
     assert ok["bytes_read"] == 4096 and ok["bytes_written"] == 1024
@@ -422,7 +587,8 @@ def test_launch_failure_loads_with_no_start_and_its_state(tmp_path):
     ingest(to_batches(rows, locs, rejects, "p"), wh)
     assert _q(wh, "SELECT count(*) FROM raw_rejects") == [(0,)]
     assert _q(wh, "SELECT state, start_time IS NULL, wall_seconds FROM raw_job WHERE job_id = '700'") == [
-        ("FAILED", True, 0.0)]
+        ("FAILED", True, 0.0)
+    ]
     # a job that ran but lost its start is still rejected: wall time needs a start
     ran = _job_2411(701, start=NO_VAL, end=T0 + 30)
     ran["time"]["elapsed"] = 30
@@ -430,19 +596,23 @@ def test_launch_failure_loads_with_no_start_and_its_state(tmp_path):
     rows2 = [dict(r, wall_seconds=30.0) if not r["step_id"] else r for r in rows2]
     ingest(to_batches(rows2, locs2, rej2, "q"), wh)
     assert _q(wh, "SELECT field FROM raw_rejects WHERE location LIKE 'q:%' AND location NOT LIKE '%step%'") == [
-        ("start_time",)]
+        ("start_time",)
+    ]
 
 
-@pytest.mark.parametrize("value", [NO_VAL, INFINITE, NO_VAL64, INFINITE64,
-                                   _w(NO_VAL), _w(NO_VAL64), _w(None), _w(7, infinite=True), str(NO_VAL64)])
+@pytest.mark.parametrize(
+    "value",
+    [NO_VAL, INFINITE, NO_VAL64, INFINITE64, _w(NO_VAL), _w(NO_VAL64), _w(None), _w(7, infinite=True), str(NO_VAL64)],
+)
 def test_sentinels_are_null_not_numbers(value):
     from tierlens.sources.slurm.sacct import _num, _ts
+
     assert _num(value) is None and _ts(value) is None
 
 
 def test_sentinels_in_json_fields_and_parsable2():
     job = _job_2411(710)
-    job["steps"][0]["tres"]["consumed"]["total"][0]["count"] = NO_VAL64   # fs/disk never measured
+    job["steps"][0]["tres"]["consumed"]["total"][0]["count"] = NO_VAL64  # fs/disk never measured
     job["steps"][0]["time"]["end"] = _w(INFINITE)
     job["time"]["submission"] = NO_VAL
     rows, _, rejects = parse_json_document(_doc_2411(job), "s")
@@ -450,14 +620,26 @@ def test_sentinels_in_json_fields_and_parsable2():
     got = _by_key(rows)
     assert got[("710", "batch")]["bytes_written"] is None and got[("710", "batch")]["end_time"] is None
     assert got[("710", "")]["submit_time"] is None and got[("710", "")]["bytes_written"] is None
-    lines = [_p2(JobIDRaw="720", Start=str(NO_VAL), End=str(T0 + 9), ElapsedRaw="0", State="FAILED",
-                 AllocCPUS="0", ReqCPUS="2", UserCPU="00:00:00", SystemCPU="00:00:00", ExitCode="1:0"),
-             _p2(JobIDRaw="721", Submit=str(NO_VAL64), AllocCPUS=str(INFINITE), ReqCPUS="3"),
-             _p2(JobIDRaw="722", Start=str(NO_VAL), End="Unknown", State="PENDING")]
+    lines = [
+        _p2(
+            JobIDRaw="720",
+            Start=str(NO_VAL),
+            End=str(T0 + 9),
+            ElapsedRaw="0",
+            State="FAILED",
+            AllocCPUS="0",
+            ReqCPUS="2",
+            UserCPU="00:00:00",
+            SystemCPU="00:00:00",
+            ExitCode="1:0",
+        ),
+        _p2(JobIDRaw="721", Submit=str(NO_VAL64), AllocCPUS=str(INFINITE), ReqCPUS="3"),
+        _p2(JobIDRaw="722", Start=str(NO_VAL), End="Unknown", State="PENDING"),
+    ]
     rows, _, rejects = parse_parsable2(lines, "p2")
     assert rejects == []
     got = _by_key(rows)
-    assert set(got) == {("720", ""), ("721", "")}              # 722 is pending: later
+    assert set(got) == {("720", ""), ("721", "")}  # 722 is pending: later
     f = got[("720", "")]
     assert f["start_time"] is None and f["wall_seconds"] == 0 and f["state"] == "FAILED"
     assert f["allocated_cores"] == 2 and f["exit_code"] == 1
@@ -474,7 +656,7 @@ def test_incomplete_window_holds_the_watermark(tmp_path, fake_sacct, monkeypatch
     exe, calls = fake_sacct
     text = _doc_2411(_job_2411(801), _job_2411(802), _job_2411(803))
     (tmp_path / "out.json").write_text(text)
-    cut = text.index('"job_id": 803')                 # inside job 803: jobs 801 and 802 are whole
+    cut = text.index('"job_id": 803')  # inside job 803: jobs 801 and 802 are whole
     monkeypatch.setenv("FAKE_SACCT_BREAK", f"2:{how}")
     monkeypatch.setenv("FAKE_SACCT_CUT", str(cut))
     wh = tmp_path / "wh.duckdb"
@@ -484,7 +666,7 @@ def test_incomplete_window_holds_the_watermark(tmp_path, fake_sacct, monkeypatch
     starts = _starttimes(calls())
     assert len(starts) == 3
     state = json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]
-    assert abs(state["watermark"] - starts[1]) < 1          # held at the broken window's start
+    assert abs(state["watermark"] - starts[1]) < 1  # held at the broken window's start
     label = f"{datetime.fromtimestamp(starts[1]).strftime('%Y-%m-%dT%H:%M:%S')}.."
     assert "asked for again" in r.output and label in r.output
     rejects = _q(wh, "SELECT reason, location FROM raw_rejects")
@@ -520,6 +702,7 @@ def test_truncated_document_loads_its_complete_jobs_only(tmp_path):
 
 def test_timeout_keeps_what_was_printed_and_holds_the_window(tmp_path):
     from tierlens.sources.slurm.sacct import SacctRunner, WindowReport, sacct_batches
+
     text = _doc_2411(_job_2411(821), _job_2411(822))
     cut = text.index('"job_id": 822')
     (tmp_path / "part.json").write_text(text[:cut])
@@ -528,9 +711,18 @@ def test_timeout_keeps_what_was_printed_and_holds_the_window(tmp_path):
     exe.chmod(0o755)
     retry: list[WindowReport] = []
     marks: list[float] = []
-    batches = list(sacct_batches(SacctRunner(sacct=str(exe), fmt="json", timeout=1), T0, T0 + 7200, 3600,
-                                 [], lambda wm, _u: marks.append(wm), retry=retry))
-    assert marks == [T0, T0]                                  # both windows broke: held at the first
+    batches = list(
+        sacct_batches(
+            SacctRunner(sacct=str(exe), fmt="json", timeout=1),
+            T0,
+            T0 + 7200,
+            3600,
+            [],
+            lambda wm, _u: marks.append(wm),
+            retry=retry,
+        )
+    )
+    assert marks == [T0, T0]  # both windows broke: held at the first
     assert [r.start for r in retry] == [T0, T0 + 3600]
     assert all("timed out after 1 s" in r.describe() for r in retry)
     rows = [r for b in batches for r in b.table.to_pylist()]
@@ -541,6 +733,7 @@ def test_timeout_keeps_what_was_printed_and_holds_the_window(tmp_path):
 
 def test_watermark_never_passes_a_batch_that_failed_to_load(tmp_path, fake_sacct, monkeypatch):
     from tierlens.warehouse import core
+
     exe, calls = fake_sacct
     (tmp_path / "out.json").write_text(_doc_2411(_job_2411(831)))
     real_load, loads = core.Warehouse.load, []
@@ -550,14 +743,16 @@ def test_watermark_never_passes_a_batch_that_failed_to_load(tmp_path, fake_sacct
         if len(loads) == 2:
             raise RuntimeError("disk full")
         return real_load(self, batch)
+
     monkeypatch.setattr(core.Warehouse, "load", failing_load)
     wh = tmp_path / "wh.duckdb"
-    r = CliRunner().invoke(app, ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe),
-                                 "--window-hours", "1", "--first-hours", "3"])
+    r = CliRunner().invoke(
+        app, ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe), "--window-hours", "1", "--first-hours", "3"]
+    )
     assert r.exit_code != 0 and isinstance(r.exception, RuntimeError)
     starts = _starttimes(calls())
     state = json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]
-    assert abs(state["watermark"] - starts[1]) < 1     # the end of the one window that loaded
+    assert abs(state["watermark"] - starts[1]) < 1  # the end of the one window that loaded
 
 
 # ---- the fast path (block scan + typed decode) against the generic one, row for row -----------
@@ -566,6 +761,7 @@ def _bench_doc(n: int) -> str:
     sys.path.insert(0, str(REPO / "bench"))
     import slurm_bench
     import tempfile
+
     with tempfile.TemporaryDirectory() as d:
         slurm_bench._write_document(Path(d) / "doc.json", n)
         return (Path(d) / "doc.json").read_text()
@@ -575,24 +771,34 @@ def _tricky_doc() -> str:
     """Strings that look like structure, escapes at every parity, non-ASCII (2-, 3- and 4-byte
     UTF-8), elements that are not jobs, doubled commas, values only the generic path reads."""
     jobs: list = []
-    for k, name in enumerate(['a "quoted" {job}', "ends in a backslash \\", "\\\\\"}]", "[{\\\"",
-                              "déjà vu", "日本語のジョブ", "emoji 🚀 job", "tab\tand\nnewline"]):
+    for k, name in enumerate(
+        [
+            'a "quoted" {job}',
+            "ends in a backslash \\",
+            '\\\\"}]',
+            '[{\\"',
+            "déjà vu",
+            "日本語のジョブ",
+            "emoji 🚀 job",
+            "tab\tand\nnewline",
+        ]
+    ):
         j = _new_layout_job(900 + k)
         j["name"] = name
         j["user"] = name if k % 2 else "alice"
         j["comment"] = {"job": "}" * k + "\\" * k + '"' * k}
         jobs.append(j)
     as_text = _new_layout_job(920)
-    as_text["time"]["start"] = str(T0)                     # a number written as a string
+    as_text["time"]["start"] = str(T0)  # a number written as a string
     boolean = _new_layout_job(921)
-    boolean["exit_code"]["return_code"] = True             # not a number: null
+    boolean["exit_code"]["return_code"] = True  # not a number: null
     nested = _new_layout_job(922)
-    nested["tres"]["allocated"][0]["count"] = {"set": True, "number": {"number": 8}}   # rejected
+    nested["tres"]["allocated"][0]["count"] = {"set": True, "number": {"number": 8}}  # rejected
     far = _new_layout_job(923)
-    far["time"]["end"] = 10 ** 12                          # year 33658: rejected
+    far["time"]["end"] = 10**12  # year 33658: rejected
     frac = _new_layout_job(924)
-    frac["time"]["submission"] = T0 - 0.4999995            # fractional epoch
-    frac["steps"][0]["step"] = {"name": "extern"}          # an id-less step
+    frac["time"]["submission"] = T0 - 0.4999995  # fractional epoch
+    frac["steps"][0]["step"] = {"name": "extern"}  # an id-less step
     no_id = _new_layout_job(925)
     no_id["job_id"] = ""
     odd_state = _new_layout_job(926)
@@ -602,8 +808,22 @@ def _tricky_doc() -> str:
     no_steps = _new_layout_job(927)
     no_steps["steps"] = None
     no_steps["time"]["user"] = {"seconds": 7, "microseconds": 9}
-    elements = [*jobs, 5, "not a job", [1, 2], None, as_text, boolean, nested, far, frac, no_id,
-                odd_state, no_steps, _job_2411(930, start=NO_VAL, end=T0 + 9, state="FAILED", steps=False)]
+    elements = [
+        *jobs,
+        5,
+        "not a job",
+        [1, 2],
+        None,
+        as_text,
+        boolean,
+        nested,
+        far,
+        frac,
+        no_id,
+        odd_state,
+        no_steps,
+        _job_2411(930, start=NO_VAL, end=T0 + 9, state="FAILED", steps=False),
+    ]
     body = ",\n".join(json.dumps(e, ensure_ascii=False) for e in elements)
     return '{"meta": {"note": "\\"jobs\\": [ in a string"}, "jobs": [' + body.replace(",\n{", ",,\n{", 1) + "]}"
 
@@ -613,19 +833,27 @@ def _2411_sentinel_doc() -> str:
     job["steps"][0]["tres"]["consumed"]["total"][0]["count"] = NO_VAL64
     job["steps"][0]["time"]["end"] = _w(INFINITE)
     job["time"]["submission"] = NO_VAL
-    return _doc_2411(_job_2411(699), _job_2411(700, start=NO_VAL, end=T0 + 30, state="FAILED", steps=False),
-                     job, _job_2411(711, start=0, end=0, state="PENDING", steps=False))
+    return _doc_2411(
+        _job_2411(699),
+        _job_2411(700, start=NO_VAL, end=T0 + 30, state="FAILED", steps=False),
+        job,
+        _job_2411(711, start=0, end=0, state="PENDING", steps=False),
+    )
 
 
 FIXTURES = {
     "22.05 capture": lambda: CAPTURE.read_text(),
-    "23.02+ layout": lambda: _doc(_new_layout_job(43), _new_layout_job(50, end=0, state="RUNNING"),
-                                  _new_layout_job(44, state="FAILED")),
+    "23.02+ layout": lambda: _doc(
+        _new_layout_job(43), _new_layout_job(50, end=0, state="RUNNING"), _new_layout_job(44, state="FAILED")
+    ),
     "24.11 sentinels": _2411_sentinel_doc,
     "bench generator": lambda: _bench_doc(300),
     "tricky": _tricky_doc,
-    "broken element": lambda: _doc(_new_layout_job(1), _new_layout_job(2), _new_layout_job(3)).replace(
-        '"user": "alice"', '"user": alice"', 2).replace('"user": alice"', '"user": "alice"', 1),
+    "broken element": lambda: (
+        _doc(_new_layout_job(1), _new_layout_job(2), _new_layout_job(3))
+        .replace('"user": "alice"', '"user": alice"', 2)
+        .replace('"user": alice"', '"user": "alice"', 1)
+    ),
     "empty": lambda: _doc(),
     "no jobs key": lambda: '{"meta": {}, "errors": ["sacct: error"]}',
 }
@@ -633,6 +861,7 @@ FIXTURES = {
 
 def _parse(fn, text: str, source: str = "s"):
     from tierlens.sources.slurm.sacct import JobBlock, WindowReport
+
     report = WindowReport("w")
     parts = list(fn(io.StringIO(text), source, report).parts())
     fast_rows = sum(len(p.rows) for p in parts if isinstance(p, JobBlock))
@@ -644,6 +873,7 @@ def _same(text: str, read_chars: int, monkeypatch) -> int:
     """Fast and generic paths give the same items (rows, locations, rejects) and the same
     problems; returns how many rows came through the fast path."""
     from tierlens.sources.slurm import sacct
+
     monkeypatch.setattr(sacct, "READ_CHARS", read_chars)
     fast, fast_problems, n_fast = _parse(sacct.iter_json_rows, text)
     slow, slow_problems, n_slow = _parse(sacct.iter_json_rows_generic, text)
@@ -660,6 +890,7 @@ def _same(text: str, read_chars: int, monkeypatch) -> int:
 @pytest.mark.parametrize("read_chars", [1 << 22, 4096, 997])
 def test_fast_path_gives_the_generic_rows(name, read_chars, monkeypatch):
     from tierlens.sources.slurm import sacct
+
     text = FIXTURES[name]()
     n_fast = _same(text, read_chars, monkeypatch)
     # and the same Arrow batches, cut at the same rows
@@ -684,7 +915,7 @@ def test_tricky_document_rows_and_rejects():
     got = _by_key(rows)
     for j in doc_jobs[:8]:
         assert got[(str(j["job_id"]), "")]["user_name"] == j["user"]
-    for r, loc in zip(rows, locs):   # every location is the offset of the job's own object
+    for r, loc in zip(rows, locs):  # every location is the offset of the job's own object
         off = int(loc.split()[1])
         assert str(json.JSONDecoder().raw_decode(text, off)[0]["job_id"]) == r["job_id"]
     assert got[("920", "")]["start_time"] == datetime.fromtimestamp(T0, tz=timezone.utc)
@@ -694,8 +925,14 @@ def test_tricky_document_rows_and_rejects():
     assert got[("927", "")]["cpu_user_seconds"] == 7.000009
     assert got[("930", "")]["start_time"] is None and got[("930", "")]["wall_seconds"] == 0
     assert [(r.field, text[int(r.location.split()[-1])]) for r in rejects] == [
-        ("job", "5"), ("job", '"'), ("job", "["), ("job", "n"),
-        ("allocated_cores", "{"), ("end_time", "{"), ("job_id", "{")]
+        ("job", "5"),
+        ("job", '"'),
+        ("job", "["),
+        ("job", "n"),
+        ("allocated_cores", "{"),
+        ("end_time", "{"),
+        ("job_id", "{"),
+    ]
 
 
 @pytest.mark.timeout(300)
@@ -715,9 +952,11 @@ def test_scanner_finds_the_decoders_element_ends():
     from tierlens.sources.slurm.jsonscan import Stop, char_offsets, scan_array
 
     text_st = st.text(alphabet='{}[]"\\\\ ,:aé日🚀\n', max_size=12)
-    value_st = st.recursive(st.none() | st.integers() | text_st,
-                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text_st, inner, max_size=3),
-                            max_leaves=8)
+    value_st = st.recursive(
+        st.none() | st.integers() | text_st,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text_st, inner, max_size=3),
+        max_leaves=8,
+    )
 
     @settings(max_examples=300, deadline=None)
     @given(st.lists(st.dictionaries(text_st, value_st, max_size=4), max_size=5))
@@ -733,20 +972,28 @@ def test_scanner_finds_the_decoders_element_ends():
             ends.append(pos - 1)
         assert char_offsets(block, sc.ends).tolist() == ends
         assert sc.why is Stop.END
+
     check()
 
 
 def test_a_job_seen_twice_in_one_output_keeps_its_last_rows():
     from tierlens.sources.slurm.sacct import iter_json_rows, stream_batches
-    text = _doc(_new_layout_job(61, end=0, state="RUNNING"), _new_layout_job(62),
-                _new_layout_job(61, end=T0 + 300, state="COMPLETED"))
+
+    text = _doc(
+        _new_layout_job(61, end=0, state="RUNNING"),
+        _new_layout_job(62),
+        _new_layout_job(61, end=T0 + 300, state="COMPLETED"),
+    )
     (batch,) = stream_batches(iter_json_rows(io.StringIO(text), "d"), "d")
-    got = {(r["job_id"], r["step_id"]): (r["state"], loc)
-           for r, loc in zip(batch.table.to_pylist(), batch.locations)}
+    got = {(r["job_id"], r["step_id"]): (r["state"], loc) for r, loc in zip(batch.table.to_pylist(), batch.locations)}
     last = text.rindex('"job_id": 61')
     last = text.rindex("{", 0, last)
-    assert got == {("62", ""): ("COMPLETED", got[("62", "")][1]), ("62", "batch"): ("COMPLETED", got[("62", "batch")][1]),
-                   ("61", ""): ("COMPLETED", f"d:offset {last}"), ("61", "batch"): ("COMPLETED", f"d:offset {last} step batch")}
+    assert got == {
+        ("62", ""): ("COMPLETED", got[("62", "")][1]),
+        ("62", "batch"): ("COMPLETED", got[("62", "batch")][1]),
+        ("61", ""): ("COMPLETED", f"d:offset {last}"),
+        ("61", "batch"): ("COMPLETED", f"d:offset {last} step batch"),
+    }
     assert [r["job_id"] for r in batch.table.to_pylist()] == ["62", "62", "61", "61"]
 
 
@@ -756,8 +1003,11 @@ def test_fast_path_on_a_real_sacct(cluster, monkeypatch):
     """What a real sacct prints (here Slurm 22.05), a job name full of JSON's own characters and a
     failed job included: the fast path decodes every job, and gives the generic path's rows."""
     name = 'tl "fast" {path} [x] \\ é'
-    jid = cluster.run(["sbatch", "--parsable", "-n1", "-J", name, "-o", "/dev/null",
-                       "--wrap", "srun -n1 true; exit 3"]).stdout.strip().split(";")[0]
+    jid = (
+        cluster.run(["sbatch", "--parsable", "-n1", "-J", name, "-o", "/dev/null", "--wrap", "srun -n1 true; exit 3"])
+        .stdout.strip()
+        .split(";")[0]
+    )
     cluster.wait_accounted(jid)
     # slurmdbd may hold a step's record before the job's own: the job is then a placeholder
     # named "allocation" until the job's record arrives. Slurm stores a job name's double quotes
@@ -777,11 +1027,13 @@ def test_fast_path_on_a_real_sacct(cluster, monkeypatch):
     # the states as sacct's own --parsable2 gives them; 22.05's JSON has the exit codes as 0/SUCCESS
     # (parsable2 says 3:0 for this job), so those are compared with what the JSON holds
     p2 = cluster.run(["sacct", "-j", jid, "--parsable2", "--noheader", "-o", "JobIDRaw,State"]).stdout.split()
-    assert {(jid, line.split("|")[0].partition(".")[2]): line.split("|")[1] for line in p2} == {
-        k: r["state"] for k, r in got.items() if k[0] == jid} == {(jid, ""): "FAILED", (jid, "batch"): "FAILED",
-                                                                 (jid, "0"): "COMPLETED"}
+    assert (
+        {(jid, line.split("|")[0].partition(".")[2]): line.split("|")[1] for line in p2}
+        == {k: r["state"] for k, r in got.items() if k[0] == jid}
+        == {(jid, ""): "FAILED", (jid, "batch"): "FAILED", (jid, "0"): "COMPLETED"}
+    )
     mine = next(j for j in doc["jobs"] if str(j["job_id"]) == jid)
-    rc = mine["exit_code"]["return_code"]   # from v0.0.40 a {set, infinite, number} wrapper
+    rc = mine["exit_code"]["return_code"]  # from v0.0.40 a {set, infinite, number} wrapper
     assert got[(jid, "")]["exit_code"] == (rc["number"] if isinstance(rc, dict) else rc)
     assert len({k[0] for k in got}) == len([j for j in doc["jobs"] if j["time"]["start"] or j["time"]["end"]])
 
@@ -791,9 +1043,9 @@ def test_fast_path_on_damaged_documents(monkeypatch):
     """Characters of a document replaced at random by JSON's structural ones (or by a letter):
     whatever the damage, the fast path gives the generic path's rows, rejects and offsets."""
     import random
+
     rng = random.Random(17)
-    base = _doc_2411(_job_2411(1), _job_2411(2, start=NO_VAL, end=T0 + 3, state="FAILED", steps=False),
-                     _job_2411(3))
+    base = _doc_2411(_job_2411(1), _job_2411(2, start=NO_VAL, end=T0 + 3, state="FAILED", steps=False), _job_2411(3))
     for k in range(400):
         doc = list(base)
         for _ in range(rng.choice((1, 1, 2, 3))):
@@ -806,19 +1058,18 @@ def test_fast_path_on_damaged_documents(monkeypatch):
 #: four (job time/*, tres/*, steps[].step/id, time/*, nodes/*, tres/*, state, exit_code); what
 #: changes around them is added below, from src/plugins/data_parser/v0.0.4x/parsers.c.
 DATA_PARSERS = {"v0.0.42": "24.11.5", "v0.0.43": "25.05.3", "v0.0.44": "25.11.2", "v0.0.45": "26.05.5"}
-SLUID = "s0J4V2M8ZB3Q1K"       # cluster 0x091 (not the reserved 0): a run id as print_sluid writes it
+SLUID = "s0J4V2M8ZB3Q1K"  # cluster 0x091 (not the reserved 0): a run id as print_sluid writes it
 
 
 def _job_of(parser: str, job_id: int, sluid: str | None = SLUID, **kw) -> dict:
     job = _job_2411(job_id, **kw)
-    if parser >= "v0.0.43":     # 25.05: reservations requested, segment size; steps' own I/O paths
+    if parser >= "v0.0.43":  # 25.05: reservations requested, segment size; steps' own I/O paths
         job["reservation"]["requested"] = ""
         job["segment_size"] = 0
         for s in job["steps"]:
-            s["step"].update(stderr="", stdin="", stdout="", stderr_expanded="", stdin_expanded="",
-                             stdout_expanded="")
+            s["step"].update(stderr="", stdin="", stdout="", stderr_expanded="", stdin_expanded="", stdout_expanded="")
             s["time"]["limit"] = _w(None, infinite=True)
-    if parser >= "v0.0.45":     # 26.05: the run's SLUID and the first run's; 'pid' gone from steps
+    if parser >= "v0.0.45":  # 26.05: the run's SLUID and the first run's; 'pid' gone from steps
         job.update(sluid=sluid, original_sluid=sluid, exclusive="", oversubscribe="")
         for s in job["steps"]:
             del s["pid"]
@@ -838,7 +1089,7 @@ def _doc_of(parser: str, *jobs: dict) -> str:
 def test_json_each_data_parser_version(parser, tmp_path, monkeypatch):
     jobs = [_job_of(parser, 800), _job_of(parser, 801, start=NO_VAL, end=T0 + 30, state="FAILED", steps=False)]
     text = _doc_of(parser, *jobs)
-    assert _same(text, 1 << 22, monkeypatch) == 3        # every row by the fast path, as the generic one
+    assert _same(text, 1 << 22, monkeypatch) == 3  # every row by the fast path, as the generic one
     rows, locs, rejects = parse_json_document(text, parser)
     assert rejects == []
     got = _by_key(rows)
@@ -860,11 +1111,24 @@ def test_json_each_data_parser_version(parser, tmp_path, monkeypatch):
     wh = tmp_path / "w.duckdb"
     ingest(to_batches(rows, locs, rejects, parser), wh)
     assert _q(wh, "SELECT job_id, step_id, sluid, job_identity FROM raw_job ORDER BY 1, 2") == [
-        (j, s, SLUID if has_sluid else None, got[(j, s)]["job_identity"]) for j, s in sorted(got)]
+        (j, s, SLUID if has_sluid else None, got[(j, s)]["job_identity"]) for j, s in sorted(got)
+    ]
 
 
-@pytest.mark.parametrize("value", ["", None, "s00300000000G4", "S0J4V2M8ZB3Q1K", "s0J4V2M8ZB3Q1", "s0J4V2M8ZB3Q1KX",
-                                   "s0J4V2M8ZB3QIK", "sZJ4V2M8ZB3Q1K", 12345])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        None,
+        "s00300000000G4",
+        "S0J4V2M8ZB3Q1K",
+        "s0J4V2M8ZB3Q1",
+        "s0J4V2M8ZB3Q1KX",
+        "s0J4V2M8ZB3QIK",
+        "sZJ4V2M8ZB3Q1K",
+        12345,
+    ],
+)
 def test_a_value_that_is_no_run_sluid_leaves_the_identity_as_before(value, monkeypatch):
     """Unset (26.05 prints "" or null), the db_index of a record written before SLUIDs (cluster
     bits 0), the wrong case, length or alphabet, a number: no SLUID, the identity of 25.11."""
@@ -876,9 +1140,17 @@ def test_a_value_that_is_no_run_sluid_leaves_the_identity_as_before(value, monke
     assert {(r["sluid"], r["job_identity"]) for r in rows} == {(None, "slurm.prod.810")}
 
 
-IDENTITY_CASES = [("prod", "42", None), ("prod", "42", SLUID), ("t2", "4294967294", "s00400000000G4"),
-                  ("prod", "42", "s00300000000G4"), ("prod", "42", "S0J4V2M8ZB3Q1K"), ("prod", "42", "bogus"),
-                  ("prod", "42", "s0J4V2M8ZB3Q1"), ("prod", "42", "sFZZZZZZZZZZZZ"), ("prod", "42", "sGZZZZZZZZZZZZ")]
+IDENTITY_CASES = [
+    ("prod", "42", None),
+    ("prod", "42", SLUID),
+    ("t2", "4294967294", "s00400000000G4"),
+    ("prod", "42", "s00300000000G4"),
+    ("prod", "42", "S0J4V2M8ZB3Q1K"),
+    ("prod", "42", "bogus"),
+    ("prod", "42", "s0J4V2M8ZB3Q1"),
+    ("prod", "42", "sFZZZZZZZZZZZZ"),
+    ("prod", "42", "sGZZZZZZZZZZZZ"),
+]
 
 
 def test_sluid_identity_is_what_the_plugin_builds(tmp_path):
@@ -886,18 +1158,26 @@ def test_sluid_identity_is_what_the_plugin_builds(tmp_path):
     'sluid': the same string for every case, or file accesses would not join their jobs."""
     import shutil
     import subprocess
+
     if not shutil.which("gcc") or not shutil.which("make"):
         pytest.skip("needs gcc and make (deploy/ci/system-packages.txt)")
-    r = subprocess.run(["make", "-C", str(REPO / "plugins" / "slurm"), f"BUILD={tmp_path}", f"{tmp_path}/tl_test"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["make", "-C", str(REPO / "plugins" / "slurm"), f"BUILD={tmp_path}", f"{tmp_path}/tl_test"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     for cluster, jid, sluid in IDENTITY_CASES:
-        c = subprocess.run([str(tmp_path / "tl_test"), "identity", cluster, jid, *([sluid] if sluid else [])],
-                           capture_output=True, text=True, check=True).stdout.strip()
+        c = subprocess.run(
+            [str(tmp_path / "tl_test"), "identity", cluster, jid, *([sluid] if sluid else [])],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         assert c == job_identity("slurm", cluster, jid, sluid), (cluster, jid, sluid)
     assert job_identity("slurm", "prod", "42", SLUID) == f"slurm.prod.42.{SLUID}"
     assert job_identity("slurm", "prod", "42", "s00300000000G4") == "slurm.prod.42"
-    assert job_identity("slurm", "prod", "42", "sGZZZZZZZZZZZZ") == "slurm.prod.42"   # over 64 bits
+    assert job_identity("slurm", "prod", "42", "sGZZZZZZZZZZZZ") == "slurm.prod.42"  # over 64 bits
 
 
 # ---- real captures (made by the version matrix on Debian 13 and unstable; tests/data/sacct/real) --
@@ -938,6 +1218,7 @@ def test_typed_rows_follow_a_field_added_to_the_job_record(monkeypatch):
     """Insert a field into JOB's order (the one edit records.py takes): the typed path puts every
     value at its new position by name, the new field null, and the step sums stay the steps'."""
     from tierlens.sources.slurm import sacct_typed, values
+
     job = _job_2411(41)
     plain = sacct_typed.job_rows(sacct_typed.decoder.decode(json.dumps(job).encode()))
     edited = list(JOB.names)
@@ -957,6 +1238,7 @@ def test_typed_rows_follow_a_field_added_to_the_job_record(monkeypatch):
 
 def test_a_row_field_not_in_the_job_record_is_refused():
     from tierlens.sources.slurm import values
+
     with pytest.raises(ValueError, match="cpu_seconds"):
         values.to_job_order(("cluster", "cpu_seconds"))
 
@@ -965,6 +1247,7 @@ def test_the_typed_decoder_does_not_import_the_generic_one():
     import ast
 
     import tierlens.sources.slurm.sacct_typed as typed_mod
+
     tree = ast.parse(Path(typed_mod.__file__).read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert "sacct" not in imported and "tierlens.sources.slurm.sacct" not in imported

@@ -40,16 +40,16 @@ def command(warehouse_file: Annotated[Optional[Path], typer.Option("--warehouse"
 '''
 
 #: the one entry, then what the test reads back (run before anything imports the settings)
-REGISTER = '''
+REGISTER = """
 import sys
 sys.path.insert(0, {folder!r})
 from tierlens.sources import registry
 registry.register(registry.Source("throwaway", "throwaway_source:load",
                                   commands={{"throwaway": "throwaway_source:command"}},
                                   settings={{"throwaway_dir": ("/nowhere", "the throw-away source's folder")}}))
-'''
+"""
 
-MAIN_SIDE = '''
+MAIN_SIDE = """
 import json
 from datetime import datetime, timezone
 from typer.testing import CliRunner
@@ -59,9 +59,9 @@ cli = CliRunner().invoke(app, ["ingest", "throwaway", "--warehouse", {wh!r}])
 print("RESULT " + json.dumps({{"sources": list(settings.SOURCES), "settings": settings.SETTINGS["throwaway_dir"],
                                "sources_help": settings.SETTINGS["sources"][1],
                                "cli_exit": cli.exit_code, "cli_output": cli.output}}))
-'''
+"""
 
-AIRFLOW_SIDE = '''
+AIRFLOW_SIDE = """
 import json, os
 from datetime import datetime, timezone
 from airflow.dag_processing.dagbag import DagBag
@@ -73,7 +73,7 @@ os.environ["TIERLENS_SOURCES"] = "throwaway"
 loaded = tierlens_ingest.load_source("throwaway", start, end)
 print("RESULT " + json.dumps({{"errors": {{k: str(v)[-1500:] for k, v in bag.import_errors.items()}},
                                "tasks": sorted(t.task_id for t in dag.tasks), "loaded": loaded}}))
-'''
+"""
 
 
 def _run(python: Path, code: str, env: dict[str, str]) -> dict:
@@ -87,8 +87,10 @@ def _run(python: Path, code: str, env: dict[str, str]) -> dict:
 def throwaway(tmp_path):
     (tmp_path / "throwaway_source.py").write_text(MODULE)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TIERLENS_", "AIRFLOW"))}
-    env |= {"PYTHONPATH": os.pathsep.join([str(REPO / "pipelines"), str(REPO / "dags"), str(tmp_path)]),
-            "TIERLENS_HOME": str(tmp_path / "home")}
+    env |= {
+        "PYTHONPATH": os.pathsep.join([str(REPO / "pipelines"), str(REPO / "dags"), str(tmp_path)]),
+        "TIERLENS_HOME": str(tmp_path / "home"),
+    }
     return tmp_path, env
 
 
@@ -132,8 +134,9 @@ def test_a_registered_source_is_a_task_of_the_ingest_dag_that_loads_it(throwaway
     code = REGISTER.format(folder=str(folder)) + AIRFLOW_SIDE.format(dags=str(REPO / "dags" / "tierlens_ingest.py"))
     got = _run(AIRFLOW_PY, code, env)
     assert got["errors"] == {}
-    assert got["tasks"] == sorted(["ingest_synthetic", "ingest_slurm", "ingest_condor", "ingest_xrootd",
-                                   "ingest_throwaway", "publish"])
+    assert got["tasks"] == sorted(
+        ["ingest_synthetic", "ingest_slurm", "ingest_condor", "ingest_xrootd", "ingest_throwaway", "publish"]
+    )
     loaded = got["loaded"]
     assert (loaded["source"], loaded["batches"], loaded["loaded_nothing"]) == ("throwaway", 0, "a throw-away source")
     assert loaded["folder"] == "/nowhere"

@@ -60,75 +60,234 @@ SITE = dict(days=1.0, seed=23, nodes_per_type=1)
 # the value is a ratio of small differences or a statistic over a resampling.
 SUM = 1e-9
 TOLERANCE: dict[str, dict[str, float]] = {
-    "int_job_tagged": {"cpu_user_seconds": 0.0, "cpu_system_seconds": 0.0, "wall_seconds": 0.0,
-                       "cpu_seconds": 0.0, "core_wall_seconds": 0.0},
-    "int_job_remote_bytes": {c: SUM for c in (
-        "mean_read_fraction", "remote_bytes", "stage_in_bytes", "direct_read_bytes", "origin_bytes", "cache_hit_bytes",
-        "cache_miss_bytes", "stage_origin_bytes", "stage_cache_hit_bytes", "stage_cache_miss_bytes",
-        "direct_origin_bytes", "direct_cache_hit_bytes", "direct_cache_miss_bytes")},
+    "int_job_tagged": {
+        "cpu_user_seconds": 0.0,
+        "cpu_system_seconds": 0.0,
+        "wall_seconds": 0.0,
+        "cpu_seconds": 0.0,
+        "core_wall_seconds": 0.0,
+    },
+    "int_job_remote_bytes": {
+        c: SUM
+        for c in (
+            "mean_read_fraction",
+            "remote_bytes",
+            "stage_in_bytes",
+            "direct_read_bytes",
+            "origin_bytes",
+            "cache_hit_bytes",
+            "cache_miss_bytes",
+            "stage_origin_bytes",
+            "stage_cache_hit_bytes",
+            "stage_cache_miss_bytes",
+            "direct_origin_bytes",
+            "direct_cache_hit_bytes",
+            "direct_cache_miss_bytes",
+        )
+    },
     "int_node_config": {"nic_gbps": 0.0},
-    "int_file_access_by_job": {"read_single_average_bytes": 0.0, "read_vector_average_bytes": 0.0,
-                               "write_average_bytes": 0.0},
-    "int_file_access_reconciled": {"read_single_average_bytes": 0.0, "read_vector_average_bytes": 0.0,
-                                   "write_average_bytes": 0.0},
-    "int_node_hourly": {"allocated_core_seconds": SUM, "cpu_seconds": SUM, "capacity_core_seconds": 0.0,
-                        "occupancy": SUM},
-    "job_efficiency": {"cpu_user_seconds": 0.0, "cpu_system_seconds": 0.0, "cpu_seconds": 0.0,
-                       "wall_seconds": 0.0, "core_wall_seconds": 0.0, "efficiency": 0.0},
-    "efficiency_by_group": {"cpu_hours": SUM, "wall_hours": SUM, "core_wall_hours": SUM, "efficiency": SUM,
-                            "mean_job_efficiency": SUM, "failed_share": 0.0},
-    "ab_comparison": {f"{c}_{arm}": SUM for c in ("cpu_hours", "wall_hours", "core_wall_hours",
-                                                    "cpu_per_wall", "efficiency") for arm in "ab"}
-                     | {"efficiency_difference": 1e-7, "cpu_per_wall_difference": 1e-7},
-    "cache_hourly": {"gb_delivered_from_cache": SUM, "gb_staged_in": SUM, "gb_bypassed": SUM, "gb_read": SUM,
-                     "hit_ratio_requests": SUM, "hit_ratio_bytes": SUM},
-    "client_fairness": {"gb_read": SUM, "mean_bandwidth_mb_s": SUM, "stddev_bandwidth_mb_s": 1e-7,
-                        "bandwidth_cv": 1e-7, "spread_above_mean": 1e-7, "spread_below_mean": 1e-7,
-                        "min_bandwidth_mb_s": SUM, "max_bandwidth_mb_s": SUM, "p10_bandwidth_mb_s": SUM,
-                        "p90_bandwidth_mb_s": SUM, "completion_time_ratio": SUM, "bandwidth_ratio": SUM,
-                        "jain_index": SUM},
+    "int_file_access_by_job": {
+        "read_single_average_bytes": 0.0,
+        "read_vector_average_bytes": 0.0,
+        "write_average_bytes": 0.0,
+    },
+    "int_file_access_reconciled": {
+        "read_single_average_bytes": 0.0,
+        "read_vector_average_bytes": 0.0,
+        "write_average_bytes": 0.0,
+    },
+    "int_node_hourly": {
+        "allocated_core_seconds": SUM,
+        "cpu_seconds": SUM,
+        "capacity_core_seconds": 0.0,
+        "occupancy": SUM,
+    },
+    "job_efficiency": {
+        "cpu_user_seconds": 0.0,
+        "cpu_system_seconds": 0.0,
+        "cpu_seconds": 0.0,
+        "wall_seconds": 0.0,
+        "core_wall_seconds": 0.0,
+        "efficiency": 0.0,
+    },
+    "efficiency_by_group": {
+        "cpu_hours": SUM,
+        "wall_hours": SUM,
+        "core_wall_hours": SUM,
+        "efficiency": SUM,
+        "mean_job_efficiency": SUM,
+        "failed_share": 0.0,
+    },
+    "ab_comparison": {
+        f"{c}_{arm}": SUM
+        for c in ("cpu_hours", "wall_hours", "core_wall_hours", "cpu_per_wall", "efficiency")
+        for arm in "ab"
+    }
+    | {"efficiency_difference": 1e-7, "cpu_per_wall_difference": 1e-7},
+    "cache_hourly": {
+        "gb_delivered_from_cache": SUM,
+        "gb_staged_in": SUM,
+        "gb_bypassed": SUM,
+        "gb_read": SUM,
+        "hit_ratio_requests": SUM,
+        "hit_ratio_bytes": SUM,
+    },
+    "client_fairness": {
+        "gb_read": SUM,
+        "mean_bandwidth_mb_s": SUM,
+        "stddev_bandwidth_mb_s": 1e-7,
+        "bandwidth_cv": 1e-7,
+        "spread_above_mean": 1e-7,
+        "spread_below_mean": 1e-7,
+        "min_bandwidth_mb_s": SUM,
+        "max_bandwidth_mb_s": SUM,
+        "p10_bandwidth_mb_s": SUM,
+        "p90_bandwidth_mb_s": SUM,
+        "completion_time_ratio": SUM,
+        "bandwidth_ratio": SUM,
+        "jain_index": SUM,
+    },
     "file_popularity": {"mean_read_fraction": SUM, "score": SUM},
     "file_reads": {"mean_read_fraction": SUM, "total_read_fraction": SUM},
     "job_data_access": {"read_fraction": SUM, "mean_read_fraction": SUM, "cache_hit_ratio_bytes": SUM},
-    "node_occupancy_hourly": {"allocated_cores": SUM, "allocated_core_seconds": SUM, "capacity_core_seconds": 0.0,
-                              "occupancy": SUM, "cpu_seconds": SUM, "efficiency": SUM},
-    "occupancy_efficiency": {"share_of_node_hours": SUM, "allocated_core_hours": SUM, "cpu_hours": SUM,
-                             "mean_occupancy": SUM, "efficiency": SUM, "throughput": SUM,
-                             "jobs_per_node_hour": SUM},
-    "storage_price_performance": {c: SUM for c in (
-        "unit_price", "price_per_node", "capacity_gb_per_node", "price_per_gb", "efficiency", "node_throughput",
-        "price_per_throughput", "price_per_efficiency_point", "efficiency_full_occupancy",
-        "node_throughput_full_occupancy", "price_per_throughput_full_occupancy", "endurance_tbw",
-        "scratch_gb_written_per_node_day", "gb_written_per_device_day", "expected_lifetime_years")},
+    "node_occupancy_hourly": {
+        "allocated_cores": SUM,
+        "allocated_core_seconds": SUM,
+        "capacity_core_seconds": 0.0,
+        "occupancy": SUM,
+        "cpu_seconds": SUM,
+        "efficiency": SUM,
+    },
+    "occupancy_efficiency": {
+        "share_of_node_hours": SUM,
+        "allocated_core_hours": SUM,
+        "cpu_hours": SUM,
+        "mean_occupancy": SUM,
+        "efficiency": SUM,
+        "throughput": SUM,
+        "jobs_per_node_hour": SUM,
+    },
+    "storage_price_performance": {
+        c: SUM
+        for c in (
+            "unit_price",
+            "price_per_node",
+            "capacity_gb_per_node",
+            "price_per_gb",
+            "efficiency",
+            "node_throughput",
+            "price_per_throughput",
+            "price_per_efficiency_point",
+            "efficiency_full_occupancy",
+            "node_throughput_full_occupancy",
+            "price_per_throughput_full_occupancy",
+            "endurance_tbw",
+            "scratch_gb_written_per_node_day",
+            "gb_written_per_device_day",
+            "expected_lifetime_years",
+        )
+    },
     # Per-day partial sums the marts above add up.
-    "int_efficiency_day_partials": {c: SUM for c in ("cpu_seconds", "wall_seconds", "core_wall_seconds", "efficiency_sum")},
+    "int_efficiency_day_partials": {
+        c: SUM for c in ("cpu_seconds", "wall_seconds", "core_wall_seconds", "efficiency_sum")
+    },
     "int_occupancy_day_partials": {c: SUM for c in ("allocated_core_seconds", "cpu_seconds", "occupancy_sum")},
     "int_input_size_day_partials": {c: SUM for c in ("cpu_seconds", "core_wall_seconds", "efficiency_sum")},
     "int_node_jobs_day_partials": {c: SUM for c in ("cpu_seconds", "core_wall_seconds")},
     "int_file_reads_day_partials": {"read_fraction_sum": SUM},
     # The efficiency model's input (sums of per-access byte shares, overlaps) and its predictions,
     # which both engines copy from the same simulator tables in the lake.
-    "job_io_profile": {c: SUM for c in (
-        "cpu_seconds", "wall_seconds", "efficiency", "io_wait_seconds", "scratch_read_bytes", "remote_bytes",
-        "stage_in_bytes", "direct_read_bytes", "origin_bytes", "cache_hit_bytes", "cache_miss_bytes",
-        "stage_origin_bytes", "stage_cache_hit_bytes", "stage_cache_miss_bytes", "direct_origin_bytes",
-        "direct_cache_hit_bytes", "direct_cache_miss_bytes", "concurrent_jobs", "concurrent_cores")},
-    "int_latest_efficiency_predictions": {c: 0.0 for c in (
-        "jobs_per_node", "mean_concurrent_jobs", "predicted_efficiency", "efficiency_low", "efficiency_high",
-        "loo_predicted_efficiency", "predicted_mean_wall_seconds", "jobs_per_node_hour", "structural_error")},
-    "efficiency_measured_vs_predicted": {c: SUM for c in (
-        "measured_efficiency", "predicted_efficiency", "efficiency_low", "efficiency_high",
-        "loo_predicted_efficiency", "prediction_error", "loo_prediction_error", "mean_concurrent_jobs")},
-    "efficiency_what_if": {c: 0.0 for c in (
-        "jobs_per_node", "predicted_efficiency", "efficiency_low", "efficiency_high", "predicted_mean_wall_seconds",
-        "jobs_per_node_hour")},
+    "job_io_profile": {
+        c: SUM
+        for c in (
+            "cpu_seconds",
+            "wall_seconds",
+            "efficiency",
+            "io_wait_seconds",
+            "scratch_read_bytes",
+            "remote_bytes",
+            "stage_in_bytes",
+            "direct_read_bytes",
+            "origin_bytes",
+            "cache_hit_bytes",
+            "cache_miss_bytes",
+            "stage_origin_bytes",
+            "stage_cache_hit_bytes",
+            "stage_cache_miss_bytes",
+            "direct_origin_bytes",
+            "direct_cache_hit_bytes",
+            "direct_cache_miss_bytes",
+            "concurrent_jobs",
+            "concurrent_cores",
+        )
+    },
+    "int_latest_efficiency_predictions": {
+        c: 0.0
+        for c in (
+            "jobs_per_node",
+            "mean_concurrent_jobs",
+            "predicted_efficiency",
+            "efficiency_low",
+            "efficiency_high",
+            "loo_predicted_efficiency",
+            "predicted_mean_wall_seconds",
+            "jobs_per_node_hour",
+            "structural_error",
+        )
+    },
+    "efficiency_measured_vs_predicted": {
+        c: SUM
+        for c in (
+            "measured_efficiency",
+            "predicted_efficiency",
+            "efficiency_low",
+            "efficiency_high",
+            "loo_predicted_efficiency",
+            "prediction_error",
+            "loo_prediction_error",
+            "mean_concurrent_jobs",
+        )
+    },
+    "efficiency_what_if": {
+        c: 0.0
+        for c in (
+            "jobs_per_node",
+            "predicted_efficiency",
+            "efficiency_low",
+            "efficiency_high",
+            "predicted_mean_wall_seconds",
+            "jobs_per_node_hour",
+        )
+    },
     # Bootstrap and permutation statistics (seeded) over inputs equal to ~1e-13: the resampling
     # is the same, so they agree far inside 1e-6; the point estimates inside SUM.
-    "ab_uncertainty": {c: SUM for c in (
-        "cpu_hours_a", "cpu_hours_b", "wall_hours_a", "wall_hours_b", "core_wall_hours_a", "core_wall_hours_b",
-        "efficiency_a", "efficiency_b", "cpu_per_wall_a", "cpu_per_wall_b")}
-    | {c: 1e-6 for c in ("efficiency_difference", "efficiency_ci_low", "efficiency_ci_high", "efficiency_p_value",
-                         "cpu_per_wall_difference", "cpu_per_wall_ci_low", "cpu_per_wall_ci_high")},
+    "ab_uncertainty": {
+        c: SUM
+        for c in (
+            "cpu_hours_a",
+            "cpu_hours_b",
+            "wall_hours_a",
+            "wall_hours_b",
+            "core_wall_hours_a",
+            "core_wall_hours_b",
+            "efficiency_a",
+            "efficiency_b",
+            "cpu_per_wall_a",
+            "cpu_per_wall_b",
+        )
+    }
+    | {
+        c: 1e-6
+        for c in (
+            "efficiency_difference",
+            "efficiency_ci_low",
+            "efficiency_ci_high",
+            "efficiency_p_value",
+            "cpu_per_wall_difference",
+            "cpu_per_wall_ci_low",
+            "cpu_per_wall_ci_high",
+        )
+    },
 }
 
 # The incremental replay: the first lake holds what had arrived by this instant (mid-day of the
@@ -160,7 +319,10 @@ def _incremental_models() -> dict[str, tuple[str, bool]]:
         for path in sorted((MODELS / layer).glob("*.sql")):
             sql = path.read_text()
             if "config(**incremental_by_day(" in sql:
-                found[path.stem] = (layer, "row_key=" in sql.split("config(**incremental_by_day(", 1)[1].split("\n", 1)[0])
+                found[path.stem] = (
+                    layer,
+                    "row_key=" in sql.split("config(**incremental_by_day(", 1)[1].split("\n", 1)[0],
+                )
     return found
 
 
@@ -173,8 +335,7 @@ REPLAY_SELECT = [*(f"+{name}" for name in sorted(INCREMENTAL)), "int_incremental
 def builds(tmp_path_factory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("spark-equivalence")
     source = root / "source.duckdb"
-    opts = SyntheticOptions(days=SITE["days"], seed=SITE["seed"],
-                            site=demo_site(nodes_per_type=SITE["nodes_per_type"]))
+    opts = SyntheticOptions(days=SITE["days"], seed=SITE["seed"], site=demo_site(nodes_per_type=SITE["nodes_per_type"]))
     ingest(generate(opts), source)
     predict_efficiency(source, root / "dbt-source")
     lake = root / "lake"
@@ -185,11 +346,19 @@ def builds(tmp_path_factory) -> dict[str, Any]:
     assert duck_result.success, "\n".join(duck_result.failures)
 
     spark_wh = root / "spark-warehouse"
-    spark_result = run_dbt(root / "unused.duckdb", root / "dbt-spark", target="spark", lake=lake,
-                           spark_warehouse=spark_wh)
+    spark_result = run_dbt(
+        root / "unused.duckdb", root / "dbt-spark", target="spark", lake=lake, spark_warehouse=spark_wh
+    )
     assert spark_result.success, "\n".join(spark_result.failures)
-    return {"root": root, "source": source, "lake": lake, "duckdb": duck, "spark": spark_wh,
-            "duck_result": duck_result, "spark_result": spark_result}
+    return {
+        "root": root,
+        "source": source,
+        "lake": lake,
+        "duckdb": duck,
+        "spark": spark_wh,
+        "duck_result": duck_result,
+        "spark_result": spark_result,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -204,19 +373,26 @@ def replay(builds) -> dict[str, Any]:
     try:
         # What had not arrived by the cutoff: a job's record arrives when it ends, an access's
         # when it closes, a tag at the job's start.
-        for table, arrival in (("raw_job", "end_time"), ("raw_file_access", "coalesce(end_time, start_time)"),
-                               ("raw_job_tag", "tagged_at"), ("raw_site_change", "recorded_at"),
-                               ("raw_collector_stats", "interval_end")):
+        for table, arrival in (
+            ("raw_job", "end_time"),
+            ("raw_file_access", "coalesce(end_time, start_time)"),
+            ("raw_job_tag", "tagged_at"),
+            ("raw_site_change", "recorded_at"),
+            ("raw_collector_stats", "interval_end"),
+        ):
             con.execute(f"delete from {table} where {arrival} > ?", [REPLAY_CUTOFF])
         # One origin access of the cutoff's day first arrives without its times (a record the
         # whole lake holds corrected): the first build files it under no day, and the incremental
         # build must remove that no-day row although its rebuild gives no row without a day.
-        untimed = con.execute("""
+        untimed = con.execute(
+            """
             update raw_file_access set start_time = null, end_time = null
             where (server_host, unique_id) in (
                 select (server_host, unique_id) from raw_file_access
                 where server_role = 'origin' and start_time >= ? order by end_time desc limit 1)
-        """, [REPLAY_CUTOFF.replace(hour=0)]).fetchone()[0]
+        """,
+            [REPLAY_CUTOFF.replace(hour=0)],
+        ).fetchone()[0]
         assert untimed == 1
     finally:
         con.close()
@@ -228,18 +404,29 @@ def replay(builds) -> dict[str, Any]:
     # row-for-row comparison below (the tests would double the replay's time).
     args = ["--select", *REPLAY_SELECT, "--vars", REPLAY_VARS, "--exclude-resource-type", "test"]
     started = time.monotonic()
-    first = run_dbt(root / "unused.duckdb", root / "dbt-first", "build", args,
-                    target="spark", lake=early_lake, spark_warehouse=wh)
+    first = run_dbt(
+        root / "unused.duckdb", root / "dbt-first", "build", args, target="spark", lake=early_lake, spark_warehouse=wh
+    )
     assert first.success, "\n".join(first.failures)
     first_seconds = time.monotonic() - started
-    before = {name: _partitions(wh / f"{layer}.db" / name) for name, (layer, row_key) in INCREMENTAL.items()
-              if not row_key}
+    before = {
+        name: _partitions(wh / f"{layer}.db" / name) for name, (layer, row_key) in INCREMENTAL.items() if not row_key
+    }
     started = time.monotonic()
-    second = run_dbt(root / "unused.duckdb", root / "dbt-second", "build", args, target="spark", lake=builds["lake"],
-                     spark_warehouse=wh)
+    second = run_dbt(
+        root / "unused.duckdb",
+        root / "dbt-second",
+        "build",
+        args,
+        target="spark",
+        lake=builds["lake"],
+        spark_warehouse=wh,
+    )
     assert second.success, "\n".join(second.failures)
-    print(f"replay on Spark: first build {first_seconds:.0f} s, incremental build "
-          f"{time.monotonic() - started:.0f} s ({second.models} models)")
+    print(
+        f"replay on Spark: first build {first_seconds:.0f} s, incremental build "
+        f"{time.monotonic() - started:.0f} s ({second.models} models)"
+    )
     return {"spark": wh, "before": before, "second": second}
 
 
@@ -252,8 +439,12 @@ def predict_efficiency(warehouse: Path, state: Path) -> None:
     built = run_dbt(warehouse, state, "run", ["--select", "+job_io_profile"])
     assert built.success, "\n".join(built.failures)
     with Warehouse(warehouse) as w:
-        run = whatif.run(w.con, whatif.EfficiencyOptions(jobs_per_node=(4, 8), caches=(
-            whatif.CacheOption(), whatif.CacheOption("lru", 2 * 10**12))))
+        run = whatif.run(
+            w.con,
+            whatif.EfficiencyOptions(
+                jobs_per_node=(4, 8), caches=(whatif.CacheOption(), whatif.CacheOption("lru", 2 * 10**12))
+            ),
+        )
         store.write_efficiency(w.con, run)
 
 
@@ -329,8 +520,9 @@ def compare_tables(name: str, duck: tuple[list[str], list[tuple]], spark: tuple[
     s_rows = [tuple(_normal(v) for v in r) for r in s_rows]
     # A column is a float column when either engine gives a float in it (Spark's floor() is a
     # BIGINT where DuckDB's is a DOUBLE: such a column is compared as float too).
-    float_columns = {i for i in range(len(d_cols))
-                     if any(_is_float(r[i]) for r in d_rows) or any(_is_float(r[i]) for r in s_rows)}
+    float_columns = {
+        i for i in range(len(d_cols)) if any(_is_float(r[i]) for r in d_rows) or any(_is_float(r[i]) for r in s_rows)
+    }
     tolerances = TOLERANCE.get(name, {})
     unstated = sorted(d_cols[i] for i in float_columns if d_cols[i] not in tolerances)
     assert not unstated, f"{name}: float columns without a stated tolerance: {unstated}"
@@ -361,8 +553,9 @@ def test_both_engines_build_and_test_the_whole_project(builds):
     duck, spark = builds["duck_result"], builds["spark_result"]
     # Every model on both except those dbt_project.yml turns off on Spark: the Python model
     # ab_uncertainty (Spark sites run tierlens ab-uncertainty) and the site operations marts.
-    operations = [p for p in (REPO / "dbt" / "models" / "marts" / "operations").iterdir()
-                  if p.suffix in (".sql", ".py")]
+    operations = [
+        p for p in (REPO / "dbt" / "models" / "marts" / "operations").iterdir() if p.suffix in (".sql", ".py")
+    ]
     assert spark.models == duck.models - 1 - len(operations), (spark.models, duck.models)
     assert spark.tests > 200 and duck.tests > spark.tests  # the YAML tests run on Spark too
     assert spark.seeds == duck.seeds == 1
@@ -370,8 +563,9 @@ def test_both_engines_build_and_test_the_whole_project(builds):
 
 @pytest.mark.parametrize("layer,table", [("marts", m) for m in MARTS] + [("intermediate", m) for m in INTERMEDIATE])
 def test_table_equal_on_spark_and_duckdb(builds, layer, table):
-    rows = compare_tables(table, _duckdb_rows(builds["duckdb"], layer, table),
-                          _parquet_rows(builds["spark"] / f"{layer}.db" / table))
+    rows = compare_tables(
+        table, _duckdb_rows(builds["duckdb"], layer, table), _parquet_rows(builds["spark"] / f"{layer}.db" / table)
+    )
     print(f"{layer}.{table}: {rows} rows equal")
 
 
@@ -388,8 +582,9 @@ def test_ab_uncertainty_from_spark_marts_equals_the_dbt_python_model(builds):
     from tierlens.cli import app
 
     out = builds["root"] / "ab_uncertainty.parquet"
-    result = CliRunner().invoke(app, ["ab-uncertainty", "--marts", str(builds["spark"] / "marts.db"),
-                                      "--out", str(out)])
+    result = CliRunner().invoke(
+        app, ["ab-uncertainty", "--marts", str(builds["spark"] / "marts.db"), "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output + repr(result.exception)
     con = duckdb.connect()
     try:
@@ -406,12 +601,15 @@ def test_ab_uncertainty_command_rejects_bad_input(tmp_path):
 
     from tierlens.cli import app
 
-    missing = CliRunner().invoke(app, ["ab-uncertainty", "--marts", str(tmp_path), "--out", str(tmp_path / "o.parquet")])
+    missing = CliRunner().invoke(
+        app, ["ab-uncertainty", "--marts", str(tmp_path), "--out", str(tmp_path / "o.parquet")]
+    )
     assert missing.exit_code == 2 and "job_efficiency" in missing.output
     (tmp_path / "job_efficiency").mkdir()
     (tmp_path / "cache_hourly").mkdir()
-    bad_block = CliRunner().invoke(app, ["ab-uncertainty", "--marts", str(tmp_path), "--out",
-                                         str(tmp_path / "o.parquet"), "--block", "week"])
+    bad_block = CliRunner().invoke(
+        app, ["ab-uncertainty", "--marts", str(tmp_path), "--out", str(tmp_path / "o.parquet"), "--block", "week"]
+    )
     assert bad_block.exit_code == 2 and "ab_block" in bad_block.output
 
 
@@ -422,8 +620,9 @@ def test_transform_on_spark_needs_a_lake(tmp_path):
 
     no_lake = CliRunner().invoke(app, ["transform", "--target", "spark", "-w", str(tmp_path / "w.duckdb")])
     assert no_lake.exit_code == 2 and "--lake" in no_lake.output
-    missing = CliRunner().invoke(app, ["transform", "--target", "spark", "--lake", str(tmp_path / "none"),
-                                       "-w", str(tmp_path / "w.duckdb")])
+    missing = CliRunner().invoke(
+        app, ["transform", "--target", "spark", "--lake", str(tmp_path / "none"), "-w", str(tmp_path / "w.duckdb")]
+    )
     assert missing.exit_code == 2 and "no Parquet lake" in missing.output
 
 
@@ -432,11 +631,14 @@ def test_replay_includes_a_job_whose_record_arrives_after_its_accesses(builds):
     after the cutoff): the incremental build must match those accesses anew."""
     con = duckdb.connect(str(builds["duckdb"]), read_only=True)
     try:
-        late = con.execute("""
+        late = con.execute(
+            """
             select count(*) from intermediate.int_file_access_by_job as a
             inner join intermediate.int_job_tagged as j using (batch_system, cluster, job_id, step_id)
             where coalesce(a.end_time, a.start_time) <= ? and j.end_time > ?
-        """, [REPLAY_CUTOFF, REPLAY_CUTOFF]).fetchone()[0]
+        """,
+            [REPLAY_CUTOFF, REPLAY_CUTOFF],
+        ).fetchone()[0]
     finally:
         con.close()
     assert late > 0
@@ -445,8 +647,9 @@ def test_replay_includes_a_job_whose_record_arrives_after_its_accesses(builds):
 @pytest.mark.parametrize("table", sorted(INCREMENTAL))
 def test_incremental_replay_on_spark_equals_the_full_build(builds, replay, table):
     layer, _ = INCREMENTAL[table]
-    rows = compare_tables(table, _duckdb_rows(builds["duckdb"], layer, table),
-                          _parquet_rows(replay["spark"] / f"{layer}.db" / table))
+    rows = compare_tables(
+        table, _duckdb_rows(builds["duckdb"], layer, table), _parquet_rows(replay["spark"] / f"{layer}.db" / table)
+    )
     assert rows > 0
     print(f"{layer}.{table}: {rows} rows equal after the incremental replay")
 

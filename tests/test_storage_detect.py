@@ -54,8 +54,7 @@ def test_never_raises_on_nonsense(tmp_path):
 
 def test_symlink_loop_in_scratch_gives_other(tmp_path):
     (tmp_path / "proc" / "self").mkdir(parents=True)
-    (tmp_path / "proc" / "self" / "mountinfo").write_text(
-        "21 1 8:1 / / rw - ext4 /dev/sda1 rw\n")
+    (tmp_path / "proc" / "self" / "mountinfo").write_text("21 1 8:1 / / rw - ext4 /dev/sda1 rw\n")
     (tmp_path / "a").symlink_to("b")
     (tmp_path / "b").symlink_to("a")
     assert detect("/a/x", str(tmp_path)).storage_type == "other"
@@ -78,9 +77,27 @@ def test_cron_script_runs_with_the_standard_library_only(tmp_path):
     """The script as the startd runs it: a fresh interpreter, no tierlens, no site-packages."""
     case = VECTORS / "md_raid0_hdd_partitions"
     out = subprocess.run(
-        [sys.executable, "-S", "-I", str(CRON_SCRIPT), "--scratch", "/scratch", "--ab-arm", "B",
-         "--cache-route", 'cache:xcache01:1094', "--slots", "64", "--root", str(case / "root")],
-        capture_output=True, text=True, timeout=30, check=True)
+        [
+            sys.executable,
+            "-S",
+            "-I",
+            str(CRON_SCRIPT),
+            "--scratch",
+            "/scratch",
+            "--ab-arm",
+            "B",
+            "--cache-route",
+            "cache:xcache01:1094",
+            "--slots",
+            "64",
+            "--root",
+            str(case / "root"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     import classad2
 
     lines = out.stdout.splitlines()
@@ -108,8 +125,9 @@ def test_cron_script_output_survives_odd_strings():
 
 
 def test_cron_script_exits_zero_on_bad_arguments():
-    out = subprocess.run([sys.executable, "-S", "-I", str(CRON_SCRIPT), "--slots"],
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-S", "-I", str(CRON_SCRIPT), "--slots"], capture_output=True, text=True, timeout=30
+    )
     assert out.returncode == 0
     assert out.stdout.splitlines()[0] == 'TierlensStorageType = "other"'
     assert out.stdout.splitlines()[-1] == "-"
@@ -130,12 +148,16 @@ PRIVATE_CASES = sorted(p.name for p in PRIVATE.iterdir() if (p / "case.json").is
 def tl_test(tmp_path_factory) -> Path:
     """The plugin's C test driver; needs only a C compiler (not Slurm's headers)."""
     import shutil
+
     for tool in ("gcc", "make"):
         if not shutil.which(tool):
             pytest.skip(f"needs {tool} (deploy/ci/system-packages.txt)")
     out = tmp_path_factory.mktemp("tl-test")
-    r = subprocess.run(["make", "-C", str(REPO / "plugins" / "slurm"), f"BUILD={out}", f"{out}/tl_test"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["make", "-C", str(REPO / "plugins" / "slurm"), f"BUILD={out}", f"{out}/tl_test"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     return out / "tl_test"
 
@@ -147,17 +169,29 @@ def test_there_are_private_tmp_cases():
 @pytest.mark.parametrize("case", PRIVATE_CASES)
 def test_private_tmp_is_the_storage_behind_it(tl_test, case):
     spec = json.loads((PRIVATE / case / "case.json").read_text())
-    r = subprocess.run([str(tl_test), "private", str(PRIVATE / case / "root"), spec["conf_dir"], spec["scratch"],
-                        str(spec["job_id"]), spec["node"]], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [
+            str(tl_test),
+            "private",
+            str(PRIVATE / case / "root"),
+            spec["conf_dir"],
+            spec["scratch"],
+            str(spec["job_id"]),
+            spec["node"],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     want = spec["expected"]
     assert (got["kind"], got["backing"]) == (want["kind"], want["backing"]), spec["description"]
     assert (got["storage_type"], got["device_models"]) == (want["storage_type"], want["device_models"])
-    if want["kind"] == 2:   # the answer is the detection of the backing directory, in both detectors
+    if want["kind"] == 2:  # the answer is the detection of the backing directory, in both detectors
         py = detect(want["backing"], str(PRIVATE / case / "root"))
         assert (py.storage_type, list(py.device_models)) == (want["storage_type"], want["device_models"])
-    if want["kind"] == 0:   # not private: what the mount table says of the scratch path itself
+    if want["kind"] == 0:  # not private: what the mount table says of the scratch path itself
         py = detect(spec["scratch"], str(PRIVATE / case / "root"))
         assert (py.storage_type, list(py.device_models)) == (want["storage_type"], want["device_models"])
 

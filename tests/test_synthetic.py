@@ -64,7 +64,9 @@ def test_every_job_has_a_tag_with_its_nodes_storage(site_data):
     jobs, tags, nodes = (site_data[k].to_pydict() for k in (RecordKind.JOB, RecordKind.JOB_TAG, RecordKind.NODE))
     node_storage = dict(zip(nodes["node"], nodes["storage_type"]))
     node_arm = dict(zip(nodes["node"], nodes["ab_arm"]))
-    tag_by_job = {j: (n, s, a) for j, n, s, a in zip(tags["job_id"], tags["node"], tags["storage_type"], tags["ab_arm"])}
+    tag_by_job = {
+        j: (n, s, a) for j, n, s, a in zip(tags["job_id"], tags["node"], tags["storage_type"], tags["ab_arm"])
+    }
     assert set(tag_by_job) == set(jobs["job_id"])
     for node, storage, arm in tag_by_job.values():
         assert node_storage[node] == storage and node_arm[node] == arm
@@ -79,8 +81,9 @@ def test_file_accesses_join_to_jobs_and_reads_are_partial(site_data):
     # Some clients bypass the plugin (no identity), and the cache's own origin reads carry none.
     assert acc["job_identity"].null_count > 0
     direct = acc.filter(pc.equal(acc["app_name"], "athena"))
-    frac = pc.divide(pc.cast(direct["read_bytes_at_close"], pa.float64()),
-                     pc.cast(direct["file_size_bytes"], pa.float64())).to_numpy()
+    frac = pc.divide(
+        pc.cast(direct["read_bytes_at_close"], pa.float64()), pc.cast(direct["file_size_bytes"], pa.float64())
+    ).to_numpy()
     assert (frac < 0.999).mean() > 0.5  # partial reads
     assert (frac <= 1.0 + 1e-9).all()
 

@@ -21,12 +21,26 @@ T0 = datetime(2024, 5, 1, 8, 0, tzinfo=timezone.utc)
 def job(job_id: str, **overrides: Any) -> dict[str, Any]:
     row: dict[str, Any] = {name: None for name in JOB.names}
     row.update(
-        batch_system="slurm", cluster="t2test", job_id=job_id, step_id="",
-        job_identity=f"slurm.t2test.{job_id}", user_name="alice", account="atlas", vo="atlas",
-        partition="grid", node="wn01", node_list="wn01",
-        submit_time=T0 - timedelta(minutes=5), start_time=T0, end_time=T0 + timedelta(hours=1),
-        allocated_cores=8, cpu_user_seconds=20000.0, cpu_system_seconds=1000.0,
-        wall_seconds=3600.0, state="COMPLETED", exit_code=0,
+        batch_system="slurm",
+        cluster="t2test",
+        job_id=job_id,
+        step_id="",
+        job_identity=f"slurm.t2test.{job_id}",
+        user_name="alice",
+        account="atlas",
+        vo="atlas",
+        partition="grid",
+        node="wn01",
+        node_list="wn01",
+        submit_time=T0 - timedelta(minutes=5),
+        start_time=T0,
+        end_time=T0 + timedelta(hours=1),
+        allocated_cores=8,
+        cpu_user_seconds=20000.0,
+        cpu_system_seconds=1000.0,
+        wall_seconds=3600.0,
+        state="COMPLETED",
+        exit_code=0,
     )
     row.update(overrides)
     return row
@@ -34,9 +48,17 @@ def job(job_id: str, **overrides: Any) -> dict[str, Any]:
 
 def tag(job_id: str, storage_type: str = "nvme", **overrides: Any) -> dict[str, Any]:
     row: dict[str, Any] = {name: None for name in JOB_TAG.names}
-    row.update(batch_system="slurm", cluster="t2test", job_id=job_id, step_id="", node="wn01",
-               storage_type=storage_type, device_models=["Samsung PM9A3"], tagged_at=T0,
-               tagger="slurm-spank")
+    row.update(
+        batch_system="slurm",
+        cluster="t2test",
+        job_id=job_id,
+        step_id="",
+        node="wn01",
+        storage_type=storage_type,
+        device_models=["Samsung PM9A3"],
+        tagged_at=T0,
+        tagger="slurm-spank",
+    )
     row.update(overrides)
     return row
 
@@ -59,8 +81,12 @@ def rows(wh: Warehouse, query: str, params: list[Any] | None = None) -> list[tup
 
 
 def test_schema_types_not_null_comments_and_utc(wh: Warehouse) -> None:
-    columns = {(t, c): (dt, nullable, comment) for t, c, dt, nullable, comment in rows(
-        wh, "SELECT table_name, column_name, data_type, is_nullable, comment FROM duckdb_columns()")}
+    columns = {
+        (t, c): (dt, nullable, comment)
+        for t, c, dt, nullable, comment in rows(
+            wh, "SELECT table_name, column_name, data_type, is_nullable, comment FROM duckdb_columns()"
+        )
+    }
     assert columns[("raw_job", "start_time")][0] == "TIMESTAMP WITH TIME ZONE"
     assert columns[("raw_job_tag", "device_models")][0] == "VARCHAR[]"
     assert columns[("raw_job", "allocated_cores")][0] == "INTEGER"
@@ -105,7 +131,7 @@ def test_reopen_refuses_a_schema_records_py_does_not_describe(tmp_path: Path) ->
 
 
 def test_same_batch_twice_changes_nothing(wh: Warehouse) -> None:
-    parse_reject = Reject(RecordKind.JOB, "sacct.json", "sacct.json:line 9", "JobID", "not a job id", "{\"x\"")
+    parse_reject = Reject(RecordKind.JOB, "sacct.json", "sacct.json:line 9", "JobID", "not a job id", '{"x"')
     batch_rows = [job("1"), job("2", allocated_cores=0), job("3")]
 
     first = wh.load(jobs_batch(batch_rows, rejects=[parse_reject]))
@@ -147,7 +173,8 @@ def test_later_batch_replaces_row_with_same_key(wh: Warehouse) -> None:
     assert result.rows_loaded == 1
     assert rows(wh, "SELECT count(*) FROM raw_job") == [(2,)]
     assert rows(wh, "SELECT state, cpu_user_seconds, wall_seconds, end_time FROM raw_job WHERE job_id = '42'") == [
-        ("COMPLETED", 25000.0, 3600.0, T0 + timedelta(hours=1))]
+        ("COMPLETED", 25000.0, 3600.0, T0 + timedelta(hours=1))
+    ]
 
 
 def test_steps_are_distinct_keys(wh: Warehouse) -> None:
@@ -156,11 +183,18 @@ def test_steps_are_distinct_keys(wh: Warehouse) -> None:
 
 
 def test_list_column_and_null_timestamps_round_trip(wh: Warehouse) -> None:
-    batch = Batch(RecordKind.JOB_TAG, pa.Table.from_pylist(
-        [tag("1", device_models=["A", "B"]), tag("2", device_models=None, tagged_at=None)], schema=JOB_TAG), "spool")
+    batch = Batch(
+        RecordKind.JOB_TAG,
+        pa.Table.from_pylist(
+            [tag("1", device_models=["A", "B"]), tag("2", device_models=None, tagged_at=None)], schema=JOB_TAG
+        ),
+        "spool",
+    )
     wh.load(batch)
     assert rows(wh, "SELECT job_id, device_models, tagged_at FROM raw_job_tag ORDER BY job_id") == [
-        ("1", ["A", "B"], T0), ("2", None, None)]
+        ("1", ["A", "B"], T0),
+        ("2", None, None),
+    ]
 
 
 # ---------------------------------------------------------------------------- rejects
@@ -169,9 +203,9 @@ def test_list_column_and_null_timestamps_round_trip(wh: Warehouse) -> None:
 def test_rule_rejects_land_with_field_reason_and_location(wh: Warehouse) -> None:
     batch_rows = [
         job("1"),
-        job("2", end_time=T0 - timedelta(seconds=1)),                # ends before it starts
-        job("3", allocated_cores=0),                                 # no cores
-        job("4", end_time=None, state="RUNNING"),                    # running: NULLs are not violations
+        job("2", end_time=T0 - timedelta(seconds=1)),  # ends before it starts
+        job("3", allocated_cores=0),  # no cores
+        job("4", end_time=None, state="RUNNING"),  # running: NULLs are not violations
         job("5", allocated_cores=0, end_time=T0 - timedelta(hours=1)),  # two rules: the first listed wins
         job("6", cpu_system_seconds=-1.0),
     ]
@@ -180,8 +214,10 @@ def test_rule_rejects_land_with_field_reason_and_location(wh: Warehouse) -> None
 
     assert (result.rows_in, result.rows_loaded, result.rows_rejected) == (6, 2, 4)
     assert rows(wh, "SELECT job_id FROM raw_job ORDER BY job_id") == [("1",), ("4",)]
-    got = rows(wh, "SELECT record_kind, source, location, field, reason, raw_record->>'job_id' "
-                   "FROM raw_rejects ORDER BY location")
+    got = rows(
+        wh,
+        "SELECT record_kind, source, location, field, reason, raw_record->>'job_id' FROM raw_rejects ORDER BY location",
+    )
     assert got == [
         ("job", "sacct.json", "sacct.json:line 11", "end_time", "before start_time", "2"),
         ("job", "sacct.json", "sacct.json:line 12", "allocated_cores", "missing or below 1 core", "3"),
@@ -240,16 +276,18 @@ def test_parse_level_rejects_are_stored(wh: Warehouse) -> None:
 def test_in_batch_duplicates_keep_the_last(wh: Warehouse) -> None:
     batch_rows = [
         job("1", state="RUNNING", end_time=None),  # row 0: superseded by row 3
-        job("2"),                                  # row 1
-        job("1", state="FAILED"),                  # row 2: superseded by row 3
-        job("1", state="COMPLETED"),               # row 3: kept
-        job("2", allocated_cores=0),               # row 4: invalid, so row 1 stays the last valid "2"
+        job("2"),  # row 1
+        job("1", state="FAILED"),  # row 2: superseded by row 3
+        job("1", state="COMPLETED"),  # row 3: kept
+        job("2", allocated_cores=0),  # row 4: invalid, so row 1 stays the last valid "2"
     ]
     result = wh.load(jobs_batch(batch_rows, source="dup.json"))
 
     assert (result.rows_loaded, result.rows_rejected) == (2, 3)
     assert rows(wh, "SELECT job_id, state, allocated_cores FROM raw_job ORDER BY job_id") == [
-        ("1", "COMPLETED", 8), ("2", "COMPLETED", 8)]
+        ("1", "COMPLETED", 8),
+        ("2", "COMPLETED", 8),
+    ]
     assert rows(wh, "SELECT location, field, reason, raw_record->>'state' FROM raw_rejects ORDER BY location") == [
         ("dup.json:row 0", "batch_system,cluster,job_id,step_id", "duplicate natural key in batch", "RUNNING"),
         ("dup.json:row 2", "batch_system,cluster,job_id,step_id", "duplicate natural key in batch", "FAILED"),
@@ -259,9 +297,17 @@ def test_in_batch_duplicates_keep_the_last(wh: Warehouse) -> None:
 
 def test_duplicate_across_many_rows_and_kinds(wh: Warehouse) -> None:
     n = 5000
-    accesses = [{name: None for name in FILE_ACCESS.names} | {
-        "server_host": "xcache01", "unique_id": str(i % 1000), "file_lfn": f"/store/f{i}",
-        "start_time": T0, "close_seen": True} for i in range(n)]
+    accesses = [
+        {name: None for name in FILE_ACCESS.names}
+        | {
+            "server_host": "xcache01",
+            "unique_id": str(i % 1000),
+            "file_lfn": f"/store/f{i}",
+            "start_time": T0,
+            "close_seen": True,
+        }
+        for i in range(n)
+    ]
     result = wh.load(Batch(RecordKind.FILE_ACCESS, pa.Table.from_pylist(accesses, schema=FILE_ACCESS), "fa"))
     # 1000 distinct ids; each id's last occurrence is i = 4000 + id.
     assert (result.rows_loaded, result.rows_rejected) == (1000, 4000)
@@ -284,16 +330,37 @@ def test_key_hash_collision_is_not_a_duplicate(wh: Warehouse, monkeypatch: pytes
 
 
 def test_load_many_and_results(wh: Warehouse) -> None:
-    node_table = pa.Table.from_pylist([
-        {"cluster": "t2test", "node": "wn01", "storage_type": "ssd", "device_models": ["X"], "device_count": 1,
-         "job_slots": 16, "nic_gbps": 25.0, "ab_arm": None},
-        {"cluster": "t2test", "node": "wn02", "storage_type": "hdd", "device_models": None, "device_count": 2,
-         "job_slots": 0, "nic_gbps": 10.0, "ab_arm": None},
-    ], schema=NODE)
+    node_table = pa.Table.from_pylist(
+        [
+            {
+                "cluster": "t2test",
+                "node": "wn01",
+                "storage_type": "ssd",
+                "device_models": ["X"],
+                "device_count": 1,
+                "job_slots": 16,
+                "nic_gbps": 25.0,
+                "ab_arm": None,
+            },
+            {
+                "cluster": "t2test",
+                "node": "wn02",
+                "storage_type": "hdd",
+                "device_models": None,
+                "device_count": 2,
+                "job_slots": 0,
+                "nic_gbps": 10.0,
+                "ab_arm": None,
+            },
+        ],
+        schema=NODE,
+    )
     results = wh.load_many([jobs_batch([job("1")]), Batch(RecordKind.NODE, node_table, "nodes.csv")])
     assert [type(r) for r in results] == [LoadResult, LoadResult]
     assert [(r.kind, r.rows_loaded, r.rows_rejected) for r in results] == [
-        (RecordKind.JOB, 1, 0), (RecordKind.NODE, 1, 1)]
+        (RecordKind.JOB, 1, 0),
+        (RecordKind.NODE, 1, 1),
+    ]
     counts = wh.counts()
     assert counts["raw_job"] == 1 and counts["raw_node"] == 1 and counts["raw_rejects"] == 1
     assert counts["raw_batches"] == 2 and counts["raw_job_tag"] == 0
@@ -323,7 +390,10 @@ def test_failure_after_delete_rolls_back(wh: Warehouse, monkeypatch: pytest.Monk
     result = wh.load(update)  # not recorded as loaded: it loads now
     assert not result.already_loaded and result.rows_loaded == 2
     assert rows(wh, "SELECT job_id, state FROM raw_job ORDER BY job_id") == [
-        ("1", "COMPLETED"), ("2", "COMPLETED"), ("3", "COMPLETED")]
+        ("1", "COMPLETED"),
+        ("2", "COMPLETED"),
+        ("3", "COMPLETED"),
+    ]
 
 
 def test_failure_mid_insert_rolls_back(wh: Warehouse, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -355,8 +425,7 @@ def test_connection_usable_after_a_failed_load(wh: Warehouse, monkeypatch: pytes
 
 def test_uncastable_field_is_named(wh: Warehouse) -> None:
     batch = jobs_batch([job("1")], source="broken.json")
-    batch.table = batch.table.set_column(
-        JOB.get_field_index("allocated_cores"), "allocated_cores", pa.array(["eight"]))
+    batch.table = batch.table.set_column(JOB.get_field_index("allocated_cores"), "allocated_cores", pa.array(["eight"]))
     with pytest.raises(ValueError, match=r"broken\.json.*allocated_cores"):
         wh.load(batch)
     assert wh.counts()["raw_batches"] == 0
@@ -372,7 +441,8 @@ def test_missing_field_is_named(wh: Warehouse) -> None:
 def test_castable_table_is_cast(wh: Warehouse) -> None:
     batch = jobs_batch([job("1")], source="loose.json")
     batch.table = batch.table.set_column(
-        JOB.get_field_index("allocated_cores"), "allocated_cores", pa.array([4], pa.int64()))
+        JOB.get_field_index("allocated_cores"), "allocated_cores", pa.array([4], pa.int64())
+    )
     assert wh.load(batch).rows_loaded == 1
     assert rows(wh, "SELECT allocated_cores FROM raw_job") == [(4,)]
 
@@ -433,11 +503,12 @@ def test_load_many_load_error_stops_the_producer(wh: Warehouse) -> None:
 
 # ---------------------------------------------------------------------------- Parquet read by DuckDB
 
+
 def _mixed_jobs(n: int) -> list[dict[str, Any]]:
     out = [job(str(i), cpu_user_seconds=float(i), allocated_cores=1 + i % 8) for i in range(n)]
-    out[3] = job("3", allocated_cores=0)                       # a rule reject
-    out[7] = job("5", cpu_user_seconds=7.0)                    # repeats job 5: a duplicate
-    out[9] = job("9", end_time=T0 - timedelta(hours=2))        # end before start
+    out[3] = job("3", allocated_cores=0)  # a rule reject
+    out[7] = job("5", cpu_user_seconds=7.0)  # repeats job 5: a duplicate
+    out[9] = job("9", end_time=T0 - timedelta(hours=2))  # end before start
     return out
 
 
@@ -462,7 +533,7 @@ def test_parquet_file_loaded_by_duckdb_equals_the_arrow_path(tmp_path: Path) -> 
     for name, batches in (("direct", direct), ("arrow", arrow)):
         with Warehouse(tmp_path / f"{name}.duckdb") as w:
             first = w.load_many(batches)
-            again = w.load_many(batches)                       # idempotent by content
+            again = w.load_many(batches)  # idempotent by content
             assert [r.already_loaded for r in again] == [True]
             assert (first[0].rows_in, first[0].rows_loaded, first[0].rows_rejected) == (300, 297, 3)
             states.append(_warehouse_state(w))
@@ -470,7 +541,7 @@ def test_parquet_file_loaded_by_duckdb_equals_the_arrow_path(tmp_path: Path) -> 
     loaded, rejected = states[0]
     assert [r[0] for r in rejected] == [f"parquet:{path}:row {i}" for i in (3, 5, 9)]
     cpu_user = JOB.get_field_index("cpu_user_seconds")
-    assert [r[cpu_user] for r in loaded if r[2] == "5"] == [7.0]   # the later row of a duplicate won
+    assert [r[cpu_user] for r in loaded if r[2] == "5"] == [7.0]  # the later row of a duplicate won
 
 
 def test_parquet_direct_only_for_exact_schema_and_bounded_files(tmp_path: Path) -> None:
@@ -481,21 +552,25 @@ def test_parquet_direct_only_for_exact_schema_and_bounded_files(tmp_path: Path) 
     exact, other = tmp_path / "exact.parquet", tmp_path / "other.parquet"
     table = pa.Table.from_pylist(_mixed_jobs(20), schema=JOB)
     pq.write_table(table, exact)
-    pq.write_table(table.set_column(JOB.get_field_index("allocated_cores"), "allocated_cores",
-                                    table["allocated_cores"].cast(pa.int64())), other)
+    pq.write_table(
+        table.set_column(
+            JOB.get_field_index("allocated_cores"), "allocated_cores", table["allocated_cores"].cast(pa.int64())
+        ),
+        other,
+    )
     assert ParquetFileBatch.of(RecordKind.JOB, exact, 20) is not None
-    assert ParquetFileBatch.of(RecordKind.JOB, exact, 19) is None      # over the transaction bound
-    assert ParquetFileBatch.of(RecordKind.JOB, other, 20) is None      # needs conform(): Arrow path
+    assert ParquetFileBatch.of(RecordKind.JOB, exact, 19) is None  # over the transaction bound
+    assert ParquetFileBatch.of(RecordKind.JOB, other, 20) is None  # needs conform(): Arrow path
 
 
 # ---------------------------------------------------------------------------- landing, clustering
 
-HOLD_LOCK = r'''
+HOLD_LOCK = r"""
 import duckdb, sys
 con = duckdb.connect(sys.argv[1])
 print("holding", flush=True)
 sys.stdin.readline()
-'''
+"""
 
 
 def test_an_ingest_lands_its_batches_while_another_process_writes_and_the_next_writer_loads_them(tmp_path):
@@ -509,11 +584,15 @@ def test_an_ingest_lands_its_batches_while_another_process_writes_and_the_next_w
     Warehouse(path).close()
     late = [job(str(i), end_time=T0 + timedelta(minutes=30 - i)) for i in range(5)]  # out of time order
     bad = job("bad", allocated_cores=-1)
-    batch = jobs_batch(late + [bad], locations=[f"sacct.json:line {i}" for i in range(6)],
-                       rejects=[Reject(RecordKind.JOB, "sacct.json", "sacct.json:line 9", "job", "unparsable", "{")])
+    batch = jobs_batch(
+        late + [bad],
+        locations=[f"sacct.json:line {i}" for i in range(6)],
+        rejects=[Reject(RecordKind.JOB, "sacct.json", "sacct.json:line 9", "job", "unparsable", "{")],
+    )
     start, end = T0 - timedelta(hours=1), T0 + timedelta(hours=2)
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "holding"
         busy = _load("test", [batch], path, start, end)  # returns at once, nothing waited for
@@ -548,4 +627,7 @@ def test_raw_span_starts_at_the_first_day_any_record_touches(tmp_path: Path) -> 
                          ('slurm', 'c', '1', '', TIMESTAMPTZ '2025-01-01 08:00:00+00', TIMESTAMPTZ '2025-01-03 08:00:00+00')""")
         span = raw_span(w.con)
     assert (span.oldest_day, span.newest_day, span.oldest_file_access_day) == (
-        datetime(2024, 12, 31).date(), datetime(2025, 1, 3).date(), datetime(2025, 1, 1).date())
+        datetime(2024, 12, 31).date(),
+        datetime(2025, 1, 3).date(),
+        datetime(2025, 1, 1).date(),
+    )

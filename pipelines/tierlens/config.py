@@ -33,12 +33,12 @@ LAYOUT: dict[str, str] = {
     "warehouse": "warehouse.duckdb",
     "lake": "lake",
     "reports": "reports",
-    "dbt_state": "dbt",                 # dbt's target/ and logs/, kept out of the source tree
+    "dbt_state": "dbt",  # dbt's target/ and logs/, kept out of the source tree
     "spark_warehouse": "spark-warehouse",  # spark.sql.warehouse.dir of the Airflow spark target
-    "state": "state",                   # watermarks of incremental sources (HTCondor schedds)
-    "xrootd_spool": "spool/xrootd",     # the collector's batches, stats and journal
-    "synthetic": "synthetic",           # the synthetic site's simulations, one folder per options
-    "alerts": "alerts",                 # completeness warnings of the DAG runs
+    "state": "state",  # watermarks of incremental sources (HTCondor schedds)
+    "xrootd_spool": "spool/xrootd",  # the collector's batches, stats and journal
+    "synthetic": "synthetic",  # the synthetic site's simulations, one folder per options
+    "alerts": "alerts",  # completeness warnings of the DAG runs
 }
 
 

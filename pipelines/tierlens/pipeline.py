@@ -43,8 +43,9 @@ class IngestSummary:
         return sum(self.rows_rejected.values())
 
 
-def ingest(batches: Iterable[Batch], warehouse: Path,
-           on_batch: Callable[[LoadResult], None] | None = None) -> IngestSummary:
+def ingest(
+    batches: Iterable[Batch], warehouse: Path, on_batch: Callable[[LoadResult], None] | None = None
+) -> IngestSummary:
     """Load batches one transaction each; a failure leaves earlier batches loaded, none half-loaded.
 
     The source produces its next batch on a thread while DuckDB loads the current one (sources
@@ -62,8 +63,9 @@ def ingest(batches: Iterable[Batch], warehouse: Path,
     return summary
 
 
-def parquet_batches(kind: RecordKind, files: Iterable[Path], rows: int = FILE_BATCH_ROWS,
-                    direct: bool = False) -> Iterable[Batch | ParquetFileBatch]:
+def parquet_batches(
+    kind: RecordKind, files: Iterable[Path], rows: int = FILE_BATCH_ROWS, direct: bool = False
+) -> Iterable[Batch | ParquetFileBatch]:
     """Read Parquet files of one record kind in bounded batches.
 
     A rejected row is located as 'parquet:FILE:row N', N counted from the file's first row.

@@ -26,8 +26,20 @@ TIMESTAMP = pa.timestamp("us", tz="UTC")
 
 #: Storage types a scheduler plugin may report for a job's scratch space (docs/architecture.md, "Records").
 STORAGE_TYPES: tuple[str, ...] = (
-    "hdd", "ssd", "nvme", "raid0", "raid1", "raid5", "raid6", "raid10",
-    "tmpfs", "nfs", "lustre", "gpfs", "cephfs", "other",
+    "hdd",
+    "ssd",
+    "nvme",
+    "raid0",
+    "raid1",
+    "raid5",
+    "raid6",
+    "raid10",
+    "tmpfs",
+    "nfs",
+    "lustre",
+    "gpfs",
+    "cephfs",
+    "other",
 )
 
 #: How a storage_catalog configuration combines its devices ('none': one device, or a JBOD of one).
@@ -47,187 +59,438 @@ def _f(name: str, type_: pa.DataType, doc: str, unit: str = "", nullable: bool =
     return pa.field(name, type_, nullable=nullable, metadata=meta)
 
 
-JOB = pa.schema([
-    _f("batch_system", pa.string(), "Batch system that ran the job: slurm, htcondor or synthetic.", nullable=False),
-    _f("cluster", pa.string(), "Site or cluster name as the batch system reports it (Slurm ClusterName, HTCondor schedd pool).", nullable=False),
-    _f("job_id", pa.string(), "Job id within the cluster (Slurm JobID, HTCondor GlobalJobId).", nullable=False),
-    _f("step_id", pa.string(), "Step within the job; empty string for the whole job (batch systems without steps always use it).", nullable=False),
-    _f("job_identity", pa.string(), "Identity the scheduler plugin handed the job in XRD_MONINFO, '<batch_system>.<cluster>.<job_id>'; joins file accesses to the job exactly."),
-    _f("user_name", pa.string(), "Unix user (Slurm User, HTCondor Owner)."),
-    _f("account", pa.string(), "Accounting account or group (Slurm Account, HTCondor AccountingGroup)."),
-    _f("vo", pa.string(), "Virtual organisation the account belongs to, e.g. atlas, cms; null when unknown."),
-    _f("job_class", pa.string(), "Kind of work, e.g. analysis or production, when the source can tell; null otherwise."),
-    _f("partition", pa.string(), "Partition (Slurm) or queue the job ran in."),
-    _f("node", pa.string(), "First (or only) node the job ran on."),
-    _f("node_list", pa.string(), "All nodes the job ran on, comma separated, as the batch system reports them."),
-    _f("submit_time", TIMESTAMP, "When the job was submitted.", "UTC"),
-    _f("start_time", TIMESTAMP, "When the job (or step) started running.", "UTC"),
-    _f("end_time", TIMESTAMP, "When the job (or step) ended; null while running.", "UTC"),
-    _f("allocated_cores", pa.int32(), "Cores allocated to the job (Slurm AllocCPUS, HTCondor RequestCpus/CpusProvisioned).", "cores"),
-    _f("cpu_user_seconds", pa.float64(), "CPU time spent in user mode, summed over all cores.", "s"),
-    _f("cpu_system_seconds", pa.float64(), "CPU time spent in kernel mode, summed over all cores.", "s"),
-    _f("wall_seconds", pa.float64(), "Elapsed wall-clock time from start to end.", "s"),
-    _f("state", pa.string(), "Final state in upper case, e.g. COMPLETED, FAILED, CANCELLED, TIMEOUT."),
-    _f("exit_code", pa.int32(), "Exit code of the job's main process; null when unknown."),
-    _f("bytes_read", pa.int64(), "Bytes read by the job where the batch system measures it (Slurm fs/disk rchar); null otherwise.", "bytes"),
-    _f("bytes_written", pa.int64(), "Bytes written by the job where the batch system measures it (Slurm fs/disk wchar); null otherwise.", "bytes"),
-    _f("sluid", pa.string(), "Slurm's unique id of this run of the job (SLUID, 's' and 13 upper-case Crockford base32 digits; Slurm 26.05+, sacct --json 'sluid'); a requeued job's new run has a new one. Null where the batch system has none."),
-])
+JOB = pa.schema(
+    [
+        _f("batch_system", pa.string(), "Batch system that ran the job: slurm, htcondor or synthetic.", nullable=False),
+        _f(
+            "cluster",
+            pa.string(),
+            "Site or cluster name as the batch system reports it (Slurm ClusterName, HTCondor schedd pool).",
+            nullable=False,
+        ),
+        _f("job_id", pa.string(), "Job id within the cluster (Slurm JobID, HTCondor GlobalJobId).", nullable=False),
+        _f(
+            "step_id",
+            pa.string(),
+            "Step within the job; empty string for the whole job (batch systems without steps always use it).",
+            nullable=False,
+        ),
+        _f(
+            "job_identity",
+            pa.string(),
+            "Identity the scheduler plugin handed the job in XRD_MONINFO, '<batch_system>.<cluster>.<job_id>'; joins file accesses to the job exactly.",
+        ),
+        _f("user_name", pa.string(), "Unix user (Slurm User, HTCondor Owner)."),
+        _f("account", pa.string(), "Accounting account or group (Slurm Account, HTCondor AccountingGroup)."),
+        _f("vo", pa.string(), "Virtual organisation the account belongs to, e.g. atlas, cms; null when unknown."),
+        _f(
+            "job_class",
+            pa.string(),
+            "Kind of work, e.g. analysis or production, when the source can tell; null otherwise.",
+        ),
+        _f("partition", pa.string(), "Partition (Slurm) or queue the job ran in."),
+        _f("node", pa.string(), "First (or only) node the job ran on."),
+        _f("node_list", pa.string(), "All nodes the job ran on, comma separated, as the batch system reports them."),
+        _f("submit_time", TIMESTAMP, "When the job was submitted.", "UTC"),
+        _f("start_time", TIMESTAMP, "When the job (or step) started running.", "UTC"),
+        _f("end_time", TIMESTAMP, "When the job (or step) ended; null while running.", "UTC"),
+        _f(
+            "allocated_cores",
+            pa.int32(),
+            "Cores allocated to the job (Slurm AllocCPUS, HTCondor RequestCpus/CpusProvisioned).",
+            "cores",
+        ),
+        _f("cpu_user_seconds", pa.float64(), "CPU time spent in user mode, summed over all cores.", "s"),
+        _f("cpu_system_seconds", pa.float64(), "CPU time spent in kernel mode, summed over all cores.", "s"),
+        _f("wall_seconds", pa.float64(), "Elapsed wall-clock time from start to end.", "s"),
+        _f("state", pa.string(), "Final state in upper case, e.g. COMPLETED, FAILED, CANCELLED, TIMEOUT."),
+        _f("exit_code", pa.int32(), "Exit code of the job's main process; null when unknown."),
+        _f(
+            "bytes_read",
+            pa.int64(),
+            "Bytes read by the job where the batch system measures it (Slurm fs/disk rchar); null otherwise.",
+            "bytes",
+        ),
+        _f(
+            "bytes_written",
+            pa.int64(),
+            "Bytes written by the job where the batch system measures it (Slurm fs/disk wchar); null otherwise.",
+            "bytes",
+        ),
+        _f(
+            "sluid",
+            pa.string(),
+            "Slurm's unique id of this run of the job (SLUID, 's' and 13 upper-case Crockford base32 digits; Slurm 26.05+, sacct --json 'sluid'); a requeued job's new run has a new one. Null where the batch system has none.",
+        ),
+    ]
+)
 
-JOB_TAG = pa.schema([
-    _f("batch_system", pa.string(), "Batch system of the tagged job.", nullable=False),
-    _f("cluster", pa.string(), "Cluster of the tagged job.", nullable=False),
-    _f("job_id", pa.string(), "Job id of the tagged job.", nullable=False),
-    _f("step_id", pa.string(), "Step of the tagged job; empty string for the whole job.", nullable=False),
-    _f("node", pa.string(), "Node the tag was recorded on.", nullable=False),
-    _f("storage_type", pa.string(), "Storage type under the job's scratch directory; one of STORAGE_TYPES.", nullable=False),
-    _f("device_models", pa.list_(pa.string()), "Model strings of the block devices under the scratch directory (RAID members listed individually)."),
-    _f("scratch_path", pa.string(), "Scratch directory the plugin inspected (TMPDIR or the configured path)."),
-    _f("ab_arm", pa.string(), "A/B arm the job was given, e.g. A or B; null outside a trial."),
-    _f("cache_route", pa.string(), "Where the job's remote reads were sent, e.g. 'cache:xcache01:1094' or 'direct'; null when not set."),
-    _f("tagged_at", TIMESTAMP, "When the plugin recorded the tag.", "UTC"),
-    _f("tagger", pa.string(), "What wrote the tag: slurm-spank, htcondor-startd-cron or synthetic."),
-])
+JOB_TAG = pa.schema(
+    [
+        _f("batch_system", pa.string(), "Batch system of the tagged job.", nullable=False),
+        _f("cluster", pa.string(), "Cluster of the tagged job.", nullable=False),
+        _f("job_id", pa.string(), "Job id of the tagged job.", nullable=False),
+        _f("step_id", pa.string(), "Step of the tagged job; empty string for the whole job.", nullable=False),
+        _f("node", pa.string(), "Node the tag was recorded on.", nullable=False),
+        _f(
+            "storage_type",
+            pa.string(),
+            "Storage type under the job's scratch directory; one of STORAGE_TYPES.",
+            nullable=False,
+        ),
+        _f(
+            "device_models",
+            pa.list_(pa.string()),
+            "Model strings of the block devices under the scratch directory (RAID members listed individually).",
+        ),
+        _f("scratch_path", pa.string(), "Scratch directory the plugin inspected (TMPDIR or the configured path)."),
+        _f("ab_arm", pa.string(), "A/B arm the job was given, e.g. A or B; null outside a trial."),
+        _f(
+            "cache_route",
+            pa.string(),
+            "Where the job's remote reads were sent, e.g. 'cache:xcache01:1094' or 'direct'; null when not set.",
+        ),
+        _f("tagged_at", TIMESTAMP, "When the plugin recorded the tag.", "UTC"),
+        _f("tagger", pa.string(), "What wrote the tag: slurm-spank, htcondor-startd-cron or synthetic."),
+    ]
+)
 
-FILE_ACCESS = pa.schema([
-    _f("server_host", pa.string(), "XRootD server or cache that served the file.", nullable=False),
-    _f("unique_id", pa.string(), "Identifier of this open-close, unique per server (SLAC record unique_id).", nullable=False),
-    _f("server_role", pa.string(), "origin or cache; one of SERVER_ROLES."),
-    _f("file_lfn", pa.string(), "Logical file name as opened.", nullable=False),
-    _f("file_size_bytes", pa.int64(), "File size at open.", "bytes"),
-    _f("start_time", TIMESTAMP, "Open time.", "UTC"),
-    _f("end_time", TIMESTAMP, "Close time, or the time the record was given up as unclosed.", "UTC"),
-    _f("read_single_average_bytes", pa.float64(), "Mean size of a single (non-vector) read.", "bytes"),
-    _f("read_vector_average_bytes", pa.float64(), "Mean size of a vector read (readv), over all its segments.", "bytes"),
-    _f("write_average_bytes", pa.float64(), "Mean size of a write.", "bytes"),
-    _f("read_bytes_at_close", pa.int64(), "Bytes read (single and vector) when the file was closed.", "bytes"),
-    _f("write_bytes_at_close", pa.int64(), "Bytes written when the file was closed.", "bytes"),
-    _f("read_bytes", pa.int64(), "Bytes read by single reads.", "bytes"),
-    _f("readv_bytes", pa.int64(), "Bytes read by vector reads.", "bytes"),
-    _f("write_bytes", pa.int64(), "Bytes written.", "bytes"),
-    _f("read_ops", pa.int64(), "Number of single reads.", "operations"),
-    _f("readv_ops", pa.int64(), "Number of vector reads.", "operations"),
-    _f("write_ops", pa.int64(), "Number of writes.", "operations"),
-    _f("client_host", pa.string(), "Host the client connected from."),
-    _f("client_pid", pa.int32(), "Process id of the client on client_host, when known."),
-    _f("app_name", pa.string(), "Application name the client sent (XRD_APPNAME, the &x= login field)."),
-    _f("job_identity", pa.string(), "Job identity the client sent (XRD_MONINFO, the &y= login field); see JOB.job_identity."),
-    _f("cache_hit_bytes", pa.int64(), "Bytes served from the cache's own storage; null when the server is not a cache.", "bytes"),
-    _f("cache_miss_bytes", pa.int64(), "Bytes the cache fetched from its origin to serve this access (staged in); null when not a cache.", "bytes"),
-    _f("cache_bypass_bytes", pa.int64(), "Bytes passed through the cache without being stored; null when not a cache.", "bytes"),
-    _f("close_seen", pa.bool_(), "True when the close was observed; false for records emitted as unclosed.", nullable=False),
-    # Appended by the collector v2: how the access ended, and the evidence for cache truth.
-    _f("end_reason", pa.string(), "How the access ended; one of END_REASONS (close, disconnect, timeout, shutdown, server_restart)."),
-    _f("server_pid", pa.int32(), "Process id of the xrootd server (from its '=' identity); an origin sees a cache's own reads under this pid."),
-    _f("server_addr", pa.string(), "IP address the server's monitoring packets came from."),
-    _f("cache_attach_time", TIMESTAMP, "XCache g-stream: when the cache attached the file for this access.", "UTC"),
-    _f("cache_detach_time", TIMESTAMP, "XCache g-stream: when the cache detached the file.", "UTC"),
-    _f("cache_access_count", pa.int64(), "XCache g-stream access_cnt: accesses of the file so far, this one included (1: first, cannot be a hit).", "accesses"),
-    _f("cache_remotes", pa.string(), "XCache g-stream remotes: origins contacted during this attach, comma separated; empty: none."),
-    _f("cache_blocks", pa.int64(), "XCache g-stream n_blks: blocks of the file.", "blocks"),
-    _f("cache_blocks_done", pa.int64(), "XCache g-stream n_blks_done: blocks on the cache's disk at detach.", "blocks"),
-    # Appended for XRootD 5.7.2+ caches, whose file_close also says what reached the cache's disk.
-    _f("cache_todisk_bytes", pa.int64(), "XCache g-stream b_todisk (5.7.2+): bytes fetched from the origin and written to the cache's disk while the file was attached, prefetch included; null when not reported.", "bytes"),
-    _f("cache_prefetch_bytes", pa.int64(), "XCache g-stream b_prefetch (5.7.2+): bytes of the blocks the cache prefetched (not asked for by a read) while the file was attached; null when not reported.", "bytes"),
-])
+FILE_ACCESS = pa.schema(
+    [
+        _f("server_host", pa.string(), "XRootD server or cache that served the file.", nullable=False),
+        _f(
+            "unique_id",
+            pa.string(),
+            "Identifier of this open-close, unique per server (SLAC record unique_id).",
+            nullable=False,
+        ),
+        _f("server_role", pa.string(), "origin or cache; one of SERVER_ROLES."),
+        _f("file_lfn", pa.string(), "Logical file name as opened.", nullable=False),
+        _f("file_size_bytes", pa.int64(), "File size at open.", "bytes"),
+        _f("start_time", TIMESTAMP, "Open time.", "UTC"),
+        _f("end_time", TIMESTAMP, "Close time, or the time the record was given up as unclosed.", "UTC"),
+        _f("read_single_average_bytes", pa.float64(), "Mean size of a single (non-vector) read.", "bytes"),
+        _f(
+            "read_vector_average_bytes",
+            pa.float64(),
+            "Mean size of a vector read (readv), over all its segments.",
+            "bytes",
+        ),
+        _f("write_average_bytes", pa.float64(), "Mean size of a write.", "bytes"),
+        _f("read_bytes_at_close", pa.int64(), "Bytes read (single and vector) when the file was closed.", "bytes"),
+        _f("write_bytes_at_close", pa.int64(), "Bytes written when the file was closed.", "bytes"),
+        _f("read_bytes", pa.int64(), "Bytes read by single reads.", "bytes"),
+        _f("readv_bytes", pa.int64(), "Bytes read by vector reads.", "bytes"),
+        _f("write_bytes", pa.int64(), "Bytes written.", "bytes"),
+        _f("read_ops", pa.int64(), "Number of single reads.", "operations"),
+        _f("readv_ops", pa.int64(), "Number of vector reads.", "operations"),
+        _f("write_ops", pa.int64(), "Number of writes.", "operations"),
+        _f("client_host", pa.string(), "Host the client connected from."),
+        _f("client_pid", pa.int32(), "Process id of the client on client_host, when known."),
+        _f("app_name", pa.string(), "Application name the client sent (XRD_APPNAME, the &x= login field)."),
+        _f(
+            "job_identity",
+            pa.string(),
+            "Job identity the client sent (XRD_MONINFO, the &y= login field); see JOB.job_identity.",
+        ),
+        _f(
+            "cache_hit_bytes",
+            pa.int64(),
+            "Bytes served from the cache's own storage; null when the server is not a cache.",
+            "bytes",
+        ),
+        _f(
+            "cache_miss_bytes",
+            pa.int64(),
+            "Bytes the cache fetched from its origin to serve this access (staged in); null when not a cache.",
+            "bytes",
+        ),
+        _f(
+            "cache_bypass_bytes",
+            pa.int64(),
+            "Bytes passed through the cache without being stored; null when not a cache.",
+            "bytes",
+        ),
+        _f(
+            "close_seen",
+            pa.bool_(),
+            "True when the close was observed; false for records emitted as unclosed.",
+            nullable=False,
+        ),
+        # Appended by the collector v2: how the access ended, and the evidence for cache truth.
+        _f(
+            "end_reason",
+            pa.string(),
+            "How the access ended; one of END_REASONS (close, disconnect, timeout, shutdown, server_restart).",
+        ),
+        _f(
+            "server_pid",
+            pa.int32(),
+            "Process id of the xrootd server (from its '=' identity); an origin sees a cache's own reads under this pid.",
+        ),
+        _f("server_addr", pa.string(), "IP address the server's monitoring packets came from."),
+        _f("cache_attach_time", TIMESTAMP, "XCache g-stream: when the cache attached the file for this access.", "UTC"),
+        _f("cache_detach_time", TIMESTAMP, "XCache g-stream: when the cache detached the file.", "UTC"),
+        _f(
+            "cache_access_count",
+            pa.int64(),
+            "XCache g-stream access_cnt: accesses of the file so far, this one included (1: first, cannot be a hit).",
+            "accesses",
+        ),
+        _f(
+            "cache_remotes",
+            pa.string(),
+            "XCache g-stream remotes: origins contacted during this attach, comma separated; empty: none.",
+        ),
+        _f("cache_blocks", pa.int64(), "XCache g-stream n_blks: blocks of the file.", "blocks"),
+        _f(
+            "cache_blocks_done",
+            pa.int64(),
+            "XCache g-stream n_blks_done: blocks on the cache's disk at detach.",
+            "blocks",
+        ),
+        # Appended for XRootD 5.7.2+ caches, whose file_close also says what reached the cache's disk.
+        _f(
+            "cache_todisk_bytes",
+            pa.int64(),
+            "XCache g-stream b_todisk (5.7.2+): bytes fetched from the origin and written to the cache's disk while the file was attached, prefetch included; null when not reported.",
+            "bytes",
+        ),
+        _f(
+            "cache_prefetch_bytes",
+            pa.int64(),
+            "XCache g-stream b_prefetch (5.7.2+): bytes of the blocks the cache prefetched (not asked for by a read) while the file was attached; null when not reported.",
+            "bytes",
+        ),
+    ]
+)
 
 #: How a file_access ended (FILE_ACCESS.end_reason).
 END_REASONS: tuple[str, ...] = ("close", "disconnect", "timeout", "shutdown", "server_restart")
 
-NODE = pa.schema([
-    _f("cluster", pa.string(), "Cluster the node belongs to.", nullable=False),
-    _f("node", pa.string(), "Node host name.", nullable=False),
-    _f("storage_type", pa.string(), "Storage type of the node's job scratch; one of STORAGE_TYPES.", nullable=False),
-    _f("device_models", pa.list_(pa.string()), "Model strings of the scratch devices."),
-    _f("device_count", pa.int32(), "Number of physical devices under the scratch space.", "devices"),
-    _f("job_slots", pa.int32(), "Cores the batch system may allocate to jobs on the node.", "cores"),
-    _f("nic_gbps", pa.float64(), "Network interface speed.", "Gbit/s"),
-    _f("ab_arm", pa.string(), "A/B arm the node serves when arms are fixed per node; null otherwise."),
-])
+NODE = pa.schema(
+    [
+        _f("cluster", pa.string(), "Cluster the node belongs to.", nullable=False),
+        _f("node", pa.string(), "Node host name.", nullable=False),
+        _f(
+            "storage_type", pa.string(), "Storage type of the node's job scratch; one of STORAGE_TYPES.", nullable=False
+        ),
+        _f("device_models", pa.list_(pa.string()), "Model strings of the scratch devices."),
+        _f("device_count", pa.int32(), "Number of physical devices under the scratch space.", "devices"),
+        _f("job_slots", pa.int32(), "Cores the batch system may allocate to jobs on the node.", "cores"),
+        _f("nic_gbps", pa.float64(), "Network interface speed.", "Gbit/s"),
+        _f("ab_arm", pa.string(), "A/B arm the node serves when arms are fixed per node; null otherwise."),
+    ]
+)
 
-STORAGE_CATALOG = pa.schema([
-    _f("config_name", pa.string(), "Name of the device or configuration, e.g. '2xHDD RAID0'.", nullable=False),
-    _f("storage_type", pa.string(), "Storage type the configuration provides; one of STORAGE_TYPES.", nullable=False),
-    _f("device_model", pa.string(), "Device model the configuration is built from."),
-    _f("devices_per_node", pa.int32(), "Devices one worker node needs for this configuration.", "devices"),
-    _f("unit_price", pa.float64(), "Price of one device.", "currency units"),
-    _f("currency", pa.string(), "ISO 4217 currency of unit_price, e.g. GBP."),
-    _f("capacity_bytes", pa.int64(), "Usable capacity of one device.", "bytes"),
-    _f("endurance_tbw", pa.float64(), "Rated write endurance of one device; null for HDDs.", "TB written"),
-    # datasheet figures: let a device nobody has probed be priced and predicted
-    _f("seq_read_mb_per_s", pa.float64(), "Datasheet sequential read rate of one device; null when unknown.", "MB/s (1e6 bytes)"),
-    _f("seq_write_mb_per_s", pa.float64(), "Datasheet sustained sequential write rate of one device; null when unknown.", "MB/s (1e6 bytes)"),
-    _f("rand_read_iops_4k", pa.float64(), "Datasheet random read operations per second at 4 KiB of one device; null when unknown.", "IOPS"),
-    _f("raid_level", pa.string(), "How devices_per_node devices are combined: none (one device), raid0, raid1, raid5, raid6 or raid10; null = none."),
-])
+STORAGE_CATALOG = pa.schema(
+    [
+        _f("config_name", pa.string(), "Name of the device or configuration, e.g. '2xHDD RAID0'.", nullable=False),
+        _f(
+            "storage_type",
+            pa.string(),
+            "Storage type the configuration provides; one of STORAGE_TYPES.",
+            nullable=False,
+        ),
+        _f("device_model", pa.string(), "Device model the configuration is built from."),
+        _f("devices_per_node", pa.int32(), "Devices one worker node needs for this configuration.", "devices"),
+        _f("unit_price", pa.float64(), "Price of one device.", "currency units"),
+        _f("currency", pa.string(), "ISO 4217 currency of unit_price, e.g. GBP."),
+        _f("capacity_bytes", pa.int64(), "Usable capacity of one device.", "bytes"),
+        _f("endurance_tbw", pa.float64(), "Rated write endurance of one device; null for HDDs.", "TB written"),
+        # datasheet figures: let a device nobody has probed be priced and predicted
+        _f(
+            "seq_read_mb_per_s",
+            pa.float64(),
+            "Datasheet sequential read rate of one device; null when unknown.",
+            "MB/s (1e6 bytes)",
+        ),
+        _f(
+            "seq_write_mb_per_s",
+            pa.float64(),
+            "Datasheet sustained sequential write rate of one device; null when unknown.",
+            "MB/s (1e6 bytes)",
+        ),
+        _f(
+            "rand_read_iops_4k",
+            pa.float64(),
+            "Datasheet random read operations per second at 4 KiB of one device; null when unknown.",
+            "IOPS",
+        ),
+        _f(
+            "raid_level",
+            pa.string(),
+            "How devices_per_node devices are combined: none (one device), raid0, raid1, raid5, raid6 or raid10; null = none.",
+        ),
+    ]
+)
 
-DEVICE_PROBE = pa.schema([
-    _f("probe_id", pa.string(), "One run of `tierlens probe storage`: every job of the run shares it.", nullable=False),
-    _f("node", pa.string(), "Node the probe ran on (or 'synthetic:<type>' for the demo's device model).", nullable=False),
-    _f("path", pa.string(), "Directory probed (the scratch path jobs would use)."),
-    _f("storage_type", pa.string(), "Storage type under path, from the plugins' detector; one of STORAGE_TYPES.", nullable=False),
-    _f("device_models", pa.list_(pa.string()), "Model strings of the block devices under path (RAID members listed individually)."),
-    _f("tool", pa.string(), "What measured: fio, or synthetic (the demo generator's discrete-event device)."),
-    _f("tool_version", pa.string(), "Version of the tool, e.g. fio-3.33."),
-    _f("job_name", pa.string(), "Probe job, one of tierlens.probe.jobs.JOBS (e.g. stagein_write, rand_read_128k_node).", nullable=False),
-    _f("rw", pa.string(), "Access pattern: write (sequential), read (sequential) or randread."),
-    _f("block_size_bytes", pa.int64(), "Size of each request.", "bytes"),
-    _f("queue_depth", pa.int32(), "Requests each process keeps in flight (1: synchronous, as a job's reads are).", "requests"),
-    _f("processes", pa.int32(), "Processes running the job at once (1, or a full node's job slots).", "processes"),
-    _f("direct_io", pa.bool_(), "True when the page cache was bypassed (O_DIRECT); false where the file system refuses it (tmpfs)."),
-    _f("seconds", pa.float64(), "How long the job ran.", "s"),
-    _f("bandwidth_bytes_per_second", pa.float64(), "Bytes transferred per second, all processes together.", "bytes/s"),
-    _f("iops", pa.float64(), "Requests completed per second, all processes together.", "requests/s"),
-    _f("mean_latency_seconds", pa.float64(), "Mean time from issuing a request to its completion.", "s"),
-    _f("p99_latency_seconds", pa.float64(), "99th percentile of the completion latency.", "s"),
-    _f("probed_at", TIMESTAMP, "When the probe run started.", "UTC"),
-])
+DEVICE_PROBE = pa.schema(
+    [
+        _f(
+            "probe_id",
+            pa.string(),
+            "One run of `tierlens probe storage`: every job of the run shares it.",
+            nullable=False,
+        ),
+        _f(
+            "node",
+            pa.string(),
+            "Node the probe ran on (or 'synthetic:<type>' for the demo's device model).",
+            nullable=False,
+        ),
+        _f("path", pa.string(), "Directory probed (the scratch path jobs would use)."),
+        _f(
+            "storage_type",
+            pa.string(),
+            "Storage type under path, from the plugins' detector; one of STORAGE_TYPES.",
+            nullable=False,
+        ),
+        _f(
+            "device_models",
+            pa.list_(pa.string()),
+            "Model strings of the block devices under path (RAID members listed individually).",
+        ),
+        _f("tool", pa.string(), "What measured: fio, or synthetic (the demo generator's discrete-event device)."),
+        _f("tool_version", pa.string(), "Version of the tool, e.g. fio-3.33."),
+        _f(
+            "job_name",
+            pa.string(),
+            "Probe job, one of tierlens.probe.jobs.JOBS (e.g. stagein_write, rand_read_128k_node).",
+            nullable=False,
+        ),
+        _f("rw", pa.string(), "Access pattern: write (sequential), read (sequential) or randread."),
+        _f("block_size_bytes", pa.int64(), "Size of each request.", "bytes"),
+        _f(
+            "queue_depth",
+            pa.int32(),
+            "Requests each process keeps in flight (1: synchronous, as a job's reads are).",
+            "requests",
+        ),
+        _f("processes", pa.int32(), "Processes running the job at once (1, or a full node's job slots).", "processes"),
+        _f(
+            "direct_io",
+            pa.bool_(),
+            "True when the page cache was bypassed (O_DIRECT); false where the file system refuses it (tmpfs).",
+        ),
+        _f("seconds", pa.float64(), "How long the job ran.", "s"),
+        _f(
+            "bandwidth_bytes_per_second",
+            pa.float64(),
+            "Bytes transferred per second, all processes together.",
+            "bytes/s",
+        ),
+        _f("iops", pa.float64(), "Requests completed per second, all processes together.", "requests/s"),
+        _f("mean_latency_seconds", pa.float64(), "Mean time from issuing a request to its completion.", "s"),
+        _f("p99_latency_seconds", pa.float64(), "99th percentile of the completion latency.", "s"),
+        _f("probed_at", TIMESTAMP, "When the probe run started.", "UTC"),
+    ]
+)
 
-SITE_CHANGE = pa.schema([
-    _f("change_id", pa.string(), "Identifier of the change; `tierlens change add` derives one from time, text and scope when none is given.", nullable=False),
-    _f("changed_at", TIMESTAMP, "When the change took effect.", "UTC", nullable=False),
-    _f("description", pa.string(), "What changed, in the site manager's words, e.g. 'GPFS pagepool 512MB -> 1GB'.", nullable=False),
-    _f("category", pa.string(), "Kind of change; one of CHANGE_CATEGORIES."),
-    _f("cluster", pa.string(), "Cluster the change applies to; null for every cluster of the site."),
-    _f("scope_nodes", pa.list_(pa.string()), "Nodes the change applies to; null when not limited to nodes."),
-    _f("scope_storage_type", pa.string(), "Storage type the change applies to (nodes of that scratch type); null when not limited."),
-    _f("scope_ab_arm", pa.string(), "A/B arm the change applies to; null when not limited."),
-    _f("changed_by", pa.string(), "Who made the change."),
-    _f("recorded_at", TIMESTAMP, "When the change was recorded in tierlens.", "UTC"),
-])
+SITE_CHANGE = pa.schema(
+    [
+        _f(
+            "change_id",
+            pa.string(),
+            "Identifier of the change; `tierlens change add` derives one from time, text and scope when none is given.",
+            nullable=False,
+        ),
+        _f("changed_at", TIMESTAMP, "When the change took effect.", "UTC", nullable=False),
+        _f(
+            "description",
+            pa.string(),
+            "What changed, in the site manager's words, e.g. 'GPFS pagepool 512MB -> 1GB'.",
+            nullable=False,
+        ),
+        _f("category", pa.string(), "Kind of change; one of CHANGE_CATEGORIES."),
+        _f("cluster", pa.string(), "Cluster the change applies to; null for every cluster of the site."),
+        _f("scope_nodes", pa.list_(pa.string()), "Nodes the change applies to; null when not limited to nodes."),
+        _f(
+            "scope_storage_type",
+            pa.string(),
+            "Storage type the change applies to (nodes of that scratch type); null when not limited.",
+        ),
+        _f("scope_ab_arm", pa.string(), "A/B arm the change applies to; null when not limited."),
+        _f("changed_by", pa.string(), "Who made the change."),
+        _f("recorded_at", TIMESTAMP, "When the change was recorded in tierlens.", "UTC"),
+    ]
+)
 
-COLLECTOR_STATS = pa.schema([
-    _f("collector_host", pa.string(), "Host the collector ran on.", nullable=False),
-    _f("worker", pa.int32(), "Receiving worker (0..N-1 with --workers N).", nullable=False),
-    _f("interval_start", TIMESTAMP, "Start of the counting interval.", "UTC", nullable=False),
-    _f("interval_end", TIMESTAMP, "End of the counting interval.", "UTC", nullable=False),
-    _f("server_host", pa.string(), "XRootD server the counts are for; '' for socket-level counts.", nullable=False),
-    _f("datagrams", pa.int64(), "Datagrams received and journaled.", "datagrams"),
-    _f("kernel_drops", pa.int64(), "Datagrams the kernel dropped on the socket (SO_RXQ_OVFL); socket-level rows only.", "datagrams"),
-    _f("sequence_gaps", pa.int64(), "Datagrams missing from the server's pseq sequences (lower bound of loss).", "datagrams"),
-    _f("disallowed", pa.int64(), "Datagrams dropped because the sender is outside --allow.", "datagrams"),
-    _f("quarantined", pa.int64(), "Datagrams or records that could not be decoded.", "datagrams"),
-    _f("pfc_unmatched", pa.int64(), "Cache file_close events matched to no access within the grace window.", "events"),
-    _f("rows_written", pa.int64(), "file_access rows written.", "rows"),
-    # Appended when newer XRootD releases began to send what this collector does not decode.
-    _f("unknown_records", pa.int64(), "Records, packets, g-stream types and event fields the collector does not know, counted and not decoded.", "records"),
-    _f("unknown_kinds", pa.string(), "unknown_records by kind, 'kind=count' joined by ';' and sorted: map:<code>, code:<code>, json:<code>, gstream:<type>, gstream_event:<name>, field:<event>.<name>; '' when none."),
-])
+COLLECTOR_STATS = pa.schema(
+    [
+        _f("collector_host", pa.string(), "Host the collector ran on.", nullable=False),
+        _f("worker", pa.int32(), "Receiving worker (0..N-1 with --workers N).", nullable=False),
+        _f("interval_start", TIMESTAMP, "Start of the counting interval.", "UTC", nullable=False),
+        _f("interval_end", TIMESTAMP, "End of the counting interval.", "UTC", nullable=False),
+        _f("server_host", pa.string(), "XRootD server the counts are for; '' for socket-level counts.", nullable=False),
+        _f("datagrams", pa.int64(), "Datagrams received and journaled.", "datagrams"),
+        _f(
+            "kernel_drops",
+            pa.int64(),
+            "Datagrams the kernel dropped on the socket (SO_RXQ_OVFL); socket-level rows only.",
+            "datagrams",
+        ),
+        _f(
+            "sequence_gaps",
+            pa.int64(),
+            "Datagrams missing from the server's pseq sequences (lower bound of loss).",
+            "datagrams",
+        ),
+        _f("disallowed", pa.int64(), "Datagrams dropped because the sender is outside --allow.", "datagrams"),
+        _f("quarantined", pa.int64(), "Datagrams or records that could not be decoded.", "datagrams"),
+        _f(
+            "pfc_unmatched",
+            pa.int64(),
+            "Cache file_close events matched to no access within the grace window.",
+            "events",
+        ),
+        _f("rows_written", pa.int64(), "file_access rows written.", "rows"),
+        # Appended when newer XRootD releases began to send what this collector does not decode.
+        _f(
+            "unknown_records",
+            pa.int64(),
+            "Records, packets, g-stream types and event fields the collector does not know, counted and not decoded.",
+            "records",
+        ),
+        _f(
+            "unknown_kinds",
+            pa.string(),
+            "unknown_records by kind, 'kind=count' joined by ';' and sorted: map:<code>, code:<code>, json:<code>, gstream:<type>, gstream_event:<name>, field:<event>.<name>; '' when none.",
+        ),
+    ]
+)
 
 
 #: What one scheduled ingest of a source brought for its interval, kept so that an interval that
 #: loaded nothing is seen in data_completeness, with the reason, not only in a task log.
 SOURCE_INTERVAL_OUTCOMES = ("loaded", "outside_window", "no_new_records", "not_found", "unreachable")
 
-SOURCE_INTERVAL = pa.schema([
-    _f("source", pa.string(), "Source the interval was read from: synthetic, slurm, condor or xrootd.", nullable=False),
-    _f("interval_start", TIMESTAMP, "Start of the data interval (included).", "UTC", nullable=False),
-    _f("interval_end", TIMESTAMP, "End of the data interval (excluded).", "UTC", nullable=False),
-    _f("records", pa.int64(), "Job, job tag and file access records the source brought for the interval.", "records"),
-    _f("outcome", pa.string(), "loaded, or why nothing was: outside_window (the source has no data for that time), no_new_records (it answered with none), not_found (its folder or files are missing), unreachable (reading it failed).", nullable=False),
-    _f("reason", pa.string(), "The reason in words, as the task log gives it; null when records were loaded."),
-    _f("recorded_at", TIMESTAMP, "When the ingest ran.", "UTC"),
-])
+SOURCE_INTERVAL = pa.schema(
+    [
+        _f(
+            "source",
+            pa.string(),
+            "Source the interval was read from: synthetic, slurm, condor or xrootd.",
+            nullable=False,
+        ),
+        _f("interval_start", TIMESTAMP, "Start of the data interval (included).", "UTC", nullable=False),
+        _f("interval_end", TIMESTAMP, "End of the data interval (excluded).", "UTC", nullable=False),
+        _f(
+            "records",
+            pa.int64(),
+            "Job, job tag and file access records the source brought for the interval.",
+            "records",
+        ),
+        _f(
+            "outcome",
+            pa.string(),
+            "loaded, or why nothing was: outside_window (the source has no data for that time), no_new_records (it answered with none), not_found (its folder or files are missing), unreachable (reading it failed).",
+            nullable=False,
+        ),
+        _f("reason", pa.string(), "The reason in words, as the task log gives it; null when records were loaded."),
+        _f("recorded_at", TIMESTAMP, "When the ingest ran.", "UTC"),
+    ]
+)
 
 
 class RecordKind(str, Enum):
@@ -278,6 +541,7 @@ def _required(*names: str) -> tuple[Rule, ...]:
 # One constructor per kind of check, so the same check reads (and rejects) the same way in
 # every record.
 
+
 def _null(name: str, reason: str = "missing") -> Rule:
     return Rule(name, f"{name} IS NULL", reason)
 
@@ -313,68 +577,108 @@ _WHOLE_JOB_STEP = _null("step_id", "missing (use '' for the whole job)")
 
 SPECS: dict[RecordKind, RecordSpec] = {
     RecordKind.JOB: RecordSpec(
-        RecordKind.JOB, JOB, ("batch_system", "cluster", "job_id", "step_id"), "start_time",
-        _required("batch_system", "cluster", "job_id") + (
+        RecordKind.JOB,
+        JOB,
+        ("batch_system", "cluster", "job_id", "step_id"),
+        "start_time",
+        _required("batch_system", "cluster", "job_id")
+        + (
             _WHOLE_JOB_STEP,
             # a launch failure ends without starting (Slurm time.start NO_VAL, elapsed 0): it keeps
             # its end so it counts as a finished failed job; a job with wall time must have a start
-            Rule("start_time", "start_time IS NULL AND end_time IS NOT NULL AND coalesce(wall_seconds, 0) > 0",
-                 "missing while end_time is set and wall_seconds > 0"),
+            Rule(
+                "start_time",
+                "start_time IS NULL AND end_time IS NOT NULL AND coalesce(wall_seconds, 0) > 0",
+                "missing while end_time is set and wall_seconds > 0",
+            ),
             _before("end_time", "start_time"),
             _at_least_one("allocated_cores", "missing or below 1 core"),
-        ) + _negative("cpu_user_seconds", "cpu_system_seconds", "wall_seconds", "bytes_read", "bytes_written"),
+        )
+        + _negative("cpu_user_seconds", "cpu_system_seconds", "wall_seconds", "bytes_read", "bytes_written"),
     ),
     RecordKind.JOB_TAG: RecordSpec(
-        RecordKind.JOB_TAG, JOB_TAG, ("batch_system", "cluster", "job_id", "step_id"), "tagged_at",
+        RecordKind.JOB_TAG,
+        JOB_TAG,
+        ("batch_system", "cluster", "job_id", "step_id"),
+        "tagged_at",
         _required("batch_system", "cluster", "job_id", "node") + (_WHOLE_JOB_STEP, _storage_type()),
     ),
     RecordKind.FILE_ACCESS: RecordSpec(
-        RecordKind.FILE_ACCESS, FILE_ACCESS, ("server_host", "unique_id"), "start_time",
-        _required("server_host", "unique_id", "file_lfn") + (
+        RecordKind.FILE_ACCESS,
+        FILE_ACCESS,
+        ("server_host", "unique_id"),
+        "start_time",
+        _required("server_host", "unique_id", "file_lfn")
+        + (
             _one_of("server_role", SERVER_ROLES, "not origin or cache"),
             _null("start_time"),
             _before("end_time", "start_time"),
-        ) + _negative("file_size_bytes", "read_bytes_at_close", "write_bytes_at_close") + (
+        )
+        + _negative("file_size_bytes", "read_bytes_at_close", "write_bytes_at_close")
+        + (
             _null("close_seen"),
             _one_of("end_reason", END_REASONS, "not an end reason"),
         ),
     ),
     RecordKind.NODE: RecordSpec(
-        RecordKind.NODE, NODE, ("cluster", "node"), None,
+        RecordKind.NODE,
+        NODE,
+        ("cluster", "node"),
+        None,
         _required("cluster", "node") + (_storage_type(), _at_least_one("job_slots", "missing or below 1")),
     ),
     RecordKind.STORAGE_CATALOG: RecordSpec(
-        RecordKind.STORAGE_CATALOG, STORAGE_CATALOG, ("config_name",), None,
-        _required("config_name") + (_storage_type(),) + _negative("unit_price")
-        + _not_positive("capacity_bytes", "seq_read_mb_per_s", "seq_write_mb_per_s", "rand_read_iops_4k") + (
-            _one_of("raid_level", RAID_LEVELS, "not none, raid0, raid1, raid5, raid6 or raid10"),
-        ),
+        RecordKind.STORAGE_CATALOG,
+        STORAGE_CATALOG,
+        ("config_name",),
+        None,
+        _required("config_name")
+        + (_storage_type(),)
+        + _negative("unit_price")
+        + _not_positive("capacity_bytes", "seq_read_mb_per_s", "seq_write_mb_per_s", "rand_read_iops_4k")
+        + (_one_of("raid_level", RAID_LEVELS, "not none, raid0, raid1, raid5, raid6 or raid10"),),
     ),
     RecordKind.DEVICE_PROBE: RecordSpec(
-        RecordKind.DEVICE_PROBE, DEVICE_PROBE, ("probe_id", "job_name"), "probed_at",
-        _required("probe_id", "node", "job_name") + (_storage_type(),)
+        RecordKind.DEVICE_PROBE,
+        DEVICE_PROBE,
+        ("probe_id", "job_name"),
+        "probed_at",
+        _required("probe_id", "node", "job_name")
+        + (_storage_type(),)
         + _not_positive("block_size_bytes", "bandwidth_bytes_per_second", required=True)
-        + _negative("mean_latency_seconds") + (_null("probed_at"),),
+        + _negative("mean_latency_seconds")
+        + (_null("probed_at"),),
     ),
     RecordKind.SITE_CHANGE: RecordSpec(
-        RecordKind.SITE_CHANGE, SITE_CHANGE, ("change_id",), "changed_at",
-        _required("change_id", "description") + (
+        RecordKind.SITE_CHANGE,
+        SITE_CHANGE,
+        ("change_id",),
+        "changed_at",
+        _required("change_id", "description")
+        + (
             _null("changed_at"),
             _one_of("category", CHANGE_CATEGORIES, f"not a change category ({', '.join(CHANGE_CATEGORIES)})"),
             _storage_type("scope_storage_type", required=False),
         ),
     ),
     RecordKind.COLLECTOR_STATS: RecordSpec(
-        RecordKind.COLLECTOR_STATS, COLLECTOR_STATS, ("collector_host", "worker", "interval_start", "server_host"),
+        RecordKind.COLLECTOR_STATS,
+        COLLECTOR_STATS,
+        ("collector_host", "worker", "interval_start", "server_host"),
         "interval_start",
-        _required("collector_host", "worker", "interval_start", "interval_end") + (
+        _required("collector_host", "worker", "interval_start", "interval_end")
+        + (
             _null("server_host", "missing (use '' for socket-level counts)"),
             _before("interval_end", "interval_start"),
         ),
     ),
     RecordKind.SOURCE_INTERVAL: RecordSpec(
-        RecordKind.SOURCE_INTERVAL, SOURCE_INTERVAL, ("source", "interval_start", "interval_end"), "interval_start",
-        _required("source", "interval_start", "interval_end", "outcome") + (
+        RecordKind.SOURCE_INTERVAL,
+        SOURCE_INTERVAL,
+        ("source", "interval_start", "interval_end"),
+        "interval_start",
+        _required("source", "interval_start", "interval_end", "outcome")
+        + (
             _one_of("outcome", SOURCE_INTERVAL_OUTCOMES, f"not an outcome ({', '.join(SOURCE_INTERVAL_OUTCOMES)})"),
             _before("interval_end", "interval_start"),
         ),
@@ -478,9 +782,7 @@ class Batch:
     def __post_init__(self) -> None:
         self.table = conform(self.kind, self.table, self.source)
         if self.locations is not None and len(self.locations) != self.table.num_rows:
-            raise ValueError(
-                f"{self.source}: {len(self.locations)} locations for {self.table.num_rows} rows"
-            )
+            raise ValueError(f"{self.source}: {len(self.locations)} locations for {self.table.num_rows} rows")
 
 
 def describe(kind: RecordKind) -> list[tuple[str, str, str, str]]:

@@ -50,8 +50,10 @@ def shipped(relative: str) -> Path:
         return found
     bundled = _bundled_root()
     where = f"{bundled} or {_CLONE_ROOT}" if bundled else str(_CLONE_ROOT)
-    raise ResourceMissing(f"tierlens cannot find its {relative!r} (looked in {where}): reinstall the tierlens "
-                          "wheel, or run from a complete git clone")
+    raise ResourceMissing(
+        f"tierlens cannot find its {relative!r} (looked in {where}): reinstall the tierlens "
+        "wheel, or run from a complete git clone"
+    )
 
 
 def dbt_project_dir() -> Path:
@@ -100,5 +102,7 @@ def find_query(name: str) -> Path:
     if "/" not in stem and candidate.is_file():
         return candidate
     known = ", ".join(q.name for q in bundled_queries())
-    raise FileNotFoundError(f"no file {name!r} and no bundled query of that name; bundled queries: {known} "
-                            "(`tierlens sql --list` shows their questions)")
+    raise FileNotFoundError(
+        f"no file {name!r} and no bundled query of that name; bundled queries: {known} "
+        "(`tierlens sql --list` shows their questions)"
+    )

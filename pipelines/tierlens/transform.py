@@ -42,9 +42,16 @@ def _dbt_executable() -> list[str]:
     raise FileNotFoundError("dbt is not installed beside tierlens: pip install 'dbt-duckdb<1.12'")
 
 
-def run_dbt(warehouse: Path, state_dir: Path, command: str = "build", extra: list[str] | None = None,
-            project_dir: Path | None = None, target: str | None = None, lake: Path | None = None,
-            spark_warehouse: Path | None = None) -> TransformResult:
+def run_dbt(
+    warehouse: Path,
+    state_dir: Path,
+    command: str = "build",
+    extra: list[str] | None = None,
+    project_dir: Path | None = None,
+    target: str | None = None,
+    lake: Path | None = None,
+    spark_warehouse: Path | None = None,
+) -> TransformResult:
     """Run dbt in a child process; the caller must have closed its own connections to ``warehouse``.
 
     A child process, not dbt's in-process runner: dbt-duckdb keeps its DuckDB connection open for
@@ -60,8 +67,19 @@ def run_dbt(warehouse: Path, state_dir: Path, command: str = "build", extra: lis
     target_name = target
     state_dir.mkdir(parents=True, exist_ok=True)
     target = state_dir / "target"
-    args = [*_dbt_executable(), command, "--project-dir", str(project_dir), "--profiles-dir", str(project_dir),
-            "--target-path", str(target), "--log-path", str(state_dir / "logs"), *(extra or [])]
+    args = [
+        *_dbt_executable(),
+        command,
+        "--project-dir",
+        str(project_dir),
+        "--profiles-dir",
+        str(project_dir),
+        "--target-path",
+        str(target),
+        "--log-path",
+        str(state_dir / "logs"),
+        *(extra or []),
+    ]
     if target_name:
         args += ["--target", target_name]
     env = dict(os.environ, TIERLENS_WAREHOUSE=str(Path(warehouse).resolve()))
@@ -99,8 +117,13 @@ def _lake_dir(lake: Path) -> Path:
 
 
 #: The models that read the simulator's efficiency tables, from staging to the marts.
-EFFICIENCY_MODELS = ("stg_sim_efficiency_runs", "stg_sim_efficiency_predictions", "int_latest_efficiency_predictions+",
-                     "stg_sim_hardware_options+", "stg_sim_efficiency_type_loo+")
+EFFICIENCY_MODELS = (
+    "stg_sim_efficiency_runs",
+    "stg_sim_efficiency_predictions",
+    "int_latest_efficiency_predictions+",
+    "stg_sim_hardware_options+",
+    "stg_sim_efficiency_type_loo+",
+)
 
 
 def refresh_efficiency_marts(warehouse: Path, state_dir: Path) -> None:
@@ -114,8 +137,8 @@ def refresh_efficiency_marts(warehouse: Path, state_dir: Path) -> None:
     publish(Path(warehouse))
 
 
-
 # ---- incremental runs, back-fills and full refreshes -------------------------------------------
+
 
 def backfill_args(start: date, end: date) -> list[str]:
     """dbt arguments that limit a build to the UTC days [start, end): the one place a range meets
@@ -145,8 +168,9 @@ def day_chunks(start: date, end: date, days: int = 1) -> list[tuple[date, date]]
 ChunkCallback = Callable[[int, int, date, date], None]
 
 
-def run_incremental(warehouse: Path, state_dir: Path, *, project_dir: Path | None = None,
-                    retention_months: int = 0) -> RunRecord:
+def run_incremental(
+    warehouse: Path, state_dir: Path, *, project_dir: Path | None = None, retention_months: int = 0
+) -> RunRecord:
     """The hourly run: a plain ``dbt build`` (incremental models take only new and late data),
     then retention of raw file accesses; recorded in the warehouse's history file."""
     record = _start(warehouse, "hourly")
@@ -154,9 +178,19 @@ def run_incremental(warehouse: Path, state_dir: Path, *, project_dir: Path | Non
     return _finish(warehouse, record, [result], retention_months)
 
 
-def run_range(warehouse: Path, state_dir: Path, start: date | None, end: date | None, *, days: int = 1,
-              full_refresh: bool = False, accept_pruned_history: bool = False, project_dir: Path | None = None,
-              retention_months: int = 0, on_chunk: ChunkCallback | None = None) -> RunRecord:
+def run_range(
+    warehouse: Path,
+    state_dir: Path,
+    start: date | None,
+    end: date | None,
+    *,
+    days: int = 1,
+    full_refresh: bool = False,
+    accept_pruned_history: bool = False,
+    project_dir: Path | None = None,
+    retention_months: int = 0,
+    on_chunk: ChunkCallback | None = None,
+) -> RunRecord:
     """A back-fill of [start, end) or (``full_refresh``) a rebuild of all history, ``days`` days per
     dbt invocation so memory follows the chunk, not the history.
 
@@ -183,7 +217,11 @@ def run_range(warehouse: Path, state_dir: Path, start: date | None, end: date | 
     first = datetime(chunks[0][0].year, chunks[0][0].month, chunks[0][0].day, tzinfo=timezone.utc)
     warning = refuse_if_pruned(warehouse, None if full_refresh else first, accept_pruned_history)
     record = _start(warehouse, "full_refresh" if full_refresh else "backfill")
-    record.range_start, record.range_end, record.chunks = chunks[0][0].isoformat(), chunks[-1][1].isoformat(), len(chunks)
+    record.range_start, record.range_end, record.chunks = (
+        chunks[0][0].isoformat(),
+        chunks[-1][1].isoformat(),
+        len(chunks),
+    )
     if warning:
         record.failures.append("warning: " + warning)
     if full_refresh:
@@ -237,8 +275,9 @@ def _finish(warehouse: Path, record: RunRecord, results: list[TransformResult], 
     record.tests = sum(r.tests for r in results)
     record.failures += [f for r in results for f in r.failures]
     record.finished_at = now_iso()
-    record.seconds = round((datetime.fromisoformat(record.finished_at)
-                            - datetime.fromisoformat(record.started_at)).total_seconds(), 1)
+    record.seconds = round(
+        (datetime.fromisoformat(record.finished_at) - datetime.fromisoformat(record.started_at)).total_seconds(), 1
+    )
     history = load_history(warehouse)
     history.last_run = record
     if record.success:

@@ -44,8 +44,7 @@ import os
 import sys
 from collections import namedtuple
 
-__all__ = ["Detection", "detect", "detect_volume_group", "job_scratch_dir", "classad_lines", "main",
-           "DETECTOR_VERSION"]
+__all__ = ["Detection", "detect", "detect_volume_group", "job_scratch_dir", "classad_lines", "main", "DETECTOR_VERSION"]
 
 DETECTOR_VERSION = 1
 log = logging.getLogger("tierlens.detect")
@@ -56,12 +55,16 @@ log = logging.getLogger("tierlens.detect")
 Detection = namedtuple("Detection", "storage_type device_models fstype source_device")
 
 _FSTYPE = {
-    "nfs": "nfs", "nfs4": "nfs",
+    "nfs": "nfs",
+    "nfs4": "nfs",
     "lustre": "lustre",
     "gpfs": "gpfs",
     # kernel client; the fstab helper's type; what a ceph-fuse mount shows in mountinfo
-    "ceph": "cephfs", "fuse.ceph": "cephfs", "fuse.ceph-fuse": "cephfs",
-    "tmpfs": "tmpfs", "ramfs": "tmpfs",
+    "ceph": "cephfs",
+    "fuse.ceph": "cephfs",
+    "fuse.ceph-fuse": "cephfs",
+    "tmpfs": "tmpfs",
+    "ramfs": "tmpfs",
 }
 _RAID_LEVELS = ("raid0", "raid1", "raid5", "raid6", "raid10")
 #: statfs f_type magic numbers (linux/magic.h and the file systems' own headers).
@@ -81,6 +84,7 @@ _MAX_VISITS = 64
 
 
 # ----------------------------------------------------------------------------- paths under root
+
 
 def _under(root, path):
     """The host path of an absolute path as seen inside ``root``."""
@@ -135,12 +139,13 @@ def _exists(root, path):
 
 # ----------------------------------------------------------------------------- mountinfo
 
+
 def _unescape(field):
     """mountinfo escapes space, tab, newline and backslash as \\ooo octal."""
     out, i = [], 0
     while i < len(field):
-        if field[i] == "\\" and i + 3 < len(field) + 1 and field[i + 1:i + 4].isdigit():
-            out.append(chr(int(field[i + 1:i + 4], 8)))
+        if field[i] == "\\" and i + 3 < len(field) + 1 and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
             i += 4
         else:
             out.append(field[i])
@@ -182,6 +187,7 @@ def _containing_mount(mounts, path):
 
 
 # ----------------------------------------------------------------------------- sysfs
+
 
 class _Budget(Exception):
     """More devices than _MAX_VISITS under one scratch directory."""
@@ -260,6 +266,7 @@ def _slaves(root, dev):
 
 # ----------------------------------------------------------------------------- statfs fallback
 
+
 def _statfs_type(path):
     """File system magic of ``path`` via statfs(2); None when it cannot be called."""
     try:
@@ -274,6 +281,7 @@ def _statfs_type(path):
 
 
 # ----------------------------------------------------------------------------- detect
+
 
 def detect(scratch, root="/"):
     """Storage type under ``scratch``; every /proc and /sys path is read under ``root``.
@@ -319,6 +327,7 @@ def _detect(scratch, root):
 
 # ----------------------------------------------------------------------------- HTCondor's layouts
 
+
 def job_scratch_dir(execute, starter_pid, nested=True):
     """The scratch directory the starter gives a job (its _CONDOR_SCRATCH_DIR).
 
@@ -361,7 +370,7 @@ def detect_volume_group(vg, root="/"):
         for member in _slaves(root, dev):
             base = member.rsplit("/", 1)[-1]
             if base.startswith("dm-") and _dm_name(root, member).startswith(prefix):
-                todo.append(member)          # a thin pool's data volume, a cache volume...
+                todo.append(member)  # a thin pool's data volume, a cache volume...
             elif member not in leaves:
                 leaves.append(member)
     if not leaves:
@@ -405,6 +414,7 @@ def detect_job_scratch(scratch, root="/", enforce_disk_limits=False, lvm_vg="", 
 
 # ----------------------------------------------------------------------------- the cron output
 
+
 def _quote(value):
     """A string literal in the old ClassAd syntax the startd reads from cron output.
 
@@ -427,9 +437,9 @@ def _slots(given):
         return os.cpu_count() or 1
 
 
-def classad_lines(d, scratch, ab_arm, cache_route,
-                  slots):
+def classad_lines(d, scratch, ab_arm, cache_route, slots):
     """The STARTD_CRON output for one detection: ``Attr = value`` lines, then "-"."""
+
     def opt(v):
         return _quote(v) if v else "undefined"
 
@@ -448,18 +458,23 @@ def classad_lines(d, scratch, ab_arm, cache_route,
 
 
 def main(argv=None):
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
-                        format="tierlens_startd_cron: %(message)s")
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="tierlens_startd_cron: %(message)s")
     p = argparse.ArgumentParser(description="Publish tierlens machine attributes (STARTD_CRON).")
     # in a job the starter sets _CONDOR_SCRATCH_DIR (EXECUTE/dir_<pid>[/scratch]): measure that
-    p.add_argument("--scratch", default=os.environ.get("_CONDOR_SCRATCH_DIR")
-                   or os.environ.get("_CONDOR_EXECUTE", "/var/lib/condor/execute"),
-                   help="job scratch directory (the startd's EXECUTE; in a job, _CONDOR_SCRATCH_DIR)")
-    p.add_argument("--enforce-disk-limits", default="",
-                   help="STARTD_ENFORCE_DISK_LIMITS: each job's scratch is a logical volume of its own")
+    p.add_argument(
+        "--scratch",
+        default=os.environ.get("_CONDOR_SCRATCH_DIR") or os.environ.get("_CONDOR_EXECUTE", "/var/lib/condor/execute"),
+        help="job scratch directory (the startd's EXECUTE; in a job, _CONDOR_SCRATCH_DIR)",
+    )
+    p.add_argument(
+        "--enforce-disk-limits",
+        default="",
+        help="STARTD_ENFORCE_DISK_LIMITS: each job's scratch is a logical volume of its own",
+    )
     p.add_argument("--lvm-vg", default="", help="LVM_VOLUME_GROUP_NAME, the group of those volumes")
-    p.add_argument("--lvm-backing-file", default="", help="LVM_BACKING_FILE, where HTCondor makes a group "
-                   "when none is named")
+    p.add_argument(
+        "--lvm-backing-file", default="", help="LVM_BACKING_FILE, where HTCondor makes a group when none is named"
+    )
     p.add_argument("--ab-arm", default="", help="this node's A/B arm; empty outside a trial")
     p.add_argument("--cache-route", default="", help="where jobs' remote reads go, e.g. cache:host:1094")
     p.add_argument("--slots", default="", help="cores the startd offers jobs (NUM_CPUS)")
@@ -468,10 +483,16 @@ def main(argv=None):
         args, unknown = p.parse_known_args(argv)
         if unknown:
             log.warning("ignoring arguments %s", unknown)
-        d = detect_job_scratch(args.scratch, args.root, _truthy(args.enforce_disk_limits),
-                               args.lvm_vg.strip(), args.lvm_backing_file.strip())
-        lines = classad_lines(d, args.scratch, args.ab_arm.strip() or None,
-                              args.cache_route.strip() or None, _slots(args.slots))
+        d = detect_job_scratch(
+            args.scratch,
+            args.root,
+            _truthy(args.enforce_disk_limits),
+            args.lvm_vg.strip(),
+            args.lvm_backing_file.strip(),
+        )
+        lines = classad_lines(
+            d, args.scratch, args.ab_arm.strip() or None, args.cache_route.strip() or None, _slots(args.slots)
+        )
     except BaseException as e:  # noqa: BLE001 - including SystemExit from argparse
         log.warning("failed: %s", e)
         lines = ['TierlensStorageType = "other"', "TierlensDetectorVersion = %d" % DETECTOR_VERSION, "-"]

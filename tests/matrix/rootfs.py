@@ -33,11 +33,24 @@ RECIPE_VERSION = 1
 # Everything the matrix tests run inside a tree: the Slurm cluster with accounting, the plugin's
 # build and packaging, an XRootD origin and cache, and a Python for helper scripts.
 PACKAGES = (
-    "slurmctld", "slurmd", "slurmdbd", "slurm-client", "munge", "mariadb-server", "libslurm-dev",
-    "gcc", "make", "libc6-dev", "dpkg-dev", "xrootd-server", "xrootd-server-plugins", "xrootd-client",
-    "python3", "procps",
+    "slurmctld",
+    "slurmd",
+    "slurmdbd",
+    "slurm-client",
+    "munge",
+    "mariadb-server",
+    "libslurm-dev",
+    "gcc",
+    "make",
+    "libc6-dev",
+    "dpkg-dev",
+    "xrootd-server",
+    "xrootd-server-plugins",
+    "xrootd-client",
+    "python3",
+    "procps",
 )
-BUILD_TIMEOUT = 1800    # a fresh tree takes about a minute on a good mirror
+BUILD_TIMEOUT = 1800  # a fresh tree takes about a minute on a good mirror
 APT_TIMEOUT = 300
 # A mirror that is a dated snapshot serves unstable's Release past its Valid-Until; the signature
 # is still checked.
@@ -47,8 +60,9 @@ VALID_UNTIL = "false"
 @dataclass(frozen=True)
 class Generation:
     """One Debian release whose Slurm and XRootD the tests run."""
-    name: str        # the suite, as apt knows it
-    release: str     # what a site manager calls it
+
+    name: str  # the suite, as apt knows it
+    release: str  # what a site manager calls it
 
     @property
     def apt_dir(self) -> Path:
@@ -60,10 +74,22 @@ GENERATIONS = {g.name: g for g in (Generation("trixie", "Debian 13"), Generation
 
 def _apt_options(gen: Generation) -> list[str]:
     d = gen.apt_dir
-    return ["-o", f"Dir::Etc::sourcelist={d / 'sources.list'}", "-o", "Dir::Etc::sourceparts=-",
-            "-o", f"Dir::State::Lists={d / 'lists'}", "-o", f"Dir::Cache={d / 'cache'}",
-            "-o", "APT::Get::List-Cleanup=0", "-o", f"Dir::State::status={d / 'status'}",
-            "-o", f"Acquire::Check-Valid-Until={VALID_UNTIL}"]
+    return [
+        "-o",
+        f"Dir::Etc::sourcelist={d / 'sources.list'}",
+        "-o",
+        "Dir::Etc::sourceparts=-",
+        "-o",
+        f"Dir::State::Lists={d / 'lists'}",
+        "-o",
+        f"Dir::Cache={d / 'cache'}",
+        "-o",
+        "APT::Get::List-Cleanup=0",
+        "-o",
+        f"Dir::State::status={d / 'status'}",
+        "-o",
+        f"Acquire::Check-Valid-Until={VALID_UNTIL}",
+    ]
 
 
 def candidate_versions(gen: Generation) -> dict[str, str]:
@@ -72,11 +98,17 @@ def candidate_versions(gen: Generation) -> dict[str, str]:
     for sub in ("lists/partial", "cache/archives/partial"):
         (d / sub).mkdir(parents=True, exist_ok=True)
     (d / "sources.list").write_text(f"deb [signed-by={KEYRING}] {MIRROR} {gen.name} main\n")
-    (d / "status").touch()   # an empty dpkg status: the host's installed packages do not count
-    subprocess.run(["apt-get", *_apt_options(gen), "update", "-q"], check=True, capture_output=True,
-                   text=True, timeout=APT_TIMEOUT)
-    out = subprocess.run(["apt-cache", *_apt_options(gen), "policy", *PACKAGES], check=True,
-                         capture_output=True, text=True, timeout=APT_TIMEOUT).stdout
+    (d / "status").touch()  # an empty dpkg status: the host's installed packages do not count
+    subprocess.run(
+        ["apt-get", *_apt_options(gen), "update", "-q"], check=True, capture_output=True, text=True, timeout=APT_TIMEOUT
+    )
+    out = subprocess.run(
+        ["apt-cache", *_apt_options(gen), "policy", *PACKAGES],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=APT_TIMEOUT,
+    ).stdout
     versions, pkg = {}, None
     for line in out.splitlines():
         if line and not line[0].isspace() and line.endswith(":"):
@@ -108,7 +140,7 @@ def ensure(gen: Generation, log=print) -> Path:
     """The root filesystem of `gen` for today's package versions; built only when missing."""
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(CACHE / f"{gen.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)   # two test sessions build a suite once
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two test sessions build a suite once
         try:
             versions = candidate_versions(gen)
         except (subprocess.SubprocessError, RuntimeError, OSError) as e:
@@ -131,22 +163,48 @@ def _build(gen: Generation, versions: dict[str, str], where: Path, log) -> None:
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
     started = time.monotonic()
-    log(f"building the {gen.name} root filesystem in {where} (slurmd {versions['slurmd']}, "
-        f"xrootd-server {versions['xrootd-server']})")
+    log(
+        f"building the {gen.name} root filesystem in {where} (slurmd {versions['slurmd']}, "
+        f"xrootd-server {versions['xrootd-server']})"
+    )
     # exact versions, so the tree is the one the key names even if the mirror moves meanwhile
     include = ",".join(f"{p}={v}" for p, v in versions.items())
-    r = subprocess.run(["mmdebstrap", "--variant=apt", "--mode=root", f"--include={include}",
-                        f"--aptopt=Acquire::Check-Valid-Until \"{VALID_UNTIL}\"",
-                        f"--keyring={KEYRING}", gen.name, str(where / "root"), MIRROR],
-                       capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+    r = subprocess.run(
+        [
+            "mmdebstrap",
+            "--variant=apt",
+            "--mode=root",
+            f"--include={include}",
+            f'--aptopt=Acquire::Check-Valid-Until "{VALID_UNTIL}"',
+            f"--keyring={KEYRING}",
+            gen.name,
+            str(where / "root"),
+            MIRROR,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT,
+    )
     if r.returncode != 0:
         shutil.rmtree(where, ignore_errors=True)
         raise RuntimeError(f"mmdebstrap {gen.name} failed ({r.returncode}):\n{r.stderr[-4000:]}")
     seconds = time.monotonic() - started
-    (where / "manifest.json").write_text(json.dumps({
-        "format": 1, "suite": gen.name, "release": gen.release, "mirror": MIRROR,
-        "recipe": RECIPE_VERSION, "versions": versions, "build_seconds": round(seconds, 1),
-        "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1) + "\n")
+    (where / "manifest.json").write_text(
+        json.dumps(
+            {
+                "format": 1,
+                "suite": gen.name,
+                "release": gen.release,
+                "mirror": MIRROR,
+                "recipe": RECIPE_VERSION,
+                "versions": versions,
+                "build_seconds": round(seconds, 1),
+                "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     log(f"built {gen.name} in {seconds:.0f} s")
 
 

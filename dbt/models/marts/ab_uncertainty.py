@@ -26,8 +26,11 @@ def _value(value, default, cast):
 def model(dbt, session):
     # Incremental: a late job changes the rows of the periods it ended in and every 'all' row.
     # (dbt reads dbt.config's arguments as literals: PERIOD_LAST_DAY spelled out)
-    dbt.config(materialized="incremental", incremental_strategy="replace_days",
-               unique_key="(case when period_grain = 'all' then null else period_end - 1 end)")
+    dbt.config(
+        materialized="incremental",
+        incremental_strategy="replace_days",
+        unique_key="(case when period_grain = 'all' then null else period_end - 1 end)",
+    )
     # dbt.config.get takes literals only (dbt parses them), hence one call per parameter.
     params = ABParams(
         arm_a=_value(dbt.config.get("arm_a"), "A", str),
@@ -42,6 +45,12 @@ def model(dbt, session):
     jobs = dbt.ref("job_efficiency").to_arrow_table()
     cache = dbt.ref("cache_hourly").to_arrow_table()
     periods_from, periods_until = rebuild_window(
-        dbt.config.get("backfill_start"), dbt.config.get("backfill_end"), dbt.config.get("lookback_days"),
-        dbt.is_incremental, f'"{dbt.this.schema}"."{dbt.this.identifier}"', session, PERIOD_LAST_DAY)
+        dbt.config.get("backfill_start"),
+        dbt.config.get("backfill_end"),
+        dbt.config.get("lookback_days"),
+        dbt.is_incremental,
+        f'"{dbt.this.schema}"."{dbt.this.identifier}"',
+        session,
+        PERIOD_LAST_DAY,
+    )
     return ab_uncertainty(jobs, cache, params, periods_from, periods_until)

@@ -33,8 +33,8 @@ CONFIDENCE = 0.95
 
 @dataclass(frozen=True)
 class ABResult:
-    blocks: int            # blocks with jobs of either arm
-    paired_blocks: int     # blocks with jobs of both arms
+    blocks: int  # blocks with jobs of either arm
+    paired_blocks: int  # blocks with jobs of both arms
     difference: float | None
     ci_low: float | None
     ci_high: float | None
@@ -61,8 +61,18 @@ def blocks_from_jobs(block_ids, arm_is_b, num, den) -> tuple[np.ndarray, ...]:
     return tuple(out)  # num_a, den_a, num_b, den_b
 
 
-def ab_test(num_a, den_a, num_b, den_b, *, seed: int = 42, n_resamples: int = N_RESAMPLES,
-            confidence: float = CONFIDENCE, min_blocks: int = 3, permutation: bool = True) -> ABResult:
+def ab_test(
+    num_a,
+    den_a,
+    num_b,
+    den_b,
+    *,
+    seed: int = 42,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = CONFIDENCE,
+    min_blocks: int = 3,
+    permutation: bool = True,
+) -> ABResult:
     """Difference Σnum_b/Σden_b - Σnum_a/Σden_a over blocks, its bootstrap CI and permutation p.
 
     Inputs are per-block sums (``blocks_from_jobs``). With fewer than ``min_blocks`` blocks, or
@@ -84,18 +94,29 @@ def ab_test(num_a, den_a, num_b, den_b, *, seed: int = 42, n_resamples: int = N_
     def boot_stat(idx, axis=-1):
         idx = idx.astype(np.intp)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return (nb[idx].sum(axis=axis) / db[idx].sum(axis=axis)
-                    - na[idx].sum(axis=axis) / da[idx].sum(axis=axis))
+            return nb[idx].sum(axis=axis) / db[idx].sum(axis=axis) - na[idx].sum(axis=axis) / da[idx].sum(axis=axis)
 
     rng = np.random.default_rng(seed)
     boot = stats.bootstrap(
-        (np.arange(n, dtype=float),), boot_stat, paired=True, vectorized=True,
-        n_resamples=n_resamples, confidence_level=confidence, method="percentile",
-        batch=max(1, min(n_resamples, 2_000_000 // max(n, 1))), random_state=rng,
+        (np.arange(n, dtype=float),),
+        boot_stat,
+        paired=True,
+        vectorized=True,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        batch=max(1, min(n_resamples, 2_000_000 // max(n, 1))),
+        random_state=rng,
     )
     if not permutation:
-        return ABResult(blocks, paired, float(diff), _nan_to_none(boot.confidence_interval.low),
-                        _nan_to_none(boot.confidence_interval.high), None)
+        return ABResult(
+            blocks,
+            paired,
+            float(diff),
+            _nan_to_none(boot.confidence_interval.low),
+            _nan_to_none(boot.confidence_interval.high),
+            None,
+        )
     # Permutation: swap arm A and arm B of a block (indices i and n + i into the stacked sums).
     num = np.concatenate([na, nb])
     den = np.concatenate([da, db])
@@ -107,13 +128,23 @@ def ab_test(num_a, den_a, num_b, den_b, *, seed: int = 42, n_resamples: int = N_
             return num[y].sum(axis=axis) / den[y].sum(axis=axis) - num[x].sum(axis=axis) / den[x].sum(axis=axis)
 
     perm = stats.permutation_test(
-        (np.arange(n, dtype=float), np.arange(n, 2 * n, dtype=float)), perm_stat,
-        permutation_type="samples", vectorized=True, n_resamples=n_resamples,
-        alternative="two-sided", batch=max(1, min(n_resamples, 2_000_000 // max(n, 1))),
+        (np.arange(n, dtype=float), np.arange(n, 2 * n, dtype=float)),
+        perm_stat,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=n_resamples,
+        alternative="two-sided",
+        batch=max(1, min(n_resamples, 2_000_000 // max(n, 1))),
         random_state=np.random.default_rng(seed + 1),
     )
-    return ABResult(blocks, paired, float(diff), _nan_to_none(boot.confidence_interval.low),
-                    _nan_to_none(boot.confidence_interval.high), _nan_to_none(perm.pvalue))
+    return ABResult(
+        blocks,
+        paired,
+        float(diff),
+        _nan_to_none(boot.confidence_interval.low),
+        _nan_to_none(boot.confidence_interval.high),
+        _nan_to_none(perm.pvalue),
+    )
 
 
 def jain_index(values) -> float | None:
@@ -121,4 +152,4 @@ def jain_index(values) -> float | None:
     x = np.asarray(values, dtype=float)
     if len(x) == 0 or not np.any(x):
         return None
-    return float(x.sum() ** 2 / (len(x) * (x ** 2).sum()))
+    return float(x.sum() ** 2 / (len(x) * (x**2).sum()))

@@ -42,10 +42,30 @@ import pyarrow as pa
 from .ab import CONFIDENCE, N_RESAMPLES
 
 GB = 1_000_000_000
-JOB_COLUMNS = ("cluster", "node", "storage_type", "ab_arm", "job_class", "start_time", "end_time",
-               "cpu_seconds", "wall_seconds", "core_wall_seconds", "bytes_read", "bytes_read_remote")
-CHANGE_COLUMNS = ("change_id", "changed_at", "description", "category", "cluster", "scope_nodes",
-                  "scope_storage_type", "scope_ab_arm")
+JOB_COLUMNS = (
+    "cluster",
+    "node",
+    "storage_type",
+    "ab_arm",
+    "job_class",
+    "start_time",
+    "end_time",
+    "cpu_seconds",
+    "wall_seconds",
+    "core_wall_seconds",
+    "bytes_read",
+    "bytes_read_remote",
+)
+CHANGE_COLUMNS = (
+    "change_id",
+    "changed_at",
+    "description",
+    "category",
+    "cluster",
+    "scope_nodes",
+    "scope_storage_type",
+    "scope_ab_arm",
+)
 #: Bytes-read bin edges in GB (dbt var bytes_read_bin_edges_gb); the SQL macro bytes_read_bin uses the same.
 DEFAULT_EDGES_GB: tuple[float, ...] = (1, 3, 10, 30, 100)
 
@@ -109,18 +129,25 @@ class Effect:
 class Cells:
     """Per-block sums of one window: axis 1 is (group, stratum), group 0 in scope, 1 control."""
 
-    num: np.ndarray      # (blocks, 2, strata) cpu seconds
-    den: np.ndarray      # (blocks, 2, strata) core-wall seconds
-    jobs: np.ndarray     # (2, strata) job counts
-    wall: np.ndarray     # (2, strata) wall seconds
+    num: np.ndarray  # (blocks, 2, strata) cpu seconds
+    den: np.ndarray  # (blocks, 2, strata) core-wall seconds
+    jobs: np.ndarray  # (2, strata) job counts
+    wall: np.ndarray  # (2, strata) wall seconds
 
     @property
     def blocks(self) -> int:
         return self.num.shape[0]
 
 
-def _cells(block_ids: np.ndarray, group: np.ndarray, stratum: np.ndarray, n_strata: int,
-           cpu: np.ndarray, core_wall: np.ndarray, wall: np.ndarray) -> Cells:
+def _cells(
+    block_ids: np.ndarray,
+    group: np.ndarray,
+    stratum: np.ndarray,
+    n_strata: int,
+    cpu: np.ndarray,
+    core_wall: np.ndarray,
+    wall: np.ndarray,
+) -> Cells:
     _, inv = np.unique(block_ids, return_inverse=True) if len(block_ids) else (None, np.zeros(0, int))
     k = int(inv.max()) + 1 if len(inv) else 0
     flat = (inv * 2 + group) * n_strata + stratum
@@ -154,8 +181,9 @@ def _effect(nb, db, na, da, weights: np.ndarray | None, control: bool) -> np.nda
     return diff[..., 0] - diff[..., 1] if control else diff[..., 0]
 
 
-def _bootstrap(before: Cells, after: Cells, weights, control: bool, p: ChangeParams,
-               rng: np.random.Generator) -> tuple[float | None, float | None]:
+def _bootstrap(
+    before: Cells, after: Cells, weights, control: bool, p: ChangeParams, rng: np.random.Generator
+) -> tuple[float | None, float | None]:
     """Percentile interval of the effect over hour blocks resampled within each window."""
     r = p.n_resamples
 
@@ -197,7 +225,10 @@ def _load(jobs: pa.Table, changes: pa.Table, p: ChangeParams) -> tuple[dict, lis
     try:
         con.execute("set TimeZone = 'UTC'")
         con.register("j", jobs.select(list(JOB_COLUMNS)))
-        con.register("c", changes.select(list(CHANGE_COLUMNS) + (["recorded_at"] if "recorded_at" in changes.column_names else [])))
+        con.register(
+            "c",
+            changes.select(list(CHANGE_COLUMNS) + (["recorded_at"] if "recorded_at" in changes.column_names else [])),
+        )
         trunc = "hour" if p.block == "hour" else "day"
         data = con.execute(f"""
             select cluster, node, storage_type, ab_arm, coalesce(job_class, 'unknown') as job_class,
@@ -213,8 +244,11 @@ def _load(jobs: pa.Table, changes: pa.Table, p: ChangeParams) -> tuple[dict, lis
             order by end_time, start_time, cluster, node, cpu_seconds, core_wall_seconds
         """).fetchnumpy()
         # recorded_at is optional: a change list without it is taken as recorded on time
-        recorded = ("epoch_us(cast(recorded_at as timestamptz))" if "recorded_at" in changes.column_names
-                    else "cast(null as bigint)")
+        recorded = (
+            "epoch_us(cast(recorded_at as timestamptz))"
+            if "recorded_at" in changes.column_names
+            else "cast(null as bigint)"
+        )
         change_rows = con.execute(f"""
             select change_id, cast(changed_at as timestamptz) as changed_at, description, category, cluster,
                    scope_nodes, scope_storage_type, scope_ab_arm, epoch_us(cast(changed_at as timestamptz)) as at_us,
@@ -223,8 +257,18 @@ def _load(jobs: pa.Table, changes: pa.Table, p: ChangeParams) -> tuple[dict, lis
         """).fetchall()
     finally:
         con.close()
-    names = ("change_id", "changed_at", "description", "category", "cluster", "scope_nodes",
-             "scope_storage_type", "scope_ab_arm", "at_us", "recorded_us")
+    names = (
+        "change_id",
+        "changed_at",
+        "description",
+        "category",
+        "cluster",
+        "scope_nodes",
+        "scope_storage_type",
+        "scope_ab_arm",
+        "at_us",
+        "recorded_us",
+    )
     return data, [dict(zip(names, r)) for r in change_rows]
 
 
@@ -255,16 +299,23 @@ def _short(host: str) -> str:
     return host.split(".")[0].lower() if host and not host[0].isdigit() else (host or "").lower()
 
 
-def change_effects(job_efficiency: pa.Table, site_change: pa.Table, params: ChangeParams | None = None,
-                   changes_from: dt.date | None = None, changes_until: dt.date | None = None) -> pa.Table:
+def change_effects(
+    job_efficiency: pa.Table,
+    site_change: pa.Table,
+    params: ChangeParams | None = None,
+    changes_from: dt.date | None = None,
+    changes_until: dt.date | None = None,
+) -> pa.Table:
     """The rows of marts.change_effects (schema SCHEMA) from marts.job_efficiency and stg_site_change.
 
     ``changes_from`` / ``changes_until`` (an incremental build): only the changes whose
     inputs_until lies in [changes_from, changes_until) get rows.
     """
     p = params or ChangeParams()
-    for name, table, needed in (("job_efficiency", job_efficiency, JOB_COLUMNS),
-                                ("site_change", site_change, CHANGE_COLUMNS)):
+    for name, table, needed in (
+        ("job_efficiency", job_efficiency, JOB_COLUMNS),
+        ("site_change", site_change, CHANGE_COLUMNS),
+    ):
         missing = [c for c in needed if c not in table.column_names]
         if missing:
             raise ValueError(f"{name} lacks column(s) {missing}")
@@ -301,36 +352,60 @@ def change_effects(job_efficiency: pa.Table, site_change: pa.Table, params: Chan
         straddling = int((in_cluster & (start < t) & (end >= t) & (end < t + window_us)).sum())
         group = np.where(in_scope, 0, 1)
         control = kind != "site" and all(((m & (group == 1)).sum() > 0) for m in (before, after))
-        cb = _cells(block[before], group[before], stratum[before], len(stratum_keys),
-                    cpu[before], core_wall[before], wall[before])
-        ca = _cells(block[after], group[after], stratum[after], len(stratum_keys),
-                    cpu[after], core_wall[after], wall[after])
+        cb = _cells(
+            block[before],
+            group[before],
+            stratum[before],
+            len(stratum_keys),
+            cpu[before],
+            core_wall[before],
+            wall[before],
+        )
+        ca = _cells(
+            block[after], group[after], stratum[after], len(stratum_keys), cpu[after], core_wall[after], wall[after]
+        )
         span_first = int(end[in_cluster].min()) if in_cluster.any() else t
         span_last = int(end[in_cluster].max()) if in_cluster.any() else t
-        overlapping = [o for j, o in enumerate(changes) if j != i
-                       and abs(int(o["at_us"]) - t) < window_us
-                       and (o["cluster"] is None or ch["cluster"] is None or o["cluster"] == ch["cluster"])]
+        overlapping = [
+            o
+            for j, o in enumerate(changes)
+            if j != i
+            and abs(int(o["at_us"]) - t) < window_us
+            and (o["cluster"] is None or ch["cluster"] is None or o["cluster"] == ch["cluster"])
+        ]
         others = [o["change_id"] for o in overlapping]
         until = _inputs_until(ch, overlapping, window_us)
-        if (changes_from is not None and until < changes_from) or (changes_until is not None and until >= changes_until):
+        if (changes_from is not None and until < changes_from) or (
+            changes_until is not None and until >= changes_until
+        ):
             continue
         context = dict(
-            change_id=ch["change_id"], cluster=ch["cluster"], changed_at=ch["changed_at"],
-            description=ch["description"], category=ch["category"], scope=scope_text,
+            change_id=ch["change_id"],
+            cluster=ch["cluster"],
+            changed_at=ch["changed_at"],
+            description=ch["description"],
+            category=ch["category"],
+            scope=scope_text,
             comparison="difference-in-differences" if control else "before-after",
             window_days=float(p.window_days),
             before_days_with_data=max(0.0, (t - max(t - window_us, span_first)) / 86400e6),
             after_days_with_data=max(0.0, (min(t + window_us, span_last) - t) / 86400e6),
-            straddling_jobs=straddling, overlapping_changes=", ".join(others) or None,
-            control_missing=not control, inputs_until=until,
+            straddling_jobs=straddling,
+            overlapping_changes=", ".join(others) or None,
+            control_missing=not control,
+            inputs_until=until,
         )
         rng = np.random.default_rng(p.seed)
         rows.append(_change_row(cb, ca, control, stratum_keys, context, p, rng, kind))
         for s, (jc, b) in enumerate(stratum_keys):
             if cb.jobs[0, s] + ca.jobs[0, s] == 0:
                 continue
-            sub_b = Cells(cb.num[:, :, s:s + 1], cb.den[:, :, s:s + 1], cb.jobs[:, s:s + 1], cb.wall[:, s:s + 1])
-            sub_a = Cells(ca.num[:, :, s:s + 1], ca.den[:, :, s:s + 1], ca.jobs[:, s:s + 1], ca.wall[:, s:s + 1])
+            sub_b = Cells(
+                cb.num[:, :, s : s + 1], cb.den[:, :, s : s + 1], cb.jobs[:, s : s + 1], cb.wall[:, s : s + 1]
+            )
+            sub_a = Cells(
+                ca.num[:, :, s : s + 1], ca.den[:, :, s : s + 1], ca.jobs[:, s : s + 1], ca.wall[:, s : s + 1]
+            )
             rows.append(_stratum_row(sub_b, sub_a, control, jc, b, context, p, rng, kind))
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
@@ -368,21 +443,36 @@ def _enough(before: Cells, after: Cells, control: bool, p: ChangeParams, context
 
 def _flags(context: dict, reasons: list[str], p: ChangeParams, kind: str) -> tuple[bool, list[str]]:
     notes = list(reasons)
-    short = (context["before_days_with_data"] < p.window_days - 1 / 24
-             or context["after_days_with_data"] < p.window_days - 1 / 24)
+    short = (
+        context["before_days_with_data"] < p.window_days - 1 / 24
+        or context["after_days_with_data"] < p.window_days - 1 / 24
+    )
     if short:
-        notes.append(f"short window: {context['before_days_with_data']:.1f} d before and "
-                     f"{context['after_days_with_data']:.1f} d after have data (window {p.window_days:g} d)")
+        notes.append(
+            f"short window: {context['before_days_with_data']:.1f} d before and "
+            f"{context['after_days_with_data']:.1f} d after have data (window {p.window_days:g} d)"
+        )
     if context["overlapping_changes"]:
         notes.append(f"overlaps change(s) {context['overlapping_changes']}: the effect is theirs too")
     if context["control_missing"]:
-        notes.append("site-wide change: no control group, before/after only" if kind == "site"
-                     else "no jobs outside the scope in a window: no control group, before/after only")
+        notes.append(
+            "site-wide change: no control group, before/after only"
+            if kind == "site"
+            else "no jobs outside the scope in a window: no control group, before/after only"
+        )
     return short, notes
 
 
-def _change_row(before: Cells, after: Cells, control: bool, strata, context: dict, p: ChangeParams,
-                rng: np.random.Generator, kind: str) -> dict:
+def _change_row(
+    before: Cells,
+    after: Cells,
+    control: bool,
+    strata,
+    context: dict,
+    p: ChangeParams,
+    rng: np.random.Generator,
+    kind: str,
+) -> dict:
     groups = [0, 1] if control else [0]
     # Strata usable for standardisation: enough jobs in every cell the comparison reads.
     usable = np.ones(len(strata), bool)
@@ -397,8 +487,10 @@ def _change_row(before: Cells, after: Cells, control: bool, strata, context: dic
     def point(w):
         return _none(_effect(before.num.sum(0), before.den.sum(0), after.num.sum(0), after.den.sum(0), w, control))
 
-    unstrat = Effect(point(None), *(_bootstrap(before, after, None, control, p, rng)
-                                    if before.blocks and after.blocks else (None, None)))
+    unstrat = Effect(
+        point(None),
+        *(_bootstrap(before, after, None, control, p, rng) if before.blocks and after.blocks else (None, None)),
+    )
     if weights is not None and before.blocks and after.blocks:
         strat = Effect(point(weights), *_bootstrap(before, after, weights, control, p, rng))
     else:
@@ -408,17 +500,41 @@ def _change_row(before: Cells, after: Cells, control: bool, strata, context: dic
         reasons.append("no stratum has enough jobs in every cell")
     short, notes = _flags(context, reasons, p, kind)
     enough = not reasons
-    return dict(context, **_describe(before, after, control), row_kind="change", job_class="all",
-                bytes_read_bin="all", effect=strat.value, effect_ci_low=strat.ci_low, effect_ci_high=strat.ci_high,
-                effect_unstratified=unstrat.value, effect_unstratified_ci_low=unstrat.ci_low,
-                effect_unstratified_ci_high=unstrat.ci_high, strata_used=int(usable.sum()),
-                strata_core_hours_share=share, blocks_before=before.blocks, blocks_after=after.blocks,
-                short_window=short, enough_data=enough, warning="; ".join(notes) or None,
-                conclusion=_conclusion(strat, enough), conclusion_unstratified=_conclusion(unstrat, enough))
+    return dict(
+        context,
+        **_describe(before, after, control),
+        row_kind="change",
+        job_class="all",
+        bytes_read_bin="all",
+        effect=strat.value,
+        effect_ci_low=strat.ci_low,
+        effect_ci_high=strat.ci_high,
+        effect_unstratified=unstrat.value,
+        effect_unstratified_ci_low=unstrat.ci_low,
+        effect_unstratified_ci_high=unstrat.ci_high,
+        strata_used=int(usable.sum()),
+        strata_core_hours_share=share,
+        blocks_before=before.blocks,
+        blocks_after=after.blocks,
+        short_window=short,
+        enough_data=enough,
+        warning="; ".join(notes) or None,
+        conclusion=_conclusion(strat, enough),
+        conclusion_unstratified=_conclusion(unstrat, enough),
+    )
 
 
-def _stratum_row(before: Cells, after: Cells, control: bool, job_class: str, bin_label: str, context: dict,
-                 p: ChangeParams, rng: np.random.Generator, kind: str) -> dict:
+def _stratum_row(
+    before: Cells,
+    after: Cells,
+    control: bool,
+    job_class: str,
+    bin_label: str,
+    context: dict,
+    p: ChangeParams,
+    rng: np.random.Generator,
+    kind: str,
+) -> dict:
     # Blocks where this stratum had no job still count as blocks of the window (they were
     # hours of the window too); resampling them keeps the interval honest about sparse strata.
     value = _none(_effect(before.num.sum(0), before.den.sum(0), after.num.sum(0), after.den.sum(0), None, control))
@@ -429,34 +545,75 @@ def _stratum_row(before: Cells, after: Cells, control: bool, job_class: str, bin
     reasons = _enough(before, after, control, p, context)
     short, notes = _flags(context, reasons, p, kind)
     enough = not reasons
-    return dict(context, **_describe(before, after, control), row_kind="stratum", job_class=job_class,
-                bytes_read_bin=bin_label, effect=effect.value, effect_ci_low=effect.ci_low,
-                effect_ci_high=effect.ci_high, effect_unstratified=effect.value,
-                effect_unstratified_ci_low=effect.ci_low, effect_unstratified_ci_high=effect.ci_high,
-                strata_used=1, strata_core_hours_share=None, blocks_before=before.blocks,
-                blocks_after=after.blocks, short_window=short, enough_data=enough,
-                warning="; ".join(notes) or None, conclusion=_conclusion(effect, enough),
-                conclusion_unstratified=_conclusion(effect, enough))
+    return dict(
+        context,
+        **_describe(before, after, control),
+        row_kind="stratum",
+        job_class=job_class,
+        bytes_read_bin=bin_label,
+        effect=effect.value,
+        effect_ci_low=effect.ci_low,
+        effect_ci_high=effect.ci_high,
+        effect_unstratified=effect.value,
+        effect_unstratified_ci_low=effect.ci_low,
+        effect_unstratified_ci_high=effect.ci_high,
+        strata_used=1,
+        strata_core_hours_share=None,
+        blocks_before=before.blocks,
+        blocks_after=after.blocks,
+        short_window=short,
+        enough_data=enough,
+        warning="; ".join(notes) or None,
+        conclusion=_conclusion(effect, enough),
+        conclusion_unstratified=_conclusion(effect, enough),
+    )
 
 
-SCHEMA = pa.schema([
-    ("change_id", pa.string()), ("cluster", pa.string()), ("changed_at", pa.timestamp("us", tz="UTC")),
-    ("description", pa.string()), ("category", pa.string()), ("scope", pa.string()),
-    ("comparison", pa.string()), ("row_kind", pa.string()), ("job_class", pa.string()),
-    ("bytes_read_bin", pa.string()), ("window_days", pa.float64()),
-    ("before_days_with_data", pa.float64()), ("after_days_with_data", pa.float64()),
-    ("jobs_scope_before", pa.int64()), ("jobs_scope_after", pa.int64()),
-    ("jobs_control_before", pa.int64()), ("jobs_control_after", pa.int64()),
-    ("core_hours_scope_before", pa.float64()), ("core_hours_scope_after", pa.float64()),
-    ("efficiency_scope_before", pa.float64()), ("efficiency_scope_after", pa.float64()),
-    ("efficiency_control_before", pa.float64()), ("efficiency_control_after", pa.float64()),
-    ("cpu_per_wall_scope_before", pa.float64()), ("cpu_per_wall_scope_after", pa.float64()),
-    ("effect", pa.float64()), ("effect_ci_low", pa.float64()), ("effect_ci_high", pa.float64()),
-    ("effect_unstratified", pa.float64()), ("effect_unstratified_ci_low", pa.float64()),
-    ("effect_unstratified_ci_high", pa.float64()),
-    ("strata_used", pa.int64()), ("strata_core_hours_share", pa.float64()),
-    ("blocks_before", pa.int64()), ("blocks_after", pa.int64()), ("straddling_jobs", pa.int64()),
-    ("short_window", pa.bool_()), ("overlapping_changes", pa.string()), ("control_missing", pa.bool_()),
-    ("enough_data", pa.bool_()), ("warning", pa.string()), ("conclusion", pa.string()),
-    ("conclusion_unstratified", pa.string()), ("inputs_until", pa.date32()),
-])
+SCHEMA = pa.schema(
+    [
+        ("change_id", pa.string()),
+        ("cluster", pa.string()),
+        ("changed_at", pa.timestamp("us", tz="UTC")),
+        ("description", pa.string()),
+        ("category", pa.string()),
+        ("scope", pa.string()),
+        ("comparison", pa.string()),
+        ("row_kind", pa.string()),
+        ("job_class", pa.string()),
+        ("bytes_read_bin", pa.string()),
+        ("window_days", pa.float64()),
+        ("before_days_with_data", pa.float64()),
+        ("after_days_with_data", pa.float64()),
+        ("jobs_scope_before", pa.int64()),
+        ("jobs_scope_after", pa.int64()),
+        ("jobs_control_before", pa.int64()),
+        ("jobs_control_after", pa.int64()),
+        ("core_hours_scope_before", pa.float64()),
+        ("core_hours_scope_after", pa.float64()),
+        ("efficiency_scope_before", pa.float64()),
+        ("efficiency_scope_after", pa.float64()),
+        ("efficiency_control_before", pa.float64()),
+        ("efficiency_control_after", pa.float64()),
+        ("cpu_per_wall_scope_before", pa.float64()),
+        ("cpu_per_wall_scope_after", pa.float64()),
+        ("effect", pa.float64()),
+        ("effect_ci_low", pa.float64()),
+        ("effect_ci_high", pa.float64()),
+        ("effect_unstratified", pa.float64()),
+        ("effect_unstratified_ci_low", pa.float64()),
+        ("effect_unstratified_ci_high", pa.float64()),
+        ("strata_used", pa.int64()),
+        ("strata_core_hours_share", pa.float64()),
+        ("blocks_before", pa.int64()),
+        ("blocks_after", pa.int64()),
+        ("straddling_jobs", pa.int64()),
+        ("short_window", pa.bool_()),
+        ("overlapping_changes", pa.string()),
+        ("control_missing", pa.bool_()),
+        ("enough_data", pa.bool_()),
+        ("warning", pa.string()),
+        ("conclusion", pa.string()),
+        ("conclusion_unstratified", pa.string()),
+        ("inputs_until", pa.date32()),
+    ]
+)

@@ -21,8 +21,15 @@ def _day(value: Any) -> dt.date:
     return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value)[:10])
 
 
-def rebuild_window(backfill_start: Any, backfill_end: Any, lookback_days: Any, is_incremental: bool,
-                   this: str, session: Any, day_expr: str) -> tuple[dt.date | None, dt.date | None]:
+def rebuild_window(
+    backfill_start: Any,
+    backfill_end: Any,
+    lookback_days: Any,
+    is_incremental: bool,
+    this: str,
+    session: Any,
+    day_expr: str,
+) -> tuple[dt.date | None, dt.date | None]:
     """(first day, day after the last) this run rebuilds; (None, None) for all of history.
 
     The config values are passed in, not looked up here: dbt hands a Python model only the
@@ -33,8 +40,9 @@ def rebuild_window(backfill_start: Any, backfill_end: Any, lookback_days: Any, i
     if not is_incremental:
         return None, None
     # least() skips NULL: an empty model must give NULL (rebuild all), not today
-    newest = session.sql(f"select case when max({day_expr}) is not null then least(max({day_expr}), current_date) end "
-                         f"from {this}").fetchone()[0]
+    newest = session.sql(
+        f"select case when max({day_expr}) is not null then least(max({day_expr}), current_date) end from {this}"
+    ).fetchone()[0]
     if newest is None:
         return None, None
     return _day(newest) - dt.timedelta(days=int(lookback_days)), None

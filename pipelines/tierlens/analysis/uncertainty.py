@@ -24,8 +24,19 @@ import pyarrow as pa
 from .ab import ab_test, blocks_from_jobs
 
 GROUPINGS = ("site", "storage_type", "job_class", "account", "vo")
-JOB_COLUMNS = ("ab_arm", "end_time", "day", "week", "storage_type", "job_class", "account", "vo",
-               "cpu_seconds", "wall_seconds", "core_wall_seconds")
+JOB_COLUMNS = (
+    "ab_arm",
+    "end_time",
+    "day",
+    "week",
+    "storage_type",
+    "job_class",
+    "account",
+    "vo",
+    "cpu_seconds",
+    "wall_seconds",
+    "core_wall_seconds",
+)
 CACHE_COLUMNS = ("hour", "gb_delivered_from_cache", "gb_staged_in", "gb_bypassed")
 
 
@@ -66,12 +77,15 @@ def _inputs(job_efficiency: pa.Table, cache_hourly: pa.Table, p: ABParams) -> tu
         con.register("j", job_efficiency.select(list(JOB_COLUMNS)))
         # Hours (UTC) whose byte hit ratio, summed over every cache server, reaches the threshold.
         # cast to timestamptz: a reader may give a naive UTC timestamp (Parquet without zone).
-        high_hours = {r[0] for r in con.execute(f"""
+        high_hours = {
+            r[0]
+            for r in con.execute(f"""
             select timezone('UTC', cast("hour" as timestamptz)) as h
             from c group by 1
             having sum(gb_delivered_from_cache)
                    / nullif(sum(gb_delivered_from_cache + gb_staged_in + gb_bypassed), 0) >= {float(p.high_hit_ratio)}
-        """).fetchall()}
+        """).fetchall()
+        }
         data = con.execute(f"""
             select ab_arm = {_literal(p.arm_b)} as is_b,
                    date_trunc('hour', timezone('UTC', cast(end_time as timestamptz))) as end_hour,
@@ -90,8 +104,13 @@ def _inputs(job_efficiency: pa.Table, cache_hourly: pa.Table, p: ABParams) -> tu
     return high_hours, data
 
 
-def ab_uncertainty(job_efficiency: pa.Table, cache_hourly: pa.Table, params: ABParams | None = None,
-                   periods_from: dt.date | None = None, periods_until: dt.date | None = None) -> pa.Table:
+def ab_uncertainty(
+    job_efficiency: pa.Table,
+    cache_hourly: pa.Table,
+    params: ABParams | None = None,
+    periods_from: dt.date | None = None,
+    periods_until: dt.date | None = None,
+) -> pa.Table:
     """The rows of marts.ab_uncertainty (schema SCHEMA) from the rows of the two marts.
 
     ``periods_from`` / ``periods_until`` (an incremental build): only the week and day rows whose
@@ -150,21 +169,41 @@ def ab_uncertainty(job_efficiency: pa.Table, cache_hourly: pa.Table, params: ABP
             conclusion = "A higher"
         else:
             conclusion = "no significant difference"
-        rows.append(dict(
-            subset=subset, grouping=grouping, group_value=value, period_grain=grain,
-            period_start=start, period_end=end,
-            jobs_a=jobs_a, jobs_b=jobs_b, cpu_hours_a=cpu_a, cpu_hours_b=cpu_b,
-            wall_hours_a=wall_a, wall_hours_b=wall_b, core_wall_hours_a=cw_a, core_wall_hours_b=cw_b,
-            efficiency_a=cpu_a / cw_a if cw_a > 0 else None, efficiency_b=cpu_b / cw_b if cw_b > 0 else None,
-            cpu_per_wall_a=cpu_a / wall_a if wall_a > 0 else None,
-            cpu_per_wall_b=cpu_b / wall_b if wall_b > 0 else None,
-            efficiency_difference=eff.difference, efficiency_ci_low=eff.ci_low, efficiency_ci_high=eff.ci_high,
-            efficiency_p_value=eff.p_value,
-            cpu_per_wall_difference=cpw.difference, cpu_per_wall_ci_low=cpw.ci_low,
-            cpu_per_wall_ci_high=cpw.ci_high,
-            block=block, blocks=eff.blocks, paired_blocks=eff.paired_blocks,
-            enough_data=enough, warning="; ".join(reasons) or None, conclusion=conclusion,
-        ))
+        rows.append(
+            dict(
+                subset=subset,
+                grouping=grouping,
+                group_value=value,
+                period_grain=grain,
+                period_start=start,
+                period_end=end,
+                jobs_a=jobs_a,
+                jobs_b=jobs_b,
+                cpu_hours_a=cpu_a,
+                cpu_hours_b=cpu_b,
+                wall_hours_a=wall_a,
+                wall_hours_b=wall_b,
+                core_wall_hours_a=cw_a,
+                core_wall_hours_b=cw_b,
+                efficiency_a=cpu_a / cw_a if cw_a > 0 else None,
+                efficiency_b=cpu_b / cw_b if cw_b > 0 else None,
+                cpu_per_wall_a=cpu_a / wall_a if wall_a > 0 else None,
+                cpu_per_wall_b=cpu_b / wall_b if wall_b > 0 else None,
+                efficiency_difference=eff.difference,
+                efficiency_ci_low=eff.ci_low,
+                efficiency_ci_high=eff.ci_high,
+                efficiency_p_value=eff.p_value,
+                cpu_per_wall_difference=cpw.difference,
+                cpu_per_wall_ci_low=cpw.ci_low,
+                cpu_per_wall_ci_high=cpw.ci_high,
+                block=block,
+                blocks=eff.blocks,
+                paired_blocks=eff.paired_blocks,
+                enough_data=enough,
+                warning="; ".join(reasons) or None,
+                conclusion=conclusion,
+            )
+        )
 
     if n:
         for subset, base in (("all", np.ones(n, dtype=bool)), ("high_hit_ratio", high)):
@@ -176,21 +215,36 @@ def ab_uncertainty(job_efficiency: pa.Table, cache_hourly: pa.Table, params: ABP
                 for value in values:
                     gmask = base if value is None else base & (np.asarray(data[grouping]) == value)
                     label = "all jobs" if value is None else str(value)
-                    compare(subset, grouping, label, "all", _date(first_day), _date(last_day) + dt.timedelta(days=1),
-                            gmask)
+                    compare(
+                        subset, grouping, label, "all", _date(first_day), _date(last_day) + dt.timedelta(days=1), gmask
+                    )
                     for w in sorted(set(week[gmask].tolist())):
                         w = _date(w)
                         if not wanted(w + dt.timedelta(days=7)):
                             continue
-                        compare(subset, grouping, label, "week", w, w + dt.timedelta(days=7),
-                                gmask & (week == np.datetime64(w)))
+                        compare(
+                            subset,
+                            grouping,
+                            label,
+                            "week",
+                            w,
+                            w + dt.timedelta(days=7),
+                            gmask & (week == np.datetime64(w)),
+                        )
                     if grouping == "site":  # daily rows for the site only: the time series of the report
                         for d in sorted(set(day[gmask].tolist())):
                             d = _date(d)
                             if not wanted(d + dt.timedelta(days=1)):
                                 continue
-                            compare(subset, grouping, label, "day", d, d + dt.timedelta(days=1),
-                                    gmask & (day == np.datetime64(d)))
+                            compare(
+                                subset,
+                                grouping,
+                                label,
+                                "day",
+                                d,
+                                d + dt.timedelta(days=1),
+                                gmask & (day == np.datetime64(d)),
+                            )
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 
@@ -202,19 +256,38 @@ def _date(value):
     return np.datetime64(value, "D").astype(dt.date)
 
 
-SCHEMA = pa.schema([
-    ("subset", pa.string()), ("grouping", pa.string()), ("group_value", pa.string()),
-    ("period_grain", pa.string()), ("period_start", pa.date32()), ("period_end", pa.date32()),
-    ("jobs_a", pa.int64()), ("jobs_b", pa.int64()),
-    ("cpu_hours_a", pa.float64()), ("cpu_hours_b", pa.float64()),
-    ("wall_hours_a", pa.float64()), ("wall_hours_b", pa.float64()),
-    ("core_wall_hours_a", pa.float64()), ("core_wall_hours_b", pa.float64()),
-    ("efficiency_a", pa.float64()), ("efficiency_b", pa.float64()),
-    ("cpu_per_wall_a", pa.float64()), ("cpu_per_wall_b", pa.float64()),
-    ("efficiency_difference", pa.float64()), ("efficiency_ci_low", pa.float64()),
-    ("efficiency_ci_high", pa.float64()), ("efficiency_p_value", pa.float64()),
-    ("cpu_per_wall_difference", pa.float64()), ("cpu_per_wall_ci_low", pa.float64()),
-    ("cpu_per_wall_ci_high", pa.float64()),
-    ("block", pa.string()), ("blocks", pa.int64()), ("paired_blocks", pa.int64()),
-    ("enough_data", pa.bool_()), ("warning", pa.string()), ("conclusion", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        ("subset", pa.string()),
+        ("grouping", pa.string()),
+        ("group_value", pa.string()),
+        ("period_grain", pa.string()),
+        ("period_start", pa.date32()),
+        ("period_end", pa.date32()),
+        ("jobs_a", pa.int64()),
+        ("jobs_b", pa.int64()),
+        ("cpu_hours_a", pa.float64()),
+        ("cpu_hours_b", pa.float64()),
+        ("wall_hours_a", pa.float64()),
+        ("wall_hours_b", pa.float64()),
+        ("core_wall_hours_a", pa.float64()),
+        ("core_wall_hours_b", pa.float64()),
+        ("efficiency_a", pa.float64()),
+        ("efficiency_b", pa.float64()),
+        ("cpu_per_wall_a", pa.float64()),
+        ("cpu_per_wall_b", pa.float64()),
+        ("efficiency_difference", pa.float64()),
+        ("efficiency_ci_low", pa.float64()),
+        ("efficiency_ci_high", pa.float64()),
+        ("efficiency_p_value", pa.float64()),
+        ("cpu_per_wall_difference", pa.float64()),
+        ("cpu_per_wall_ci_low", pa.float64()),
+        ("cpu_per_wall_ci_high", pa.float64()),
+        ("block", pa.string()),
+        ("blocks", pa.int64()),
+        ("paired_blocks", pa.int64()),
+        ("enough_data", pa.bool_()),
+        ("warning", pa.string()),
+        ("conclusion", pa.string()),
+    ]
+)

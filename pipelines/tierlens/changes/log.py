@@ -23,9 +23,18 @@ from ..records import SITE_CHANGE, Batch, RecordKind, Reject
 
 FIELDS: tuple[str, ...] = tuple(f.name for f in SITE_CHANGE)
 #: Columns a change log may use besides the record's own names (the CLI's option names).
-ALIASES: dict[str, str] = {"at": "changed_at", "when": "changed_at", "id": "change_id", "what": "description",
-                           "nodes": "scope_nodes", "storage_type": "scope_storage_type", "arm": "scope_ab_arm",
-                           "ab_arm": "scope_ab_arm", "by": "changed_by", "who": "changed_by"}
+ALIASES: dict[str, str] = {
+    "at": "changed_at",
+    "when": "changed_at",
+    "id": "change_id",
+    "what": "description",
+    "nodes": "scope_nodes",
+    "storage_type": "scope_storage_type",
+    "arm": "scope_ab_arm",
+    "ab_arm": "scope_ab_arm",
+    "by": "changed_by",
+    "who": "changed_by",
+}
 
 
 @dataclass
@@ -48,11 +57,23 @@ class ChangeEntry:
 
     def derived_id(self) -> str:
         """Stable across re-loads of the same log line: time, text and scope, not recorded_at."""
-        key = "\0".join(str(x) for x in (self.changed_at.isoformat(), self.description, self.cluster,
-                                         ",".join(self.scope_nodes or []), self.scope_storage_type,
-                                         self.scope_ab_arm))
-        return "chg-" + self.changed_at.strftime("%Y%m%d%H%M") + "-" + hashlib.blake2b(
-            key.encode(), digest_size=4).hexdigest()
+        key = "\0".join(
+            str(x)
+            for x in (
+                self.changed_at.isoformat(),
+                self.description,
+                self.cluster,
+                ",".join(self.scope_nodes or []),
+                self.scope_storage_type,
+                self.scope_ab_arm,
+            )
+        )
+        return (
+            "chg-"
+            + self.changed_at.strftime("%Y%m%d%H%M")
+            + "-"
+            + hashlib.blake2b(key.encode(), digest_size=4).hexdigest()
+        )
 
 
 def parse_time(text: object) -> datetime:
@@ -102,8 +123,7 @@ def entry_from_mapping(raw: dict, recorded_at: datetime | None = None) -> Change
     kwargs: dict[str, object] = {"changed_at": at, "scope_nodes": parse_nodes(values.get("scope_nodes"))}
     if recorded_at is not None:
         kwargs["recorded_at"] = recorded_at
-    for name in ("description", "category", "cluster", "scope_storage_type", "scope_ab_arm", "changed_by",
-                 "change_id"):
+    for name in ("description", "category", "cluster", "scope_storage_type", "scope_ab_arm", "changed_by", "change_id"):
         try:
             kwargs[name] = _text(values.get(name))
         except ValueError as e:
@@ -120,8 +140,9 @@ def entry_from_mapping(raw: dict, recorded_at: datetime | None = None) -> Change
     return ChangeEntry(**kwargs)  # type: ignore[arg-type]
 
 
-def change_batch(entries: Iterable[ChangeEntry], source: str, locations: list[str] | None = None,
-                 rejects: list[Reject] | None = None) -> Batch:
+def change_batch(
+    entries: Iterable[ChangeEntry], source: str, locations: list[str] | None = None, rejects: list[Reject] | None = None
+) -> Batch:
     table = pa.Table.from_pylist([e.row() for e in entries], schema=SITE_CHANGE)
     return Batch(RecordKind.SITE_CHANGE, table, source, locations=locations, rejects=rejects or [])
 

@@ -9,8 +9,23 @@ from __future__ import annotations
 
 import typer
 
-from . import (about, change, collect, common, demo, doctor, export, ingest, lake, probe, report, simulate,
-               transform, warehouse)
+from . import (
+    about,
+    change,
+    collect,
+    common,
+    demo,
+    doctor,
+    export,
+    ingest,
+    lake,
+    probe,
+    report,
+    simulate,
+    transform,
+    warehouse,
+)
+
 
 def _flags_show_no_type() -> None:
     """Typer's help (0.2x with its own click) prints a type beside every option, ``<bool>`` beside a
@@ -32,8 +47,25 @@ def _flags_show_no_type() -> None:
 
 _flags_show_no_type()
 
-app = typer.Typer(help="tierlens: what worker-node storage and caching do to your jobs' CPU efficiency.",
-                  no_args_is_help=True, add_completion=False, callback=common.root)
-for group in (about, warehouse, transform, report, lake, ingest, collect, demo, doctor, simulate, export,
-              change, probe):
+app = typer.Typer(
+    help="tierlens: what worker-node storage and caching do to your jobs' CPU efficiency.",
+    no_args_is_help=True,
+    add_completion=False,
+    callback=common.root,
+)
+for group in (
+    about,
+    warehouse,
+    transform,
+    report,
+    lake,
+    ingest,
+    collect,
+    demo,
+    doctor,
+    simulate,
+    export,
+    change,
+    probe,
+):
     app.add_typer(group.app)

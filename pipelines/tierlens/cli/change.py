@@ -8,18 +8,32 @@ from typing import Annotated, Optional
 import typer
 
 from ..records import CHANGE_CATEGORIES
-from .common import (CsvOpt, FormatOpt, WarehouseOpt, console, err, fail, ingest_and_print, output_format,
-                     print_ingest, print_rows, readable_warehouse, warehouse)
+from .common import (
+    CsvOpt,
+    FormatOpt,
+    WarehouseOpt,
+    console,
+    err,
+    fail,
+    ingest_and_print,
+    output_format,
+    print_ingest,
+    print_rows,
+    readable_warehouse,
+    warehouse,
+)
 
-app = typer.Typer(name="change", help="Record site changes (settings, hardware, software) to evaluate before/after.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    name="change",
+    help="Record site changes (settings, hardware, software) to evaluate before/after.",
+    no_args_is_help=True,
+)
 
 
 @app.command("add")
 def add(
     description: Annotated[str, typer.Argument(help="What changed, e.g. 'GPFS pagepool 512MB -> 1GB'.")],
-    at: Annotated[str, typer.Option(help="When it took effect, ISO 8601, e.g. 2026-10-14T09:00Z "
-                                         "(no zone: UTC).")],
+    at: Annotated[str, typer.Option(help="When it took effect, ISO 8601, e.g. 2026-10-14T09:00Z (no zone: UTC).")],
     category: Annotated[str, typer.Option(help=f"One of: {', '.join(CHANGE_CATEGORIES)}.")] = "other",
     nodes: Annotated[Optional[str], typer.Option(help="Comma-separated nodes in scope.")] = None,
     storage_type: Annotated[Optional[str], typer.Option(help="Storage type in scope (nodes of that scratch).")] = None,
@@ -37,8 +51,17 @@ def add(
         when = parse_time(at)
     except ValueError as e:
         fail(f"--at {at!r}: not an ISO 8601 time: {e}", 2, e)
-    entry = ChangeEntry(when, description, category.lower(), cluster, parse_nodes(nodes),
-                        storage_type.lower() if storage_type else None, arm, by, change_id)
+    entry = ChangeEntry(
+        when,
+        description,
+        category.lower(),
+        cluster,
+        parse_nodes(nodes),
+        storage_type.lower() if storage_type else None,
+        arm,
+        by,
+        change_id,
+    )
     wh = warehouse(warehouse_file)
     summary = ingest([change_batch([entry], "tierlens change add")], wh)
     if summary.total_rejected:
@@ -49,8 +72,9 @@ def add(
 
 @app.command("load")
 def load(
-    files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False,
-                                                help="Change logs: .csv with a header, or .yaml.")],
+    files: Annotated[
+        list[Path], typer.Argument(exists=True, dir_okay=False, help="Change logs: .csv with a header, or .yaml.")
+    ],
     warehouse_file: WarehouseOpt = None,
 ) -> None:
     """Load a change log the site already keeps (CSV or YAML); bad lines go to `tierlens rejects`."""
@@ -78,5 +102,10 @@ def list_changes(warehouse_file: WarehouseOpt = None, csv: CsvOpt = False, fmt: 
                         ELSE 'site' END,
                    description, coalesce(changed_by, '')
             FROM raw_site_change ORDER BY changed_at, change_id""").fetchall()
-    print_rows(f"{len(rows)} change(s)", ("id", "at (UTC)", "category", "cluster", "scope", "description", "by"),
-               rows, output_format(fmt, csv), empty_reason="None recorded yet: tierlens change add records one.")
+    print_rows(
+        f"{len(rows)} change(s)",
+        ("id", "at (UTC)", "category", "cluster", "scope", "description", "by"),
+        rows,
+        output_format(fmt, csv),
+        empty_reason="None recorded yet: tierlens change add records one.",
+    )

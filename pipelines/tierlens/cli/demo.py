@@ -19,14 +19,24 @@ def demo(
     days: Annotated[float, typer.Option(help="Days of site activity to simulate.")] = 30.0,
     seed: Annotated[int, typer.Option(help="Random seed: the same seed gives the same data.")] = 42,
     nodes_per_type: Annotated[int, typer.Option(help="Worker nodes per storage type (HDD and RAID0 get twice).")] = 2,
-    home: Annotated[Optional[Path], typer.Option(help="Folder for the demo's warehouse, lake and report "
-                                                      "[default: $TIERLENS_HOME/demo].")] = None,
-    change: Annotated[Optional[list[str]], typer.Option(
-        help="A site change mid-month with a known effect, e.g. 'day=14,storage_type=raid1,read_speedup=1.3' "
-             "(repeatable; see marts.change_effects) [default: an NFS client tuning halfway through].")] = None,
+    home: Annotated[
+        Optional[Path],
+        typer.Option(help="Folder for the demo's warehouse, lake and report [default: $TIERLENS_HOME/demo]."),
+    ] = None,
+    change: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            help="A site change mid-month with a known effect, e.g. 'day=14,storage_type=raid1,read_speedup=1.3' "
+            "(repeatable; see marts.change_effects) [default: an NFS client tuning halfway through]."
+        ),
+    ] = None,
     site_change: Annotated[bool, typer.Option(help="Record the default site change when no --change is given.")] = True,
-    leave_out: Annotated[str, typer.Option(help="Storage type the site does not run, predicted from a synthetic probe "
-                                                "('none' to run them all).")] = "ssd",
+    leave_out: Annotated[
+        str,
+        typer.Option(
+            help="Storage type the site does not run, predicted from a synthetic probe ('none' to run them all)."
+        ),
+    ] = "ssd",
 ) -> None:
     """Simulate a month of a synthetic Tier-2, ingest it, run dbt, write the report, print a summary."""
     from ..demo import run_demo
@@ -44,5 +54,14 @@ def demo(
     p = Paths(home or paths().home / "demo")
     if p.warehouse.exists():
         p.warehouse.unlink()  # the demo's own warehouse: start clean so every run is the same
-    run_demo(p, days=days, seed=seed, nodes_per_type=nodes_per_type, console=console,
-             progress=progress, transform=run_transform, changes=changes, left_out=left_out)
+    run_demo(
+        p,
+        days=days,
+        seed=seed,
+        nodes_per_type=nodes_per_type,
+        console=console,
+        progress=progress,
+        transform=run_transform,
+        changes=changes,
+        left_out=left_out,
+    )

@@ -17,11 +17,19 @@ app = typer.Typer()
 @app.command()
 def doctor(
     json_out: Annotated[bool, typer.Option("--json", help="Print the findings as JSON, for monitoring.")] = False,
-    srun: Annotated[bool, typer.Option("--srun", help="Submit one tiny test job to see the plugin's variables.")] = False,
-    srun_args: Annotated[Optional[str], typer.Option(help="Extra srun options for the test job, e.g. '-p debug'.")] = None,
-    slurm_conf: Annotated[Optional[Path], typer.Option(help="slurm.conf [default: $SLURM_CONF, else /etc/slurm].")] = None,
-    collector_stats: Annotated[Optional[Path], typer.Option(
-        help="The collector's collector-stats.json [default: $TIERLENS_HOME/spool/xrootd/].")] = None,
+    srun: Annotated[
+        bool, typer.Option("--srun", help="Submit one tiny test job to see the plugin's variables.")
+    ] = False,
+    srun_args: Annotated[
+        Optional[str], typer.Option(help="Extra srun options for the test job, e.g. '-p debug'.")
+    ] = None,
+    slurm_conf: Annotated[
+        Optional[Path], typer.Option(help="slurm.conf [default: $SLURM_CONF, else /etc/slurm].")
+    ] = None,
+    collector_stats: Annotated[
+        Optional[Path],
+        typer.Option(help="The collector's collector-stats.json [default: $TIERLENS_HOME/spool/xrootd/]."),
+    ] = None,
     warehouse: WarehouseOpt = None,
     airflow: Annotated[Optional[str], typer.Option(help="The airflow executable [default: on PATH].")] = None,
 ) -> None:
@@ -31,8 +39,14 @@ def doctor(
 
     from ..doctor import Options, Status, failed, run_checks, to_json
 
-    opts = Options(slurm_conf=slurm_conf, test_srun=srun, srun_args=shlex.split(srun_args or ""),
-                   collector_stats=collector_stats, warehouse=warehouse, airflow=airflow)
+    opts = Options(
+        slurm_conf=slurm_conf,
+        test_srun=srun,
+        srun_args=shlex.split(srun_args or ""),
+        collector_stats=collector_stats,
+        warehouse=warehouse,
+        airflow=airflow,
+    )
     findings = run_checks(opts)
     if json_out:
         print(to_json(findings))
@@ -44,8 +58,9 @@ def doctor(
         for col in ("area", "check", "finding", "fix"):
             t.add_column(col, overflow="fold")
         for f in findings:
-            t.add_row(Text(f.status.value, style=colour[f.status]), Text(f.area), Text(f.check), Text(f.detail),
-                      Text(f.fix))
+            t.add_row(
+                Text(f.status.value, style=colour[f.status]), Text(f.area), Text(f.check), Text(f.detail), Text(f.fix)
+            )
         console.print(t)
         console.print("every finding in full: tierlens doctor --json", style="dim", highlight=False)
     if failed(findings):

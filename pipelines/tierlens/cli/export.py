@@ -18,7 +18,9 @@ def export_trace(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output file.")],
     fmt: Annotated[str, typer.Option("--format", help="oracleGeneral (libCacheSim binary).")] = "oracleGeneral",
     warehouse_file: WarehouseOpt = None,
-    size_unit: Annotated[int, typer.Option(help="Write sizes in units of this many bytes (files over 4 GiB need > 1).")] = 1,
+    size_unit: Annotated[
+        int, typer.Option(help="Write sizes in units of this many bytes (files over 4 GiB need > 1).")
+    ] = 1,
     server: Annotated[Optional[str], typer.Option(help="Only accesses to this server_host.")] = None,
     role: Annotated[Optional[str], typer.Option(help="Only accesses to servers of this role.")] = None,
     start: Annotated[Optional[str], typer.Option(help="Only accesses opened at or after this UTC time.")] = None,

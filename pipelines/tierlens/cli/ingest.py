@@ -14,23 +14,33 @@ from .. import config
 from ..sources import registry
 from .common import WarehouseOpt, console, err, fail, ingest_and_print, parsed, print_ingest, warehouse
 
-app = typer.Typer(name="ingest", help="Ingest batch-system accounting, plugin spool records and file accesses.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    name="ingest", help="Ingest batch-system accounting, plugin spool records and file accesses.", no_args_is_help=True
+)
 
 
 def slurm(
     warehouse_file: WarehouseOpt = None,
-    spool: Annotated[Optional[list[Path]], typer.Option(
-        "--spool", help="Spool folder(s) of the SPANK plugin to join as job tags (repeatable).")] = None,
-    start: Annotated[Optional[str], typer.Option(
-        help="Window start (ISO time or epoch) [default: the watermark, else --first-hours ago].")] = None,
+    spool: Annotated[
+        Optional[list[Path]],
+        typer.Option("--spool", help="Spool folder(s) of the SPANK plugin to join as job tags (repeatable)."),
+    ] = None,
+    start: Annotated[
+        Optional[str],
+        typer.Option(help="Window start (ISO time or epoch) [default: the watermark, else --first-hours ago]."),
+    ] = None,
     end: Annotated[Optional[str], typer.Option(help="Window end [default: now].")] = None,
     first_hours: Annotated[float, typer.Option(help="How far back a first run looks.")] = 24.0,
-    overlap_minutes: Annotated[float, typer.Option(
-        help="Start this much before the watermark, for records slurmdbd received late "
-             "(loading a job again changes nothing).")] = 10.0,
-    window_hours: Annotated[float, typer.Option(
-        help="Longest time window per sacct call, so slurmdbd is never asked for too much.")] = 6.0,
+    overlap_minutes: Annotated[
+        float,
+        typer.Option(
+            help="Start this much before the watermark, for records slurmdbd received late "
+            "(loading a job again changes nothing)."
+        ),
+    ] = 10.0,
+    window_hours: Annotated[
+        float, typer.Option(help="Longest time window per sacct call, so slurmdbd is never asked for too much.")
+    ] = 6.0,
     fmt: Annotated[str, typer.Option("--format", help="auto (json, then parsable2), json or parsable2.")] = "auto",
     clusters: Annotated[Optional[str], typer.Option(help="sacct --clusters.")] = None,
     sacct: Annotated[str, typer.Option(help="sacct command.")] = "sacct",
@@ -67,23 +77,35 @@ def slurm(
     marks = Checkpoints(save)
     retry: list[WindowReport] = []
     try:
-        summary = ingest(marks.count(batches(runner, t_start, t_end, window_hours=window_hours, spool=spool or (),
-                                             unfinished=state.get("unfinished", []), on_window=marks.on_window,
-                                             retry=retry)),
-                         wh, on_batch=marks.on_batch)
+        summary = ingest(
+            marks.count(
+                batches(
+                    runner,
+                    t_start,
+                    t_end,
+                    window_hours=window_hours,
+                    spool=spool or (),
+                    unfinished=state.get("unfinished", []),
+                    on_window=marks.on_window,
+                    retry=retry,
+                )
+            ),
+            wh,
+            on_batch=marks.on_batch,
+        )
     except SacctError as e:
         fail(str(e), 1, e)
     marks.flush()
     print_ingest(summary, wh)
     for report in retry:
-        err.print(f"[yellow]incomplete sacct output, asked for again on the next run: "
-                  f"{report.describe()}[/yellow]")
+        err.print(f"[yellow]incomplete sacct output, asked for again on the next run: {report.describe()}[/yellow]")
     console.print(f"sacct format: {runner.fmt}; watermark file {mark.path}")
 
 
 def slurm_spool(
-    dirs: Annotated[list[Path], typer.Argument(exists=True, file_okay=False,
-                                               help="Spool folder(s) of the SPANK plugin.")],
+    dirs: Annotated[
+        list[Path], typer.Argument(exists=True, file_okay=False, help="Spool folder(s) of the SPANK plugin.")
+    ],
     warehouse_file: WarehouseOpt = None,
 ) -> None:
     """Job tags from the SPANK plugin's spool records (one JSON line per job step)."""
@@ -93,15 +115,28 @@ def slurm_spool(
 
 
 def condor(
-    paths: Annotated[Optional[list[Path]], typer.Argument(
-        exists=True, help="History files or folders (a folder means its history and history.* files, "
-                          "e.g. $(condor_config_val SPOOL)). None: ask the schedd.")] = None,
-    cluster: Annotated[str, typer.Option(
-        help="Pool name for jobs whose ads lack TierlensCluster; use the TIERLENS_CLUSTER of "
-             "deploy/htcondor/50-tierlens.conf.")] = "",
-    schedd: Annotated[Optional[str], typer.Option(
-        help="Read this schedd's history (htcondor2.Schedd.history) from the watermark on; "
-             "'local' for the local schedd. Used when no PATHS are given.")] = None,
+    paths: Annotated[
+        Optional[list[Path]],
+        typer.Argument(
+            exists=True,
+            help="History files or folders (a folder means its history and history.* files, "
+            "e.g. $(condor_config_val SPOOL)). None: ask the schedd.",
+        ),
+    ] = None,
+    cluster: Annotated[
+        str,
+        typer.Option(
+            help="Pool name for jobs whose ads lack TierlensCluster; use the TIERLENS_CLUSTER of "
+            "deploy/htcondor/50-tierlens.conf."
+        ),
+    ] = "",
+    schedd: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Read this schedd's history (htcondor2.Schedd.history) from the watermark on; "
+            "'local' for the local schedd. Used when no PATHS are given."
+        ),
+    ] = None,
     pool: Annotated[Optional[str], typer.Option(help="Collector to locate --schedd in.")] = None,
     batch_ads: Annotated[int, typer.Option(help="Ads per loaded batch (bounds memory).")] = 50_000,
     warehouse_file: WarehouseOpt = None,
@@ -113,8 +148,11 @@ def condor(
     try:
         source = CondorSource.open(cluster, paths or (), schedd, pool, config.paths().state, batch_ads)
     except Exception as e:  # noqa: BLE001 - htcondor2 raises HTCondorException and others
-        fail(f"no schedd to ask ({e}); give history files instead: tierlens ingest condor $(condor_config_val SPOOL)",
-             1, e)
+        fail(
+            f"no schedd to ask ({e}); give history files instead: tierlens ingest condor $(condor_config_val SPOOL)",
+            1,
+            e,
+        )
     summary = ingest_and_print(source.batches(), warehouse(warehouse_file), what=source.what)
     source.commit()
     if not summary.batches:
@@ -122,20 +160,31 @@ def condor(
 
 
 def xrootd(
-    folder: Annotated[Optional[Path], typer.Argument(
-        exists=True, file_okay=False, help="The collector's output folder [default: $TIERLENS_HOME/spool/xrootd].")] = None,
+    folder: Annotated[
+        Optional[Path],
+        typer.Argument(
+            exists=True, file_okay=False, help="The collector's output folder [default: $TIERLENS_HOME/spool/xrootd]."
+        ),
+    ] = None,
     warehouse_file: WarehouseOpt = None,
 ) -> None:
     """File accesses from the Parquet batches `tierlens collect xrootd` committed (loading one again changes nothing)."""
     from ..collector.batches import batches
 
-    ingest_and_print(batches(folder or config.paths().xrootd_spool, direct=True), warehouse(warehouse_file),
-                     what="xrootd collector batches")
+    ingest_and_print(
+        batches(folder or config.paths().xrootd_spool, direct=True),
+        warehouse(warehouse_file),
+        what="xrootd collector batches",
+    )
 
 
 def xrootd_osg(
-    files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False,
-                                                help="JSON or JSON Lines files of OSG collector file-close records.")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            exists=True, dir_okay=False, help="JSON or JSON Lines files of OSG collector file-close records."
+        ),
+    ],
     warehouse_file: WarehouseOpt = None,
 ) -> None:
     """Import file-close records of the OSG XRootD monitoring collector as file_access rows."""

@@ -10,38 +10,67 @@ from rich.table import Table
 
 from .common import WarehouseOpt, console, fail, parsed, print_ingest, warehouse
 
-app = typer.Typer(name="probe", help="Measure scratch devices with short fio jobs (device_probe records).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    name="probe", help="Measure scratch devices with short fio jobs (device_probe records).", no_args_is_help=True
+)
 
 
 def print_probe(table) -> None:
     rows = table.to_pylist()
     first = rows[0]
-    t = Table(title=f"probe {first['probe_id']}: {first['node']} {first['path'] or ''} "
-                    f"({first['storage_type']}; {', '.join(first['device_models'] or []) or 'no device model'}; "
-                    f"{first['tool_version']})")
+    t = Table(
+        title=f"probe {first['probe_id']}: {first['node']} {first['path'] or ''} "
+        f"({first['storage_type']}; {', '.join(first['device_models'] or []) or 'no device model'}; "
+        f"{first['tool_version']})"
+    )
     for c in ("job", "pattern", "block", "processes", "MB/s", "IOPS", "mean latency", "p99 latency", "seconds"):
         t.add_column(c, justify="left" if c in ("job", "pattern") else "right")
     for r in rows:
         p99 = r["p99_latency_seconds"]
-        t.add_row(r["job_name"], r["rw"], f"{r['block_size_bytes'] // 1024} KiB", str(r["processes"]),
-                  f"{r['bandwidth_bytes_per_second'] / 1e6:,.1f}", f"{r['iops']:,.0f}",
-                  f"{r['mean_latency_seconds'] * 1e3:.3f} ms", f"{p99 * 1e3:.3f} ms" if p99 is not None else "",
-                  f"{r['seconds']:.1f}")
+        t.add_row(
+            r["job_name"],
+            r["rw"],
+            f"{r['block_size_bytes'] // 1024} KiB",
+            str(r["processes"]),
+            f"{r['bandwidth_bytes_per_second'] / 1e6:,.1f}",
+            f"{r['iops']:,.0f}",
+            f"{r['mean_latency_seconds'] * 1e3:.3f} ms",
+            f"{p99 * 1e3:.3f} ms" if p99 is not None else "",
+            f"{r['seconds']:.1f}",
+        )
     console.print(t)
 
 
 @app.command("storage")
 def storage(
-    path: Annotated[Optional[Path], typer.Argument(help="An empty directory on the device to probe (e.g. the scratch path).")] = None,
+    path: Annotated[
+        Optional[Path], typer.Argument(help="An empty directory on the device to probe (e.g. the scratch path).")
+    ] = None,
     node: Annotated[Optional[str], typer.Option(help="Node name to record [default: this host's name].")] = None,
     seconds: Annotated[float, typer.Option(help="Seconds for the whole job set (7 jobs).")] = 60.0,
-    slots: Annotated[Optional[int], typer.Option(help="Processes of the full-node jobs [default: this node's cores].")] = None,
-    file_size: Annotated[str, typer.Option(help="Bytes of files one job writes or reads, e.g. 1GB; the free space checked first.")] = "1GiB",
-    synthetic: Annotated[Optional[str], typer.Option(help="Probe the demo generator's device model of this storage type instead of PATH.")] = None,
-    sustained_bytes: Annotated[str, typer.Option(help="Budget of the sustained write past the device's fast-write region (all slots, 8 MiB blocks); 0 skips it. At most 80 % of the free space is used.")] = "64GB",
+    slots: Annotated[
+        Optional[int], typer.Option(help="Processes of the full-node jobs [default: this node's cores].")
+    ] = None,
+    file_size: Annotated[
+        str, typer.Option(help="Bytes of files one job writes or reads, e.g. 1GB; the free space checked first.")
+    ] = "1GiB",
+    synthetic: Annotated[
+        Optional[str],
+        typer.Option(help="Probe the demo generator's device model of this storage type instead of PATH."),
+    ] = None,
+    sustained_bytes: Annotated[
+        str,
+        typer.Option(
+            help="Budget of the sustained write past the device's fast-write region (all slots, 8 MiB blocks); 0 skips it. At most 80 % of the free space is used."
+        ),
+    ] = "64GB",
     sustained_seconds: Annotated[float, typer.Option(help="Time budget of the sustained write.")] = 900.0,
-    sustained_min: Annotated[str, typer.Option(help="Bytes written before a stable rate counts as the steady state (above the largest fast region the device could have).")] = "16GB",
+    sustained_min: Annotated[
+        str,
+        typer.Option(
+            help="Bytes written before a stable rate counts as the steady state (above the largest fast region the device could have)."
+        ),
+    ] = "16GB",
     warehouse_file: WarehouseOpt = None,
     load: Annotated[bool, typer.Option(help="Load the records into the warehouse.")] = True,
     out: Annotated[Optional[Path], typer.Option(help="Also write the records to this Parquet file.")] = None,
@@ -59,14 +88,25 @@ def storage(
     size = parsed(parse_bytes, file_size, "--file-size")
     budget_bytes = parsed(parse_bytes, sustained_bytes, "--sustained-bytes")
     min_bytes = parsed(parse_bytes, sustained_min, "--sustained-min")
-    budget = (Budget(float(budget_bytes), sustained_seconds, float(min(min_bytes, budget_bytes)),
-                     float(max(min(1e9, budget_bytes / 16), 8 * 1024 * 1024)))
-              if budget_bytes > 0 else None)
+    budget = (
+        Budget(
+            float(budget_bytes),
+            sustained_seconds,
+            float(min(min_bytes, budget_bytes)),
+            float(max(min(1e9, budget_bytes / 16), 8 * 1024 * 1024)),
+        )
+        if budget_bytes > 0
+        else None
+    )
     try:
         if synthetic:
             table = run_synthetic_probe(synthetic, slots or 8, node, budget=budget, sustained=budget is not None)
         else:
-            extra = f", then up to {budget_bytes / 1e9:.0f} GB / {sustained_seconds:g} s of sustained writes" if budget else ""
+            extra = (
+                f", then up to {budget_bytes / 1e9:.0f} GB / {sustained_seconds:g} s of sustained writes"
+                if budget
+                else ""
+            )
             with console.status(f"probing {path} with fio ({seconds:g} s{extra})"):
                 table = run_probe(ProbeOptions(path, node, seconds, slots, size, sustained=budget))
     except (ProbeRefused, ValueError) as e:

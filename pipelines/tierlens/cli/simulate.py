@@ -11,12 +11,23 @@ import typer
 from ..units import parse_bytes
 from .common import WarehouseOpt, console, err, fail, parsed, warehouse
 
-app = typer.Typer(name="simulate", help="Replay file accesses through cache configurations you have not deployed.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    name="simulate",
+    help="Replay file accesses through cache configurations you have not deployed.",
+    no_args_is_help=True,
+)
 
 
-def load_trace(warehouse_file: Path | None, parquet: list[Path] | None, oracle: Path | None, size_unit: int,
-               server: str | None, role: str | None, start: str | None, end: str | None):
+def load_trace(
+    warehouse_file: Path | None,
+    parquet: list[Path] | None,
+    oracle: Path | None,
+    size_unit: int,
+    server: str | None,
+    role: str | None,
+    start: str | None,
+    end: str | None,
+):
     """The trace a command replays: an oracleGeneral file, Parquet files, or the warehouse."""
     from ..simulator import trace as tr
 
@@ -42,10 +53,16 @@ def _efficiency_from_marts(options, marts: Path, probes: list[Path] | None, out:
 
     try:
         con = whatif.marts_connection(marts, probes)
-        if any(c.policy for c in options.caches) and not con.execute(
-                "select count(*) from duckdb_views() where view_name = 'int_file_access_by_job'").fetchone()[0]:
-            raise ValueError(f"cache what-ifs replay int_file_access_by_job, and {marts.parent / 'intermediate.db'} "
-                             "has none: use --cache none")
+        if (
+            any(c.policy for c in options.caches)
+            and not con.execute(
+                "select count(*) from duckdb_views() where view_name = 'int_file_access_by_job'"
+            ).fetchone()[0]
+        ):
+            raise ValueError(
+                f"cache what-ifs replay int_file_access_by_job, and {marts.parent / 'intermediate.db'} "
+                "has none: use --cache none"
+            )
         with console.status("simulating") as status:
             run = whatif.run(con, options, progress=lambda m: status.update(m))
     except ValueError as e:
@@ -60,11 +77,24 @@ def _efficiency_from_marts(options, marts: Path, probes: list[Path] | None, out:
 
 @app.command("cache")
 def cache(
-    size: Annotated[list[str], typer.Option("--size", "-s", help="Cache capacity, e.g. 11TB or 500GiB; repeat for several.")],
-    policy: Annotated[list[str], typer.Option("--policy", "-p", help="lru, fifo, lfu, s3fifo, belady, slac1, slac2, slac3; repeat for several.")] = ["lru"],  # noqa: B006
+    size: Annotated[
+        list[str], typer.Option("--size", "-s", help="Cache capacity, e.g. 11TB or 500GiB; repeat for several.")
+    ],
+    policy: Annotated[
+        list[str],
+        typer.Option("--policy", "-p", help="lru, fifo, lfu, s3fifo, belady, slac1, slac2, slac3; repeat for several."),
+    ] = ["lru"],  # noqa: B006
     warehouse_file: WarehouseOpt = None,
-    parquet: Annotated[Optional[list[Path]], typer.Option(help="Read file_access records from Parquet instead of the warehouse.", exists=True, dir_okay=False)] = None,
-    oracle: Annotated[Optional[Path], typer.Option(help="Read a libCacheSim oracleGeneral trace instead.", exists=True, dir_okay=False)] = None,
+    parquet: Annotated[
+        Optional[list[Path]],
+        typer.Option(
+            help="Read file_access records from Parquet instead of the warehouse.", exists=True, dir_okay=False
+        ),
+    ] = None,
+    oracle: Annotated[
+        Optional[Path],
+        typer.Option(help="Read a libCacheSim oracleGeneral trace instead.", exists=True, dir_okay=False),
+    ] = None,
     size_unit: Annotated[int, typer.Option(help="oracleGeneral sizes are in units of this many bytes.")] = 1,
     server: Annotated[Optional[str], typer.Option(help="Only accesses to this server_host.")] = None,
     role: Annotated[Optional[str], typer.Option(help="Only accesses to servers of this role (origin, cache).")] = None,
@@ -75,9 +105,13 @@ def cache(
     window_days: Annotated[float, typer.Option(help="SLAC 2/3: days of history in the ranking.")] = 5.0,
     upcoming_minutes: Annotated[float, typer.Option(help="SLAC 3: refresh of upcoming jobs' inputs.")] = 20.0,
     assumed_read_frac: Annotated[float, typer.Option(help="SLAC 3: read fraction for files without history.")] = 0.1,
-    whole_object: Annotated[bool, typer.Option(help="Every access reads its whole file (libCacheSim semantics).")] = False,
+    whole_object: Annotated[
+        bool, typer.Option(help="Every access reads its whole file (libCacheSim semantics).")
+    ] = False,
     nic_gbytes_per_s: Annotated[float, typer.Option(help="Cache NIC cap for the utilisation series, GB/s.")] = 2.5,
-    ssd: Annotated[Optional[str], typer.Option(help="storage_catalog config_name for SSD wear [default: most enduring SSD/NVMe].")] = None,
+    ssd: Annotated[
+        Optional[str], typer.Option(help="storage_catalog config_name for SSD wear [default: most enduring SSD/NVMe].")
+    ] = None,
     mrc: Annotated[bool, typer.Option(help="Also write the LRU miss-ratio curve for 100 sizes (one pass).")] = False,
     write: Annotated[bool, typer.Option(help="Write runs to the warehouse (sim_cache_runs, sim_cache_hourly).")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print results as JSON lines.")] = False,
@@ -98,10 +132,16 @@ def cache(
         for p in policy:
             try:
                 params = engine.CacheParams(
-                    p.lower(), parse_bytes(s), min_reads=min_reads, stage_cap_pct=stage_cap_pct,
-                    window_days=window_days, upcoming_minutes=upcoming_minutes,
-                    assumed_read_frac=assumed_read_frac, whole_object=whole_object,
-                    nic_bytes_per_s=nic_gbytes_per_s * 1e9)
+                    p.lower(),
+                    parse_bytes(s),
+                    min_reads=min_reads,
+                    stage_cap_pct=stage_cap_pct,
+                    window_days=window_days,
+                    upcoming_minutes=upcoming_minutes,
+                    assumed_read_frac=assumed_read_frac,
+                    whole_object=whole_object,
+                    nic_bytes_per_s=nic_gbytes_per_s * 1e9,
+                )
             except ValueError as e:
                 raise typer.BadParameter(str(e)) from e
             results.append(engine.simulate(trace, params))
@@ -121,38 +161,104 @@ def cache(
             console.print_json(json.dumps(dict(r.summary(), run_id=ids[i] if ids else None)))
         return
     t = Table(title=f"{len(trace):,} accesses, {trace.n_objects:,} files ({trace.source})")
-    for c in ("policy", "capacity", "hit ratio", "byte hit ratio", "from cache", "staged in",
-              "SSD writes/day", "days to endurance", "peak NIC", "replay"):
+    for c in (
+        "policy",
+        "capacity",
+        "hit ratio",
+        "byte hit ratio",
+        "from cache",
+        "staged in",
+        "SSD writes/day",
+        "days to endurance",
+        "peak NIC",
+        "replay",
+    ):
         t.add_column(c, justify="left" if c == "policy" else "right")
     for r in results:
         util = r.hourly["nic_utilisation"].to_numpy()
         days = r.extra.get("days_to_endurance")
-        t.add_row(r.params.policy, human(r.params.capacity_bytes), f"{r.hit_ratio:.3f}", f"{r.byte_hit_ratio:.3f}",
-                  human(r.bytes_from_cache), human(r.bytes_staged), human(r.ssd_writes_per_day),
-                  f"{days:,.0f}" if days else "", f"{util.max():.1%}", f"{r.elapsed_s:.2f} s")
+        t.add_row(
+            r.params.policy,
+            human(r.params.capacity_bytes),
+            f"{r.hit_ratio:.3f}",
+            f"{r.byte_hit_ratio:.3f}",
+            human(r.bytes_from_cache),
+            human(r.bytes_staged),
+            human(r.ssd_writes_per_day),
+            f"{days:,.0f}" if days else "",
+            f"{util.max():.1%}",
+            f"{r.elapsed_s:.2f} s",
+        )
     console.print(t)
     if ids:
-        console.print(f"written to {warehouse(warehouse_file)}: sim_cache_runs run_id {', '.join(ids)}"
-                      + (" (+ sim_cache_mrc)" if curve is not None else ""))
+        console.print(
+            f"written to {warehouse(warehouse_file)}: sim_cache_runs run_id {', '.join(ids)}"
+            + (" (+ sim_cache_mrc)" if curve is not None else "")
+        )
 
 
 @app.command("efficiency")
 def efficiency(
-    job_class: Annotated[str, typer.Option(help="Job class to calibrate and predict ('all' for every class).")] = "analysis",
-    storage_type: Annotated[Optional[list[str]], typer.Option("--storage-type", "-t", help="Storage type for the what-if grid; repeat [default: every measured type].")] = None,
-    jobs_per_node: Annotated[Optional[list[float]], typer.Option("--jobs-per-node", "-n", help="Jobs per node for the grid; repeat [default: 4, 8, 16].")] = None,
-    cache: Annotated[Optional[list[str]], typer.Option("--cache", "-c", help="'none' or POLICY:SIZE (e.g. lru:50TB, slac2:6TB); repeat [default: none].")] = None,
+    job_class: Annotated[
+        str, typer.Option(help="Job class to calibrate and predict ('all' for every class).")
+    ] = "analysis",
+    storage_type: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--storage-type", "-t", help="Storage type for the what-if grid; repeat [default: every measured type]."
+        ),
+    ] = None,
+    jobs_per_node: Annotated[
+        Optional[list[float]],
+        typer.Option("--jobs-per-node", "-n", help="Jobs per node for the grid; repeat [default: 4, 8, 16]."),
+    ] = None,
+    cache: Annotated[
+        Optional[list[str]],
+        typer.Option("--cache", "-c", help="'none' or POLICY:SIZE (e.g. lru:50TB, slac2:6TB); repeat [default: none]."),
+    ] = None,
     warehouse_file: WarehouseOpt = None,
     start: Annotated[Optional[str], typer.Option(help="Only jobs ending at or after this UTC time.")] = None,
     end: Annotated[Optional[str], typer.Option(help="Only jobs ending before this UTC time.")] = None,
-    validate: Annotated[bool, typer.Option(help="Leave each measured configuration out in turn and predict it.")] = True,
+    validate: Annotated[
+        bool, typer.Option(help="Leave each measured configuration out in turn and predict it.")
+    ] = True,
     write: Annotated[bool, typer.Option(help="Write the run to the warehouse (sim_efficiency_*).")] = True,
-    candidates: Annotated[bool, typer.Option(help="Buying guide: price every storage_catalog configuration per delivered core-hour (sim_hardware_options, marts.hardware_options).")] = False,
-    marts: Annotated[Optional[Path], typer.Option(help="Read job_io_profile from this Parquet marts folder (e.g. <spark.sql.warehouse.dir>/marts.db) instead of the warehouse; results still go to --warehouse.", exists=True, file_okay=False)] = None,
-    probe: Annotated[Optional[list[Path]], typer.Option(help="With --marts: device_probe Parquet files (`tierlens probe storage --out`); repeat.", exists=True, dir_okay=False)] = None,
-    node_catalog: Annotated[Optional[Path], typer.Option(help="With --candidates: CSV of worker nodes to price the storage in (config_name, cores, cpu_price, memory_gb, memory_price, chassis_price, watts, currency, source) [default: tierlens' stated estimates].", exists=True, dir_okay=False)] = None,
-    power_price: Annotated[float, typer.Option(help="With --candidates: electricity tariff, in the catalogue's currency per kWh.", min=0.0)] = 0.25,
-    service_years: Annotated[float, typer.Option(help="With --candidates: years a node is written off over.", min=0.1)] = 5.0,
+    candidates: Annotated[
+        bool,
+        typer.Option(
+            help="Buying guide: price every storage_catalog configuration per delivered core-hour (sim_hardware_options, marts.hardware_options)."
+        ),
+    ] = False,
+    marts: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Read job_io_profile from this Parquet marts folder (e.g. <spark.sql.warehouse.dir>/marts.db) instead of the warehouse; results still go to --warehouse.",
+            exists=True,
+            file_okay=False,
+        ),
+    ] = None,
+    probe: Annotated[
+        Optional[list[Path]],
+        typer.Option(
+            help="With --marts: device_probe Parquet files (`tierlens probe storage --out`); repeat.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    node_catalog: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="With --candidates: CSV of worker nodes to price the storage in (config_name, cores, cpu_price, memory_gb, memory_price, chassis_price, watts, currency, source) [default: tierlens' stated estimates].",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    power_price: Annotated[
+        float, typer.Option(help="With --candidates: electricity tariff, in the catalogue's currency per kWh.", min=0.0)
+    ] = 0.25,
+    service_years: Annotated[
+        float, typer.Option(help="With --candidates: years a node is written off over.", min=0.1)
+    ] = 5.0,
 ) -> None:
     """Predict CPU efficiency and throughput of configurations, calibrated on the measured jobs."""
     from ..simulator import hardware as hw
@@ -169,8 +275,12 @@ def efficiency(
         storage_types=tuple(storage_type or ()),
         jobs_per_node=tuple(jobs_per_node or (4, 8, 16)),
         caches=tuple(parsed(whatif.CacheOption.parse, c, "--cache") for c in (cache or ["none"])),
-        start=start, end=end, validate=validate, candidates=candidates,
-        economics=hw.Economics(nodes, power_price, service_years))
+        start=start,
+        end=end,
+        validate=validate,
+        candidates=candidates,
+        economics=hw.Economics(nodes, power_price, service_years),
+    )
     wh = warehouse(warehouse_file)
     if marts is not None:
         _efficiency_from_marts(options, marts, probe, wh if write else None)
@@ -192,8 +302,10 @@ def efficiency(
     print_efficiency(run, rid, console)
     print_hardware(run, console)
     if replaced:
-        console.print(f"run {rid} had been written before from the same jobs, probes, catalogue and settings: "
-                      "its rows were replaced by identical ones")
+        console.print(
+            f"run {rid} had been written before from the same jobs, probes, catalogue and settings: "
+            "its rows were replaced by identical ones"
+        )
     if rid and candidates:
         _refresh_hardware_marts(wh)
 
@@ -208,7 +320,9 @@ def _refresh_hardware_marts(wh: Path) -> None:
         with console.status("rebuilding marts.hardware_options"):
             refresh_efficiency_marts(wh, paths().dbt_state)
     except Exception as e:  # noqa: BLE001 - the run is written; only the marts wait for dbt
-        err.print(f"the run is written, but marts.hardware_options could not be rebuilt ({e}); "
-                  f"run `tierlens transform -w {wh}` to show it")
+        err.print(
+            f"the run is written, but marts.hardware_options could not be rebuilt ({e}); "
+            f"run `tierlens transform -w {wh}` to show it"
+        )
         return
     console.print("marts.hardware_options rebuilt: `tierlens sql cheapest_configuration_for_efficiency` ranks it")

@@ -18,27 +18,52 @@ app = typer.Typer()
 @app.command()
 def transform(
     warehouse_file: WarehouseOpt = None,
-    target: Annotated[Optional[str], typer.Option(help="dbt target in dbt/profiles.yml: duckdb (default), spark, "
-                                                       "spark_thrift.")] = None,
-    lake: Annotated[Optional[Path], typer.Option(help="Read the raw sources from this Parquet lake "
-                                                      "(needed by the spark targets).")] = None,
-    project_dir: Annotated[Optional[Path], typer.Option(
-        file_okay=False, exists=True, help="A site's own dbt project [default: $TIERLENS_DBT_PROJECT_DIR, "
-                                           "else the one shipped with tierlens].")] = None,
-    full_refresh: Annotated[bool, typer.Option(
-        "--full-refresh", help="Rebuild every model from all raw history, --days days per dbt run.")] = False,
-    backfill: Annotated[Optional[tuple[str, str]], typer.Option(
-        metavar="START END", help="Rebuild the marts for UTC days [START, END) (YYYY-MM-DD, END exclusive), "
-                                  "--days days per dbt run.")] = None,
-    days: Annotated[int, typer.Option(min=1, help="Days per dbt run of a back-fill or full refresh: "
-                                                  "memory follows this, not the history.")] = 1,
-    retention_months: Annotated[Optional[int], typer.Option(
-        min=0, help="Delete raw file accesses older than this many months (before the newest one) after a "
-                    "successful run; the marts keep them. 0: keep all \\[default: $TIERLENS_RAW_RETENTION_MONTHS, "
-                    "else 0].")] = None,
-    accept_pruned_history: Annotated[bool, typer.Option(
-        "--accept-pruned-history", help="Rebuild from raw even where retention deleted raw file accesses "
-                                        "(the marts lose that history).")] = False,
+    target: Annotated[
+        Optional[str], typer.Option(help="dbt target in dbt/profiles.yml: duckdb (default), spark, spark_thrift.")
+    ] = None,
+    lake: Annotated[
+        Optional[Path], typer.Option(help="Read the raw sources from this Parquet lake (needed by the spark targets).")
+    ] = None,
+    project_dir: Annotated[
+        Optional[Path],
+        typer.Option(
+            file_okay=False,
+            exists=True,
+            help="A site's own dbt project [default: $TIERLENS_DBT_PROJECT_DIR, else the one shipped with tierlens].",
+        ),
+    ] = None,
+    full_refresh: Annotated[
+        bool, typer.Option("--full-refresh", help="Rebuild every model from all raw history, --days days per dbt run.")
+    ] = False,
+    backfill: Annotated[
+        Optional[tuple[str, str]],
+        typer.Option(
+            metavar="START END",
+            help="Rebuild the marts for UTC days [START, END) (YYYY-MM-DD, END exclusive), --days days per dbt run.",
+        ),
+    ] = None,
+    days: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Days per dbt run of a back-fill or full refresh: memory follows this, not the history."
+        ),
+    ] = 1,
+    retention_months: Annotated[
+        Optional[int],
+        typer.Option(
+            min=0,
+            help="Delete raw file accesses older than this many months (before the newest one) after a "
+            "successful run; the marts keep them. 0: keep all \\[default: $TIERLENS_RAW_RETENTION_MONTHS, "
+            "else 0].",
+        ),
+    ] = None,
+    accept_pruned_history: Annotated[
+        bool,
+        typer.Option(
+            "--accept-pruned-history",
+            help="Rebuild from raw even where retention deleted raw file accesses (the marts lose that history).",
+        ),
+    ] = False,
 ) -> None:
     """Build the dbt project (staging → intermediate → marts) and run its tests.
 
@@ -63,10 +88,16 @@ def transform(
             retention_months = int(setting("raw_retention_months") or 0)
         except ValueError as e:
             fail(f"TIERLENS_RAW_RETENTION_MONTHS: a whole number of months ({e})", 2, e)
-    history = HistoryOptions(full_refresh=full_refresh, span=span, days=days, retention_months=retention_months,
-                             accept_pruned_history=accept_pruned_history)
-    run_transform(warehouse(warehouse_file), paths().dbt_state, target=target, lake=lake, project_dir=project_dir,
-                  history=history)
+    history = HistoryOptions(
+        full_refresh=full_refresh,
+        span=span,
+        days=days,
+        retention_months=retention_months,
+        accept_pruned_history=accept_pruned_history,
+    )
+    run_transform(
+        warehouse(warehouse_file), paths().dbt_state, target=target, lake=lake, project_dir=project_dir, history=history
+    )
 
 
 @dataclass(frozen=True)
@@ -80,8 +111,14 @@ class HistoryOptions:
     accept_pruned_history: bool = False
 
 
-def run_transform(wh: Path, state: Path, target: str | None = None, lake: Path | None = None,
-                  project_dir: Path | None = None, history: HistoryOptions | None = None) -> None:
+def run_transform(
+    wh: Path,
+    state: Path,
+    target: str | None = None,
+    lake: Path | None = None,
+    project_dir: Path | None = None,
+    history: HistoryOptions | None = None,
+) -> None:
     """dbt build with a status line, its failures printed; publishes the snapshot readers open."""
     if target not in (None, "duckdb") or lake is not None:
         result = _run_other_engine(wh, state, target, lake, project_dir)
@@ -102,8 +139,11 @@ def run_transform(wh: Path, state: Path, target: str | None = None, lake: Path |
         from ..warehouse.publish import publish_with_stats
 
         published, stats = publish_with_stats(wh)
-        console.print(f"published for readers: {published} ({stats.bytes_written / 1e6:,.1f} of "
-                      f"{stats.file_bytes / 1e6:,.1f} MB written, {stats.seconds:.1f} s)", soft_wrap=True)
+        console.print(
+            f"published for readers: {published} ({stats.bytes_written / 1e6:,.1f} of "
+            f"{stats.file_bytes / 1e6:,.1f} MB written, {stats.seconds:.1f} s)",
+            soft_wrap=True,
+        )
 
 
 def _run_other_engine(wh: Path, state: Path, target: str | None, lake: Path | None, project_dir: Path | None):
@@ -111,8 +151,14 @@ def _run_other_engine(wh: Path, state: Path, target: str | None, lake: Path | No
 
     with console.status("dbt build: staging → intermediate → marts, with tests"):
         try:
-            return run_dbt(wh, state, target=target, lake=lake, project_dir=project_dir,
-                           spark_warehouse=state / "spark-warehouse" if target == "spark" else None)
+            return run_dbt(
+                wh,
+                state,
+                target=target,
+                lake=lake,
+                project_dir=project_dir,
+                spark_warehouse=state / "spark-warehouse" if target == "spark" else None,
+            )
         except (FileNotFoundError, ValueError) as e:
             fail(str(e), 2, e)
 
@@ -135,9 +181,17 @@ def _run_duckdb(wh: Path, state: Path, project_dir: Path | None, h: HistoryOptio
             def on_chunk(i: int, n: int, s, e) -> None:
                 bar.update(task, total=n, completed=i, description=f"dbt build {s}..{e}")
 
-            record = run_range(wh, state, *(h.span or (None, None)), days=h.days, full_refresh=h.full_refresh,
-                               accept_pruned_history=h.accept_pruned_history, project_dir=project_dir,
-                               retention_months=h.retention_months, on_chunk=on_chunk)
+            record = run_range(
+                wh,
+                state,
+                *(h.span or (None, None)),
+                days=h.days,
+                full_refresh=h.full_refresh,
+                accept_pruned_history=h.accept_pruned_history,
+                project_dir=project_dir,
+                retention_months=h.retention_months,
+                on_chunk=on_chunk,
+            )
             bar.update(task, completed=record.chunks_done)
             return record
     except HistoryPruned as e:
@@ -148,8 +202,13 @@ def _run_duckdb(wh: Path, state: Path, project_dir: Path | None, h: HistoryOptio
 
 @app.command("ab-uncertainty")
 def ab_uncertainty(
-    marts: Annotated[Path, typer.Option(help="Folder holding the marts job_efficiency/ and cache_hourly/ as "
-                                             "Parquet (e.g. <spark.sql.warehouse.dir>/marts.db).")],
+    marts: Annotated[
+        Path,
+        typer.Option(
+            help="Folder holding the marts job_efficiency/ and cache_hourly/ as "
+            "Parquet (e.g. <spark.sql.warehouse.dir>/marts.db)."
+        ),
+    ],
     out: Annotated[Path, typer.Option(help="Parquet file to write marts.ab_uncertainty to.")],
     arm_a: Annotated[str, typer.Option(help="Arm A (dbt var arm_a).")] = "A",
     arm_b: Annotated[str, typer.Option(help="Arm B (dbt var arm_b).")] = "B",

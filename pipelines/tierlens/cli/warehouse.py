@@ -11,8 +11,19 @@ from rich.table import Table
 from .common import OutputFormat
 
 from ..records import RecordKind
-from .common import (CsvOpt, FormatOpt, WarehouseOpt, console, err, fail, ingest_and_print, output_format,
-                     print_rows, readable_warehouse, warehouse)
+from .common import (
+    CsvOpt,
+    FormatOpt,
+    WarehouseOpt,
+    console,
+    err,
+    fail,
+    ingest_and_print,
+    output_format,
+    print_rows,
+    readable_warehouse,
+    warehouse,
+)
 
 app = typer.Typer()
 
@@ -46,8 +57,12 @@ def sql(
 
     out = output_format(fmt, csv)
     if list_queries:
-        print_rows("bundled queries: tierlens sql NAME", ("name", "question"),
-                   ((q.name, q.question) for q in bundled_queries()), out)
+        print_rows(
+            "bundled queries: tierlens sql NAME",
+            ("name", "question"),
+            ((q.name, q.question) for q in bundled_queries()),
+            out,
+        )
         return
     if name is None:
         fail("give a query name or file (`tierlens sql --list` shows the bundled ones)", 2)
@@ -82,18 +97,25 @@ def why_empty(con, file: Path) -> str:
 
     try:
         jobs, first, last = con.execute(
-            "SELECT count(*), min(end_time)::DATE, max(end_time)::DATE FROM main.raw_job").fetchone()
+            "SELECT count(*), min(end_time)::DATE, max(end_time)::DATE FROM main.raw_job"
+        ).fetchone()
     except duckdb.Error:
         return "The warehouse has no job table: it is not a tierlens warehouse, or predates this version."
     if not jobs:
-        return ("The warehouse holds no job records yet: load some (tierlens ingest ...), or run tierlens demo; "
-                "tierlens status shows what it holds.")
+        return (
+            "The warehouse holds no job records yet: load some (tierlens ingest ...), or run tierlens demo; "
+            "tierlens status shows what it holds."
+        )
     marts = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'marts'").fetchone()[0]
     if not marts:
-        return (f"The warehouse holds {jobs:,} job records ending {first} to {last} but no marts yet: "
-                "run tierlens transform.")
-    return (f"The warehouse holds {jobs:,} job records ending {first} to {last}; none of them meets the "
-            f"query's conditions (read them in {file}).")
+        return (
+            f"The warehouse holds {jobs:,} job records ending {first} to {last} but no marts yet: "
+            "run tierlens transform."
+        )
+    return (
+        f"The warehouse holds {jobs:,} job records ending {first} to {last}; none of them meets the "
+        f"query's conditions (read them in {file})."
+    )
 
 
 @app.command()
@@ -116,12 +138,20 @@ def rejects(
         fail(f"cannot open {wh}: {e}", 1, e)
     try:
         total = con.execute("SELECT count(*) FROM raw_rejects").fetchone()[0]
-        rows = con.execute("SELECT record_kind, source, location, field, reason FROM raw_rejects "
-                           "ORDER BY rejected_at DESC, location LIMIT ?", [limit]).fetchall()
+        rows = con.execute(
+            "SELECT record_kind, source, location, field, reason FROM raw_rejects "
+            "ORDER BY rejected_at DESC, location LIMIT ?",
+            [limit],
+        ).fetchall()
     finally:
         con.close()
-    print_rows(f"{total:,} rejected record(s)", ("record", "source", "location", "field", "reason"), rows,
-               output_format(fmt, csv), empty_reason="Every record loaded so far was accepted.")
+    print_rows(
+        f"{total:,} rejected record(s)",
+        ("record", "source", "location", "field", "reason"),
+        rows,
+        output_format(fmt, csv),
+        empty_reason="Every record loaded so far was accepted.",
+    )
 
 
 @app.command()
@@ -165,8 +195,11 @@ def migrate(
     except SchemaError as e:
         fail(str(e), 2, e)
     verb = "would apply" if dry_run else "applied"
-    console.print(f"{wh}: schema version {before}, this tierlens: {LATEST}; {verb} {len(applied)} migration(s)",
-                  soft_wrap=True, highlight=False)
+    console.print(
+        f"{wh}: schema version {before}, this tierlens: {LATEST}; {verb} {len(applied)} migration(s)",
+        soft_wrap=True,
+        highlight=False,
+    )
     for m in applied:
         console.print(f"  {m.version}  {m.name}")
         for statement in m.statements:

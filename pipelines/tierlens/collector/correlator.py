@@ -38,10 +38,32 @@ from . import fstream as fs
 from . import rows as rowlib
 from . import snapshot
 from .datagrams import DatagramBatch
-from .wire import (CODE_FSTREAM, CODE_GSTREAM, CODE_INFO, CODE_PATH, CODE_SERVER_ID, CODE_USER, GS_PFC,
-                   GS_PROVIDER_SHIFT, GSH, GSTREAM_HEADER_BYTES, HDR, HEADER_BYTES, IGNORED_CODES, IS_TIME,
-                   MAP_CODES, SID_MASK, TIME_BYTES, TIME_HAS_SID, TOD, UNUSED_MAP_CODES, BadPacket, MapRecord,
-                   PfcFileClose, cgi)
+from .wire import (
+    CODE_FSTREAM,
+    CODE_GSTREAM,
+    CODE_INFO,
+    CODE_PATH,
+    CODE_SERVER_ID,
+    CODE_USER,
+    GS_PFC,
+    GS_PROVIDER_SHIFT,
+    GSH,
+    GSTREAM_HEADER_BYTES,
+    HDR,
+    HEADER_BYTES,
+    IGNORED_CODES,
+    IS_TIME,
+    MAP_CODES,
+    SID_MASK,
+    TIME_BYTES,
+    TIME_HAS_SID,
+    TOD,
+    UNUSED_MAP_CODES,
+    BadPacket,
+    MapRecord,
+    PfcFileClose,
+    cgi,
+)
 
 #: Distinct unknown kinds kept per server (and of senders): names come from the packets, so a
 #: sender must not grow the counters without bound; past it they are counted as "other".
@@ -56,8 +78,13 @@ def _count_unknown(counter: Counter, kind) -> None:
     counter[kind] += 1
 
 
-_ERRORS = {fs.E_SIZE: "size {size} at offset {off}", fs.E_CLOSE: "close of {size} bytes",
-           fs.E_OPEN: "open of {size} bytes", fs.E_TYPE: "type {type}", fs.E_TRAILING: "{left} trailing bytes"}
+_ERRORS = {
+    fs.E_SIZE: "size {size} at offset {off}",
+    fs.E_CLOSE: "close of {size} bytes",
+    fs.E_OPEN: "open of {size} bytes",
+    fs.E_TYPE: "type {type}",
+    fs.E_TRAILING: "{left} trailing bytes",
+}
 
 
 @dataclass
@@ -142,9 +169,13 @@ class Correlator:
     the live run.
     """
 
-    def __init__(self, emit: Callable[[pa.Table], None],
-                 quarantine: Callable[[str, tuple, bytes, float], None] | None = None,
-                 unclosed_timeout: float = 24 * 3600.0, cache_grace: float = 5.0) -> None:
+    def __init__(
+        self,
+        emit: Callable[[pa.Table], None],
+        quarantine: Callable[[str, tuple, bytes, float], None] | None = None,
+        unclosed_timeout: float = 24 * 3600.0,
+        cache_grace: float = 5.0,
+    ) -> None:
         self.emit = emit
         self.quarantine_sink = quarantine
         self.unclosed_timeout = unclosed_timeout
@@ -155,7 +186,7 @@ class Correlator:
         self._by_addr: dict[tuple, Server] = {}
         self._open = fs.OpenFiles()
         self._pending: deque[_Pending] = deque()
-        self._cache_queue: deque = deque()   # (deadline, server, row dict) waiting for a pfc event
+        self._cache_queue: deque = deque()  # (deadline, server, row dict) waiting for a pfc event
         self.stats: Counter = Counter()
         self.quarantined: Counter = Counter()
         #: (sender ip, kind) -> count, for what arrives from no known server
@@ -187,8 +218,17 @@ class Correlator:
             except BadPacket as e:
                 self._quarantine(str(e), addr, bytes(mv[a:b]), now, batch, i)
                 continue
-            except (struct.error, ValueError, UnicodeDecodeError, KeyError, TypeError, IndexError,
-                    AttributeError, OverflowError, RecursionError) as e:
+            except (
+                struct.error,
+                ValueError,
+                UnicodeDecodeError,
+                KeyError,
+                TypeError,
+                IndexError,
+                AttributeError,
+                OverflowError,
+                RecursionError,
+            ) as e:
                 self._quarantine(f"undecodable: {type(e).__name__}: {e}", addr, bytes(mv[a:b]), now, batch, i)
                 continue
             if srv is not None:
@@ -196,8 +236,12 @@ class Correlator:
                 pk_srv.append(srv.slot)
                 pk_stod.append(srv.stod)
         if pk_dgram:
-            self._walk(batch, np.asarray(pk_dgram, dtype=np.int64), np.asarray(pk_srv, dtype=np.int64),
-                       np.asarray(pk_stod, dtype=np.int64))
+            self._walk(
+                batch,
+                np.asarray(pk_dgram, dtype=np.int64),
+                np.asarray(pk_srv, dtype=np.int64),
+                np.asarray(pk_stod, dtype=np.int64),
+            )
         now = float(batch.arrival[-1])
         self._release(now)
         if now - self._last_sweep >= 1.0:
@@ -266,10 +310,21 @@ class Correlator:
         if len(slots):
             for s, c in zip(*np.unique(self._open.ints[slots, fs.O_KEY] >> 32, return_counts=True)):
                 per[int(s)] = int(c)
-        return [{"server": s.name, "ip": s.ip, "sid": s.sid, "stod": s.stod, "role": s.role,
-                 "packets": s.packets, "lost": s.lost, "duplicates": s.duplicates,
-                 "reordered": s.reordered, "open_files": per[s.slot]}
-                for s in self.servers.values()]
+        return [
+            {
+                "server": s.name,
+                "ip": s.ip,
+                "sid": s.sid,
+                "stod": s.stod,
+                "role": s.role,
+                "packets": s.packets,
+                "lost": s.lost,
+                "duplicates": s.duplicates,
+                "reordered": s.reordered,
+                "open_files": per[s.slot],
+            }
+            for s in self.servers.values()
+        ]
 
     def unknown_counts(self) -> dict[tuple[str, str], int]:
         """(server name, kind) -> records not decoded, since the start (cumulative). Kinds:
@@ -290,8 +345,9 @@ class Correlator:
         return sum(s.lost for s in self.servers.values()) + self.stats["lost_retired"]
 
     # ---- per datagram -----------------------------------------------------------------------------
-    def _quarantine(self, reason: str, addr: tuple, data: bytes, now: float,
-                    batch: DatagramBatch | None = None, i: int = -1) -> None:
+    def _quarantine(
+        self, reason: str, addr: tuple, data: bytes, now: float, batch: DatagramBatch | None = None, i: int = -1
+    ) -> None:
         key = reason.split(":")[0]
         self.quarantined[key] += 1
         if batch is not None and i >= 0 and batch.positions[i] >= 0:
@@ -370,7 +426,7 @@ class Correlator:
             stream = "g" if provider in (0, ord(GS_PFC)) else f"g{provider}"
             if self._sequence(srv, stream, pseq, mv[a:b]):
                 if provider in (0, ord(GS_PFC)):
-                    self._gstream_events(srv, bytes(mv[a + GSTREAM_HEADER_BYTES:b]), now)
+                    self._gstream_events(srv, bytes(mv[a + GSTREAM_HEADER_BYTES : b]), now)
                 else:  # another provider's g-stream (HTTP, TCP, throttle...): counted, not decoded
                     _count_unknown(srv.unknown, f"gstream:{chr(provider) if 32 < provider < 127 else provider}")
         elif code in UNUSED_MAP_CODES:
@@ -401,7 +457,7 @@ class Correlator:
             srv = self._by_addr.get((addr[0], addr[1], stod))
             if srv is None:
                 raise BadPacket("unknown server: f-stream packet without a server id")
-        if not self._sequence(srv, "f", pseq, mv[a:a + n]):
+        if not self._sequence(srv, "f", pseq, mv[a : a + n]):
             return None
         srv.last_time = max(srv.last_time, now)
         return srv
@@ -427,8 +483,16 @@ class Correlator:
             self._retire_others(srv, now)
         elif code == CODE_USER:
             info = cgi(rec.info)
-            u = User(uid.protocol, uid.user, uid.pid, uid.host, info.get("x") or None, info.get("y") or None,
-                     None, rec.raw_userid)
+            u = User(
+                uid.protocol,
+                uid.user,
+                uid.pid,
+                uid.host,
+                info.get("x") or None,
+                info.get("y") or None,
+                None,
+                rec.raw_userid,
+            )
             srv.users[rec.dictid] = u
             srv.users_by_id[rec.raw_userid] = u
             self.stats["user_logins"] += 1
@@ -445,8 +509,14 @@ class Correlator:
         """A server that identifies itself with a newer start time has restarted: its earlier
         instance's open files will never close."""
         for other in list(self.servers.values()):
-            if (other is not srv and other.ip == srv.ip and other.port == srv.port
-                    and other.host == srv.host and other.stod < srv.stod and not other.retired):
+            if (
+                other is not srv
+                and other.ip == srv.ip
+                and other.port == srv.port
+                and other.host == srv.host
+                and other.stod < srv.stod
+                and not other.retired
+            ):
                 other.retired = True
                 self.stats["server_restarts"] += 1
                 slots = self._open.active_slots()
@@ -469,17 +539,26 @@ class Correlator:
         ndiscs = np.zeros(1, dtype=np.int64)
         counters = self._counters
         counters[:] = 0
-        packets = fs.Packets(batch.payload, batch.offsets.astype(np.int64, copy=False), pk_dgram, pk_srv, pk_stod,
-                             pk_now)
+        packets = fs.Packets(
+            batch.payload, batch.offsets.astype(np.int64, copy=False), pk_dgram, pk_srv, pk_stod, pk_now
+        )
         k = 0
         while True:
             # room for this packet's worst case, and (the tables growing geometrically) the next ones
             worst = int((batch.offsets[pk_dgram[k] + 1] - batch.offsets[pk_dgram[k]]) // fs.WIRE.file_hdr_bytes + 1)
             of.ensure(4 * worst, 32 * worst * 8, 4 * worst)
-            k = fs.walk(packets, k, of.open_table(), of.lfn_arena(), of.orphan_table(), self._last_tod,
-                        fs.Output(rows, row_times, nrows, discs, disc_times, ndiscs, errors, counters), fs.WIRE)
+            k = fs.walk(
+                packets,
+                k,
+                of.open_table(),
+                of.lfn_arena(),
+                of.orphan_table(),
+                self._last_tod,
+                fs.Output(rows, row_times, nrows, discs, disc_times, ndiscs, errors, counters),
+                fs.WIRE,
+            )
             if nrows[0]:
-                self._closed_rows(rows[:, :nrows[0]], row_times[:nrows[0]], float(pk_now[min(k, len(pk_now)) - 1]))
+                self._closed_rows(rows[:, : nrows[0]], row_times[: nrows[0]], float(pk_now[min(k, len(pk_now)) - 1]))
                 nrows[0] = 0
             if k >= len(pk_dgram):
                 break
@@ -490,14 +569,19 @@ class Correlator:
                 if ndiscs[0] + worst > discs.shape[0]:
                     discs = np.concatenate([discs, np.empty((discs.shape[0] + worst, 2), dtype=np.int64)])
                     disc_times = np.concatenate([disc_times, np.empty((disc_times.shape[0] + worst, 2))])
-        for name, idx in (("opens", fs.N_OPENS), ("closes", fs.N_CLOSES), ("xfrs", fs.N_XFRS),
-                          ("disconnects", fs.N_DISCS), ("reordered_closes", fs.N_REORDERED)):
+        for name, idx in (
+            ("opens", fs.N_OPENS),
+            ("closes", fs.N_CLOSES),
+            ("xfrs", fs.N_XFRS),
+            ("disconnects", fs.N_DISCS),
+            ("reordered_closes", fs.N_REORDERED),
+        ):
             if counters[idx]:
                 self.stats[name] += int(counters[idx])
         for j in np.flatnonzero(errors[:, 0]):
             self._walk_error(batch, int(pk_dgram[j]), int(errors[j, 0]), int(errors[j, 1]))
         if ndiscs[0]:
-            self._disconnects(discs[:ndiscs[0]], disc_times[:ndiscs[0]])
+            self._disconnects(discs[: ndiscs[0]], disc_times[: ndiscs[0]])
 
     def _walk_error(self, batch: DatagramBatch, i: int, code: int, off: int) -> None:
         data = batch.datagram(i)
@@ -526,8 +610,7 @@ class Correlator:
             # a user dictid is disconnected once; should it repeat, its first window counts
             order = np.argsort(keys_gone, kind="stable")
             first = order[np.searchsorted(keys_gone[order], keys[hit])]
-            self._close_open(gone, "disconnect", float(times[:, fs.D_ARRIVAL].max()),
-                             ends=times[first, fs.D_TEND])
+            self._close_open(gone, "disconnect", float(times[:, fs.D_ARRIVAL].max()), ends=times[first, fs.D_TEND])
 
     def _close_open(self, slots: np.ndarray, reason: str, now: float, ends: np.ndarray | None = None) -> None:
         """Emit open files as ended without a close record (``reason``) with their last bytes,
@@ -602,15 +685,19 @@ class Correlator:
         logins and, per row, an index into them."""
         keys = (rows[fs.R_SRV] << 32) | rows[fs.R_USER]
         uniq, inv = np.unique(keys, return_inverse=True)
-        found = [self._slots[key >> 32].users.get(key & 0xFFFFFFFF) if key & 0xFFFFFFFF else None
-                 for key in uniq.tolist()]
+        found = [
+            self._slots[key >> 32].users.get(key & 0xFFFFFFFF) if key & 0xFFFFFFFF else None for key in uniq.tolist()
+        ]
         return found, inv.astype(np.int64)
 
     def _forget_users(self, now: float) -> None:
         forget = now - max(60.0, 2 * self.cache_grace)
         slots = self._open.active_slots()
-        in_use = set(((self._open.ints[slots, fs.O_KEY] >> 32 << 32) | self._open.ints[slots, fs.O_USER]).tolist()) \
-            if len(slots) else set()
+        in_use = (
+            set(((self._open.ints[slots, fs.O_KEY] >> 32 << 32) | self._open.ints[slots, fs.O_USER]).tolist())
+            if len(slots)
+            else set()
+        )
         for srv in self._slots:
             for uid in [u for u, t in srv.disconnected.items() if t < forget]:
                 if (srv.slot << 32 | uid) in in_use:
@@ -735,8 +822,7 @@ class Correlator:
         """Whether a cache file attached at ``attach`` and detached at ``detach`` (whole seconds)
         can hold an access seen in the f-stream window [start, end] (flush-interval resolution)."""
         start, end = row["start_time"].timestamp(), row["end_time"].timestamp()
-        return ((ev.attach_t is None or start >= ev.attach_t - 1)
-                and (ev.detach_t is None or end <= ev.detach_t + 2))
+        return (ev.attach_t is None or start >= ev.attach_t - 1) and (ev.detach_t is None or end <= ev.detach_t + 2)
 
     def _match_waiting_row(self, srv: Server, row: dict) -> None:
         """An access that closed after its file_close event arrived."""
@@ -745,8 +831,9 @@ class Correlator:
             return
         for ev in events:
             if self._covers(ev[1], row):
-                rowlib.set_cache(row, ev[1], ev[1].b_hit, ev[1].b_miss, ev[1].b_bypass, ev[1].b_todisk,
-                                 ev[1].b_prefetch)
+                rowlib.set_cache(
+                    row, ev[1], ev[1].b_hit, ev[1].b_miss, ev[1].b_bypass, ev[1].b_todisk, ev[1].b_prefetch
+                )
                 events.remove(ev)
                 if not events:
                     del srv.pfc_pending[row["file_lfn"]]

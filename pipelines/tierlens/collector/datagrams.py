@@ -41,7 +41,7 @@ class DatagramBatch:
         return int(self.arrival.shape[0])
 
     def datagram(self, i: int) -> bytes:
-        return self.payload[self.offsets[i]:self.offsets[i + 1]].tobytes()
+        return self.payload[self.offsets[i] : self.offsets[i + 1]].tobytes()
 
     def addr(self, i: int) -> tuple[str, int]:
         return self.senders[int(self.sender[i])]
@@ -52,8 +52,9 @@ class DatagramBatch:
             yield float(self.arrival[i]), self.addr(i), self.datagram(i)
 
     @classmethod
-    def pack(cls, items: Sequence[tuple[float, tuple[str, int], bytes]], source: str,
-             positions: Sequence[int] | None = None) -> DatagramBatch:
+    def pack(
+        cls, items: Sequence[tuple[float, tuple[str, int], bytes]], source: str, positions: Sequence[int] | None = None
+    ) -> DatagramBatch:
         """Build a batch from (arrival, sender, payload) triples."""
         index: dict[tuple[str, int], int] = {}
         sender = np.empty(len(items), dtype=np.int32)
@@ -62,11 +63,18 @@ class DatagramBatch:
             sender[i] = index.setdefault((addr[0], int(addr[1])), len(index))
             offsets[i + 1] = offsets[i] + len(data)
         payload = np.frombuffer(b"".join(d for _, _, d in items), dtype=np.uint8)
-        pos = (np.asarray(positions, dtype=np.int64) if positions is not None
-               else np.full(len(items), -1, dtype=np.int64))
-        return cls(arrival=np.asarray([t for t, _, _ in items], dtype=np.float64), sender=sender,
-                   senders=tuple(index), offsets=offsets, payload=payload, source=source,
-                   positions=pos)
+        pos = (
+            np.asarray(positions, dtype=np.int64) if positions is not None else np.full(len(items), -1, dtype=np.int64)
+        )
+        return cls(
+            arrival=np.asarray([t for t, _, _ in items], dtype=np.float64),
+            sender=sender,
+            senders=tuple(index),
+            offsets=offsets,
+            payload=payload,
+            source=source,
+            positions=pos,
+        )
 
 
 class DatagramSink(Protocol):

@@ -10,11 +10,49 @@ from __future__ import annotations
 
 from .correlator import Correlator, Seq, Server, User
 from .rows import COLUMNS
-from .wire import (FREC, GSH, HDR, IGNORED_CODES, IS_CLOSE, IS_DISC, IS_OPEN, IS_TIME, IS_XFR, MAP_CODES, OPN, OPS,
-                   SID_MASK, TOD, U32, XFR, BadPacket)
+from .wire import (
+    FREC,
+    GSH,
+    HDR,
+    IGNORED_CODES,
+    IS_CLOSE,
+    IS_DISC,
+    IS_OPEN,
+    IS_TIME,
+    IS_XFR,
+    MAP_CODES,
+    OPN,
+    OPS,
+    SID_MASK,
+    TOD,
+    U32,
+    XFR,
+    BadPacket,
+)
 
 Decoder = Correlator
 
-__all__ = ["COLUMNS", "FREC", "GSH", "HDR", "IGNORED_CODES", "IS_CLOSE", "IS_DISC", "IS_OPEN", "IS_TIME", "IS_XFR",
-           "MAP_CODES", "OPN", "OPS", "SID_MASK", "TOD", "U32", "XFR", "BadPacket", "Decoder", "Seq", "Server",
-           "User"]
+__all__ = [
+    "COLUMNS",
+    "FREC",
+    "GSH",
+    "HDR",
+    "IGNORED_CODES",
+    "IS_CLOSE",
+    "IS_DISC",
+    "IS_OPEN",
+    "IS_TIME",
+    "IS_XFR",
+    "MAP_CODES",
+    "OPN",
+    "OPS",
+    "SID_MASK",
+    "TOD",
+    "U32",
+    "XFR",
+    "BadPacket",
+    "Decoder",
+    "Seq",
+    "Server",
+    "User",
+]

@@ -21,8 +21,23 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .wire import (CLOSE_FORCED, CLOSE_HAS_OPS, CLOSE_OPS_REC, FILE_HDR, HEADER_BYTES, IS_CLOSE, IS_DISC, IS_OPEN,
-                   IS_TIME, IS_XFR, OPEN_HAS_LFN, OPEN_REC, TIME_REC, XFR_REC, Layout)
+from .wire import (
+    CLOSE_FORCED,
+    CLOSE_HAS_OPS,
+    CLOSE_OPS_REC,
+    FILE_HDR,
+    HEADER_BYTES,
+    IS_CLOSE,
+    IS_DISC,
+    IS_OPEN,
+    IS_TIME,
+    IS_XFR,
+    OPEN_HAS_LFN,
+    OPEN_REC,
+    TIME_REC,
+    XFR_REC,
+    Layout,
+)
 
 #: The reader the loop uses for each struct code it meets.
 _READERS = {"B": "byte", "h": "_be16", "I": "_be32u", "i": "_be32s", "q": "_be64"}
@@ -70,23 +85,43 @@ class Offsets(NamedTuple):
     close_nwrite: int
 
 
-def offsets_of(packet_header: int, file_hdr: Layout, time_rec: Layout, open_rec: Layout, xfr_rec: Layout,
-               close_rec: Layout, close_ops_rec: Layout) -> Offsets:
+def offsets_of(
+    packet_header: int,
+    file_hdr: Layout,
+    time_rec: Layout,
+    open_rec: Layout,
+    xfr_rec: Layout,
+    close_rec: Layout,
+    close_ops_rec: Layout,
+) -> Offsets:
     """The loop's :class:`Offsets` from the layouts of the records it walks."""
     return Offsets(
-        header_bytes=packet_header, file_hdr_bytes=file_hdr.size,
-        rec_type=_at(file_hdr, "rec_type", "byte"), rec_flag=_at(file_hdr, "rec_flag", "byte"),
-        rec_size=_at(file_hdr, "rec_size", "_be16"), rec_id=_at(file_hdr, "dictid", "_be32u"),
-        time_bytes=time_rec.size, tod_beg=_at(time_rec, "tbeg", "_be32s"), tod_end=_at(time_rec, "tend", "_be32s"),
+        header_bytes=packet_header,
+        file_hdr_bytes=file_hdr.size,
+        rec_type=_at(file_hdr, "rec_type", "byte"),
+        rec_flag=_at(file_hdr, "rec_flag", "byte"),
+        rec_size=_at(file_hdr, "rec_size", "_be16"),
+        rec_id=_at(file_hdr, "dictid", "_be32u"),
+        time_bytes=time_rec.size,
+        tod_beg=_at(time_rec, "tbeg", "_be32s"),
+        tod_end=_at(time_rec, "tend", "_be32s"),
         open_min_bytes=open_rec.offset("user"),
-        open_size=_at(open_rec, "file_size", "_be64"), open_user=_at(open_rec, "user", "_be32u"),
+        open_size=_at(open_rec, "file_size", "_be64"),
+        open_user=_at(open_rec, "user", "_be32u"),
         open_lfn=open_rec.size,
-        xfr_bytes=xfr_rec.size, xfr_read=_at(xfr_rec, "read", "_be64"), xfr_readv=_at(xfr_rec, "readv", "_be64"),
+        xfr_bytes=xfr_rec.size,
+        xfr_read=_at(xfr_rec, "read", "_be64"),
+        xfr_readv=_at(xfr_rec, "readv", "_be64"),
         xfr_write=_at(xfr_rec, "write", "_be64"),
-        close_bytes=close_rec.size, close_ops_bytes=close_ops_rec.size,
-        close_read=_at(close_ops_rec, "read", "_be64"), close_readv=_at(close_ops_rec, "readv", "_be64"),
-        close_write=_at(close_ops_rec, "write", "_be64"), close_nread=_at(close_ops_rec, "n_read", "_be32s"),
-        close_nreadv=_at(close_ops_rec, "n_readv", "_be32s"), close_nwrite=_at(close_ops_rec, "n_write", "_be32s"))
+        close_bytes=close_rec.size,
+        close_ops_bytes=close_ops_rec.size,
+        close_read=_at(close_ops_rec, "read", "_be64"),
+        close_readv=_at(close_ops_rec, "readv", "_be64"),
+        close_write=_at(close_ops_rec, "write", "_be64"),
+        close_nread=_at(close_ops_rec, "n_read", "_be32s"),
+        close_nreadv=_at(close_ops_rec, "n_readv", "_be32s"),
+        close_nwrite=_at(close_ops_rec, "n_write", "_be32s"),
+    )
 
 
 #: The offsets of the XRootD 5.x records (wire.py).
@@ -294,14 +329,15 @@ class OpenFiles:
             self.ints, self.times, self.free, self.nfree = _grow(self.ints, self.times, self.free, self.nfree, opens)
         if self.orphan_nfree[0] < orphans:
             self.orphans, self.orphan_times, self.orphan_free, self.orphan_nfree = _grow(
-                self.orphans, self.orphan_times, self.orphan_free, self.orphan_nfree, orphans)
+                self.orphans, self.orphan_times, self.orphan_free, self.orphan_nfree, orphans
+            )
         need = int(self.arena_used[0]) + arena
         if need > self.arena.shape[0]:
             self.compact_arena()
             need = int(self.arena_used[0]) + arena
             if need > self.arena.shape[0]:
                 bigger = np.zeros(max(need, 2 * self.arena.shape[0]), dtype=np.uint8)
-                bigger[:self.arena_used[0]] = self.arena[:self.arena_used[0]]
+                bigger[: self.arena_used[0]] = self.arena[: self.arena_used[0]]
                 self.arena = bigger
 
     def compact_arena(self) -> None:
@@ -319,21 +355,28 @@ class OpenFiles:
     def release_orphans(self) -> None:
         slots = self.orphan_index.values()
         self.orphan_index.clear()
-        self.orphan_free[self.orphan_nfree[0]:self.orphan_nfree[0] + len(slots)] = slots
+        self.orphan_free[self.orphan_nfree[0] : self.orphan_nfree[0] + len(slots)] = slots
         self.orphan_nfree[0] += len(slots)
 
     def open_table(self) -> Table:
         return Table(self.index.keys, self.index.vals, self.index.used, self.ints, self.times, self.free, self.nfree)
 
     def orphan_table(self) -> Table:
-        return Table(self.orphan_index.keys, self.orphan_index.vals, self.orphan_index.used, self.orphans,
-                     self.orphan_times, self.orphan_free, self.orphan_nfree)
+        return Table(
+            self.orphan_index.keys,
+            self.orphan_index.vals,
+            self.orphan_index.used,
+            self.orphans,
+            self.orphan_times,
+            self.orphan_free,
+            self.orphan_nfree,
+        )
 
     def lfn_arena(self) -> Arena:
         return Arena(self.arena, self.arena_used)
 
     def lfn(self, off: int, length: int) -> bytes:
-        return self.arena[off:off + length].tobytes()
+        return self.arena[off : off + length].tobytes()
 
     # ---- snapshot -------------------------------------------------------------------------------
     def state(self) -> dict:
@@ -341,9 +384,14 @@ class OpenFiles:
         okeys, oslots = self.orphan_index.items()
         ints = self.ints[slots].copy()
         lfns = [self.lfn(int(o), int(n)) if n >= 0 else None for o, n in ints[:, [O_LFN_OFF, O_LFN_LEN]]]
-        return {"ints": ints, "times": self.times[slots].copy(), "lfns": lfns,
-                "orphans": self.orphans[oslots].copy(), "orphan_times": self.orphan_times[oslots].copy(),
-                "orphan_keys": okeys}
+        return {
+            "ints": ints,
+            "times": self.times[slots].copy(),
+            "lfns": lfns,
+            "orphans": self.orphans[oslots].copy(),
+            "orphan_times": self.orphan_times[oslots].copy(),
+            "orphan_keys": okeys,
+        }
 
     @classmethod
     def from_state(cls, st: dict) -> OpenFiles:
@@ -357,7 +405,7 @@ class OpenFiles:
             raw = st["lfns"][i]
             if raw is not None:
                 off = int(of.arena_used[0])
-                of.arena[off:off + len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+                of.arena[off : off + len(raw)] = np.frombuffer(raw, dtype=np.uint8)
                 of.arena_used[0] += len(raw)
                 row[O_LFN_OFF] = off
             of.ints[slot] = row
@@ -383,7 +431,7 @@ def _grow(ints, times, free, nfree, need):
     free2 = np.empty(new_cap, dtype=np.int64)
     k = new_cap - cap
     free2[:k] = np.arange(new_cap - 1, cap - 1, -1, dtype=np.int64)
-    free2[k:k + nfree[0]] = free[:nfree[0]]
+    free2[k : k + nfree[0]] = free[: nfree[0]]
     return ints2, times2, free2, np.array([k + nfree[0]], dtype=np.int64)
 
 
@@ -517,10 +565,15 @@ def walk(pk, start, opens, arena, orphans, srv_last_tod, out, at):
         plen = pk.offsets[d + 1] - p0
         # room for the worst case of this packet: every 8 bytes a row / an open / a disconnect
         worst = plen // at.file_hdr_bytes + 1
-        if (row_cap - out.nrows[0] < worst or disc_cap - out.ndiscs[0] < worst or opens.nfree[0] < worst
-                or orphans.nfree[0] < worst or arena.data.shape[0] - arena.used[0] < plen
-                or 2 * (opens.used[1] + worst) > opens.keys.shape[0]
-                or 2 * (orphans.used[1] + worst) > orphans.keys.shape[0]):
+        if (
+            row_cap - out.nrows[0] < worst
+            or disc_cap - out.ndiscs[0] < worst
+            or opens.nfree[0] < worst
+            or orphans.nfree[0] < worst
+            or arena.data.shape[0] - arena.used[0] < plen
+            or 2 * (opens.used[1] + worst) > opens.keys.shape[0]
+            or 2 * (orphans.used[1] + worst) > orphans.keys.shape[0]
+        ):
             return k
         srv = pk.srv[k]
         now = pk.now[k]
@@ -546,12 +599,23 @@ def walk(pk, start, opens, arena, orphans, srv_last_tod, out, at):
                 s = _h_del(opens.keys, opens.vals, opens.used, key)
                 if s >= 0:
                     _read_close(at, payload, i, rflag, rsize, close)
-                    _put_row(out, srv, rid, o_ints[s, O_SIZE], o_ints[s, O_USER], o_ints[s, O_LFN_OFF],
-                             o_ints[s, O_LFN_LEN], o_times[s, OT_START], tend, close, 0)
+                    _put_row(
+                        out,
+                        srv,
+                        rid,
+                        o_ints[s, O_SIZE],
+                        o_ints[s, O_USER],
+                        o_ints[s, O_LFN_OFF],
+                        o_ints[s, O_LFN_LEN],
+                        o_times[s, OT_START],
+                        tend,
+                        close,
+                        0,
+                    )
                     _give_slot(opens, s)
                 else:
                     c = _take_slot(orphans, key)
-                    _read_close(at, payload, i, rflag, rsize, c_ints[c:c + 1])
+                    _read_close(at, payload, i, rflag, rsize, c_ints[c : c + 1])
                     c_times[c, CT_END] = tend
                     c_times[c, CT_ARRIVAL] = now
                 counters[N_CLOSES] += 1

@@ -175,7 +175,7 @@ class JournalWriter:
         if self.pos + REC_HEADER.size + MAX_DATAGRAM > self.segment_bytes:
             self.rotate()
         start = self.pos + REC_HEADER.size
-        return self._view[start:start + MAX_DATAGRAM]
+        return self._view[start : start + MAX_DATAGRAM]
 
     def commit(self, n: int, arrival: float, addr: tuple[str, int], kind: int = KIND_DATAGRAM) -> None:
         """Seal the record whose ``n`` payload bytes :meth:`slot` received: header last."""
@@ -183,14 +183,14 @@ class JournalWriter:
         pos = self.pos
         m = self._map
         REC_TAIL.pack_into(m, pos + 8, kind, fam, addr[1], 0, arrival, raw)
-        body = self._view[pos + 8:pos + REC_HEADER.size + n]
+        body = self._view[pos + 8 : pos + REC_HEADER.size + n]
         struct.pack_into("<II", m, pos, n, zlib.crc32(body))
         self.pos = pos + REC_HEADER.size + n
         self.bytes_written += REC_HEADER.size + n
 
     def append(self, payload: bytes, arrival: float, addr: tuple[str, int], kind: int = KIND_DATAGRAM) -> None:
         view = self.slot()
-        view[:len(payload)] = payload
+        view[: len(payload)] = payload
         self.commit(len(payload), arrival, addr, kind)
 
     def counters(self, inode: int, kernel_drops: int, proc_drops: int, disallowed: int, now: float) -> None:
@@ -266,28 +266,27 @@ def record_at(buf: bytes, pos: int) -> int:
     if pos + REC_HEADER.size > size:
         return SHORT
     n, crc = struct.unpack_from("<II", buf, pos)
-    if n == 0 and crc == 0 and buf[pos:pos + REC_HEADER.size] == _ZERO_HEADER:
+    if n == 0 and crc == 0 and buf[pos : pos + REC_HEADER.size] == _ZERO_HEADER:
         return END
     if n > MAX_DATAGRAM:
         return TORN
     end = pos + REC_HEADER.size + n
     if end > size:
         return SHORT
-    if zlib.crc32(memoryview(buf)[pos + 8:end]) != crc:
+    if zlib.crc32(memoryview(buf)[pos + 8 : end]) != crc:
         return TORN
     return n
 
 
 @dataclass
 class Parsed:
-    items: list = field(default_factory=list)      # (arrival, (ip, port), payload)
-    offsets: list = field(default_factory=list)    # record offset in the segment, per item
-    counters: list = field(default_factory=list)   # Counters
-    status: int = 0                                # why parsing stopped: 0 (limit reached), END, TORN, SHORT
+    items: list = field(default_factory=list)  # (arrival, (ip, port), payload)
+    offsets: list = field(default_factory=list)  # record offset in the segment, per item
+    counters: list = field(default_factory=list)  # Counters
+    status: int = 0  # why parsing stopped: 0 (limit reached), END, TORN, SHORT
 
 
-def parse(buf: bytes, base: int, worker: int, out: Parsed, max_records: int,
-          until: float = float("inf")) -> int:
+def parse(buf: bytes, base: int, worker: int, out: Parsed, max_records: int, until: float = float("inf")) -> int:
     """Append the complete records of ``buf`` (read at segment offset ``base``) to ``out``; stop at
     ``max_records`` datagrams or the first arrival after ``until``. Returns bytes consumed."""
     pos = 0
@@ -301,7 +300,7 @@ def parse(buf: bytes, base: int, worker: int, out: Parsed, max_records: int,
         kind, fam, port, _, arrival, raw = REC_TAIL.unpack_from(buf, pos + 8)
         if arrival > until:
             break
-        body = buf[pos + REC_HEADER.size:pos + REC_HEADER.size + n]
+        body = buf[pos + REC_HEADER.size : pos + REC_HEADER.size + n]
         if kind == KIND_DATAGRAM:
             items.append((arrival, (_addr_text(fam, raw), port), body))
             offsets.append(base + pos)
@@ -335,8 +334,11 @@ def seal_segment(path: Path) -> tuple[int, str | None]:
             count += len(out.items) + len(out.counters)
             if out.status == SHORT and len(buf) == CHUNK:
                 continue
-            if out.status == TORN or out.status == SHORT or (
-                    out.status == END and any(os.pread(fd, min(size - pos, 1 << 20), pos))):
+            if (
+                out.status == TORN
+                or out.status == SHORT
+                or (out.status == END and any(os.pread(fd, min(size - pos, 1 << 20), pos)))
+            ):
                 torn = f"{path}:offset {pos}: torn or corrupt record ({size - pos} bytes cut off)"
             break
         if pos < size:
@@ -402,8 +404,10 @@ class WorkerReader:
             if not sealed:
                 break  # the live segment: the rest is not written yet
             if out.status != END or self.pos.offset < os.fstat(self._fd).st_size:
-                self.torn.append(f"{segment_path(self.folder, self._number)}:offset {self.pos.offset}: "
-                                 f"torn or corrupt record, rest of the segment not decoded")
+                self.torn.append(
+                    f"{segment_path(self.folder, self._number)}:offset {self.pos.offset}: "
+                    f"torn or corrupt record, rest of the segment not decoded"
+                )
             self.pos = Position(self._number + 1)
         return out
 

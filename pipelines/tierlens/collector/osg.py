@@ -40,8 +40,20 @@ def osg_fields(rec: dict) -> dict[str, object]:
     read, readv, write = _int(rec.get("read")), _int(rec.get("readv")), _int(rec.get("write"))
     uid = rec.get("unique_id") or rec.get("uuid")
     if not uid:
-        key = json.dumps([rec.get("serverID"), server, rec.get("filename"), rec.get("start_time"),
-                          rec.get("end_time"), rec.get("host"), rec.get("user"), read, readv, write])
+        key = json.dumps(
+            [
+                rec.get("serverID"),
+                server,
+                rec.get("filename"),
+                rec.get("start_time"),
+                rec.get("end_time"),
+                rec.get("host"),
+                rec.get("user"),
+                read,
+                readv,
+                write,
+            ]
+        )
         uid = "osg-" + hashlib.sha1(key.encode()).hexdigest()[:20]
     size = _int(rec.get("filesize"))
     start = start_ms / 1000.0 if start_ms is not None else None
@@ -60,8 +72,9 @@ def osg_fields(rec: dict) -> dict[str, object]:
         "read_vector_average_bytes": _float(rec.get("read_vector_average")),
         "write_average_bytes": _float(rec.get("write_average")),
         "read_bytes_at_close": read_at_close,
-        "write_bytes_at_close": (_int(rec.get("write_bytes_at_close"))
-                                 if rec.get("write_bytes_at_close") is not None else write),
+        "write_bytes_at_close": (
+            _int(rec.get("write_bytes_at_close")) if rec.get("write_bytes_at_close") is not None else write
+        ),
         "read_bytes": read,
         "readv_bytes": readv,
         "write_bytes": write,

@@ -169,8 +169,16 @@ def read_status(folder: Path) -> tuple | None:
 
 
 class Receiver:
-    def __init__(self, sock: socket.socket, journal: Path, worker: int, allow: Allow | None = None,
-                 segment_bytes: int = 64 << 20, sync_every: float = 1.0, after_segment: int = 0) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        journal: Path,
+        worker: int,
+        allow: Allow | None = None,
+        segment_bytes: int = 64 << 20,
+        sync_every: float = 1.0,
+        after_segment: int = 0,
+    ) -> None:
         self.sock = sock
         self.worker = worker
         self.folder = worker_folder(journal, worker)
@@ -222,7 +230,9 @@ class Receiver:
         pdrops = proc_drops(self.inode)
         now = (self.kernel_drops, pdrops, self.disallowed)
         if now != self._reported:
-            self.writer.counters(self.inode, self.kernel_drops, pdrops, self.disallowed - self._reported[2], time.time())
+            self.writer.counters(
+                self.inode, self.kernel_drops, pdrops, self.disallowed - self._reported[2], time.time()
+            )
             self._reported = now
         self.writer.sync()
         self._publish()
@@ -262,16 +272,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--segment-bytes", type=int, default=64 << 20)
     ap.add_argument("--sync-every", type=float, default=1.0)
     ap.add_argument("--parent", type=int, default=0)
-    ap.add_argument("--after-segment", type=int, default=0,
-                    help="number new segments above this (the checkpoint's), even if the folder was emptied")
+    ap.add_argument(
+        "--after-segment",
+        type=int,
+        default=0,
+        help="number new segments above this (the checkpoint's), even if the folder was emptied",
+    )
     a = ap.parse_args(argv)
     _die_with_parent()
     if a.parent and os.getppid() != a.parent:
         return 3  # the collector died before we set the death signal
     lock = lock_folder(worker_folder(a.journal, a.worker), wait=30.0)
     sock = socket.socket(fileno=a.fd)
-    r = Receiver(sock, a.journal, a.worker, Allow(a.allow) if a.allow else None, a.segment_bytes, a.sync_every,
-                 a.after_segment)
+    r = Receiver(
+        sock, a.journal, a.worker, Allow(a.allow) if a.allow else None, a.segment_bytes, a.sync_every, a.after_segment
+    )
 
     def _stop(signum, frame):  # noqa: ARG001
         r.stop = True

@@ -44,8 +44,9 @@ def _average(total: np.ndarray, count: np.ndarray) -> pa.Array:
 
 
 def _strings_from(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
-    return pa.Array.from_buffers(pa.string(), len(offsets) - 1,
-                                 [_validity(valid), pa.py_buffer(offsets), pa.py_buffer(data)])
+    return pa.Array.from_buffers(
+        pa.string(), len(offsets) - 1, [_validity(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
 
 
 def _encoded(values: list[str | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -92,12 +93,12 @@ class Chunk:
     """Finished accesses as plain arrays, not yet Arrow: they are turned into a table when they
     leave (:func:`build`), many chunks at once, so a batch of one datagram costs little."""
 
-    ints: np.ndarray        # (fs.R_COLS, n) int64: the loop's row fields
-    times: np.ndarray       # (n, 2) float64: start, end (epoch seconds)
-    lfn_data: np.ndarray    # uint8: the file names back to back
-    lfn_offs: np.ndarray    # int32 [n + 1]
-    users: list             # distinct logins (or None)
-    user_idx: np.ndarray    # int64 [n]: index into users
+    ints: np.ndarray  # (fs.R_COLS, n) int64: the loop's row fields
+    times: np.ndarray  # (n, 2) float64: start, end (epoch seconds)
+    lfn_data: np.ndarray  # uint8: the file names back to back
+    lfn_offs: np.ndarray  # int32 [n + 1]
+    users: list  # distinct logins (or None)
+    user_idx: np.ndarray  # int64 [n]: index into users
     close_seen: np.ndarray  # bool [n]
 
     def __len__(self) -> int:
@@ -106,12 +107,25 @@ class Chunk:
     def select(self, mask: np.ndarray) -> Chunk:
         starts, ends = self.lfn_offs[:-1][mask], self.lfn_offs[1:][mask]
         data, offs = fs.concat_slices(self.lfn_data, starts.astype(np.int64), (ends - starts).astype(np.int64))
-        return Chunk(np.ascontiguousarray(self.ints[:, mask]), self.times[mask], data, offs, self.users, self.user_idx[mask],
-                     self.close_seen[mask])
+        return Chunk(
+            np.ascontiguousarray(self.ints[:, mask]),
+            self.times[mask],
+            data,
+            offs,
+            self.users,
+            self.user_idx[mask],
+            self.close_seen[mask],
+        )
 
 
-def chunk(rows: np.ndarray, times: np.ndarray, arena: np.ndarray, users: tuple[list, np.ndarray],
-          reason: str | None, lfns: list[str | None] | None = None) -> Chunk:
+def chunk(
+    rows: np.ndarray,
+    times: np.ndarray,
+    arena: np.ndarray,
+    users: tuple[list, np.ndarray],
+    reason: str | None,
+    lfns: list[str | None] | None = None,
+) -> Chunk:
     """Copy the loop's output (its matrix is reused) into a Chunk. ``reason`` None: the rows
     ended by close records (``R_REASON``: close or forced close); else all ended so, unclosed."""
     n = rows.shape[1]
@@ -122,8 +136,10 @@ def chunk(rows: np.ndarray, times: np.ndarray, arena: np.ndarray, users: tuple[l
         ints[fs.R_REASON] = END_REASONS.index(reason)
         close_seen = np.zeros(n, dtype=bool)
     if lfns is not None:  # some names came from path maps
-        enc = [(o if o is not None else arena[off:off + ln].tobytes().decode("utf-8", "replace")).encode()
-               for o, off, ln in zip(lfns, ints[fs.R_LFN_OFF].tolist(), ints[fs.R_LFN_LEN].tolist())]
+        enc = [
+            (o if o is not None else arena[off : off + ln].tobytes().decode("utf-8", "replace")).encode()
+            for o, off, ln in zip(lfns, ints[fs.R_LFN_OFF].tolist(), ints[fs.R_LFN_LEN].tolist())
+        ]
         offs = np.zeros(n + 1, dtype=np.int32)
         np.cumsum([len(e) for e in enc], out=offs[1:])
         data = np.frombuffer(b"".join(enc), dtype=np.uint8)
@@ -140,16 +156,21 @@ def concat(chunks: list[Chunk]) -> Chunk:
     idx, data, offs = [], [], [np.zeros(1, dtype=np.int64)]
     base = 0
     for c in chunks:
-        local = np.fromiter((seen.setdefault(id(u), len(seen)) for u in c.users), dtype=np.int64,
-                            count=len(c.users))
+        local = np.fromiter((seen.setdefault(id(u), len(seen)) for u in c.users), dtype=np.int64, count=len(c.users))
         users.extend(u for u in c.users if seen[id(u)] >= len(users))
         idx.append(local[c.user_idx] if len(local) else c.user_idx)
         data.append(c.lfn_data)
         offs.append(c.lfn_offs[1:].astype(np.int64) + base)
         base += int(c.lfn_offs[-1])
-    return Chunk(np.concatenate([c.ints for c in chunks], axis=1), np.concatenate([c.times for c in chunks]),
-                 np.concatenate(data), np.concatenate(offs).astype(np.int32), users, np.concatenate(idx),
-                 np.concatenate([c.close_seen for c in chunks]))
+    return Chunk(
+        np.concatenate([c.ints for c in chunks], axis=1),
+        np.concatenate([c.times for c in chunks]),
+        np.concatenate(data),
+        np.concatenate(offs).astype(np.int32),
+        users,
+        np.concatenate(idx),
+        np.concatenate([c.close_seen for c in chunks]),
+    )
 
 
 def build(c: Chunk, servers: list) -> pa.Table:
@@ -167,22 +188,37 @@ def build(c: Chunk, servers: list) -> pa.Table:
         "server_host": take([s.name for s in servers], slots),
         "unique_id": _strings_from(*fs.unique_ids(offs, data, slots, cols[fs.R_FID])),
         "server_role": take([s.role for s in servers], slots),
-        "file_lfn": _lfn_column(c.lfn_data, c.lfn_offs), "file_size_bytes": _numbers(cols[fs.R_SIZE]),
-        "start_time": _times(c.times[:, fs.T_START]), "end_time": _times(c.times[:, fs.T_END]),
+        "file_lfn": _lfn_column(c.lfn_data, c.lfn_offs),
+        "file_size_bytes": _numbers(cols[fs.R_SIZE]),
+        "start_time": _times(c.times[:, fs.T_START]),
+        "end_time": _times(c.times[:, fs.T_END]),
         "read_single_average_bytes": _average(rd, np.where(has_ops, nrd, 0)),
         "read_vector_average_bytes": _average(rv, np.where(has_ops, nrv, 0)),
         "write_average_bytes": _average(wr, np.where(has_ops, nwr, 0)),
-        "read_bytes_at_close": _numbers(rd + rv), "write_bytes_at_close": _numbers(wr),
-        "read_bytes": _numbers(rd), "readv_bytes": _numbers(rv), "write_bytes": _numbers(wr),
-        "read_ops": _numbers(nrd, has_ops), "readv_ops": _numbers(nrv, has_ops), "write_ops": _numbers(nwr, has_ops),
+        "read_bytes_at_close": _numbers(rd + rv),
+        "write_bytes_at_close": _numbers(wr),
+        "read_bytes": _numbers(rd),
+        "readv_bytes": _numbers(rv),
+        "write_bytes": _numbers(wr),
+        "read_ops": _numbers(nrd, has_ops),
+        "readv_ops": _numbers(nrv, has_ops),
+        "write_ops": _numbers(nwr, has_ops),
         **_user_columns(c.users, c.user_idx),
-        "cache_hit_bytes": null_int, "cache_miss_bytes": null_int, "cache_bypass_bytes": null_int,
-        "close_seen": pa.array(c.close_seen), "end_reason": take(list(END_REASONS), cols[fs.R_REASON]),
+        "cache_hit_bytes": null_int,
+        "cache_miss_bytes": null_int,
+        "cache_bypass_bytes": null_int,
+        "close_seen": pa.array(c.close_seen),
+        "end_reason": take(list(END_REASONS), cols[fs.R_REASON]),
         "server_pid": take([s.pid for s in servers], slots, pa.int32()),
         "server_addr": take([s.ip for s in servers], slots),
-        "cache_attach_time": pa.nulls(n, _TS), "cache_detach_time": pa.nulls(n, _TS),
-        "cache_access_count": null_int, "cache_remotes": null_str, "cache_blocks": null_int,
-        "cache_blocks_done": null_int, "cache_todisk_bytes": null_int, "cache_prefetch_bytes": null_int,
+        "cache_attach_time": pa.nulls(n, _TS),
+        "cache_detach_time": pa.nulls(n, _TS),
+        "cache_access_count": null_int,
+        "cache_remotes": null_str,
+        "cache_blocks": null_int,
+        "cache_blocks_done": null_int,
+        "cache_todisk_bytes": null_int,
+        "cache_prefetch_bytes": null_int,
     }
     return pa.Table.from_arrays([out[name] for name in COLUMNS], schema=FILE_ACCESS)
 
@@ -191,15 +227,29 @@ def _ts(t: float | None) -> datetime | None:
     return datetime.fromtimestamp(t, tz=timezone.utc) if t is not None else None
 
 
-def set_cache(row: dict, ev: PfcFileClose, hit: int, miss: int, bypass: int,
-              todisk: int | None = None, prefetch: int | None = None) -> None:
+def set_cache(
+    row: dict,
+    ev: PfcFileClose,
+    hit: int,
+    miss: int,
+    bypass: int,
+    todisk: int | None = None,
+    prefetch: int | None = None,
+) -> None:
     """The g-stream's word on one access of a waiting cache row (a dict in FILE_ACCESS names)."""
-    row.update(cache_hit_bytes=hit, cache_miss_bytes=miss, cache_bypass_bytes=bypass,
-               cache_todisk_bytes=todisk, cache_prefetch_bytes=prefetch,
-               cache_attach_time=_ts(ev.attach_t), cache_detach_time=_ts(ev.detach_t),
-               cache_access_count=ev.access_cnt,
-               cache_remotes=",".join(ev.remotes) if ev.remotes is not None else None,
-               cache_blocks=ev.n_blks, cache_blocks_done=ev.n_blks_done)
+    row.update(
+        cache_hit_bytes=hit,
+        cache_miss_bytes=miss,
+        cache_bypass_bytes=bypass,
+        cache_todisk_bytes=todisk,
+        cache_prefetch_bytes=prefetch,
+        cache_attach_time=_ts(ev.attach_t),
+        cache_detach_time=_ts(ev.detach_t),
+        cache_access_count=ev.access_cnt,
+        cache_remotes=",".join(ev.remotes) if ev.remotes is not None else None,
+        cache_blocks=ev.n_blks,
+        cache_blocks_done=ev.n_blks_done,
+    )
 
 
 def from_dicts(rows: list[dict]) -> pa.Table:

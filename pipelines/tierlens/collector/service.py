@@ -55,14 +55,14 @@ class Options:
     unclosed_timeout: float = 24 * 3600.0
     cache_grace: float = 5.0
     warehouse: Path | None = None
-    journal: Path | None = None           # default: <out_dir>/journal
-    journal_retention: float = 3600.0     # seconds a consumed segment is kept
+    journal: Path | None = None  # default: <out_dir>/journal
+    journal_retention: float = 3600.0  # seconds a consumed segment is kept
     segment_bytes: int = 64 << 20
     workers: int = 1
     allow: tuple[str, ...] = ()
-    metrics: str | None = None            # HOST:PORT for Prometheus
-    sync_every: float = 1.0               # journal fsync and counters period
-    decoder_nice: int = 5                 # the decoder yields the CPU to the receivers
+    metrics: str | None = None  # HOST:PORT for Prometheus
+    sync_every: float = 1.0  # journal fsync and counters period
+    decoder_nice: int = 5  # the decoder yields the CPU to the receivers
 
     @property
     def journal_dir(self) -> Path:
@@ -110,14 +110,21 @@ class Tally:
         keys = sorted(self.counts)
         cols = {f: [getattr(self.counts[k], f) for k in keys] for f in _COUNTS}
         n = len(keys)
-        ts = pa.array(np.full(n, int(self.start * 1e6), dtype=np.int64)).cast(COLLECTOR_STATS.field("interval_start").type)
-        te = pa.array(np.full(n, int(max(end, self.start) * 1e6), dtype=np.int64)).cast(COLLECTOR_STATS.field("interval_end").type)
-        arrays = {"collector_host": pa.array([host] * n, pa.string()),
-                  "worker": pa.array([k[0] for k in keys], pa.int32()),
-                  "interval_start": ts, "interval_end": te,
-                  "server_host": pa.array([k[1] for k in keys], pa.string()),
-                  **{f: pa.array(v, pa.int64()) for f, v in cols.items()},
-                  "unknown_kinds": pa.array([_kinds(self.counts[k].unknown) for k in keys], pa.string())}
+        ts = pa.array(np.full(n, int(self.start * 1e6), dtype=np.int64)).cast(
+            COLLECTOR_STATS.field("interval_start").type
+        )
+        te = pa.array(np.full(n, int(max(end, self.start) * 1e6), dtype=np.int64)).cast(
+            COLLECTOR_STATS.field("interval_end").type
+        )
+        arrays = {
+            "collector_host": pa.array([host] * n, pa.string()),
+            "worker": pa.array([k[0] for k in keys], pa.int32()),
+            "interval_start": ts,
+            "interval_end": te,
+            "server_host": pa.array([k[1] for k in keys], pa.string()),
+            **{f: pa.array(v, pa.int64()) for f, v in cols.items()},
+            "unknown_kinds": pa.array([_kinds(self.counts[k].unknown) for k in keys], pa.string()),
+        }
         return pa.Table.from_arrays([arrays[f.name] for f in COLLECTOR_STATS], schema=COLLECTOR_STATS)
 
 
@@ -151,8 +158,9 @@ class Engine:
         self.host = socket.gethostname()
         self._wh = None
         self.writer = BatchWriter(self.out, opts.max_rows, opts.max_seconds)
-        self.decoder = Decoder(self.writer.add, self._quarantine,
-                               unclosed_timeout=opts.unclosed_timeout, cache_grace=opts.cache_grace)
+        self.decoder = Decoder(
+            self.writer.add, self._quarantine, unclosed_timeout=opts.unclosed_timeout, cache_grace=opts.cache_grace
+        )
         self.totals = Totals()
         self._base = (0, 0)  # totals at the start of this run: the summary is per run
         self.tally = Tally(time.time())
@@ -283,10 +291,15 @@ class Engine:
             fh.flush()
             os.fsync(fh.fileno())
         t = self.totals
-        doc = {"generation": gen, "written_at": time.time(), "state": state.name,
-               "positions": {str(w): [p.segment, p.offset] for w, p in self.positions.items()},
-               "last_arrival": self.last_arrival, "rows_written": self.rows_written,
-               "totals": t.__dict__}
+        doc = {
+            "generation": gen,
+            "written_at": time.time(),
+            "state": state.name,
+            "positions": {str(w): [p.segment, p.offset] for w, p in self.positions.items()},
+            "last_arrival": self.last_arrival,
+            "rows_written": self.rows_written,
+            "totals": t.__dict__,
+        }
         write_text_atomic(json.dumps(doc), self.out / CHECKPOINT)
         jr._fsync_dir(self.out)
         for p in self.out.iterdir():
@@ -322,17 +335,28 @@ class Engine:
     # ---- stats ---------------------------------------------------------------------------
     def stats(self, state: str, extra: dict | None = None) -> dict:
         d = self.decoder
-        s = {"state": state, "updated_at": time.time(), "packets": d.stats["packets"],
-             "rows_emitted": d.stats["rows"], "rows_written": self.rows_written,
-             "files": [str(p) for p in self.files[-100:]], "lost_packets": d.lost,
-             "kernel_drops": int(self.totals.kernel_drops - self._base[0]),
-             "disallowed": int(self.totals.disallowed - self._base[1]),
-             "kernel_drops_since_first_run": int(self.totals.kernel_drops),
-             "journal_backlog_bytes": 0, "journal_backlog_seconds": 0.0, "workers": len(self.workers),
-             "journal_torn": list(self.torn), "generation": self.generation,
-             "counters": dict(d.stats), "quarantined": dict(d.quarantined), "servers": d.server_stats(),
-             "unknown": {f"{srv} {kind}": n for (srv, kind), n in sorted(d.unknown_counts().items())},
-             "restored_snapshot_format": getattr(d, "restored_format", None)}
+        s = {
+            "state": state,
+            "updated_at": time.time(),
+            "packets": d.stats["packets"],
+            "rows_emitted": d.stats["rows"],
+            "rows_written": self.rows_written,
+            "files": [str(p) for p in self.files[-100:]],
+            "lost_packets": d.lost,
+            "kernel_drops": int(self.totals.kernel_drops - self._base[0]),
+            "disallowed": int(self.totals.disallowed - self._base[1]),
+            "kernel_drops_since_first_run": int(self.totals.kernel_drops),
+            "journal_backlog_bytes": 0,
+            "journal_backlog_seconds": 0.0,
+            "workers": len(self.workers),
+            "journal_torn": list(self.torn),
+            "generation": self.generation,
+            "counters": dict(d.stats),
+            "quarantined": dict(d.quarantined),
+            "servers": d.server_stats(),
+            "unknown": {f"{srv} {kind}": n for (srv, kind), n in sorted(d.unknown_counts().items())},
+            "restored_snapshot_format": getattr(d, "restored_format", None),
+        }
         if extra:
             s.update(extra)
         s["lossless"] = s["kernel_drops"] == 0 and s["lost_packets"] == 0 and not s["journal_torn"]
@@ -350,6 +374,7 @@ class Engine:
 
 
 # ---- offline ------------------------------------------------------------------------------
+
 
 def replay(path: Path, opts: Options, port: int | None = None) -> RunResult:
     """Decode a capture (pcap/pcapng: capture times stand in for arrival times) or a journal
@@ -386,6 +411,7 @@ def replay(path: Path, opts: Options, port: int | None = None) -> RunResult:
 
 # ---- live ---------------------------------------------------------------------------------
 
+
 def parse_listen(spec: str) -> tuple[str, int]:
     host, _, port = spec.rpartition(":")
     if not port.isdigit():
@@ -413,8 +439,10 @@ class Live:
         n = len(socks)
         old = [int(p.name[1:]) for p in self.journal.glob("w*") if p.name[1:].isdigit()]
         self.eng.workers = sorted(set(range(n)) | set(old))
-        self.readers = {w: jr.WorkerReader(jr.worker_folder(self.journal, w), w, self.eng.positions.get(w))
-                        for w in self.eng.workers}
+        self.readers = {
+            w: jr.WorkerReader(jr.worker_folder(self.journal, w), w, self.eng.positions.get(w))
+            for w in self.eng.workers
+        }
         self.procs: dict[int, subprocess.Popen] = {}
         self.restarts = 0
         self._received_base: dict[int, int] = {}  # datagrams of receivers that were restarted
@@ -452,10 +480,25 @@ class Live:
             os.close(fd)
         sock = self.socks[w]
         o = self.opts
-        argv = [sys.executable, "-m", "tierlens.collector.receiver", "--fd", str(sock.fileno()),
-                "--journal", str(self.journal), "--worker", str(w), "--segment-bytes", str(o.segment_bytes),
-                "--sync-every", str(o.sync_every), "--parent", str(os.getpid()),
-                "--after-segment", str(self.readers[w].pos.segment)]
+        argv = [
+            sys.executable,
+            "-m",
+            "tierlens.collector.receiver",
+            "--fd",
+            str(sock.fileno()),
+            "--journal",
+            str(self.journal),
+            "--worker",
+            str(w),
+            "--segment-bytes",
+            str(o.segment_bytes),
+            "--sync-every",
+            str(o.sync_every),
+            "--parent",
+            str(os.getpid()),
+            "--after-segment",
+            str(self.readers[w].pos.segment),
+        ]
         for a in o.allow:
             argv += ["--allow", a]
         env = dict(os.environ)
@@ -553,12 +596,19 @@ class Live:
         for w in self.procs:
             st = read_status(jr.worker_folder(self.journal, w))
             received[str(w)] = (st[2] if st else 0) + self._received_base.get(w, 0)
-        return {"journal_backlog_bytes": b, "journal_backlog_seconds": round(s, 3), "workers": len(self.socks),
-                "receiver_restarts": self.restarts, "listening": self.addrs,
-                "receivers": {str(w): p.pid for w, p in self.procs.items()}, "received": received}
+        return {
+            "journal_backlog_bytes": b,
+            "journal_backlog_seconds": round(s, 3),
+            "workers": len(self.socks),
+            "receiver_restarts": self.restarts,
+            "listening": self.addrs,
+            "receivers": {str(w): p.pid for w, p in self.procs.items()},
+            "received": received,
+        }
 
-    def run(self, ready: Callable | None = None, stats_every: float = 1.0,
-            on_tick: Callable[[dict], None] | None = None) -> RunResult:
+    def run(
+        self, ready: Callable | None = None, stats_every: float = 1.0, on_tick: Callable[[dict], None] | None = None
+    ) -> RunResult:
         eng = self.eng
         self._wait_receivers()
         self.latest = eng.write_stats("listening", self.extra())
@@ -615,8 +665,9 @@ class Live:
         return RunResult(eng.rows_written, eng.files, s)
 
 
-def listen(spec: str | None, opts: Options, ready=None, stats_every: float = 1.0,
-           on_tick: Callable[[dict], None] | None = None) -> RunResult:
+def listen(
+    spec: str | None, opts: Options, ready=None, stats_every: float = 1.0, on_tick: Callable[[dict], None] | None = None
+) -> RunResult:
     """Collect until SIGTERM or SIGINT; then drain, decode the journal to its end, write all.
     Sockets come from systemd (LISTEN_FDS) when it passed any, else are bound to ``spec``."""
     from .receiver import open_sockets, systemd_sockets

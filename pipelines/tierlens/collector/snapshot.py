@@ -76,14 +76,17 @@ def _unarray(d: dict) -> np.ndarray:
 
 
 def _row_out(row: dict) -> dict:
-    return {k: ((v - _EPOCH) // timedelta(microseconds=1) if k in _TIMESTAMPS and v is not None else v)
-            for k, v in row.items()}
+    return {
+        k: ((v - _EPOCH) // timedelta(microseconds=1) if k in _TIMESTAMPS and v is not None else v)
+        for k, v in row.items()
+    }
 
 
 def _row_in(row: dict) -> dict:
     out = dict.fromkeys(FILE_ACCESS.names)
-    out.update({k: (_EPOCH + timedelta(microseconds=v) if k in _TIMESTAMPS and v is not None else v)
-                for k, v in row.items()})
+    out.update(
+        {k: (_EPOCH + timedelta(microseconds=v) if k in _TIMESTAMPS and v is not None else v) for k, v in row.items()}
+    )
     return out
 
 
@@ -117,35 +120,66 @@ def dump(c: Correlator) -> bytes:
 
     servers = []
     for srv in c._slots:
-        servers.append({
-            "ip": srv.ip, "sid": srv.sid, "stod": srv.stod, "host": srv.host, "port": srv.port, "pid": srv.pid,
-            "inst": srv.inst, "site": srv.site, "is_cache": srv.is_cache, "retired": srv.retired,
-            "lost": srv.lost, "duplicates": srv.duplicates, "reordered": srv.reordered, "packets": srv.packets,
-            "last_time": srv.last_time, "unknown": dict(srv.unknown),
-            "users": [[k, ref(u)] for k, u in srv.users.items()],
-            "users_by_id": [[k, ref(u)] for k, u in srv.users_by_id.items()],
-            "paths": [[k, lfn, uid] for k, (lfn, uid) in srv.paths.items()],
-            "disconnected": [[k, t] for k, t in srv.disconnected.items()],
-            "seqs": {name: {"last": q.last, "missing": sorted(q.missing), "seen": [list(x) for x in q.seen]}
-                     for name, q in srv.seqs.items()},
-            "pfc_pending": [[lfn, ev[0], _event_out(ev[1])] for lfn, evs in srv.pfc_pending.items() for ev in evs],
-        })
+        servers.append(
+            {
+                "ip": srv.ip,
+                "sid": srv.sid,
+                "stod": srv.stod,
+                "host": srv.host,
+                "port": srv.port,
+                "pid": srv.pid,
+                "inst": srv.inst,
+                "site": srv.site,
+                "is_cache": srv.is_cache,
+                "retired": srv.retired,
+                "lost": srv.lost,
+                "duplicates": srv.duplicates,
+                "reordered": srv.reordered,
+                "packets": srv.packets,
+                "last_time": srv.last_time,
+                "unknown": dict(srv.unknown),
+                "users": [[k, ref(u)] for k, u in srv.users.items()],
+                "users_by_id": [[k, ref(u)] for k, u in srv.users_by_id.items()],
+                "paths": [[k, lfn, uid] for k, (lfn, uid) in srv.paths.items()],
+                "disconnected": [[k, t] for k, t in srv.disconnected.items()],
+                "seqs": {
+                    name: {"last": q.last, "missing": sorted(q.missing), "seen": [list(x) for x in q.seen]}
+                    for name, q in srv.seqs.items()
+                },
+                "pfc_pending": [[lfn, ev[0], _event_out(ev[1])] for lfn, evs in srv.pfc_pending.items() for ev in evs],
+            }
+        )
     st = c._open.state()
     doc: dict[str, Any] = {
-        "format": FORMAT, "version": VERSION,
+        "format": FORMAT,
+        "version": VERSION,
         "servers": servers,
         "by_addr": [[k[0], k[1], k[2], srv.slot] for k, srv in c._by_addr.items()],
         "last_tod": _array(c._last_tod),
-        "open": {"ints": _array(st["ints"]), "times": _array(st["times"]),
-                 "lfns": [base64.b64encode(x).decode() if x is not None else None for x in st["lfns"]],
-                 "orphans": _array(st["orphans"]), "orphan_times": _array(st["orphan_times"]),
-                 "orphan_keys": _array(np.asarray(st["orphan_keys"], dtype=np.int64))},
-        "pending": [{"deadline": p.deadline, "ints": _array(p.chunk.ints), "times": _array(p.chunk.times),
-                     "lfn_data": _array(p.chunk.lfn_data), "lfn_offs": _array(p.chunk.lfn_offs),
-                     "users": [ref(u) for u in p.chunk.users], "user_idx": _array(p.chunk.user_idx),
-                     "close_seen": _array(p.chunk.close_seen)} for p in c._pending],
+        "open": {
+            "ints": _array(st["ints"]),
+            "times": _array(st["times"]),
+            "lfns": [base64.b64encode(x).decode() if x is not None else None for x in st["lfns"]],
+            "orphans": _array(st["orphans"]),
+            "orphan_times": _array(st["orphan_times"]),
+            "orphan_keys": _array(np.asarray(st["orphan_keys"], dtype=np.int64)),
+        },
+        "pending": [
+            {
+                "deadline": p.deadline,
+                "ints": _array(p.chunk.ints),
+                "times": _array(p.chunk.times),
+                "lfn_data": _array(p.chunk.lfn_data),
+                "lfn_offs": _array(p.chunk.lfn_offs),
+                "users": [ref(u) for u in p.chunk.users],
+                "user_idx": _array(p.chunk.user_idx),
+                "close_seen": _array(p.chunk.close_seen),
+            }
+            for p in c._pending
+        ],
         "cache_queue": [[deadline, srv.slot, _row_out(row)] for deadline, srv, row in c._cache_queue],
-        "stats": dict(c.stats), "quarantined": dict(c.quarantined),
+        "stats": dict(c.stats),
+        "quarantined": dict(c.quarantined),
         "unknown_senders": [[ip, kind, n] for (ip, kind), n in c.unknown_senders.items()],
         "last_sweep": c._last_sweep,
     }
@@ -163,15 +197,18 @@ def load(data: bytes, c: Correlator) -> int:
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SnapshotError(f"not a collector snapshot (neither format {VERSION} JSON nor the older pickle): {e}") from e
+        raise SnapshotError(
+            f"not a collector snapshot (neither format {VERSION} JSON nor the older pickle): {e}"
+        ) from e
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise SnapshotError(f"not a collector snapshot: no \"format\": \"{FORMAT}\"")
+        raise SnapshotError(f'not a collector snapshot: no "format": "{FORMAT}"')
     version = doc.get("version")
     if not isinstance(version, int) or version > VERSION:
         raise SnapshotError(
             f"collector snapshot format version {version!r} is newer than this tierlens reads ({VERSION}): "
             "it was written by a newer tierlens; run that version, or move the out folder's checkpoint.json "
-            "and checkpoint-g*.state away to start decoding afresh")
+            "and checkpoint-g*.state away to start decoding afresh"
+        )
     _load_v1(doc, c)
     return version
 
@@ -182,10 +219,24 @@ def _load_v1(doc: dict, c: Correlator) -> None:
     users = [User(**u) for u in doc["users"]]
     c.servers, c._slots = {}, []
     for slot, d in enumerate(doc["servers"]):
-        srv = Server(d["ip"], d["sid"], d["stod"], slot, host=d["host"], port=d["port"], pid=d["pid"],
-                     inst=d["inst"], site=d["site"], is_cache=d["is_cache"], retired=d["retired"],
-                     lost=d["lost"], duplicates=d["duplicates"], reordered=d["reordered"], packets=d["packets"],
-                     last_time=d["last_time"])
+        srv = Server(
+            d["ip"],
+            d["sid"],
+            d["stod"],
+            slot,
+            host=d["host"],
+            port=d["port"],
+            pid=d["pid"],
+            inst=d["inst"],
+            site=d["site"],
+            is_cache=d["is_cache"],
+            retired=d["retired"],
+            lost=d["lost"],
+            duplicates=d["duplicates"],
+            reordered=d["reordered"],
+            packets=d["packets"],
+            last_time=d["last_time"],
+        )
         srv.unknown = Counter(d["unknown"])
         srv.users = {int(k): users[i] for k, i in d["users"]}
         srv.users_by_id = {k: users[i] for k, i in d["users_by_id"]}
@@ -202,17 +253,31 @@ def _load_v1(doc: dict, c: Correlator) -> None:
     c._by_addr = {(ip, port, stod): c._slots[slot] for ip, port, stod, slot in doc["by_addr"]}
     c._last_tod = _unarray(doc["last_tod"])
     o = doc["open"]
-    c._open = fs.OpenFiles.from_state({
-        "ints": _unarray(o["ints"]), "times": _unarray(o["times"]),
-        "lfns": [base64.b64decode(x) if x is not None else None for x in o["lfns"]],
-        "orphans": _unarray(o["orphans"]), "orphan_times": _unarray(o["orphan_times"]),
-        "orphan_keys": _unarray(o["orphan_keys"])})
+    c._open = fs.OpenFiles.from_state(
+        {
+            "ints": _unarray(o["ints"]),
+            "times": _unarray(o["times"]),
+            "lfns": [base64.b64decode(x) if x is not None else None for x in o["lfns"]],
+            "orphans": _unarray(o["orphans"]),
+            "orphan_times": _unarray(o["orphan_times"]),
+            "orphan_keys": _unarray(o["orphan_keys"]),
+        }
+    )
     c._pending = deque(
-        _Pending(p["deadline"], rowlib.Chunk(_unarray(p["ints"]), _unarray(p["times"]), _unarray(p["lfn_data"]),
-                                             _unarray(p["lfn_offs"]),
-                                             [users[i] if i is not None else None for i in p["users"]],
-                                             _unarray(p["user_idx"]), _unarray(p["close_seen"])))
-        for p in doc["pending"])
+        _Pending(
+            p["deadline"],
+            rowlib.Chunk(
+                _unarray(p["ints"]),
+                _unarray(p["times"]),
+                _unarray(p["lfn_data"]),
+                _unarray(p["lfn_offs"]),
+                [users[i] if i is not None else None for i in p["users"]],
+                _unarray(p["user_idx"]),
+                _unarray(p["close_seen"]),
+            ),
+        )
+        for p in doc["pending"]
+    )
     c._cache_queue = deque()
     for deadline, slot, row in doc["cache_queue"]:
         srv, row = c._slots[slot], _row_in(row)
@@ -231,8 +296,9 @@ class _LegacyUnpickler(pickle.Unpickler):
     _MODULES = ("tierlens.collector.", "numpy", "collections", "builtins", "copyreg", "datetime", "zoneinfo")
 
     def find_class(self, module: str, name: str):
-        if not module.startswith(self._MODULES) or (module == "builtins" and name in ("eval", "exec", "compile",
-                                                                                         "__import__", "open")):
+        if not module.startswith(self._MODULES) or (
+            module == "builtins" and name in ("eval", "exec", "compile", "__import__", "open")
+        ):
             raise SnapshotError(f"old collector snapshot refers to {module}.{name}, which a snapshot never holds")
         return super().find_class(module, name)
 
@@ -260,5 +326,6 @@ def _load_pickle(data: bytes, c: Correlator) -> None:
     except SnapshotError:
         raise
     except Exception as e:  # noqa: BLE001 - any failure of an old pickle is the same refusal
-        raise SnapshotError(f"old (unversioned pickle) collector snapshot cannot be read by this tierlens: "
-                            f"{type(e).__name__}: {e}") from e
+        raise SnapshotError(
+            f"old (unversioned pickle) collector snapshot cannot be read by this tierlens: {type(e).__name__}: {e}"
+        ) from e

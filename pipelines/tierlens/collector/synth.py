@@ -25,8 +25,7 @@ def open_record(fileid: int, size: int, user: int, lfn: str) -> bytes:
     return OpenRecord(fileid, size, user, lfn).pack()
 
 
-def close_record(fileid: int, read: int, readv: int, write: int,
-                 ops: tuple[int, int, int] | None = (1, 0, 0)) -> bytes:
+def close_record(fileid: int, read: int, readv: int, write: int, ops: tuple[int, int, int] | None = (1, 0, 0)) -> bytes:
     return CloseRecord(fileid, read, readv, write, ops).pack()
 
 
@@ -47,8 +46,9 @@ def pfc_packet(pseq: int, stod: int, sid: int, events: list[dict], tbeg: int, te
 class SimServer:
     """One server instance that makes monitoring packets."""
 
-    def __init__(self, host: str = "xrd01.example.org", port: int = 1094, sid: int = 123456789,
-                 stod: int = 1_700_000_000) -> None:
+    def __init__(
+        self, host: str = "xrd01.example.org", port: int = 1094, sid: int = 123456789, stod: int = 1_700_000_000
+    ) -> None:
         self.host, self.port, self.sid, self.stod = host, port, sid, stod
         self.map_seq = 0
         self.f_seq = 0
@@ -85,8 +85,9 @@ class SimServer:
         return self._dictid()
 
 
-def open_close_stream(closes: int, servers: int = 8, packet_bytes: int = 16384, seed: int = 1,
-                      logins: int = 50) -> list[tuple[int, bytes]]:
+def open_close_stream(
+    closes: int, servers: int = 8, packet_bytes: int = 16384, seed: int = 1, logins: int = 50
+) -> list[tuple[int, bytes]]:
     """[(server index, payload)] in send order: per server an identity and ``logins`` logins, then
     f-stream packets of up to ``packet_bytes`` full of open+close pairs (closes with op counts),
     ``closes // servers`` accesses per server. For benchmarks and load tests."""

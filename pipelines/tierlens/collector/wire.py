@@ -30,30 +30,30 @@ IGNORED_CODES = frozenset(b"rtpx")
 UNUSED_MAP_CODES = frozenset(b"TU")
 
 # ---- g-stream providers (top 8 bits of XrdXrootdMonGS.sID; "gs":{"type":...} in JSON) ----------
-GS_PFC = "C"        # XCache monitoring: the file_close events decoded here
+GS_PFC = "C"  # XCache monitoring: the file_close events decoded here
 GS_PROVIDER_SHIFT = 56
 
 # ---- f-stream record types (XrdXrootdMonFileHdr.recType) --------------------------------------
 IS_CLOSE, IS_OPEN, IS_TIME, IS_XFR, IS_DISC = 0, 1, 2, 3, 4
 # ---- f-stream record flags (recFlag; meaning depends on the type) ----------------------------
-CLOSE_FORCED = 0x01   # close: the file was closed because the client disconnected
+CLOSE_FORCED = 0x01  # close: the file was closed because the client disconnected
 CLOSE_HAS_OPS = 0x02  # close: XrdXrootdMonStatOPS follows the transfer counts
 CLOSE_HAS_SSQ = 0x04  # close: sums of squares follow the OPS block
-OPEN_HAS_LFN = 0x01   # open: user dictid and lfn follow the file size
-OPEN_HAS_RW = 0x02    # open: opened for update
-TIME_HAS_SID = 0x01   # time: the server id is present
+OPEN_HAS_LFN = 0x01  # open: user dictid and lfn follow the file size
+OPEN_HAS_RW = 0x02  # open: opened for update
+TIME_HAS_SID = 0x01  # time: the server id is present
 
 SID_MASK = (1 << 48) - 1  # the server id is the low 48 bits of sID
 
 # ---- byte layouts ----------------------------------------------------------------------------
-HDR = struct.Struct(">BBHi")          # XrdXrootdMonHeader: code, pseq, plen, stod
-U32 = struct.Struct(">I")              # map dictid; user dictid of an open
-FREC = struct.Struct(">BBhI")          # XrdXrootdMonFileHdr: type, flags, size, fileID/userID
-TOD = struct.Struct(">BBhhhiiq")       # XrdXrootdMonFileTOD: hdr with nRecs[2], tBeg, tEnd, sID
-OPN = struct.Struct(">BBhIq")          # XrdXrootdMonFileOPN without the lfn part: hdr, fsz
-XFR = struct.Struct(">qqq")            # XrdXrootdMonStatXFR: read, readv, write bytes
-OPS = struct.Struct(">iiihhqiiiiii")   # XrdXrootdMonStatOPS (48 bytes)
-GSH = struct.Struct(">iiq")            # XrdXrootdMonGS after the header: tBeg, tEnd, sID
+HDR = struct.Struct(">BBHi")  # XrdXrootdMonHeader: code, pseq, plen, stod
+U32 = struct.Struct(">I")  # map dictid; user dictid of an open
+FREC = struct.Struct(">BBhI")  # XrdXrootdMonFileHdr: type, flags, size, fileID/userID
+TOD = struct.Struct(">BBhhhiiq")  # XrdXrootdMonFileTOD: hdr with nRecs[2], tBeg, tEnd, sID
+OPN = struct.Struct(">BBhIq")  # XrdXrootdMonFileOPN without the lfn part: hdr, fsz
+XFR = struct.Struct(">qqq")  # XrdXrootdMonStatXFR: read, readv, write bytes
+OPS = struct.Struct(">iiihhqiiiiii")  # XrdXrootdMonStatOPS (48 bytes)
+GSH = struct.Struct(">iiq")  # XrdXrootdMonGS after the header: tBeg, tEnd, sID
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class Layout:
 
     def offset(self, name: str) -> int:
         """Byte offset of ``name`` from the start of the structure (network order: no padding)."""
-        return struct.calcsize(">" + self.fmt.format[1:1 + self.names.index(name)])
+        return struct.calcsize(">" + self.fmt.format[1 : 1 + self.names.index(name)])
 
     def code(self, name: str) -> str:
         """The struct code of ``name`` (its width and signedness)."""
@@ -94,21 +94,36 @@ TIME_REC = Layout(TOD, ("rec_type", "rec_flag", "rec_size", "n_xfr", "n_total", 
 #: An open: the file size, then (with OPEN_HAS_LFN) the user dictid; the lfn follows at ``size``.
 OPEN_REC = Layout(OPN, FILE_HDR.names + ("file_size",)).then(Layout(U32, ("user",)))
 XFR_BODY = Layout(XFR, ("read", "readv", "write"))
-OPS_BODY = Layout(OPS, ("n_read", "n_readv", "n_write", "rs_min", "rs_max", "rsegs", "rd_min", "rd_max",
-                        "rv_min", "rv_max", "wr_min", "wr_max"))
+OPS_BODY = Layout(
+    OPS,
+    (
+        "n_read",
+        "n_readv",
+        "n_write",
+        "rs_min",
+        "rs_max",
+        "rsegs",
+        "rd_min",
+        "rd_max",
+        "rv_min",
+        "rv_max",
+        "wr_min",
+        "wr_max",
+    ),
+)
 #: A transfer update, and a close without its OPS block: header + XrdXrootdMonStatXFR.
 XFR_REC = FILE_HDR.then(XFR_BODY)
 #: A close with CLOSE_HAS_OPS.
 CLOSE_OPS_REC = XFR_REC.then(OPS_BODY)
 
-HEADER_BYTES = HDR.size               # 8
-FILE_HDR_BYTES = FILE_HDR.size        # 8
-TIME_BYTES = TIME_REC.size            # 24
-OPEN_MIN_BYTES = OPN.size             # 16 (20 and more with an lfn)
-OPEN_LFN_AT = OPEN_REC.size           # 20: where the lfn starts
-CLOSE_BYTES = XFR_REC.size            # 32
+HEADER_BYTES = HDR.size  # 8
+FILE_HDR_BYTES = FILE_HDR.size  # 8
+TIME_BYTES = TIME_REC.size  # 24
+OPEN_MIN_BYTES = OPN.size  # 16 (20 and more with an lfn)
+OPEN_LFN_AT = OPEN_REC.size  # 20: where the lfn starts
+CLOSE_BYTES = XFR_REC.size  # 32
 CLOSE_OPS_BYTES = CLOSE_OPS_REC.size  # 80
-XFR_BYTES = XFR_REC.size              # 32
+XFR_BYTES = XFR_REC.size  # 32
 MAP_MIN_BYTES = HEADER_BYTES + U32.size + 1
 GSTREAM_HEADER_BYTES = HEADER_BYTES + GSH.size  # 24
 
@@ -156,8 +171,7 @@ class UserId:
         user, dot, pid = userpid.rpartition(".")
         if not dot:
             user, pid = userpid, ""
-        return cls(prot, user, int(pid) if pid.isdigit() else None,
-                   int(sid) if sid.isdigit() else None, _host(host))
+        return cls(prot, user, int(pid) if pid.isdigit() else None, int(sid) if sid.isdigit() else None, _host(host))
 
 
 def _host(raw: str) -> str:
@@ -192,7 +206,7 @@ class MapRecord:
         if len(data) < MAP_MIN_BYTES:
             raise BadPacket("truncated: map record")
         (dictid,) = U32.unpack_from(data, HEADER_BYTES)
-        text = data[HEADER_BYTES + U32.size:].rstrip(b"\0").decode("utf-8")
+        text = data[HEADER_BYTES + U32.size :].rstrip(b"\0").decode("utf-8")
         userid, _, info = text.partition("\n")
         return cls(code, dictid, UserId.parse(userid), userid, info)
 
@@ -212,8 +226,7 @@ class TimeRecord:
     n_total: int = 0
 
     def pack(self) -> bytes:
-        return TOD.pack(IS_TIME, TIME_HAS_SID, TIME_BYTES, self.n_xfr, self.n_total, self.tbeg, self.tend,
-                        self.sid)
+        return TOD.pack(IS_TIME, TIME_HAS_SID, TIME_BYTES, self.n_xfr, self.n_total, self.tbeg, self.tend, self.sid)
 
 
 @dataclass(frozen=True)
@@ -228,8 +241,9 @@ class OpenRecord:
     def pack(self) -> bytes:
         raw = self.lfn.encode() + b"\0"
         raw += b"\0" * ((-(OPEN_LFN_AT + len(raw))) % 4)
-        return (OPEN_REC.fmt.pack(IS_OPEN, OPEN_HAS_LFN, OPEN_LFN_AT + len(raw), self.file_id, self.size, self.user)
-                + raw)
+        return (
+            OPEN_REC.fmt.pack(IS_OPEN, OPEN_HAS_LFN, OPEN_LFN_AT + len(raw), self.file_id, self.size, self.user) + raw
+        )
 
 
 @dataclass(frozen=True)
@@ -248,9 +262,11 @@ class CloseRecord:
         if self.ops is None:
             return FREC.pack(IS_CLOSE, flags, CLOSE_BYTES, self.file_id) + XFR.pack(self.read, self.readv, self.write)
         n_rd, n_rv, n_wr = self.ops
-        return (FREC.pack(IS_CLOSE, flags | CLOSE_HAS_OPS, CLOSE_OPS_BYTES, self.file_id)
-                + XFR.pack(self.read, self.readv, self.write)
-                + OPS.pack(n_rd, n_rv, n_wr, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+        return (
+            FREC.pack(IS_CLOSE, flags | CLOSE_HAS_OPS, CLOSE_OPS_BYTES, self.file_id)
+            + XFR.pack(self.read, self.readv, self.write)
+            + OPS.pack(n_rd, n_rv, n_wr, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        )
 
 
 @dataclass(frozen=True)
@@ -265,9 +281,26 @@ class DiscRecord:
 
 #: The fields of a pfc ``file_close`` event (XrdPfc.cc, 5.5 to 6.x); ``b_todisk`` and
 #: ``b_prefetch`` since 5.7.2. Any other field is counted as unknown.
-PFC_FILE_CLOSE_FIELDS = frozenset((
-    "event", "lfn", "size", "blk_size", "n_blks", "n_blks_done", "access_cnt", "attach_t", "detach_t",
-    "remotes", "b_hit", "b_miss", "b_bypass", "b_todisk", "b_prefetch", "n_cks_errs"))
+PFC_FILE_CLOSE_FIELDS = frozenset(
+    (
+        "event",
+        "lfn",
+        "size",
+        "blk_size",
+        "n_blks",
+        "n_blks_done",
+        "access_cnt",
+        "attach_t",
+        "detach_t",
+        "remotes",
+        "b_hit",
+        "b_miss",
+        "b_bypass",
+        "b_todisk",
+        "b_prefetch",
+        "n_cks_errs",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -302,12 +335,19 @@ class PfcFileClose:
         if not isinstance(lfn, str) or not all(_is_int(v) for v in vals):
             return None
         remotes = ev.get("remotes")
-        return cls(lfn, *vals, attach_t=_num(ev.get("attach_t")), detach_t=_num(ev.get("detach_t")),
-                   access_cnt=_int(ev.get("access_cnt")),
-                   remotes=tuple(str(r) for r in remotes) if isinstance(remotes, list) else None,
-                   n_blks=_int(ev.get("n_blks")), n_blks_done=_int(ev.get("n_blks_done")),
-                   size=_int(ev.get("size")), b_todisk=_count(ev.get("b_todisk")),
-                   b_prefetch=_count(ev.get("b_prefetch")))
+        return cls(
+            lfn,
+            *vals,
+            attach_t=_num(ev.get("attach_t")),
+            detach_t=_num(ev.get("detach_t")),
+            access_cnt=_int(ev.get("access_cnt")),
+            remotes=tuple(str(r) for r in remotes) if isinstance(remotes, list) else None,
+            n_blks=_int(ev.get("n_blks")),
+            n_blks_done=_int(ev.get("n_blks_done")),
+            size=_int(ev.get("size")),
+            b_todisk=_count(ev.get("b_todisk")),
+            b_prefetch=_count(ev.get("b_prefetch")),
+        )
 
     @staticmethod
     def unknown_fields(ev: dict) -> list[str]:

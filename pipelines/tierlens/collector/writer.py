@@ -44,8 +44,16 @@ def rows_to_table(rows: list[list]) -> pa.Table:
 
 #: Columns with few distinct values, dictionary-encoded in Parquet; ids and file names are not
 #: (a dictionary of near-unique values only costs time).
-_DICTIONARY_COLUMNS = ["server_host", "server_role", "client_host", "app_name", "job_identity", "end_reason",
-                       "server_addr", "cache_remotes"]
+_DICTIONARY_COLUMNS = [
+    "server_host",
+    "server_role",
+    "client_host",
+    "app_name",
+    "job_identity",
+    "end_reason",
+    "server_addr",
+    "cache_remotes",
+]
 
 
 def write_atomic(table: pa.Table, path: Path) -> None:
@@ -54,11 +62,15 @@ def write_atomic(table: pa.Table, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     with os.fdopen(fd, "wb") as fh:
-        pq.write_table(table, fh, compression="zstd", compression_level=1,
-                       use_dictionary=[c for c in _DICTIONARY_COLUMNS if c in table.schema.names],
-                       # statistics only where queries filter (time, server): they cost a tenth of the write
-                       write_statistics=[c for c in ("start_time", "end_time", "server_host")
-                                         if c in table.schema.names])
+        pq.write_table(
+            table,
+            fh,
+            compression="zstd",
+            compression_level=1,
+            use_dictionary=[c for c in _DICTIONARY_COLUMNS if c in table.schema.names],
+            # statistics only where queries filter (time, server): they cost a tenth of the write
+            write_statistics=[c for c in ("start_time", "end_time", "server_host") if c in table.schema.names],
+        )
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
@@ -112,7 +124,8 @@ class BatchWriter:
 
     def due(self) -> bool:
         return self.pending >= self.max_rows or (
-            self.pending > 0 and self.first_at is not None and time.monotonic() - self.first_at >= self.max_seconds)
+            self.pending > 0 and self.first_at is not None and time.monotonic() - self.first_at >= self.max_seconds
+        )
 
     def take(self) -> pa.Table:
         """Everything buffered as one FILE_ACCESS table; the buffer is emptied."""
@@ -126,9 +139,18 @@ class BatchWriter:
         if len(self.quarantine_buffer) >= self.QUARANTINE_KEEP:
             self.quarantine_not_kept += 1
             return
-        self.quarantine_buffer.append(json.dumps({
-            "time": now, "sender": f"{addr[0]}:{addr[1]}" if addr else None, "reason": reason,
-            "length": len(data), "hex": bytes(data[:4096]).hex()}) + "\n")
+        self.quarantine_buffer.append(
+            json.dumps(
+                {
+                    "time": now,
+                    "sender": f"{addr[0]}:{addr[1]}" if addr else None,
+                    "reason": reason,
+                    "length": len(data),
+                    "hex": bytes(data[:4096]).hex(),
+                }
+            )
+            + "\n"
+        )
 
     def flush_quarantine(self, name: str) -> Path | None:
         if not self.quarantine_buffer:

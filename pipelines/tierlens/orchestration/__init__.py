@@ -14,12 +14,29 @@ from importlib import import_module
 
 # Where each name lives. Loaded on first use: every Airflow task process parses its DAG file, which
 # imports this package, and the synthetic site's modules alone took ~1.3 s of each such parse.
-_HOME = {"synthetic_options": "..sources.synthetic.stored", "synthetic_site_files": "..sources.synthetic.stored",
-         "interval_batches": ".intervals", "interval_folder": ".intervals",
-         "SETTINGS": ".settings", "SOURCES": ".settings", "setting": ".settings", "settings_list": ".settings",
-         "warehouse_path": ".settings",
-         **{name: ".tasks" for name in ("build_report", "ingest_condor", "ingest_slurm", "ingest_synthetic",
-                                        "ingest_xrootd", "predict_efficiency", "simulate_caches")}}
+_HOME = {
+    "synthetic_options": "..sources.synthetic.stored",
+    "synthetic_site_files": "..sources.synthetic.stored",
+    "interval_batches": ".intervals",
+    "interval_folder": ".intervals",
+    "SETTINGS": ".settings",
+    "SOURCES": ".settings",
+    "setting": ".settings",
+    "settings_list": ".settings",
+    "warehouse_path": ".settings",
+    **{
+        name: ".tasks"
+        for name in (
+            "build_report",
+            "ingest_condor",
+            "ingest_slurm",
+            "ingest_synthetic",
+            "ingest_xrootd",
+            "predict_efficiency",
+            "simulate_caches",
+        )
+    },
+}
 
 __all__ = sorted(_HOME)
 

@@ -13,8 +13,7 @@ from .settings import setting
 #: Name and URI of the Asset tierlens_ingest updates and tierlens_transform is scheduled on.
 RAW_ASSET_NAME, RAW_ASSET_URI = "tierlens_raw", "tierlens://warehouse/raw"
 
-_PRESETS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@weekly": "0 0 * * 0",
-            "@monthly": "0 0 1 * *"}
+_PRESETS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *"}
 
 
 def airflow_var(key: str) -> str | None:
@@ -75,8 +74,14 @@ def dag_default_args() -> dict:
 def dag_kwargs(dag_id: str, schedule_setting: str | None = None, **overrides) -> dict:
     """What every tierlens DAG shares: its schedule (a timetable from ``schedule_setting``), start,
     catch-up, one run at a time, the default args and the tag; ``overrides`` replace any of them."""
-    kwargs = {"dag_id": dag_id, "start_date": dag_start_date(), "catchup": dag_catchup(), "max_active_runs": 1,
-              "default_args": dag_default_args(), "tags": ["tierlens"]}
+    kwargs = {
+        "dag_id": dag_id,
+        "start_date": dag_start_date(),
+        "catchup": dag_catchup(),
+        "max_active_runs": 1,
+        "default_args": dag_default_args(),
+        "tags": ["tierlens"],
+    }
     if schedule_setting is not None:
         kwargs["schedule"] = dag_timetable(schedule_setting)
     return kwargs | overrides
@@ -88,6 +93,7 @@ def dag_kwargs(dag_id: str, schedule_setting: str | None = None, **overrides) ->
 # task is a process that parses the DAG file, so the transform DAG renders TestBehavior.NONE with
 # these converters instead: one task per node that reports the node and all its tests (a test of
 # several models counts for each of them), as the one `dbt build` ran them.
+
 
 def __getattr__(name: str):
     """``ModelBuildWatcher`` by its import path, built on first use (Cosmos is imported only then)."""
@@ -128,8 +134,9 @@ def _model_build_watcher() -> type:
                 return status
             tests = get_xcom_val(ti, self.producer_task_id, get_tests_status_xcom_key(self.model_unique_id))
             if tests is not None and not is_dbt_node_status_success(tests):
-                self.log.error("a dbt test of %s did not pass: see the task %s", self.model_unique_id,
-                               self.producer_task_id)
+                self.log.error(
+                    "a dbt test of %s did not pass: see the task %s", self.model_unique_id, self.producer_task_id
+                )
             return tests
 
         def _log_startup_events(self, ti: Any) -> None:
@@ -142,8 +149,10 @@ def _model_build_watcher() -> type:
             # here at once (every model's task its own dbt build, outside the writer's pool). A
             # retry of the task still builds the node alone.
             if is_producer_task_terminated(producer_task_state):
-                raise AirflowException(f"the build in {self.producer_task_id} ended ({producer_task_state}) "
-                                       f"without a result for {self.model_unique_id} or one of its tests")
+                raise AirflowException(
+                    f"the build in {self.producer_task_id} ended ({producer_task_state}) "
+                    f"without a result for {self.model_unique_id} or one of its tests"
+                )
             return super()._handle_no_dbt_node_status(producer_task_state, try_number, context)
 
     ModelBuildWatcher.__module__, ModelBuildWatcher.__qualname__ = __name__, "ModelBuildWatcher"
@@ -154,12 +163,24 @@ def _model_build_watcher() -> type:
 def watch_node_build(*, dag: Any, task_group: Any, node: Any, task_args: dict[str, Any], **_: Any) -> Any:
     """Cosmos node converter (RenderConfig.node_converters): a ``<node>_build`` task watching the
     node and its tests in the producer's ``dbt build``."""
-    args = {**task_args, "select": f"fqn:{'.'.join(node.fqn)}" if node.fqn else node.resource_name,
-            **node.operator_kwargs_to_override}
-    context = {"dbt_node_config": node.context_dict, "dbt_dag_task_group_identifier": dag.dag_id,
-               "package_name": node.package_name}
-    return _model_build_watcher()(task_id=f"{node.name}_build", dag=dag, task_group=task_group,
-                                  extra_context=context, has_tests=bool(node.has_test), **args)
+    args = {
+        **task_args,
+        "select": f"fqn:{'.'.join(node.fqn)}" if node.fqn else node.resource_name,
+        **node.operator_kwargs_to_override,
+    }
+    context = {
+        "dbt_node_config": node.context_dict,
+        "dbt_dag_task_group_identifier": dag.dag_id,
+        "package_name": node.package_name,
+    }
+    return _model_build_watcher()(
+        task_id=f"{node.name}_build",
+        dag=dag,
+        task_group=task_group,
+        extra_context=context,
+        has_tests=bool(node.has_test),
+        **args,
+    )
 
 
 def build_with_tests(producer: Any) -> None:

@@ -21,10 +21,10 @@ def utc(t: datetime) -> datetime:
     """A naive time is UTC; an aware one is converted."""
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
 
+
 def _in_interval(table: pa.Table, column: str, start: datetime, end: datetime) -> pa.Array:
     col = table.column(column)
-    mask = pc.and_(pc.greater_equal(col, pa.scalar(utc(start), col.type)),
-                   pc.less(col, pa.scalar(utc(end), col.type)))
+    mask = pc.and_(pc.greater_equal(col, pa.scalar(utc(start), col.type)), pc.less(col, pa.scalar(utc(end), col.type)))
     return pc.fill_null(mask, False)
 
 

@@ -31,26 +31,41 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "ingest_schedule": ("@hourly", "schedule of tierlens_ingest (cron or preset)"),
     "report_schedule": ("@weekly", "schedule of tierlens_report"),
     "simulate_schedule": ("@weekly", "schedule of tierlens_simulate"),
-    "simulate_caches": ("", "cache configurations tierlens_simulate replays, policy:size comma-separated "
-                            "(e.g. lru:11TB,slac2:11TB); empty: the DAG skips"),
+    "simulate_caches": (
+        "",
+        "cache configurations tierlens_simulate replays, policy:size comma-separated "
+        "(e.g. lru:11TB,slac2:11TB); empty: the DAG skips",
+    ),
     "simulate_role": ("", "replay only accesses to servers of this role (origin, cache); default all"),
-    "simulate_efficiency": ("analysis", "job class tierlens_simulate predicts efficiency for ('all': every "
-                                        "class); empty: no efficiency prediction"),
+    "simulate_efficiency": (
+        "analysis",
+        "job class tierlens_simulate predicts efficiency for ('all': every class); empty: no efficiency prediction",
+    ),
     "efficiency_jobs_per_node": ("4,8,16", "jobs per node of the efficiency what-if grid, comma-separated"),
     "start_date": ("2026-10-01", "first data interval of the scheduled DAGs (UTC date)"),
     "catchup": ("false", "back-fill every interval since start_date when the DAG is switched on"),
-    "raw_retention_months": ("0", "months of raw file accesses kept (before the newest one); older ones are "
-                                  "deleted after a successful transform, the marts keep them. 0: keep all"),
+    "raw_retention_months": (
+        "0",
+        "months of raw file accesses kept (before the newest one); older ones are "
+        "deleted after a successful transform, the marts keep them. 0: keep all",
+    ),
     "pool": ("tierlens_warehouse", "Airflow pool (1 slot) serialising every task that writes the warehouse"),
     "dbt_executable": ("", "dbt binary (dbt-duckdb) for Cosmos; default the dbt beside this Python"),
     "dbt_project_dir": ("", "dbt project; default the one shipped with tierlens (dbt/ of a checkout)"),
-    "dbt_target": ("duckdb", "dbt target (dbt/profiles.yml) the transform DAG builds: duckdb, spark (local "
-                             "session) or spark_thrift (a cluster, deploy/spark/README.md)"),
-    "lake": ("", "Parquet lake the spark targets read; the ingest DAG's publish task exports it for them; "
-                 "default <home>/lake"),
+    "dbt_target": (
+        "duckdb",
+        "dbt target (dbt/profiles.yml) the transform DAG builds: duckdb, spark (local "
+        "session) or spark_thrift (a cluster, deploy/spark/README.md)",
+    ),
+    "lake": (
+        "",
+        "Parquet lake the spark targets read; the ingest DAG's publish task exports it for them; default <home>/lake",
+    ),
     "spark_warehouse": ("", "spark.sql.warehouse.dir of the spark (session) target; default <home>/spark-warehouse"),
-    "dbt_select": ("", "dbt node selection rendered by Cosmos, comma-separated (e.g. +job_efficiency); "
-                       "default the whole project"),
+    "dbt_select": (
+        "",
+        "dbt node selection rendered by Cosmos, comma-separated (e.g. +job_efficiency); default the whole project",
+    ),
     "report_dir": ("", "folder of the weekly reports, one sub-folder per interval; default <home>/reports"),
     "report_email": ("", "comma-separated recipients; empty: no e-mail (uses Airflow's smtp_default)"),
     "task_timeout_minutes": ("60", "execution timeout of each task"),
@@ -59,23 +74,37 @@ SETTINGS: dict[str, tuple[str, str]] = {
     # each source's own settings (sources/registry.py)
     **{name: value for source in registry.sources() for name, value in source.settings.items()},
     # Completeness alerts of tierlens_transform (tests on marts.data_completeness, per day x subject)
-    "completeness_min_cpu_hours_tagged": ("0.90", "warn when a cluster-day has a smaller share of CPU hours "
-                                                  "from plugin-tagged jobs"),
-    "completeness_min_bytes_joined": ("0.80", "warn when a server-day has a smaller share of bytes read "
-                                              "joined to jobs"),
+    "completeness_min_cpu_hours_tagged": (
+        "0.90",
+        "warn when a cluster-day has a smaller share of CPU hours from plugin-tagged jobs",
+    ),
+    "completeness_min_bytes_joined": (
+        "0.80",
+        "warn when a server-day has a smaller share of bytes read joined to jobs",
+    ),
     "completeness_max_kernel_drops": ("0", "warn when a collector-day has more datagrams dropped by the kernel"),
-    "completeness_floor_cpu_hours_tagged": ("0.50", "fail the transform when a cluster-day's tagged CPU-hours "
-                                                    "share is below this hard floor"),
-    "completeness_floor_bytes_joined": ("0.30", "fail the transform when a server-day's joined bytes share "
-                                                "is below this hard floor"),
-    "alert_email": ("", "comma-separated recipients of completeness warnings; empty: no e-mail (uses "
-                        "Airflow's smtp_default)"),
+    "completeness_floor_cpu_hours_tagged": (
+        "0.50",
+        "fail the transform when a cluster-day's tagged CPU-hours share is below this hard floor",
+    ),
+    "completeness_floor_bytes_joined": (
+        "0.30",
+        "fail the transform when a server-day's joined bytes share is below this hard floor",
+    ),
+    "alert_email": (
+        "",
+        "comma-separated recipients of completeness warnings; empty: no e-mail (uses Airflow's smtp_default)",
+    ),
 }
 
 #: The completeness settings and the environment variables the dbt tests read them from.
-COMPLETENESS_SETTINGS = ("completeness_min_cpu_hours_tagged", "completeness_min_bytes_joined",
-                         "completeness_max_kernel_drops", "completeness_floor_cpu_hours_tagged",
-                         "completeness_floor_bytes_joined")
+COMPLETENESS_SETTINGS = (
+    "completeness_min_cpu_hours_tagged",
+    "completeness_min_bytes_joined",
+    "completeness_max_kernel_drops",
+    "completeness_floor_cpu_hours_tagged",
+    "completeness_floor_bytes_joined",
+)
 
 
 def setting(name: str, lookup: Lookup = None) -> str:

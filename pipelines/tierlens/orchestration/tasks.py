@@ -40,8 +40,9 @@ class Nothing(str):
         return self
 
 
-def _record_interval(warehouse: Path, source: str, start: datetime, end: datetime, records: int,
-                     outcome: str, reason: str | None) -> None:
+def _record_interval(
+    warehouse: Path, source: str, start: datetime, end: datetime, records: int, outcome: str, reason: str | None
+) -> None:
     """What the interval brought, as a source_interval record (data_completeness counts the ones
     that loaded nothing); a rerun of the interval replaces its row."""
     import pyarrow as pa
@@ -49,15 +50,30 @@ def _record_interval(warehouse: Path, source: str, start: datetime, end: datetim
     from ..pipeline import ingest
     from ..records import SOURCE_INTERVAL, RecordKind
 
-    row = {"source": source, "interval_start": utc(start), "interval_end": utc(end), "records": records,
-           "outcome": outcome, "reason": reason, "recorded_at": datetime.now(timezone.utc)}
-    ingest([Batch(RecordKind.SOURCE_INTERVAL, pa.Table.from_pylist([row], schema=SOURCE_INTERVAL),
-                  f"ingest {source}")], warehouse)
+    row = {
+        "source": source,
+        "interval_start": utc(start),
+        "interval_end": utc(end),
+        "records": records,
+        "outcome": outcome,
+        "reason": reason,
+        "recorded_at": datetime.now(timezone.utc),
+    }
+    ingest(
+        [Batch(RecordKind.SOURCE_INTERVAL, pa.Table.from_pylist([row], schema=SOURCE_INTERVAL), f"ingest {source}")],
+        warehouse,
+    )
 
 
 # ---- sources ----------------------------------------------------------------------------------
-def _load(source: str, batches: Iterable[Batch], warehouse: Path, start: datetime, end: datetime,
-          why_empty: EmptyReason | None = None) -> dict:
+def _load(
+    source: str,
+    batches: Iterable[Batch],
+    warehouse: Path,
+    start: datetime,
+    end: datetime,
+    why_empty: EmptyReason | None = None,
+) -> dict:
     """Load the interval's batches; while another process (a transform) holds the warehouse, land
     them instead (warehouse/landing.py) and return at once: an ingest never waits for a transform.
 
@@ -83,9 +99,13 @@ def _load(source: str, batches: Iterable[Batch], warehouse: Path, start: datetim
         # the lock is taken when the warehouse opens, before the first batch is read (the
         # interval's source_interval record is not written then: the landed batches say it)
         return head | {"landed": land(selected, warehouse), "warehouse_busy": str(e)[:300]}
-    result = head | {"batches": summary.batches, "rows_in": dict(summary.rows_in),
-                     "rows_loaded": dict(summary.rows_loaded), "rows_rejected": dict(summary.rows_rejected),
-                     "landed_loaded": landed_before[0]}
+    result = head | {
+        "batches": summary.batches,
+        "rows_in": dict(summary.rows_in),
+        "rows_loaded": dict(summary.rows_loaded),
+        "rows_rejected": dict(summary.rows_rejected),
+        "landed_loaded": landed_before[0],
+    }
     records = sum(n for kind, n in summary.rows_in.items() if kind in INTERVAL_RECORDS)
     if not records:
         reason = (why_empty or _no_records(source))(utc(start), utc(end))
@@ -94,9 +114,13 @@ def _load(source: str, batches: Iterable[Batch], warehouse: Path, start: datetim
         _record_interval(warehouse, source, start, end, 0, getattr(reason, "outcome", "no_new_records"), str(reason))
     else:
         _record_interval(warehouse, source, start, end, records, "loaded", None)
-        log.info("%s loaded %s for [%s, %s)", source,
-                 ", ".join(f"{n:,} {kind}" for kind, n in sorted(summary.rows_loaded.items())),
-                 result["start"], result["end"])
+        log.info(
+            "%s loaded %s for [%s, %s)",
+            source,
+            ", ".join(f"{n:,} {kind}" for kind, n in sorted(summary.rows_loaded.items())),
+            result["start"],
+            result["end"],
+        )
     return result
 
 
@@ -120,18 +144,22 @@ def synthetic_empty_reason(options) -> EmptyReason:
         if end <= first or start >= last:
             return Nothing(f"the interval {_interval(start, end)} is outside its window: {window}", "outside_window")
         return Nothing(f"no simulated job or file access ended in {_interval(start, end)}; {window}")
+
     return why
 
 
 def folder_empty_reason(what: str, folder: Path, pattern: str = "*.parquet") -> EmptyReason:
     """A source that reads a folder: missing, empty, or holding nothing of the interval."""
+
     def why(start: datetime, end: datetime) -> str:
         if not folder.is_dir():
-            return Nothing(f"no folder {folder}: {what} has not written there (check the setting that names it)",
-                           "not_found")
+            return Nothing(
+                f"no folder {folder}: {what} has not written there (check the setting that names it)", "not_found"
+            )
         if not any(folder.glob(pattern)):
             return Nothing(f"no {pattern} files in {folder}: {what} has written nothing yet", "not_found")
         return f"the files in {folder} hold nothing that ended in {_interval(start, end)}"
+
     return why
 
 
@@ -142,9 +170,15 @@ def ingest_synthetic(warehouse: Path, start: datetime, end: datetime, options, c
     return _load("synthetic", batches(options, cache_dir), warehouse, start, end, synthetic_empty_reason(options))
 
 
-def ingest_slurm(warehouse: Path, start: datetime, end: datetime, sacct: str = "sacct",
-                 clusters: str | None = None, spool_dirs: Iterable[Path] = (),
-                 window_hours: float = 6.0) -> dict:
+def ingest_slurm(
+    warehouse: Path,
+    start: datetime,
+    end: datetime,
+    sacct: str = "sacct",
+    clusters: str | None = None,
+    spool_dirs: Iterable[Path] = (),
+    window_hours: float = 6.0,
+) -> dict:
     """Jobs and steps that ended in [start, end) from sacct (explicit window, no watermark), plus
     the SPANK plugin's spool tags of those jobs."""
     from ..sources.slurm.sacct import SacctError, SacctRunner, WindowReport
@@ -153,35 +187,58 @@ def ingest_slurm(warehouse: Path, start: datetime, end: datetime, sacct: str = "
     retry: list[WindowReport] = []
     runner = SacctRunner(sacct=sacct, clusters=clusters or None)
     where = f" (clusters {clusters})" if clusters else ""
-    summary = _load("slurm", batches(runner, utc(start).timestamp(), utc(end).timestamp(), window_hours=window_hours,
-                                     spool=spool_dirs, retry=retry), warehouse, start, end,
-                    lambda a, b: f"sacct{where} answered and reported no job or step that ended in {_interval(a, b)}")
+    summary = _load(
+        "slurm",
+        batches(
+            runner,
+            utc(start).timestamp(),
+            utc(end).timestamp(),
+            window_hours=window_hours,
+            spool=spool_dirs,
+            retry=retry,
+        ),
+        warehouse,
+        start,
+        end,
+        lambda a, b: f"sacct{where} answered and reported no job or step that ended in {_interval(a, b)}",
+    )
     if retry:
         # what was complete is loaded; failing the task makes the scheduler run this interval again
         raise SacctError("incomplete sacct output: " + " | ".join(r.describe() for r in retry))
     return summary
 
 
-def ingest_condor(warehouse: Path, start: datetime, end: datetime, history: Iterable[Path],
-                  cluster: str = "htcondor") -> dict:
+def ingest_condor(
+    warehouse: Path, start: datetime, end: datetime, history: Iterable[Path], cluster: str = "htcondor"
+) -> dict:
     """Jobs that ended in [start, end) from HTCondor history files (incl. rotated history.*)."""
     from ..sources.condor.source import CondorSource
 
     paths = [Path(p) for p in history]
     if not paths:
         raise ValueError("condor source: set TIERLENS_CONDOR_HISTORY (history files or SPOOL folders)")
-    return _load("condor", CondorSource.open(cluster, paths).batches(), warehouse, start, end,
-                 lambda a, b: f"the history files ({', '.join(map(str, paths))}) hold no job that ended in "
-                              f"{_interval(a, b)}")
+    return _load(
+        "condor",
+        CondorSource.open(cluster, paths).batches(),
+        warehouse,
+        start,
+        end,
+        lambda a, b: f"the history files ({', '.join(map(str, paths))}) hold no job that ended in {_interval(a, b)}",
+    )
 
 
 def ingest_xrootd(warehouse: Path, start: datetime, end: datetime, batch_dir: Path) -> dict:
     """File accesses that ended in [start, end) from the collector's Parquet batches."""
     from ..collector.batches import batches
 
-    return _load("xrootd", batches(batch_dir), warehouse, start, end,
-                 folder_empty_reason("the collector (tierlens collect xrootd)", Path(batch_dir),
-                                     "file_access-*.parquet"))
+    return _load(
+        "xrootd",
+        batches(batch_dir),
+        warehouse,
+        start,
+        end,
+        folder_empty_reason("the collector (tierlens collect xrootd)", Path(batch_dir), "file_access-*.parquet"),
+    )
 
 
 # The ingest DAG's tasks, one per source as sources/registry.py names them: each reads its
@@ -195,16 +252,27 @@ def load_synthetic(warehouse: Path, start: datetime, end: datetime, lookup: Look
 
     def s(name: str) -> str:
         return setting(name, lookup)
+
     # the synthetic site starts where the schedule does unless told otherwise: a first hour
     # outside the simulated days would load nothing
-    opts = synthetic_options(s("synthetic_start") or s("start_date"), float(s("synthetic_days")),
-                             int(s("synthetic_seed")), int(s("synthetic_nodes_per_type")))
+    opts = synthetic_options(
+        s("synthetic_start") or s("start_date"),
+        float(s("synthetic_days")),
+        int(s("synthetic_seed")),
+        int(s("synthetic_nodes_per_type")),
+    )
     return ingest_synthetic(warehouse, start, end, opts, paths(lookup).synthetic)
 
 
 def load_slurm(warehouse: Path, start: datetime, end: datetime, lookup: Lookup = None) -> dict:
-    return ingest_slurm(warehouse, start, end, sacct=setting("slurm_sacct", lookup),
-                        clusters=setting("slurm_clusters", lookup) or None, spool_dirs=_paths("slurm_spool", lookup))
+    return ingest_slurm(
+        warehouse,
+        start,
+        end,
+        sacct=setting("slurm_sacct", lookup),
+        clusters=setting("slurm_clusters", lookup) or None,
+        spool_dirs=_paths("slurm_spool", lookup),
+    )
 
 
 def load_condor(warehouse: Path, start: datetime, end: datetime, lookup: Lookup = None) -> dict:
@@ -266,8 +334,12 @@ def finish_transform(warehouse: Path, begun: dict, lookup: Lookup = None) -> dic
     from ..transform import TransformResult, _finish
     from ..warehouse.history import RunRecord
 
-    record = _finish(Path(warehouse), RunRecord(**begun), [TransformResult(success=True)],
-                     int(setting("raw_retention_months", lookup) or 0))
+    record = _finish(
+        Path(warehouse),
+        RunRecord(**begun),
+        [TransformResult(success=True)],
+        int(setting("raw_retention_months", lookup) or 0),
+    )
     out = {"run": asdict(record), "published": None}
     if dbt_target(lookup) == "duckdb":
         from ..warehouse.publish import publish_with_stats
@@ -329,15 +401,21 @@ def warned_tests(run_results_file: Path) -> list[WarnedTest]:
     in dbt's order: what a DAG run must mark. Errors and failures are not warnings: they fail
     their task instead."""
     path = Path(run_results_file)
-    return [_warned_test(path, i, r) for i, r in enumerate(_results(path))
-            if isinstance(r, dict) and r.get("status") == "warn"]
+    return [
+        _warned_test(path, i, r)
+        for i, r in enumerate(_results(path))
+        if isinstance(r, dict) and r.get("status") == "warn"
+    ]
 
 
 def judged_tests(run_results_file: Path) -> list[str]:
     """The tests of one dbt invocation that ran to a verdict (pass, warn or fail): only their
     conditions can be said to have cleared."""
-    return [r["unique_id"] for r in _results(Path(run_results_file))
-            if isinstance(r, dict) and r.get("status") in JUDGED and str(r.get("unique_id", "")).startswith("test.")]
+    return [
+        r["unique_id"]
+        for r in _results(Path(run_results_file))
+        if isinstance(r, dict) and r.get("status") in JUDGED and str(r.get("unique_id", "")).startswith("test.")
+    ]
 
 
 def _warned_test(path: Path, index: int, result: dict) -> WarnedTest:
@@ -380,8 +458,15 @@ def failing_rows(warehouse: Path, warned: list[WarnedTest], attempts: int = 10) 
                 return warned, f"{w.unique_id}: {e}"
             names = [d[0] for d in cur.description]
             rows = [dict(zip(names, r)) for r in cur.fetchall()]
-            out.append(WarnedTest(w.unique_id, w.failures, w.message, w.compiled_sql,
-                                  tuple(sorted(f"{r.get('day')} {r.get('subject', '')}".strip() for r in rows))))
+            out.append(
+                WarnedTest(
+                    w.unique_id,
+                    w.failures,
+                    w.message,
+                    w.compiled_sql,
+                    tuple(sorted(f"{r.get('day')} {r.get('subject', '')}".strip() for r in rows)),
+                )
+            )
     finally:
         con.close()
     return out, None
@@ -400,7 +485,7 @@ def conditions_of(warned: list[WarnedTest]) -> dict[str, str]:
     out: dict[str, str] = {}
     for w in warned:
         name = test_name(w.unique_id)
-        for key in ([f"{name} | {row}" for row in w.rows] or [name]):
+        for key in [f"{name} | {row}" for row in w.rows] or [name]:
             out[key] = name
     return out
 
@@ -416,8 +501,9 @@ def _write_atomic(path: Path, doc: dict) -> None:
     os.replace(tmp, path)
 
 
-def new_conditions(alerts_dir: Path, dag_id: str, run_id: str, warned: list[WarnedTest],
-                   judged: Iterable[str]) -> tuple[list[str], list[str]]:
+def new_conditions(
+    alerts_dir: Path, dag_id: str, run_id: str, warned: list[WarnedTest], judged: Iterable[str]
+) -> tuple[list[str], list[str]]:
     """Remember which conditions were alerted, so that each is alerted once: returns (new, still
     open). A condition of a test that ran to a verdict (``judged``) and no longer found it is
     forgotten, so if it comes back it is alerted again; one of a test that did not run (a
@@ -430,23 +516,35 @@ def new_conditions(alerts_dir: Path, dag_id: str, run_id: str, warned: list[Warn
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}: line {e.lineno}, column {e.colno}: not JSON ({e.msg})") from e
         if not isinstance(doc, dict) or doc.get("format_version") != CONDITIONS_FORMAT_VERSION:
-            raise ValueError(f"{path}: field 'format_version': expected {CONDITIONS_FORMAT_VERSION}, got "
-                             f"{doc.get('format_version') if isinstance(doc, dict) else doc!r}")
+            raise ValueError(
+                f"{path}: field 'format_version': expected {CONDITIONS_FORMAT_VERSION}, got "
+                f"{doc.get('format_version') if isinstance(doc, dict) else doc!r}"
+            )
         known = doc.get("open") or {}
     now = conditions_of(warned)
     judged = {test_name(t) for t in judged} | set(now.values())
     kept = {k: v for k, v in known.items() if k in now or v.get("test") not in judged}
     new = [k for k in now if k not in kept]
     for k in new:
-        kept[k] = {"test": now[k], "first_alerted_run": run_id,
-                   "first_alerted_at": datetime.now(timezone.utc).isoformat()}
+        kept[k] = {
+            "test": now[k],
+            "first_alerted_run": run_id,
+            "first_alerted_at": datetime.now(timezone.utc).isoformat(),
+        }
     _write_atomic(path, {"format_version": CONDITIONS_FORMAT_VERSION, "dag_id": dag_id, "open": kept})
     return new, [k for k in now if k not in new]
 
 
-def record_alert(alerts_dir: Path, dag_id: str, run_id: str, tests: list[str], results: list[str],
-                 failures: list[int | None] | None = None, conditions: list[str] | None = None,
-                 still_open: list[str] | None = None) -> Path:
+def record_alert(
+    alerts_dir: Path,
+    dag_id: str,
+    run_id: str,
+    tests: list[str],
+    results: list[str],
+    failures: list[int | None] | None = None,
+    conditions: list[str] | None = None,
+    still_open: list[str] | None = None,
+) -> Path:
     """Write what warned in a DAG run to <alerts_dir>/<dag_id>/<run_id>.json (alerts_dir: Paths.alerts);
     returns the file. ``failures``: the rows each test found, in the order of ``tests``;
     ``conditions``: the ones this run alerts for (new since the last alert), ``still_open``: those
@@ -458,10 +556,20 @@ def record_alert(alerts_dir: Path, dag_id: str, run_id: str, tests: list[str], r
     folder = Path(alerts_dir) / dag_id
     safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in run_id)
     path = folder / f"{safe}.json"
-    _write_atomic(path, {"format_version": ALERT_FORMAT_VERSION, "dag_id": dag_id, "run_id": run_id,
-                         "tests": tests, "results": results, "failures": failures,
-                         "conditions": conditions or [], "still_open": still_open or [],
-                         "written_at": datetime.now(timezone.utc).isoformat()})
+    _write_atomic(
+        path,
+        {
+            "format_version": ALERT_FORMAT_VERSION,
+            "dag_id": dag_id,
+            "run_id": run_id,
+            "tests": tests,
+            "results": results,
+            "failures": failures,
+            "conditions": conditions or [],
+            "still_open": still_open or [],
+            "written_at": datetime.now(timezone.utc).isoformat(),
+        },
+    )
     return path
 
 
@@ -479,8 +587,15 @@ class MartsMissing(RuntimeError):
     """The warehouse has not been through dbt yet (no marts.job_io_profile)."""
 
 
-def predict_efficiency(warehouse: Path, start: datetime, end: datetime, job_class: str,
-                       jobs_per_node: list[float], caches: list, state_dir: Path | None = None) -> dict:
+def predict_efficiency(
+    warehouse: Path,
+    start: datetime,
+    end: datetime,
+    job_class: str,
+    jobs_per_node: list[float],
+    caches: list,
+    state_dir: Path | None = None,
+) -> dict:
     """Calibrate the efficiency model on the jobs that ended in [start, end), predict the grid
     (no cache plus each ``caches`` entry, simulator.whatif.CacheOption), write the run back and
     rebuild the marts that compare measured and predicted. A rerun of the same interval replaces its run."""
@@ -489,22 +604,33 @@ def predict_efficiency(warehouse: Path, start: datetime, end: datetime, job_clas
     from ..warehouse import Warehouse
 
     options = whatif.EfficiencyOptions(
-        job_class=None if job_class == "all" else job_class, jobs_per_node=tuple(jobs_per_node),
-        caches=(whatif.CacheOption(),) + tuple(caches), start=utc(start).isoformat(), end=utc(end).isoformat())
+        job_class=None if job_class == "all" else job_class,
+        jobs_per_node=tuple(jobs_per_node),
+        caches=(whatif.CacheOption(),) + tuple(caches),
+        start=utc(start).isoformat(),
+        end=utc(end).isoformat(),
+    )
     with Warehouse(warehouse) as w:
-        has_profile = w.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = "
-                                    "'marts' AND table_name = 'job_io_profile'").fetchone()[0]
+        has_profile = w.con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+            "'marts' AND table_name = 'job_io_profile'"
+        ).fetchone()[0]
         if not has_profile:
             raise MartsMissing(f"{warehouse} has no marts.job_io_profile: run the transform first")
         run = whatif.run(w.con, options)
         run_id = store.write_efficiency(w.con, run)
     refresh_efficiency_marts(Path(warehouse), state_dir or Path(warehouse).parent / "dbt-efficiency")
-    return {"run_id": run_id, "jobs": len(run.profiles), "structural_error": run.calibration.structural_error,
-            "predictions": run.predictions.num_rows}
+    return {
+        "run_id": run_id,
+        "jobs": len(run.profiles),
+        "structural_error": run.calibration.structural_error,
+        "predictions": run.predictions.num_rows,
+    }
 
 
-def simulate_caches(warehouse: Path, start: datetime, end: datetime, caches: list,
-                    role: str | None = None, ssd: str | None = None) -> dict:
+def simulate_caches(
+    warehouse: Path, start: datetime, end: datetime, caches: list, role: str | None = None, ssd: str | None = None
+) -> dict:
     """Replay the file accesses opened in [start, end) through each cache configuration
     (simulator.whatif.CacheOption) and write the runs to the warehouse (sim_cache_runs, sim_cache_hourly).
 
@@ -526,7 +652,13 @@ def simulate_caches(warehouse: Path, start: datetime, end: datetime, caches: lis
     with Warehouse(warehouse) as w:
         ssd_row = store.catalog_ssd(w.con, ssd or None)
         for r in results:
-            runs.append({"run_id": store.write_run(w.con, r, ssd_row), "policy": r.params.policy,
-                         "capacity_bytes": r.params.capacity_bytes, "hit_ratio": r.hit_ratio,
-                         "byte_hit_ratio": r.byte_hit_ratio})
+            runs.append(
+                {
+                    "run_id": store.write_run(w.con, r, ssd_row),
+                    "policy": r.params.policy,
+                    "capacity_bytes": r.params.capacity_bytes,
+                    "hit_ratio": r.hit_ratio,
+                    "byte_hit_ratio": r.byte_hit_ratio,
+                }
+            )
     return {"accesses": len(trace), "runs": runs}

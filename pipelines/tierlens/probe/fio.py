@@ -41,9 +41,9 @@ class ProbeRefused(Exception):
 class ProbeOptions:
     path: Path
     node: str | None = None
-    seconds: float = 60.0               # the whole job set
-    slots: int | None = None            # processes of the full-node jobs [default: cores]
-    file_bytes: int = 1024 ** 3         # bytes of files one job uses, over all its processes
+    seconds: float = 60.0  # the whole job set
+    slots: int | None = None  # processes of the full-node jobs [default: cores]
+    file_bytes: int = 1024**3  # bytes of files one job uses, over all its processes
     fio: str = "fio"
     #: write past the fast-write region within this budget (probe/sustained.py); None: do not
     sustained: Budget | None = None
@@ -66,8 +66,12 @@ def fio_version(fio: str = "fio") -> str:
 
 
 def _ours(entry: Path) -> bool:
-    return (entry.name.startswith(WORKDIR_PREFIX) and entry.is_dir() and not entry.is_symlink()
-            and (entry / MARKER).is_file())
+    return (
+        entry.name.startswith(WORKDIR_PREFIX)
+        and entry.is_dir()
+        and not entry.is_symlink()
+        and (entry / MARKER).is_file()
+    )
 
 
 def check_path(path: Path) -> list[Path]:
@@ -82,16 +86,20 @@ def check_path(path: Path) -> list[Path]:
         (leftovers if _ours(entry) else foreign).append(entry)
     if foreign:
         names = ", ".join(e.name for e in foreign[:5]) + (" ..." if len(foreign) > 5 else "")
-        raise ProbeRefused(f"{path} holds {len(foreign)} entr{'y' if len(foreign) == 1 else 'ies'} the probe did not "
-                           f"create ({names}); give an empty directory on the device to probe")
+        raise ProbeRefused(
+            f"{path} holds {len(foreign)} entr{'y' if len(foreign) == 1 else 'ies'} the probe did not "
+            f"create ({names}); give an empty directory on the device to probe"
+        )
     return leftovers
 
 
 def check_space(path: Path, need: int) -> None:
     free = shutil.disk_usage(path).free
     if free < need + SPACE_MARGIN_BYTES:
-        raise ProbeRefused(f"{path}: {free / 1e9:.2f} GB free, the probe needs {(need + SPACE_MARGIN_BYTES) / 1e9:.2f} GB "
-                           f"(lower --file-size)")
+        raise ProbeRefused(
+            f"{path}: {free / 1e9:.2f} GB free, the probe needs {(need + SPACE_MARGIN_BYTES) / 1e9:.2f} GB "
+            f"(lower --file-size)"
+        )
 
 
 def direct_io_supported(workdir: Path) -> bool:
@@ -107,14 +115,28 @@ def direct_io_supported(workdir: Path) -> bool:
     return True
 
 
-def fio_args(job: ProbeJob, workdir: Path, runtime_s: float, slots: int, file_bytes: int, direct: bool,
-             fio: str = "fio") -> list[str]:
+def fio_args(
+    job: ProbeJob, workdir: Path, runtime_s: float, slots: int, file_bytes: int, direct: bool, fio: str = "fio"
+) -> list[str]:
     procs = job.processes(slots)
     per_proc = max(file_bytes // procs // job.block_size, 4) * job.block_size
-    args = [fio, f"--name={job.name}", f"--directory={workdir}", f"--rw={job.rw}", f"--bs={job.block_size}",
-            f"--size={per_proc}", f"--numjobs={procs}", "--ioengine=psync", "--iodepth=1",
-            f"--direct={int(direct)}", "--time_based=1", f"--runtime={max(int(runtime_s * 1000), 200)}ms",
-            "--group_reporting=1", "--unlink=1", "--output-format=json"]
+    args = [
+        fio,
+        f"--name={job.name}",
+        f"--directory={workdir}",
+        f"--rw={job.rw}",
+        f"--bs={job.block_size}",
+        f"--size={per_proc}",
+        f"--numjobs={procs}",
+        "--ioengine=psync",
+        "--iodepth=1",
+        f"--direct={int(direct)}",
+        "--time_based=1",
+        f"--runtime={max(int(runtime_s * 1000), 200)}ms",
+        "--group_reporting=1",
+        "--unlink=1",
+        "--output-format=json",
+    ]
     if job.rw == "write" and not direct:
         args.append("--end_fsync=1")  # buffered writes count only once they reach the device
     return args
@@ -127,9 +149,12 @@ def parse_fio(text: str, job: ProbeJob) -> dict:
     side = res["write" if job.rw == "write" else "read"]
     pct = side.get("clat_ns", {}).get("percentile", {})
     p99 = pct.get("99.000000")
-    return {"bandwidth_bytes_per_second": float(side["bw_bytes"]), "iops": float(side["iops"]),
-            "mean_latency_seconds": float(side["lat_ns"]["mean"]) / 1e9,
-            "p99_latency_seconds": float(p99) / 1e9 if p99 is not None else None}
+    return {
+        "bandwidth_bytes_per_second": float(side["bw_bytes"]),
+        "iops": float(side["iops"]),
+        "mean_latency_seconds": float(side["lat_ns"]["mean"]) / 1e9,
+        "p99_latency_seconds": float(p99) / 1e9 if p99 is not None else None,
+    }
 
 
 def run_probe(options: ProbeOptions, detect=None) -> pa.Table:
@@ -144,10 +169,11 @@ def run_probe(options: ProbeOptions, detect=None) -> pa.Table:
     if budget is not None:  # never fill the device: at most 80 % of what is free, said in the row count
         free = shutil.disk_usage(path).free - SPACE_MARGIN_BYTES
         if free < budget.window_bytes * 2:
-            raise ProbeRefused(f"{path}: {free / 1e9:.2f} GB free is too little for a sustained write "
-                               f"(lower --sustained-bytes, or 0 to skip it)")
-        budget = Budget(min(budget.max_bytes, 0.8 * free), budget.max_seconds, budget.min_bytes,
-                        budget.window_bytes)
+            raise ProbeRefused(
+                f"{path}: {free / 1e9:.2f} GB free is too little for a sustained write "
+                f"(lower --sustained-bytes, or 0 to skip it)"
+            )
+        budget = Budget(min(budget.max_bytes, 0.8 * free), budget.max_seconds, budget.min_bytes, budget.window_bytes)
     for old in leftovers:
         shutil.rmtree(old)
     found = detect(str(path))
@@ -167,17 +193,44 @@ def run_probe(options: ProbeOptions, detect=None) -> pa.Table:
             began = time.perf_counter()
             out = subprocess.run(args, capture_output=True, text=True, timeout=runtime * 4 + 120)
             if out.returncode != 0:
-                raise RuntimeError(f"fio job {job.name} on {path} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
-            rows.append({"probe_id": probe_id, "node": options.node_name, "path": str(path),
-                         "storage_type": found.storage_type, "device_models": list(found.device_models),
-                         "tool": "fio", "tool_version": version, "job_name": job.name, "rw": job.rw,
-                         "block_size_bytes": job.block_size, "queue_depth": 1,
-                         "processes": job.processes(options.node_slots), "direct_io": direct,
-                         "seconds": time.perf_counter() - began, **parse_fio(out.stdout, job),
-                         "probed_at": started})
+                raise RuntimeError(
+                    f"fio job {job.name} on {path} failed ({out.returncode}): {out.stderr.strip()[-500:]}"
+                )
+            rows.append(
+                {
+                    "probe_id": probe_id,
+                    "node": options.node_name,
+                    "path": str(path),
+                    "storage_type": found.storage_type,
+                    "device_models": list(found.device_models),
+                    "tool": "fio",
+                    "tool_version": version,
+                    "job_name": job.name,
+                    "rw": job.rw,
+                    "block_size_bytes": job.block_size,
+                    "queue_depth": 1,
+                    "processes": job.processes(options.node_slots),
+                    "direct_io": direct,
+                    "seconds": time.perf_counter() - began,
+                    **parse_fio(out.stdout, job),
+                    "probed_at": started,
+                }
+            )
         if budget is not None:
-            common = {k: rows[0][k] for k in ("probe_id", "node", "path", "storage_type", "device_models", "tool",
-                                              "tool_version", "direct_io", "probed_at")}
+            common = {
+                k: rows[0][k]
+                for k in (
+                    "probe_id",
+                    "node",
+                    "path",
+                    "storage_type",
+                    "device_models",
+                    "tool",
+                    "tool_version",
+                    "direct_io",
+                    "probed_at",
+                )
+            }
             rows += [{**common, **r} for r in run_sustained(workdir, options, budget, direct)]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -205,10 +258,25 @@ def run_sustained(workdir: Path, options: ProbeOptions, budget: Budget, direct: 
     slots = options.node_slots
     per_proc = max(int(budget.max_bytes // slots // BLOCK_BYTES), 1) * BLOCK_BYTES
     log = workdir / "sustained"
-    args = [options.fio, "--name=sustained_write", f"--directory={workdir}", "--rw=write", f"--bs={BLOCK_BYTES}",
-            f"--size={per_proc}", f"--numjobs={slots}", "--ioengine=psync", "--iodepth=1", f"--direct={int(direct)}",
-            f"--runtime={int(budget.max_seconds)}s", "--group_reporting=1", "--unlink=1", "--output-format=json",
-            f"--write_bw_log={log}", "--log_avg_msec=1000", "--per_job_logs=0"]
+    args = [
+        options.fio,
+        "--name=sustained_write",
+        f"--directory={workdir}",
+        "--rw=write",
+        f"--bs={BLOCK_BYTES}",
+        f"--size={per_proc}",
+        f"--numjobs={slots}",
+        "--ioengine=psync",
+        "--iodepth=1",
+        f"--direct={int(direct)}",
+        f"--runtime={int(budget.max_seconds)}s",
+        "--group_reporting=1",
+        "--unlink=1",
+        "--output-format=json",
+        f"--write_bw_log={log}",
+        "--log_avg_msec=1000",
+        "--per_job_logs=0",
+    ]
     if not direct:
         args.append("--end_fsync=1")
     out = subprocess.run(args, capture_output=True, text=True, timeout=budget.max_seconds * 2 + 300)
@@ -245,15 +313,39 @@ def read_under_write(workdir: Path, options: ProbeOptions, direct: bool, seconds
     writers = max(options.node_slots - 1, 1)
     per_writer = max(options.file_bytes // writers // BLOCK_BYTES, 4) * BLOCK_BYTES
     reader = ProbeJob("read_under_write", "randread", 128 * 1024, False)
-    common = [f"--directory={workdir}", "--ioengine=psync", "--iodepth=1", f"--direct={int(direct)}",
-              "--time_based=1", f"--runtime={int(seconds)}s", "--unlink=1"]
-    args = [options.fio, "--output-format=json", "--group_reporting=1",
-            "--name=writers", "--rw=write", f"--bs={BLOCK_BYTES}", f"--size={per_writer}", f"--numjobs={writers}", *common,
-            "--name=read_under_write", "--new_group", "--rw=randread", "--bs=131072",
-            f"--size={max(options.file_bytes // 4, 16 * 1024 * 1024)}", "--numjobs=1", *common]
+    common = [
+        f"--directory={workdir}",
+        "--ioengine=psync",
+        "--iodepth=1",
+        f"--direct={int(direct)}",
+        "--time_based=1",
+        f"--runtime={int(seconds)}s",
+        "--unlink=1",
+    ]
+    args = [
+        options.fio,
+        "--output-format=json",
+        "--group_reporting=1",
+        "--name=writers",
+        "--rw=write",
+        f"--bs={BLOCK_BYTES}",
+        f"--size={per_writer}",
+        f"--numjobs={writers}",
+        *common,
+        "--name=read_under_write",
+        "--new_group",
+        "--rw=randread",
+        "--bs=131072",
+        f"--size={max(options.file_bytes // 4, 16 * 1024 * 1024)}",
+        "--numjobs=1",
+        *common,
+    ]
     began = time.perf_counter()
     out = subprocess.run(args, capture_output=True, text=True, timeout=seconds * 4 + 300)
     if out.returncode != 0:
         raise RuntimeError(f"fio read-under-write in {workdir} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
-    return {"block_size_bytes": reader.block_size, "seconds": time.perf_counter() - began,
-            **parse_fio(out.stdout, reader)}
+    return {
+        "block_size_bytes": reader.block_size,
+        "seconds": time.perf_counter() - began,
+        **parse_fio(out.stdout, reader),
+    }

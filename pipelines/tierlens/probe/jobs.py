@@ -24,9 +24,9 @@ MIB = 1024 * KIB
 @dataclass(frozen=True)
 class ProbeJob:
     name: str
-    rw: str              # fio rw=: write, read, randread
-    block_size: int      # bytes
-    full_node: bool      # one process per job slot, else one process
+    rw: str  # fio rw=: write, read, randread
+    block_size: int  # bytes
+    full_node: bool  # one process per job slot, else one process
 
     def processes(self, slots: int) -> int:
         return max(slots, 1) if self.full_node else 1

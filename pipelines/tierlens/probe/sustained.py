@@ -57,10 +57,10 @@ class Budget:
 
 @dataclass(frozen=True)
 class Sustained:
-    burst_rate: float          # bytes/s over the first windows
-    burst_bytes: float         # written before the rate fell below CLIFF_FRACTION of it
-    steady_rate: float         # bytes/s over the last half of the bytes written
-    steady: bool               # True: the rate settled; False: the budget ran out first
+    burst_rate: float  # bytes/s over the first windows
+    burst_bytes: float  # written before the rate fell below CLIFF_FRACTION of it
+    steady_rate: float  # bytes/s over the last half of the bytes written
+    steady: bool  # True: the rate settled; False: the budget ran out first
     bytes_written: float
     seconds: float
 
@@ -87,9 +87,9 @@ def analyse(window_bytes: np.ndarray, window_seconds: np.ndarray, min_bytes: flo
 def is_steady(b: np.ndarray, s: np.ndarray, min_bytes: float) -> tuple[bool, float]:
     """(stable?, rate over the last half of the bytes)."""
     total = b.sum()
-    before = np.cumsum(b) - b                      # bytes written before each window
+    before = np.cumsum(b) - b  # bytes written before each window
     start = int(np.argmax(before >= total / 2)) if (before >= total / 2).any() else len(b) - 1
-    start = max(min(start, len(b) - 2), 0)         # two windows at least, when there are two
+    start = max(min(start, len(b) - 2), 0)  # two windows at least, when there are two
     half = np.arange(len(b)) >= start
     rate = float(b[half].sum() / s[half].sum())
     rates = b[half] / s[half]
@@ -100,13 +100,26 @@ def is_steady(b: np.ndarray, s: np.ndarray, min_bytes: float) -> tuple[bool, flo
 def rows(result: Sustained, read: dict | None, slots: int) -> list[dict]:
     """device_probe fields (job, pattern, figures) for a sustained-write result."""
     base = {"rw": "write", "block_size_bytes": BLOCK_BYTES, "queue_depth": 1, "processes": max(slots, 1)}
-    out = [dict(base, job_name="sustained_write_burst", seconds=result.burst_seconds,
-                bandwidth_bytes_per_second=result.burst_rate, iops=result.burst_rate / BLOCK_BYTES,
-                mean_latency_seconds=max(slots, 1) * BLOCK_BYTES / result.burst_rate, p99_latency_seconds=None),
-           dict(base, job_name="sustained_write" if result.steady else "sustained_write_budget",
-                seconds=result.seconds, bandwidth_bytes_per_second=result.steady_rate,
-                iops=result.steady_rate / BLOCK_BYTES,
-                mean_latency_seconds=max(slots, 1) * BLOCK_BYTES / result.steady_rate, p99_latency_seconds=None)]
+    out = [
+        dict(
+            base,
+            job_name="sustained_write_burst",
+            seconds=result.burst_seconds,
+            bandwidth_bytes_per_second=result.burst_rate,
+            iops=result.burst_rate / BLOCK_BYTES,
+            mean_latency_seconds=max(slots, 1) * BLOCK_BYTES / result.burst_rate,
+            p99_latency_seconds=None,
+        ),
+        dict(
+            base,
+            job_name="sustained_write" if result.steady else "sustained_write_budget",
+            seconds=result.seconds,
+            bandwidth_bytes_per_second=result.steady_rate,
+            iops=result.steady_rate / BLOCK_BYTES,
+            mean_latency_seconds=max(slots, 1) * BLOCK_BYTES / result.steady_rate,
+            p99_latency_seconds=None,
+        ),
+    ]
     if read is not None:
         out.append(dict(read, job_name="read_under_write", rw="randread", queue_depth=1, processes=1))
     return out

@@ -88,8 +88,13 @@ def _render(title: str, warehouse: Path, sections: list[Section]) -> str:
     )
 
 
-def build_report(warehouse: Path, out_dir: Path, title: str = "tierlens site report", *,
-                 specs: Sequence[SectionSpec] = registry.REGISTRY) -> ReportResult:
+def build_report(
+    warehouse: Path,
+    out_dir: Path,
+    title: str = "tierlens site report",
+    *,
+    specs: Sequence[SectionSpec] = registry.REGISTRY,
+) -> ReportResult:
     """Write ``out_dir/report.html`` and its CSV files from the marts of ``warehouse``.
 
     The warehouse is opened read-only. Raises ``FileNotFoundError`` when it does not exist; a

@@ -31,15 +31,25 @@ def price_against_efficiency(rows: Sequence[dict[str, Any]]) -> Figure:
             continue
         xs = [_f(r["efficiency"]) for r in pts]
         ys = [_f(r["price_per_1000_core_hours"]) for r in pts]
-        xerr = [[x - _f(r["efficiency_low"]) for x, r in zip(xs, pts)],
-                [_f(r["efficiency_high"]) - x for x, r in zip(xs, pts)]]
-        yerr = [[y - _f(r["price_per_1000_core_hours_low"]) for y, r in zip(ys, pts)],
-                [_f(r["price_per_1000_core_hours_high"]) - y for y, r in zip(ys, pts)]]
-        ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, fmt="o", color=colour, capsize=2, elinewidth=1,
-                    label=f"{evidence} (95 %)")
+        xerr = [
+            [x - _f(r["efficiency_low"]) for x, r in zip(xs, pts)],
+            [_f(r["efficiency_high"]) - x for x, r in zip(xs, pts)],
+        ]
+        yerr = [
+            [y - _f(r["price_per_1000_core_hours_low"]) for y, r in zip(ys, pts)],
+            [_f(r["price_per_1000_core_hours_high"]) - y for y, r in zip(ys, pts)],
+        ]
+        ax.errorbar(
+            xs, ys, xerr=xerr, yerr=yerr, fmt="o", color=colour, capsize=2, elinewidth=1, label=f"{evidence} (95 %)"
+        )
         for x, y, r in zip(xs, ys, pts):
-            ax.annotate(f"{r['config_name']} ×{r['jobs_per_node']:g}", (x, y), fontsize=7,
-                        xytext=(4, 3), textcoords="offset points")
+            ax.annotate(
+                f"{r['config_name']} ×{r['jobs_per_node']:g}",
+                (x, y),
+                fontsize=7,
+                xytext=(4, 3),
+                textcoords="offset points",
+            )
     ax.xaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
     currency = next((r["currency"] for r in rows if r.get("currency")), "")
     ax.set_xlabel("predicted CPU efficiency")
@@ -74,6 +84,5 @@ def what_if_heat_map(rows: Sequence[dict[str, Any]]) -> Figure:
         ax.set_title(f"cache {cache}", fontsize=9)
         ax.grid(False)
     if image is not None:
-        fig.colorbar(image, ax=list(axes), format=PercentFormatter(xmax=1.0, decimals=0),
-                     label="predicted efficiency")
+        fig.colorbar(image, ax=list(axes), format=PercentFormatter(xmax=1.0, decimals=0), label="predicted efficiency")
     return fig

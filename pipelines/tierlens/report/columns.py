@@ -23,8 +23,10 @@ def priced(key: str, label: str, null_text: str = fmt.MISSING) -> Column:
 
 def interval(prefix: str, kind: str, label: str = "95 %", csv_only: bool = False) -> tuple[Column, Column]:
     """The bounds ``<prefix>_low`` and ``<prefix>_high`` of a 95 % interval."""
-    return (Column(f"{prefix}_low", f"{label} low", kind, csv_only=csv_only),
-            Column(f"{prefix}_high", f"{label} high", kind, csv_only=csv_only))
+    return (
+        Column(f"{prefix}_low", f"{label} low", kind, csv_only=csv_only),
+        Column(f"{prefix}_high", f"{label} high", kind, csv_only=csv_only),
+    )
 
 
 #: Sums of a group of jobs (marts.efficiency_by_group summed), after its key columns.
@@ -71,8 +73,10 @@ _ARM_MEASURES = {
 
 def arm(arm_name: str, *measures: str, csv_only: bool = False) -> tuple[Column, ...]:
     """The columns of ``measures`` for one arm ('a' or 'b'), in the order given."""
-    return tuple(Column(f"{m}_{arm_name}", f"{_ARM_MEASURES[m][0]} {arm_name.upper()}", _ARM_MEASURES[m][1],
-                        csv_only=csv_only) for m in measures)
+    return tuple(
+        Column(f"{m}_{arm_name}", f"{_ARM_MEASURES[m][0]} {arm_name.upper()}", _ARM_MEASURES[m][1], csv_only=csv_only)
+        for m in measures
+    )
 
 
 def arms(*measures: str, csv_only: bool = False) -> tuple[Column, ...]:

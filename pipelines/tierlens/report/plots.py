@@ -30,8 +30,18 @@ BLUE = "#1f5fbf"
 GREEN = "#2e9e44"
 ARM_COLOURS = ("#d9822b", "#1f5fbf", "#7a4fb5", "#2e9e44", "#888888")
 #: More categories than ARM_COLOURS (six storage types, many servers): Tableau's ten, then twenty.
-_MANY_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                 "#bcbd22", "#17becf")
+_MANY_COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 MEAN_MARKER_COLOUR = "#222222"
 LIMIT_COLOUR = "#c0392b"
 
@@ -94,7 +104,8 @@ def _is_daily(xs: Sequence[Any]) -> bool:
     return bool(values) and all(
         (isinstance(x, dt.date) and not isinstance(x, dt.datetime))
         or (isinstance(x, dt.datetime) and (x.hour, x.minute, x.second, x.microsecond) == (0, 0, 0, 0))
-        for x in values)
+        for x in values
+    )
 
 
 def _date_axis(ax: Axes, xs: Sequence[Any] = ()) -> None:
@@ -143,15 +154,29 @@ class _Line:
     linestyle: str = "-"
 
 
-def _lines_over_time(rows: Sequence[dict[str, Any]], x_key: str, lines: Sequence[_Line], *, ylabel: str,
-                     height: float = 3.8, markersize: float = 3) -> Axes:
+def _lines_over_time(
+    rows: Sequence[dict[str, Any]],
+    x_key: str,
+    lines: Sequence[_Line],
+    *,
+    ylabel: str,
+    height: float = 3.8,
+    markersize: float = 3,
+) -> Axes:
     """One line per ``lines`` entry over the dates or times in ``x_key``; the caller adds the legend."""
     ax = _axes(9.0, height)
     xs = [r[x_key] for r in rows]
     marker = _marker(len(xs))
     for line in lines:
-        ax.plot(xs, [_f(r[line.key]) for r in rows], color=line.colour, marker=marker, markersize=markersize,
-                linestyle=line.linestyle, label=line.label)
+        ax.plot(
+            xs,
+            [_f(r[line.key]) for r in rows],
+            color=line.colour,
+            marker=marker,
+            markersize=markersize,
+            linestyle=line.linestyle,
+            label=line.label,
+        )
     ax.set_ylabel(ylabel)
     _date_axis(ax, xs)
     return ax
@@ -160,8 +185,7 @@ def _lines_over_time(rows: Sequence[dict[str, Any]], x_key: str, lines: Sequence
 def _labelled_bars(ax: Axes, xs: Sequence[float], heights: Sequence[float], width: float, **style: Any) -> None:
     """Bars with their value as a percentage on top (none for a missing value)."""
     bars = ax.bar(xs, heights, width, **style)
-    ax.bar_label(bars, labels=[("" if math.isnan(h) else f"{h * 100:.1f}%") for h in heights],
-                 padding=2, fontsize=8)
+    ax.bar_label(bars, labels=[("" if math.isnan(h) else f"{h * 100:.1f}%") for h in heights], padding=2, fontsize=8)
 
 
 def _efficiency_bars_axes(ax: Axes, top: float, xlabel: str, ylabel: str) -> None:
@@ -195,10 +219,16 @@ def efficiency_by_storage(groups: Sequence[dict[str, Any]]) -> Figure:
             xs.append(j - 0.4 + width * (i + 0.5))
             effs.append(_f(row["efficiency"]))
             means.append(_f(row["mean_job_efficiency"]))
-        _labelled_bars(ax, xs, effs, width * 0.9, color=palette[i],
-                       label=f"{arm}: Σcpu / Σ(wall×cores)")
-        ax.scatter(xs, means, marker="D", s=22, color=MEAN_MARKER_COLOUR, zorder=3,
-                   label="mean job efficiency (job-weighted)" if i == 0 else None)
+        _labelled_bars(ax, xs, effs, width * 0.9, color=palette[i], label=f"{arm}: Σcpu / Σ(wall×cores)")
+        ax.scatter(
+            xs,
+            means,
+            marker="D",
+            s=22,
+            color=MEAN_MARKER_COLOUR,
+            zorder=3,
+            label="mean job efficiency (job-weighted)" if i == 0 else None,
+        )
         top = max([top] + [v for v in effs + means if not math.isnan(v)])
     ax.axhline(1.0, color=LIMIT_COLOUR, linestyle="--", linewidth=1, label="100 %")
     ax.set_xticks(range(len(storages)), storages)
@@ -210,9 +240,13 @@ def efficiency_by_storage(groups: Sequence[dict[str, Any]]) -> Figure:
 @_png
 def ab_daily(days: Sequence[dict[str, Any]]) -> Figure:
     """Two lines over days: efficiency of arm A and of arm B (ab_comparison, day grain)."""
-    ax = _lines_over_time(days, "period_start", (_Line("efficiency_a", "arm A", ARM_COLOURS[0]),
-                                                 _Line("efficiency_b", "arm B", ARM_COLOURS[1])),
-                          ylabel="CPU efficiency (Σcpu / Σ(wall×cores))", markersize=4)
+    ax = _lines_over_time(
+        days,
+        "period_start",
+        (_Line("efficiency_a", "arm A", ARM_COLOURS[0]), _Line("efficiency_b", "arm B", ARM_COLOURS[1])),
+        ylabel="CPU efficiency (Σcpu / Σ(wall×cores))",
+        markersize=4,
+    )
     _share_from_zero(ax)
     _percent(ax.yaxis, None)
     _legend_above(ax)
@@ -222,9 +256,15 @@ def ab_daily(days: Sequence[dict[str, Any]]) -> Figure:
 @_png
 def cache_gb_per_hour(hours_: Sequence[dict[str, Any]]) -> Figure:
     """The SLAC plot: GB/hour delivered from the cache (blue) and staged into it (green)."""
-    ax = _lines_over_time(hours_, "hour", (_Line("gb_delivered_from_cache", "GB delivered from cache", BLUE),
-                                           _Line("gb_staged_in", "GB staged in", GREEN)),
-                          ylabel="GB / hour")
+    ax = _lines_over_time(
+        hours_,
+        "hour",
+        (
+            _Line("gb_delivered_from_cache", "GB delivered from cache", BLUE),
+            _Line("gb_staged_in", "GB staged in", GREEN),
+        ),
+        ylabel="GB / hour",
+    )
     ax.set_ylim(bottom=0)
     _legend_above(ax)
     return ax.figure
@@ -233,9 +273,16 @@ def cache_gb_per_hour(hours_: Sequence[dict[str, Any]]) -> Figure:
 @_png
 def cache_hit_ratio(hours_: Sequence[dict[str, Any]]) -> Figure:
     """Hit ratio per hour, by requests and by bytes, all cache servers together."""
-    ax = _lines_over_time(hours_, "hour", (_Line("hit_ratio_requests", "hit ratio by requests", "#7a4fb5"),
-                                           _Line("hit_ratio_bytes", "hit ratio by bytes", BLUE, "--")),
-                          ylabel="hit ratio", height=3.2)
+    ax = _lines_over_time(
+        hours_,
+        "hour",
+        (
+            _Line("hit_ratio_requests", "hit ratio by requests", "#7a4fb5"),
+            _Line("hit_ratio_bytes", "hit ratio by bytes", BLUE, "--"),
+        ),
+        ylabel="hit ratio",
+        height=3.2,
+    )
     ax.set_ylim(0, 1.05)
     _percent(ax.yaxis, 0)
     _legend_above(ax)
@@ -250,20 +297,34 @@ def ab_difference_with_ci(days: Sequence[dict[str, Any]]) -> Figure:
     ``efficiency_ci_high`` and ``enough_data``; days without enough data are drawn hollow and grey.
     """
     ax = _axes(9.0, 3.8)
-    for enough, colour, label in ((True, ARM_COLOURS[1], "B − A, enough data"),
-                                  (False, "#999999", "B − A, not enough data to conclude")):
-        rows = [d for d in days if bool(d.get("enough_data")) == enough
-                and d.get("efficiency_difference") is not None]
+    for enough, colour, label in (
+        (True, ARM_COLOURS[1], "B − A, enough data"),
+        (False, "#999999", "B − A, not enough data to conclude"),
+    ):
+        rows = [d for d in days if bool(d.get("enough_data")) == enough and d.get("efficiency_difference") is not None]
         if not rows:
             continue
         xs = [d["period_start"] for d in rows]
         ys = [_f(d["efficiency_difference"]) for d in rows]
-        lo = [y - _f(d["efficiency_ci_low"]) if d.get("efficiency_ci_low") is not None else 0.0
-              for y, d in zip(ys, rows)]
-        hi = [_f(d["efficiency_ci_high"]) - y if d.get("efficiency_ci_high") is not None else 0.0
-              for y, d in zip(ys, rows)]
-        ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", color=colour, ecolor=colour, capsize=3,
-                    markersize=5, markerfacecolor=colour if enough else "white", label=label)
+        lo = [
+            y - _f(d["efficiency_ci_low"]) if d.get("efficiency_ci_low") is not None else 0.0 for y, d in zip(ys, rows)
+        ]
+        hi = [
+            _f(d["efficiency_ci_high"]) - y if d.get("efficiency_ci_high") is not None else 0.0
+            for y, d in zip(ys, rows)
+        ]
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=[lo, hi],
+            fmt="o",
+            color=colour,
+            ecolor=colour,
+            capsize=3,
+            markersize=5,
+            markerfacecolor=colour if enough else "white",
+            label=label,
+        )
     ax.axhline(0.0, color=LIMIT_COLOUR, linestyle="--", linewidth=1)
     ax.yaxis.set_major_formatter(POINTS)
     ax.set_ylabel("efficiency B − A (percentage points)")
@@ -279,15 +340,16 @@ def occupancy_efficiency(rows: Sequence[dict[str, Any]]) -> Figure:
     by_key = {(r["storage_type"], r["scope"]): r for r in rows}
     ax = _axes(max(6.0, min(12.0, 1.1 * len(storages) + 3)), 4.0)
     top = 1.0
-    for i, (scope, label) in enumerate((("all", "all node-hours"),
-                                        ("fully_occupied", "fully occupied node-hours"))):
+    for i, (scope, label) in enumerate((("all", "all node-hours"), ("fully_occupied", "fully occupied node-hours"))):
         ys = [_f(by_key.get((s, scope), {}).get("efficiency")) for s in storages]
-        _labelled_bars(ax, [j - 0.2 + 0.4 * i for j in range(len(storages))], ys, 0.38,
-                       color=ARM_COLOURS[i], label=label)
+        _labelled_bars(
+            ax, [j - 0.2 + 0.4 * i for j in range(len(storages))], ys, 0.38, color=ARM_COLOURS[i], label=label
+        )
         top = max([top] + [y for y in ys if not math.isnan(y)])
     ax.set_xticks(range(len(storages)), [str(s) for s in storages])
-    _efficiency_bars_axes(ax, top, "storage type of the node's scratch",
-                          "CPU efficiency (Σcpu / Σ allocated core-time)")
+    _efficiency_bars_axes(
+        ax, top, "storage type of the node's scratch", "CPU efficiency (Σcpu / Σ allocated core-time)"
+    )
     _legend_above(ax)
     return ax.figure
 
@@ -311,10 +373,16 @@ def fairness_distribution(rows: Sequence[dict[str, Any]]) -> Figure:
     """Histogram of Jain's fairness index over server × window groups, one series per server."""
     ax = _axes(9.0, 3.6)
     servers = list(dict.fromkeys(r["server_host"] for r in rows))
-    data = [[_f(r["jain_index"]) for r in rows if r["server_host"] == s and r["jain_index"] is not None]
-            for s in servers]
-    ax.hist(data, bins=[i / 20 for i in range(21)], label=[str(s) for s in servers],
-            color=colours(len(servers)), stacked=True)
+    data = [
+        [_f(r["jain_index"]) for r in rows if r["server_host"] == s and r["jain_index"] is not None] for s in servers
+    ]
+    ax.hist(
+        data,
+        bins=[i / 20 for i in range(21)],
+        label=[str(s) for s in servers],
+        color=colours(len(servers)),
+        stacked=True,
+    )
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of groups
     ax.set_xlim(0, 1.0)
     ax.set_xlabel("Jain's fairness index of the clients' bandwidths (1 = perfectly fair)")
@@ -336,8 +404,13 @@ def measured_vs_predicted(rows: Sequence[dict[str, Any]]) -> Figure:
     loo = [_f(r["loo_predicted_efficiency"]) for r in rows]
     ax.scatter(xs, loo, facecolors="none", edgecolors=ARM_COLOURS[1], label="left out of the fit")
     for x, y, r in zip(xs, ys, rows):
-        ax.annotate(f"{r['storage_type']} {r['ab_arm'] or ''}".strip(), (x, y), fontsize=7,
-                    xytext=(4, -10), textcoords="offset points")
+        ax.annotate(
+            f"{r['storage_type']} {r['ab_arm'] or ''}".strip(),
+            (x, y),
+            fontsize=7,
+            xytext=(4, -10),
+            textcoords="offset points",
+        )
     values = [v for v in xs + ys + loo if not math.isnan(v)]
     a, b = min(values) - 0.03, max(values) + 0.03
     ax.plot([a, b], [a, b], color="grey", linewidth=1, linestyle="--", label="measured = predicted")
@@ -354,13 +427,21 @@ def measured_vs_predicted(rows: Sequence[dict[str, Any]]) -> Figure:
 @_png
 def efficiency_timeline_with_changes(days: Sequence[dict[str, Any]], changes: Sequence[dict[str, Any]]) -> Figure:
     """Daily site efficiency (Σcpu / Σ(wall×cores)) with a vertical line at each recorded change."""
-    ax = _lines_over_time(days, "day", (_Line("efficiency", "site, per day", BLUE),),
-                          ylabel="CPU efficiency", markersize=4)
+    ax = _lines_over_time(
+        days, "day", (_Line("efficiency", "site, per day", BLUE),), ylabel="CPU efficiency", markersize=4
+    )
     for i, c in enumerate(changes):
-        ax.axvline(c["changed_at"], color=LIMIT_COLOUR, linestyle="--", linewidth=1,
-                   label="change" if i == 0 else None)
-        ax.annotate(str(c["label"]), (c["changed_at"], 1.0), xycoords=("data", "axes fraction"),
-                    rotation=90, va="top", ha="right", fontsize=7, color=LIMIT_COLOUR)
+        ax.axvline(c["changed_at"], color=LIMIT_COLOUR, linestyle="--", linewidth=1, label="change" if i == 0 else None)
+        ax.annotate(
+            str(c["label"]),
+            (c["changed_at"], 1.0),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            va="top",
+            ha="right",
+            fontsize=7,
+            color=LIMIT_COLOUR,
+        )
     _share_from_zero(ax)
     _percent(ax.yaxis, None)
     _legend_above(ax)
@@ -380,8 +461,7 @@ def efficiency_by_input_size(rows: Sequence[dict[str, Any]]) -> Figure:
     by_key = {(r["series"], r["bin"]): r for r in rows}
     for name, colour in zip(series, colours(len(series))):
         pts = [(j, _f(by_key[(name, b)]["efficiency"])) for j, b in enumerate(bins) if (name, b) in by_key]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=4,
-                color=colour, label=str(name))
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=4, color=colour, label=str(name))
     ax.set_xticks(range(len(bins)), bins)
     _share_from_zero(ax)
     _percent(ax.yaxis, None)

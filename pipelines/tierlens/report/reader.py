@@ -17,8 +17,7 @@ class MartReader:
     def __init__(self, con: duckdb.DuckDBPyConnection):
         self.con = con
         found = con.execute(
-            "SELECT table_schema, table_name FROM information_schema.tables "
-            "WHERE table_catalog = current_database()"
+            "SELECT table_schema, table_name FROM information_schema.tables WHERE table_catalog = current_database()"
         ).fetchall()
         self._relations = {(s.lower(), n.lower()) for s, n in found}
 
@@ -29,8 +28,7 @@ class MartReader:
         cur = self.con.execute(sql, list(params) if params is not None else None)
         names = [d[0] for d in cur.description]
         return [
-            {k: (float(v) if isinstance(v, Decimal) else v) for k, v in zip(names, values)}
-            for values in cur.fetchall()
+            {k: (float(v) if isinstance(v, Decimal) else v) for k, v in zip(names, values)} for values in cur.fetchall()
         ]
 
     def scalar(self, sql: str) -> Any:

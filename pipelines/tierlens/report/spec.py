@@ -107,18 +107,27 @@ class SectionOut:
         self.spec = spec
         self.section = section
 
-    def table(self, name: str, rows: list[dict[str, Any]], *, shown: bool | None = None,
-              columns: Sequence[Column] | None = None, **fields: Any) -> None:
+    def table(
+        self,
+        name: str,
+        rows: list[dict[str, Any]],
+        *,
+        shown: bool | None = None,
+        columns: Sequence[Column] | None = None,
+        **fields: Any,
+    ) -> None:
         """Add the declared table ``name`` with ``rows``; ``fields`` fill its caption's and labels' placeholders."""
         t = self.spec.table_spec(name)
-        self.section.tables.append(Table(
-            t.name,
-            t.caption.format(**fields) if fields else t.caption,
-            [c.labelled(**fields) for c in (columns if columns is not None else t.columns)],
-            rows,
-            flag_key=t.flag_key,
-            shown=t.shown if shown is None else shown,
-        ))
+        self.section.tables.append(
+            Table(
+                t.name,
+                t.caption.format(**fields) if fields else t.caption,
+                [c.labelled(**fields) for c in (columns if columns is not None else t.columns)],
+                rows,
+                flag_key=t.flag_key,
+                shown=t.shown if shown is None else shown,
+            )
+        )
 
     def figure(self, name: str, *data: Any) -> None:
         """Draw the declared figure ``name`` from ``data`` (the arguments of its plot function)."""

@@ -102,7 +102,7 @@ class DeviceFigures:
     write_bytes_per_second: float
     read_channels: float = 1.0
     write_channels: float = 1.0
-    evidence: str = "probe"       # probe | datasheet
+    evidence: str = "probe"  # probe | datasheet
     label: str = ""
     #: the fast-write region and the steady-state rate past it (None: no cliff measured/known)
     write_cache: WriteCache | None = None
@@ -119,8 +119,13 @@ class DeviceFigures:
             return self
         return replace(self, write_bytes_per_second=wc.steady_write_bytes_per_second)
 
-    def composed(self, raid_level: str | None, devices: int, read_request_bytes: float | None = None,
-                 chunk_bytes: float = MD_CHUNK_BYTES) -> DeviceFigures:
+    def composed(
+        self,
+        raid_level: str | None,
+        devices: int,
+        read_request_bytes: float | None = None,
+        chunk_bytes: float = MD_CHUNK_BYTES,
+    ) -> DeviceFigures:
         """The figures of ``devices`` such devices combined as ``raid_level``.
 
         By default every read is striped over all data devices (rates x data devices, one read
@@ -130,8 +135,9 @@ class DeviceFigures:
         (stage-in copies in 8 MiB blocks, many chunks) stay striped."""
         n = max(int(devices or 1), 1)
         level = (raid_level or "none").lower()
-        data = {"raid0": n, "raid1": 1, "raid10": max(n // 2, 1), "raid5": max(n - 1, 1),
-                "raid6": max(n - 2, 1)}.get(level)
+        data = {"raid0": n, "raid1": 1, "raid10": max(n // 2, 1), "raid5": max(n - 1, 1), "raid6": max(n - 2, 1)}.get(
+            level
+        )
         if data is None or n == 1:
             return self
         read_copies = n if level == "raid1" else (2 if level == "raid10" else 1)
@@ -142,19 +148,25 @@ class DeviceFigures:
         read_data = touched
         wc = self.write_cache
         if wc is not None:  # every data device has its own fast region, written in parallel
-            wc = replace(wc, cache_bytes=wc.cache_bytes * data,
-                         steady_write_bytes_per_second=wc.steady_write_bytes_per_second * data)
-        return replace(self, read_bytes_per_second=self.read_bytes_per_second * read_data,
-                       write_bytes_per_second=self.write_bytes_per_second * data,
-                       read_channels=self.read_channels * read_copies, write_cache=wc,
-                       label=f"{n}x {self.label} {level}".strip())
+            wc = replace(
+                wc,
+                cache_bytes=wc.cache_bytes * data,
+                steady_write_bytes_per_second=wc.steady_write_bytes_per_second * data,
+            )
+        return replace(
+            self,
+            read_bytes_per_second=self.read_bytes_per_second * read_data,
+            write_bytes_per_second=self.write_bytes_per_second * data,
+            read_channels=self.read_channels * read_copies,
+            write_cache=wc,
+            label=f"{n}x {self.label} {level}".strip(),
+        )
 
 
 def from_probe(rows: list[dict]) -> DeviceFigures:
     """Figures from one probe run's device_probe rows (the job set of probe/jobs.py)."""
     by = {r["job_name"]: r for r in rows}
-    missing = {"stagein_write", "rand_read_128k", "rand_read_1m", "rand_read_128k_node",
-               "stagein_write_node"} - set(by)
+    missing = {"stagein_write", "rand_read_128k", "rand_read_1m", "rand_read_128k_node", "stagein_write_node"} - set(by)
     if missing:
         raise ValueError(f"probe {rows[0]['probe_id'] if rows else '?'} lacks job(s) {', '.join(sorted(missing))}")
     small, large = by["rand_read_128k"]["mean_latency_seconds"], by["rand_read_1m"]["mean_latency_seconds"]
@@ -173,9 +185,17 @@ def from_probe(rows: list[dict]) -> DeviceFigures:
         return float(np.clip(node["iops"] / alone["iops"], 1.0, max(node["processes"], 1)))
 
     first = rows[0]
-    return DeviceFigures(first["storage_type"], access, rate, write_rate, channels("rand_read_128k"),
-                         channels("stagein_write"), "probe", ", ".join(first.get("device_models") or []),
-                         write_cache_from_probe(by, write_rate))
+    return DeviceFigures(
+        first["storage_type"],
+        access,
+        rate,
+        write_rate,
+        channels("rand_read_128k"),
+        channels("stagein_write"),
+        "probe",
+        ", ".join(first.get("device_models") or []),
+        write_cache_from_probe(by, write_rate),
+    )
 
 
 def write_cache_from_probe(by_job: dict[str, dict], burst_rate: float) -> WriteCache | None:
@@ -194,8 +214,9 @@ def write_cache_from_probe(by_job: dict[str, dict], burst_rate: float) -> WriteC
         return None
     # the single-process write job saw the fast region: scale the steady rate to its figure
     steady_rate = burst_rate * rate / burst_rate_measured
-    return WriteCache(burst_rate_measured * burst["seconds"], steady_rate,
-                      "probe" if "sustained_write" in by_job else "budget")
+    return WriteCache(
+        burst_rate_measured * burst["seconds"], steady_rate, "probe" if "sustained_write" in by_job else "budget"
+    )
 
 
 def from_datasheet(row: dict) -> DeviceFigures | None:
@@ -205,31 +226,40 @@ def from_datasheet(row: dict) -> DeviceFigures | None:
     if not (read and write and iops):
         return None
     rate = read * 1e6
-    member = DeviceFigures(row["storage_type"], max(1.0 / iops - 4 * KIB / rate, 0.0), rate, write * 1e6,
-                           evidence="datasheet", label=row.get("device_model") or row["config_name"])
-    return replace(member.composed(row.get("raid_level"), row.get("devices_per_node") or 1),
-                   storage_type=row["storage_type"])
+    member = DeviceFigures(
+        row["storage_type"],
+        max(1.0 / iops - 4 * KIB / rate, 0.0),
+        rate,
+        write * 1e6,
+        evidence="datasheet",
+        label=row.get("device_model") or row["config_name"],
+    )
+    return replace(
+        member.composed(row.get("raid_level"), row.get("devices_per_node") or 1), storage_type=row["storage_type"]
+    )
 
 
 # ----------------------------------------------------------------------------- the mapping
 
-def service_times(fig: DeviceFigures, theta: np.ndarray,
-                  staged_bytes_per_node_hour: float | None = None) -> tuple[float, float]:
+
+def service_times(
+    fig: DeviceFigures, theta: np.ndarray, staged_bytes_per_node_hour: float | None = None
+) -> tuple[float, float]:
     """(read, write) seconds per GB of the job mix for ``fig`` under mapping ``theta``; a device
     with a write cliff writes at its steady-state rate where the workload reaches it."""
     seeks, sharing, write_factor = theta
     fig = fig.sustained(staged_bytes_per_node_hour)
-    read = (seeks * fig.access_seconds + GB / fig.read_bytes_per_second) / fig.read_channels ** sharing
-    write = write_factor * GB / fig.write_bytes_per_second / fig.write_channels ** sharing
+    read = (seeks * fig.access_seconds + GB / fig.read_bytes_per_second) / fig.read_channels**sharing
+    write = write_factor * GB / fig.write_bytes_per_second / fig.write_channels**sharing
     return read, write
 
 
 @dataclass
 class Mapping:
     theta: np.ndarray
-    types: tuple[str, ...]        # the types it was fitted on
-    read_fraction: float          # scratch bytes read per byte staged (the workload's mix)
-    rms_log_error: float          # of the composite times it was fitted on
+    types: tuple[str, ...]  # the types it was fitted on
+    read_fraction: float  # scratch bytes read per byte staged (the workload's mix)
+    rms_log_error: float  # of the composite times it was fitted on
     #: stage-in and job writes per node-hour at full occupancy (None: assume a write cliff is reached)
     staged_bytes_per_node_hour: float | None = None
 
@@ -240,8 +270,9 @@ class Mapping:
         return dict(zip(MAPPING_NAMES, self.theta.tolist()))
 
 
-def fit_mapping(figures: dict[str, DeviceFigures], fitted: dict[str, tuple[float, float, float]],
-                read_fraction: float) -> Mapping:
+def fit_mapping(
+    figures: dict[str, DeviceFigures], fitted: dict[str, tuple[float, float, float]], read_fraction: float
+) -> Mapping:
     """Fit the mapping on the types with both figures and job-fitted times.
 
     ``fitted`` maps a storage type to (read s/GB, write s/GB, relative standard error of their
@@ -251,8 +282,10 @@ def fit_mapping(figures: dict[str, DeviceFigures], fitted: dict[str, tuple[float
     """
     types = tuple(sorted(set(figures) & set(fitted)))
     if len(types) < 2:
-        raise ValueError(f"the device mapping needs at least two storage types with both measured jobs and a probe "
-                         f"(or datasheet); have {', '.join(types) or 'none'}")
+        raise ValueError(
+            f"the device mapping needs at least two storage types with both measured jobs and a probe "
+            f"(or datasheet); have {', '.join(types) or 'none'}"
+        )
     f = read_fraction
 
     def residuals(theta: np.ndarray) -> np.ndarray:
@@ -270,8 +303,10 @@ def fit_mapping(figures: dict[str, DeviceFigures], fitted: dict[str, tuple[float
         return np.asarray(out)
 
     sol = least_squares(residuals, MAPPING_START, bounds=MAPPING_BOUNDS, x_scale=[1000.0, 0.3, 0.5])
-    comp = [np.log(sum(np.array(service_times(figures[st], sol.x)) * [f, 1]) / (fitted[st][0] * f + fitted[st][1]))
-            for st in types]
+    comp = [
+        np.log(sum(np.array(service_times(figures[st], sol.x)) * [f, 1]) / (fitted[st][0] * f + fitted[st][1]))
+        for st in types
+    ]
     return Mapping(sol.x, types, f, float(np.sqrt(np.mean(np.square(comp)))))
 
 
@@ -284,10 +319,12 @@ def write_warning(fig: DeviceFigures, staged_bytes_per_node_hour: float) -> str 
     wc = fig.write_cache
     source = f"{wc.evidence}: steady state past a {wc.cache_bytes / GB:.0f} GB fast region" if wc else fig.evidence
     if rate < need:
-        return (f"writes {rate / 1e6:.0f} MB/s ({source}), below the {need / 1e6:.0f} MB/s a full node stages in")
+        return f"writes {rate / 1e6:.0f} MB/s ({source}), below the {need / 1e6:.0f} MB/s a full node stages in"
     if wc is not None and staged_bytes_per_node_hour >= wc.cache_bytes:
         minutes = wc.cache_bytes / need / 60.0
-        return (f"a full node fills its {wc.cache_bytes / GB:.0f} GB fast region in {minutes:.0f} min; then "
-                f"{wc.steady_write_bytes_per_second / 1e6:.0f} MB/s ({wc.evidence}), not the "
-                f"{fig.write_bytes_per_second / 1e6:.0f} MB/s burst")
+        return (
+            f"a full node fills its {wc.cache_bytes / GB:.0f} GB fast region in {minutes:.0f} min; then "
+            f"{wc.steady_write_bytes_per_second / 1e6:.0f} MB/s ({wc.evidence}), not the "
+            f"{fig.write_bytes_per_second / 1e6:.0f} MB/s burst"
+        )
     return None

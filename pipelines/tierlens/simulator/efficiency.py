@@ -46,8 +46,14 @@ from scipy.optimize import least_squares
 
 #: mva-2: the device layer (devices.py) derives times for storage types without measured jobs.
 MODEL_VERSION = "tierlens-mva-2"
-ROUTES = ("stage_origin", "stage_cache_hit", "stage_cache_miss",
-          "direct_origin", "direct_cache_hit", "direct_cache_miss")
+ROUTES = (
+    "stage_origin",
+    "stage_cache_hit",
+    "stage_cache_miss",
+    "direct_origin",
+    "direct_cache_hit",
+    "direct_cache_miss",
+)
 N_STAGE_ROUTES = 3
 FIXED_POINT_ITERATIONS = 12
 GB = 1e9
@@ -58,34 +64,45 @@ DEFAULT_FIT_JOBS = 8000
 #: Bounds of the fitted times, seconds per GB (1 ms/GB to 1 h/GB): wide, only to keep the fit finite.
 LOG_BOUNDS = (np.log(1e-3), np.log(3600.0))
 
-PROFILE_COLUMNS = ("storage_type", "ab_arm", "allocated_cores", "cpu_seconds", "wall_seconds",
-                   "scratch_read_bytes", "scratch_write_bytes", "stage_in_bytes",
-                   *(f"{r}_bytes" for r in ROUTES), "concurrent_jobs", "job_key")
+PROFILE_COLUMNS = (
+    "storage_type",
+    "ab_arm",
+    "allocated_cores",
+    "cpu_seconds",
+    "wall_seconds",
+    "scratch_read_bytes",
+    "scratch_write_bytes",
+    "stage_in_bytes",
+    *(f"{r}_bytes" for r in ROUTES),
+    "concurrent_jobs",
+    "job_key",
+)
 
 
 @dataclass
 class JobProfiles:
     """The calibration set: one entry per job, column arrays (a struct of arrays for numpy)."""
 
-    storage_type: np.ndarray   # str
-    arm: np.ndarray            # str ('' outside a trial)
-    cores: np.ndarray          # float64
-    cpu: np.ndarray            # CPU seconds
-    wall: np.ndarray           # wall seconds
-    scratch_read: np.ndarray   # bytes
+    storage_type: np.ndarray  # str
+    arm: np.ndarray  # str ('' outside a trial)
+    cores: np.ndarray  # float64
+    cpu: np.ndarray  # CPU seconds
+    wall: np.ndarray  # wall seconds
+    scratch_read: np.ndarray  # bytes
     scratch_write: np.ndarray  # bytes
-    stage_in: np.ndarray       # bytes copied to scratch over XRootD
-    remote: np.ndarray         # bytes per route, shape (len(ROUTES), jobs), in ROUTES order
-    concurrent: np.ndarray     # mean jobs on the node, the job included
-    job_key: np.ndarray        # str: batch_system.cluster.job_id.step_id
-    node: np.ndarray           # str: the node the job ran on (jobs share its scratch device)
+    stage_in: np.ndarray  # bytes copied to scratch over XRootD
+    remote: np.ndarray  # bytes per route, shape (len(ROUTES), jobs), in ROUTES order
+    concurrent: np.ndarray  # mean jobs on the node, the job included
+    job_key: np.ndarray  # str: batch_system.cluster.job_id.step_id
+    node: np.ndarray  # str: the node the job ran on (jobs share its scratch device)
 
     def __len__(self) -> int:
         return len(self.cpu)
 
     def take(self, mask: np.ndarray) -> JobProfiles:
-        return JobProfiles(**{f.name: (v[:, mask] if v.ndim == 2 else v[mask])
-                              for f in fields(self) for v in [getattr(self, f.name)]})
+        return JobProfiles(
+            **{f.name: (v[:, mask] if v.ndim == 2 else v[mask]) for f in fields(self) for v in [getattr(self, f.name)]}
+        )
 
     def type_index(self, storage_types: tuple[str, ...]) -> np.ndarray:
         """Each job's position in ``storage_types`` (-1 if absent), computed once per layout."""
@@ -136,22 +153,29 @@ def load_profiles(con, job_class: str | None, start: str | None = None, end: str
         select storage_type, coalesce(ab_arm, '') as ab_arm, {numeric}, concurrent_jobs::double,
                batch_system || '.' || cluster || '.' || job_id || '.' || step_id as job_key,
                cluster || '/' || node as node
-        from marts.job_io_profile where {' and '.join(where)}
+        from marts.job_io_profile where {" and ".join(where)}
         order by batch_system, cluster, job_id, step_id"""
     t = con.execute(sql, args).to_arrow_table()
     col = [t.column(i).to_numpy(zero_copy_only=False) for i in range(t.num_columns)]
     nr = len(ROUTES)
-    return JobProfiles(col[0].astype(object), col[1].astype(object), *col[2:8],
-                       np.vstack(col[8:8 + nr]) if len(t) else np.zeros((nr, 0)), col[8 + nr],
-                       col[9 + nr].astype(object),
-                       col[10 + nr].astype(object))
+    return JobProfiles(
+        col[0].astype(object),
+        col[1].astype(object),
+        *col[2:8],
+        np.vstack(col[8 : 8 + nr]) if len(t) else np.zeros((nr, 0)),
+        col[8 + nr],
+        col[9 + nr].astype(object),
+        col[10 + nr].astype(object),
+    )
 
 
 # ----------------------------------------------------------------------------- the queueing model
 
+
 @njit(cache=True, nogil=True)
-def _wall_kernel(times, n_types, type_idx, node_idx, n_nodes, scratch_read, scratch_write, stage_in, remote,
-                 compute, jobs):
+def _wall_kernel(
+    times, n_types, type_idx, node_idx, n_nodes, scratch_read, scratch_write, stage_in, remote, compute, jobs
+):
     """Predicted wall seconds per job (the formula in the module docstring), times in s/byte.
 
     The jobs sharing a node are not copies of each other (a job reading remotely barely touches
@@ -214,11 +238,11 @@ class Calibration:
 
     job_class: str
     storage_types: tuple[str, ...]
-    log_times: np.ndarray        # [read per type..., write per type..., per route...]
-    covariance: np.ndarray       # of log_times
-    fitted: np.ndarray           # bool per parameter: the data determined it
+    log_times: np.ndarray  # [read per type..., write per type..., per route...]
+    covariance: np.ndarray  # of log_times
+    fitted: np.ndarray  # bool per parameter: the data determined it
     jobs: int
-    rms_error: float             # per-job efficiency residual, RMS
+    rms_error: float  # per-job efficiency residual, RMS
     fingerprint: str = ""
     structural_error: float | None = None  # leave-one-out RMS error of configuration efficiency
     #: bool per parameter: derived from a probe or datasheet by the device layer (not from jobs)
@@ -243,9 +267,11 @@ class Calibration:
 
     def names(self) -> list[tuple[str, str | None]]:
         """(parameter, storage type or route) for each entry of log_times."""
-        return ([("scratch_read_s_per_gb", s) for s in self.storage_types]
-                + [("scratch_write_s_per_gb", s) for s in self.storage_types]
-                + [(f"{r}_s_per_gb", r) for r in ROUTES])
+        return (
+            [("scratch_read_s_per_gb", s) for s in self.storage_types]
+            + [("scratch_write_s_per_gb", s) for s in self.storage_types]
+            + [(f"{r}_s_per_gb", r) for r in ROUTES]
+        )
 
     def times(self, log_times: np.ndarray | None = None) -> dict[tuple[str, str | None], float]:
         lt = self.log_times if log_times is None else log_times
@@ -259,8 +285,9 @@ class Calibration:
         return json.dumps({f"{p}[{k}]": v for (p, k), v in self.times().items()}, sort_keys=True)
 
 
-def predict_wall(log_times: np.ndarray, storage_types: tuple[str, ...], prof: JobProfiles,
-                 scenario: Scenario | None = None) -> np.ndarray:
+def predict_wall(
+    log_times: np.ndarray, storage_types: tuple[str, ...], prof: JobProfiles, scenario: Scenario | None = None
+) -> np.ndarray:
     """Predicted wall seconds per job under ``scenario`` (the measured configuration by default)."""
     sc = scenario or Scenario()
     nt = len(storage_types)
@@ -276,8 +303,19 @@ def predict_wall(log_times: np.ndarray, storage_types: tuple[str, ...], prof: Jo
     compute = prof.cpu / prof.cores
     jobs = prof.concurrent if sc.jobs_per_node is None else np.full(len(prof), float(sc.jobs_per_node))
     node_idx, n_nodes = prof.node_index()
-    return _wall_kernel(t, nt, idx, node_idx, n_nodes, prof.scratch_read, prof.scratch_write, prof.stage_in,
-                        remote, compute, np.ascontiguousarray(jobs, np.float64))
+    return _wall_kernel(
+        t,
+        nt,
+        idx,
+        node_idx,
+        n_nodes,
+        prof.scratch_read,
+        prof.scratch_write,
+        prof.stage_in,
+        remote,
+        compute,
+        np.ascontiguousarray(jobs, np.float64),
+    )
 
 
 def efficiency_of(prof: JobProfiles, wall: np.ndarray) -> float:
@@ -286,8 +324,14 @@ def efficiency_of(prof: JobProfiles, wall: np.ndarray) -> float:
 
 # ----------------------------------------------------------------------------- calibration
 
-def calibrate(prof: JobProfiles, job_class: str, storage_types: tuple[str, ...] | None = None,
-              max_jobs: int | None = DEFAULT_FIT_JOBS, seed: int = 0) -> Calibration:
+
+def calibrate(
+    prof: JobProfiles,
+    job_class: str,
+    storage_types: tuple[str, ...] | None = None,
+    max_jobs: int | None = DEFAULT_FIT_JOBS,
+    seed: int = 0,
+) -> Calibration:
     """Fit the service times on ``prof`` (robust least squares on per-job efficiency).
 
     No prior: every time starts at 5 s/GB inside wide bounds (1 ms to 1 h per GB), so nothing
@@ -317,20 +361,29 @@ def calibrate(prof: JobProfiles, job_class: str, storage_types: tuple[str, ...] 
         lt[free] = theta
         return fit_set.cpu / (predict_wall(lt, types, fit_set) * fit_set.cores) - observed
 
-    sol = least_squares(residuals, x0[free], bounds=LOG_BOUNDS, loss="soft_l1", f_scale=0.05, tr_solver="lsmr",
-                        x_scale=1.0, max_nfev=300)
+    sol = least_squares(
+        residuals,
+        x0[free],
+        bounds=LOG_BOUNDS,
+        loss="soft_l1",
+        f_scale=0.05,
+        tr_solver="lsmr",
+        x_scale=1.0,
+        max_nfev=300,
+    )
     log_times = x0.copy()
     log_times[free] = sol.x
     cov = np.zeros((len(x0), len(x0)))
     jac = sol.jac
     dof = max(len(observed) - len(free), 1)
-    s2 = float(np.sum(sol.fun ** 2) / dof)
+    s2 = float(np.sum(sol.fun**2) / dof)
     cov[np.ix_(free, free)] = np.linalg.pinv(jac.T @ jac) * s2
-    rms = float(np.sqrt(np.mean(sol.fun ** 2)))
+    rms = float(np.sqrt(np.mean(sol.fun**2)))
     return Calibration(job_class, types, log_times, cov, fitted, len(fit_set), rms, prof.fingerprint())
 
 
 # ----------------------------------------------------------------------------- prediction
+
 
 @dataclass
 class Prediction:
@@ -374,11 +427,12 @@ def _used_parameters(cal: Calibration, prof: JobProfiles, sc: Scenario) -> np.nd
         i = cal.storage_types.index(s)
         used[i] = used[nt + i] = True
     remote = sc.remote if sc.remote is not None else prof.remote
-    used[2 * nt:] = (remote > 0).any(axis=1)
+    used[2 * nt :] = (remote > 0).any(axis=1)
     return used
 
 
 # ----------------------------------------------------------------------------- validation
+
 
 @dataclass
 class HeldOut:
@@ -399,8 +453,9 @@ def cells(prof: JobProfiles) -> list[tuple[str, str]]:
     return sorted(set(zip(prof.storage_type.tolist(), prof.arm.tolist())))
 
 
-def validate(prof: JobProfiles, job_class: str, min_jobs: int = MIN_JOBS, max_jobs: int | None = DEFAULT_FIT_JOBS,
-             seed: int = 0) -> list[HeldOut]:
+def validate(
+    prof: JobProfiles, job_class: str, min_jobs: int = MIN_JOBS, max_jobs: int | None = DEFAULT_FIT_JOBS, seed: int = 0
+) -> list[HeldOut]:
     """Leave one configuration out: fit on all the others, predict the one left out."""
     types = tuple(sorted(set(prof.storage_type)))
     out: list[HeldOut] = []
@@ -411,8 +466,16 @@ def validate(prof: JobProfiles, job_class: str, min_jobs: int = MIN_JOBS, max_jo
         cal = calibrate(prof.take(~held), job_class, types, max_jobs, seed)
         test = prof.take(held)
         wall = predict_wall(cal.log_times, types, test)
-        out.append(HeldOut(st, arm, int(held.sum()), test.efficiency, efficiency_of(test, wall),
-                           bool((_used_parameters(cal, test, Scenario()) & ~cal.fitted).any())))
+        out.append(
+            HeldOut(
+                st,
+                arm,
+                int(held.sum()),
+                test.efficiency,
+                efficiency_of(test, wall),
+                bool((_used_parameters(cal, test, Scenario()) & ~cal.fitted).any()),
+            )
+        )
     return out
 
 
@@ -421,7 +484,9 @@ def structural_error(held: list[HeldOut]) -> float | None:
     return float(np.sqrt(np.mean(np.square(ok)))) if ok else None
 
 
-def with_derived_types(cal: Calibration, times: dict[str, tuple[float, float]], evidence: dict[str, str]) -> Calibration:
+def with_derived_types(
+    cal: Calibration, times: dict[str, tuple[float, float]], evidence: dict[str, str]
+) -> Calibration:
     """``cal`` with read and write times (s/GB) set for storage types by the device layer: types
     not in its layout are added; the times are marked derived (not fitted) and carry no fit
     covariance (their error is the leave-one-type-out error, applied by the caller)."""
@@ -446,5 +511,16 @@ def with_derived_types(cal: Calibration, times: dict[str, tuple[float, float]], 
         cov[[i, nt + i], :] = 0.0
         cov[:, [i, nt + i]] = 0.0
     ev = {st: cal.type_evidence(st) for st in cal.storage_types} | dict(evidence)
-    return Calibration(cal.job_class, types, log_times, cov, fitted, cal.jobs, cal.rms_error, cal.fingerprint,
-                       cal.structural_error, derived, ev)
+    return Calibration(
+        cal.job_class,
+        types,
+        log_times,
+        cov,
+        fitted,
+        cal.jobs,
+        cal.rms_error,
+        cal.fingerprint,
+        cal.structural_error,
+        derived,
+        ev,
+    )

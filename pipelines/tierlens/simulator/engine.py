@@ -25,15 +25,15 @@ class CacheParams:
 
     policy: str
     capacity_bytes: int
-    min_reads: int = 5                 # SLAC 1-3: accesses in the window before a file is a candidate
-    stage_cap_pct: float = 2.0         # SLAC 1-3: stage-in cap, % of capacity per clock hour
-    window_days: float = 5.0           # SLAC 2-3: history window
-    period_hours: float = 12.0         # SLAC 1: period length
-    n_periods: int = 10                # SLAC 1: periods in the table
-    upcoming_minutes: float = 20.0     # SLAC 3: refresh of the upcoming jobs' inputs
-    assumed_read_frac: float = 0.1     # SLAC 3: read fraction for files without history
+    min_reads: int = 5  # SLAC 1-3: accesses in the window before a file is a candidate
+    stage_cap_pct: float = 2.0  # SLAC 1-3: stage-in cap, % of capacity per clock hour
+    window_days: float = 5.0  # SLAC 2-3: history window
+    period_hours: float = 12.0  # SLAC 1: period length
+    n_periods: int = 10  # SLAC 1: periods in the table
+    upcoming_minutes: float = 20.0  # SLAC 3: refresh of the upcoming jobs' inputs
+    assumed_read_frac: float = 0.1  # SLAC 3: read fraction for files without history
     s3fifo_small_ratio: float = 0.1
-    whole_object: bool = False         # every access reads its whole file (libCacheSim semantics)
+    whole_object: bool = False  # every access reads its whole file (libCacheSim semantics)
     nic_bytes_per_s: float = SLAC_NIC_BYTES_PER_S
 
     def __post_init__(self) -> None:
@@ -77,12 +77,20 @@ class CacheResult:
         return self.bytes_staged / self.days
 
     def summary(self) -> dict:
-        d = {"policy": self.params.policy, "capacity_bytes": self.params.capacity_bytes,
-             "requests": self.requests, "objects": self.objects, "hits": self.hits,
-             "hit_ratio": self.hit_ratio, "bytes_requested": self.bytes_requested,
-             "bytes_from_cache": self.bytes_from_cache, "byte_hit_ratio": self.byte_hit_ratio,
-             "bytes_staged": self.bytes_staged, "ssd_writes_per_day_bytes": self.ssd_writes_per_day,
-             "elapsed_s": self.elapsed_s}
+        d = {
+            "policy": self.params.policy,
+            "capacity_bytes": self.params.capacity_bytes,
+            "requests": self.requests,
+            "objects": self.objects,
+            "hits": self.hits,
+            "hit_ratio": self.hit_ratio,
+            "bytes_requested": self.bytes_requested,
+            "bytes_from_cache": self.bytes_from_cache,
+            "byte_hit_ratio": self.byte_hit_ratio,
+            "bytes_staged": self.bytes_staged,
+            "ssd_writes_per_day_bytes": self.ssd_writes_per_day,
+            "elapsed_s": self.elapsed_s,
+        }
         d.update(self.extra)
         return d
 
@@ -165,8 +173,17 @@ def _slac(r: _Replay, algo: int, looks_ahead: bool) -> np.ndarray:
     else:
         up_order, up_start = np.zeros(0, np.int64), np.zeros(0, np.float64)
     trace = kernels.SlacTrace(tr.time, tr.obj, r.osize, tr.read, r.hr, r.n_hours, r.t0, up_order, up_start)
-    policy = kernels.SlacPolicy(r.cap, algo, p.min_reads, p.stage_cap_pct / 100.0, p.window_days * 86400.0,
-                                p.period_hours * 3600.0, p.n_periods, tick, p.assumed_read_frac)
+    policy = kernels.SlacPolicy(
+        r.cap,
+        algo,
+        p.min_reads,
+        p.stage_cap_pct / 100.0,
+        p.window_days * 86400.0,
+        p.period_hours * 3600.0,
+        p.n_periods,
+        tick,
+        p.assumed_read_frac,
+    )
     return kernels.slac_kernel(trace, policy, r.req_hit)
 
 
@@ -208,18 +225,32 @@ def simulate(trace: Trace, params: CacheParams, per_request: bool = False) -> Ca
     breq = np.zeros(n_hours, np.int64)
     np.add.at(breq, hr, trace.read)
     hour_start = (t0 + 3600.0 * np.arange(n_hours)) * 1e6
-    hourly = pa.table({
-        "hour_start": pa.array(hour_start.astype(np.int64), pa.timestamp("us", tz="UTC")),
-        "requests": req,
-        "hits": out[0],
-        "bytes_requested": breq,
-        "bytes_from_cache": out[1],
-        "bytes_staged": out[2],
-        "nic_utilisation": out[1] / (params.nic_bytes_per_s * 3600.0),
-    })
-    return CacheResult(params, len(trace), trace.n_objects, int(out[0].sum()), int(trace.read.sum()),
-                       int(out[1].sum()), int(out[2].sum()), t0, hourly, elapsed, trace.source,
-                       trace.fingerprint(), request_hit=req_hit if per_request else None)
+    hourly = pa.table(
+        {
+            "hour_start": pa.array(hour_start.astype(np.int64), pa.timestamp("us", tz="UTC")),
+            "requests": req,
+            "hits": out[0],
+            "bytes_requested": breq,
+            "bytes_from_cache": out[1],
+            "bytes_staged": out[2],
+            "nic_utilisation": out[1] / (params.nic_bytes_per_s * 3600.0),
+        }
+    )
+    return CacheResult(
+        params,
+        len(trace),
+        trace.n_objects,
+        int(out[0].sum()),
+        int(trace.read.sum()),
+        int(out[1].sum()),
+        int(out[2].sum()),
+        t0,
+        hourly,
+        elapsed,
+        trace.source,
+        trace.fingerprint(),
+        request_hit=req_hit if per_request else None,
+    )
 
 
 def log_sizes(lo: int, hi: int, n: int = 100) -> np.ndarray:
@@ -240,12 +271,14 @@ def mrc(trace: Trace, sizes: np.ndarray, whole_object: bool = False) -> pa.Table
     hits, hbytes = kernels.mrc_kernel(trace.obj, object_sizes(trace), trace.read, sizes)
     n = len(trace)
     breq = int(trace.read.sum())
-    return pa.table({
-        "cache_bytes": sizes,
-        "requests": np.full(len(sizes), n, np.int64),
-        "hits": hits,
-        "hit_ratio": hits / n if n else np.zeros(len(sizes)),
-        "bytes_requested": np.full(len(sizes), breq, np.int64),
-        "bytes_from_cache": hbytes,
-        "byte_hit_ratio": hbytes / breq if breq else np.zeros(len(sizes)),
-    })
+    return pa.table(
+        {
+            "cache_bytes": sizes,
+            "requests": np.full(len(sizes), n, np.int64),
+            "hits": hits,
+            "hit_ratio": hits / n if n else np.zeros(len(sizes)),
+            "bytes_requested": np.full(len(sizes), breq, np.int64),
+            "bytes_from_cache": hbytes,
+            "byte_hit_ratio": hbytes / breq if breq else np.zeros(len(sizes)),
+        }
+    )

@@ -35,6 +35,7 @@ HOURS_PER_YEAR = 365.25 * 24
 
 # ----------------------------------------------------------------------------- inputs
 
+
 def catalog_rows(con, seed: Path | None = None) -> list[dict]:
     """storage_catalog rows: raw_storage_catalog, plus seed rows whose config_name it lacks."""
     names = [f.name for f in STORAGE_CATALOG]
@@ -73,8 +74,8 @@ def probe_rows(con) -> dict[str, list[dict]]:
 
 @dataclass
 class Devices:
-    probe: dict[str, dv.DeviceFigures]       # by storage type
-    datasheet: dict[str, dv.DeviceFigures]   # by storage type (the first catalog row with figures)
+    probe: dict[str, dv.DeviceFigures]  # by storage type
+    datasheet: dict[str, dv.DeviceFigures]  # by storage type (the first catalog row with figures)
     catalog: list[dict]
     probes: dict[str, list[dict]]
 
@@ -101,13 +102,16 @@ def inputs_digest(devices: Devices, econ: Economics | None = None) -> dict:
         return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     probes = {st: sorted({r["probe_id"] for r in rows}) for st, rows in sorted(devices.probes.items())}
-    return {"probes": probes, "probe_figures": digest({st: [sorted(r.items()) for r in rows]
-                                                       for st, rows in devices.probes.items()}),
-            "catalog": digest(sorted((sorted(r.items()) for r in devices.catalog), key=str)),
-            "economics": digest((econ or Economics()).as_dict())}
+    return {
+        "probes": probes,
+        "probe_figures": digest({st: [sorted(r.items()) for r in rows] for st, rows in devices.probes.items()}),
+        "catalog": digest(sorted((sorted(r.items()) for r in devices.catalog), key=str)),
+        "economics": digest((econ or Economics()).as_dict()),
+    }
 
 
 # ----------------------------------------------------------------------------- fitting and validation
+
 
 def fitted_targets(cal: ef.Calibration, exclude: str | None = None) -> dict[str, tuple[float, float, float]]:
     """Per job-fitted storage type: (read s/GB, write s/GB, relative standard error of their sum)."""
@@ -126,7 +130,7 @@ def fitted_targets(cal: ef.Calibration, exclude: str | None = None) -> dict[str,
 @dataclass
 class TypeHeldOut:
     storage_type: str
-    evidence: str          # probe | datasheet
+    evidence: str  # probe | datasheet
     jobs: int
     measured: float
     predicted: float
@@ -136,15 +140,22 @@ class TypeHeldOut:
         return self.predicted - self.measured
 
 
-def validate_types(prof: ef.JobProfiles, job_class: str, devices: Devices, read_fraction: float,
-                   max_jobs: int | None = ef.DEFAULT_FIT_JOBS, seed: int = 0) -> list[TypeHeldOut]:
+def validate_types(
+    prof: ef.JobProfiles,
+    job_class: str,
+    devices: Devices,
+    read_fraction: float,
+    max_jobs: int | None = ef.DEFAULT_FIT_JOBS,
+    seed: int = 0,
+) -> list[TypeHeldOut]:
     """Leave each measured storage type out entirely; predict it from its probe and from its datasheet."""
     types = tuple(sorted(set(prof.storage_type)))
     out: list[TypeHeldOut] = []
     for st in types:
         held = prof.storage_type == st
-        sources = [(ev, figs) for ev, figs in (("probe", devices.probe), ("datasheet", devices.datasheet))
-                   if st in figs]
+        sources = [
+            (ev, figs) for ev, figs in (("probe", devices.probe), ("datasheet", devices.datasheet)) if st in figs
+        ]
         if held.sum() < ef.MIN_JOBS or not sources:
             continue
         cal = ef.calibrate(prof.take(~held), job_class, types, max_jobs, seed)
@@ -173,19 +184,37 @@ def type_errors(held: list[TypeHeldOut]) -> dict[str, float | None]:
     return out
 
 
-TYPE_LOO_SCHEMA = pa.schema([
-    ("storage_type", pa.string()), ("evidence", pa.string()), ("jobs", pa.int64()),
-    ("measured_efficiency", pa.float64()), ("predicted_efficiency", pa.float64()), ("error", pa.float64()),
-])
+TYPE_LOO_SCHEMA = pa.schema(
+    [
+        ("storage_type", pa.string()),
+        ("evidence", pa.string()),
+        ("jobs", pa.int64()),
+        ("measured_efficiency", pa.float64()),
+        ("predicted_efficiency", pa.float64()),
+        ("error", pa.float64()),
+    ]
+)
 
 
 def type_loo_table(held: list[TypeHeldOut]) -> pa.Table:
-    return pa.Table.from_pylist([{"storage_type": h.storage_type, "evidence": h.evidence, "jobs": h.jobs,
-                                  "measured_efficiency": h.measured, "predicted_efficiency": h.predicted,
-                                  "error": h.error} for h in held], schema=TYPE_LOO_SCHEMA)
+    return pa.Table.from_pylist(
+        [
+            {
+                "storage_type": h.storage_type,
+                "evidence": h.evidence,
+                "jobs": h.jobs,
+                "measured_efficiency": h.measured,
+                "predicted_efficiency": h.predicted,
+                "error": h.error,
+            }
+            for h in held
+        ],
+        schema=TYPE_LOO_SCHEMA,
+    )
 
 
 # ----------------------------------------------------------------------------- the buying guide
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -196,8 +225,8 @@ class Candidate:
     price_per_node: float
     currency: str | None
     capacity_gb_per_node: float | None
-    endurance_tb_per_node: float | None    # rated writes the node's devices take, RAID-aware
-    evidence: str                          # measured | probe | datasheet
+    endurance_tb_per_node: float | None  # rated writes the node's devices take, RAID-aware
+    evidence: str  # measured | probe | datasheet
 
 
 def usable_devices(raid_level: str | None, n: int) -> int:
@@ -208,17 +237,26 @@ def usable_devices(raid_level: str | None, n: int) -> int:
 
 def candidate(row: dict, evidence: str) -> Candidate:
     n = int(row.get("devices_per_node") or 1)
-    level = row.get("raid_level") or ("raid1" if row["storage_type"] == "raid1" else
-                                      "raid0" if row["storage_type"] == "raid0" else "none")
+    level = row.get("raid_level") or (
+        "raid1" if row["storage_type"] == "raid1" else "raid0" if row["storage_type"] == "raid0" else "none"
+    )
     usable = usable_devices(level, n)
     cap = row.get("capacity_bytes")
     tbw = row.get("endurance_tbw")
     # a mirror writes everything to every member: the node's endurance is that of the data devices
-    return Candidate(row["config_name"], row["storage_type"], float(row["unit_price"] or 0.0) * n, row.get("currency"),
-                     cap * usable / 1e9 if cap else None, tbw * usable if tbw else None, evidence)
+    return Candidate(
+        row["config_name"],
+        row["storage_type"],
+        float(row["unit_price"] or 0.0) * n,
+        row.get("currency"),
+        cap * usable / 1e9 if cap else None,
+        tbw * usable if tbw else None,
+        evidence,
+    )
 
 
 # ----------------------------------------------------------------------------- whole nodes
+
 
 @dataclass(frozen=True)
 class NodeOption:
@@ -231,7 +269,7 @@ class NodeOption:
     memory_gb: float
     memory_price: float
     chassis_price: float
-    watts: float              # mean draw of a busy node, scratch storage excluded
+    watts: float  # mean draw of a busy node, scratch storage excluded
     currency: str
     source: str
 
@@ -242,18 +280,30 @@ class NodeOption:
 
 #: Default node rows, used until a site gives its own (``--node-catalog``). Round figures, not a
 #: quote: the source column says what they rest on, and a purchaser replaces them.
-_DEFAULT_SOURCE = ("tierlens default, not a quote: round 2024 UK list prices of a dual-socket x86 worker "
-                   "(about 55 GBP per core, 3 GBP per GB of DDR5 at 4 GB per core, 1200 GBP chassis, board, "
-                   "power supplies and 25G NIC; 120 W plus 8 W per busy core); replace with your vendor's")
+_DEFAULT_SOURCE = (
+    "tierlens default, not a quote: round 2024 UK list prices of a dual-socket x86 worker "
+    "(about 55 GBP per core, 3 GBP per GB of DDR5 at 4 GB per core, 1200 GBP chassis, board, "
+    "power supplies and 25G NIC; 120 W plus 8 W per busy core); replace with your vendor's"
+)
 DEFAULT_NODES: tuple[NodeOption, ...] = tuple(
     NodeOption(f"{c}-core worker", c, 55.0 * c, 4.0 * c, 12.0 * c, 1200.0, 120.0 + 8.0 * c, "GBP", _DEFAULT_SOURCE)
-    for c in (8, 16, 32, 64))
+    for c in (8, 16, 32, 64)
+)
 
 #: Default electricity tariff (currency per kWh; a round UK non-domestic figure, set your own).
 DEFAULT_POWER_PRICE_PER_KWH = 0.25
 
-NODE_CATALOG_COLUMNS = ("config_name", "cores", "cpu_price", "memory_gb", "memory_price", "chassis_price",
-                        "watts", "currency", "source")
+NODE_CATALOG_COLUMNS = (
+    "config_name",
+    "cores",
+    "cpu_price",
+    "memory_gb",
+    "memory_price",
+    "chassis_price",
+    "watts",
+    "currency",
+    "source",
+)
 
 
 def read_node_catalog(path: Path) -> tuple[NodeOption, ...]:
@@ -268,16 +318,22 @@ def read_node_catalog(path: Path) -> tuple[NodeOption, ...]:
         out = []
         for line, r in enumerate(reader, start=2):
             try:
-                node = NodeOption(r["config_name"].strip(), int(r["cores"]), *(
-                    float(r[c]) for c in ("cpu_price", "memory_gb", "memory_price", "chassis_price", "watts")),
-                    r["currency"].strip(), r["source"].strip())
+                node = NodeOption(
+                    r["config_name"].strip(),
+                    int(r["cores"]),
+                    *(float(r[c]) for c in ("cpu_price", "memory_gb", "memory_price", "chassis_price", "watts")),
+                    r["currency"].strip(),
+                    r["source"].strip(),
+                )
             except (TypeError, ValueError) as e:
                 raise ValueError(f"{path} line {line}: {e}") from e
-            bad = [c for c in ("cores", "cpu_price", "memory_price", "chassis_price", "watts")
-                   if getattr(node, c) < 0] + (["cores"] if node.cores < 1 else [])
+            bad = [
+                c for c in ("cores", "cpu_price", "memory_price", "chassis_price", "watts") if getattr(node, c) < 0
+            ] + (["cores"] if node.cores < 1 else [])
             if bad or not node.config_name or not node.currency:
-                raise ValueError(f"{path} line {line}: field {(bad or ['config_name/currency'])[0]} "
-                                 "is missing or out of range")
+                raise ValueError(
+                    f"{path} line {line}: field {(bad or ['config_name/currency'])[0]} is missing or out of range"
+                )
             out.append(node)
     if not out:
         raise ValueError(f"{path}: no node rows")
@@ -299,29 +355,55 @@ class Economics:
         return min(fits, key=lambda n: (n.price, n.cores)) if fits else max(self.nodes, key=lambda n: n.cores)
 
     def as_dict(self) -> dict:
-        return {"nodes": [vars(n) for n in self.nodes], "power_price_per_kwh": self.power_price_per_kwh,
-                "service_years": self.service_years}
+        return {
+            "nodes": [vars(n) for n in self.nodes],
+            "power_price_per_kwh": self.power_price_per_kwh,
+            "service_years": self.service_years,
+        }
 
 
 # ----------------------------------------------------------------------------- pricing
 
-GUIDE_SCHEMA = pa.schema([
-    ("config_name", pa.string()), ("storage_type", pa.string()), ("evidence", pa.string()),
-    ("jobs_per_node", pa.float64()), ("cache", pa.string()), ("currency", pa.string()),
-    ("price_per_node", pa.float64()), ("capacity_gb_per_node", pa.float64()), ("price_per_gb", pa.float64()),
-    ("efficiency", pa.float64()), ("efficiency_low", pa.float64()), ("efficiency_high", pa.float64()),
-    ("node_throughput", pa.float64()), ("node_throughput_low", pa.float64()), ("node_throughput_high", pa.float64()),
-    ("price_per_throughput", pa.float64()), ("price_per_throughput_low", pa.float64()),
-    ("price_per_throughput_high", pa.float64()), ("price_per_core_hour", pa.float64()),
-    ("price_per_core_hour_low", pa.float64()), ("price_per_core_hour_high", pa.float64()),
-    ("scratch_gb_written_per_node_day", pa.float64()), ("ssd_lifetime_years", pa.float64()),
-    ("rank", pa.int32()),
-    ("cores_per_job", pa.float64()), ("node_config", pa.string()), ("node_cores", pa.int32()),
-    ("node_price", pa.float64()), ("whole_node_price", pa.float64()), ("power_watts", pa.float64()),
-    ("power_price_per_node_hour", pa.float64()), ("interval_driver", pa.string()),
-    ("staged_gb_per_node_hour", pa.float64()), ("write_warning", pa.string()),
-    ("published_structural_error", pa.float64()), ("structural_error_source", pa.string()),
-])
+GUIDE_SCHEMA = pa.schema(
+    [
+        ("config_name", pa.string()),
+        ("storage_type", pa.string()),
+        ("evidence", pa.string()),
+        ("jobs_per_node", pa.float64()),
+        ("cache", pa.string()),
+        ("currency", pa.string()),
+        ("price_per_node", pa.float64()),
+        ("capacity_gb_per_node", pa.float64()),
+        ("price_per_gb", pa.float64()),
+        ("efficiency", pa.float64()),
+        ("efficiency_low", pa.float64()),
+        ("efficiency_high", pa.float64()),
+        ("node_throughput", pa.float64()),
+        ("node_throughput_low", pa.float64()),
+        ("node_throughput_high", pa.float64()),
+        ("price_per_throughput", pa.float64()),
+        ("price_per_throughput_low", pa.float64()),
+        ("price_per_throughput_high", pa.float64()),
+        ("price_per_core_hour", pa.float64()),
+        ("price_per_core_hour_low", pa.float64()),
+        ("price_per_core_hour_high", pa.float64()),
+        ("scratch_gb_written_per_node_day", pa.float64()),
+        ("ssd_lifetime_years", pa.float64()),
+        ("rank", pa.int32()),
+        ("cores_per_job", pa.float64()),
+        ("node_config", pa.string()),
+        ("node_cores", pa.int32()),
+        ("node_price", pa.float64()),
+        ("whole_node_price", pa.float64()),
+        ("power_watts", pa.float64()),
+        ("power_price_per_node_hour", pa.float64()),
+        ("interval_driver", pa.string()),
+        ("staged_gb_per_node_hour", pa.float64()),
+        ("write_warning", pa.string()),
+        ("published_structural_error", pa.float64()),
+        ("structural_error_source", pa.string()),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -351,22 +433,31 @@ def _life_years(c: Candidate, thr: float, write_per_core_hour: float | None) -> 
     return c.endurance_tb_per_node * 1e3 / (thr * 24.0 * write_per_core_hour) / 365.25
 
 
-def _price_per_core_hour(c: Candidate, node: NodeOption, econ: Economics, thr: float,
-                         write_per_core_hour: float | None) -> float:
+def _price_per_core_hour(
+    c: Candidate, node: NodeOption, econ: Economics, thr: float, write_per_core_hour: float | None
+) -> float:
     """(node over its service life + storage over its own life + power) per node-hour / throughput.
 
     Storage whose endurance runs out first is replaced: its share is then price x writes per
     core-hour / endurance, which no longer depends on efficiency (faster jobs write sooner)."""
     life = _life_years(c, thr, write_per_core_hour)
     storage_years = min(econ.service_years, life) if life else econ.service_years
-    per_node_hour = (node.price / (econ.service_years * HOURS_PER_YEAR)
-                     + c.price_per_node / (storage_years * HOURS_PER_YEAR)
-                     + node.watts / 1000.0 * econ.power_price_per_kwh)
+    per_node_hour = (
+        node.price / (econ.service_years * HOURS_PER_YEAR)
+        + c.price_per_node / (storage_years * HOURS_PER_YEAR)
+        + node.watts / 1000.0 * econ.power_price_per_kwh
+    )
     return per_node_hour / thr
 
 
-def guide_row(c: Candidate, perf: Performance, cache: str = "none", econ: Economics | None = None,
-              fig: dv.DeviceFigures | None = None, staged_bytes_per_node_hour: float | None = None) -> dict:
+def guide_row(
+    c: Candidate,
+    perf: Performance,
+    cache: str = "none",
+    econ: Economics | None = None,
+    fig: dv.DeviceFigures | None = None,
+    staged_bytes_per_node_hour: float | None = None,
+) -> dict:
     """One priced row. Throughput = jobs x cores per job x efficiency (core-hours per node-hour).
     Price per throughput is the storage's alone (Glasgow Table 4); price per delivered core-hour is
     the whole node's: the cheapest node with the cores the jobs need, its storage, its power.
@@ -381,8 +472,10 @@ def guide_row(c: Candidate, perf: Performance, cache: str = "none", econ: Econom
     its life (the price rises with writes and falls with efficiency, so the ends are the extremes)."""
     econ = econ or Economics()
     if c.currency and any(n.currency != c.currency for n in econ.nodes):
-        raise ValueError(f"catalogue row {c.config_name!r} is priced in {c.currency}, node rows in "
-                         f"{', '.join(sorted({n.currency for n in econ.nodes}))}: give node rows in one currency")
+        raise ValueError(
+            f"catalogue row {c.config_name!r} is priced in {c.currency}, node rows in "
+            f"{', '.join(sorted({n.currency for n in econ.nodes}))}: give node rows in one currency"
+        )
     eff_lo, eff_hi = max(perf.efficiency_low, 1e-6), perf.efficiency_high
     thr, thr_lo, thr_hi = perf.throughput(perf.efficiency), perf.throughput(eff_lo), perf.throughput(eff_hi)
     node = econ.node_for(perf.jobs_per_node * perf.cores_per_job)
@@ -392,27 +485,48 @@ def guide_row(c: Candidate, perf: Performance, cache: str = "none", econ: Econom
     life = _life_years(c, thr, w)
     limited = life is not None and life < econ.service_years
     price = _price_per_core_hour(c, node, econ, thr, w)
-    return {"config_name": c.config_name, "storage_type": c.storage_type, "evidence": c.evidence,
-            "jobs_per_node": perf.jobs_per_node, "cache": cache, "currency": c.currency,
-            "price_per_node": c.price_per_node, "capacity_gb_per_node": c.capacity_gb_per_node,
-            "price_per_gb": c.price_per_node / c.capacity_gb_per_node if c.capacity_gb_per_node else None,
-            "efficiency": perf.efficiency, "efficiency_low": perf.efficiency_low, "efficiency_high": perf.efficiency_high,
-            "node_throughput": thr, "node_throughput_low": thr_lo, "node_throughput_high": thr_hi,
-            "price_per_throughput": c.price_per_node / thr, "price_per_throughput_low": c.price_per_node / thr_hi,
-            "price_per_throughput_high": c.price_per_node / thr_lo,
-            "price_per_core_hour": price,
-            "price_per_core_hour_low": _price_per_core_hour(c, node, econ, thr_hi, w_lo),
-            "price_per_core_hour_high": _price_per_core_hour(c, node, econ, thr_lo, w_hi),
-            "scratch_gb_written_per_node_day": thr * 24.0 * w if w is not None else None,
-            "ssd_lifetime_years": life, "rank": None,
-            "cores_per_job": perf.cores_per_job, "node_config": node.config_name, "node_cores": node.cores,
-            "node_price": node.price, "whole_node_price": node.price + c.price_per_node,
-            "power_watts": node.watts, "power_price_per_node_hour": node.watts / 1000.0 * econ.power_price_per_kwh,
-            "interval_driver": "efficiency and endurance" if limited else "efficiency",
-            "staged_gb_per_node_hour": (staged_bytes_per_node_hour / dv.GB
-                                        if staged_bytes_per_node_hour is not None else None),
-            "write_warning": (dv.write_warning(fig, staged_bytes_per_node_hour)
-                              if fig is not None and staged_bytes_per_node_hour else None)}
+    return {
+        "config_name": c.config_name,
+        "storage_type": c.storage_type,
+        "evidence": c.evidence,
+        "jobs_per_node": perf.jobs_per_node,
+        "cache": cache,
+        "currency": c.currency,
+        "price_per_node": c.price_per_node,
+        "capacity_gb_per_node": c.capacity_gb_per_node,
+        "price_per_gb": c.price_per_node / c.capacity_gb_per_node if c.capacity_gb_per_node else None,
+        "efficiency": perf.efficiency,
+        "efficiency_low": perf.efficiency_low,
+        "efficiency_high": perf.efficiency_high,
+        "node_throughput": thr,
+        "node_throughput_low": thr_lo,
+        "node_throughput_high": thr_hi,
+        "price_per_throughput": c.price_per_node / thr,
+        "price_per_throughput_low": c.price_per_node / thr_hi,
+        "price_per_throughput_high": c.price_per_node / thr_lo,
+        "price_per_core_hour": price,
+        "price_per_core_hour_low": _price_per_core_hour(c, node, econ, thr_hi, w_lo),
+        "price_per_core_hour_high": _price_per_core_hour(c, node, econ, thr_lo, w_hi),
+        "scratch_gb_written_per_node_day": thr * 24.0 * w if w is not None else None,
+        "ssd_lifetime_years": life,
+        "rank": None,
+        "cores_per_job": perf.cores_per_job,
+        "node_config": node.config_name,
+        "node_cores": node.cores,
+        "node_price": node.price,
+        "whole_node_price": node.price + c.price_per_node,
+        "power_watts": node.watts,
+        "power_price_per_node_hour": node.watts / 1000.0 * econ.power_price_per_kwh,
+        "interval_driver": "efficiency and endurance" if limited else "efficiency",
+        "staged_gb_per_node_hour": (
+            staged_bytes_per_node_hour / dv.GB if staged_bytes_per_node_hour is not None else None
+        ),
+        "write_warning": (
+            dv.write_warning(fig, staged_bytes_per_node_hour)
+            if fig is not None and staged_bytes_per_node_hour
+            else None
+        ),
+    }
 
 
 def rank(rows: list[dict]) -> pa.Table:

@@ -42,6 +42,7 @@ def next_access_kernel(obj, n_obj):
 
 # ----------------------------------------------------------------------------- shared steps
 
+
 @step
 def _record_hit(out, req_hit, i, h, nbytes):
     """Request ``i`` (hour ``h``) was served from the cache; flag it when the caller keeps flags."""
@@ -54,6 +55,7 @@ def _record_hit(out, req_hit, i, h, nbytes):
 # Doubly linked lists threaded through arrays indexed by object id (prv, nxt; -1 ends a list),
 # newest at the head. The ends travel as plain integers, returned updated, so that LRU keeps
 # them in registers.
+
 
 @step
 def _unlink(o, prv, nxt, head, tail):
@@ -86,6 +88,7 @@ def _link_head(o, prv, nxt, head, tail):
 
 
 # ----------------------------------------------------------------------------- LRU / FIFO
+
 
 @njit(cache=True, nogil=True)
 def lru_kernel(obj, osize, read, hr, n_hours, cap, move_on_hit, req_hit):
@@ -123,6 +126,7 @@ def lru_kernel(obj, osize, read, hr, n_hours, cap, move_on_hit, req_hit):
 
 
 # ----------------------------------------------------------------------------- heaps
+
 
 @step
 def _sift_down(hk, hv, pos, size):
@@ -191,8 +195,12 @@ def _compact(hk, hv, size, key, inc):
 @njit(cache=True, nogil=True)
 def _keyed_heap(n_obj):
     """Cached flags, current keys, and a min-heap of (key, object) with room for stale entries."""
-    return (np.zeros(n_obj, np.bool_), np.zeros(n_obj, np.int64),
-            np.empty(2 * n_obj + 1024, np.int64), np.empty(2 * n_obj + 1024, np.int32))
+    return (
+        np.zeros(n_obj, np.bool_),
+        np.zeros(n_obj, np.int64),
+        np.empty(2 * n_obj + 1024, np.int64),
+        np.empty(2 * n_obj + 1024, np.int32),
+    )
 
 
 @step
@@ -281,6 +289,7 @@ def belady_kernel(obj, osize, read, hr, n_hours, cap, next_use, req_hit):
 
 # ----------------------------------------------------------------------------- S3-FIFO
 
+
 @step
 def _q_unlink(o, prv, nxt, heads, tails, q):
     heads[q], tails[q] = _unlink(o, prv, nxt, heads[q], tails[q])
@@ -366,32 +375,33 @@ def s3fifo_kernel(obj, osize, read, hr, n_hours, cap, small_ratio, req_hit):
 
 # ----------------------------------------------------------------------------- SLAC 1-3
 
+
 class SlacTrace(NamedTuple):
     """The requests a SLAC replay reads, and the upcoming jobs' requests (algorithm 3)."""
 
-    time: np.ndarray       # float64, seconds, ascending
-    obj: np.ndarray        # int32 object id per request
-    osize: np.ndarray      # int64 size per object id
-    read: np.ndarray       # int64 bytes each request read
-    hr: np.ndarray         # int32 hour bucket per request
+    time: np.ndarray  # float64, seconds, ascending
+    obj: np.ndarray  # int32 object id per request
+    osize: np.ndarray  # int64 size per object id
+    read: np.ndarray  # int64 bytes each request read
+    hr: np.ndarray  # int32 hour bucket per request
     n_hours: int
-    t0: float              # the first tick's start
-    up_order: np.ndarray   # int64 requests ordered by their job's start (empty: no look-ahead)
-    up_start: np.ndarray   # float64 their job's start
+    t0: float  # the first tick's start
+    up_order: np.ndarray  # int64 requests ordered by their job's start (empty: no look-ahead)
+    up_start: np.ndarray  # float64 their job's start
 
 
 class SlacPolicy(NamedTuple):
     """One SLAC algorithm as configured (see slac_kernel for what each setting does)."""
 
-    cap: np.int64          # bytes
-    algo: int              # 1, 2 or 3
+    cap: np.int64  # bytes
+    algo: int  # 1, 2 or 3
     min_reads: int
-    cap_frac: float        # stage-in budget per clock hour, fraction of ``cap``
+    cap_frac: float  # stage-in budget per clock hour, fraction of ``cap``
     window_s: float
     period_s: float
     n_periods: int
     tick_s: float
-    assumed: float         # read fraction of a file without history (algorithm 3)
+    assumed: float  # read fraction of a file without history (algorithm 3)
 
 
 class SlacFiles(NamedTuple):
@@ -418,8 +428,8 @@ class SlacRule(NamedTuple):
 class Ranking(NamedTuple):
     """A lazily cleaned min-heap of (rank, version << 32 | file); its size travels apart."""
 
-    keys: np.ndarray       # float64
-    entries: np.ndarray    # int64
+    keys: np.ndarray  # float64
+    entries: np.ndarray  # int64
 
 
 @step
@@ -530,8 +540,14 @@ def slac_kernel(trace, policy, req_hit):
     algo, cap, tick_s = policy.algo, policy.cap, policy.tick_s
     n = obj.shape[0]
     n_obj = osize.shape[0]
-    files = SlacFiles(np.zeros(n_obj, np.int32), np.zeros(n_obj, np.float64), np.zeros(n_obj, np.int32),
-                      np.zeros(n_obj, np.int64), np.zeros(n_obj, np.bool_), osize)
+    files = SlacFiles(
+        np.zeros(n_obj, np.int32),
+        np.zeros(n_obj, np.float64),
+        np.zeros(n_obj, np.int32),
+        np.zeros(n_obj, np.int64),
+        np.zeros(n_obj, np.bool_),
+        osize,
+    )
     cnt, sfrac, un, ver, inc = files.cnt, files.sfrac, files.un, files.ver, files.inc
     dirty = np.empty(n_obj, np.int32)
     dstamp = np.full(n_obj, -1, np.int64)
@@ -541,7 +557,7 @@ def slac_kernel(trace, policy, req_hit):
     candidates = Ranking(np.empty(hcap, np.float64), np.empty(hcap, np.int64))  # -score: best first
     ck, cv = candidates.keys, candidates.entries
     csz = 0
-    cached = Ranking(np.empty(hcap, np.float64), np.empty(hcap, np.int64))      # score: lowest first
+    cached = Ranking(np.empty(hcap, np.float64), np.empty(hcap, np.int64))  # score: lowest first
     ek, ev = cached.keys, cached.entries
     esz = 0
     out = np.zeros((3, n_hours), np.int64)
@@ -624,8 +640,9 @@ def slac_kernel(trace, policy, req_hit):
                     used -= osize[t]
                     ver[t] += 1
                     if _slac_wanted(t, files, rule):
-                        csz = _push_ranked(candidates, csz, -_score(t, files, rule), (ver[t] << 32) | t,
-                                           files, rule, False)
+                        csz = _push_ranked(
+                            candidates, csz, -_score(t, files, rule), (ver[t] << 32) | t, files, rule, False
+                        )
                 if used + s > cap:
                     break
                 # still the top: files evicted for it score lower and sit below it
@@ -648,6 +665,7 @@ def slac_kernel(trace, policy, req_hit):
 
 
 # ----------------------------------------------------------------------------- MRC
+
 
 @njit(cache=True, nogil=True)
 def mrc_kernel(obj, osize, read, sizes):

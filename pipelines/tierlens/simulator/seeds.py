@@ -39,6 +39,7 @@ STAGE_BLOCK = 8 * MIB
 
 # ----------------------------------------------------------------------------- seed hardware
 
+
 @dataclass(frozen=True)
 class SeedDevice:
     """One device as a study describes it; ``source`` names where each figure comes from."""
@@ -51,9 +52,15 @@ class SeedDevice:
     write_cache: WriteCache | None = None
 
     def figures(self, raid_level: str | None = None, members: int = 1) -> DeviceFigures:
-        member = DeviceFigures(self.name, self.access_seconds, self.read_bytes_per_second,
-                               self.write_bytes_per_second, evidence="datasheet", label=self.name,
-                               write_cache=self.write_cache)
+        member = DeviceFigures(
+            self.name,
+            self.access_seconds,
+            self.read_bytes_per_second,
+            self.write_bytes_per_second,
+            evidence="datasheet",
+            label=self.name,
+            write_cache=self.write_cache,
+        )
         # random reads are ROOT basket reads: within one md chunk, on one member
         return member.composed(raid_level, members, read_request_bytes=ROOT_BASKET_BYTES)
 
@@ -61,23 +68,38 @@ class SeedDevice:
 # Glasgow's worker-node disk: "a single 7200RPM hard disk" (seed 000 §2.3), 500 GB (Table 4).
 # access: BNL's "typical HD ~10ms" (seed 002); rate: assumed, typical of 2010 7200 rpm 500 GB SATA
 # drives (outer-to-inner ~110-60 MB/s).
-HDD_7200 = SeedDevice("7200 rpm 500 GB HDD", 0.010, 90 * MB, 90 * MB,
-                      "access: seed 002 (BNL, typical HD ~10 ms); rates: assumed (2010 7200 rpm SATA)")
+HDD_7200 = SeedDevice(
+    "7200 rpm 500 GB HDD",
+    0.010,
+    90 * MB,
+    90 * MB,
+    "access: seed 002 (BNL, typical HD ~10 ms); rates: assumed (2010 7200 rpm SATA)",
+)
 
 # Intel X25-M G2 160 GB (seed 000 §2): datasheet 250 MB/s read, 100 MB/s write, 65 µs read latency.
 # Fast region: the ~7 % spare area of an untrimmed drive (SL5's kernel 2.6.18 sends no TRIM);
 # steady state: assumed 70 % of the datasheet write (reviews of "used" G2 drives), not fitted.
-INTEL_X25M = SeedDevice("Intel X25-M G2 160GB", 65e-6, 250 * MB, 100 * MB,
-                        "rates, latency: Intel datasheet; fast region 7 % of 160 GB, steady 70 %: assumed",
-                        WriteCache(0.07 * 160 * GB, 70 * MB, "datasheet"))
+INTEL_X25M = SeedDevice(
+    "Intel X25-M G2 160GB",
+    65e-6,
+    250 * MB,
+    100 * MB,
+    "rates, latency: Intel datasheet; fast region 7 % of 160 GB, steady 70 %: assumed",
+    WriteCache(0.07 * 160 * GB, 70 * MB, "datasheet"),
+)
 
 # Kingston SSDNow V-series 128 GB (seed 000 §2: "low-end consumer-grade ... bottom of the budget"):
 # datasheet 200 MB/s read, 110 MB/s write (JMicron-class controller, MLC); read access 0.2 ms.
 # Fast region: 7 % spare of 128 GB, never trimmed under SL5; steady state assumed 30 % of the
 # datasheet write, what reviews of untrimmed JMicron-class drives reported; not fitted to Table 1.
-KINGSTON_V = SeedDevice("Kingston SSDNow V 128GB", 0.0002, 200 * MB, 110 * MB,
-                        "rates: Kingston datasheet; access, fast region 7 % of 128 GB, steady 30 %: assumed",
-                        WriteCache(0.07 * 128 * GB, 33 * MB, "datasheet"))
+KINGSTON_V = SeedDevice(
+    "Kingston SSDNow V 128GB",
+    0.0002,
+    200 * MB,
+    110 * MB,
+    "rates: Kingston datasheet; access, fast region 7 % of 128 GB, steady 30 %: assumed",
+    WriteCache(0.07 * 128 * GB, 33 * MB, "datasheet"),
+)
 
 # BNL's Mtron MSP-SATA7035064 (seed 002): ~0.1 ms access, ~120 MB/s sustained read, ~80 MB/s
 # sustained write (SLC: "sustained" is the steady state; no cliff).
@@ -87,6 +109,7 @@ BNL_HDD = replace(HDD_7200, source="access: seed 002; rate: assumed")
 
 
 # ----------------------------------------------------------------------------- seed workloads
+
 
 @dataclass(frozen=True)
 class SeedWorkload:
@@ -138,24 +161,114 @@ class Case:
 #: ~5-10 points over their plausible range (sensitivity table), so rows are held to 12 points,
 #: and rows that hinge on a steady-state write figure nobody measured (the SSDs) to 20.
 GLASGOW_CASES: tuple[Case, ...] = (
-    Case("glasgow_t1_hdd_8", "Glasgow T1", "1 HDD, 8 jobs: efficiency", 0.75, HDD_7200, None, 1, 8,
-         0.12, "run spread ~3 pt + assumed HDD transfer rate"),
-    Case("glasgow_t1_raid1_8", "Glasgow T1", "2xHDD RAID1, 8 jobs: efficiency", 0.83, HDD_7200, "raid1", 2, 8,
-         0.12, "run spread ~3 pt + assumed HDD transfer rate; RAID1 as one queue with 2 read channels"),
-    Case("glasgow_t1_raid0_8", "Glasgow T1", "2xHDD RAID0, 8 jobs: efficiency", 0.90, HDD_7200, "raid0", 2, 8,
-         0.12, "run spread ~3 pt + assumed HDD transfer rate"),
-    Case("glasgow_t1_intel_8", "Glasgow T1", "Intel X25-M, 8 jobs: efficiency", 0.80, INTEL_X25M, None, 1, 8,
-         0.20, "steady-state write assumed (70 % of datasheet), never measured"),
-    Case("glasgow_t1_kingston_8", "Glasgow T1", "Kingston V, 8 jobs: efficiency", 0.60, KINGSTON_V, None, 1, 8,
-         0.20, "steady-state write assumed (30 % of datasheet), never measured"),
-    Case("glasgow_t1_intel_24", "Glasgow T1", "Intel X25-M, 24 jobs (Magny-Cours): efficiency", 0.50, INTEL_X25M,
-         None, 1, 24, 0.20, "steady-state write assumed; a different CPU (per-core data rate assumed equal)"),
-    Case("glasgow_t1_raid0_24", "Glasgow T1", "2xHDD RAID0, 24 jobs (Magny-Cours): efficiency", 0.86, HDD_7200,
-         "raid0", 2, 24, 0.20, "a different CPU (per-core data rate assumed equal) + assumed HDD rate"),
-    Case("glasgow_t3_intel_8", "Glasgow T3", "Intel X25-M, real ATLAS analysis, full 8-core nodes", 0.78,
-         INTEL_X25M, None, 1, 8, 0.20, "real jobs' mix differs from HammerCloud's; steady write assumed"),
-    Case("glasgow_t3_raid0_8", "Glasgow T3", "2xHDD RAID0, real ATLAS analysis, full 8-core nodes", 0.88,
-         HDD_7200, "raid0", 2, 8, 0.12, "real jobs' mix differs from HammerCloud's (paper: within a few %)"),
+    Case(
+        "glasgow_t1_hdd_8",
+        "Glasgow T1",
+        "1 HDD, 8 jobs: efficiency",
+        0.75,
+        HDD_7200,
+        None,
+        1,
+        8,
+        0.12,
+        "run spread ~3 pt + assumed HDD transfer rate",
+    ),
+    Case(
+        "glasgow_t1_raid1_8",
+        "Glasgow T1",
+        "2xHDD RAID1, 8 jobs: efficiency",
+        0.83,
+        HDD_7200,
+        "raid1",
+        2,
+        8,
+        0.12,
+        "run spread ~3 pt + assumed HDD transfer rate; RAID1 as one queue with 2 read channels",
+    ),
+    Case(
+        "glasgow_t1_raid0_8",
+        "Glasgow T1",
+        "2xHDD RAID0, 8 jobs: efficiency",
+        0.90,
+        HDD_7200,
+        "raid0",
+        2,
+        8,
+        0.12,
+        "run spread ~3 pt + assumed HDD transfer rate",
+    ),
+    Case(
+        "glasgow_t1_intel_8",
+        "Glasgow T1",
+        "Intel X25-M, 8 jobs: efficiency",
+        0.80,
+        INTEL_X25M,
+        None,
+        1,
+        8,
+        0.20,
+        "steady-state write assumed (70 % of datasheet), never measured",
+    ),
+    Case(
+        "glasgow_t1_kingston_8",
+        "Glasgow T1",
+        "Kingston V, 8 jobs: efficiency",
+        0.60,
+        KINGSTON_V,
+        None,
+        1,
+        8,
+        0.20,
+        "steady-state write assumed (30 % of datasheet), never measured",
+    ),
+    Case(
+        "glasgow_t1_intel_24",
+        "Glasgow T1",
+        "Intel X25-M, 24 jobs (Magny-Cours): efficiency",
+        0.50,
+        INTEL_X25M,
+        None,
+        1,
+        24,
+        0.20,
+        "steady-state write assumed; a different CPU (per-core data rate assumed equal)",
+    ),
+    Case(
+        "glasgow_t1_raid0_24",
+        "Glasgow T1",
+        "2xHDD RAID0, 24 jobs (Magny-Cours): efficiency",
+        0.86,
+        HDD_7200,
+        "raid0",
+        2,
+        24,
+        0.20,
+        "a different CPU (per-core data rate assumed equal) + assumed HDD rate",
+    ),
+    Case(
+        "glasgow_t3_intel_8",
+        "Glasgow T3",
+        "Intel X25-M, real ATLAS analysis, full 8-core nodes",
+        0.78,
+        INTEL_X25M,
+        None,
+        1,
+        8,
+        0.20,
+        "real jobs' mix differs from HammerCloud's; steady write assumed",
+    ),
+    Case(
+        "glasgow_t3_raid0_8",
+        "Glasgow T3",
+        "2xHDD RAID0, real ATLAS analysis, full 8-core nodes",
+        0.88,
+        HDD_7200,
+        "raid0",
+        2,
+        8,
+        0.12,
+        "real jobs' mix differs from HammerCloud's (paper: within a few %)",
+    ),
 )
 
 #: The Glasgow Table 2 rows (DQ2_LOCAL: jobs read remotely, scratch barely used). The model says the
@@ -163,25 +276,36 @@ GLASGOW_CASES: tuple[Case, ...] = (
 GLASGOW_T2 = {"Kingston V": 0.67, "Intel X25-M": 0.73, "2xHDD RAID1": 0.73, "HDD": 0.78}
 
 NOT_REPRESENTED: tuple[tuple[str, str], ...] = (
-    ("read-ahead (FNAL 85 % of a file moved when 50 % is read)",
-     "tierlens counts the bytes a client reports reading; a file system's read-ahead that moves more "
-     "than is read is invisible to it, so remote route times absorb it as a slower route."),
-    ("unfairness between clients (FNAL slowest/fastest 1.77)",
-     "queues are first-come-first-served with identical jobs, so every client gets the same share; "
-     "placement on the three servers' NICs gives the only spread (17 vs 16 clients)."),
-    ("controller settings (IFCA: read cache disabled, rebuild priority lowered: 35 % -> 70 %)",
-     "a storage controller's cache policy and background work are not devices in the model; only "
-     "what they do to a device's measured figures would show, through a new probe."),
-    ("the device's dependence on what else the node does (Glasgow T2: Kingston 67 % vs HDD 78 % "
-     "with scratch unused)",
-     "with remote reads the model gives every scratch device the same efficiency; the spread "
-     "(system disk, logs, swap) is outside it."),
-    ("write stalls of cheap flash controllers (reads waiting hundreds of ms behind a write)",
-     "a device is one FCFS queue with a mean time per byte; latency spikes beyond the mean are not modelled."),
+    (
+        "read-ahead (FNAL 85 % of a file moved when 50 % is read)",
+        "tierlens counts the bytes a client reports reading; a file system's read-ahead that moves more "
+        "than is read is invisible to it, so remote route times absorb it as a slower route.",
+    ),
+    (
+        "unfairness between clients (FNAL slowest/fastest 1.77)",
+        "queues are first-come-first-served with identical jobs, so every client gets the same share; "
+        "placement on the three servers' NICs gives the only spread (17 vs 16 clients).",
+    ),
+    (
+        "controller settings (IFCA: read cache disabled, rebuild priority lowered: 35 % -> 70 %)",
+        "a storage controller's cache policy and background work are not devices in the model; only "
+        "what they do to a device's measured figures would show, through a new probe.",
+    ),
+    (
+        "the device's dependence on what else the node does (Glasgow T2: Kingston 67 % vs HDD 78 % "
+        "with scratch unused)",
+        "with remote reads the model gives every scratch device the same efficiency; the spread "
+        "(system disk, logs, swap) is outside it.",
+    ),
+    (
+        "write stalls of cheap flash controllers (reads waiting hundreds of ms behind a write)",
+        "a device is one FCFS queue with a mean time per byte; latency spikes beyond the mean are not modelled.",
+    ),
 )
 
 
 # ----------------------------------------------------------------------------- the model
+
 
 def _profile(w: SeedWorkload, jobs: int, storage_type: str = "dev") -> ef.JobProfiles:
     """One representative job of ``w`` (CPU 1 h) on a node of ``jobs`` such jobs."""
@@ -190,11 +314,19 @@ def _profile(w: SeedWorkload, jobs: int, storage_type: str = "dev") -> ef.JobPro
     remote = np.zeros((len(ef.ROUTES), 1))
     remote[0, 0] = staged
     return ef.JobProfiles(
-        storage_type=np.array([storage_type], dtype=object), arm=np.array([""], dtype=object),
-        cores=np.ones(1), cpu=np.array([cpu]), wall=np.zeros(1),
-        scratch_read=np.array([staged * w.read_fraction]), scratch_write=np.array([staged]),
-        stage_in=np.array([staged]), remote=remote, concurrent=np.array([float(jobs)]),
-        job_key=np.array(["seed.0"], dtype=object), node=np.array(["seed-node"], dtype=object))
+        storage_type=np.array([storage_type], dtype=object),
+        arm=np.array([""], dtype=object),
+        cores=np.ones(1),
+        cpu=np.array([cpu]),
+        wall=np.zeros(1),
+        scratch_read=np.array([staged * w.read_fraction]),
+        scratch_write=np.array([staged]),
+        stage_in=np.array([staged]),
+        remote=remote,
+        concurrent=np.array([float(jobs)]),
+        job_key=np.array(["seed.0"], dtype=object),
+        node=np.array(["seed-node"], dtype=object),
+    )
 
 
 def _log_times(read_s_per_gb: float, write_s_per_gb: float, w: SeedWorkload) -> np.ndarray:
@@ -237,8 +369,10 @@ def anchor_seeks(w: SeedWorkload, hdd: SeedDevice = HDD_7200) -> float:
         return efficiency(fig, w, 1, seeks) - w.single_job_hdd_efficiency
 
     if gap(0.0) < 0:
-        raise ValueError("the single-job efficiency is below what the transfers alone allow; "
-                         "the workload's data rate is too high for this anchor")
+        raise ValueError(
+            "the single-job efficiency is below what the transfers alone allow; "
+            "the workload's data rate is too high for this anchor"
+        )
     return float(brentq(gap, 0.0, 1e6, xtol=1e-3))
 
 
@@ -292,8 +426,9 @@ FNAL_PUBLISHED_MOVED = 0.85
 def fnal_spread() -> float:
     """Slowest over fastest client: FCFS servers share their NIC equally among their clients;
     the only spread left is how 49 clients fall on 3 servers (17 against 16)."""
-    per_server = [FNAL_CLIENTS // FNAL_SERVERS + (1 if i < FNAL_CLIENTS % FNAL_SERVERS else 0)
-                  for i in range(FNAL_SERVERS)]
+    per_server = [
+        FNAL_CLIENTS // FNAL_SERVERS + (1 if i < FNAL_CLIENTS % FNAL_SERVERS else 0) for i in range(FNAL_SERVERS)
+    ]
     return max(per_server) / min(per_server)
 
 
@@ -304,11 +439,11 @@ def fnal_moved_fraction() -> float:
 
 # --- IFCA: CPU efficiency before and after the network tuning (seed 004) --------------------
 
-IFCA_BEFORE = 0.28            # seed 004: 100,000-event skims, "from an initial value of 28%"
-IFCA_AFTER_NETWORK = 0.35     # seed 004: after firewall off and SACK
-IFCA_AFTER_ALL = 0.72         # seed 004 Results (I): 100,000 events after all changes
-IFCA_WN_LINK_BEFORE = 400e6 / 8   # seed 004 iperf: GPFS -> WN ~350-450 Mbps
-IFCA_WN_LINK_AFTER = 1000e6 / 8   # seed 004: "Connection between GPFS servers and WNs is now 1 Gbps"
+IFCA_BEFORE = 0.28  # seed 004: 100,000-event skims, "from an initial value of 28%"
+IFCA_AFTER_NETWORK = 0.35  # seed 004: after firewall off and SACK
+IFCA_AFTER_ALL = 0.72  # seed 004 Results (I): 100,000 events after all changes
+IFCA_WN_LINK_BEFORE = 400e6 / 8  # seed 004 iperf: GPFS -> WN ~350-450 Mbps
+IFCA_WN_LINK_AFTER = 1000e6 / 8  # seed 004: "Connection between GPFS servers and WNs is now 1 Gbps"
 
 
 def ifca_after_network(before: float = IFCA_BEFORE) -> float:
@@ -325,13 +460,14 @@ def ifca_after_network(before: float = IFCA_BEFORE) -> float:
 
 # ----------------------------------------------------------------------------- the table
 
+
 @dataclass(frozen=True)
 class ScoreRow:
     study: str
     figure: str
     predicted: float
     published: float
-    unit: str          # "eff" (efficiency, error in points) or "ratio" (error relative)
+    unit: str  # "eff" (efficiency, error in points) or "ratio" (error relative)
     tolerance: str
     represented: bool = True
     note: str = ""
@@ -342,25 +478,85 @@ class ScoreRow:
 
 
 def scoreboard(w: SeedWorkload = GLASGOW) -> list[ScoreRow]:
-    out = [ScoreRow(r.case.study, r.case.what, r.predicted, r.case.published, "eff",
-                    f"±{r.case.tolerance * 100:.0f} pt: {r.case.reason}") for r in glasgow_rows(w)]
+    out = [
+        ScoreRow(
+            r.case.study,
+            r.case.what,
+            r.predicted,
+            r.case.published,
+            "eff",
+            f"±{r.case.tolerance * 100:.0f} pt: {r.case.reason}",
+        )
+        for r in glasgow_rows(w)
+    ]
     for name, pub in GLASGOW_T2.items():
-        out.append(ScoreRow("Glasgow T2", f"{name}, DQ2_LOCAL, 8 jobs: efficiency relative to HDD",
-                            1.0, pub / GLASGOW_T2["HDD"], "ratio", "not held: scratch unused, model says equal",
-                            represented=False))
-    out.append(ScoreRow("BNL", "SSD/HDD analysis rate, 8 concurrent readers", bnl_ratio(), BNL_PUBLISHED_RATIO,
-                        "ratio", "prediction is an upper bound (CPU unknown): ≥ 1/1.2 and ≤ 3x published",
-                        note="device-bound limit"))
-    out.append(ScoreRow("FNAL", "slowest/fastest client, 49 clients", fnal_spread(), FNAL_PUBLISHED_SPREAD, "ratio",
-                        "not held: unfairness not represented", represented=False))
-    out.append(ScoreRow("FNAL", "bytes moved per byte of file (reads 50 %)", fnal_moved_fraction(),
-                        FNAL_PUBLISHED_MOVED, "eff", "not held: read-ahead not represented", represented=False))
-    out.append(ScoreRow("IFCA", "efficiency after the network fix (from 28 %)", ifca_after_network(),
-                        IFCA_AFTER_NETWORK, "eff", "upper bound: ≥ published, within 20 pt (part of the wait is disk)",
-                        note="what-if from the measured baseline"))
-    out.append(ScoreRow("IFCA", "efficiency after all changes (controller)", ifca_after_network(), IFCA_AFTER_ALL,
-                        "eff", "not held: controller cache policy not represented", represented=False,
-                        note="model has only the network change"))
+        out.append(
+            ScoreRow(
+                "Glasgow T2",
+                f"{name}, DQ2_LOCAL, 8 jobs: efficiency relative to HDD",
+                1.0,
+                pub / GLASGOW_T2["HDD"],
+                "ratio",
+                "not held: scratch unused, model says equal",
+                represented=False,
+            )
+        )
+    out.append(
+        ScoreRow(
+            "BNL",
+            "SSD/HDD analysis rate, 8 concurrent readers",
+            bnl_ratio(),
+            BNL_PUBLISHED_RATIO,
+            "ratio",
+            "prediction is an upper bound (CPU unknown): ≥ 1/1.2 and ≤ 3x published",
+            note="device-bound limit",
+        )
+    )
+    out.append(
+        ScoreRow(
+            "FNAL",
+            "slowest/fastest client, 49 clients",
+            fnal_spread(),
+            FNAL_PUBLISHED_SPREAD,
+            "ratio",
+            "not held: unfairness not represented",
+            represented=False,
+        )
+    )
+    out.append(
+        ScoreRow(
+            "FNAL",
+            "bytes moved per byte of file (reads 50 %)",
+            fnal_moved_fraction(),
+            FNAL_PUBLISHED_MOVED,
+            "eff",
+            "not held: read-ahead not represented",
+            represented=False,
+        )
+    )
+    out.append(
+        ScoreRow(
+            "IFCA",
+            "efficiency after the network fix (from 28 %)",
+            ifca_after_network(),
+            IFCA_AFTER_NETWORK,
+            "eff",
+            "upper bound: ≥ published, within 20 pt (part of the wait is disk)",
+            note="what-if from the measured baseline",
+        )
+    )
+    out.append(
+        ScoreRow(
+            "IFCA",
+            "efficiency after all changes (controller)",
+            ifca_after_network(),
+            IFCA_AFTER_ALL,
+            "eff",
+            "not held: controller cache policy not represented",
+            represented=False,
+            note="model has only the network change",
+        )
+    )
     return out
 
 
@@ -379,6 +575,7 @@ def kingston_breakeven_steady_write(w: SeedWorkload = GLASGOW, jobs: int = 8) ->
 
 # ----------------------------------------------------------------------------- structural error
 
+
 def scoreboard_structural_error(w: SeedWorkload = GLASGOW) -> float:
     """RMS error (efficiency, 0-1) of the scoreboard's efficiency rows the model represents: every
     one is a prediction for hardware whose outcome no fit saw, so this is the device layer's
@@ -392,7 +589,7 @@ class TypeLoo:
     case: str
     published: float
     predicted: float
-    theta: tuple[float, float]   # (channel_sharing, write_factor) fitted on the other rows
+    theta: tuple[float, float]  # (channel_sharing, write_factor) fitted on the other rows
 
     @property
     def error(self) -> float:
@@ -424,13 +621,13 @@ def scoreboard_type_loo(w: SeedWorkload = GLASGOW, cases: tuple[Case, ...] = GLA
 
 
 def loo_rms(rows: list[TypeLoo]) -> float:
-    return float(np.sqrt(np.mean([r.error ** 2 for r in rows])))
+    return float(np.sqrt(np.mean([r.error**2 for r in rows])))
 
 
 @dataclass(frozen=True)
 class StructuralError:
-    value: float       # efficiency, 0-1
-    source: str        # "generator" or "published figures"
+    value: float  # efficiency, 0-1
+    source: str  # "generator" or "published figures"
     generator: float | None
     published: float
 
@@ -453,9 +650,15 @@ def structural_error_rows(generator: dict[str, float | None], w: SeedWorkload = 
     out = []
     for evidence, gen in generator.items():
         larger = gen is not None and gen >= published
-        out.append({"evidence": evidence, "generator_rms": gen, "published_rms": published,
-                    "structural_error": gen if larger else published,
-                    "source": "generator" if larger else "published figures"})
+        out.append(
+            {
+                "evidence": evidence,
+                "generator_rms": gen,
+                "published_rms": published,
+                "structural_error": gen if larger else published,
+                "source": "generator" if larger else "published figures",
+            }
+        )
     return out
 
 
@@ -489,7 +692,31 @@ def _without_cliffs() -> tuple[Case, ...]:
     return tuple(replace(c, device=replace(c.device, write_cache=None)) for c in GLASGOW_CASES)
 
 
-__all__ = ["Case", "GLASGOW", "GLASGOW_CASES", "NOT_REPRESENTED", "Row", "ScoreRow", "SeedDevice", "SeedWorkload",
-           "StructuralError", "TypeLoo", "anchor_seeks", "bnl_ratio", "efficiency", "fnal_spread", "glasgow_rows",
-           "ifca_after_network", "kingston_breakeven_steady_write", "loo_rms", "published_loo_rms", "reported_structural_error", "scoreboard", "scoreboard_structural_error",
-           "scoreboard_type_loo", "sensitivity", "structural_error_rows", "replace"]
+__all__ = [
+    "Case",
+    "GLASGOW",
+    "GLASGOW_CASES",
+    "NOT_REPRESENTED",
+    "Row",
+    "ScoreRow",
+    "SeedDevice",
+    "SeedWorkload",
+    "StructuralError",
+    "TypeLoo",
+    "anchor_seeks",
+    "bnl_ratio",
+    "efficiency",
+    "fnal_spread",
+    "glasgow_rows",
+    "ifca_after_network",
+    "kingston_breakeven_steady_write",
+    "loo_rms",
+    "published_loo_rms",
+    "reported_structural_error",
+    "scoreboard",
+    "scoreboard_structural_error",
+    "scoreboard_type_loo",
+    "sensitivity",
+    "structural_error_rows",
+    "replace",
+]

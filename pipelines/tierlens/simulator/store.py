@@ -100,90 +100,90 @@ COMMENTS = {
 #: ``python -m tierlens.warehouse.dbt_sources`` writes them into dbt/models/staging/_sources.yml.
 COLUMN_DOCS: dict[str, dict[str, str]] = {
     EFF_RUNS: {
-        'run_id': "Hash of the model version, the run's inputs and the calibration data.",
-        'created_at': 'When the run was written, UTC.',
-        'tierlens_version': 'tierlens version that wrote the run.',
-        'model_version': 'Efficiency model version, e.g. tierlens-mva-1.',
-        'job_class': "Job class the model was calibrated on and predicts ('all' for every class).",
-        'inputs': "The run's inputs as JSON: grid, caches, period, validation settings.",
-        'data_fingerprint': "Hash of the calibration jobs' profiles.",
-        'jobs': 'Jobs in the calibration set. Unit: jobs.',
-        'fit_jobs': 'Jobs the fit itself used (a seeded sample of the set). Unit: jobs.',
-        'rms_error': 'RMS of the per-job efficiency residuals of the fit. Unit: fraction.',
-        'structural_error': 'RMS leave-one-out error of configuration efficiency; null without validation. Unit: fraction.',
-        'run_seconds': 'Wall time of the run. Unit: seconds.',
+        "run_id": "Hash of the model version, the run's inputs and the calibration data.",
+        "created_at": "When the run was written, UTC.",
+        "tierlens_version": "tierlens version that wrote the run.",
+        "model_version": "Efficiency model version, e.g. tierlens-mva-1.",
+        "job_class": "Job class the model was calibrated on and predicts ('all' for every class).",
+        "inputs": "The run's inputs as JSON: grid, caches, period, validation settings.",
+        "data_fingerprint": "Hash of the calibration jobs' profiles.",
+        "jobs": "Jobs in the calibration set. Unit: jobs.",
+        "fit_jobs": "Jobs the fit itself used (a seeded sample of the set). Unit: jobs.",
+        "rms_error": "RMS of the per-job efficiency residuals of the fit. Unit: fraction.",
+        "structural_error": "RMS leave-one-out error of configuration efficiency; null without validation. Unit: fraction.",
+        "run_seconds": "Wall time of the run. Unit: seconds.",
     },
     EFF_PRED: {
-        'run_id': 'Run that made the prediction.',
-        'model_version': 'Efficiency model version.',
-        'job_class': 'Job class predicted.',
-        'scenario': "'measured' (a configuration the site ran) or 'what-if'.",
-        'storage_type': "Storage type under the jobs' scratch.",
-        'ab_arm': 'A/B arm of a measured configuration; null for what-if rows.',
-        'jobs_per_node': 'Jobs per node of a what-if row; null for measured rows (each job keeps its measured node sharing). Unit: jobs.',
-        'cache': "'as measured', 'none', or POLICY:SIZE of the replayed cache.",
-        'cache_policy': 'Replayed cache policy; null for none or as measured.',
-        'cache_bytes': 'Replayed cache capacity. Unit: bytes.',
-        'jobs': 'Jobs the prediction is over. Unit: jobs.',
-        'mean_concurrent_jobs': 'Measured rows: mean jobs sharing a node. Unit: jobs.',
-        'measured_efficiency': "Measured rows: the jobs' measured efficiency. Unit: fraction.",
-        'predicted_efficiency': 'Predicted efficiency, sum(cpu) / sum(wall x cores). Unit: fraction.',
-        'efficiency_sd': 'Standard uncertainty of the prediction (fit and structural error). Unit: fraction.',
-        'efficiency_low': 'Lower end of the 95 % interval. Unit: fraction.',
-        'efficiency_high': 'Upper end of the 95 % interval. Unit: fraction.',
-        'loo_predicted_efficiency': 'Measured rows: prediction when this configuration was left out of the fit. Unit: fraction.',
-        'predicted_mean_wall_seconds': 'Predicted mean wall time per job. Unit: seconds.',
-        'jobs_per_node_hour': 'What-if rows: throughput of a full node. Unit: jobs per node-hour.',
-        'extrapolated': 'The prediction uses a service time the measured jobs did not determine.',
-        'evidence': "What the storage type's times rest on: jobs (fitted), probe or datasheet (derived by the device layer).",
+        "run_id": "Run that made the prediction.",
+        "model_version": "Efficiency model version.",
+        "job_class": "Job class predicted.",
+        "scenario": "'measured' (a configuration the site ran) or 'what-if'.",
+        "storage_type": "Storage type under the jobs' scratch.",
+        "ab_arm": "A/B arm of a measured configuration; null for what-if rows.",
+        "jobs_per_node": "Jobs per node of a what-if row; null for measured rows (each job keeps its measured node sharing). Unit: jobs.",
+        "cache": "'as measured', 'none', or POLICY:SIZE of the replayed cache.",
+        "cache_policy": "Replayed cache policy; null for none or as measured.",
+        "cache_bytes": "Replayed cache capacity. Unit: bytes.",
+        "jobs": "Jobs the prediction is over. Unit: jobs.",
+        "mean_concurrent_jobs": "Measured rows: mean jobs sharing a node. Unit: jobs.",
+        "measured_efficiency": "Measured rows: the jobs' measured efficiency. Unit: fraction.",
+        "predicted_efficiency": "Predicted efficiency, sum(cpu) / sum(wall x cores). Unit: fraction.",
+        "efficiency_sd": "Standard uncertainty of the prediction (fit and structural error). Unit: fraction.",
+        "efficiency_low": "Lower end of the 95 % interval. Unit: fraction.",
+        "efficiency_high": "Upper end of the 95 % interval. Unit: fraction.",
+        "loo_predicted_efficiency": "Measured rows: prediction when this configuration was left out of the fit. Unit: fraction.",
+        "predicted_mean_wall_seconds": "Predicted mean wall time per job. Unit: seconds.",
+        "jobs_per_node_hour": "What-if rows: throughput of a full node. Unit: jobs per node-hour.",
+        "extrapolated": "The prediction uses a service time the measured jobs did not determine.",
+        "evidence": "What the storage type's times rest on: jobs (fitted), probe or datasheet (derived by the device layer).",
     },
     HW_OPTIONS: {
-        'run_id': 'Run that priced the option (sim_efficiency_runs.run_id).',
-        'config_name': 'storage_catalog configuration priced.',
-        'storage_type': 'Storage type the configuration provides.',
-        'evidence': 'What the prediction rests on: measured (jobs on this storage type), probe (a device probe, possibly of a RAID member), or datasheet.',
-        'jobs_per_node': 'Jobs per node of the option. Unit: jobs.',
-        'cache': "'none' or POLICY:SIZE of the replayed cache.",
-        'currency': 'Currency of the prices.',
-        'price_per_node': 'Storage price of one node: unit price x devices per node. Unit: currency.',
-        'capacity_gb_per_node': 'Usable scratch per node (RAID-aware). Unit: GB.',
-        'price_per_gb': 'price_per_node / capacity_gb_per_node. Unit: currency per GB.',
-        'efficiency': 'Predicted CPU efficiency. Unit: fraction.',
-        'efficiency_low': 'Lower end of its 95 % interval. Unit: fraction.',
-        'efficiency_high': 'Upper end of its 95 % interval. Unit: fraction.',
-        'node_throughput': 'CPU core-hours delivered per node-hour: jobs x cores x efficiency. Unit: core-hours per node-hour.',
-        'node_throughput_low': 'node_throughput at efficiency_low. Unit: core-hours per node-hour.',
-        'node_throughput_high': 'node_throughput at efficiency_high. Unit: core-hours per node-hour.',
-        'price_per_throughput': "price_per_node / node_throughput (Glasgow Table 4's price/throughput). Unit: currency per (core-hour per node-hour).",
-        'price_per_throughput_low': 'price_per_node / node_throughput_high. Unit: currency per (core-hour per node-hour).',
-        'price_per_throughput_high': 'price_per_node / node_throughput_low. Unit: currency per (core-hour per node-hour).',
-        'price_per_core_hour': "Whole-node price per delivered CPU core-hour: (node price over the service life + storage price over its life (the service life, or the SSD's rated life if shorter) + power) per node-hour / node_throughput. Rows written before schema version 9 priced the storage alone. Unit: currency per core-hour.",
-        'price_per_core_hour_low': 'price_per_core_hour at efficiency_high and, where endurance sets the storage life, the low end of the writes per core-hour. Unit: currency per core-hour.',
-        'price_per_core_hour_high': 'price_per_core_hour at efficiency_low and, where endurance sets the storage life, the high end of the writes per core-hour. Unit: currency per core-hour.',
-        'scratch_gb_written_per_node_day': 'Predicted scratch writes of a node per day. Unit: GB per day.',
-        'ssd_lifetime_years': "Rated endurance of the node's data devices / predicted writes; null without an endurance. Unit: years.",
-        'rank': 'Rank by price_per_core_hour within the run, 1 = cheapest.',
-        'cores_per_job': 'Mean cores a job of the job mix is allocated. Unit: cores.',
-        'node_config': 'Node the option is priced in: the cheapest node row with jobs_per_node x cores_per_job cores (the largest when none has).',
-        'node_cores': 'Cores of that node. Unit: cores.',
-        'node_price': 'Price of the node without its scratch storage (CPU, memory, chassis). Unit: currency.',
-        'whole_node_price': 'node_price + price_per_node. Unit: currency.',
-        'power_watts': 'Mean draw of the busy node. Unit: W.',
-        'power_price_per_node_hour': 'power_watts x the site tariff. Unit: currency per node-hour.',
-        'interval_driver': "What the price interval varies: efficiency, or efficiency and endurance (the storage's life is set by its rated writes, whose rate per core-hour has its own interval).",
-        'staged_gb_per_node_hour': "What a full node of the site's jobs writes to scratch per hour (stage-in copies and the jobs' own writes) at jobs_per_node, at the pace the jobs were measured to run; null before schema version 11. Unit: GB per node-hour.",
-        'published_structural_error': "Probe- and datasheet-derived rows: the leave-one-configuration-out RMS error of the device layer on Glasgow's published figures (simulator/seeds.py); null for measured rows and rows before schema version 11. Unit: fraction.",
-        'structural_error_source': "Which leave-one-out error the row's interval carries, the larger of the two: 'generator' (this site's leave-one-type-out RMS, sim_efficiency_type_loo) or 'published figures'; null for measured rows.",
-        'write_warning': "Why this device's writes cannot keep up with staged_gb_per_node_hour, with the figures and what they rest on (probe, budget-limited probe, datasheet): a steady-state write rate below the node's stage-in rate, or a fast-write region the node fills within the hour; null when neither holds or the configuration has no device figures.",
+        "run_id": "Run that priced the option (sim_efficiency_runs.run_id).",
+        "config_name": "storage_catalog configuration priced.",
+        "storage_type": "Storage type the configuration provides.",
+        "evidence": "What the prediction rests on: measured (jobs on this storage type), probe (a device probe, possibly of a RAID member), or datasheet.",
+        "jobs_per_node": "Jobs per node of the option. Unit: jobs.",
+        "cache": "'none' or POLICY:SIZE of the replayed cache.",
+        "currency": "Currency of the prices.",
+        "price_per_node": "Storage price of one node: unit price x devices per node. Unit: currency.",
+        "capacity_gb_per_node": "Usable scratch per node (RAID-aware). Unit: GB.",
+        "price_per_gb": "price_per_node / capacity_gb_per_node. Unit: currency per GB.",
+        "efficiency": "Predicted CPU efficiency. Unit: fraction.",
+        "efficiency_low": "Lower end of its 95 % interval. Unit: fraction.",
+        "efficiency_high": "Upper end of its 95 % interval. Unit: fraction.",
+        "node_throughput": "CPU core-hours delivered per node-hour: jobs x cores x efficiency. Unit: core-hours per node-hour.",
+        "node_throughput_low": "node_throughput at efficiency_low. Unit: core-hours per node-hour.",
+        "node_throughput_high": "node_throughput at efficiency_high. Unit: core-hours per node-hour.",
+        "price_per_throughput": "price_per_node / node_throughput (Glasgow Table 4's price/throughput). Unit: currency per (core-hour per node-hour).",
+        "price_per_throughput_low": "price_per_node / node_throughput_high. Unit: currency per (core-hour per node-hour).",
+        "price_per_throughput_high": "price_per_node / node_throughput_low. Unit: currency per (core-hour per node-hour).",
+        "price_per_core_hour": "Whole-node price per delivered CPU core-hour: (node price over the service life + storage price over its life (the service life, or the SSD's rated life if shorter) + power) per node-hour / node_throughput. Rows written before schema version 9 priced the storage alone. Unit: currency per core-hour.",
+        "price_per_core_hour_low": "price_per_core_hour at efficiency_high and, where endurance sets the storage life, the low end of the writes per core-hour. Unit: currency per core-hour.",
+        "price_per_core_hour_high": "price_per_core_hour at efficiency_low and, where endurance sets the storage life, the high end of the writes per core-hour. Unit: currency per core-hour.",
+        "scratch_gb_written_per_node_day": "Predicted scratch writes of a node per day. Unit: GB per day.",
+        "ssd_lifetime_years": "Rated endurance of the node's data devices / predicted writes; null without an endurance. Unit: years.",
+        "rank": "Rank by price_per_core_hour within the run, 1 = cheapest.",
+        "cores_per_job": "Mean cores a job of the job mix is allocated. Unit: cores.",
+        "node_config": "Node the option is priced in: the cheapest node row with jobs_per_node x cores_per_job cores (the largest when none has).",
+        "node_cores": "Cores of that node. Unit: cores.",
+        "node_price": "Price of the node without its scratch storage (CPU, memory, chassis). Unit: currency.",
+        "whole_node_price": "node_price + price_per_node. Unit: currency.",
+        "power_watts": "Mean draw of the busy node. Unit: W.",
+        "power_price_per_node_hour": "power_watts x the site tariff. Unit: currency per node-hour.",
+        "interval_driver": "What the price interval varies: efficiency, or efficiency and endurance (the storage's life is set by its rated writes, whose rate per core-hour has its own interval).",
+        "staged_gb_per_node_hour": "What a full node of the site's jobs writes to scratch per hour (stage-in copies and the jobs' own writes) at jobs_per_node, at the pace the jobs were measured to run; null before schema version 11. Unit: GB per node-hour.",
+        "published_structural_error": "Probe- and datasheet-derived rows: the leave-one-configuration-out RMS error of the device layer on Glasgow's published figures (simulator/seeds.py); null for measured rows and rows before schema version 11. Unit: fraction.",
+        "structural_error_source": "Which leave-one-out error the row's interval carries, the larger of the two: 'generator' (this site's leave-one-type-out RMS, sim_efficiency_type_loo) or 'published figures'; null for measured rows.",
+        "write_warning": "Why this device's writes cannot keep up with staged_gb_per_node_hour, with the figures and what they rest on (probe, budget-limited probe, datasheet): a steady-state write rate below the node's stage-in rate, or a fast-write region the node fills within the hour; null when neither holds or the configuration has no device figures.",
     },
     EFF_TYPE_LOO: {
-        'run_id': 'Run that validated the device layer.',
-        'storage_type': 'Storage type left out (its jobs and its fitted times).',
-        'evidence': 'Figures its times were derived from: probe or datasheet.',
-        'jobs': 'Jobs of the type predicted. Unit: jobs.',
-        'measured_efficiency': "The type's measured efficiency. Unit: fraction.",
-        'predicted_efficiency': 'Its efficiency predicted from the derived times. Unit: fraction.',
-        'error': 'predicted - measured. Unit: fraction.',
+        "run_id": "Run that validated the device layer.",
+        "storage_type": "Storage type left out (its jobs and its fitted times).",
+        "evidence": "Figures its times were derived from: probe or datasheet.",
+        "jobs": "Jobs of the type predicted. Unit: jobs.",
+        "measured_efficiency": "The type's measured efficiency. Unit: fraction.",
+        "predicted_efficiency": "Its efficiency predicted from the derived times. Unit: fraction.",
+        "error": "predicted - measured. Unit: fraction.",
     },
 }
 
@@ -206,7 +206,9 @@ def catalog_ssd(con, name: str | None) -> dict | None:
     rows: list[dict] = []
     try:
         cur = con.execute("SELECT config_name, storage_type, capacity_bytes, endurance_tbw FROM raw_storage_catalog")
-        rows = [dict(zip(("config_name", "storage_type", "capacity_bytes", "endurance_tbw"), r)) for r in cur.fetchall()]
+        rows = [
+            dict(zip(("config_name", "storage_type", "capacity_bytes", "endurance_tbw"), r)) for r in cur.fetchall()
+        ]
     except Exception:  # noqa: BLE001 - no catalog table in this warehouse
         rows = []
     if not rows:
@@ -214,9 +216,14 @@ def catalog_ssd(con, name: str | None) -> dict | None:
         if seed.exists():
             with seed.open() as f:
                 for r in csv.DictReader(f):
-                    rows.append({"config_name": r["config_name"], "storage_type": r["storage_type"],
-                                 "capacity_bytes": int(r["capacity_bytes"]) if r["capacity_bytes"] else None,
-                                 "endurance_tbw": float(r["endurance_tbw"]) if r["endurance_tbw"] else None})
+                    rows.append(
+                        {
+                            "config_name": r["config_name"],
+                            "storage_type": r["storage_type"],
+                            "capacity_bytes": int(r["capacity_bytes"]) if r["capacity_bytes"] else None,
+                            "endurance_tbw": float(r["endurance_tbw"]) if r["endurance_tbw"] else None,
+                        }
+                    )
     if name:
         for r in rows:
             if r["config_name"] == name:
@@ -233,8 +240,12 @@ def wear(result: CacheResult, ssd: dict | None) -> dict:
     devices = max(1, math.ceil(result.params.capacity_bytes / ssd["capacity_bytes"]))
     endurance = devices * ssd["endurance_tbw"] * 1e12
     per_day = result.ssd_writes_per_day
-    return {"ssd_config": ssd["config_name"], "ssd_devices": devices, "ssd_endurance_bytes": endurance,
-            "days_to_endurance": endurance / per_day if per_day > 0 else None}
+    return {
+        "ssd_config": ssd["config_name"],
+        "ssd_devices": devices,
+        "ssd_endurance_bytes": endurance,
+        "days_to_endurance": endurance / per_day if per_day > 0 else None,
+    }
 
 
 def write_run(con, result: CacheResult, ssd: dict | None = None, mrc: pa.Table | None = None) -> str:
@@ -245,17 +256,29 @@ def write_run(con, result: CacheResult, ssd: dict | None = None, mrc: pa.Table |
     w = wear(result, ssd)
     util = result.hourly["nic_utilisation"].to_numpy()
     row = {
-        "run_id": rid, "tierlens_version": __version__, "policy": result.params.policy,
-        "capacity_bytes": result.params.capacity_bytes, "params": json.dumps(params, sort_keys=True),
-        "trace_source": result.trace_source, "trace_fingerprint": result.trace_fingerprint,
-        "first_hour_s": result.t0, "hours": result.hourly.num_rows, "requests": result.requests,
-        "objects": result.objects, "hits": result.hits, "hit_ratio": result.hit_ratio,
-        "bytes_requested": result.bytes_requested, "bytes_from_cache": result.bytes_from_cache,
-        "byte_hit_ratio": result.byte_hit_ratio, "bytes_staged": result.bytes_staged,
-        "ssd_writes_per_day_bytes": result.ssd_writes_per_day, **w,
+        "run_id": rid,
+        "tierlens_version": __version__,
+        "policy": result.params.policy,
+        "capacity_bytes": result.params.capacity_bytes,
+        "params": json.dumps(params, sort_keys=True),
+        "trace_source": result.trace_source,
+        "trace_fingerprint": result.trace_fingerprint,
+        "first_hour_s": result.t0,
+        "hours": result.hourly.num_rows,
+        "requests": result.requests,
+        "objects": result.objects,
+        "hits": result.hits,
+        "hit_ratio": result.hit_ratio,
+        "bytes_requested": result.bytes_requested,
+        "bytes_from_cache": result.bytes_from_cache,
+        "byte_hit_ratio": result.byte_hit_ratio,
+        "bytes_staged": result.bytes_staged,
+        "ssd_writes_per_day_bytes": result.ssd_writes_per_day,
+        **w,
         "nic_cap_bytes_per_s": result.params.nic_bytes_per_s,
         "nic_peak_utilisation": float(util.max()) if len(util) else 0.0,
-        "nic_hours_at_cap": int((util >= 1.0).sum()), "replay_seconds": result.elapsed_s,
+        "nic_hours_at_cap": int((util >= 1.0).sum()),
+        "replay_seconds": result.elapsed_s,
     }
     hourly = result.hourly.append_column("run_id", pa.array([rid] * result.hourly.num_rows, pa.string()))
     with replacing_run(con, rid, (HOURLY, RUNS) + ((MRC,) if mrc is not None else ())):
@@ -263,13 +286,40 @@ def write_run(con, result: CacheResult, ssd: dict | None = None, mrc: pa.Table |
         con.execute(
             f"INSERT INTO {RUNS} (created_at, first_hour, {', '.join(cols)}) "
             f"VALUES (now(), to_timestamp(?), {', '.join('?' for _ in cols)})",
-            [row["first_hour_s"]] + [row[c] for c in cols])
-        insert_arrow(con, HOURLY, hourly, ("run_id", "hour_start", "requests", "hits", "bytes_requested",
-                                           "bytes_from_cache", "bytes_staged", "nic_utilisation"))
+            [row["first_hour_s"]] + [row[c] for c in cols],
+        )
+        insert_arrow(
+            con,
+            HOURLY,
+            hourly,
+            (
+                "run_id",
+                "hour_start",
+                "requests",
+                "hits",
+                "bytes_requested",
+                "bytes_from_cache",
+                "bytes_staged",
+                "nic_utilisation",
+            ),
+        )
         if mrc is not None:
             m = mrc.append_column("run_id", pa.array([rid] * mrc.num_rows, pa.string()))
-            insert_arrow(con, MRC, m, ("run_id", "cache_bytes", "requests", "hits", "hit_ratio",
-                                       "bytes_requested", "bytes_from_cache", "byte_hit_ratio"))
+            insert_arrow(
+                con,
+                MRC,
+                m,
+                (
+                    "run_id",
+                    "cache_bytes",
+                    "requests",
+                    "hits",
+                    "hit_ratio",
+                    "bytes_requested",
+                    "bytes_from_cache",
+                    "byte_hit_ratio",
+                ),
+            )
     return rid
 
 
@@ -295,8 +345,6 @@ def insert_arrow(con, table: str, data: pa.Table, columns: tuple[str, ...] | lis
         con.unregister("__sim_rows")
 
 
-
-
 def write_efficiency(con, run, truth: dict[str, tuple[float, float, float]] | None = None) -> str:
     """Write an efficiency run (runs, parameters, predictions) in one transaction; returns run_id.
 
@@ -318,17 +366,44 @@ def write_efficiency(con, run, truth: dict[str, tuple[float, float, float]] | No
     truth = truth or {}
     keys = [f"{p}[{k}]" for p, k in zip(params["parameter"].to_pylist(), params["applies_to"].to_pylist())]
     for i, name in enumerate(("true_value", "true_low", "true_high")):
-        params = params.append_column(name, pa.array([truth[k][i] if k in truth else None for k in keys],
-                                                     pa.float64()))
+        params = params.append_column(name, pa.array([truth[k][i] if k in truth else None for k in keys], pa.float64()))
     params = params.append_column("run_id", pa.array([rid] * params.num_rows, pa.string()))
     cols_pred = [c.split()[0] for c in DDL[EFF_PRED].split("(", 1)[1].rsplit(")", 1)[0].split(",")]
     with replacing_run(con, rid, (EFF_PRED, EFF_PARAMS, EFF_TYPE_LOO, HW_OPTIONS, EFF_RUNS)):
-        con.execute(f"INSERT INTO {EFF_RUNS} VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [rid, __version__, MODEL_VERSION, cal.job_class, json.dumps(inputs, sort_keys=True),
-                     cal.fingerprint, len(run.profiles), cal.jobs, cal.rms_error, cal.structural_error,
-                     run.seconds])
-        insert_arrow(con, EFF_PARAMS, params, ("run_id", "parameter", "applies_to", "value", "std_error", "unit",
-                                               "fitted", "true_value", "true_low", "true_high", "evidence"))
+        con.execute(
+            f"INSERT INTO {EFF_RUNS} VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                rid,
+                __version__,
+                MODEL_VERSION,
+                cal.job_class,
+                json.dumps(inputs, sort_keys=True),
+                cal.fingerprint,
+                len(run.profiles),
+                cal.jobs,
+                cal.rms_error,
+                cal.structural_error,
+                run.seconds,
+            ],
+        )
+        insert_arrow(
+            con,
+            EFF_PARAMS,
+            params,
+            (
+                "run_id",
+                "parameter",
+                "applies_to",
+                "value",
+                "std_error",
+                "unit",
+                "fitted",
+                "true_value",
+                "true_low",
+                "true_high",
+                "evidence",
+            ),
+        )
         insert_arrow(con, EFF_PRED, pred, cols_pred)
         for table, t in ((EFF_TYPE_LOO, _type_loo(run)), (HW_OPTIONS, run.hardware_options)):
             if t is not None and t.num_rows:
@@ -348,7 +423,9 @@ def efficiency_run_id(run) -> str:
 def efficiency_run_exists(con, run) -> bool:
     """Whether a run with ``run``'s id (the same inputs) is already written."""
     ensure_tables(con)
-    return bool(con.execute(f"SELECT count(*) FROM {EFF_RUNS} WHERE run_id = ?", [efficiency_run_id(run)]).fetchone()[0])
+    return bool(
+        con.execute(f"SELECT count(*) FROM {EFF_RUNS} WHERE run_id = ?", [efficiency_run_id(run)]).fetchone()[0]
+    )
 
 
 def _type_loo(run) -> pa.Table | None:

@@ -11,16 +11,24 @@ from .hardware import type_errors
 def print_efficiency(run, run_id: str | None, console: Console) -> None:
     """Measured against predicted efficiency per configuration, then the what-if grid."""
     cal = run.calibration
-    t = Table(title=f"{cal.job_class} jobs: measured vs predicted CPU efficiency "
-                    f"({len(run.profiles):,} jobs, model fitted on {cal.jobs:,})")
+    t = Table(
+        title=f"{cal.job_class} jobs: measured vs predicted CPU efficiency "
+        f"({len(run.profiles):,} jobs, model fitted on {cal.jobs:,})"
+    )
     for c in ("storage type", "arm", "jobs", "jobs/node", "measured", "predicted", "left out"):
         t.add_column(c, justify="left" if c in ("storage type", "arm") else "right")
     pred = run.predictions.to_pylist()
     for r in (r for r in pred if r["scenario"] == "measured"):
         loo = r["loo_predicted_efficiency"]
-        t.add_row(r["storage_type"], r["ab_arm"] or "", f"{r['jobs']:,}", f"{r['mean_concurrent_jobs']:.1f}",
-                  f"{r['measured_efficiency']:.1%}", f"{r['predicted_efficiency']:.1%}",
-                  f"{loo:.1%}" if loo is not None else "")
+        t.add_row(
+            r["storage_type"],
+            r["ab_arm"] or "",
+            f"{r['jobs']:,}",
+            f"{r['mean_concurrent_jobs']:.1f}",
+            f"{r['measured_efficiency']:.1%}",
+            f"{r['predicted_efficiency']:.1%}",
+            f"{loo:.1%}" if loo is not None else "",
+        )
     console.print(t)
     if cal.structural_error is not None:
         console.print(f"leave-one-out error (RMS over configurations): {cal.structural_error * 100:.1f} points")
@@ -36,14 +44,20 @@ def print_efficiency(run, run_id: str | None, console: Console) -> None:
         row = []
         for n in per_node:
             r = cell.get((cache, st, n))
-            row.append("" if r is None else f"{r['predicted_efficiency']:.1%} ({r['jobs_per_node_hour']:.1f})"
-                       + (" *" if r["extrapolated"] else ""))
+            row.append(
+                ""
+                if r is None
+                else f"{r['predicted_efficiency']:.1%} ({r['jobs_per_node_hour']:.1f})"
+                + (" *" if r["extrapolated"] else "")
+            )
         t.add_row(cache, st, *row)
     console.print(t)
     sd = [r["efficiency_sd"] for r in what_if]
     if sd:
-        console.print(f"95 % intervals: ± {196 * min(sd):.1f} to ± {196 * max(sd):.1f} points "
-                      "(sim_efficiency_predictions, marts.efficiency_what_if)")
+        console.print(
+            f"95 % intervals: ± {196 * min(sd):.1f} to ± {196 * max(sd):.1f} points "
+            "(sim_efficiency_predictions, marts.efficiency_what_if)"
+        )
     if any(r["extrapolated"] for r in pred):
         console.print("* uses a service time the measured jobs did not determine (extrapolated)")
     if run_id:
@@ -57,22 +71,43 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
         for c in ("storage type", "from", "jobs", "measured", "predicted", "error"):
             t.add_column(c, justify="left" if c in ("storage type", "from") else "right")
         for h in run.type_held_out:
-            t.add_row(h.storage_type, h.evidence, f"{h.jobs:,}", f"{h.measured:.1%}", f"{h.predicted:.1%}",
-                      f"{h.error * 100:+.1f}")
+            t.add_row(
+                h.storage_type,
+                h.evidence,
+                f"{h.jobs:,}",
+                f"{h.measured:.1%}",
+                f"{h.predicted:.1%}",
+                f"{h.error * 100:+.1f}",
+            )
         console.print(t)
         from .seeds import structural_error_rows
 
         carried = structural_error_rows(type_errors(run.type_held_out))
-        console.print("structural error of derived predictions (RMS leave-one-out), the larger carried: "
-                      + "; ".join(f"{r['evidence']} {r['structural_error'] * 100:.1f} points from the "
-                                  f"{r['source']} (this site {_points(r['generator_rms'])}, published figures "
-                                  f"{_points(r['published_rms'])})" for r in carried))
+        console.print(
+            "structural error of derived predictions (RMS leave-one-out), the larger carried: "
+            + "; ".join(
+                f"{r['evidence']} {r['structural_error'] * 100:.1f} points from the "
+                f"{r['source']} (this site {_points(r['generator_rms'])}, published figures "
+                f"{_points(r['published_rms'])})"
+                for r in carried
+            )
+        )
     guide = run.hardware_options
     if guide is None or guide.num_rows == 0:
         return
     t = Table(title="Hardware you could buy: whole-node price per delivered CPU core-hour (95 % interval)")
-    for c in ("#", "configuration", "evidence", "jobs/node", "cache", "efficiency", "node", "node + storage",
-              "per 1000 core-hours", "SSD life"):
+    for c in (
+        "#",
+        "configuration",
+        "evidence",
+        "jobs/node",
+        "cache",
+        "efficiency",
+        "node",
+        "node + storage",
+        "per 1000 core-hours",
+        "SSD life",
+    ):
         t.add_column(c, justify="left" if c in ("configuration", "evidence", "cache", "node") else "right")
     rows = guide.to_pylist()
     shown = rows[:limit]
@@ -85,20 +120,33 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
     for r in shown:
         cur = r["currency"] or ""
         life = r["ssd_lifetime_years"]
-        t.add_row(str(r["rank"]), r["config_name"], r["evidence"], f"{r['jobs_per_node']:g}", r["cache"],
-                  f"{r['efficiency']:.1%} ({r['efficiency_low']:.1%}-{r['efficiency_high']:.1%})",
-                  r["node_config"] or "", f"{r['whole_node_price']:,.0f} {cur}",
-                  f"{1000 * r['price_per_core_hour']:.2f} ({1000 * r['price_per_core_hour_low']:.2f}-"
-                  f"{1000 * r['price_per_core_hour_high']:.2f})",
-                  f"{life:.1f} y" if life else "")
+        t.add_row(
+            str(r["rank"]),
+            r["config_name"],
+            r["evidence"],
+            f"{r['jobs_per_node']:g}",
+            r["cache"],
+            f"{r['efficiency']:.1%} ({r['efficiency_low']:.1%}-{r['efficiency_high']:.1%})",
+            r["node_config"] or "",
+            f"{r['whole_node_price']:,.0f} {cur}",
+            f"{1000 * r['price_per_core_hour']:.2f} ({1000 * r['price_per_core_hour_low']:.2f}-"
+            f"{1000 * r['price_per_core_hour_high']:.2f})",
+            f"{life:.1f} y" if life else "",
+        )
     console.print(t)
     first_cache = rows[0]["cache"]
-    for r in sorted((r for r in rows if r["write_warning"] and r["cache"] == first_cache),
-                    key=lambda r: (r["config_name"], r["jobs_per_node"])):
-        console.print(f"write warning: {r['config_name']} at {r['jobs_per_node']:g} jobs/node "
-                      f"({r['staged_gb_per_node_hour']:.0f} GB written per node-hour): {r['write_warning']}")
-    console.print("node: the cheapest node row with jobs/node x cores per job cores; price per core-hour = "
-                  "(node over its service life + storage over its life + power) / core-hours delivered")
+    for r in sorted(
+        (r for r in rows if r["write_warning"] and r["cache"] == first_cache),
+        key=lambda r: (r["config_name"], r["jobs_per_node"]),
+    ):
+        console.print(
+            f"write warning: {r['config_name']} at {r['jobs_per_node']:g} jobs/node "
+            f"({r['staged_gb_per_node_hour']:.0f} GB written per node-hour): {r['write_warning']}"
+        )
+    console.print(
+        "node: the cheapest node row with jobs/node x cores per job cores; price per core-hour = "
+        "(node over its service life + storage over its life + power) / core-hours delivered"
+    )
 
 
 def _points(value: float | None) -> str:

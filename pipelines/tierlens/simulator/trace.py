@@ -37,7 +37,7 @@ class Trace:
     size: np.ndarray
     read: np.ndarray
     job: np.ndarray
-    names: list[str] | None = None          # object id -> file name, when known
+    names: list[str] | None = None  # object id -> file name, when known
     source: str = ""
     info: dict = field(default_factory=dict)
 
@@ -60,8 +60,16 @@ class Trace:
 
     def whole_object(self) -> Trace:
         """The same trace with every access reading its whole file (libCacheSim's semantics)."""
-        return Trace(self.time, self.obj, self.size, self.size.copy(), self.job, self.names, self.source,
-                     dict(self.info, whole_object=True))
+        return Trace(
+            self.time,
+            self.obj,
+            self.size,
+            self.size.copy(),
+            self.job,
+            self.names,
+            self.source,
+            dict(self.info, whole_object=True),
+        )
 
     def fingerprint(self) -> str:
         """A content hash, so a run is identified by its trace as well as its parameters."""
@@ -137,8 +145,15 @@ def from_table(table: pa.Table, source: str = "") -> Trace:
     return Trace(secs, obj, size, read, job, names, source)
 
 
-_COLUMNS = ("file_lfn", "file_size_bytes", "start_time", "read_bytes_at_close", "read_bytes",
-            "readv_bytes", "job_identity")
+_COLUMNS = (
+    "file_lfn",
+    "file_size_bytes",
+    "start_time",
+    "read_bytes_at_close",
+    "read_bytes",
+    "readv_bytes",
+    "job_identity",
+)
 
 
 def from_parquet(paths: list[Path]) -> Trace:
@@ -155,18 +170,30 @@ def from_parquet(paths: list[Path]) -> Trace:
 #: An origin access that is an XCache filling itself: its client is a cache server (that cache's
 #: host or monitoring address, and its server pid). Those reads follow from cache misses; they are
 #: not demand, and replaying them beside the cache's own accesses would count the bytes twice.
-_CACHE_FILL = ("EXISTS (SELECT 1 FROM raw_file_access AS c WHERE c.server_role = 'cache' "
-               "AND c.server_pid = raw_file_access.client_pid AND (c.server_addr = raw_file_access.client_host "
-               "OR lower(split_part(c.server_host, ':', 1)) = lower(raw_file_access.client_host)))")
+_CACHE_FILL = (
+    "EXISTS (SELECT 1 FROM raw_file_access AS c WHERE c.server_role = 'cache' "
+    "AND c.server_pid = raw_file_access.client_pid AND (c.server_addr = raw_file_access.client_host "
+    "OR lower(split_part(c.server_host, ':', 1)) = lower(raw_file_access.client_host)))"
+)
 
 
-def from_warehouse(con, server: str | None = None, role: str | None = None,
-                   start: str | None = None, end: str | None = None, include_cache_fills: bool = False) -> Trace:
+def from_warehouse(
+    con,
+    server: str | None = None,
+    role: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    include_cache_fills: bool = False,
+) -> Trace:
     """File accesses from ``raw_file_access`` (optionally one server, one role, a time range),
     without the reads a cache made at an origin to fill itself unless ``include_cache_fills``."""
     where, params = [], []
-    cols = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
-                                      "WHERE table_name = 'raw_file_access'").fetchall()}
+    cols = {
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'raw_file_access'"
+        ).fetchall()
+    }
     if not include_cache_fills and "server_pid" in cols:
         where.append(f"NOT (client_pid IS NOT NULL AND {_CACHE_FILL})")
     if server:
@@ -181,9 +208,12 @@ def from_warehouse(con, server: str | None = None, role: str | None = None,
     if end:
         where.append("start_time < CAST(? AS TIMESTAMPTZ)")
         params.append(end)
-    sql = ("SELECT file_lfn, file_size_bytes, start_time, read_bytes_at_close, read_bytes, readv_bytes, "
-           "job_identity FROM raw_file_access" + (" WHERE " + " AND ".join(where) if where else "")
-           + " ORDER BY start_time, server_host, unique_id")
+    sql = (
+        "SELECT file_lfn, file_size_bytes, start_time, read_bytes_at_close, read_bytes, readv_bytes, "
+        "job_identity FROM raw_file_access"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + " ORDER BY start_time, server_host, unique_id"
+    )
     cur = con.execute(sql, params)
     table = cur.to_arrow_table() if hasattr(cur, "to_arrow_table") else cur.fetch_arrow_table()
     return from_table(table, source="warehouse:raw_file_access")
@@ -205,8 +235,16 @@ def read_oracle(path: Path, size_unit: int = 1) -> Trace:
     np.maximum.at(obj_size, dense, size)
     size = np.maximum(obj_size[dense], 1)
     names = [str(int(o)) for o in obj[np.argsort(rank)]]
-    return Trace(rec["time"].astype(np.float64), dense, size, size.copy(), np.full(len(rec), -1, np.int32),
-                 names, str(path), {"whole_object": True})
+    return Trace(
+        rec["time"].astype(np.float64),
+        dense,
+        size,
+        size.copy(),
+        np.full(len(rec), -1, np.int32),
+        names,
+        str(path),
+        {"whole_object": True},
+    )
 
 
 def next_access(obj: np.ndarray) -> np.ndarray:
@@ -227,8 +265,10 @@ def write_oracle(trace: Trace, path: Path, size_unit: int = 1) -> int:
     units = (trace.size + size_unit - 1) // size_unit
     over = int((units > UINT32_MAX).sum())
     if over:
-        raise ValueError(f"{over} request(s) have sizes over {UINT32_MAX} units of {size_unit} B "
-                         f"(largest {int(trace.size.max()):,} B): use a larger size unit")
+        raise ValueError(
+            f"{over} request(s) have sizes over {UINT32_MAX} units of {size_unit} B "
+            f"(largest {int(trace.size.max()):,} B): use a larger size unit"
+        )
     rec = np.empty(len(trace), dtype=ORACLE_DTYPE)
     rec["time"] = np.clip(np.floor(trace.time), 0, UINT32_MAX).astype(np.uint32)
     rec["obj"] = trace.obj.astype(np.uint64)

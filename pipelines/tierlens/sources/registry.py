@@ -81,33 +81,51 @@ def source(name: str) -> Source:
         raise KeyError(f"unknown source {name!r}; known: {', '.join(_SOURCES)}") from None
 
 
-register(Source(
-    "synthetic", f"{_TASKS}:load_synthetic",
-    settings={
-        "synthetic_start": ("", "synthetic site: first simulated day (UTC); default start_date, so the first "
-                                "scheduled hours have data"),
-        "synthetic_days": ("30", "synthetic site: days simulated"),
-        "synthetic_seed": ("42", "synthetic site: seed"),
-        "synthetic_nodes_per_type": ("2", "synthetic site: worker nodes per storage type"),
-    }))
-register(Source(
-    "slurm", f"{_TASKS}:load_slurm",
-    commands={"slurm": f"{_CLI}:slurm", "slurm-spool": f"{_CLI}:slurm_spool"},
-    settings={
-        "slurm_sacct": ("sacct", "sacct command"),
-        "slurm_clusters": ("", "sacct --clusters"),
-        "slurm_spool": ("", "comma-separated spool folders of the SPANK plugin (job tags)"),
-    }))
-register(Source(
-    "condor", f"{_TASKS}:load_condor",
-    commands={"condor": f"{_CLI}:condor"},
-    settings={
-        "condor_history": ("", "comma-separated HTCondor history files or SPOOL folders"),
-        "condor_cluster": ("htcondor", "pool name for ads without TierlensCluster"),
-    }))
-register(Source(
-    "xrootd", f"{_TASKS}:load_xrootd",
-    commands={"xrootd": f"{_CLI}:xrootd", "xrootd-osg": f"{_CLI}:xrootd_osg"},
-    settings={
-        "xrootd_dir": ("", "folder where `tierlens collect xrootd` writes file_access Parquet batches"),
-    }))
+register(
+    Source(
+        "synthetic",
+        f"{_TASKS}:load_synthetic",
+        settings={
+            "synthetic_start": (
+                "",
+                "synthetic site: first simulated day (UTC); default start_date, so the first scheduled hours have data",
+            ),
+            "synthetic_days": ("30", "synthetic site: days simulated"),
+            "synthetic_seed": ("42", "synthetic site: seed"),
+            "synthetic_nodes_per_type": ("2", "synthetic site: worker nodes per storage type"),
+        },
+    )
+)
+register(
+    Source(
+        "slurm",
+        f"{_TASKS}:load_slurm",
+        commands={"slurm": f"{_CLI}:slurm", "slurm-spool": f"{_CLI}:slurm_spool"},
+        settings={
+            "slurm_sacct": ("sacct", "sacct command"),
+            "slurm_clusters": ("", "sacct --clusters"),
+            "slurm_spool": ("", "comma-separated spool folders of the SPANK plugin (job tags)"),
+        },
+    )
+)
+register(
+    Source(
+        "condor",
+        f"{_TASKS}:load_condor",
+        commands={"condor": f"{_CLI}:condor"},
+        settings={
+            "condor_history": ("", "comma-separated HTCondor history files or SPOOL folders"),
+            "condor_cluster": ("htcondor", "pool name for ads without TierlensCluster"),
+        },
+    )
+)
+register(
+    Source(
+        "xrootd",
+        f"{_TASKS}:load_xrootd",
+        commands={"xrootd": f"{_CLI}:xrootd", "xrootd-osg": f"{_CLI}:xrootd_osg"},
+        settings={
+            "xrootd_dir": ("", "folder where `tierlens collect xrootd` writes file_access Parquet batches"),
+        },
+    )
+)

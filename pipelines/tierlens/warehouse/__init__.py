@@ -1,10 +1,10 @@
 """The DuckDB warehouse (raw tables of the canonical records) and its Parquet lake export.
 
-    from tierlens.warehouse import Warehouse, export_lake
+from tierlens.warehouse import Warehouse, export_lake
 
-    with Warehouse(paths().warehouse) as wh:
-        result = wh.load(batch)          # one transaction; idempotent per batch content
-        export_lake(wh, paths().lake)    # Parquet, hive-partitioned by UTC day and site, swapped in
+with Warehouse(paths().warehouse) as wh:
+    result = wh.load(batch)          # one transaction; idempotent per batch content
+    export_lake(wh, paths().lake)    # Parquet, hive-partitioned by UTC day and site, swapped in
 """
 
 import duckdb

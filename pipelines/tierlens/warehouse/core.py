@@ -101,7 +101,8 @@ class ParquetFileBatch:
 
         meta = pq.read_metadata(path)
         if meta.num_rows > max_rows or not meta.schema.to_arrow_schema().equals(
-                SPECS[kind].schema, check_metadata=False):
+            SPECS[kind].schema, check_metadata=False
+        ):
             return None
         return ParquetFileBatch(kind, Path(path), meta.num_rows)
 
@@ -150,8 +151,9 @@ class Warehouse:
     def __enter__(self) -> Warehouse:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     # ------------------------------------------------------------------ schema
@@ -164,12 +166,20 @@ class Warehouse:
         self._sync_comments()
 
     def _sync_comments(self) -> None:
-        have = {(t, c): comment for t, c, comment in self.con.execute(
-            "SELECT table_name, column_name, comment FROM duckdb_columns() "
-            "WHERE schema_name = 'main' AND database_name = current_database()").fetchall()}
-        have_tables = {t: comment for t, comment in self.con.execute(
-            "SELECT table_name, comment FROM duckdb_tables() "
-            "WHERE schema_name = 'main' AND database_name = current_database()").fetchall()}
+        have = {
+            (t, c): comment
+            for t, c, comment in self.con.execute(
+                "SELECT table_name, column_name, comment FROM duckdb_columns() "
+                "WHERE schema_name = 'main' AND database_name = current_database()"
+            ).fetchall()
+        }
+        have_tables = {
+            t: comment
+            for t, comment in self.con.execute(
+                "SELECT table_name, comment FROM duckdb_tables() "
+                "WHERE schema_name = 'main' AND database_name = current_database()"
+            ).fetchall()
+        }
         from ..simulator.store import COMMENTS as SIMULATION_COMMENTS
 
         for table, comment in SIMULATION_COMMENTS.items():
@@ -180,8 +190,9 @@ class Warehouse:
                 self.con.execute(f"COMMENT ON TABLE {quote(table)} IS {literal(TABLE_COMMENTS[table])}")
             for column in columns:
                 if have.get((table, column.name)) != column.comment:
-                    self.con.execute(f"COMMENT ON COLUMN {quote(table)}.{quote(column.name)} "
-                                     f"IS {literal(column.comment)}")
+                    self.con.execute(
+                        f"COMMENT ON COLUMN {quote(table)}.{quote(column.name)} IS {literal(column.comment)}"
+                    )
 
     # ------------------------------------------------------------------ loading
 
@@ -215,14 +226,16 @@ class Warehouse:
             self.con.execute(
                 f"CREATE OR REPLACE TEMP VIEW {quote(_BATCH_VIEW)} AS SELECT {columns}, "
                 f"file_row_number AS {quote(ROW)} FROM read_parquet({literal(str(batch.path))}, "
-                "file_row_number = true)")
+                "file_row_number = true)"
+            )
             return batch.num_rows
         table = _with_row_index(_conform(batch))
         self.con.register(_BATCH_VIEW, table)
         return table.num_rows
 
-    def load_many(self, batches: Iterable[Batch], prefetch: bool = False,
-                  on_result: Callable[[LoadResult], None] | None = None) -> list[LoadResult]:
+    def load_many(
+        self, batches: Iterable[Batch], prefetch: bool = False, on_result: Callable[[LoadResult], None] | None = None
+    ) -> list[LoadResult]:
         """Load batches in order, each in its own transaction (a failure keeps earlier ones).
 
         With ``prefetch`` the iterable is advanced one batch ahead on a background thread, so
@@ -248,14 +261,17 @@ class Warehouse:
 
     def _previous_load(self, batch_id: str) -> LoadResult | None:
         row = fetch_one(
-            self.con, f"SELECT record_kind, source, rows_in, rows_loaded, rows_rejected FROM {BATCHES_TABLE} "
-            "WHERE batch_id = ?", [batch_id])
+            self.con,
+            f"SELECT record_kind, source, rows_in, rows_loaded, rows_rejected FROM {BATCHES_TABLE} WHERE batch_id = ?",
+            [batch_id],
+        )
         if row is None:
             return None
         return LoadResult(RecordKind(row[0]), row[1], batch_id, row[2], row[3], row[4], already_loaded=True)
 
-    def _load_new(self, batch: Batch | ParquetFileBatch, sql: KindSql, probe: _Probe, content_hash: str,
-                  batch_id: str, rows: int) -> LoadResult:
+    def _load_new(
+        self, batch: Batch | ParquetFileBatch, sql: KindSql, probe: _Probe, content_hash: str, batch_id: str, rows: int
+    ) -> LoadResult:
         now = datetime.now(timezone.utc)
         # Nothing of this batch id should exist (raw_batches said so), but a hand-edited
         # warehouse could hold orphans; replacing them keeps a reload from duplicating rejects.
@@ -283,9 +299,20 @@ class Warehouse:
             if skip_view:
                 self.con.unregister(_SKIP_VIEW)
         rows_in = rows + len(batch.rejects)
-        self.con.execute(f"INSERT INTO {BATCHES_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         [batch_id, batch.kind.value, batch.source, content_hash, rows_in, loaded,
-                          rejected, now, tierlens_version()])
+        self.con.execute(
+            f"INSERT INTO {BATCHES_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                batch_id,
+                batch.kind.value,
+                batch.source,
+                content_hash,
+                rows_in,
+                loaded,
+                rejected,
+                now,
+                tierlens_version(),
+            ],
+        )
         return LoadResult(batch.kind, batch.source, batch_id, rows_in, loaded, rejected)
 
     def _delete_existing(self, sql: KindSql, all_valid: bool) -> None:
@@ -308,12 +335,14 @@ class Warehouse:
         if duplicates.num_rows == 0:  # the distinct-hash check was a 64-bit collision
             return 0
         n = duplicates.num_rows
-        rejects = pa.table({
-            "row_index": duplicates["row_index"],
-            "field": pa.array([sql.key_field] * n, pa.string()),
-            "reason": pa.array([DUPLICATE_REASON] * n, pa.string()),
-            "raw_record": duplicates["raw_record"],
-        })
+        rejects = pa.table(
+            {
+                "row_index": duplicates["row_index"],
+                "field": pa.array([sql.key_field] * n, pa.string()),
+                "reason": pa.array([DUPLICATE_REASON] * n, pa.string()),
+                "raw_record": duplicates["raw_record"],
+            }
+        )
         self._store_rejects(batch, rejects, batch_id, now)
         self.con.register(_SKIP_VIEW, duplicates.select(["row_index"]))
         return n
@@ -325,15 +354,15 @@ class Warehouse:
         else:
             # Batch.location(i) without the per-row Python: '<source>:row <row_offset + i>'.
             row_numbers = pc.add(rejects["row_index"], batch.row_offset)
-            locations = pc.binary_join_element_wise(
-                f"{batch.source}:row ", pc.cast(row_numbers, pa.string()), "")
+            locations = pc.binary_join_element_wise(f"{batch.source}:row ", pc.cast(row_numbers, pa.string()), "")
         table = rejects.append_column("location", locations)
         self.con.register(_REJECT_VIEW, table)
         try:
             self.con.execute(
                 f"INSERT INTO {REJECTS_TABLE} SELECT ?, ?, ?, location, field, reason, raw_record, ? "
                 f"FROM {_REJECT_VIEW} ORDER BY row_index",
-                [batch_id, batch.kind.value, batch.source, now])
+                [batch_id, batch.kind.value, batch.source, now],
+            )
         finally:
             self.con.unregister(_REJECT_VIEW)
 
@@ -342,8 +371,11 @@ class Warehouse:
         # raw_record is always valid JSON (``raw_record->>'$'`` gives the text back).
         self.con.executemany(
             f"INSERT INTO {REJECTS_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [[batch_id, r.kind.value, r.source, r.location, r.field, r.reason, json.dumps(r.raw), now]
-             for r in rejects])
+            [
+                [batch_id, r.kind.value, r.source, r.location, r.field, r.reason, json.dumps(r.raw), now]
+                for r in rejects
+            ],
+        )
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -369,7 +401,9 @@ class Warehouse:
         """The most recent rejects, newest batch first, in source order within a batch."""
         rows = self.con.execute(
             f"SELECT batch_id, record_kind, source, location, field, reason, raw_record, rejected_at "
-            f"FROM {REJECTS_TABLE} ORDER BY rejected_at DESC, rowid LIMIT ?", [limit]).fetchall()
+            f"FROM {REJECTS_TABLE} ORDER BY rejected_at DESC, rowid LIMIT ?",
+            [limit],
+        ).fetchall()
         return [StoredReject(*row) for row in rows]
 
 

@@ -28,15 +28,28 @@ import duckdb
 from tierlens.config import DBT_PROJECT_DIR
 from tierlens.records import SPECS, RecordKind
 from tierlens.simulator import store
-from tierlens.warehouse.ddl import (BATCH_COLUMNS, BATCHES_TABLE, REJECT_COLUMNS, REJECTS_TABLE,
-                                    TABLE_COMMENTS, Column, duckdb_type)
+from tierlens.warehouse.ddl import (
+    BATCH_COLUMNS,
+    BATCHES_TABLE,
+    REJECT_COLUMNS,
+    REJECTS_TABLE,
+    TABLE_COMMENTS,
+    Column,
+    duckdb_type,
+)
 
 SOURCES_FILE = Path("models") / "staging" / "_sources.yml"
 
 #: Record kinds whose raw tables the dbt models read (device probes are read by the simulator).
 RAW_KINDS: tuple[RecordKind, ...] = (
-    RecordKind.JOB, RecordKind.JOB_TAG, RecordKind.FILE_ACCESS, RecordKind.NODE,
-    RecordKind.STORAGE_CATALOG, RecordKind.SITE_CHANGE, RecordKind.COLLECTOR_STATS, RecordKind.SOURCE_INTERVAL,
+    RecordKind.JOB,
+    RecordKind.JOB_TAG,
+    RecordKind.FILE_ACCESS,
+    RecordKind.NODE,
+    RecordKind.STORAGE_CATALOG,
+    RecordKind.SITE_CHANGE,
+    RecordKind.COLLECTOR_STATS,
+    RecordKind.SOURCE_INTERVAL,
 )
 
 #: Simulator tables the dbt models read, in the order they are listed.
@@ -74,9 +87,14 @@ def _record_table(kind: RecordKind) -> SourceTable:
 
 def _ddl_table(name: str, columns: list[Column]) -> SourceTable:
     # ddl.py writes units as '[unit: X]' for DuckDB's column comments
-    return SourceTable(name, TABLE_COMMENTS[name], tuple(
-        Column(c.name, c.sql_type, c.not_null, c.comment.replace(" [unit: ", " Unit: ").replace("]", "."))
-        for c in columns))
+    return SourceTable(
+        name,
+        TABLE_COMMENTS[name],
+        tuple(
+            Column(c.name, c.sql_type, c.not_null, c.comment.replace(" [unit: ", " Unit: ").replace("]", "."))
+            for c in columns
+        ),
+    )
 
 
 def _simulator_tables() -> list[SourceTable]:
@@ -87,13 +105,21 @@ def _simulator_tables() -> list[SourceTable]:
         for name in SIMULATOR_TABLES:
             con.execute(store.DDL[name])
             docs = store.COLUMN_DOCS[name]
-            columns = con.execute("SELECT column_name, data_type, is_nullable FROM duckdb_columns() "
-                                  "WHERE table_name = ? ORDER BY column_index", [name]).fetchall()
+            columns = con.execute(
+                "SELECT column_name, data_type, is_nullable FROM duckdb_columns() "
+                "WHERE table_name = ? ORDER BY column_index",
+                [name],
+            ).fetchall()
             missing = [c for c, _, _ in columns if c not in docs]
             if missing:
                 raise ValueError(f"simulator/store.py COLUMN_DOCS[{name!r}] has no description for {missing}")
-            tables.append(SourceTable(name, store.COMMENTS[name], tuple(
-                Column(c, _short_type(t), not nullable, docs[c]) for c, t, nullable in columns)))
+            tables.append(
+                SourceTable(
+                    name,
+                    store.COMMENTS[name],
+                    tuple(Column(c, _short_type(t), not nullable, docs[c]) for c, t, nullable in columns),
+                )
+            )
         return tables
     finally:
         con.close()
@@ -109,8 +135,11 @@ def sources() -> dict[str, tuple[str, list[SourceTable]]]:
     raw += [_ddl_table(REJECTS_TABLE, REJECT_COLUMNS), _ddl_table(BATCHES_TABLE, BATCH_COLUMNS)]
     return {
         "raw": ("Canonical records as loaded by the tierlens warehouse loader (schema main).", raw),
-        "simulator": ("Results the tierlens simulator writes back into the warehouse (schema main); "
-                      "created empty with the warehouse.", _simulator_tables()),
+        "simulator": (
+            "Results the tierlens simulator writes back into the warehouse (schema main); "
+            "created empty with the warehouse.",
+            _simulator_tables(),
+        ),
     }
 
 
@@ -124,11 +153,17 @@ def render() -> str:
     for name, (description, tables) in sources().items():
         lines += [f"  - name: {name}", f"    description: {_q(description)}", "    schema: main", "    tables:"]
         for table in tables:
-            lines += [f"      - name: {table.name}", f"        description: {_q(table.description)}",
-                      "        columns:"]
+            lines += [
+                f"      - name: {table.name}",
+                f"        description: {_q(table.description)}",
+                "        columns:",
+            ]
             for c in table.columns:
-                lines += [f"          - name: {c.name}", f"            description: {_q(c.comment)}",
-                          f"            data_type: {c.sql_type.lower()}"]
+                lines += [
+                    f"          - name: {c.name}",
+                    f"            description: {_q(c.comment)}",
+                    f"            data_type: {c.sql_type.lower()}",
+                ]
     return "\n".join(lines) + "\n"
 
 
@@ -143,16 +178,23 @@ def check(path: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tierlens.warehouse.dbt_sources", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tierlens.warehouse.dbt_sources", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 when the file differs from what would be written")
-    parser.add_argument("--project-dir", type=Path, default=DBT_PROJECT_DIR, help="the dbt project (default: the shipped one)")
+    parser.add_argument(
+        "--project-dir", type=Path, default=DBT_PROJECT_DIR, help="the dbt project (default: the shipped one)"
+    )
     args = parser.parse_args(argv)
     path = args.project_dir / SOURCES_FILE
     if args.check:
         diff = check(path)
         if diff:
-            print(f"{path} is not what records.py and simulator/store.py define; run "
-                  f"`python -m tierlens.warehouse.dbt_sources` (make dbt-sources):\n{diff}", file=sys.stderr)
+            print(
+                f"{path} is not what records.py and simulator/store.py define; run "
+                f"`python -m tierlens.warehouse.dbt_sources` (make dbt-sources):\n{diff}",
+                file=sys.stderr,
+            )
             return 1
         print(f"{path}: up to date")
         return 0

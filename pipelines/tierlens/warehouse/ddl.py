@@ -71,30 +71,62 @@ REJECT_COLUMNS: list[Column] = [
     Column("batch_id", "VARCHAR", True, "Batch the record arrived in (raw_batches.batch_id)."),
     Column("record_kind", "VARCHAR", True, f"Record kind: {', '.join(k.value for k in RecordKind)}."),
     Column("source", "VARCHAR", True, "Source that produced the record, e.g. a file name."),
-    Column("location", "VARCHAR", True, "Where in the source: 'FILE:line N', 'FILE:offset N' or '<source>:row N' (0-based row of the batch)."),
+    Column(
+        "location",
+        "VARCHAR",
+        True,
+        "Where in the source: 'FILE:line N', 'FILE:offset N' or '<source>:row N' (0-based row of the batch).",
+    ),
     Column("field", "VARCHAR", False, "Field that failed (comma separated natural key for duplicates)."),
     Column("reason", "VARCHAR", True, "Why the record was rejected."),
-    Column("raw_record", "VARCHAR", False, "The record as JSON: the row for rule rejects, a JSON string of the source text for parse rejects."),
+    Column(
+        "raw_record",
+        "VARCHAR",
+        False,
+        "The record as JSON: the row for rule rejects, a JSON string of the source text for parse rejects.",
+    ),
     Column("rejected_at", "TIMESTAMPTZ", True, "When the batch was loaded. [unit: UTC]"),
 ]
 
 BATCH_COLUMNS: list[Column] = [
-    Column("batch_id", "VARCHAR", True, "Deterministic id: hash of record kind, source and content; loading the same batch again is a no-op."),
+    Column(
+        "batch_id",
+        "VARCHAR",
+        True,
+        "Deterministic id: hash of record kind, source and content; loading the same batch again is a no-op.",
+    ),
     Column("record_kind", "VARCHAR", True, "Record kind of the batch."),
     Column("source", "VARCHAR", True, "Source that produced the batch."),
-    Column("content_hash", "VARCHAR", True, "Hash of the rows and parse rejects alone (same content from two sources shares it)."),
+    Column(
+        "content_hash",
+        "VARCHAR",
+        True,
+        "Hash of the rows and parse rejects alone (same content from two sources shares it).",
+    ),
     Column("rows_in", "BIGINT", True, "Records in the batch: table rows plus parse-level rejects. [unit: rows]"),
     Column("rows_loaded", "BIGINT", True, "Rows inserted into the raw table. [unit: rows]"),
-    Column("rows_rejected", "BIGINT", True, "Records written to raw_rejects (rule, duplicate and parse rejects). [unit: rows]"),
+    Column(
+        "rows_rejected",
+        "BIGINT",
+        True,
+        "Records written to raw_rejects (rule, duplicate and parse rejects). [unit: rows]",
+    ),
     Column("loaded_at", "TIMESTAMPTZ", True, "When the batch was committed. [unit: UTC]"),
-    Column("tierlens_version", "VARCHAR", False, "Version of tierlens that loaded the batch; null for batches loaded before schema version 2."),
+    Column(
+        "tierlens_version",
+        "VARCHAR",
+        False,
+        "Version of tierlens that loaded the batch; null for batches loaded before schema version 2.",
+    ),
 ]
 
 
 def table_comment(kind: RecordKind) -> str:
     spec = SPECS[kind]
-    return (f"Canonical {kind.value} records (tierlens.records.{kind.name}), unchanged; "
-            f"natural key ({', '.join(spec.natural_key)}), one row per key (later batches replace).")
+    return (
+        f"Canonical {kind.value} records (tierlens.records.{kind.name}), unchanged; "
+        f"natural key ({', '.join(spec.natural_key)}), one row per key (later batches replace)."
+    )
 
 
 TABLE_COMMENTS: dict[str, str] = {

@@ -95,12 +95,16 @@ def load_history(warehouse: str | Path) -> History:
     except ValueError as e:
         raise ValueError(f"{path}: not JSON ({e}); move it aside to start a new history") from e
     if data.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"{path}: format version {data.get('format_version')!r}, this tierlens reads "
-                         f"{FORMAT_VERSION}; upgrade tierlens")
-    return History(FORMAT_VERSION,
-                   RunRecord(**data["last_run"]) if data.get("last_run") else None,
-                   RunRecord(**data["last_success"]) if data.get("last_success") else None,
-                   Retention(**data.get("retention") or {}))
+        raise ValueError(
+            f"{path}: format version {data.get('format_version')!r}, this tierlens reads "
+            f"{FORMAT_VERSION}; upgrade tierlens"
+        )
+    return History(
+        FORMAT_VERSION,
+        RunRecord(**data["last_run"]) if data.get("last_run") else None,
+        RunRecord(**data["last_success"]) if data.get("last_success") else None,
+        Retention(**data.get("retention") or {}),
+    )
 
 
 def save_history(warehouse: str | Path, history: History) -> None:
@@ -118,6 +122,7 @@ def now_iso() -> str:
 
 
 # ---- what raw holds ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RawSpan:
@@ -137,8 +142,9 @@ class RawSpan:
 def raw_span(con: duckdb.DuckDBPyConnection) -> RawSpan:
     def days(table: str) -> tuple[date | None, date | None, date | None]:
         # least() skips a NULL start or end: a record counts from whichever it has
-        row = con.execute(f"SELECT min(least(start_time, end_time)), max(end_time), min(end_time) "
-                          f"FROM {table}").fetchone()
+        row = con.execute(
+            f"SELECT min(least(start_time, end_time)), max(end_time), min(end_time) FROM {table}"
+        ).fetchone()
         return tuple(v.astimezone(timezone.utc).date() if v is not None else None for v in row)  # type: ignore[return-value]
 
     jobs, accesses = days("raw_job"), days("raw_file_access")
@@ -151,12 +157,14 @@ def raw_span(con: duckdb.DuckDBPyConnection) -> RawSpan:
 def new_since(con: duckdb.DuckDBPyConnection, since: str | None) -> tuple[int, int, str | None]:
     """Raw batches (and their rows) loaded after ``since`` (ISO time; None: all), and the newest load."""
     where, args = ("WHERE loaded_at > ?", [since]) if since else ("", [])
-    batches, rows, newest = con.execute(f"SELECT count(*), coalesce(sum(rows_loaded), 0), max(loaded_at) "
-                                        f"FROM raw_batches {where}", args).fetchone()
+    batches, rows, newest = con.execute(
+        f"SELECT count(*), coalesce(sum(rows_loaded), 0), max(loaded_at) FROM raw_batches {where}", args
+    ).fetchone()
     return int(batches), int(rows), newest.astimezone(timezone.utc).isoformat() if newest else since
 
 
 # ---- retention --------------------------------------------------------------------------------
+
 
 def retention_cutoff(newest: datetime, months: int) -> datetime:
     """Midnight UTC of the day ``months`` calendar months before ``newest`` (the newest raw file
@@ -188,8 +196,7 @@ def apply_retention(warehouse: str | Path, months: int) -> Retention:
             newest = con.execute(f"SELECT max({PRUNED_COLUMN}) FROM {PRUNED_TABLE}").fetchone()[0]
             if newest is not None:
                 cutoff = retention_cutoff(newest, months)
-                deleted = con.execute(f"DELETE FROM {PRUNED_TABLE} WHERE {PRUNED_COLUMN} < ?",
-                                      [cutoff]).fetchone()[0]
+                deleted = con.execute(f"DELETE FROM {PRUNED_TABLE} WHERE {PRUNED_COLUMN} < ?", [cutoff]).fetchone()[0]
                 _prune_access_grain_tables(con, cutoff)
                 con.execute("CHECKPOINT")
                 r.rows_deleted_last = int(deleted)
@@ -207,8 +214,12 @@ def apply_retention(warehouse: str | Path, months: int) -> Retention:
 def _prune_access_grain_tables(con: duckdb.DuckDBPyConnection, cutoff: datetime) -> None:
     """Delete the rows of the access-grain dbt tables that retention deleted from raw (those dbt
     has built; a table not built yet is skipped). The hourly run never reads that far back."""
-    built = {(schema, table) for schema, table in con.execute(
-        "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
+    built = {
+        (schema, table)
+        for schema, table in con.execute(
+            "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database()"
+        ).fetchall()
+    }
     for schema, table in ACCESS_GRAIN_TABLES:
         if (schema, table) in built:
             con.execute(f'DELETE FROM "{schema}"."{table}" WHERE {PRUNED_COLUMN} < ?', [cutoff])
@@ -220,10 +231,14 @@ def refuse_if_pruned(warehouse: str | Path, start: datetime | None, accept: bool
     pruned = load_history(warehouse).retention.pruned_before
     if not pruned or (start is not None and start >= datetime.fromisoformat(pruned)):
         return None
-    msg = (f"raw file accesses that ended before {pruned} were deleted by retention; rebuilding the marts "
-           f"from raw {'from ' + start.isoformat() if start else 'from the beginning'} would replace that "
-           f"history in the marts with what is left (jobs without their file accesses)")
+    msg = (
+        f"raw file accesses that ended before {pruned} were deleted by retention; rebuilding the marts "
+        f"from raw {'from ' + start.isoformat() if start else 'from the beginning'} would replace that "
+        f"history in the marts with what is left (jobs without their file accesses)"
+    )
     if not accept:
-        raise HistoryPruned(msg + ". Back-fill only after that time, restore the raw file accesses first, "
-                                  "or pass --accept-pruned-history")
+        raise HistoryPruned(
+            msg + ". Back-fill only after that time, restore the raw file accesses first, "
+            "or pass --accept-pruned-history"
+        )
     return msg

@@ -109,8 +109,9 @@ def _check_replaceable(lake: Path) -> None:
     if not stat.S_ISDIR(mode):
         # A symlink or file where the lake should be: replacing it could clobber something the
         # user pointed it at; removing through it could delete someone else's data.
-        raise ValueError(f"{lake} exists and is not a real directory (a symlink or a file); "
-                         "point export_lake at a directory")
+        raise ValueError(
+            f"{lake} exists and is not a real directory (a symlink or a file); point export_lake at a directory"
+        )
 
 
 def _swap_in(staging: Path, lake: Path) -> None:
@@ -181,7 +182,8 @@ def compact_lake(lake_dir: str | Path, rows_per_file: int = DEFAULT_ROWS_PER_FIL
     for table_dir in sorted(p for p in lake.iterdir() if not p.name.startswith((".", "_"))):
         _check_real_dir(table_dir, "table folder")
         compacted[table_dir.name] = sum(
-            _compact_folder(lake, folder, rows_per_file) for folder in _data_folders(table_dir))
+            _compact_folder(lake, folder, rows_per_file) for folder in _data_folders(table_dir)
+        )
     return compacted
 
 

@@ -57,11 +57,16 @@ def land(batches: Iterable[Batch], warehouse: str | Path) -> int:
         table = b.table
         if b.locations is not None:
             table = table.append_column(_LOCATION, pa.array(b.locations, pa.string()))
-        meta = {"tierlens_landing_format": FORMAT_VERSION, "kind": b.kind.value, "source": b.source,
-                "row_offset": str(b.row_offset),
-                "rejects": json.dumps([{**asdict(r), "kind": r.kind.value} for r in b.rejects])}
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **{k.encode(): v.encode()
-                                                                                  for k, v in meta.items()}})
+        meta = {
+            "tierlens_landing_format": FORMAT_VERSION,
+            "kind": b.kind.value,
+            "source": b.source,
+            "row_offset": str(b.row_offset),
+            "rejects": json.dumps([{**asdict(r), "kind": r.kind.value} for r in b.rejects]),
+        }
+        table = table.replace_schema_metadata(
+            {**(table.schema.metadata or {}), **{k.encode(): v.encode() for k, v in meta.items()}}
+        )
         path = folder / f"{stamp}-{n:06d}.arrow"
         tmp = folder / f".{path.name}.tmp"
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
@@ -81,8 +86,9 @@ def _read(path: Path) -> Batch:
         table = ipc.open_file(source).read_all()
     meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
     if meta.get("tierlens_landing_format") != FORMAT_VERSION:
-        raise ValueError(f"{path}: landing format {meta.get('tierlens_landing_format')!r}, this tierlens reads "
-                         f"{FORMAT_VERSION}")
+        raise ValueError(
+            f"{path}: landing format {meta.get('tierlens_landing_format')!r}, this tierlens reads {FORMAT_VERSION}"
+        )
     kind = RecordKind(meta["kind"])
     locations = None
     if _LOCATION in table.column_names:
@@ -90,8 +96,9 @@ def _read(path: Path) -> Batch:
         table = table.drop_columns([_LOCATION])
     rejects = [Reject(**{**r, "kind": RecordKind(r["kind"])}) for r in json.loads(meta.get("rejects", "[]"))]
     table = table.replace_schema_metadata(None)
-    return Batch(kind, table, meta["source"], locations=locations, rejects=rejects,
-                 row_offset=int(meta.get("row_offset", "0")))
+    return Batch(
+        kind, table, meta["source"], locations=locations, rejects=rejects, row_offset=int(meta.get("row_offset", "0"))
+    )
 
 
 def drain(warehouse: str | Path) -> tuple[int, int]:

@@ -41,8 +41,10 @@ from tierlens.warehouse.ddl import BATCHES_TABLE, Column, all_tables, create_tab
 
 MIGRATIONS_TABLE = "raw_schema_migrations"
 
-MIGRATIONS_DDL = (f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (version INTEGER PRIMARY KEY, "
-                  "name VARCHAR, applied_at TIMESTAMPTZ, tierlens_version VARCHAR)")
+MIGRATIONS_DDL = (
+    f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (version INTEGER PRIMARY KEY, "
+    "name VARCHAR, applied_at TIMESTAMPTZ, tierlens_version VARCHAR)"
+)
 
 #: A step names its table by record kind (raw_<kind>) or by table name (raw_batches, sim_*).
 Target = RecordKind | str
@@ -81,9 +83,14 @@ def _simulation_columns() -> dict[str, tuple[list[Column], tuple[str, ...]]]:
             con.execute(ddl)
         out = {}
         for table in DDL:
-            cols = [Column(n, _short_type(t), not nullable, "") for n, t, nullable in con.execute(
-                "SELECT column_name, data_type, is_nullable FROM duckdb_columns() WHERE table_name = ? "
-                "ORDER BY column_index", [table]).fetchall()]
+            cols = [
+                Column(n, _short_type(t), not nullable, "")
+                for n, t, nullable in con.execute(
+                    "SELECT column_name, data_type, is_nullable FROM duckdb_columns() WHERE table_name = ? "
+                    "ORDER BY column_index",
+                    [table],
+                ).fetchall()
+            ]
             out[table] = (cols, _primary_key(con, table))
         return out
     finally:
@@ -95,9 +102,11 @@ def _short_type(data_type: str) -> str:
 
 
 def _primary_key(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]:
-    rows = con.execute("SELECT constraint_column_names FROM duckdb_constraints() WHERE table_name = ? "
-                       "AND constraint_type = 'PRIMARY KEY' AND database_name = current_database()",
-                       [table]).fetchall()
+    rows = con.execute(
+        "SELECT constraint_column_names FROM duckdb_constraints() WHERE table_name = ? "
+        "AND constraint_type = 'PRIMARY KEY' AND database_name = current_database()",
+        [table],
+    ).fetchall()
     return tuple(rows[0][0]) if rows else ()
 
 
@@ -105,7 +114,8 @@ def current_tables() -> dict[str, tuple[list[Column], tuple[str, ...]]]:
     """Every table the warehouse must hold now: the raw tables of records.py, raw_rejects,
     raw_batches and the simulator's tables, each with its columns and primary key."""
     tables: dict[str, tuple[list[Column], tuple[str, ...]]] = {
-        t: (cols, ("batch_id",) if t == BATCHES_TABLE else ()) for t, cols in all_tables().items()}
+        t: (cols, ("batch_id",) if t == BATCHES_TABLE else ()) for t, cols in all_tables().items()
+    }
     tables.update(_simulation_columns())
     return tables
 
@@ -113,8 +123,7 @@ def current_tables() -> dict[str, tuple[list[Column], tuple[str, ...]]]:
 def _current_table(table: str) -> tuple[list[Column], tuple[str, ...]]:
     tables = current_tables()
     if table not in tables:
-        raise KeyError(f"migration step names table {table!r}, which neither records.py nor the "
-                       f"simulator defines")
+        raise KeyError(f"migration step names table {table!r}, which neither records.py nor the simulator defines")
     return tables[table]
 
 
@@ -125,9 +134,10 @@ def _existing(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, tuple[str, 
     """table -> column -> (DuckDB type as DuckDB spells it, nullable), in column order."""
     tables: dict[str, dict[str, tuple[str, bool]]] = {}
     for table, column, data_type, nullable in con.execute(
-            "SELECT table_name, column_name, data_type, is_nullable FROM duckdb_columns() "
-            "WHERE schema_name = 'main' AND database_name = current_database() "
-            "ORDER BY table_name, column_index").fetchall():
+        "SELECT table_name, column_name, data_type, is_nullable FROM duckdb_columns() "
+        "WHERE schema_name = 'main' AND database_name = current_database() "
+        "ORDER BY table_name, column_index"
+    ).fetchall():
         tables.setdefault(table, {})[column] = (data_type, nullable)
     return tables
 
@@ -142,8 +152,9 @@ def _canonical_type(sql_type: str) -> str:
         con.close()
 
 
-def _create_or_complete(con: duckdb.DuckDBPyConnection, table: str, columns: list[Column],
-                        primary_key: tuple[str, ...]) -> list[str]:
+def _create_or_complete(
+    con: duckdb.DuckDBPyConnection, table: str, columns: list[Column], primary_key: tuple[str, ...]
+) -> list[str]:
     """Statements creating ``table``, or adding the columns it lacks; a column whose type
     differs is an error (no step here can convert data)."""
     have = _existing(con).get(table)
@@ -154,8 +165,10 @@ def _create_or_complete(con: duckdb.DuckDBPyConnection, table: str, columns: lis
         if c.name not in have:
             statements.append(f"ALTER TABLE {quote(table)} ADD COLUMN {quote(c.name)} {c.sql_type}")
         elif have[c.name][0] != _canonical_type(c.sql_type):
-            raise SchemaError(f"{table}.{c.name} is {have[c.name][0]} in the warehouse, the schema says "
-                              f"{c.sql_type}; no migration converts it")
+            raise SchemaError(
+                f"{table}.{c.name} is {have[c.name][0]} in the warehouse, the schema says "
+                f"{c.sql_type}; no migration converts it"
+            )
     return statements
 
 
@@ -211,8 +224,10 @@ class AddColumns:
         for c in wanted:
             if c.not_null:
                 # Rows already there have no value for it; a new field must be nullable.
-                raise ValueError(f"AddColumns({table}): {c.name} is not nullable in records.py; "
-                                 f"new fields must be nullable (backfill them with Backfill)")
+                raise ValueError(
+                    f"AddColumns({table}): {c.name} is not nullable in records.py; "
+                    f"new fields must be nullable (backfill them with Backfill)"
+                )
         if table not in _existing(con):
             raise SchemaError(f"AddColumns({table}): the warehouse has no table {table}")
         return _create_or_complete(con, table, wanted, ())
@@ -258,14 +273,21 @@ class ModelColumn:
     value: str
 
     def statements(self, con: duckdb.DuckDBPyConnection) -> list[str]:
-        have = {c for (c,) in con.execute(
-            "SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? "
-            "AND database_name = current_database()", [self.schema, self.table]).fetchall()}
+        have = {
+            c
+            for (c,) in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? "
+                "AND database_name = current_database()",
+                [self.schema, self.table],
+            ).fetchall()
+        }
         if not have or self.column in have:
             return []
         table = f"{quote(self.schema)}.{quote(self.table)}"
-        return [f"ALTER TABLE {table} ADD COLUMN {quote(self.column)} {self.data_type}",
-                f"UPDATE {table} SET {quote(self.column)} = {self.value}"]
+        return [
+            f"ALTER TABLE {table} ADD COLUMN {quote(self.column)} {self.data_type}",
+            f"UPDATE {table} SET {quote(self.column)} = {self.value}",
+        ]
 
 
 Step = Baseline | AddTable | AddColumns | Backfill | Sql | ModelColumn
@@ -282,40 +304,101 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "baseline: the schema of commit 9c78adb", (Baseline(),)),
     Migration(2, "raw_batches.tierlens_version", (AddColumns(BATCHES_TABLE, "tierlens_version"),)),
-    Migration(3, "collector_stats record: datagrams, kernel drops, sequence gaps per collector interval",
-              (AddTable(RecordKind.COLLECTOR_STATS),)),
-    Migration(4, "file_access: how an access ended, the server's pid and address, the cache's own figures",
-              (AddColumns(RecordKind.FILE_ACCESS, "end_reason", "server_pid", "server_addr", "cache_attach_time",
-                          "cache_detach_time", "cache_access_count", "cache_remotes", "cache_blocks",
-                          "cache_blocks_done"),
-               # rows written before the field existed: a seen close is a close; an unclosed row
-               # may have timed out or been cut by a shutdown, which the old collector did not record
-               Backfill(RecordKind.FILE_ACCESS, "end_reason", "CASE WHEN close_seen THEN 'close' END"))),
-    Migration(5, "site_change record: configuration changes for the before/after analysis",
-              (AddTable(RecordKind.SITE_CHANGE),)),
-    Migration(6, "hardware prediction: device probes, catalog datasheet figures, evidence and buying-guide tables",
-              (AddTable(RecordKind.DEVICE_PROBE),
-               AddColumns(RecordKind.STORAGE_CATALOG, "seq_read_mb_per_s", "seq_write_mb_per_s",
-                          "rand_read_iops_4k", "raid_level"),
-               AddColumns("sim_efficiency_parameters", "evidence"),
-               AddColumns("sim_efficiency_predictions", "evidence"),
-               AddTable("sim_efficiency_type_loo"), AddTable("sim_hardware_options"))),
-    Migration(7, "XRootD 5.7.2+ cache evidence (b_todisk, b_prefetch) and the collector's count of what it does not know",
-              (AddColumns(RecordKind.FILE_ACCESS, "cache_todisk_bytes", "cache_prefetch_bytes"),
-               AddColumns(RecordKind.COLLECTOR_STATS, "unknown_records", "unknown_kinds"))),
+    Migration(
+        3,
+        "collector_stats record: datagrams, kernel drops, sequence gaps per collector interval",
+        (AddTable(RecordKind.COLLECTOR_STATS),),
+    ),
+    Migration(
+        4,
+        "file_access: how an access ended, the server's pid and address, the cache's own figures",
+        (
+            AddColumns(
+                RecordKind.FILE_ACCESS,
+                "end_reason",
+                "server_pid",
+                "server_addr",
+                "cache_attach_time",
+                "cache_detach_time",
+                "cache_access_count",
+                "cache_remotes",
+                "cache_blocks",
+                "cache_blocks_done",
+            ),
+            # rows written before the field existed: a seen close is a close; an unclosed row
+            # may have timed out or been cut by a shutdown, which the old collector did not record
+            Backfill(RecordKind.FILE_ACCESS, "end_reason", "CASE WHEN close_seen THEN 'close' END"),
+        ),
+    ),
+    Migration(
+        5,
+        "site_change record: configuration changes for the before/after analysis",
+        (AddTable(RecordKind.SITE_CHANGE),),
+    ),
+    Migration(
+        6,
+        "hardware prediction: device probes, catalog datasheet figures, evidence and buying-guide tables",
+        (
+            AddTable(RecordKind.DEVICE_PROBE),
+            AddColumns(
+                RecordKind.STORAGE_CATALOG, "seq_read_mb_per_s", "seq_write_mb_per_s", "rand_read_iops_4k", "raid_level"
+            ),
+            AddColumns("sim_efficiency_parameters", "evidence"),
+            AddColumns("sim_efficiency_predictions", "evidence"),
+            AddTable("sim_efficiency_type_loo"),
+            AddTable("sim_hardware_options"),
+        ),
+    ),
+    Migration(
+        7,
+        "XRootD 5.7.2+ cache evidence (b_todisk, b_prefetch) and the collector's count of what it does not know",
+        (
+            AddColumns(RecordKind.FILE_ACCESS, "cache_todisk_bytes", "cache_prefetch_bytes"),
+            AddColumns(RecordKind.COLLECTOR_STATS, "unknown_records", "unknown_kinds"),
+        ),
+    ),
     Migration(8, "job: Slurm's SLUID of the job's run (26.05+)", (AddColumns(RecordKind.JOB, "sluid"),)),
-    Migration(9, "buying guide: whole-node prices (node, power, cores per job) and what drives the price interval",
-              (AddColumns("sim_hardware_options", "cores_per_job", "node_config", "node_cores", "node_price",
-                          "whole_node_price", "power_watts", "power_price_per_node_hour", "interval_driver"),)),
-    Migration(10, "client_fairness becomes incremental by its window's UTC day (column day)",
-              (ModelColumn("marts", "client_fairness", "day", "DATE",
-                           "CAST(timezone('UTC', window_start) AS DATE)"),)),
-    Migration(11, "source_interval record: what each scheduled ingest interval brought, or why nothing",
-              (AddTable(RecordKind.SOURCE_INTERVAL),)),
-    Migration(12, "buying guide: a full node's scratch writes per hour, the warning when the device cannot keep up, "
-                  "and the structural error on published figures beside the site's",
-              (AddColumns("sim_hardware_options", "staged_gb_per_node_hour", "write_warning",
-                          "published_structural_error", "structural_error_source"),)),
+    Migration(
+        9,
+        "buying guide: whole-node prices (node, power, cores per job) and what drives the price interval",
+        (
+            AddColumns(
+                "sim_hardware_options",
+                "cores_per_job",
+                "node_config",
+                "node_cores",
+                "node_price",
+                "whole_node_price",
+                "power_watts",
+                "power_price_per_node_hour",
+                "interval_driver",
+            ),
+        ),
+    ),
+    Migration(
+        10,
+        "client_fairness becomes incremental by its window's UTC day (column day)",
+        (ModelColumn("marts", "client_fairness", "day", "DATE", "CAST(timezone('UTC', window_start) AS DATE)"),),
+    ),
+    Migration(
+        11,
+        "source_interval record: what each scheduled ingest interval brought, or why nothing",
+        (AddTable(RecordKind.SOURCE_INTERVAL),),
+    ),
+    Migration(
+        12,
+        "buying guide: a full node's scratch writes per hour, the warning when the device cannot keep up, "
+        "and the structural error on published figures beside the site's",
+        (
+            AddColumns(
+                "sim_hardware_options",
+                "staged_gb_per_node_hour",
+                "write_warning",
+                "published_structural_error",
+                "structural_error_source",
+            ),
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version
@@ -345,20 +428,23 @@ def check_version(con: duckdb.DuckDBPyConnection, path: str | Path, writable: bo
     """The warehouse's version, or a SchemaError when this tierlens cannot use it as it is."""
     version = current_version(con)
     if version > LATEST:
-        by = con.execute(f"SELECT tierlens_version FROM {MIGRATIONS_TABLE} ORDER BY version DESC LIMIT 1"
-                         ).fetchall()
+        by = con.execute(f"SELECT tierlens_version FROM {MIGRATIONS_TABLE} ORDER BY version DESC LIMIT 1").fetchall()
         raise SchemaError(
             f"{path}: warehouse schema version {version} is newer than this tierlens "
             f"({tierlens_version()}) knows (up to {LATEST}); it was migrated by tierlens "
-            f"{by[0][0] if by else 'unknown'}: upgrade tierlens to use it")
+            f"{by[0][0] if by else 'unknown'}: upgrade tierlens to use it"
+        )
     if version < LATEST and not writable:
-        raise SchemaError(f"{path}: warehouse schema version {version}, this tierlens needs {LATEST}: "
-                          f"run `tierlens migrate --warehouse {path}` (or any writing command) first")
+        raise SchemaError(
+            f"{path}: warehouse schema version {version}, this tierlens needs {LATEST}: "
+            f"run `tierlens migrate --warehouse {path}` (or any writing command) first"
+        )
     return version
 
 
-def migrate(con: duckdb.DuckDBPyConnection, path: str | Path = "warehouse", dry_run: bool = False,
-            target: int | None = None) -> list[Applied]:
+def migrate(
+    con: duckdb.DuckDBPyConnection, path: str | Path = "warehouse", dry_run: bool = False, target: int | None = None
+) -> list[Applied]:
     """Apply the versions above the recorded one up to ``target``, each in one transaction.
 
     With ``dry_run`` every version is applied and rolled back, so the statements listed are the
@@ -388,8 +474,10 @@ def _apply(con: duckdb.DuckDBPyConnection, migration: Migration) -> Applied:
             except duckdb.Error as e:
                 raise SchemaError(f"migration {migration.version} ({migration.name}): {statement}: {e}") from e
             done.append(statement)
-    con.execute(f"INSERT INTO {MIGRATIONS_TABLE} VALUES (?, ?, ?, ?)",
-                [migration.version, migration.name, datetime.now(timezone.utc), tierlens_version()])
+    con.execute(
+        f"INSERT INTO {MIGRATIONS_TABLE} VALUES (?, ?, ?, ?)",
+        [migration.version, migration.name, datetime.now(timezone.utc), tierlens_version()],
+    )
     return Applied(migration.version, migration.name, tuple(done))
 
 
@@ -430,8 +518,10 @@ def schema_differences(con: duckdb.DuckDBPyConnection, nullability: bool = False
             if nullability and nullable == c.not_null:
                 problems.append(f"{table}.{c.name}: {'nullable' if nullable else 'NOT NULL'} in the warehouse")
             if i < len(got) and got[i][0] != c.name:
-                problems.append(f"{table}.{c.name}: column {i + 1} in the schema, but the warehouse has "
-                                f"{got[i][0]} there (new fields go at the end of a record)")
+                problems.append(
+                    f"{table}.{c.name}: column {i + 1} in the schema, but the warehouse has "
+                    f"{got[i][0]} there (new fields go at the end of a record)"
+                )
         extra = [n for n in have[table] if n not in {c.name for c in columns}]
         if extra:
             problems.append(f"{table}: columns {', '.join(extra)} are not in the schema")
@@ -441,6 +531,9 @@ def schema_differences(con: duckdb.DuckDBPyConnection, nullability: bool = False
 def check_schema(con: duckdb.DuckDBPyConnection, path: str | Path) -> None:
     problems = schema_differences(con)
     if problems:
-        raise SchemaError(f"{path}: the warehouse (schema version {current_version(con)}) does not match "
-                          "records.py: " + "; ".join(problems)
-                          + ". Each change to records.py needs a step in tierlens/warehouse/migrations.py")
+        raise SchemaError(
+            f"{path}: the warehouse (schema version {current_version(con)}) does not match "
+            "records.py: "
+            + "; ".join(problems)
+            + ". Each change to records.py needs a step in tierlens/warehouse/migrations.py"
+        )

@@ -124,8 +124,16 @@ def publish_with_stats(warehouse: str | Path) -> tuple[Path, PublishStats]:
     finally:
         con.close()
     _drop_old_slots(slots, source.name, keep={slot.name, *_names_of(slots, source.name, current)})
-    stats = PublishStats(STATE_FORMAT_VERSION, datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                         slot.name, reused, size, written, chunks, round(time.perf_counter() - t0, 3))
+    stats = PublishStats(
+        STATE_FORMAT_VERSION,
+        datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        slot.name,
+        reused,
+        size,
+        written,
+        chunks,
+        round(time.perf_counter() - t0, 3),
+    )
     _write_state(slots / STATE_FILE, stats)
     return target, stats
 
@@ -147,7 +155,7 @@ def _inode(path: Path) -> tuple[int, int] | None:
 
 
 def _slot_files(slots: Path, name: str) -> list[Path]:
-    return sorted(p for p in slots.iterdir() if p.name.startswith(name + ".") and p.name[len(name) + 1:].isdigit())
+    return sorted(p for p in slots.iterdir() if p.name.startswith(name + ".") and p.name[len(name) + 1 :].isdigit())
 
 
 def _names_of(slots: Path, name: str, inode: tuple[int, int] | None) -> set[str]:
@@ -169,7 +177,7 @@ def _writable_slot(slots: Path, name: str, current: tuple[int, int] | None) -> t
                 continue  # a reader's session holds it: leave it to them
             raise
         return path, fd, True
-    taken = [int(p.name[len(name) + 1:]) for p in _slot_files(slots, name)]
+    taken = [int(p.name[len(name) + 1 :]) for p in _slot_files(slots, name)]
     path = slots / f"{name}.{max(taken, default=-1) + 1}"
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -81,8 +81,8 @@ class KindSql:
     def rule_rejects(self, view: str) -> str:
         return f"""
             SELECT {quote(ROW)} AS row_index,
-                   {self._first_violation('field')} AS field,
-                   {self._first_violation('reason')} AS reason,
+                   {self._first_violation("field")} AS field,
+                   {self._first_violation("reason")} AS reason,
                    {self.row_json} AS raw_record
             FROM {quote(view)} WHERE NOT ({self.valid})
         """
@@ -125,8 +125,11 @@ def _rules(kind: RecordKind) -> tuple[Rule, ...]:
     """
     spec = SPECS[kind]
     covered = {r.field for r in spec.rules}
-    implicit = tuple(Rule(f.name, f"{quote(f.name)} IS NULL", "missing")
-                     for f in spec.schema if not f.nullable and f.name not in covered)
+    implicit = tuple(
+        Rule(f.name, f"{quote(f.name)} IS NULL", "missing")
+        for f in spec.schema
+        if not f.nullable and f.name not in covered
+    )
     return implicit + spec.rules
 
 

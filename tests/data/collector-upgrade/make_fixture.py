@@ -61,8 +61,15 @@ def main(dest: Path) -> None:
     for seg in (out / "journal").glob("w*/seg-*.tlj"):
         jr.seal_segment(seg)
     shutil.rmtree(dest, ignore_errors=True)
-    keep = [p for p in out.rglob("*") if p.is_file() and p.name not in ("collector-stats.json",)
-            and not p.name.startswith(".") and p.suffix != ".lock" and "status" not in p.name]
+    keep = [
+        p
+        for p in out.rglob("*")
+        if p.is_file()
+        and p.name not in ("collector-stats.json",)
+        and not p.name.startswith(".")
+        and p.suffix != ".lock"
+        and "status" not in p.name
+    ]
     for p in keep:
         target = dest / p.relative_to(out)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -38,6 +38,12 @@ def model(dbt, session):
     jobs = dbt.ref("job_efficiency").to_arrow_table()
     changes = dbt.ref("stg_site_change").to_arrow_table()
     changes_from, changes_until = rebuild_window(
-        dbt.config.get("backfill_start"), dbt.config.get("backfill_end"), dbt.config.get("lookback_days"),
-        dbt.is_incremental, f'"{dbt.this.schema}"."{dbt.this.identifier}"', session, "inputs_until")
+        dbt.config.get("backfill_start"),
+        dbt.config.get("backfill_end"),
+        dbt.config.get("lookback_days"),
+        dbt.is_incremental,
+        f'"{dbt.this.schema}"."{dbt.this.identifier}"',
+        session,
+        "inputs_until",
+    )
     return change_effects(jobs, changes, params, changes_from, changes_until)

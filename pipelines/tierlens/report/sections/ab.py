@@ -21,20 +21,28 @@ def _overall_rows(overall: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for o in overall:
         period = f"{fmt.text(o.get('period_start'))} to {fmt.text(o.get('period_end'))}"
         for arm in ("a", "b"):
-            table_rows.append({
-                "period": period, "group": f"arm {arm.upper()}",
-                "jobs": o.get(f"jobs_{arm}"),
-                "cpu_hours": o.get(f"cpu_hours_{arm}"), "wall_hours": o.get(f"wall_hours_{arm}"),
-                "cpu_per_wall": o.get(f"cpu_per_wall_{arm}"),
-                "core_wall_hours": o.get(f"core_wall_hours_{arm}"),
-                "efficiency": o.get(f"efficiency_{arm}"),
-            })
+            table_rows.append(
+                {
+                    "period": period,
+                    "group": f"arm {arm.upper()}",
+                    "jobs": o.get(f"jobs_{arm}"),
+                    "cpu_hours": o.get(f"cpu_hours_{arm}"),
+                    "wall_hours": o.get(f"wall_hours_{arm}"),
+                    "cpu_per_wall": o.get(f"cpu_per_wall_{arm}"),
+                    "core_wall_hours": o.get(f"core_wall_hours_{arm}"),
+                    "efficiency": o.get(f"efficiency_{arm}"),
+                }
+            )
         a, b = table_rows[-2], table_rows[-1]
-        table_rows.append({
-            "period": period, "group": "B − A", "_total": True,
-            "cpu_per_wall": _diff(b["cpu_per_wall"], a["cpu_per_wall"]),
-            "efficiency": _diff(b["efficiency"], a["efficiency"]),
-        })
+        table_rows.append(
+            {
+                "period": period,
+                "group": "B − A",
+                "_total": True,
+                "cpu_per_wall": _diff(b["cpu_per_wall"], a["cpu_per_wall"]),
+                "efficiency": _diff(b["efficiency"], a["efficiency"]),
+            }
+        )
     return table_rows
 
 
@@ -79,30 +87,57 @@ SPEC = SectionSpec(
     id="ab",
     title="A/B comparison over time",
     intro="Two groups of jobs on identical hardware that differ in one storage or cache setting "
-          "(the A/B arm a scheduler plugin tagged). As in the SLAC SSD-cache study: compare the "
-          "CPU and wall hours each arm contributed, and their CPU/wall, over the same period.",
+    "(the A/B arm a scheduler plugin tagged). As in the SLAC SSD-cache study: compare the "
+    "CPU and wall hours each arm contributed, and their CPU/wall, over the same period.",
     body=body,
     marts=("ab_comparison",),
     empty_hint="No jobs carry an A/B arm tag yet.",
     tables=(
-        TableSpec("ab_overall", "Whole period (SLAC-style table)",
-                  (Column("period", "period"), Column("group", "group"), Column("jobs", "jobs", "int"),
-                   Column("cpu_hours", "CPU hours", "hours"), Column("wall_hours", "wall hours", "hours"),
-                   Column("cpu_per_wall", "CPU/wall", "ratio"),
-                   Column("core_wall_hours", "core-hours (wall × cores)", "hours"),
-                   Column("efficiency", "efficiency Σcpu / Σ(wall × cores)", "pct"))),
-        TableSpec("ab_daily", "A/B per day",
-                  (Column("period_start", "day"), *col.arm("a", *_DAILY_MEASURES),
-                   *col.arm("b", *_DAILY_MEASURES), col.EFFICIENCY_B_MINUS_A),
-                  shown=False),
-        TableSpec("ab_weekly", "Per week",
-                  (Column("period_start", "week start"), Column("period_end", "week end"),
-                   *col.arm("a", *_WEEKLY_MEASURES), *col.arm("b", *_WEEKLY_MEASURES), col.EFFICIENCY_B_MINUS_A)),
+        TableSpec(
+            "ab_overall",
+            "Whole period (SLAC-style table)",
+            (
+                Column("period", "period"),
+                Column("group", "group"),
+                Column("jobs", "jobs", "int"),
+                Column("cpu_hours", "CPU hours", "hours"),
+                Column("wall_hours", "wall hours", "hours"),
+                Column("cpu_per_wall", "CPU/wall", "ratio"),
+                Column("core_wall_hours", "core-hours (wall × cores)", "hours"),
+                Column("efficiency", "efficiency Σcpu / Σ(wall × cores)", "pct"),
+            ),
+        ),
+        TableSpec(
+            "ab_daily",
+            "A/B per day",
+            (
+                Column("period_start", "day"),
+                *col.arm("a", *_DAILY_MEASURES),
+                *col.arm("b", *_DAILY_MEASURES),
+                col.EFFICIENCY_B_MINUS_A,
+            ),
+            shown=False,
+        ),
+        TableSpec(
+            "ab_weekly",
+            "Per week",
+            (
+                Column("period_start", "week start"),
+                Column("period_end", "week end"),
+                *col.arm("a", *_WEEKLY_MEASURES),
+                *col.arm("b", *_WEEKLY_MEASURES),
+                col.EFFICIENCY_B_MINUS_A,
+            ),
+        ),
     ),
     plots=(
-        PlotSpec("daily", plots.ab_daily, "Line chart of daily CPU efficiency of arm A and arm B",
-                 "Daily CPU efficiency, Σcpu / Σ(wall × cores), of arm A and arm B "
-                 "(marts.ab_comparison, day grain). Gaps: no jobs of that arm that day.",
-                 "ab_daily"),
+        PlotSpec(
+            "daily",
+            plots.ab_daily,
+            "Line chart of daily CPU efficiency of arm A and arm B",
+            "Daily CPU efficiency, Σcpu / Σ(wall × cores), of arm A and arm B "
+            "(marts.ab_comparison, day grain). Gaps: no jobs of that arm that day.",
+            "ab_daily",
+        ),
     ),
 )

@@ -52,13 +52,14 @@ def body(wh: MartReader, s: SectionOut) -> None:
         if rows:
             s.table(name, rows)
         elif subset == "high_hit_ratio":
-            s.note("No hour reached the high cache hit ratio threshold (dbt var high_hit_ratio): "
-                   "no high-hit-ratio comparison.")
+            s.note(
+                "No hour reached the high cache hit ratio threshold (dbt var high_hit_ratio): "
+                "no high-hit-ratio comparison."
+            )
     if not (days or overall):
         s.no_data("marts.ab_uncertainty has no rows of grain 'day' or 'all'.")
     s.note(_CONCLUSION_NOTE)
-    s.note("Source: marts.ab_uncertainty (weekly rows and all groupings there and in "
-           "sql/ab_with_confidence.sql).")
+    s.note("Source: marts.ab_uncertainty (weekly rows and all groupings there and in sql/ab_with_confidence.sql).")
 
 
 _DIFFERENCE = (
@@ -68,14 +69,19 @@ _DIFFERENCE = (
 )
 
 _WHOLE_PERIOD = (
-    Column("group_value", "group"), Column("grouping", "grouped by"),
-    *col.arms("jobs"), *col.arms("core_wall_hours", csv_only=True), *col.arms("efficiency"),
+    Column("group_value", "group"),
+    Column("grouping", "grouped by"),
+    *col.arms("jobs"),
+    *col.arms("core_wall_hours", csv_only=True),
+    *col.arms("efficiency"),
     *_DIFFERENCE,
     *col.arms("cpu_per_wall"),
     Column("cpu_per_wall_difference", "CPU/wall B − A", "ratio", csv_only=True),
     *col.interval("cpu_per_wall_ci", "ratio", "CPU/wall CI", csv_only=True),
-    Column("conclusion", "conclusion"), col.WARNING,
-    Column("subset", "subset", csv_only=True), Column("period_start", "from", csv_only=True),
+    Column("conclusion", "conclusion"),
+    col.WARNING,
+    Column("subset", "subset", csv_only=True),
+    Column("period_start", "from", csv_only=True),
     Column("period_end", "to (exclusive)", csv_only=True),
 )
 
@@ -83,29 +89,43 @@ SPEC = SectionSpec(
     id="ab_uncertainty",
     title="A/B difference with confidence intervals",
     intro="Is arm B's CPU efficiency really different from arm A's, and are there enough data to "
-          "say so? The A/B comparison with its uncertainty, for the whole site and per storage "
-          "type, job class, account and VO, and again for the hours when the cache hit ratio was "
-          "high (the SLAC study's 13–15 September comparison).",
+    "say so? The A/B comparison with its uncertainty, for the whole site and per storage "
+    "type, job class, account and VO, and again for the hours when the cache hit ratio was "
+    "high (the SLAC study's 13–15 September comparison).",
     body=body,
     marts=("ab_uncertainty",),
     empty_hint="No jobs carry an A/B arm tag yet.",
     group=ANALYSIS,
     tables=(
-        TableSpec("ab_uncertainty_daily", "A/B difference per day",
-                  (Column("period_start", "day"), *col.arms("jobs", "efficiency"), *_DIFFERENCE,
-                   Column("enough_data", "enough data", "text"), Column("conclusion", "conclusion"),
-                   col.WARNING),
-                  shown=False),
+        TableSpec(
+            "ab_uncertainty_daily",
+            "A/B difference per day",
+            (
+                Column("period_start", "day"),
+                *col.arms("jobs", "efficiency"),
+                *_DIFFERENCE,
+                Column("enough_data", "enough data", "text"),
+                Column("conclusion", "conclusion"),
+                col.WARNING,
+            ),
+            shown=False,
+        ),
         TableSpec("ab_uncertainty_overall", "Whole period, all jobs", _WHOLE_PERIOD, flag_key="insufficient"),
-        TableSpec("ab_uncertainty_high_hit",
-                  "Whole period, jobs ending in hours with a high cache hit ratio (SLAC's 13–15 September view)",
-                  _WHOLE_PERIOD, flag_key="insufficient"),
+        TableSpec(
+            "ab_uncertainty_high_hit",
+            "Whole period, jobs ending in hours with a high cache hit ratio (SLAC's 13–15 September view)",
+            _WHOLE_PERIOD,
+            flag_key="insufficient",
+        ),
     ),
     plots=(
-        PlotSpec("daily_difference", plots.ab_difference_with_ci,
-                 "Daily efficiency difference between arm B and arm A with 95 % confidence intervals",
-                 "Daily efficiency difference B − A (whole site) with its 95 % bootstrap interval. Hollow "
-                 "grey points: days without enough data to conclude. Dashed line: no difference.",
-                 "ab_uncertainty_daily"),
+        PlotSpec(
+            "daily_difference",
+            plots.ab_difference_with_ci,
+            "Daily efficiency difference between arm B and arm A with 95 % confidence intervals",
+            "Daily efficiency difference B − A (whole site) with its 95 % bootstrap interval. Hollow "
+            "grey points: days without enough data to conclude. Dashed line: no difference.",
+            "ab_uncertainty_daily",
+        ),
     ),
 )

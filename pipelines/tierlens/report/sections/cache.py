@@ -35,8 +35,10 @@ def body(wh: MartReader, s: SectionOut) -> None:
     """)
     total = next((r for r in servers if r["_total"]), None)
     if total is not None:
-        s.fact("Hours covered (UTC)",
-               f"{fmt.text(hourly[0]['hour'])} to {fmt.text(hourly[-1]['hour'])} ({len(hourly)} hours with data)")
+        s.fact(
+            "Hours covered (UTC)",
+            f"{fmt.text(hourly[0]['hour'])} to {fmt.text(hourly[-1]['hour'])} ({len(hourly)} hours with data)",
+        )
         s.fact("GB read by clients", fmt.gb(total["gb_read"]))
         s.fact("GB delivered from cache", fmt.gb(total["gb_delivered_from_cache"]))
         s.fact("GB staged in", fmt.gb(total["gb_staged_in"]))
@@ -58,25 +60,34 @@ SPEC = SectionSpec(
     id="cache",
     title="Cache: delivered vs staged in, hit ratio",
     intro="Per hour, summed over all cache servers: GB the cache delivered to clients from its "
-          "storage (blue) against GB it staged in from the origin (green), as in the SLAC SSD-cache "
-          "plot. A cache that stages in about as much as it delivers is not acting as a cache.",
+    "storage (blue) against GB it staged in from the origin (green), as in the SLAC SSD-cache "
+    "plot. A cache that stages in about as much as it delivers is not acting as a cache.",
     body=body,
     marts=("cache_hourly",),
     empty_hint="No monitored cache server has reported yet.",
     tables=(
         TableSpec("cache_hourly", "Per hour", (Column("hour", "hour (UTC)"), *CACHE_TRAFFIC), shown=False),
-        TableSpec("cache_by_server", "By cache server, whole period",
-                  (Column("server_host", "server"), Column("hours", "hours", "int"), *CACHE_TRAFFIC)),
+        TableSpec(
+            "cache_by_server",
+            "By cache server, whole period",
+            (Column("server_host", "server"), Column("hours", "hours", "int"), *CACHE_TRAFFIC),
+        ),
     ),
     plots=(
-        PlotSpec("gb_per_hour", plots.cache_gb_per_hour,
-                 "Line chart of GB per hour delivered from cache and staged in",
-                 "GB/hour delivered from the cache (blue) and staged into it (green), each point one hour (UTC).",
-                 "cache_hourly"),
-        PlotSpec("hit_ratio", plots.cache_hit_ratio,
-                 "Line chart of hourly cache hit ratio by requests and by bytes",
-                 "Hit ratio per hour by requests (accesses served entirely from the cache / accesses) and "
-                 "by bytes (GB delivered from cache / GB the cache reported as hit, staged in or bypassed).",
-                 "cache_hourly"),
+        PlotSpec(
+            "gb_per_hour",
+            plots.cache_gb_per_hour,
+            "Line chart of GB per hour delivered from cache and staged in",
+            "GB/hour delivered from the cache (blue) and staged into it (green), each point one hour (UTC).",
+            "cache_hourly",
+        ),
+        PlotSpec(
+            "hit_ratio",
+            plots.cache_hit_ratio,
+            "Line chart of hourly cache hit ratio by requests and by bytes",
+            "Hit ratio per hour by requests (accesses served entirely from the cache / accesses) and "
+            "by bytes (GB delivered from cache / GB the cache reported as hit, staged in or bypassed).",
+            "cache_hourly",
+        ),
     ),
 )

@@ -44,52 +44,74 @@ def body(wh: MartReader, s: SectionOut) -> None:
     """)
     # Every column of the stratum rows, under its own name: this table is for the CSV.
     s.table("change_effects_strata", strata, columns=[Column(k, k) for k in strata[0]] if strata else None)
-    s.note("A flagged row has a caveat (too few jobs, a short window, an overlapping change or no "
-           "control): read its interval with that in mind. Sources: marts.change_effects, "
-           "marts.job_efficiency; every stratum in change_effects_strata.csv.")
+    s.note(
+        "A flagged row has a caveat (too few jobs, a short window, an overlapping change or no "
+        "control): read its interval with that in mind. Sources: marts.change_effects, "
+        "marts.job_efficiency; every stratum in change_effects_strata.csv."
+    )
 
 
 SPEC = SectionSpec(
     id="changes",
     title="Site changes: efficiency before and after",
     intro="Each recorded change (`tierlens change add`) against the jobs in its scope, in a window "
-          "before and after it. Where the change touched only some nodes, the other nodes are the "
-          "control (difference in differences). The effect is compared within job class × bytes "
-          "read per job, so a week of heavier jobs does not pass for an effect; the plain difference "
-          "is beside it. 95 % intervals: hour-block bootstrap, as for the A/B trial.",
+    "before and after it. Where the change touched only some nodes, the other nodes are the "
+    "control (difference in differences). The effect is compared within job class × bytes "
+    "read per job, so a week of heavier jobs does not pass for an effect; the plain difference "
+    "is beside it. 95 % intervals: hour-block bootstrap, as for the A/B trial.",
     body=body,
     marts=("change_effects",),
     empty_hint="Record changes with `tierlens change add`.",
     group=OPERATIONS,
     tables=(
-        TableSpec("efficiency_daily", "Daily efficiency",
-                  (Column("day", "day"), Column("jobs", "jobs", "int"), Column("core_hours", "core-hours", "hours"),
-                   Column("efficiency", "efficiency", "pct")),
-                  shown=False),
-        TableSpec("change_effects", "Before and after each change (in scope; control where there is one)",
-                  (Column("changed_at", "changed at"), Column("description", "change"), Column("scope", "scope"),
-                   Column("comparison", "comparison"), Column("jobs_scope_before", "jobs before", "int"),
-                   Column("jobs_scope_after", "jobs after", "int"),
-                   Column("core_hours_behind", "core-hours behind", "hours"),
-                   Column("efficiency_scope_before", "before", "pct"),
-                   Column("efficiency_scope_after", "after", "pct"),
-                   Column("efficiency_control_before", "control before", "pct"),
-                   Column("efficiency_control_after", "control after", "pct"),
-                   Column("effect", "effect (stratified)", "pct"), *interval("effect_ci", "pct"),
-                   Column("effect_unstratified", "unstratified", "pct"),
-                   *interval("effect_unstratified_ci", "pct", "unstrat.", csv_only=True),
-                   Column("strata_core_hours_share", "share in strata", "pct", csv_only=True),
-                   Column("conclusion", "conclusion"),
-                   Column("conclusion_unstratified", "unstratified says", csv_only=True),
-                   Column("weak", "caveat", "flag"), Column("warning", "why"),
-                   Column("change_id", "id", csv_only=True)),
-                  flag_key="weak"),
+        TableSpec(
+            "efficiency_daily",
+            "Daily efficiency",
+            (
+                Column("day", "day"),
+                Column("jobs", "jobs", "int"),
+                Column("core_hours", "core-hours", "hours"),
+                Column("efficiency", "efficiency", "pct"),
+            ),
+            shown=False,
+        ),
+        TableSpec(
+            "change_effects",
+            "Before and after each change (in scope; control where there is one)",
+            (
+                Column("changed_at", "changed at"),
+                Column("description", "change"),
+                Column("scope", "scope"),
+                Column("comparison", "comparison"),
+                Column("jobs_scope_before", "jobs before", "int"),
+                Column("jobs_scope_after", "jobs after", "int"),
+                Column("core_hours_behind", "core-hours behind", "hours"),
+                Column("efficiency_scope_before", "before", "pct"),
+                Column("efficiency_scope_after", "after", "pct"),
+                Column("efficiency_control_before", "control before", "pct"),
+                Column("efficiency_control_after", "control after", "pct"),
+                Column("effect", "effect (stratified)", "pct"),
+                *interval("effect_ci", "pct"),
+                Column("effect_unstratified", "unstratified", "pct"),
+                *interval("effect_unstratified_ci", "pct", "unstrat.", csv_only=True),
+                Column("strata_core_hours_share", "share in strata", "pct", csv_only=True),
+                Column("conclusion", "conclusion"),
+                Column("conclusion_unstratified", "unstratified says", csv_only=True),
+                Column("weak", "caveat", "flag"),
+                Column("warning", "why"),
+                Column("change_id", "id", csv_only=True),
+            ),
+            flag_key="weak",
+        ),
         TableSpec("change_effects_strata", "Per stratum", (Column("change_id", "change_id"),), shown=False),
     ),
     plots=(
-        PlotSpec("timeline", plots.efficiency_timeline_with_changes,
-                 "Daily CPU efficiency of the site with the recorded changes marked",
-                 "Line: Σcpu / Σ(wall × cores) of the jobs ending each UTC day. Dashed lines: recorded changes.",
-                 "efficiency_daily"),
+        PlotSpec(
+            "timeline",
+            plots.efficiency_timeline_with_changes,
+            "Daily CPU efficiency of the site with the recorded changes marked",
+            "Line: Σcpu / Σ(wall × cores) of the jobs ending each UTC day. Dashed lines: recorded changes.",
+            "efficiency_daily",
+        ),
     ),
 )

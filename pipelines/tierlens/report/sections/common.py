@@ -9,8 +9,7 @@ from ..reader import MartReader
 
 def group_grain(wh: MartReader) -> str:
     """Week grain when efficiency_by_group has it, else day (the sums are the same)."""
-    grains = {r["period_grain"] for r in wh.rows(
-        "SELECT DISTINCT period_grain FROM marts.efficiency_by_group")}
+    grains = {r["period_grain"] for r in wh.rows("SELECT DISTINCT period_grain FROM marts.efficiency_by_group")}
     return "week" if "week" in grains or "day" not in grains else "day"
 
 
@@ -24,5 +23,7 @@ def arm_label(value: Any) -> str:
 
 def share_sql(measure: str) -> str:
     """numerator / denominator of one measure of marts.data_completeness, summed over the group."""
-    return (f"sum(numerator) filter (where measure = '{measure}') "
-            f"/ nullif(sum(denominator) filter (where measure = '{measure}'), 0)")
+    return (
+        f"sum(numerator) filter (where measure = '{measure}') "
+        f"/ nullif(sum(denominator) filter (where measure = '{measure}'), 0)"
+    )

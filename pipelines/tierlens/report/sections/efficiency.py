@@ -36,11 +36,16 @@ def _mark_above_one(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _sums_by(wh: MartReader, grain: str, *keys: str) -> list[dict[str, Any]]:
     order = ", ".join(f"{k} NULLS LAST" for k in keys)
-    return _mark_above_one(wh.rows(f"""
-        SELECT {', '.join(keys)}, {_GROUP_SUMS}
+    return _mark_above_one(
+        wh.rows(
+            f"""
+        SELECT {", ".join(keys)}, {_GROUP_SUMS}
         FROM marts.efficiency_by_group WHERE period_grain = ?
         GROUP BY ALL ORDER BY {order}
-    """, [grain]))
+    """,
+            [grain],
+        )
+    )
 
 
 def body(wh: MartReader, s: SectionOut) -> None:
@@ -50,24 +55,34 @@ def body(wh: MartReader, s: SectionOut) -> None:
         s.no_data(f"marts.efficiency_by_group has no {grain}-grain rows.")
         return
     by_class = _sums_by(wh, grain, "storage_type", "ab_arm", "job_class")
-    flagged = wh.rows(f"""
+    flagged = wh.rows(
+        f"""
         SELECT period_start, storage_type, ab_arm, account, job_class, jobs, cpu_hours,
                core_wall_hours, efficiency, jobs_above_one
         FROM marts.efficiency_by_group
         WHERE period_grain = ? AND (efficiency_above_one OR efficiency > 1)
         ORDER BY efficiency DESC, period_start, storage_type, ab_arm, account, job_class
         LIMIT {FLAGGED_LIMIT}
-    """, [grain])
+    """,
+        [grain],
+    )
 
-    s.figure("by_storage", [
-        {**r, "storage_label": storage_label(r["storage_type"]), "arm_label": arm_label(r["ab_arm"])}
-        for r in by_storage
-    ])
+    s.figure(
+        "by_storage",
+        [
+            {**r, "storage_label": storage_label(r["storage_type"]), "arm_label": arm_label(r["ab_arm"])}
+            for r in by_storage
+        ],
+    )
     s.table("efficiency_by_storage", by_storage)
     s.table("efficiency_by_job_class", by_class)
     if flagged:
-        s.table("efficiency_flagged_groups", flagged, grain=grain,
-                top=f" — the {FLAGGED_LIMIT} highest" if len(flagged) == FLAGGED_LIMIT else "")
+        s.table(
+            "efficiency_flagged_groups",
+            flagged,
+            grain=grain,
+            top=f" — the {FLAGGED_LIMIT} highest" if len(flagged) == FLAGGED_LIMIT else "",
+        )
         s.note(
             "Efficiency above 100 % means a job used more CPU than its allocated cores account for "
             "(unbounded threads, or a wrong core count from the batch system): worth a look."
@@ -81,30 +96,50 @@ SPEC = SectionSpec(
     id="efficiency",
     title="Efficiency by storage type and A/B arm",
     intro="CPU efficiency of each group of jobs as Σcpu hours / Σ(wall hours × cores) — a ratio of "
-          "sums, never a mean of ratios — with the mean of per-job efficiencies (weighted by jobs) "
-          "beside it. Groups above 100 % are flagged, not clipped. Failed jobs (the states of dbt "
-          "var failed_states) are counted beside it; launch failures, which never started, are in "
-          "no efficiency.",
+    "sums, never a mean of ratios — with the mean of per-job efficiencies (weighted by jobs) "
+    "beside it. Groups above 100 % are flagged, not clipped. Failed jobs (the states of dbt "
+    "var failed_states) are counted beside it; launch failures, which never started, are in "
+    "no efficiency.",
     body=body,
     marts=("efficiency_by_group",),
     tables=(
-        TableSpec("efficiency_by_storage", "By storage type and arm",
-                  (STORAGE_TYPE, AB_ARM, *EFFICIENCY_SUMS, *FAILED_JOBS), flag_key="efficiency_above_one"),
-        TableSpec("efficiency_by_job_class", "By storage type, arm and job class",
-                  (STORAGE_TYPE, AB_ARM, JOB_CLASS, *EFFICIENCY_SUMS, *FAILED_JOBS), flag_key="efficiency_above_one"),
-        TableSpec("efficiency_flagged_groups",
-                  "Groups ({grain} × storage × arm × account × job class) with efficiency above 100 %{top}",
-                  (Column("period_start", "{grain} starting"), STORAGE_TYPE, AB_ARM,
-                   Column("account", "account"), JOB_CLASS,
-                   Column("jobs", "jobs", "int"), Column("cpu_hours", "CPU hours", "hours"),
-                   Column("core_wall_hours", "core-hours", "hours"), Column("efficiency", "efficiency", "pct"),
-                   Column("jobs_above_one", "jobs > 100 %", "int"))),
+        TableSpec(
+            "efficiency_by_storage",
+            "By storage type and arm",
+            (STORAGE_TYPE, AB_ARM, *EFFICIENCY_SUMS, *FAILED_JOBS),
+            flag_key="efficiency_above_one",
+        ),
+        TableSpec(
+            "efficiency_by_job_class",
+            "By storage type, arm and job class",
+            (STORAGE_TYPE, AB_ARM, JOB_CLASS, *EFFICIENCY_SUMS, *FAILED_JOBS),
+            flag_key="efficiency_above_one",
+        ),
+        TableSpec(
+            "efficiency_flagged_groups",
+            "Groups ({grain} × storage × arm × account × job class) with efficiency above 100 %{top}",
+            (
+                Column("period_start", "{grain} starting"),
+                STORAGE_TYPE,
+                AB_ARM,
+                Column("account", "account"),
+                JOB_CLASS,
+                Column("jobs", "jobs", "int"),
+                Column("cpu_hours", "CPU hours", "hours"),
+                Column("core_wall_hours", "core-hours", "hours"),
+                Column("efficiency", "efficiency", "pct"),
+                Column("jobs_above_one", "jobs > 100 %", "int"),
+            ),
+        ),
     ),
     plots=(
-        PlotSpec("by_storage", plots.efficiency_by_storage,
-                 "Bar chart of CPU efficiency per storage type and A/B arm",
-                 "Bars: Σcpu / Σ(wall × cores) per storage type and arm. Diamonds: mean job efficiency "
-                 "weighted by jobs. Dashed line: 100 %.",
-                 "efficiency_by_storage"),
+        PlotSpec(
+            "by_storage",
+            plots.efficiency_by_storage,
+            "Bar chart of CPU efficiency per storage type and A/B arm",
+            "Bars: Σcpu / Σ(wall × cores) per storage type and arm. Diamonds: mean job efficiency "
+            "weighted by jobs. Dashed line: 100 %.",
+            "efficiency_by_storage",
+        ),
     ),
 )

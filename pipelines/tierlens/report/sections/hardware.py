@@ -24,19 +24,29 @@ def body(wh: MartReader, s: SectionOut) -> None:
     """)
     # the plot shows one job class and one cache (the first of the run): 20-odd points, not 60
     first = options[0] if options else None
-    shown = [r for r in options if first and (r["job_class"], r["cache"]) == (first["job_class"], first["cache"])
-             and r["price_per_1000_core_hours"] is not None]
+    shown = [
+        r
+        for r in options
+        if first
+        and (r["job_class"], r["cache"]) == (first["job_class"], first["cache"])
+        and r["price_per_1000_core_hours"] is not None
+    ]
     if shown:
         s.figure("price_against_efficiency", shown)
     s.table("hardware_options", options)
     # the warning depends on the device and the jobs per node, not on the cache: one row each
     flagged = {(r["job_class"], r["config_name"], r["jobs_per_node"]): r for r in options if r["write_warning"]}
     if flagged:
-        s.table("write_warnings", sorted(flagged.values(), key=lambda r: (r["job_class"], r["config_name"],
-                                                                          r["jobs_per_node"])))
+        s.table(
+            "write_warnings",
+            sorted(flagged.values(), key=lambda r: (r["job_class"], r["config_name"], r["jobs_per_node"])),
+        )
     # what a derived row's interval carries: both leave-one-out errors, the larger one used
-    errors = {(r["job_class"], r["evidence"]): r for r in options
-              if r["evidence"] != "measured" and r["structural_error"] is not None}
+    errors = {
+        (r["job_class"], r["evidence"]): r
+        for r in options
+        if r["evidence"] != "measured" and r["structural_error"] is not None
+    }
     if errors:
         s.table("structural_errors", [errors[k] for k in sorted(errors)])
     if wh.has("marts", "efficiency_what_if"):
@@ -84,66 +94,112 @@ SPEC = SectionSpec(
     id="hardware",
     title="Hardware you could buy",
     intro="Storage configurations of the catalogue, including ones no node here has, ranked by what "
-          "a CPU core-hour delivered with this site's jobs would cost on a whole node built around "
-          "them (node, storage, power). Each prediction's 95 % interval is carried into its prices, and each row says what "
-          "it rests on: jobs measured on that storage type, a device probe (`tierlens probe storage`), "
-          "or only a datasheet, whose predictions have been checked to be much less reliable.",
+    "a CPU core-hour delivered with this site's jobs would cost on a whole node built around "
+    "them (node, storage, power). Each prediction's 95 % interval is carried into its prices, and each row says what "
+    "it rests on: jobs measured on that storage type, a device probe (`tierlens probe storage`), "
+    "or only a datasheet, whose predictions have been checked to be much less reliable.",
     body=body,
     marts=("hardware_options",),
     group=HARDWARE,
     tables=(
-        TableSpec("hardware_options", "Candidate configurations, cheapest delivered core-hour first",
-                  (Column("job_class", "job class"), Column("price_rank", "rank", "int"),
-                   Column("config_name", "configuration"), Column("storage_type", "storage type"),
-                   Column("evidence", "evidence"), Column("jobs_per_node", "jobs / node", "num"),
-                   Column("cache", "cache"), Column("node_config", "node"),
-                   Column("cores_per_job", "cores / job", "num", csv_only=True),
-                   priced("whole_node_price", "node + storage"), CURRENCY,
-                   Column("price_per_node", "storage / node", "money"),
-                   Column("price_per_gb", "storage / GB", "money"),
-                   Column("power_price_per_node_hour", "power / node-h", "money", csv_only=True),
-                   Column("efficiency", "efficiency", "pct"), *interval("efficiency", "pct"),
-                   Column("node_throughput", "core-h / node-h", "num"),
-                   Column("price_per_throughput", "storage / throughput", "money"),
-                   Column("price_per_1000_core_hours", "whole node per 1000 core-h", "money"),
-                   *interval("price_per_1000_core_hours", "money"),
-                   Column("interval_driver", "interval from", csv_only=True),
-                   Column("ssd_lifetime_years", "SSD life", "lifetime"),
-                   Column("structural_error", "structural error", "pct", csv_only=True),
-                   Column("staged_gb_per_node_hour", "scratch GB written / node-h", "num", csv_only=True),
-                   Column("write_warning", "write warning"))),
-        TableSpec("structural_errors",
-                  "The structural error derived predictions carry: the larger of this site's and the published figures'",
-                  (Column("job_class", "job class"), Column("evidence", "predicted from"),
-                   Column("generator_structural_error", "this site (types left out)", "pct"),
-                   Column("published_structural_error", "published figures (Glasgow)", "pct"),
-                   Column("structural_error", "carried", "pct"), Column("structural_error_source", "from"))),
-        TableSpec("write_warnings",
-                  "Devices whose writes cannot keep up with what a full node of this site's jobs stages in",
-                  (Column("job_class", "job class"), Column("config_name", "configuration"),
-                   Column("storage_type", "storage type"), Column("evidence", "evidence"),
-                   Column("jobs_per_node", "jobs / node", "num"),
-                   Column("staged_gb_per_node_hour", "scratch GB written / node-h", "num"),
-                   Column("write_warning", "evidence of the shortfall"))),
-        TableSpec("device_type_validation",
-                  "How far derived predictions were off: each storage type left out entirely",
-                  (Column("storage_type", "storage type left out"), Column("evidence", "predicted from"),
-                   Column("jobs", "jobs", "int"), Column("measured_efficiency", "measured", "pct"),
-                   Column("predicted_efficiency", "predicted", "pct"), Column("error", "error", "pct"))),
-        TableSpec("what_if_grid", "The what-if grid of the heat map",
-                  (Column("storage_type", "storage type"), Column("jobs_per_node", "jobs / node", "num"),
-                   Column("cache", "cache"), Column("predicted_efficiency", "efficiency", "pct")), shown=False),
+        TableSpec(
+            "hardware_options",
+            "Candidate configurations, cheapest delivered core-hour first",
+            (
+                Column("job_class", "job class"),
+                Column("price_rank", "rank", "int"),
+                Column("config_name", "configuration"),
+                Column("storage_type", "storage type"),
+                Column("evidence", "evidence"),
+                Column("jobs_per_node", "jobs / node", "num"),
+                Column("cache", "cache"),
+                Column("node_config", "node"),
+                Column("cores_per_job", "cores / job", "num", csv_only=True),
+                priced("whole_node_price", "node + storage"),
+                CURRENCY,
+                Column("price_per_node", "storage / node", "money"),
+                Column("price_per_gb", "storage / GB", "money"),
+                Column("power_price_per_node_hour", "power / node-h", "money", csv_only=True),
+                Column("efficiency", "efficiency", "pct"),
+                *interval("efficiency", "pct"),
+                Column("node_throughput", "core-h / node-h", "num"),
+                Column("price_per_throughput", "storage / throughput", "money"),
+                Column("price_per_1000_core_hours", "whole node per 1000 core-h", "money"),
+                *interval("price_per_1000_core_hours", "money"),
+                Column("interval_driver", "interval from", csv_only=True),
+                Column("ssd_lifetime_years", "SSD life", "lifetime"),
+                Column("structural_error", "structural error", "pct", csv_only=True),
+                Column("staged_gb_per_node_hour", "scratch GB written / node-h", "num", csv_only=True),
+                Column("write_warning", "write warning"),
+            ),
+        ),
+        TableSpec(
+            "structural_errors",
+            "The structural error derived predictions carry: the larger of this site's and the published figures'",
+            (
+                Column("job_class", "job class"),
+                Column("evidence", "predicted from"),
+                Column("generator_structural_error", "this site (types left out)", "pct"),
+                Column("published_structural_error", "published figures (Glasgow)", "pct"),
+                Column("structural_error", "carried", "pct"),
+                Column("structural_error_source", "from"),
+            ),
+        ),
+        TableSpec(
+            "write_warnings",
+            "Devices whose writes cannot keep up with what a full node of this site's jobs stages in",
+            (
+                Column("job_class", "job class"),
+                Column("config_name", "configuration"),
+                Column("storage_type", "storage type"),
+                Column("evidence", "evidence"),
+                Column("jobs_per_node", "jobs / node", "num"),
+                Column("staged_gb_per_node_hour", "scratch GB written / node-h", "num"),
+                Column("write_warning", "evidence of the shortfall"),
+            ),
+        ),
+        TableSpec(
+            "device_type_validation",
+            "How far derived predictions were off: each storage type left out entirely",
+            (
+                Column("storage_type", "storage type left out"),
+                Column("evidence", "predicted from"),
+                Column("jobs", "jobs", "int"),
+                Column("measured_efficiency", "measured", "pct"),
+                Column("predicted_efficiency", "predicted", "pct"),
+                Column("error", "error", "pct"),
+            ),
+        ),
+        TableSpec(
+            "what_if_grid",
+            "The what-if grid of the heat map",
+            (
+                Column("storage_type", "storage type"),
+                Column("jobs_per_node", "jobs / node", "num"),
+                Column("cache", "cache"),
+                Column("predicted_efficiency", "efficiency", "pct"),
+            ),
+            shown=False,
+        ),
     ),
     plots=(
-        PlotSpec("price_against_efficiency", buying_plots.price_against_efficiency,
-                 "Whole-node price per 1000 core-hours against predicted efficiency per candidate",
-                 "Each point is a configuration at a number of jobs per node (first cache of the run): "
-                 "predicted efficiency (x) against whole-node price per 1000 delivered core-hours (y), both "
-                 "with their 95 % intervals; colour says whether it rests on measured jobs, a probe or a "
-                 "datasheet. Lower right is better.", "hardware_options"),
-        PlotSpec("what_if_heat_map", buying_plots.what_if_heat_map,
-                 "Predicted efficiency by storage type and jobs per node, per cache",
-                 "The what-if grid: predicted efficiency of each storage type (rows) at each number of jobs "
-                 "per node (columns), one panel per cache.", "what_if_grid"),
+        PlotSpec(
+            "price_against_efficiency",
+            buying_plots.price_against_efficiency,
+            "Whole-node price per 1000 core-hours against predicted efficiency per candidate",
+            "Each point is a configuration at a number of jobs per node (first cache of the run): "
+            "predicted efficiency (x) against whole-node price per 1000 delivered core-hours (y), both "
+            "with their 95 % intervals; colour says whether it rests on measured jobs, a probe or a "
+            "datasheet. Lower right is better.",
+            "hardware_options",
+        ),
+        PlotSpec(
+            "what_if_heat_map",
+            buying_plots.what_if_heat_map,
+            "Predicted efficiency by storage type and jobs per node, per cache",
+            "The what-if grid: predicted efficiency of each storage type (rows) at each number of jobs "
+            "per node (columns), one panel per cache.",
+            "what_if_grid",
+        ),
     ),
 )

@@ -23,31 +23,43 @@ def body(wh: MartReader, s: SectionOut) -> None:
     if overall:
         s.figure("by_storage", overall)
     s.table("efficiency_by_input_size", rows)
-    s.note("Bytes read per job: the batch system's figure, else the bytes of its exactly matched file "
-           "accesses. Source: marts.efficiency_by_input_size.")
+    s.note(
+        "Bytes read per job: the batch system's figure, else the bytes of its exactly matched file "
+        "accesses. Source: marts.efficiency_by_input_size."
+    )
 
 
 SPEC = SectionSpec(
     id="input_size",
     title="Efficiency against job input size",
     intro="IFCA's table: CPU efficiency of jobs by the bytes they read, per storage type over the "
-          "whole period, and before against after each change for the jobs in its scope. I/O-heavy "
-          "jobs show first where storage is the bottleneck.",
+    "whole period, and before against after each change for the jobs in its scope. I/O-heavy "
+    "jobs show first where storage is the bottleneck.",
     body=body,
     marts=("efficiency_by_input_size",),
     group=OPERATIONS,
     tables=(
-        TableSpec("efficiency_by_input_size",
-                  "Efficiency by bytes read per job (all jobs; in-scope jobs around each change)",
-                  (Column("period", "period"), Column("storage_type", "storage type"),
-                   Column("bytes_read_bin", "bytes read"), Column("jobs", "jobs", "int"),
-                   Column("core_wall_hours", "core-hours", "hours"), Column("efficiency", "efficiency", "pct"),
-                   Column("change_id", "change", csv_only=True))),
+        TableSpec(
+            "efficiency_by_input_size",
+            "Efficiency by bytes read per job (all jobs; in-scope jobs around each change)",
+            (
+                Column("period", "period"),
+                Column("storage_type", "storage type"),
+                Column("bytes_read_bin", "bytes read"),
+                Column("jobs", "jobs", "int"),
+                Column("core_wall_hours", "core-hours", "hours"),
+                Column("efficiency", "efficiency", "pct"),
+                Column("change_id", "change", csv_only=True),
+            ),
+        ),
     ),
     plots=(
-        PlotSpec("by_storage", plots.efficiency_by_input_size,
-                 "CPU efficiency against bytes read per job, per storage type",
-                 "Σcpu / Σ(wall × cores) of the jobs in each bytes-read bin, one line per storage type.",
-                 "efficiency_by_input_size"),
+        PlotSpec(
+            "by_storage",
+            plots.efficiency_by_input_size,
+            "CPU efficiency against bytes read per job, per storage type",
+            "Σcpu / Σ(wall × cores) of the jobs in each bytes-read bin, one line per storage type.",
+            "efficiency_by_input_size",
+        ),
     ),
 )

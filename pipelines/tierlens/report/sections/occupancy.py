@@ -11,7 +11,8 @@ from .common import storage_label
 
 _NM = fmt.NOT_MEASURED
 _ENDURANCE = (
-    Column("config_name", "configuration"), CURRENCY,
+    Column("config_name", "configuration"),
+    CURRENCY,
     priced("price_per_node", "price / node"),
     Column("price_per_efficiency_point", "price / efficiency point", "money", _NM),
     Column("efficiency_full_occupancy", "efficiency when full", "pct", _NM),
@@ -27,16 +28,23 @@ def _price_at_full_occupancy(wh: MartReader, s: SectionOut) -> None:
     """Added when storage_price_performance has the full-occupancy and endurance columns."""
     if wh.mart_missing("storage_price_performance") is not None:
         return
-    cols = {r["column_name"] for r in wh.rows(
-        "SELECT column_name FROM information_schema.columns "
-        "WHERE table_schema = 'marts' AND table_name = 'storage_price_performance'")}
+    cols = {
+        r["column_name"]
+        for r in wh.rows(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'marts' AND table_name = 'storage_price_performance'"
+        )
+    }
     wanted = [c.key for c in _ENDURANCE]
     if not set(wanted) <= cols:
         return
-    s.table("storage_full_occupancy_endurance", wh.rows(f"""
-        SELECT {', '.join(wanted)} FROM marts.storage_price_performance
+    s.table(
+        "storage_full_occupancy_endurance",
+        wh.rows(f"""
+        SELECT {", ".join(wanted)} FROM marts.storage_price_performance
         ORDER BY price_per_throughput_full_occupancy NULLS LAST, config_name
-    """))
+    """),
+    )
     s.note(
         "Expected lifetime = rated endurance (TB written) / the GB written per device and day "
         "at this site's rate (jobs' scratch writes, including staged-in inputs), in years."
@@ -65,32 +73,45 @@ SPEC = SectionSpec(
     id="occupancy",
     title="Efficiency and throughput at full occupancy",
     intro="A half-empty node flatters every disk, so the Glasgow study counted only the periods when "
-          "its nodes were fully occupied (its Table 3). Here, per storage type, the CPU efficiency and "
-          "throughput over every node-hour beside the same over the fully occupied node-hours only.",
+    "its nodes were fully occupied (its Table 3). Here, per storage type, the CPU efficiency and "
+    "throughput over every node-hour beside the same over the fully occupied node-hours only.",
     body=body,
     marts=("occupancy_efficiency",),
     empty_hint="No node ran finished jobs yet.",
     group=ANALYSIS,
     tables=(
-        TableSpec("occupancy_efficiency", "Per storage type: all node-hours and fully occupied ones",
-                  (Column("storage_type", "storage type"), Column("scope", "node-hours"),
-                   Column("nodes", "nodes", "int"), Column("node_hours", "node-hours", "int"),
-                   Column("share_of_node_hours", "share of node-hours", "pct"),
-                   Column("mean_occupancy", "mean occupancy", "pct"),
-                   Column("efficiency", "efficiency", "pct"),
-                   Column("throughput", "throughput (core-h / node-h)", "num"),
-                   Column("jobs_per_node_hour", "jobs / node-hour", "num"),
-                   Column("jobs_ended", "jobs ended", "int", csv_only=True),
-                   Column("cpu_hours", "CPU hours", "hours", csv_only=True),
-                   Column("allocated_core_hours", "allocated core-hours", "hours", csv_only=True))),
-        TableSpec("storage_full_occupancy_endurance", "Price at full occupancy, per efficiency point, and SSD endurance",
-                  _ENDURANCE),
+        TableSpec(
+            "occupancy_efficiency",
+            "Per storage type: all node-hours and fully occupied ones",
+            (
+                Column("storage_type", "storage type"),
+                Column("scope", "node-hours"),
+                Column("nodes", "nodes", "int"),
+                Column("node_hours", "node-hours", "int"),
+                Column("share_of_node_hours", "share of node-hours", "pct"),
+                Column("mean_occupancy", "mean occupancy", "pct"),
+                Column("efficiency", "efficiency", "pct"),
+                Column("throughput", "throughput (core-h / node-h)", "num"),
+                Column("jobs_per_node_hour", "jobs / node-hour", "num"),
+                Column("jobs_ended", "jobs ended", "int", csv_only=True),
+                Column("cpu_hours", "CPU hours", "hours", csv_only=True),
+                Column("allocated_core_hours", "allocated core-hours", "hours", csv_only=True),
+            ),
+        ),
+        TableSpec(
+            "storage_full_occupancy_endurance",
+            "Price at full occupancy, per efficiency point, and SSD endurance",
+            _ENDURANCE,
+        ),
     ),
     plots=(
-        PlotSpec("by_scope", plots.occupancy_efficiency,
-                 "Bar chart of CPU efficiency per storage type, all node-hours and fully occupied node-hours",
-                 "CPU efficiency per storage type over every node-hour (left bar) and over the node-hours when "
-                 "the node was fully occupied (right bar).",
-                 "occupancy_efficiency"),
+        PlotSpec(
+            "by_scope",
+            plots.occupancy_efficiency,
+            "Bar chart of CPU efficiency per storage type, all node-hours and fully occupied node-hours",
+            "CPU efficiency per storage type over every node-hour (left bar) and over the node-hours when "
+            "the node was fully occupied (right bar).",
+            "occupancy_efficiency",
+        ),
     ),
 )

@@ -32,31 +32,45 @@ def body(wh: MartReader, s: SectionOut) -> None:
     s.fact("Share of reads going to the top 10 % of files", fmt.pct(top_share))
     s.figure("rank_frequency", counts)
     s.table("file_popularity_top", top)
-    s.note("P1 … P10: accesses in each 12-hour period before the reference time, P1 the latest. "
-           "Source: marts.file_popularity (all files there and in sql/file_popularity.sql).")
+    s.note(
+        "P1 … P10: accesses in each 12-hour period before the reference time, P1 the latest. "
+        "Source: marts.file_popularity (all files there and in sql/file_popularity.sql)."
+    )
 
 
 SPEC = SectionSpec(
     id="popularity",
     title="File popularity",
     intro="Which files are hot? The SLAC caching algorithms' view: accesses in each of the last ten "
-          "12-hour periods, reads in the recent window and the fraction of each file they read, ranked "
-          "by reads × fraction (SLAC algorithm 2).",
+    "12-hour periods, reads in the recent window and the fraction of each file they read, ranked "
+    "by reads × fraction (SLAC algorithm 2).",
     body=body,
     marts=("file_popularity",),
     empty_hint="No file accesses yet.",
     group=ANALYSIS,
     tables=(
-        TableSpec("file_popularity_top", f"The {TOP} highest-ranked files",
-                  (Column("popularity_rank", "rank", "int"), Column("file_lfn", "file"),
-                   Column("file_gb", "GB", "gb"), Column("reads_recent", "recent reads", "int"),
-                   Column("mean_read_fraction", "mean fraction read", "pct"), Column("score", "score", "num"),
-                   *[Column(f"accesses_p{p:02d}", f"P{p}", "int") for p in PERIODS])),
+        TableSpec(
+            "file_popularity_top",
+            f"The {TOP} highest-ranked files",
+            (
+                Column("popularity_rank", "rank", "int"),
+                Column("file_lfn", "file"),
+                Column("file_gb", "GB", "gb"),
+                Column("reads_recent", "recent reads", "int"),
+                Column("mean_read_fraction", "mean fraction read", "pct"),
+                Column("score", "score", "num"),
+                *[Column(f"accesses_p{p:02d}", f"P{p}", "int") for p in PERIODS],
+            ),
+        ),
     ),
     plots=(
-        PlotSpec("rank_frequency", plots.popularity_distribution, "Rank-frequency plot of reads per file",
-                 "Reads per file in the recent window against the file's rank (log-log): a straight line is "
-                 "Zipf-like popularity, the case where a small cache holds most of the reads.",
-                 "file_popularity_top"),
+        PlotSpec(
+            "rank_frequency",
+            plots.popularity_distribution,
+            "Rank-frequency plot of reads per file",
+            "Reads per file in the recent window against the file's rank (log-log): a straight line is "
+            "Zipf-like popularity, the case where a small cache holds most of the reads.",
+            "file_popularity_top",
+        ),
     ),
 )

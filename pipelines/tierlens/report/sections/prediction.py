@@ -29,7 +29,8 @@ def body(wh: MartReader, s: SectionOut) -> None:
         "Model: each node is a closed queueing network (jobs alternate between their cores and the "
         "node's scratch device, solved by mean value analysis); remote bytes cost a fitted time per "
         "byte by route. Fitted per storage type from marts.job_io_profile; cache what-ifs replay the "
-        "jobs' own file accesses. Sources: marts.efficiency_measured_vs_predicted, marts.efficiency_what_if.")
+        "jobs' own file accesses. Sources: marts.efficiency_measured_vs_predicted, marts.efficiency_what_if."
+    )
 
 
 _JOB_CLASS = Column("job_class", "job class")
@@ -38,40 +39,59 @@ SPEC = SectionSpec(
     id="prediction",
     title="Measured vs predicted efficiency, and what-if configurations",
     intro="The simulator's efficiency model, calibrated on this site's own jobs, next to the "
-          "measurements: for each configuration the site ran, the measured CPU efficiency, the model's "
-          "prediction with its 95 % interval, and its prediction when that configuration was left out "
-          "of the fit (the honest test). Below, configurations not deployed: storage type × jobs per "
-          "node × cache, for the same workload.",
+    "measurements: for each configuration the site ran, the measured CPU efficiency, the model's "
+    "prediction with its 95 % interval, and its prediction when that configuration was left out "
+    "of the fit (the honest test). Below, configurations not deployed: storage type × jobs per "
+    "node × cache, for the same workload.",
     body=body,
     marts=("efficiency_measured_vs_predicted",),
     empty_hint="Run `tierlens simulate efficiency`.",
     group=PREDICTION,
     tables=(
-        TableSpec("efficiency_measured_vs_predicted", "Measured vs predicted CPU efficiency",
-                  (_JOB_CLASS, Column("storage_type", "storage type"),
-                   Column("ab_arm", "arm"), Column("measured_jobs", "jobs", "int"),
-                   Column("mean_concurrent_jobs", "jobs / node", "num"),
-                   Column("measured_efficiency", "measured", "pct"),
-                   Column("predicted_efficiency", "predicted", "pct"),
-                   *interval("efficiency", "pct"),
-                   Column("loo_predicted_efficiency", "left out of fit", "pct"),
-                   Column("loo_prediction_error", "left out − measured", "pct"),
-                   Column("outside", "outside interval", "flag"),
-                   Column("model_version", "model", csv_only=True)),
-                  flag_key="outside"),
-        TableSpec("efficiency_what_if", "What if: predicted efficiency and throughput of configurations",
-                  (_JOB_CLASS, Column("storage_type", "storage type"),
-                   Column("jobs_per_node", "jobs / node", "num"), Column("cache", "cache"),
-                   Column("predicted_efficiency", "efficiency", "pct"), *interval("efficiency", "pct"),
-                   Column("jobs_per_node_hour", "jobs / node-hour", "num"),
-                   Column("extrapolated", "extrapolated", "flag")),
-                  flag_key="extrapolated"),
+        TableSpec(
+            "efficiency_measured_vs_predicted",
+            "Measured vs predicted CPU efficiency",
+            (
+                _JOB_CLASS,
+                Column("storage_type", "storage type"),
+                Column("ab_arm", "arm"),
+                Column("measured_jobs", "jobs", "int"),
+                Column("mean_concurrent_jobs", "jobs / node", "num"),
+                Column("measured_efficiency", "measured", "pct"),
+                Column("predicted_efficiency", "predicted", "pct"),
+                *interval("efficiency", "pct"),
+                Column("loo_predicted_efficiency", "left out of fit", "pct"),
+                Column("loo_prediction_error", "left out − measured", "pct"),
+                Column("outside", "outside interval", "flag"),
+                Column("model_version", "model", csv_only=True),
+            ),
+            flag_key="outside",
+        ),
+        TableSpec(
+            "efficiency_what_if",
+            "What if: predicted efficiency and throughput of configurations",
+            (
+                _JOB_CLASS,
+                Column("storage_type", "storage type"),
+                Column("jobs_per_node", "jobs / node", "num"),
+                Column("cache", "cache"),
+                Column("predicted_efficiency", "efficiency", "pct"),
+                *interval("efficiency", "pct"),
+                Column("jobs_per_node_hour", "jobs / node-hour", "num"),
+                Column("extrapolated", "extrapolated", "flag"),
+            ),
+            flag_key="extrapolated",
+        ),
     ),
     plots=(
-        PlotSpec("measured_vs_predicted", plots.measured_vs_predicted,
-                 "Measured against predicted efficiency per configuration",
-                 "Each point is a storage type × arm: measured efficiency (x) against predicted (y) with the "
-                 "95 % interval; open circles are the leave-one-out predictions. On the diagonal the model is "
-                 "exact.", "efficiency_measured_vs_predicted"),
+        PlotSpec(
+            "measured_vs_predicted",
+            plots.measured_vs_predicted,
+            "Measured against predicted efficiency per configuration",
+            "Each point is a storage type × arm: measured efficiency (x) against predicted (y) with the "
+            "95 % interval; open circles are the leave-one-out predictions. On the diagonal the model is "
+            "exact.",
+            "efficiency_measured_vs_predicted",
+        ),
     ),
 )

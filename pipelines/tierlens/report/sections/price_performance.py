@@ -38,23 +38,32 @@ SPEC = SectionSpec(
     id="price_performance",
     title="Storage price / performance",
     intro="What each worker-node storage configuration costs against what it delivered, in the "
-          "style of Table 4 of the Glasgow SSD study: unit price, price per unit of node throughput "
-          "and price per GB, with the efficiency and node throughput measured here. Configurations "
-          "in the catalogue that no node runs show \"not measured\".",
+    "style of Table 4 of the Glasgow SSD study: unit price, price per unit of node throughput "
+    "and price per GB, with the efficiency and node throughput measured here. Configurations "
+    'in the catalogue that no node runs show "not measured".',
     body=body,
     marts=("storage_price_performance",),
     empty_hint="Load a storage catalogue first.",
     tables=(
-        TableSpec("storage_price_performance", "Price / performance per configuration",
-                  (Column("config_name", "configuration"), Column("storage_type", "storage type"),
-                   Column("device_model", "device"), Column("devices_per_node", "devices / node", "int"),
-                   priced("unit_price", "unit price"), CURRENCY,
-                   Column("price_per_node", "price / node", "money"),
-                   Column("capacity_gb_per_node", "GB / node", "num"),
-                   Column("price_per_gb", "price / GB", "money"),
-                   Column("price_per_throughput", "price / throughput", "money", _NM),
-                   Column("efficiency", "measured efficiency", "pct", _NM),
-                   Column("node_throughput", "node throughput (core-h / node-h)", "num", _NM),
-                   Column("nodes", "nodes", "int", _NM), Column("jobs", "jobs", "int", _NM))),
+        TableSpec(
+            "storage_price_performance",
+            "Price / performance per configuration",
+            (
+                Column("config_name", "configuration"),
+                Column("storage_type", "storage type"),
+                Column("device_model", "device"),
+                Column("devices_per_node", "devices / node", "int"),
+                priced("unit_price", "unit price"),
+                CURRENCY,
+                Column("price_per_node", "price / node", "money"),
+                Column("capacity_gb_per_node", "GB / node", "num"),
+                Column("price_per_gb", "price / GB", "money"),
+                Column("price_per_throughput", "price / throughput", "money", _NM),
+                Column("efficiency", "measured efficiency", "pct", _NM),
+                Column("node_throughput", "node throughput (core-h / node-h)", "num", _NM),
+                Column("nodes", "nodes", "int", _NM),
+                Column("jobs", "jobs", "int", _NM),
+            ),
+        ),
     ),
 )

@@ -63,8 +63,11 @@ def _job_facts(totals: dict[str, Any]) -> list[tuple[str, str, Any]]:
         ("CPU hours", fmt.hours(totals["cpu_hours"]), totals["cpu_hours"]),
         ("CPU efficiency, Σcpu / Σ(wall × cores)", fmt.pct(totals["efficiency"]), totals["efficiency"]),
         ("Mean job efficiency", fmt.pct(totals["mean_job_efficiency"]), totals["mean_job_efficiency"]),
-        ("Jobs with efficiency above 100 % (flagged, not clipped)",
-         fmt.integer(totals["jobs_above_one"]), totals["jobs_above_one"]),
+        (
+            "Jobs with efficiency above 100 % (flagged, not clipped)",
+            fmt.integer(totals["jobs_above_one"]),
+            totals["jobs_above_one"],
+        ),
     ]
 
 
@@ -75,10 +78,13 @@ def _loading_facts(wh: MartReader, s: SectionOut) -> list[tuple[str, str, Any]]:
         n_rejects = wh.scalar("SELECT count(*) FROM main.raw_rejects")
         facts.append(("Rejected records", fmt.integer(n_rejects), n_rejects))
         if n_rejects:
-            s.table("rejects_by_reason", wh.rows("""
+            s.table(
+                "rejects_by_reason",
+                wh.rows("""
                 SELECT record_kind, reason, count(*) AS records
                 FROM main.raw_rejects GROUP BY ALL ORDER BY records DESC, record_kind, reason LIMIT 25
-            """))
+            """),
+            )
         s.note(
             "Every rejected record is kept with where it came from and why: "
             "SELECT record_kind, source, location, field, reason FROM main.raw_rejects;"
@@ -88,14 +94,24 @@ def _loading_facts(wh: MartReader, s: SectionOut) -> list[tuple[str, str, Any]]:
     if wh.has("main", "raw_batches"):
         # every load counts (a source's interval, a device probe, a site change): say which, so the
         # figure can be set beside what a command printed for its own load
-        has_source = wh.scalar("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'main' "
-                               "AND table_name = 'raw_batches' AND column_name = 'source'")
-        by_source = wh.rows("SELECT source, count(*) AS n FROM main.raw_batches GROUP BY ALL ORDER BY n DESC, source"
-                            if has_source else "SELECT 'all' AS source, count(*) AS n FROM main.raw_batches")
+        has_source = wh.scalar(
+            "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'main' "
+            "AND table_name = 'raw_batches' AND column_name = 'source'"
+        )
+        by_source = wh.rows(
+            "SELECT source, count(*) AS n FROM main.raw_batches GROUP BY ALL ORDER BY n DESC, source"
+            if has_source
+            else "SELECT 'all' AS source, count(*) AS n FROM main.raw_batches"
+        )
         n_batches = sum(r["n"] for r in by_source)
-        shown = fmt.integer(n_batches) + (" (" + ", ".join(f"{r['source']} {fmt.integer(r['n'])}"
-                                                          for r in by_source[:6])
-                                          + (", …" if len(by_source) > 6 else "") + ")" if by_source else "")
+        shown = fmt.integer(n_batches) + (
+            " ("
+            + ", ".join(f"{r['source']} {fmt.integer(r['n'])}" for r in by_source[:6])
+            + (", …" if len(by_source) > 6 else "")
+            + ")"
+            if by_source
+            else ""
+        )
         facts.append(("Batches loaded, every source (main.raw_batches)", shown, n_batches))
     return facts
 
@@ -118,12 +134,14 @@ SPEC = SectionSpec(
     id="summary",
     title="Summary",
     intro="What the warehouse holds: the jobs measured, their core-hours and CPU efficiency "
-          "(Σcpu / Σ(wall × cores) over all jobs, with the mean of per-job efficiencies beside it).",
+    "(Σcpu / Σ(wall × cores) over all jobs, with the mean of per-job efficiencies beside it).",
     body=body,
     tables=(
         TableSpec("summary", "Summary", (Column("metric", "metric"), Column("value", "value")), shown=False),
-        TableSpec("rejects_by_reason", "Rejected records by kind and reason (the 25 most frequent)",
-                  (Column("record_kind", "record kind"), Column("reason", "reason"),
-                   Column("records", "records", "int"))),
+        TableSpec(
+            "rejects_by_reason",
+            "Rejected records by kind and reason (the 25 most frequent)",
+            (Column("record_kind", "record kind"), Column("reason", "reason"), Column("records", "records", "int")),
+        ),
     ),
 )

@@ -10,9 +10,12 @@ from .common import share_sql
 
 
 def _verdict(r: dict) -> str:
-    parts = [f"{fmt.pct(r['cpu_hours_tagged'])} of CPU hours tagged" if r["cpu_hours"] else "no jobs",
-             f"{fmt.pct(r['bytes_joined'])} of bytes joined to jobs" if r["bytes_joined"] is not None
-             else "no file accesses"]
+    parts = [
+        f"{fmt.pct(r['cpu_hours_tagged'])} of CPU hours tagged" if r["cpu_hours"] else "no jobs",
+        f"{fmt.pct(r['bytes_joined'])} of bytes joined to jobs"
+        if r["bytes_joined"] is not None
+        else "no file accesses",
+    ]
     if r["kernel_drops"]:
         parts.append(f"{fmt.integer(r['kernel_drops'])} datagrams dropped by the kernel")
     if r["rejected_records"]:
@@ -24,9 +27,9 @@ def _verdict(r: dict) -> str:
 def body(wh: MartReader, s: SectionOut) -> None:
     rows = wh.rows(f"""
         SELECT cast(date_trunc('week', "day") AS date) AS week_start,
-               {share_sql('cpu_hours_tagged')} AS cpu_hours_tagged,
+               {share_sql("cpu_hours_tagged")} AS cpu_hours_tagged,
                sum(denominator) FILTER (WHERE measure = 'cpu_hours_tagged') AS cpu_hours,
-               {share_sql('bytes_joined')} AS bytes_joined,
+               {share_sql("bytes_joined")} AS bytes_joined,
                sum(numerator) FILTER (WHERE measure = 'kernel_drops') AS kernel_drops,
                sum(numerator) FILTER (WHERE measure = 'rejected_records') AS rejected_records,
                bool_or(provisional) AS provisional
@@ -43,17 +46,26 @@ SPEC = SectionSpec(
     id="verdict",
     title="How much of the data is behind these figures",
     intro="One line per week (ISO weeks, UTC): the share of CPU hours from jobs a plugin tagged with "
-          "their storage and arm, and the share of the bytes read from XRootD servers that joined to a "
-          "job (exactly or by inference). What is missing is missing from every figure below.",
+    "their storage and arm, and the share of the bytes read from XRootD servers that joined to a "
+    "job (exactly or by inference). What is missing is missing from every figure below.",
     body=body,
     marts=("data_completeness",),
     group=OPERATIONS,
     tables=(
-        TableSpec("verdict", "Verdict per week",
-                  (Column("week_start", "week starting"), Column("cpu_hours_tagged", "CPU hours tagged", "pct"),
-                   Column("cpu_hours", "CPU hours", "hours"), Column("bytes_joined", "bytes joined", "pct"),
-                   Column("kernel_drops", "kernel drops", "int"), Column("rejected_records", "rejected", "int"),
-                   Column("provisional", "provisional"), Column("verdict", "verdict")),
-                  shown=False),
+        TableSpec(
+            "verdict",
+            "Verdict per week",
+            (
+                Column("week_start", "week starting"),
+                Column("cpu_hours_tagged", "CPU hours tagged", "pct"),
+                Column("cpu_hours", "CPU hours", "hours"),
+                Column("bytes_joined", "bytes joined", "pct"),
+                Column("kernel_drops", "kernel drops", "int"),
+                Column("rejected_records", "rejected", "int"),
+                Column("provisional", "provisional"),
+                Column("verdict", "verdict"),
+            ),
+            shown=False,
+        ),
     ),
 )

@@ -37,5 +37,13 @@ detect_job_scratch = cron.detect_job_scratch
 job_scratch_dir = cron.job_scratch_dir
 classad_lines = cron.classad_lines
 
-__all__ = ["CRON_SCRIPT", "Detection", "classad_lines", "cron", "detect", "detect_job_scratch",
-           "detect_volume_group", "job_scratch_dir"]
+__all__ = [
+    "CRON_SCRIPT",
+    "Detection",
+    "classad_lines",
+    "cron",
+    "detect",
+    "detect_job_scratch",
+    "detect_volume_group",
+    "job_scratch_dir",
+]

@@ -88,9 +88,9 @@ def blocks(path: Path) -> Iterator[tuple[int, bytearray]]:
     with opener(path, "rb") as f:
         while True:
             block = bytearray(len(rest) + READ_BYTES)
-            block[:len(rest)] = rest
-            got = f.readinto(memoryview(block)[len(rest):])
-            del block[len(rest) + got:]
+            block[: len(rest)] = rest
+            got = f.readinto(memoryview(block)[len(rest) :])
+            del block[len(rest) + got :]
             if not got:
                 break
             i = block.rfind(_BANNER_AFTER_NEWLINE)
@@ -98,8 +98,8 @@ def blocks(path: Path) -> Iterator[tuple[int, bytearray]]:
             if end < 0:  # no complete banner line in this read; the next brings one
                 rest = block
                 continue
-            rest = block[end + 1:]
-            del block[end + 1:]
+            rest = block[end + 1 :]
+            del block[end + 1 :]
             yield base, block
             base += len(block)
     if rest:
@@ -110,14 +110,14 @@ def blocks(path: Path) -> Iterator[tuple[int, bytearray]]:
 class Block:
     """What a block holds: its fast ads as needed-attribute columns, and the others' text."""
 
-    needed: tuple[str, ...]         # the attribute names of the columns
-    offsets: np.ndarray             # file offset of each fast ad
-    numbers: np.ndarray             # (len(NEEDED), ads) float64; NaN: absent or not a number
-    text_at: np.ndarray             # (len(NEEDED), ads) position in values of a string; -1: none
-    values: pa.Array                # the needed values of the block's lines, quotes dropped
-    true: dict[str, np.ndarray]     # needed name -> value is the literal true
-    lists: dict[str, pa.Array]      # needed name -> list<string> per ad; null: not a list
-    slow: list[tuple[int, bytes]]   # (file offset, text) of the ads classad2 reads
+    needed: tuple[str, ...]  # the attribute names of the columns
+    offsets: np.ndarray  # file offset of each fast ad
+    numbers: np.ndarray  # (len(NEEDED), ads) float64; NaN: absent or not a number
+    text_at: np.ndarray  # (len(NEEDED), ads) position in values of a string; -1: none
+    values: pa.Array  # the needed values of the block's lines, quotes dropped
+    true: dict[str, np.ndarray]  # needed name -> value is the literal true
+    lists: dict[str, pa.Array]  # needed name -> list<string> per ad; null: not a list
+    slow: list[tuple[int, bytes]]  # (file offset, text) of the ads classad2 reads
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -135,8 +135,9 @@ def _np(a: pa.Array) -> np.ndarray:
     return a.to_numpy(zero_copy_only=False)
 
 
-def _segments(starts: np.ndarray, ends: np.ndarray, banner: np.ndarray, size: int
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _segments(
+    starts: np.ndarray, ends: np.ndarray, banner: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per ad (the lines between banners): first and end byte, number of lines; per line: ad."""
     seg = np.cumsum(banner, dtype=starts.dtype) - banner
     where = np.flatnonzero(banner)
@@ -149,36 +150,47 @@ def _segments(starts: np.ndarray, ends: np.ndarray, banner: np.ndarray, size: in
 class ByteClasses(NamedTuple):
     """What the scan looks a byte up in (256 entries each)."""
 
-    name: np.ndarray      # may stand in a name
-    special: np.ndarray   # 0, or what the scan counts: _NEWLINE, _QUOTE, _BACKSLASH, then brackets
-    cut: np.ndarray       # a value ending in it was cut or leaves an expression open
+    name: np.ndarray  # may stand in a name
+    special: np.ndarray  # 0, or what the scan counts: _NEWLINE, _QUOTE, _BACKSLASH, then brackets
+    cut: np.ndarray  # a value ending in it was cut or leaves an expression open
 
 
 class LineScan(NamedTuple):
     """The per-line arrays one pass of ``_scan`` fills (``cuts``: 4 a line, and the block's end)."""
 
-    cuts: np.ndarray          # line start, name end, value start, value end (quotes dropped)
-    ends: np.ndarray          # position of the newline
+    cuts: np.ndarray  # line start, name end, value start, value end (quotes dropped)
+    ends: np.ndarray  # position of the newline
     value_start: np.ndarray
     value_end: np.ndarray
-    first: np.ndarray         # first and last byte of the value (0: empty)
+    first: np.ndarray  # first and last byte of the value (0: empty)
     last: np.ndarray
     banner: np.ndarray
-    quoted: np.ndarray        # the value is "..." with no other quote in the line
-    bad: np.ndarray           # not 'Name = value', or cut, unbalanced, odd quotes
+    quoted: np.ndarray  # the value is "..." with no other quote in the line
+    bad: np.ndarray  # not 'Name = value', or cut, unbalanced, odd quotes
     backslashes: np.ndarray
-    name_hash: np.ndarray     # FNV-1a of the name piece
+    name_hash: np.ndarray  # FNV-1a of the name piece
 
 
 #: the array types of a LineScan (positions: 32-bit or 64-bit, chosen per block)
-_SCAN_DTYPES = {"first": np.uint8, "last": np.uint8, "banner": bool, "quoted": bool, "bad": bool,
-                "backslashes": np.int32, "name_hash": np.uint64}
+_SCAN_DTYPES = {
+    "first": np.uint8,
+    "last": np.uint8,
+    "banner": bool,
+    "quoted": bool,
+    "bad": bool,
+    "backslashes": np.int32,
+    "name_hash": np.uint64,
+}
 
 
 def _empty_scan(n: int, itype: type) -> LineScan:
     """A LineScan for n lines, every array sized and typed from its field name."""
-    return LineScan(**{name: np.empty(4 * n + 1 if name == "cuts" else n, _SCAN_DTYPES.get(name, itype))
-                       for name in LineScan._fields})
+    return LineScan(
+        **{
+            name: np.empty(4 * n + 1 if name == "cuts" else n, _SCAN_DTYPES.get(name, itype))
+            for name in LineScan._fields
+        }
+    )
 
 
 @dataclass
@@ -190,7 +202,7 @@ class _Lines:
     data: bytes
     scan: LineScan
     pieces: pa.Array
-    needed: np.ndarray        # index in NEEDED of the line's name, -1: not needed
+    needed: np.ndarray  # index in NEEDED of the line's name, -1: not needed
 
     @property
     def starts(self) -> np.ndarray:
@@ -251,8 +263,9 @@ def _scan(u, classes, out):
         out.quoted[line] = q == 1
         out.backslashes[line] = slashes
         name_hash[line] = h if sep else _FNV_BASIS
-        out.bad[line] = not banner[line] and (not full or cut[t] or paren != 0 or square != 0
-                                          or brace != 0 or quotes % 2 == 1)
+        out.bad[line] = not banner[line] and (
+            not full or cut[t] or paren != 0 or square != 0 or brace != 0 or quotes % 2 == 1
+        )
         cuts[4 * line], cuts[4 * line + 1], cuts[4 * line + 2], cuts[4 * line + 3] = s, name_end, a + q, b - q
         i = k + 1
     cuts[4 * ends.shape[0]] = u.shape[0]
@@ -412,14 +425,14 @@ def read_block(data: bytes | bytearray, base: int, needed: tuple[str, ...]) -> B
     fast = ~slow & (seg_lines > 0)
     slow &= seg_lines > 0
     # text between banners that is blank is no ad (as split_ads)
-    slow_ads = [(base + a, data[a:b]) for a, b in zip(seg_start[slow].tolist(), seg_stop[slow].tolist())
-                if data[a:b].strip()]
+    slow_ads = [
+        (base + a, data[a:b]) for a, b in zip(seg_start[slow].tolist(), seg_stop[slow].tolist()) if data[a:b].strip()
+    ]
     nads = int(fast.sum())
     index = np.full(nseg, -1, np.int64)
     index[fast] = np.arange(nads)
     keep = fast[ad]
-    columns = _columns(values, needed, nads, index[ad[keep]], ks[keep], kind[keep], value_at[keep],
-                       number[keep])
+    columns = _columns(values, needed, nads, index[ad[keep]], ks[keep], kind[keep], value_at[keep], number[keep])
     return Block(needed, base + seg_start[fast], *columns, slow=slow_ads)
 
 
@@ -438,7 +451,7 @@ def _unparsed(data, lines: _Lines, among: np.ndarray) -> np.ndarray:
 
 #: number kinds of a value for _numbers
 NO_NUMBER, EXACT, TO_CAST = 0, 1, 2
-_EXACT_POWERS = np.array([10.0 ** k for k in range(23)])  # 1e0..1e22, all exact in float64
+_EXACT_POWERS = np.array([10.0**k for k in range(23)])  # 1e0..1e22, all exact in float64
 
 
 @njit(cache=True, nogil=True)
@@ -583,6 +596,7 @@ def _demand(slow, nseg, ad, ks, kind, values, value_at, needed) -> None:
 
 def _columns(values, needed, nads, ad, ks, kind, value_at, number):
     """Pivot the needed values of the fast ads: one row per needed attribute, one column per ad."""
+
     def matrix(of_kind, content, fill, dtype):
         m = np.full((len(needed), nads), fill, dtype)
         sel = kind == of_kind
@@ -600,7 +614,7 @@ def _columns(values, needed, nads, ad, ks, kind, value_at, number):
 def _string_lists(values: pa.Array, at: np.ndarray) -> pa.Array:
     """``{ "a", "b" }`` (checked: no escapes, no quotes inside) -> ["a", "b"]; null where at < 0."""
     kind = np.int64 if pa.types.is_large_string(values.type) else np.int32
-    offsets = np.frombuffer(values.buffers()[1], kind)[values.offset:values.offset + len(values) + 1]
+    offsets = np.frombuffer(values.buffers()[1], kind)[values.offset : values.offset + len(values) + 1]
     text = np.frombuffer(values.buffers()[2], np.uint8)
     lists, strings, chars = _unquote_lists(text, offsets, at)
     items = pa.StringArray.from_buffers(len(strings) - 1, pa.py_buffer(strings), pa.py_buffer(chars))
@@ -633,10 +647,11 @@ def _unquote_lists(text, offsets, at):
                     chars[size] = text[k]
                     size += 1
         lists[i + 1] = n
-    return lists, strings[:n + 1], chars[:size]
+    return lists, strings[: n + 1], chars[:size]
 
 
 # ------------------------------------------------------------------------------ columns → rows
+
 
 def _or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Python's ``a or b`` on numbers where NaN stands for None: b when a is None or 0."""
@@ -658,8 +673,15 @@ def _ints(values: np.ndarray, valid: np.ndarray, type_: pa.DataType) -> pa.Array
     return pa.array(np.trunc(np.where(valid, values, 0.0)).astype(np.int64), mask=~valid).cast(type_)
 
 
-def rows(block: Block, cluster: str, job_schema: pa.Schema, tag_schema: pa.Schema,
-         batch_system: str, tagger: str, job_states: dict[int, str]):
+def rows(
+    block: Block,
+    cluster: str,
+    job_schema: pa.Schema,
+    tag_schema: pa.Schema,
+    batch_system: str,
+    tagger: str,
+    job_states: dict[int, str],
+):
     """The job table and job_tag table (with the positions of the tagged ads) of a block's fast
     ads: ``history.ad_rows`` as column expressions. Tests compare the two on every ad."""
     n = len(block)
@@ -694,34 +716,55 @@ def rows(block: Block, cluster: str, job_schema: pa.Schema, tag_schema: pa.Schem
     kb = {name: num(name) for name in ("BlockReadKbytes", "BlockWriteKbytes")}
     const = pa.repeat(pa.scalar(batch_system, pa.string()), n)
     empty = pa.repeat(pa.scalar("", pa.string()), n)
-    job = table_by_name(job_schema, n, {
-        "batch_system": const, "cluster": clusters, "job_id": gjid, "step_id": empty, "job_identity": identity,
-        "user_name": s["Owner"], "account": pc.coalesce(s["AccountingGroup"], s["AcctGroup"]),
-        "vo": s["x509UserProxyVOName"], "node": node, "node_list": node,
-        "submit_time": _timestamps(num("QDate"), np.ones(n, bool)),
-        "start_time": _timestamps(start, np.ones(n, bool)), "end_time": _timestamps(end, started),
-        "allocated_cores": _ints(cores, np.ones(n, bool), pa.int32()),
-        "cpu_user_seconds": pa.array(num("RemoteUserCpu"), from_pandas=True),
-        "cpu_system_seconds": pa.array(num("RemoteSysCpu"), from_pandas=True),
-        "wall_seconds": pa.array(wall, from_pandas=True),
-        "state": pa.array(labels, pa.string()).take(pa.array(state)),
-        "exit_code": _ints(code, ~np.isnan(code) & done, pa.int32()),
-        "bytes_read": _ints(kb["BlockReadKbytes"] * 1024, ~np.isnan(kb["BlockReadKbytes"]), pa.int64()),
-        "bytes_written": _ints(kb["BlockWriteKbytes"] * 1024, ~np.isnan(kb["BlockWriteKbytes"]), pa.int64()),
-        # job_class and partition: none in a history ad; sluid: Slurm's alone
-    })
+    job = table_by_name(
+        job_schema,
+        n,
+        {
+            "batch_system": const,
+            "cluster": clusters,
+            "job_id": gjid,
+            "step_id": empty,
+            "job_identity": identity,
+            "user_name": s["Owner"],
+            "account": pc.coalesce(s["AccountingGroup"], s["AcctGroup"]),
+            "vo": s["x509UserProxyVOName"],
+            "node": node,
+            "node_list": node,
+            "submit_time": _timestamps(num("QDate"), np.ones(n, bool)),
+            "start_time": _timestamps(start, np.ones(n, bool)),
+            "end_time": _timestamps(end, started),
+            "allocated_cores": _ints(cores, np.ones(n, bool), pa.int32()),
+            "cpu_user_seconds": pa.array(num("RemoteUserCpu"), from_pandas=True),
+            "cpu_system_seconds": pa.array(num("RemoteSysCpu"), from_pandas=True),
+            "wall_seconds": pa.array(wall, from_pandas=True),
+            "state": pa.array(labels, pa.string()).take(pa.array(state)),
+            "exit_code": _ints(code, ~np.isnan(code) & done, pa.int32()),
+            "bytes_read": _ints(kb["BlockReadKbytes"] * 1024, ~np.isnan(kb["BlockReadKbytes"]), pa.int64()),
+            "bytes_written": _ints(kb["BlockWriteKbytes"] * 1024, ~np.isnan(kb["BlockWriteKbytes"]), pa.int64()),
+            # job_class and partition: none in a history ad; sluid: Slurm's alone
+        },
+    )
     storage = s["MachineAttrTierlensStorageType0"]
     tagged = _np(pc.is_valid(storage))
     devices = block.lists.get("MachineAttrTierlensScratchDevices0", pa.nulls(n, pa.list_(pa.string())))
-    tag = table_by_name(tag_schema, n, {
-        "batch_system": const, "cluster": clusters, "job_id": gjid, "step_id": empty,
-        "node": pc.coalesce(node, ""), "storage_type": pc.ascii_lower(pc.utf8_trim(storage, ASCII_SPACE)),
-        "device_models": devices, "scratch_path": s["MachineAttrTierlensScratchPath0"],
-        "ab_arm": pc.coalesce(s["MachineAttrTierlensAbArm0"], s["TierlensAbArm"]),
-        "cache_route": s["MachineAttrTierlensCacheRoute0"],
-        "tagged_at": _timestamps(start, np.ones(n, bool)),
-        "tagger": pa.repeat(pa.scalar(tagger, pa.string()), n),
-    }).filter(pa.array(tagged))
+    tag = table_by_name(
+        tag_schema,
+        n,
+        {
+            "batch_system": const,
+            "cluster": clusters,
+            "job_id": gjid,
+            "step_id": empty,
+            "node": pc.coalesce(node, ""),
+            "storage_type": pc.ascii_lower(pc.utf8_trim(storage, ASCII_SPACE)),
+            "device_models": devices,
+            "scratch_path": s["MachineAttrTierlensScratchPath0"],
+            "ab_arm": pc.coalesce(s["MachineAttrTierlensAbArm0"], s["TierlensAbArm"]),
+            "cache_route": s["MachineAttrTierlensCacheRoute0"],
+            "tagged_at": _timestamps(start, np.ones(n, bool)),
+            "tagger": pa.repeat(pa.scalar(tagger, pa.string()), n),
+        },
+    ).filter(pa.array(tagged))
     return job, tag, np.flatnonzero(tagged)
 
 
@@ -731,8 +774,9 @@ def table_by_name(schema: pa.Schema, n: int, columns: dict[str, pa.Array]) -> pa
     unknown = columns.keys() - set(schema.names)
     if unknown:
         raise KeyError(f"not fields of the schema: {sorted(unknown)}")
-    return pa.Table.from_arrays([columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema],
-                                schema=schema)
+    return pa.Table.from_arrays(
+        [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema], schema=schema
+    )
 
 
 class _Strings(dict):
@@ -753,7 +797,8 @@ def _own_identity(identity: pa.Array, gjid: pa.Array, computed: pa.Array) -> pa.
     same = _np(pc.fill_null(pc.equal(identity, computed), False))
     other = np.flatnonzero(~same & _np(pc.is_valid(identity)))
     keep = same.copy()
-    for i, ident, g in zip(other, pc.take(identity, pa.array(other)).to_pylist(),
-                           pc.take(gjid, pa.array(other)).to_pylist()):
+    for i, ident, g in zip(
+        other, pc.take(identity, pa.array(other)).to_pylist(), pc.take(gjid, pa.array(other)).to_pylist()
+    ):
         keep[i] = ident.endswith("." + g)
     return pc.if_else(pa.array(keep), identity, computed)

@@ -70,11 +70,11 @@ _BANNER = b"*** "
 _ATTR_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=")
 _ATTR_NAMES = re.compile(r"^[ \t]*([A-Za-z_][A-Za-z0-9_.]*)[ \t]*=", re.M)
 _CONTENT_LINES = re.compile(r"^[ \t]*[^\s#]", re.M)
-_JOB_STATUS = {1: "PENDING", 2: "RUNNING", 3: "CANCELLED", 5: "HELD", 6: "TRANSFERRING_OUTPUT",
-               7: "SUSPENDED"}
+_JOB_STATUS = {1: "PENDING", 2: "RUNNING", 3: "CANCELLED", 5: "HELD", 6: "TRANSFERRING_OUTPUT", 7: "SUSPENDED"}
 
 
 # ------------------------------------------------------------------------------ files and ads
+
 
 def history_files(paths: Iterable[Path]) -> list[Path]:
     """Expand folders to their ``history`` and ``history.*`` files; oldest first.
@@ -85,8 +85,7 @@ def history_files(paths: Iterable[Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            found = [f for f in p.iterdir() if f.is_file() and
-                     (f.name == "history" or f.name.startswith("history."))]
+            found = [f for f in p.iterdir() if f.is_file() and (f.name == "history" or f.name.startswith("history."))]
             out.extend(sorted(found, key=lambda f: (f.name == "history", f.name)))
         else:
             out.append(p)
@@ -116,7 +115,7 @@ def split_ads(path: Path) -> Iterator[RawAd]:
     is returned too.
     """
     opener = gzip.open if path.suffix == ".gz" else open
-    base = 0      # file offset of buf[0], which is the first byte after the last banner seen
+    base = 0  # file offset of buf[0], which is the first byte after the last banner seen
     buf = b""
     with opener(path, "rb") as f:
         while True:
@@ -125,8 +124,8 @@ def split_ads(path: Path) -> Iterator[RawAd]:
             banners = _BANNER_LINE if chunk else _LAST_BANNER_LINE
             pos = 0
             for m in banners.finditer(buf):
-                if buf[pos:m.start()].strip():
-                    yield RawAd(str(path), base + pos, buf[pos:m.start()].decode("utf-8", "replace"))
+                if buf[pos : m.start()].strip():
+                    yield RawAd(str(path), base + pos, buf[pos : m.start()].decode("utf-8", "replace"))
                 pos = m.end()
             buf, base = buf[pos:], base + pos
             if not chunk:
@@ -174,16 +173,41 @@ def parse_ad(raw: RawAd):
 
 #: Every attribute ad_rows reads (tests check it reads no other). Only these need a value.
 NEEDED = (
-    "GlobalJobId", "TierlensCluster", "TierlensJobIdentity", "LastRemoteHost", "RemoteHost",
-    "JobCurrentStartDate", "JobStartDate", "CompletionDate", "EnteredCurrentStatus",
-    "BlockReadKbytes", "BlockWriteKbytes", "ExitCode", "ExitBySignal", "JobStatus", "Owner",
-    "AccountingGroup", "AcctGroup", "x509UserProxyVOName", "QDate", "CpusProvisioned", "RequestCpus",
-    "RemoteUserCpu", "RemoteSysCpu", "CommittedTime", "LastRemoteWallClockTime", "RemoteWallClockTime",
-    "MachineAttrTierlensStorageType0", "MachineAttrTierlensScratchDevices0",
-    "MachineAttrTierlensScratchPath0", "MachineAttrTierlensAbArm0", "TierlensAbArm",
+    "GlobalJobId",
+    "TierlensCluster",
+    "TierlensJobIdentity",
+    "LastRemoteHost",
+    "RemoteHost",
+    "JobCurrentStartDate",
+    "JobStartDate",
+    "CompletionDate",
+    "EnteredCurrentStatus",
+    "BlockReadKbytes",
+    "BlockWriteKbytes",
+    "ExitCode",
+    "ExitBySignal",
+    "JobStatus",
+    "Owner",
+    "AccountingGroup",
+    "AcctGroup",
+    "x509UserProxyVOName",
+    "QDate",
+    "CpusProvisioned",
+    "RequestCpus",
+    "RemoteUserCpu",
+    "RemoteSysCpu",
+    "CommittedTime",
+    "LastRemoteWallClockTime",
+    "RemoteWallClockTime",
+    "MachineAttrTierlensStorageType0",
+    "MachineAttrTierlensScratchDevices0",
+    "MachineAttrTierlensScratchPath0",
+    "MachineAttrTierlensAbArm0",
+    "TierlensAbArm",
     "MachineAttrTierlensCacheRoute0",
 )
 # ------------------------------------------------------------------------------ ad → rows
+
 
 def _get(ad, name: str):
     """The evaluated value, or None when missing, undefined or an error."""
@@ -280,7 +304,10 @@ def ad_rows(ad, cluster: str) -> tuple[dict, dict | None]:
     read_kb, write_kb = _num(ad, "BlockReadKbytes"), _num(ad, "BlockWriteKbytes")
     code = _num(ad, "ExitCode")
     job = {
-        "batch_system": BATCH_SYSTEM, "cluster": cluster, "job_id": gjid, "step_id": "",
+        "batch_system": BATCH_SYSTEM,
+        "cluster": cluster,
+        "job_id": gjid,
+        "step_id": "",
         "job_identity": identity,
         "user_name": _str(ad, "Owner"),
         "account": _str(ad, "AccountingGroup") or _str(ad, "AcctGroup"),
@@ -307,7 +334,10 @@ def ad_rows(ad, cluster: str) -> tuple[dict, dict | None]:
         return job, None
     storage = storage.strip().lower()
     tag = {
-        "batch_system": BATCH_SYSTEM, "cluster": cluster, "job_id": gjid, "step_id": "",
+        "batch_system": BATCH_SYSTEM,
+        "cluster": cluster,
+        "job_id": gjid,
+        "step_id": "",
         "node": node or "",
         "storage_type": storage,  # one of STORAGE_TYPES, else the loader rejects the tag
         "device_models": _models(_get(ad, "MachineAttrTierlensScratchDevices0")),
@@ -322,6 +352,7 @@ def ad_rows(ad, cluster: str) -> tuple[dict, dict | None]:
 
 
 # ------------------------------------------------------------------------------ batches
+
 
 @dataclass
 class _Pending:
@@ -344,8 +375,7 @@ class _Pending:
         try:
             job, tag = ad_rows(item, cluster)
         except MalformedAd as err:
-            self.rejects.append(Reject(RecordKind.JOB, self.source, location, err.attr, err.reason,
-                                       str(item)[:4000]))
+            self.rejects.append(Reject(RecordKind.JOB, self.source, location, err.attr, err.reason, str(item)[:4000]))
             return
         self.jobs.append(job)
         self.job_locations.append(location)
@@ -355,19 +385,20 @@ class _Pending:
 
     def batches(self) -> Iterator[Batch]:
         if self.jobs or self.rejects:
-            yield Batch(RecordKind.JOB, _table(self.jobs, JOB), self.source,
-                        locations=self.job_locations, rejects=self.rejects)
+            yield Batch(
+                RecordKind.JOB, _table(self.jobs, JOB), self.source, locations=self.job_locations, rejects=self.rejects
+            )
         if self.tags:
-            yield Batch(RecordKind.JOB_TAG, _table(self.tags, JOB_TAG), self.source,
-                        locations=self.tag_locations)
+            yield Batch(RecordKind.JOB_TAG, _table(self.tags, JOB_TAG), self.source, locations=self.tag_locations)
 
 
 def _table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pydict({f.name: [r[f.name] for r in rows] for f in schema}, schema=schema)
 
 
-def ads_to_batches(ads: Iterable[tuple[str, object]], source: str, cluster: str,
-                   batch_ads: int = BATCH_ADS) -> Iterator[Batch]:
+def ads_to_batches(
+    ads: Iterable[tuple[str, object]], source: str, cluster: str, batch_ads: int = BATCH_ADS
+) -> Iterator[Batch]:
     """(location, parsed ad or MalformedAd + raw text) pairs → bounded job / job_tag batches."""
     pending = _Pending(source)
     for location, item in ads:
@@ -408,28 +439,46 @@ class _Piece:
 
     @staticmethod
     def concat(pieces: list[_Piece]) -> _Piece:
-        return _Piece(pa.concat_tables([p.jobs for p in pieces]), np.concatenate([p.job_at for p in pieces]),
-                      pa.concat_tables([p.tags for p in pieces]), np.concatenate([p.tag_at for p in pieces]),
-                      [r for p in pieces for r in p.rejects])
+        return _Piece(
+            pa.concat_tables([p.jobs for p in pieces]),
+            np.concatenate([p.job_at for p in pieces]),
+            pa.concat_tables([p.tags for p in pieces]),
+            np.concatenate([p.tag_at for p in pieces]),
+            [r for p in pieces for r in p.rejects],
+        )
 
     def split(self, ads: int) -> tuple[_Piece, _Piece]:
         """The first ``ads`` ads (rows and rejects) and the rest."""
         order = np.sort(np.r_[self.job_at, np.array([o for o, _ in self.rejects], np.int64)])
         if ads >= len(order):
-            return self, _Piece(self.jobs.slice(0, 0), self.job_at[:0], self.tags.slice(0, 0),
-                                self.tag_at[:0], [])
+            return self, _Piece(self.jobs.slice(0, 0), self.job_at[:0], self.tags.slice(0, 0), self.tag_at[:0], [])
         cut = order[ads]
         j, t = int(np.searchsorted(self.job_at, cut)), int(np.searchsorted(self.tag_at, cut))
-        head = _Piece(self.jobs.slice(0, j), self.job_at[:j], self.tags.slice(0, t), self.tag_at[:t],
-                      [r for r in self.rejects if r[0] < cut])
-        tail = _Piece(self.jobs.slice(j), self.job_at[j:], self.tags.slice(t), self.tag_at[t:],
-                      [r for r in self.rejects if r[0] >= cut])
+        head = _Piece(
+            self.jobs.slice(0, j),
+            self.job_at[:j],
+            self.tags.slice(0, t),
+            self.tag_at[:t],
+            [r for r in self.rejects if r[0] < cut],
+        )
+        tail = _Piece(
+            self.jobs.slice(j),
+            self.job_at[j:],
+            self.tags.slice(t),
+            self.tag_at[t:],
+            [r for r in self.rejects if r[0] >= cut],
+        )
         return head, tail
 
     def batches(self, source: str, path: str) -> Iterator[Batch]:
         if len(self):
-            yield Batch(RecordKind.JOB, self.jobs, source, locations=_locations(path, self.job_at),
-                        rejects=[r for _, r in self.rejects])
+            yield Batch(
+                RecordKind.JOB,
+                self.jobs,
+                source,
+                locations=_locations(path, self.job_at),
+                rejects=[r for _, r in self.rejects],
+            )
         if self.tags.num_rows:
             yield Batch(RecordKind.JOB_TAG, self.tags, source, locations=_locations(path, self.tag_at))
 
@@ -457,10 +506,12 @@ def _block_piece(block: _fast.Block, path: Path, source: str, cluster: str) -> _
     def offsets(locations: list[str]) -> np.ndarray:
         return np.array([int(x.rsplit(" ", 1)[1]) for x in locations], np.int64)
 
-    jobs, job_at = _by_offset(pa.concat_tables([jobs, _table(slow.jobs, JOB)]),
-                              np.r_[job_at, offsets(slow.job_locations)])
-    tags, tag_at = _by_offset(pa.concat_tables([tags, _table(slow.tags, JOB_TAG)]),
-                              np.r_[tag_at, offsets(slow.tag_locations)])
+    jobs, job_at = _by_offset(
+        pa.concat_tables([jobs, _table(slow.jobs, JOB)]), np.r_[job_at, offsets(slow.job_locations)]
+    )
+    tags, tag_at = _by_offset(
+        pa.concat_tables([tags, _table(slow.tags, JOB_TAG)]), np.r_[tag_at, offsets(slow.tag_locations)]
+    )
     rejects = [(int(r.location.rsplit(" ", 1)[1]), r) for r in slow.rejects]
     return _Piece(jobs, job_at, tags, tag_at, rejects)
 
@@ -480,8 +531,9 @@ def _fast_batches(path: Path, source: str, cluster: str, batch_ads: int) -> Iter
         yield from _Piece.concat(pending).batches(source, str(path))
 
 
-def history_batches(paths: Iterable[Path], cluster: str, batch_ads: int = BATCH_ADS,
-                    fast: bool = True) -> Iterator[Batch]:
+def history_batches(
+    paths: Iterable[Path], cluster: str, batch_ads: int = BATCH_ADS, fast: bool = True
+) -> Iterator[Batch]:
     """Job and job_tag batches from history files (folders expand to history + history.*).
 
     Each file is its own source, ``condor-history:<file>``; a rejected ad is located as

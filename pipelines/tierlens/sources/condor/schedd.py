@@ -40,16 +40,16 @@ def locate_schedd(name: str | None = None, pool: str | None = None):
     if name is None and pool is None:
         return htcondor2.Schedd()
     collector = htcondor2.Collector(pool) if pool else htcondor2.Collector()
-    ad = collector.locate(htcondor2.DaemonType.Schedd, name) if name else collector.locate(
-        htcondor2.DaemonType.Schedd)
+    ad = collector.locate(htcondor2.DaemonType.Schedd, name) if name else collector.locate(htcondor2.DaemonType.Schedd)
     return htcondor2.Schedd(ad)
 
 
 class ScheddHistory:
     """Batches of the jobs a schedd recorded since the watermark; ``commit()`` advances it."""
 
-    def __init__(self, schedd, watermark: Watermark, cluster: str, source: str = "condor-schedd",
-                 batch_ads: int = BATCH_ADS) -> None:
+    def __init__(
+        self, schedd, watermark: Watermark, cluster: str, source: str = "condor-schedd", batch_ads: int = BATCH_ADS
+    ) -> None:
         self.schedd = schedd
         self.watermark = watermark
         self.cluster = cluster

@@ -25,8 +25,15 @@ class CondorSource:
     batch_ads: int = BATCH_ADS
 
     @classmethod
-    def open(cls, cluster: str, paths: Sequence[Path] = (), schedd: str | None = None, pool: str | None = None,
-             state_dir: Path | None = None, batch_ads: int = BATCH_ADS) -> CondorSource:
+    def open(
+        cls,
+        cluster: str,
+        paths: Sequence[Path] = (),
+        schedd: str | None = None,
+        pool: str | None = None,
+        state_dir: Path | None = None,
+        batch_ads: int = BATCH_ADS,
+    ) -> CondorSource:
         """Files when ``paths`` are given, else the schedd ``schedd`` ('local' or None: this host's),
         located now so that an unreachable one fails before anything is loaded."""
         paths = [Path(p) for p in paths]
@@ -38,14 +45,22 @@ class CondorSource:
         if state_dir is None:
             raise ValueError("condor source: a schedd's watermark needs a state folder")
         handle = sd.locate_schedd(name, pool)
-        reader = ScheddHistory(handle, sd.watermark_for(state_dir, name or "local"), cluster,
-                               source=f"condor-schedd:{name or 'local'}", batch_ads=batch_ads)
+        reader = ScheddHistory(
+            handle,
+            sd.watermark_for(state_dir, name or "local"),
+            cluster,
+            source=f"condor-schedd:{name or 'local'}",
+            batch_ads=batch_ads,
+        )
         return cls(cluster, reader=reader, batch_ads=batch_ads)
 
     @property
     def what(self) -> str:
-        return f"condor history ({len(self.paths)} path(s))" if self.reader is None else \
-            f"schedd {self.reader.source.removeprefix('condor-schedd:')} history"
+        return (
+            f"condor history ({len(self.paths)} path(s))"
+            if self.reader is None
+            else f"schedd {self.reader.source.removeprefix('condor-schedd:')} history"
+        )
 
     def batches(self) -> Iterator[Batch]:
         if self.reader is not None:

@@ -10,5 +10,4 @@
 from .sacct import SacctError, parse_json_document, parse_parsable2, sacct_batches
 from .spool import arm_for_job, spool_batches
 
-__all__ = ["SacctError", "arm_for_job", "parse_json_document", "parse_parsable2", "sacct_batches",
-           "spool_batches"]
+__all__ = ["SacctError", "arm_for_job", "parse_json_document", "parse_parsable2", "sacct_batches", "spool_batches"]

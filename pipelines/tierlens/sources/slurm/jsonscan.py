@@ -28,9 +28,9 @@ _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 
 
 class Stop(Enum):
-    MORE = "more"     # the block ends inside an element (or before the array's end)
-    END = "end"       # the array closes after ``stop``
-    ODD = "odd"       # what follows ``stop`` is not an object element: the generic decoder takes it
+    MORE = "more"  # the block ends inside an element (or before the array's end)
+    END = "end"  # the array closes after ``stop``
+    ODD = "odd"  # what follows ``stop`` is not an object element: the generic decoder takes it
 
 
 @dataclass
@@ -75,7 +75,7 @@ def scan_array(block: bytes) -> Scan:
     bpos = bpos[inside[bpos] == 0]
     bkind = cls[bpos]
     opens = bkind <= _OPEN_ARR
-    depth = np.cumsum(np.where(opens, 1, -1))     # depth after each bracket; the array's own is 0
+    depth = np.cumsum(np.where(opens, 1, -1))  # depth after each bracket; the array's own is 0
     closing = np.flatnonzero(depth < 0)
     why = Stop.MORE
     if len(closing):
@@ -90,8 +90,8 @@ def scan_array(block: bytes) -> Scan:
     not_obj = np.flatnonzero(start_kind != _OPEN_OBJ)
     if len(not_obj):
         # elements before the first non-object are whole; the scan stops where that one begins
-        starts, ends, why = starts[:not_obj[0]], ends[:not_obj[0]], Stop.ODD
-    starts = starts[:len(ends)]
+        starts, ends, why = starts[: not_obj[0]], ends[: not_obj[0]], Stop.ODD
+    starts = starts[: len(ends)]
     return Scan(starts, ends, int(ends[-1]) if len(ends) else 0, why)
 
 

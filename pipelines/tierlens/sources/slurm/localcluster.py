@@ -64,6 +64,7 @@ CLIENTS = ("srun", "sbatch", "salloc", "sacct", "squeue", "scontrol", "sinfo", "
 
 class HostRoot:
     """The cluster's programs are this machine's own."""
+
     name = "host"
     tree = Path("/")
 
@@ -82,6 +83,7 @@ class HostRoot:
         def pre() -> None:  # runs in the child
             os.setgid(gid)
             os.setuid(uid)
+
         return pre
 
     def which(self, program: str) -> bool:
@@ -100,11 +102,17 @@ _NS_GET_MNTNS_ID = 0x8008B705
 
 def _new_mount_namespace_id(cpu: int) -> int | None:
     """The id a mount namespace created now on ``cpu`` gets (None where the kernel does not say)."""
-    probe = ("import fcntl, os, struct\n"
-             "fd = os.open('/proc/self/ns/mnt', os.O_RDONLY)\n"
-             f"print(struct.unpack('Q', fcntl.ioctl(fd, {_NS_GET_MNTNS_ID}, bytes(8)))[0])")
-    r = subprocess.run(["taskset", "-c", str(cpu), "unshare", "--mount", "python3", "-c", probe],
-                       capture_output=True, text=True, timeout=30)
+    probe = (
+        "import fcntl, os, struct\n"
+        "fd = os.open('/proc/self/ns/mnt', os.O_RDONLY)\n"
+        f"print(struct.unpack('Q', fcntl.ioctl(fd, {_NS_GET_MNTNS_ID}, bytes(8)))[0])"
+    )
+    r = subprocess.run(
+        ["taskset", "-c", str(cpu), "unshare", "--mount", "python3", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     return int(r.stdout) if r.returncode == 0 and r.stdout.strip().isdigit() else None
 
 
@@ -146,28 +154,34 @@ class TreeRoot(HostRoot):
         merged = self.dir / "merged"
         for d in ("upper", "work", "merged", "bin"):
             (self.dir / d).mkdir()
-        script = "\n".join([
-            "set -e",
-            f"mount -t overlay overlay -o lowerdir={self.tree},upperdir={self.dir / 'upper'},"
-            f"workdir={self.dir / 'work'} {merged}",
-            f"mount -t proc proc {merged}/proc",
-            f"mount --rbind /sys {merged}/sys",
-            f"mount --rbind /dev {merged}/dev",
-            f"mount -t tmpfs -o mode=0755 tmpfs {merged}/run",
-            *[f"mkdir -p {merged}{b} && mount --rbind {b} {merged}{b}" for b in binds],
-            # the node's own name must resolve inside as it does outside
-            f"cat /etc/hosts > {merged}/etc/hosts",
-            f"mkdir -p {merged}/.host && cd {merged} && pivot_root . .host && cd /",
-            "umount -l /.host 2>/dev/null || /.host/usr/bin/umount -l /.host",
-            "rmdir /.host",
-            "echo ready",
-            "exec sleep infinity",
-        ])
+        script = "\n".join(
+            [
+                "set -e",
+                f"mount -t overlay overlay -o lowerdir={self.tree},upperdir={self.dir / 'upper'},"
+                f"workdir={self.dir / 'work'} {merged}",
+                f"mount -t proc proc {merged}/proc",
+                f"mount --rbind /sys {merged}/sys",
+                f"mount --rbind /dev {merged}/dev",
+                f"mount -t tmpfs -o mode=0755 tmpfs {merged}/run",
+                *[f"mkdir -p {merged}{b} && mount --rbind {b} {merged}{b}" for b in binds],
+                # the node's own name must resolve inside as it does outside
+                f"cat /etc/hosts > {merged}/etc/hosts",
+                f"mkdir -p {merged}/.host && cd {merged} && pivot_root . .host && cd /",
+                "umount -l /.host 2>/dev/null || /.host/usr/bin/umount -l /.host",
+                "rmdir /.host",
+                "echo ready",
+                "exec sleep infinity",
+            ]
+        )
         cpu = _cpu_of_lowest_namespace_id()
         pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
-        self.holder = subprocess.Popen([*pin, "unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                       start_new_session=True)
+        self.holder = subprocess.Popen(
+            [*pin, "unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         line = self.holder.stdout.readline().strip()
         if line != "ready":
             err = self.holder.stderr.read() if self.holder.poll() is not None else ""
@@ -181,8 +195,19 @@ class TreeRoot(HostRoot):
         if user:
             uid, gid = self.ids(user)
             drop = ["chroot", f"--userspec={uid}:{gid}", "--groups=", "/"]
-        return ["nsenter", "-t", str(self.holder.pid), "-m", "--", *drop,
-                "env", "-C", str(cwd or "/"), f"PATH={SANE_PATH}", *argv]
+        return [
+            "nsenter",
+            "-t",
+            str(self.holder.pid),
+            "-m",
+            "--",
+            *drop,
+            "env",
+            "-C",
+            str(cwd or "/"),
+            f"PATH={SANE_PATH}",
+            *argv,
+        ]
 
     def ids(self, user: str) -> tuple[int, int]:
         for line in (self.tree / "etc" / "passwd").read_text().splitlines():
@@ -192,7 +217,7 @@ class TreeRoot(HostRoot):
         raise KeyError(f"no user {user} in {self.tree}/etc/passwd")
 
     def preexec(self, user: str | None):
-        return None   # chroot --userspec drops the privileges, after entering the tree
+        return None  # chroot --userspec drops the privileges, after entering the tree
 
     def which(self, program: str) -> bool:
         return any((self.tree / d / program).exists() for d in ("usr/sbin", "usr/bin", "sbin", "bin"))
@@ -200,9 +225,11 @@ class TreeRoot(HostRoot):
     def _write_wrappers(self) -> None:
         for c in CLIENTS:
             w = self.dir / "bin" / c
-            w.write_text("#!/bin/sh\n# the Slurm client of the tree, run from the caller's folder\n"
-                         f"exec nsenter -t {self.holder.pid} -m -- env PATH={SANE_PATH} "
-                         f"sh -c 'cd \"$0\" 2>/dev/null || cd /; exec \"$@\"' \"$PWD\" {c} \"$@\"\n")
+            w.write_text(
+                "#!/bin/sh\n# the Slurm client of the tree, run from the caller's folder\n"
+                f"exec nsenter -t {self.holder.pid} -m -- env PATH={SANE_PATH} "
+                f'sh -c \'cd "$0" 2>/dev/null || cd /; exec "$@"\' "$PWD" {c} "$@"\n'
+            )
             w.chmod(0o755)
 
     def client_path(self) -> str:
@@ -278,8 +305,11 @@ class LocalCluster:
                 ids = self.run(["squeue", "-h", "-o", "%A"], check=False, timeout=20).stdout.split()
                 if ids:
                     self.run(["scancel", *ids], check=False, timeout=20)
-                    _wait_for("jobs to end", lambda: not self.run(
-                        ["squeue", "-h", "-o", "%A"], check=False, timeout=20).stdout.strip(), 30)
+                    _wait_for(
+                        "jobs to end",
+                        lambda: not self.run(["squeue", "-h", "-o", "%A"], check=False, timeout=20).stdout.strip(),
+                        30,
+                    )
             except (RuntimeError, subprocess.SubprocessError, OSError):
                 pass
         for name in ("slurmd", "slurmctld", "slurmdbd", "mariadb", "munged"):
@@ -297,14 +327,21 @@ class LocalCluster:
                 p.wait(timeout=10)
         # slurmstepd processes of jobs still running belong to slurmd's session: gone with it.
 
-    def _spawn(self, name: str, argv: list[str], user: str | None = None,
-               root: HostRoot | None = None) -> subprocess.Popen:
+    def _spawn(
+        self, name: str, argv: list[str], user: str | None = None, root: HostRoot | None = None
+    ) -> subprocess.Popen:
         root = root or self.root
         log = open(self.workdir / "log" / f"{name}.out", "ab")  # noqa: SIM115 - handed to Popen
         try:
-            p = subprocess.Popen(root.argv(argv, user, self.workdir), stdout=log,
-                                 stderr=subprocess.STDOUT, env=self.env, start_new_session=True,
-                                 preexec_fn=root.preexec(user), cwd=self.workdir)
+            p = subprocess.Popen(
+                root.argv(argv, user, self.workdir),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
+                preexec_fn=root.preexec(user),
+                cwd=self.workdir,
+            )
         finally:
             log.close()
         self.procs[name] = p
@@ -327,13 +364,23 @@ class LocalCluster:
         os.chmod(m, 0o700)
         os.chmod(key, 0o400)
         self.munge_socket = m / "munge.socket"
-        self._spawn("munged", ["munged", "--foreground", "--force", f"--socket={self.munge_socket}",
-                               f"--key-file={key}", f"--pid-file={m / 'munged.pid'}",
-                               f"--log-file={m / 'munged.log'}", f"--seed-file={m / 'munged.seed'}",
-                               "--num-threads=4"], user="munge")
+        self._spawn(
+            "munged",
+            [
+                "munged",
+                "--foreground",
+                "--force",
+                f"--socket={self.munge_socket}",
+                f"--key-file={key}",
+                f"--pid-file={m / 'munged.pid'}",
+                f"--log-file={m / 'munged.log'}",
+                f"--seed-file={m / 'munged.seed'}",
+                "--num-threads=4",
+            ],
+            user="munge",
+        )
         # the socket's folder must be reachable by every user who submits jobs
-        _wait_for("munged", lambda: self._alive("munged") and self.munge_socket.exists(), 30,
-                  m / "munged.log")
+        _wait_for("munged", lambda: self._alive("munged") and self.munge_socket.exists(), 30, m / "munged.log")
         os.chmod(m, 0o711)
 
     # ---- MariaDB ----------------------------------------------------------------------------
@@ -341,24 +388,50 @@ class LocalCluster:
         data = self.workdir / "mysql"
         db_root = self.db_root or self.root
         os.chown(data, *db_root.ids("mysql"))
-        subprocess.run(db_root.argv(["mariadb-install-db", f"--datadir={data}", "--user=mysql",
-                                       "--auth-root-authentication-method=normal", "--skip-test-db",
-                                       "--skip-name-resolve"], cwd=self.workdir),
-                       check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            db_root.argv(
+                [
+                    "mariadb-install-db",
+                    f"--datadir={data}",
+                    "--user=mysql",
+                    "--auth-root-authentication-method=normal",
+                    "--skip-test-db",
+                    "--skip-name-resolve",
+                ],
+                cwd=self.workdir,
+            ),
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
         self.db_port = free_port()
         self.db_socket = self.workdir / "run" / "mysqld.sock"
         os.chmod(self.workdir / "run", 0o777)
-        self._spawn("mariadb", ["mariadbd", "--no-defaults", f"--datadir={data}", "--user=mysql",
-                                f"--socket={self.db_socket}", f"--port={self.db_port}",
-                                "--bind-address=127.0.0.1", "--skip-grant-tables",
-                                "--skip-name-resolve", f"--pid-file={self.workdir / 'run' / 'mysqld.pid'}",
-                                "--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
-                                f"--log-error={self.workdir / 'log' / 'mariadb.log'}"], root=db_root)
+        self._spawn(
+            "mariadb",
+            [
+                "mariadbd",
+                "--no-defaults",
+                f"--datadir={data}",
+                "--user=mysql",
+                f"--socket={self.db_socket}",
+                f"--port={self.db_port}",
+                "--bind-address=127.0.0.1",
+                "--skip-grant-tables",
+                "--skip-name-resolve",
+                f"--pid-file={self.workdir / 'run' / 'mysqld.pid'}",
+                "--innodb-buffer-pool-size=64M",
+                "--innodb-log-file-size=16M",
+                f"--log-error={self.workdir / 'log' / 'mariadb.log'}",
+            ],
+            root=db_root,
+        )
 
         def up() -> bool:
             self._alive("mariadb")
             with socket.create_connection(("127.0.0.1", self.db_port), timeout=1):
                 return True
+
         _wait_for("MariaDB", up, 120, self.workdir / "log" / "mariadb.log")
 
     # ---- Slurm ------------------------------------------------------------------------------
@@ -368,19 +441,18 @@ class LocalCluster:
         auth = f"AuthType=auth/munge\nAuthInfo=socket={self.munge_socket}\n"
         dbd = w / "etc" / "slurmdbd.conf"
         dbd.write_text(
-            auth
-            + f"DbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort={self.dbd_port}\nSlurmUser=root\n"
+            auth + f"DbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort={self.dbd_port}\nSlurmUser=root\n"
             f"LogFile={w / 'log' / 'slurmdbd.log'}\nPidFile={w / 'run' / 'slurmdbd.pid'}\n"
             "StorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\n"
             f"StoragePort={self.db_port}\nStorageUser=root\nStoragePass=none\n"
-            "StorageLoc=slurm_acct_db\nDebugLevel=info\n")
+            "StorageLoc=slurm_acct_db\nDebugLevel=info\n"
+        )
         os.chmod(dbd, 0o600)
         plug = w / "etc" / "plugstack.conf"
         plug.write_text("\n".join(self.plugstack_lines) + "\n")
         self.plugstack = plug
         self.conf.write_text(
-            auth
-            + f"ClusterName={self.cluster_name}\nSlurmctldHost={self.node}(127.0.0.1)\n"
+            auth + f"ClusterName={self.cluster_name}\nSlurmctldHost={self.node}(127.0.0.1)\n"
             f"SlurmctldPort={self.ctld_port}\nSlurmdPort={self.slurmd_port}\nSlurmUser=root\n"
             "CredType=cred/munge\nMpiDefault=none\nProctrackType=proctrack/linuxproc\n"
             "TaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/linux\nJobAcctGatherFrequency=1\n"
@@ -394,8 +466,8 @@ class LocalCluster:
             f"SlurmctldLogFile={w / 'log' / 'slurmctld.log'}\nSlurmdLogFile={w / 'log' / 'slurmd.log'}\n"
             "SlurmctldDebug=info\nSlurmdDebug=verbose\n"
             f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} State=UNKNOWN\n"
-            f"PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP\n"
-            + self.extra_conf)
+            f"PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP\n" + self.extra_conf
+        )
 
     def _start_slurmdbd(self) -> None:
         # slurmdbd reads slurmdbd.conf beside $SLURM_CONF
@@ -405,13 +477,17 @@ class LocalCluster:
             self._alive("slurmdbd")
             with socket.create_connection(("127.0.0.1", self.dbd_port), timeout=1):
                 return True
+
         _wait_for("slurmdbd", up, 120, self.workdir / "log" / "slurmdbd.log")
 
     def _start_slurmctld(self) -> None:
         self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
-        _wait_for("slurmctld", lambda: self._alive("slurmctld") and self.run(
-            ["scontrol", "ping"], check=False).stdout.count("UP") >= 1, 120,
-            self.workdir / "log" / "slurmctld.log")
+        _wait_for(
+            "slurmctld",
+            lambda: self._alive("slurmctld") and self.run(["scontrol", "ping"], check=False).stdout.count("UP") >= 1,
+            120,
+            self.workdir / "log" / "slurmctld.log",
+        )
 
     def _start_slurmd(self) -> None:
         self._spawn("slurmd", ["slurmd", "-D", "-f", str(self.conf)])
@@ -420,22 +496,26 @@ class LocalCluster:
             self._alive("slurmd")
             out = self.run(["sinfo", "-h", "-N", "-o", "%T"], check=False).stdout
             return "idle" in out
+
         _wait_for("slurmd", idle, 120, self.workdir / "log" / "slurmd.log")
 
     # ---- clients ----------------------------------------------------------------------------
-    def run(self, argv: list[str], check: bool = True, timeout: float = 300,
-            env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
+    def run(
+        self, argv: list[str], check: bool = True, timeout: float = 300, env: dict[str, str] | None = None, **kw
+    ) -> subprocess.CompletedProcess:
         e = dict(self.env)
         if env:
             e.update(env)
-        r = subprocess.run(self.root.argv(argv, cwd=kw.pop("cwd", None)), env=e, capture_output=True,
-                           text=True, timeout=timeout, **kw)
+        r = subprocess.run(
+            self.root.argv(argv, cwd=kw.pop("cwd", None)), env=e, capture_output=True, text=True, timeout=timeout, **kw
+        )
         if check and r.returncode != 0:
             raise RuntimeError(f"{' '.join(argv)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
         return r
 
     def wait_accounted(self, job_id: str, timeout: float = 120) -> dict:
         """Wait until slurmdbd has the job in a final state; returns its sacct --json entry."""
+
         def done() -> dict | None:
             r = self.run(["sacct", "--json", "-j", job_id], check=False)
             if r.returncode != 0:
@@ -449,14 +529,29 @@ class LocalCluster:
                     if all(s.get("time", {}).get("end") for s in job.get("steps", [])):
                         return job
             return None
-        return _wait_for(f"accounting of job {job_id}", done, timeout,
-                         self.workdir / "log" / "slurmdbd.log", interval=1.0)
+
+        return _wait_for(
+            f"accounting of job {job_id}", done, timeout, self.workdir / "log" / "slurmdbd.log", interval=1.0
+        )
 
     @staticmethod
     def available(root: HostRoot = HOST) -> str | None:
         """Why a local cluster cannot start here, or None when it can."""
         if os.geteuid() != 0:
             return "needs root"
-        missing = [b for b in ("munged", "mariadbd", "mariadb-install-db", "slurmdbd", "slurmctld",
-                               "slurmd", "srun", "sbatch", "sacct") if not root.which(b)]
+        missing = [
+            b
+            for b in (
+                "munged",
+                "mariadbd",
+                "mariadb-install-db",
+                "slurmdbd",
+                "slurmctld",
+                "slurmd",
+                "srun",
+                "sbatch",
+                "sacct",
+            )
+            if not root.which(b)
+        ]
         return f"missing {', '.join(missing)}" if missing else None

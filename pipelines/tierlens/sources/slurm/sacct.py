@@ -60,9 +60,28 @@ _STEP_ID = JOB_INDEX["step_id"]
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _ONE_US = timedelta(microseconds=1)
 
-PARSABLE_FIELDS = ("JobIDRaw", "JobID", "Cluster", "User", "Account", "Partition", "NodeList",
-                   "Submit", "Start", "End", "AllocCPUS", "UserCPU", "SystemCPU", "ElapsedRaw",
-                   "State", "ExitCode", "TRESUsageInTot", "TRESUsageOutTot", "ReqCPUS")
+PARSABLE_FIELDS = (
+    "JobIDRaw",
+    "JobID",
+    "Cluster",
+    "User",
+    "Account",
+    "Partition",
+    "NodeList",
+    "Submit",
+    "Start",
+    "End",
+    "AllocCPUS",
+    "UserCPU",
+    "SystemCPU",
+    "ElapsedRaw",
+    "State",
+    "ExitCode",
+    "TRESUsageInTot",
+    "TRESUsageOutTot",
+    "ReqCPUS",
+)
+
 
 class SacctError(RuntimeError):
     pass
@@ -155,7 +174,7 @@ class _Stream:
 
     def __init__(self, f: TextIO) -> None:
         self.f, self.buf, self.base, self.eof = f, "", 0, False
-        self.tail = ""   # the last characters read, whatever has been dropped
+        self.tail = ""  # the last characters read, whatever has been dropped
 
     def more(self) -> bool:
         chunk = "" if self.eof else self.f.read(READ_CHARS)
@@ -203,8 +222,9 @@ def _next_job(st: _Stream, dec: json.JSONDecoder, pos: int) -> tuple[int, Any, i
             if pos < len(st.buf) or not st.more():
                 break
         if pos >= len(st.buf):
-            raise _FieldError("jobs", f"document ends inside the jobs array at offset {st.base + pos}",
-                              st.base + pos, st.tail)
+            raise _FieldError(
+                "jobs", f"document ends inside the jobs array at offset {st.base + pos}", st.base + pos, st.tail
+            )
         if st.buf[pos] == "]":
             return None
         try:
@@ -213,8 +233,9 @@ def _next_job(st: _Stream, dec: json.JSONDecoder, pos: int) -> tuple[int, Any, i
             # most often the object runs past what has been read so far: read on and retry
             if len(st.buf) - pos < MAX_JOB_CHARS and st.more():
                 continue
-            raise _FieldError("jobs", f"not JSON at offset {st.base + e.pos}: {e.msg}", st.base + pos,
-                              st.buf[pos:pos + 2000]) from e
+            raise _FieldError(
+                "jobs", f"not JSON at offset {st.base + e.pos}: {e.msg}", st.base + pos, st.buf[pos : pos + 2000]
+            ) from e
         return pos, job, end
 
 
@@ -243,8 +264,7 @@ def _job_items(job: Any, offset: int, source: str) -> Iterator[tuple[dict, str] 
         job_rows = list(_json_job(job))
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         field = getattr(e, "field", None) or (e.args[0] if isinstance(e, KeyError) else "job")
-        yield Reject(RecordKind.JOB, source, where, str(field), f"malformed: {e}",
-                     json.dumps(job, default=str)[:2000])
+        yield Reject(RecordKind.JOB, source, where, str(field), f"malformed: {e}", json.dumps(job, default=str)[:2000])
         return
     for _k, r in job_rows:
         yield r, (where if not r["step_id"] else f"{where} step {r['step_id']}")
@@ -333,7 +353,7 @@ def _fast_parts(f: TextIO, source: str) -> Iterator[Part]:
                         return
                     at, job, end = nxt
                     yield from _job_items(job, st.base + at, source)
-                    if end != pos + ce:     # the scan and the decoder disagree: scan again after it
+                    if end != pos + ce:  # the scan and the decoder disagree: scan again after it
                         pos, rescan = end, True
                         break
                 elif jr:
@@ -359,15 +379,15 @@ def _fast_parts(f: TextIO, source: str) -> Iterator[Part]:
         pos = end
 
 
-def _json_parts(parts: Callable[[TextIO, str], Iterator[Part]], f: TextIO, source: str,
-                report: WindowReport | None) -> Iterator[Part]:
+def _json_parts(
+    parts: Callable[[TextIO, str], Iterator[Part]], f: TextIO, source: str, report: WindowReport | None
+) -> Iterator[Part]:
     try:
         yield from parts(f, source)
     except _FieldError as e:
         if report is not None:
             report.fail(f"malformed document: {e}")
-        yield Reject(RecordKind.JOB, source, f"{source}:offset {e.offset}", e.field,
-                     f"malformed document: {e}", e.raw)
+        yield Reject(RecordKind.JOB, source, f"{source}:offset {e.offset}", e.field, f"malformed document: {e}", e.raw)
 
 
 def _generic_parts(f: TextIO, source: str) -> Iterator[Part]:
@@ -441,11 +461,17 @@ def _json_job(job: dict) -> Iterator[tuple[int | None, dict]]:
         return  # pending: nothing to account yet
     # v0.0.45 (26.05): the run's SLUID ('' or null when unset; earlier layouts have none)
     sluid = valid_sluid(job.get("sluid"))
-    common = dict(batch_system="slurm", cluster=cluster, job_id=jid,
-                  job_identity=job_identity("slurm", cluster, jid, sluid), sluid=sluid,
-                  user_name=job.get("user"), account=job.get("account"),
-                  partition=job.get("partition"),
-                  submit_time=_get(job, "submit_time", _ts, "time", "submission"))
+    common = dict(
+        batch_system="slurm",
+        cluster=cluster,
+        job_id=jid,
+        job_identity=job_identity("slurm", cluster, jid, sluid),
+        sluid=sluid,
+        user_name=job.get("user"),
+        account=job.get("account"),
+        partition=job.get("partition"),
+        submit_time=_get(job, "submit_time", _ts, "time", "submission"),
+    )
     cores = _get(job, "allocated_cores", lambda t: _tres_count(t, "cpu"), "tres", "allocated")
     if cores is None and start is None:
         # a launch failure may have no allocation; its wall is 0, so the cores it asked for
@@ -468,18 +494,27 @@ def _json_job(job: dict) -> Iterator[tuple[int | None, dict]]:
         system = _get(s, f"steps[{k}].cpu_system_seconds", _secs, "time", "system")
         rin = _get(s, f"steps[{k}].bytes_read", lambda t: _tres_count(t, "fs", "disk"), "tres", "requested", "total")
         rout = _get(s, f"steps[{k}].bytes_written", lambda t: _tres_count(t, "fs", "disk"), "tres", "consumed", "total")
-        step_rows.append((k, _row(
-            **common, step_id=sid,
-            node=(s_list[0] if s_list else first_node(s_range or nodes)),
-            node_list=s_range or nodes,
-            start_time=_get(s, f"steps[{k}].start_time", _ts, "time", "start"),
-            end_time=_get(s, f"steps[{k}].end_time", _ts, "time", "end"),
-            allocated_cores=int(s_cores) if s_cores else (int(cores) if cores else None),
-            cpu_user_seconds=user, cpu_system_seconds=system,
-            wall_seconds=_get(s, f"steps[{k}].wall_seconds", _secs, "time", "elapsed"),
-            state=_state(s.get("state")), exit_code=_exit(s.get("exit_code")),
-            bytes_read=int(rin) if rin is not None else None,
-            bytes_written=int(rout) if rout is not None else None)))
+        step_rows.append(
+            (
+                k,
+                _row(
+                    **common,
+                    step_id=sid,
+                    node=(s_list[0] if s_list else first_node(s_range or nodes)),
+                    node_list=s_range or nodes,
+                    start_time=_get(s, f"steps[{k}].start_time", _ts, "time", "start"),
+                    end_time=_get(s, f"steps[{k}].end_time", _ts, "time", "end"),
+                    allocated_cores=int(s_cores) if s_cores else (int(cores) if cores else None),
+                    cpu_user_seconds=user,
+                    cpu_system_seconds=system,
+                    wall_seconds=_get(s, f"steps[{k}].wall_seconds", _secs, "time", "elapsed"),
+                    state=_state(s.get("state")),
+                    exit_code=_exit(s.get("exit_code")),
+                    bytes_read=int(rin) if rin is not None else None,
+                    bytes_written=int(rout) if rout is not None else None,
+                ),
+            )
+        )
 
     def total(col: str) -> float | int | None:
         vals = [r[col] for _, r in step_rows if r[col] is not None]
@@ -487,16 +522,26 @@ def _json_job(job: dict) -> Iterator[tuple[int | None, dict]]:
 
     user_job = _get(job, "cpu_user_seconds", _secs, "time", "user") or 0.0
     sys_job = _get(job, "cpu_system_seconds", _secs, "time", "system") or 0.0
-    yield None, _row(
-        **common, step_id="", node=first_node(nodes), node_list=nodes,
-        start_time=start, end_time=end,
-        allocated_cores=int(cores) if cores else None,
-        # sacct's TotalCPU of a job is the sum over its steps; 22.05 leaves the job's own at 0
-        cpu_user_seconds=total("cpu_user_seconds") if step_rows else user_job,
-        cpu_system_seconds=total("cpu_system_seconds") if step_rows else sys_job,
-        wall_seconds=_get(job, "wall_seconds", _secs, "time", "elapsed") if start is not None else 0.0,
-        state=_state(job.get("state")), exit_code=_exit(job.get("exit_code")),
-        bytes_read=total("bytes_read"), bytes_written=total("bytes_written"))
+    yield (
+        None,
+        _row(
+            **common,
+            step_id="",
+            node=first_node(nodes),
+            node_list=nodes,
+            start_time=start,
+            end_time=end,
+            allocated_cores=int(cores) if cores else None,
+            # sacct's TotalCPU of a job is the sum over its steps; 22.05 leaves the job's own at 0
+            cpu_user_seconds=total("cpu_user_seconds") if step_rows else user_job,
+            cpu_system_seconds=total("cpu_system_seconds") if step_rows else sys_job,
+            wall_seconds=_get(job, "wall_seconds", _secs, "time", "elapsed") if start is not None else 0.0,
+            state=_state(job.get("state")),
+            exit_code=_exit(job.get("exit_code")),
+            bytes_read=total("bytes_read"),
+            bytes_written=total("bytes_written"),
+        ),
+    )
     yield from step_rows
 
 
@@ -535,8 +580,7 @@ def _count(s: str) -> int | None:
     return None if n in SENTINELS else n
 
 
-def parse_parsable2(lines: list[str], source: str, first_line: int = 1
-                    ) -> tuple[list[dict], list[str], list[Reject]]:
+def parse_parsable2(lines: list[str], source: str, first_line: int = 1) -> tuple[list[dict], list[str], list[Reject]]:
     """Rows from `sacct --parsable2 --noheader -o <PARSABLE_FIELDS>` with SLURM_TIME_FORMAT=%s."""
     rows: list[dict] = []
     locs: list[str] = []
@@ -549,8 +593,16 @@ def parse_parsable2(lines: list[str], source: str, first_line: int = 1
         where = f"{source}:line {n}"
         cols = line.split("|")
         if len(cols) != len(PARSABLE_FIELDS):
-            rejects.append(Reject(RecordKind.JOB, source, where, "line",
-                                  f"{len(cols)} fields, expected {len(PARSABLE_FIELDS)}", line[:2000]))
+            rejects.append(
+                Reject(
+                    RecordKind.JOB,
+                    source,
+                    where,
+                    "line",
+                    f"{len(cols)} fields, expected {len(PARSABLE_FIELDS)}",
+                    line[:2000],
+                )
+            )
             continue
         c = dict(zip(PARSABLE_FIELDS, cols))
         field = "JobIDRaw"
@@ -565,14 +617,17 @@ def parse_parsable2(lines: list[str], source: str, first_line: int = 1
             if start is None and _epoch(c["End"]) is None:
                 continue  # pending
             vals = {}
-            for field, key, conv in (("submit_time", "Submit", _epoch), ("end_time", "End", _epoch),
-                                     ("allocated_cores", "AllocCPUS", _count),
-                                     ("cpu_user_seconds", "UserCPU", _cpu_time),
-                                     ("cpu_system_seconds", "SystemCPU", _cpu_time),
-                                     ("wall_seconds", "ElapsedRaw", _count),
-                                     ("exit_code", "ExitCode", lambda s: int(s.split(":")[0]) if s else None),
-                                     ("bytes_read", "TRESUsageInTot", _tres_str),
-                                     ("bytes_written", "TRESUsageOutTot", _tres_str)):
+            for field, key, conv in (
+                ("submit_time", "Submit", _epoch),
+                ("end_time", "End", _epoch),
+                ("allocated_cores", "AllocCPUS", _count),
+                ("cpu_user_seconds", "UserCPU", _cpu_time),
+                ("cpu_system_seconds", "SystemCPU", _cpu_time),
+                ("wall_seconds", "ElapsedRaw", _count),
+                ("exit_code", "ExitCode", lambda s: int(s.split(":")[0]) if s else None),
+                ("bytes_read", "TRESUsageInTot", _tres_str),
+                ("bytes_written", "TRESUsageOutTot", _tres_str),
+            ):
                 vals[field] = conv(c[key])
             if start is None:
                 # never started (launch failure): no wall; cores as asked, see _json_job
@@ -588,13 +643,21 @@ def parse_parsable2(lines: list[str], source: str, first_line: int = 1
             vals.setdefault("submit_time", parent.get("submit_time"))
             if vals["submit_time"] is None:
                 vals["submit_time"] = parent.get("submit_time")
-        row = _row(batch_system="slurm", cluster=cluster, job_id=jid, step_id=step,
-                   job_identity=job_identity("slurm", cluster, jid),
-                   user_name=c["User"] or jobs.get(jid, {}).get("user_name"),
-                   account=c["Account"] or jobs.get(jid, {}).get("account"),
-                   partition=c["Partition"] or jobs.get(jid, {}).get("partition"),
-                   node=first_node(c["NodeList"]), node_list=c["NodeList"] or None,
-                   start_time=start, state=(c["State"].split(" ")[0] or None), **vals)
+        row = _row(
+            batch_system="slurm",
+            cluster=cluster,
+            job_id=jid,
+            step_id=step,
+            job_identity=job_identity("slurm", cluster, jid),
+            user_name=c["User"] or jobs.get(jid, {}).get("user_name"),
+            account=c["Account"] or jobs.get(jid, {}).get("account"),
+            partition=c["Partition"] or jobs.get(jid, {}).get("partition"),
+            node=first_node(c["NodeList"]),
+            node_list=c["NodeList"] or None,
+            start_time=start,
+            state=(c["State"].split(" ")[0] or None),
+            **vals,
+        )
         if not step:
             jobs[jid] = row
         rows.append(row)
@@ -616,8 +679,9 @@ def parse_parsable2(lines: list[str], source: str, first_line: int = 1
     return rows, locs, rejects
 
 
-def iter_parsable2_rows(f: TextIO, source: str, report: WindowReport | None = None,
-                       block_rows: int = 20_000) -> Iterator[tuple[dict, str] | Reject]:
+def iter_parsable2_rows(
+    f: TextIO, source: str, report: WindowReport | None = None, block_rows: int = 20_000
+) -> Iterator[tuple[dict, str] | Reject]:
     """parse_parsable2 over ``f`` in blocks of about ``block_rows`` lines, cut where a job line
     starts (a job and its steps stay together: the job's bytes are the sum of its steps)."""
     block: list[str] = []
@@ -632,8 +696,14 @@ def iter_parsable2_rows(f: TextIO, source: str, report: WindowReport | None = No
     if last and not last.endswith("\n"):
         if report is not None:
             report.fail(f"output ends inside line {n}")
-        yield Reject(RecordKind.JOB, source, f"{source}:line {n}", "line",
-                     "malformed document: output ends inside the line", last[:2000])
+        yield Reject(
+            RecordKind.JOB,
+            source,
+            f"{source}:line {n}",
+            "line",
+            "malformed document: output ends inside the line",
+            last[:2000],
+        )
         block.pop()
     yield from _parsable2_block(block, source, first)
 
@@ -723,11 +793,14 @@ class SacctRunner:
                 yield from self._call_rejects(source, report)
                 return
             out.close()
-            self.fmt = "parsable2"   # this sacct has no JSON output: stay on the fallback
+            self.fmt = "parsable2"  # this sacct has no JSON output: stay on the fallback
             report.problems.clear()
         source = f"sacct --parsable2 {report.label}"
-        with self._run(["--parsable2", "--noheader", "--noconvert", "-o", ",".join(PARSABLE_FIELDS),
-                        *selection], report, {"SLURM_TIME_FORMAT": "%s"}) as out:
+        with self._run(
+            ["--parsable2", "--noheader", "--noconvert", "-o", ",".join(PARSABLE_FIELDS), *selection],
+            report,
+            {"SLURM_TIME_FORMAT": "%s"},
+        ) as out:
             yield from iter_parsable2_rows(out, source, report)
         yield from self._call_rejects(source, report)
 
@@ -735,8 +808,9 @@ class SacctRunner:
     def _call_rejects(source: str, report: WindowReport) -> Iterator[Reject]:
         calls = [p for p in report.problems if not p.startswith("malformed document")]
         if calls:
-            yield Reject(RecordKind.JOB, source, f"{source}:offset 0", "document",
-                         f"incomplete output: {'; '.join(calls)}", "")
+            yield Reject(
+                RecordKind.JOB, source, f"{source}:offset 0", "document", f"incomplete output: {'; '.join(calls)}", ""
+            )
 
     def query(self, selection: list[str], label: str) -> tuple[list[dict], list[str], list[Reject]]:
         """All rows of one call at once (small selections and tests)."""
@@ -767,13 +841,14 @@ def _as_tuple(row: dict) -> tuple:
     return tuple(values)
 
 
-def _tuple_batches(rows: list[tuple], locs: list[str], rejects: list[Reject], source: str,
-                   batch_rows: int) -> Iterator[Batch]:
+def _tuple_batches(
+    rows: list[tuple], locs: list[str], rejects: list[Reject], source: str, batch_rows: int
+) -> Iterator[Batch]:
     if not rows:
         if rejects:
             yield Batch(RecordKind.JOB, JOB.empty_table(), source, locations=[], rejects=rejects)
         return
-    columns = list(zip(*rows))   # transposed in C, not one Python lookup per cell
+    columns = list(zip(*rows))  # transposed in C, not one Python lookup per cell
     arrays = [pa.array(c, f.type) for c, f in zip(columns, JOB)]
     key = pc.binary_join_element_wise(*(arrays[i] for i in _KEY_INDEX), "\x1f")
     if pc.count_distinct(key).as_py() < len(rows):
@@ -784,18 +859,25 @@ def _tuple_batches(rows: list[tuple], locs: list[str], rejects: list[Reject], so
         locs = [locs[i] for i in keep]
     table = pa.Table.from_arrays(arrays, schema=JOB)
     for start in range(0, len(locs), batch_rows):
-        yield Batch(RecordKind.JOB, table.slice(start, batch_rows), source, locations=locs[start:start + batch_rows],
-                    rejects=rejects if start == 0 else [])
+        yield Batch(
+            RecordKind.JOB,
+            table.slice(start, batch_rows),
+            source,
+            locations=locs[start : start + batch_rows],
+            rejects=rejects if start == 0 else [],
+        )
 
 
-def to_batches(rows: list[dict], locs: list[str], rejects: list[Reject], source: str,
-               batch_rows: int = BATCH_ROWS) -> Iterator[Batch]:
+def to_batches(
+    rows: list[dict], locs: list[str], rejects: list[Reject], source: str, batch_rows: int = BATCH_ROWS
+) -> Iterator[Batch]:
     """Cut rows into bounded JOB batches; the parse rejects travel with the first one."""
     yield from _tuple_batches([_as_tuple(r) for r in rows], locs, rejects, source, batch_rows)
 
 
-def stream_batches(items: Iterable[tuple[dict, str] | Reject], source: str,
-                   batch_rows: int = BATCH_ROWS) -> Iterator[Batch]:
+def stream_batches(
+    items: Iterable[tuple[dict, str] | Reject], source: str, batch_rows: int = BATCH_ROWS
+) -> Iterator[Batch]:
     """JOB batches of at most ``batch_rows`` rows as the items arrive; a row seen again in a
     later batch replaces the earlier one when loaded (the warehouse upserts by natural key).
     A RowStream's fast-decoded blocks go in whole."""
@@ -823,6 +905,7 @@ _JOB_END = JOB_INDEX["end_time"]
 
 def _track(items: RowStream, pending: set[str]) -> RowStream:
     """Keep ``pending`` (jobs seen unfinished) up to date as the rows pass."""
+
     def parts() -> Iterator[Part]:
         for p in items.parts():
             if type(p) is JobBlock:
@@ -832,13 +915,20 @@ def _track(items: RowStream, pending: set[str]) -> RowStream:
             elif not isinstance(p, Reject) and not p[0]["step_id"]:
                 (pending.add if p[0]["end_time"] is None else pending.discard)(p[0]["job_id"])
             yield p
+
     return RowStream(parts())
 
 
-def sacct_batches(runner: SacctRunner, start: float, end: float, window: float,
-                  unfinished: list[str], on_window: Callable[[float, list[str]], None] | None = None,
-                  batch_rows: int = BATCH_ROWS, retry: list[WindowReport] | None = None
-                  ) -> Iterator[Batch]:
+def sacct_batches(
+    runner: SacctRunner,
+    start: float,
+    end: float,
+    window: float,
+    unfinished: list[str],
+    on_window: Callable[[float, list[str]], None] | None = None,
+    batch_rows: int = BATCH_ROWS,
+    retry: list[WindowReport] | None = None,
+) -> Iterator[Batch]:
     """JOB batches for [start, end) in windows of `window` seconds, plus `unfinished` job ids.
 
     `on_window(watermark, still_unfinished_ids)` is called after each window's batches were
@@ -851,12 +941,12 @@ def sacct_batches(runner: SacctRunner, start: float, end: float, window: float,
     # jobs seen unfinished last time: ask for them by id (no time window), in bounded chunks
     ids = sorted(pending, key=lambda s: (len(s), s))
     for k in range(0, len(ids), 500):
-        chunk = ids[k:k + 500]
+        chunk = ids[k : k + 500]
         report = WindowReport(f"jobs {chunk[0]}..{chunk[-1]}")
         items = _track(runner.rows(["--jobs", ",".join(chunk)], report), pending)
         yield from stream_batches(items, f"sacct:{report.label}", batch_rows)
         if not report.complete:
-            pending.update(chunk)   # not seen whole: ask for all of them again
+            pending.update(chunk)  # not seen whole: ask for all of them again
             if retry is not None:
                 retry.append(report)
     t = start

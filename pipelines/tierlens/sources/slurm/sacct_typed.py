@@ -159,7 +159,7 @@ def _us(v: Num) -> int | None:
         if n > _MAX_EPOCH:
             raise Fallback
         return n * 1_000_000
-    try:   # a fractional epoch: rounded exactly as datetime.fromtimestamp rounds it
+    try:  # a fractional epoch: rounded exactly as datetime.fromtimestamp rounds it
         return (datetime.fromtimestamp(n, tz=timezone.utc) - _EPOCH) // _ONE_US
     except (ValueError, OverflowError, OSError) as e:
         raise Fallback from e
@@ -170,7 +170,7 @@ def _secs(v: Num) -> float | None:
         s, us = v.seconds, v.microseconds
         if type(s) is int and type(us) is int and s < _NO_VAL and us < _NO_VAL:
             return s + us / 1e6
-        s, us = _plain(s) or 0, _plain(us) or 0   # type: ignore[arg-type]
+        s, us = _plain(s) or 0, _plain(us) or 0  # type: ignore[arg-type]
         return float(s) + float(us) / 1e6
     if type(v) is int and v < _NO_VAL:
         return float(v)
@@ -185,7 +185,7 @@ def _state(v: State) -> str | None:
         v = v.current
     if type(v) is list:
         v = v[0] if v else None
-    return v.upper() if v else None   # type: ignore[union-attr]
+    return v.upper() if v else None  # type: ignore[union-attr]
 
 
 def _exit(v: ExitCode | None) -> int | None:
@@ -232,10 +232,32 @@ _NONE = None
 #: The fields of the tuples ``job_rows`` builds, in the order it writes them. Each position is
 #: looked up by name below; when records.JOB gains or reorders a field, ``_to_job`` moves every
 #: value to its JOB position (the new field null) until this order and the tuples follow it.
-BUILT = ("batch_system", "cluster", "job_id", "step_id", "job_identity", "user_name", "account", "vo", "job_class",
-         "partition", "node", "node_list", "submit_time", "start_time", "end_time", "allocated_cores",
-         "cpu_user_seconds", "cpu_system_seconds", "wall_seconds", "state", "exit_code", "bytes_read",
-         "bytes_written", "sluid")
+BUILT = (
+    "batch_system",
+    "cluster",
+    "job_id",
+    "step_id",
+    "job_identity",
+    "user_name",
+    "account",
+    "vo",
+    "job_class",
+    "partition",
+    "node",
+    "node_list",
+    "submit_time",
+    "start_time",
+    "end_time",
+    "allocated_cores",
+    "cpu_user_seconds",
+    "cpu_system_seconds",
+    "wall_seconds",
+    "state",
+    "exit_code",
+    "bytes_read",
+    "bytes_written",
+    "sluid",
+)
 _to_job = to_job_order(BUILT)
 _CPU_USER, _CPU_SYSTEM = BUILT.index("cpu_user_seconds"), BUILT.index("cpu_system_seconds")
 _BYTES_READ, _BYTES_WRITTEN = BUILT.index("bytes_read"), BUILT.index("bytes_written")
@@ -254,7 +276,7 @@ def job_rows(j: Job) -> list[tuple]:
     t = j.time or _EMPTY_TIMES
     start, end = _us(t.start), _us(t.end)
     if start is None and end is None:
-        return []   # pending: nothing to account yet
+        return []  # pending: nothing to account yet
     cluster = j.cluster or ""
     sluid = valid_sluid(j.sluid)
     ident = job_identity("slurm", cluster, jid, sluid)
@@ -263,7 +285,7 @@ def job_rows(j: Job) -> list[tuple]:
     tres = j.tres
     cores = _tres(tres.allocated, "cpu") if tres is not None else None
     if cores is None and start is None and tres is not None:
-        cores = _tres(tres.requested, "cpu")   # a launch failure: the cores it asked for
+        cores = _tres(tres.requested, "cpu")  # a launch failure: the cores it asked for
     job_cores = _int(cores)
     steps: list[tuple] = []
     for s in j.steps or ():
@@ -279,23 +301,65 @@ def job_rows(j: Job) -> list[tuple]:
         else:
             s_cores = rin = rout = None
         tt = s.time or _EMPTY_TIMES
-        steps.append((
-            "slurm", cluster, jid, sid, ident, user, account, _NONE, _NONE, partition,
-            s_list[0] if s_list else _first_node(s_range or nodes), s_range or nodes,
-            submit, _us(tt.start), _us(tt.end),
-            int(s_cores) if s_cores else job_cores,
-            _secs(tt.user), _secs(tt.system), _secs(tt.elapsed),
-            _state(s.state), _exit(s.exit_code),
-            int(rin) if rin is not None else None, int(rout) if rout is not None else None, sluid))
+        steps.append(
+            (
+                "slurm",
+                cluster,
+                jid,
+                sid,
+                ident,
+                user,
+                account,
+                _NONE,
+                _NONE,
+                partition,
+                s_list[0] if s_list else _first_node(s_range or nodes),
+                s_range or nodes,
+                submit,
+                _us(tt.start),
+                _us(tt.end),
+                int(s_cores) if s_cores else job_cores,
+                _secs(tt.user),
+                _secs(tt.system),
+                _secs(tt.elapsed),
+                _state(s.state),
+                _exit(s.exit_code),
+                int(rin) if rin is not None else None,
+                int(rout) if rout is not None else None,
+                sluid,
+            )
+        )
     if steps:
         # sacct's TotalCPU of a job is the sum over its steps; 22.05 leaves the job's own at 0
         cpu_user, cpu_system = _total(steps, _CPU_USER), _total(steps, _CPU_SYSTEM)
     else:
         cpu_user, cpu_system = _secs(t.user) or 0.0, _secs(t.system) or 0.0
-    job = ("slurm", cluster, jid, "", ident, user, account, _NONE, _NONE, partition,
-           _first_node(nodes), nodes, submit, start, end, job_cores,
-           cpu_user, cpu_system, _secs(t.elapsed) if start is not None else 0.0,
-           _state(j.state), _exit(j.exit_code), _total(steps, _BYTES_READ), _total(steps, _BYTES_WRITTEN), sluid)
+    job = (
+        "slurm",
+        cluster,
+        jid,
+        "",
+        ident,
+        user,
+        account,
+        _NONE,
+        _NONE,
+        partition,
+        _first_node(nodes),
+        nodes,
+        submit,
+        start,
+        end,
+        job_cores,
+        cpu_user,
+        cpu_system,
+        _secs(t.elapsed) if start is not None else 0.0,
+        _state(j.state),
+        _exit(j.exit_code),
+        _total(steps, _BYTES_READ),
+        _total(steps, _BYTES_WRITTEN),
+        sluid,
+    )
     if _to_job is not None:
         return [_to_job(job), *map(_to_job, steps)]
     return [job, *steps]
@@ -304,6 +368,6 @@ def job_rows(j: Job) -> list[tuple]:
 def _total(rows: list[tuple], col: int) -> float | int | None:
     if len(rows) == 1:
         v = rows[0][col]
-        return None if v is None else 0 + v   # as sum(): -0.0 becomes 0.0
+        return None if v is None else 0 + v  # as sum(): -0.0 becomes 0.0
     vals = [r[col] for r in rows if r[col] is not None]
     return sum(vals) if vals else None

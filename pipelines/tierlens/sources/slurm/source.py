@@ -19,17 +19,25 @@ from .sacct import SacctRunner, WindowReport, sacct_batches
 from .spool import spool_batches
 
 
-def batches(runner: SacctRunner, start: float, end: float, *, window_hours: float = 6.0,
-            spool: Iterable[Path] = (), unfinished: Iterable[str] = (),
-            on_window: Callable[[float, list[str]], None] | None = None,
-            retry: list[WindowReport] | None = None) -> Iterator[Batch]:
+def batches(
+    runner: SacctRunner,
+    start: float,
+    end: float,
+    *,
+    window_hours: float = 6.0,
+    spool: Iterable[Path] = (),
+    unfinished: Iterable[str] = (),
+    on_window: Callable[[float, list[str]], None] | None = None,
+    retry: list[WindowReport] | None = None,
+) -> Iterator[Batch]:
     """Jobs and steps of [start, end) (epoch seconds) from sacct in windows of ``window_hours``,
     plus the jobs still ``unfinished`` last time, then the spool tags of ``spool`` folders.
 
     ``on_window`` and ``retry`` are sacct_batches': a window's watermark once it is handed on, and
     the windows whose output was incomplete (asked for again next time)."""
-    out: Iterator[Batch] = sacct_batches(runner, start, end, window_hours * 3600, list(unfinished), on_window,
-                                         retry=retry)
+    out: Iterator[Batch] = sacct_batches(
+        runner, start, end, window_hours * 3600, list(unfinished), on_window, retry=retry
+    )
     dirs = [Path(d) for d in spool]
     return chain(out, spool_batches(dirs)) if dirs else out
 

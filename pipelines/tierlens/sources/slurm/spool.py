@@ -100,8 +100,16 @@ def read_spool(files: Iterable[Path], source: str = "spool") -> tuple[list[dict]
                 raise OSError("not a regular file")
             size = path.stat().st_size
             if size > 16 * MAX_RECORD_BYTES:
-                rejects.append(Reject(RecordKind.JOB_TAG, source, f"{path}:offset 0", "record",
-                                      f"file of {size} bytes is too large for spool records", ""))
+                rejects.append(
+                    Reject(
+                        RecordKind.JOB_TAG,
+                        source,
+                        f"{path}:offset 0",
+                        "record",
+                        f"file of {size} bytes is too large for spool records",
+                        "",
+                    )
+                )
                 continue
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError as e:
@@ -112,15 +120,31 @@ def read_spool(files: Iterable[Path], source: str = "spool") -> tuple[list[dict]
                 continue
             where = f"{path}:line {n}"
             if len(line) > MAX_RECORD_BYTES:
-                rejects.append(Reject(RecordKind.JOB_TAG, source, where, "record",
-                                      f"longer than {MAX_RECORD_BYTES} bytes", line[:2000]))
+                rejects.append(
+                    Reject(
+                        RecordKind.JOB_TAG,
+                        source,
+                        where,
+                        "record",
+                        f"longer than {MAX_RECORD_BYTES} bytes",
+                        line[:2000],
+                    )
+                )
                 continue
             try:
                 rows.append(parse_record(json.loads(line)))
                 locs.append(where)
             except json.JSONDecodeError as e:
-                rejects.append(Reject(RecordKind.JOB_TAG, source, f"{where}", "record",
-                                      f"not JSON: {e.msg} at column {e.colno}", line[:2000]))
+                rejects.append(
+                    Reject(
+                        RecordKind.JOB_TAG,
+                        source,
+                        f"{where}",
+                        "record",
+                        f"not JSON: {e.msg} at column {e.colno}",
+                        line[:2000],
+                    )
+                )
             except _Bad as e:
                 rejects.append(Reject(RecordKind.JOB_TAG, source, where, e.field, str(e), line[:2000]))
     return rows, locs, rejects
@@ -177,7 +201,7 @@ def spool_batches(dirs: Iterable[Path], batch_rows: int = BATCH_ROWS) -> Iterato
     files = spool_files(dirs)
     source = "slurm-spool"
     for k in range(0, max(len(files), 1), batch_rows):
-        chunk = files[k:k + batch_rows]
+        chunk = files[k : k + batch_rows]
         rows, locs, rejects = read_spool(chunk, source)
         rows, locs = with_job_level(rows, locs)
         if not rows and not rejects:

@@ -138,16 +138,19 @@ def node_arm(site: BulkSite) -> np.ndarray:
 def node_batch(site: BulkSite) -> Batch:
     storage = node_storage(site)
     types = [site.storage_types[s] for s in storage]
-    table = pa.table({
-        "cluster": pa.array([site.cluster] * site.nodes),
-        "node": site.node_name(np.arange(site.nodes)),
-        "storage_type": pa.array(types),
-        "device_models": pa.array([STORAGE_DEVICES.get(t, ["unknown"]) for t in types], pa.list_(pa.string())),
-        "device_count": pa.array([len(STORAGE_DEVICES.get(t, ["unknown"])) for t in types], pa.int32()),
-        "job_slots": pa.array(np.full(site.nodes, site.slots_per_node, dtype=np.int32)),
-        "nic_gbps": pa.array(np.full(site.nodes, 25.0)),
-        "ab_arm": _take(("A", "B"), node_arm(site)),
-    }, schema=NODE)
+    table = pa.table(
+        {
+            "cluster": pa.array([site.cluster] * site.nodes),
+            "node": site.node_name(np.arange(site.nodes)),
+            "storage_type": pa.array(types),
+            "device_models": pa.array([STORAGE_DEVICES.get(t, ["unknown"]) for t in types], pa.list_(pa.string())),
+            "device_count": pa.array([len(STORAGE_DEVICES.get(t, ["unknown"])) for t in types], pa.int32()),
+            "job_slots": pa.array(np.full(site.nodes, site.slots_per_node, dtype=np.int32)),
+            "nic_gbps": pa.array(np.full(site.nodes, 25.0)),
+            "ab_arm": _take(("A", "B"), node_arm(site)),
+        },
+        schema=NODE,
+    )
     return Batch(RecordKind.NODE, table, SOURCE)
 
 
@@ -160,18 +163,21 @@ def changes(site: BulkSite, days: float) -> pa.Table:
     at = site.start_us + (k * site.change_every_days * DAY_US).astype(np.int64)
     lag = (rng.uniform(0, site.change_record_lag_days, n) * DAY_US).astype(np.int64)
     kinds = np.arange(n) % len(site.storage_types)
-    return pa.table({
-        "change_id": _join(f"bulk-{site.cluster}-", _num(k)),
-        "changed_at": _ts(at),
-        "description": _join("scratch read-ahead retuned on ", _take(site.storage_types, kinds), " nodes"),
-        "category": pa.array(["storage"] * n, pa.string()),
-        "cluster": pa.array([site.cluster] * n, pa.string()),
-        "scope_nodes": pa.nulls(n, pa.list_(pa.string())),
-        "scope_storage_type": _take(site.storage_types, kinds),
-        "scope_ab_arm": pa.nulls(n, pa.string()),
-        "changed_by": pa.array(["site-admin"] * n, pa.string()),
-        "recorded_at": _ts(at + lag),
-    }, schema=SITE_CHANGE)
+    return pa.table(
+        {
+            "change_id": _join(f"bulk-{site.cluster}-", _num(k)),
+            "changed_at": _ts(at),
+            "description": _join("scratch read-ahead retuned on ", _take(site.storage_types, kinds), " nodes"),
+            "category": pa.array(["storage"] * n, pa.string()),
+            "cluster": pa.array([site.cluster] * n, pa.string()),
+            "scope_nodes": pa.nulls(n, pa.list_(pa.string())),
+            "scope_storage_type": _take(site.storage_types, kinds),
+            "scope_ab_arm": pa.nulls(n, pa.string()),
+            "changed_by": pa.array(["site-admin"] * n, pa.string()),
+            "recorded_at": _ts(at + lag),
+        },
+        schema=SITE_CHANGE,
+    )
 
 
 # ----------------------------------------------------------------------------- one day of jobs
@@ -266,19 +272,46 @@ def job_day(site: BulkSite, day: int) -> JobDay:
     via_cache = (node_arm(site)[node[a_job]] == 1) & ~production[a_job]
     a_cache = np.where(via_cache, a_file % len(site.caches), -1).astype(np.int8)
     # popular files are re-read from the cache; the first access of a file cannot be a hit
-    a_access_count = np.where(rng.random(m) < np.clip(rank / 50.0, 0.1, 0.95), 1,
-                              2 + rng.poisson(np.maximum(1.0, 30.0 / (1 + rank)))).astype(np.int64)
+    a_access_count = np.where(
+        rng.random(m) < np.clip(rank / 50.0, 0.1, 0.95), 1, 2 + rng.poisson(np.maximum(1.0, 30.0 / (1 + rank)))
+    ).astype(np.int64)
     hit_share = np.where(a_access_count > 1, rng.beta(8, 2, m), 0.0)
     a_hit = np.where(via_cache, (total * hit_share).astype(np.int64), 0)
     a_pid = rng.integers(1000, 4_000_000, n)[a_job].astype(np.int32) + (np.arange(m) % 7).astype(np.int32)
     a_identity = rng.random(n)[a_job] >= site.missing_identity_share
 
     written = (rng.uniform(50e6, 400e6, n) * np.where(production, cores * 4, 1)).astype(np.int64)
-    return JobDay(day, day * JOBS_PER_DAY_ID_SPAN + np.arange(n, dtype=np.int64), production, vo, user, node,
-                  cores, submit, start, end, cpu - cpu_system, cpu_system, failed,
-                  rng.random(n) < site.step_share, np.bincount(a_job, weights=total, minlength=n).astype(np.int64),
-                  written, a_job, a_file, a_start, a_end, a_read, a_readv, a_read_ops, a_readv_ops, a_cache,
-                  a_hit, a_access_count, a_pid, a_identity)
+    return JobDay(
+        day,
+        day * JOBS_PER_DAY_ID_SPAN + np.arange(n, dtype=np.int64),
+        production,
+        vo,
+        user,
+        node,
+        cores,
+        submit,
+        start,
+        end,
+        cpu - cpu_system,
+        cpu_system,
+        failed,
+        rng.random(n) < site.step_share,
+        np.bincount(a_job, weights=total, minlength=n).astype(np.int64),
+        written,
+        a_job,
+        a_file,
+        a_start,
+        a_end,
+        a_read,
+        a_readv,
+        a_read_ops,
+        a_readv_ops,
+        a_cache,
+        a_hit,
+        a_access_count,
+        a_pid,
+        a_identity,
+    )
 
 
 # ----------------------------------------------------------------------------- rows of an interval
@@ -299,37 +332,43 @@ def _job_table(site: BulkSite, d: JobDay, sel: np.ndarray, step_id: str) -> pa.T
     n = len(sel)
     production, vo = d.production[sel], d.vo[sel]
     account = _take(("atlas-analysis", "cms-analysis", "atlas-prod", "cms-prod"), vo + 2 * production)
-    user = pc.if_else(pa.array(production), _join(_take(("atlas", "cms"), vo), "prd"),
-                      _join(_take(("atlas", "cms"), vo), "u", _pad(d.user[sel], 2)))
+    user = pc.if_else(
+        pa.array(production),
+        _join(_take(("atlas", "cms"), vo), "prd"),
+        _join(_take(("atlas", "cms"), vo), "u", _pad(d.user[sel], 2)),
+    )
     node = site.node_name(d.node[sel])
     wall = (d.end[sel] - d.start[sel]) / 1e6
     failed = d.failed[sel]
-    return pa.table({
-        "batch_system": pa.array([BATCH_SYSTEM] * n, pa.string()),
-        "cluster": pa.array([site.cluster] * n, pa.string()),
-        "job_id": _num(d.job_id[sel]),
-        "step_id": pa.array([step_id] * n, pa.string()),
-        "job_identity": _identity(site, d.job_id[sel]),
-        "user_name": user,
-        "account": account,
-        "vo": _take(("atlas", "cms"), vo),
-        "job_class": _take(("analysis", "production"), production.astype(np.int8)),
-        "partition": pa.array(["grid"] * n, pa.string()),
-        "node": node,
-        "node_list": node,
-        "submit_time": _ts(d.submit[sel]),
-        "start_time": _ts(d.start[sel]),
-        "end_time": _ts(d.end[sel]),
-        "allocated_cores": pa.array(d.cores[sel], pa.int32()),
-        "cpu_user_seconds": pa.array(d.cpu_user[sel]),
-        "cpu_system_seconds": pa.array(d.cpu_system[sel]),
-        "wall_seconds": pa.array(np.round(wall, 3)),
-        "state": _take(("COMPLETED", "FAILED"), failed.astype(np.int8)),
-        "exit_code": pa.array(np.where(failed, 1, 0).astype(np.int32)),
-        "bytes_read": pa.array(d.bytes_read[sel]),
-        "bytes_written": pa.array(d.bytes_written[sel]),
-        "sluid": pa.nulls(n, pa.string()),  # the bench site runs a Slurm before 26.05
-    }, schema=JOB)
+    return pa.table(
+        {
+            "batch_system": pa.array([BATCH_SYSTEM] * n, pa.string()),
+            "cluster": pa.array([site.cluster] * n, pa.string()),
+            "job_id": _num(d.job_id[sel]),
+            "step_id": pa.array([step_id] * n, pa.string()),
+            "job_identity": _identity(site, d.job_id[sel]),
+            "user_name": user,
+            "account": account,
+            "vo": _take(("atlas", "cms"), vo),
+            "job_class": _take(("analysis", "production"), production.astype(np.int8)),
+            "partition": pa.array(["grid"] * n, pa.string()),
+            "node": node,
+            "node_list": node,
+            "submit_time": _ts(d.submit[sel]),
+            "start_time": _ts(d.start[sel]),
+            "end_time": _ts(d.end[sel]),
+            "allocated_cores": pa.array(d.cores[sel], pa.int32()),
+            "cpu_user_seconds": pa.array(d.cpu_user[sel]),
+            "cpu_system_seconds": pa.array(d.cpu_system[sel]),
+            "wall_seconds": pa.array(np.round(wall, 3)),
+            "state": _take(("COMPLETED", "FAILED"), failed.astype(np.int8)),
+            "exit_code": pa.array(np.where(failed, 1, 0).astype(np.int32)),
+            "bytes_read": pa.array(d.bytes_read[sel]),
+            "bytes_written": pa.array(d.bytes_written[sel]),
+            "sluid": pa.nulls(n, pa.string()),  # the bench site runs a Slurm before 26.05
+        },
+        schema=JOB,
+    )
 
 
 def tag_rows(site: BulkSite, d: JobDay, sel: np.ndarray) -> pa.Table:
@@ -342,20 +381,23 @@ def tag_rows(site: BulkSite, d: JobDay, sel: np.ndarray) -> pa.Table:
     cache = (d.job_id[sel] % len(site.caches)).astype(np.int64)
     routes = _join("cache:", _take([site.host(c) for c in site.caches], cache), ":1094")
     direct = pa.array(arm == 0) if n else pa.array([], pa.bool_())
-    return pa.table({
-        "batch_system": pa.array([BATCH_SYSTEM] * n, pa.string()),
-        "cluster": pa.array([site.cluster] * n, pa.string()),
-        "job_id": _num(d.job_id[sel]),
-        "step_id": pa.array([""] * n, pa.string()),
-        "node": site.node_name(node),
-        "storage_type": _take(site.storage_types, storage),
-        "device_models": models.take(pa.array(storage.astype(np.int64))),
-        "scratch_path": pa.array(["/scratch"] * n, pa.string()),
-        "ab_arm": _take(("A", "B"), arm),
-        "cache_route": pc.if_else(direct, pa.scalar("direct"), routes),
-        "tagged_at": _ts(d.start[sel]),
-        "tagger": pa.array(["slurm-spank"] * n, pa.string()),
-    }, schema=JOB_TAG)
+    return pa.table(
+        {
+            "batch_system": pa.array([BATCH_SYSTEM] * n, pa.string()),
+            "cluster": pa.array([site.cluster] * n, pa.string()),
+            "job_id": _num(d.job_id[sel]),
+            "step_id": pa.array([""] * n, pa.string()),
+            "node": site.node_name(node),
+            "storage_type": _take(site.storage_types, storage),
+            "device_models": models.take(pa.array(storage.astype(np.int64))),
+            "scratch_path": pa.array(["/scratch"] * n, pa.string()),
+            "ab_arm": _take(("A", "B"), arm),
+            "cache_route": pc.if_else(direct, pa.scalar("direct"), routes),
+            "tagged_at": _ts(d.start[sel]),
+            "tagger": pa.array(["slurm-spank"] * n, pa.string()),
+        },
+        schema=JOB_TAG,
+    )
 
 
 def _server_pid(server: np.ndarray) -> np.ndarray:
@@ -376,12 +418,20 @@ def access_rows(site: BulkSite, d: JobDay, sel: np.ndarray) -> pa.Table:
 def _lfn(site: BulkSite, file: np.ndarray) -> pa.Array:
     dataset, k = file // site.files_per_dataset, file % site.files_per_dataset
     vo = _take(("cms", "atlas", "atlas"), dataset % 3)
-    return _join("/", vo, "/rucio/data25_13p6TeV/DAOD_PHYS.", _pad(40_000_000 + dataset, 8), "._",
-                 _pad(k + 1, 6), ".pool.root.1")
+    return _join(
+        "/", vo, "/rucio/data25_13p6TeV/DAOD_PHYS.", _pad(40_000_000 + dataset, 8), "._", _pad(k + 1, 6), ".pool.root.1"
+    )
 
 
-def _common_access(site: BulkSite, d: JobDay, sel: np.ndarray, read: np.ndarray, readv: np.ndarray,
-                   read_ops: np.ndarray, readv_ops: np.ndarray) -> dict[str, pa.Array]:
+def _common_access(
+    site: BulkSite,
+    d: JobDay,
+    sel: np.ndarray,
+    read: np.ndarray,
+    readv: np.ndarray,
+    read_ops: np.ndarray,
+    readv_ops: np.ndarray,
+) -> dict[str, pa.Array]:
     n = len(sel)
     size = _file_sizes(site)[d.a_file[sel]]
     return {
@@ -427,8 +477,7 @@ def _user_access_table(site: BulkSite, d: JobDay, sel: np.ndarray) -> pa.Table:
         "server_role": _take(("origin", "cache"), on_cache.astype(np.int8)),
         "client_host": site.node_name(d.node[job]),
         "client_pid": pa.array(d.a_pid[sel]),
-        "app_name": pc.if_else(pa.array(production), pa.scalar("xrdcp"),
-                               _take(("athena", "cmsRun"), d.vo[job])),
+        "app_name": pc.if_else(pa.array(production), pa.scalar("xrdcp"), _take(("athena", "cmsRun"), d.vo[job])),
         "job_identity": pc.if_else(pa.array(d.a_identity[sel]), identity, pa.scalar(None, pa.string())),
         "cache_hit_bytes": _unless(cache_mask, hit),
         "cache_miss_bytes": _unless(cache_mask, total - hit),
@@ -438,9 +487,11 @@ def _user_access_table(site: BulkSite, d: JobDay, sel: np.ndarray) -> pa.Table:
         "cache_attach_time": _unless(cache_mask, d.a_start[sel], JOB.field("start_time").type),
         "cache_detach_time": _unless(cache_mask, d.a_end[sel], JOB.field("start_time").type),
         "cache_access_count": _unless(cache_mask, d.a_access_count[sel]),
-        "cache_remotes": pc.if_else(cache_mask, pa.scalar(None, pa.string()),
-                                    pc.if_else(pa.array(hit < total), _take(hosts, len(site.caches) + origin),
-                                               pa.scalar(""))),
+        "cache_remotes": pc.if_else(
+            cache_mask,
+            pa.scalar(None, pa.string()),
+            pc.if_else(pa.array(hit < total), _take(hosts, len(site.caches) + origin), pa.scalar("")),
+        ),
         "cache_blocks": _unless(cache_mask, blocks),
         "cache_blocks_done": _unless(cache_mask, np.minimum(blocks, -(-total // CACHE_BLOCK_BYTES))),
         # the bench site's caches run an XRootD before 5.7.2, whose g-stream has no todisk/prefetch
@@ -457,10 +508,23 @@ def _fill_table(site: BulkSite, d: JobDay, sel: np.ndarray) -> pa.Table:
     ops = np.maximum(1, miss // (4 << 20)).astype(np.int64)
     cache = d.a_cache[sel].astype(np.int64)
     origin = d.a_file[sel] % len(site.origins)
-    nulls = {name: pa.nulls(n, FILE_ACCESS.field(name).type) for name in (
-        "job_identity", "cache_hit_bytes", "cache_miss_bytes", "cache_bypass_bytes", "cache_attach_time",
-        "cache_detach_time", "cache_access_count", "cache_remotes", "cache_blocks", "cache_blocks_done",
-        "cache_todisk_bytes", "cache_prefetch_bytes")}
+    nulls = {
+        name: pa.nulls(n, FILE_ACCESS.field(name).type)
+        for name in (
+            "job_identity",
+            "cache_hit_bytes",
+            "cache_miss_bytes",
+            "cache_bypass_bytes",
+            "cache_attach_time",
+            "cache_detach_time",
+            "cache_access_count",
+            "cache_remotes",
+            "cache_blocks",
+            "cache_blocks_done",
+            "cache_todisk_bytes",
+            "cache_prefetch_bytes",
+        )
+    }
     cols = _common_access(site, d, sel, miss, np.zeros(n, np.int64), ops, np.zeros(n, np.int64))
     cols |= nulls | {
         "server_host": _take([site.host(o) for o in site.origins], origin),
@@ -486,8 +550,9 @@ def _unless(mask: pa.Array, values: np.ndarray, type_: pa.DataType | None = None
 # ----------------------------------------------------------------------------- what arrives when
 
 
-def arriving(site: BulkSite, t0: datetime, t1: datetime, batch_rows: int = 500_000,
-             with_nodes: bool = False) -> Iterator[Batch]:
+def arriving(
+    site: BulkSite, t0: datetime, t1: datetime, batch_rows: int = 500_000, with_nodes: bool = False
+) -> Iterator[Batch]:
     """Every record that arrives in [t0, t1): jobs (with their steps and tags) that ended, file
     accesses that closed (with the origin fills of cache misses), site changes recorded.
 

@@ -60,8 +60,10 @@ class SyntheticChange:
             elif key in ("storage_type", "description", "category"):
                 values[key] = value.strip()
             else:
-                raise ValueError(f"--change {text!r}: unknown key {key!r} (day, read_speedup, storage_type, "
-                                 "nodes, description, category)")
+                raise ValueError(
+                    f"--change {text!r}: unknown key {key!r} (day, read_speedup, storage_type, "
+                    "nodes, description, category)"
+                )
         if "day" not in values:
             raise ValueError(f"--change {text!r}: day= is required")
         return cls(**values)  # type: ignore[arg-type]
@@ -117,8 +119,9 @@ def build_catalogue(site: SiteSpec, days: float, rng: np.random.Generator) -> Fi
     files = rng.integers(cat.files_per_dataset[0], cat.files_per_dataset[1] + 1, size=n)
     first = np.concatenate([[0], np.cumsum(files)[:-1]])
     total = int(files.sum())
-    sizes = np.minimum(rng.lognormal(math.log(cat.file_size_median_bytes), cat.file_size_sigma, total),
-                       cat.file_size_max_bytes).astype(np.int64)
+    sizes = np.minimum(
+        rng.lognormal(math.log(cat.file_size_median_bytes), cat.file_size_sigma, total), cat.file_size_max_bytes
+    ).astype(np.int64)
     weight = 1.0 / np.arange(1, n + 1) ** cat.zipf_exponent
     birth = rng.uniform(-cat.activity_days * DAY * 2, days * DAY, size=n)
     lfns = []
@@ -139,8 +142,9 @@ def _pick_dataset(cat: FileCatalogue, t: float, activity: float, rng: np.random.
     return int(rng.choice(len(w), p=w / s))
 
 
-def _analysis_plan(site: SiteSpec, cat: FileCatalogue, t: float, rng: np.random.Generator,
-                   skim: MixShift | None = None) -> list[tuple]:
+def _analysis_plan(
+    site: SiteSpec, cat: FileCatalogue, t: float, rng: np.random.Generator, skim: MixShift | None = None
+) -> list[tuple]:
     wl = site.workload
     ds = _pick_dataset(cat, t, site.catalogue.activity_days * DAY, rng)
     if skim is None:
@@ -214,8 +218,15 @@ def _arrivals(site: SiteSpec, days: float, rng: np.random.Generator) -> np.ndarr
     return t[keep]
 
 
-def _make_job(i: int, t: float, site: SiteSpec, cat: FileCatalogue, rng: np.random.Generator,
-              mix: MixShift | None = None, warmup: float = 0.0) -> Job:
+def _make_job(
+    i: int,
+    t: float,
+    site: SiteSpec,
+    cat: FileCatalogue,
+    rng: np.random.Generator,
+    mix: MixShift | None = None,
+    warmup: float = 0.0,
+) -> Job:
     wl = site.workload
     if rng.random() < wl.analysis_share:
         vo, account = ANALYSIS_ACCOUNTS[int(rng.random() < 0.35)]
@@ -225,21 +236,47 @@ def _make_job(i: int, t: float, site: SiteSpec, cat: FileCatalogue, rng: np.rand
             share = mix.share_after if t >= warmup + mix.day * DAY else mix.share_before
             skim = mix if rng.random() < share else None
         plan = _analysis_plan(site, cat, t, rng, skim)
-        return Job(i, "analysis", account, vo, user, 1, t, plan,
-                   fails=rng.random() < wl.failed_share,
-                   has_identity=rng.random() >= wl.missing_identity_share)
+        return Job(
+            i,
+            "analysis",
+            account,
+            vo,
+            user,
+            1,
+            t,
+            plan,
+            fails=rng.random() < wl.failed_share,
+            has_identity=rng.random() >= wl.missing_identity_share,
+        )
     vo, account = PRODUCTION_ACCOUNTS[int(rng.random() < 0.35)]
     cores = wl.production_multicore_cores if rng.random() < wl.production_multicore_share else 1
     scale = 1.0 + rng.uniform(0.15, 0.4) if rng.random() < wl.oversubscribed_share else 1.0
-    return Job(i, "production", account, vo, f"{vo}prd", cores, t, _production_plan(site, cat, cores, rng),
-               cpu_scale=scale, fails=rng.random() < wl.failed_share / 2)
+    return Job(
+        i,
+        "production",
+        account,
+        vo,
+        f"{vo}prd",
+        cores,
+        t,
+        _production_plan(site, cat, cores, rng),
+        cpu_scale=scale,
+        fails=rng.random() < wl.failed_share / 2,
+    )
 
 
 class _Emitter:
     """Collects finished jobs as canonical rows and cuts them into bounded batches."""
 
-    def __init__(self, site: SiteSpec, start: datetime, warmup_seconds: float, cat: FileCatalogue,
-                 rng: np.random.Generator, batch_rows: int) -> None:
+    def __init__(
+        self,
+        site: SiteSpec,
+        start: datetime,
+        warmup_seconds: float,
+        cat: FileCatalogue,
+        rng: np.random.Generator,
+        batch_rows: int,
+    ) -> None:
         self.site, self.start, self.cat, self.rng, self.batch_rows = site, start, cat, rng, batch_rows
         self.warmup = warmup_seconds
         self.t0_us = int(start.timestamp() * 1_000_000) - int(warmup_seconds * 1_000_000)
@@ -263,26 +300,46 @@ class _Emitter:
         cpu_sys = min(0.6 * io_gb + 0.004 * job.cpu_user, 0.5 * job.io_seconds * job.cores)
         wall = end - job.start
         row = {
-            "batch_system": BATCH_SYSTEM, "cluster": cl, "job_id": job_id, "step_id": "",
-            "job_identity": ident, "user_name": job.user, "account": job.account, "vo": job.vo,
-            "job_class": job.job_class, "partition": "grid", "node": node.name, "node_list": node.name,
-            "submit_time": self._ts(job.submit), "start_time": self._ts(job.start), "end_time": self._ts(end),
-            "allocated_cores": job.cores, "cpu_user_seconds": round(job.cpu_user, 3),
+            "batch_system": BATCH_SYSTEM,
+            "cluster": cl,
+            "job_id": job_id,
+            "step_id": "",
+            "job_identity": ident,
+            "user_name": job.user,
+            "account": job.account,
+            "vo": job.vo,
+            "job_class": job.job_class,
+            "partition": "grid",
+            "node": node.name,
+            "node_list": node.name,
+            "submit_time": self._ts(job.submit),
+            "start_time": self._ts(job.start),
+            "end_time": self._ts(end),
+            "allocated_cores": job.cores,
+            "cpu_user_seconds": round(job.cpu_user, 3),
             "cpu_system_seconds": round(cpu_sys, 3),
-            "wall_seconds": round(wall, 3), "state": "FAILED" if job.fails else "COMPLETED",
+            "wall_seconds": round(wall, 3),
+            "state": "FAILED" if job.fails else "COMPLETED",
             "exit_code": int(self.rng.choice([1, 8, 65])) if job.fails else 0,
-            "bytes_read": int(job.bytes_local_read + job.bytes_remote_read), "bytes_written": int(job.bytes_written),
+            "bytes_read": int(job.bytes_local_read + job.bytes_remote_read),
+            "bytes_written": int(job.bytes_written),
             "sluid": None,
         }
         for k, v in row.items():
             self.jobs[k].append(v)
         tag = {
-            "batch_system": BATCH_SYSTEM, "cluster": cl, "job_id": job_id, "step_id": "", "node": node.name,
-            "storage_type": node.scratch.storage_type, "device_models": node.scratch.device_models,
+            "batch_system": BATCH_SYSTEM,
+            "cluster": cl,
+            "job_id": job_id,
+            "step_id": "",
+            "node": node.name,
+            "storage_type": node.scratch.storage_type,
+            "device_models": node.scratch.device_models,
             "scratch_path": "/scratch" if node.scratch.storage_type != "nfs" else "/nfs/scratch",
             "ab_arm": node.ab_arm,
             "cache_route": f"cache:{self.site.cache.host}:1094" if node.ab_arm == "B" else "direct",
-            "tagged_at": self._ts(job.start), "tagger": "synthetic",
+            "tagged_at": self._ts(job.start),
+            "tagger": "synthetic",
         }
         for k, v in tag.items():
             self.tags[k].append(v)
@@ -297,46 +354,115 @@ class _Emitter:
         uid = f"{job.index}.{slot}"
         end = acc.end if acc.end > acc.start else acc.start
         read_total = acc.read_bytes + acc.readv_bytes
-        self._access_row(acc.server, f"xrd-{uid}", acc.role, lfn, size, acc.start, end, acc, client, pid, app,
-                         ident, acc.hit_bytes, acc.miss_bytes)
+        self._access_row(
+            acc.server,
+            f"xrd-{uid}",
+            acc.role,
+            lfn,
+            size,
+            acc.start,
+            end,
+            acc,
+            client,
+            pid,
+            app,
+            ident,
+            acc.hit_bytes,
+            acc.miss_bytes,
+        )
         if acc.role == "cache" and acc.miss_bytes and acc.miss_bytes > 0:
             # The cache fetched its misses from the origin: a second record, from the cache host,
             # carrying no job identity; this is how stage-in volume shows at the origin.
             origin = self.site.origins[acc.file_index % len(self.site.origins)].host
             share = acc.miss_bytes / read_total if read_total else 0.0
-            pfc = Access(acc.file_index, origin, "origin", acc.mode, acc.start, end,
-                         read_bytes=acc.read_bytes * share, readv_bytes=acc.readv_bytes * share,
-                         read_ops=max(1, int(acc.read_ops * share)), readv_ops=int(acc.readv_ops * share))
-            self._access_row(origin, f"pfc-{uid}", "origin", lfn, size, acc.start, end, pfc,
-                             self.site.cache.host, 0, "XrdPfc", None, None, None)
+            pfc = Access(
+                acc.file_index,
+                origin,
+                "origin",
+                acc.mode,
+                acc.start,
+                end,
+                read_bytes=acc.read_bytes * share,
+                readv_bytes=acc.readv_bytes * share,
+                read_ops=max(1, int(acc.read_ops * share)),
+                readv_ops=int(acc.readv_ops * share),
+            )
+            self._access_row(
+                origin,
+                f"pfc-{uid}",
+                "origin",
+                lfn,
+                size,
+                acc.start,
+                end,
+                pfc,
+                self.site.cache.host,
+                0,
+                "XrdPfc",
+                None,
+                None,
+                None,
+            )
 
-    def _access_row(self, server: str, uid: str, role: str, lfn: str, size: int, start: float, end: float,
-                    acc, client: str, pid: int, app: str, ident: str | None,
-                    hit: float | None, miss: float | None) -> None:
+    def _access_row(
+        self,
+        server: str,
+        uid: str,
+        role: str,
+        lfn: str,
+        size: int,
+        start: float,
+        end: float,
+        acc,
+        client: str,
+        pid: int,
+        app: str,
+        ident: str | None,
+        hit: float | None,
+        miss: float | None,
+    ) -> None:
         rb, rvb = int(acc.read_bytes), int(acc.readv_bytes)
         row = {
-            "server_host": server, "unique_id": uid, "server_role": role, "file_lfn": lfn,
-            "file_size_bytes": size, "start_time": self._ts(start), "end_time": self._ts(end),
+            "server_host": server,
+            "unique_id": uid,
+            "server_role": role,
+            "file_lfn": lfn,
+            "file_size_bytes": size,
+            "start_time": self._ts(start),
+            "end_time": self._ts(end),
             "read_single_average_bytes": rb / acc.read_ops if acc.read_ops else 0.0,
             "read_vector_average_bytes": rvb / acc.readv_ops if acc.readv_ops else 0.0,
-            "write_average_bytes": 0.0, "read_bytes_at_close": rb + rvb, "write_bytes_at_close": 0,
-            "read_bytes": rb, "readv_bytes": rvb, "write_bytes": 0,
-            "read_ops": acc.read_ops, "readv_ops": acc.readv_ops, "write_ops": 0,
-            "client_host": client, "client_pid": pid or None, "app_name": app, "job_identity": ident,
+            "write_average_bytes": 0.0,
+            "read_bytes_at_close": rb + rvb,
+            "write_bytes_at_close": 0,
+            "read_bytes": rb,
+            "readv_bytes": rvb,
+            "write_bytes": 0,
+            "read_ops": acc.read_ops,
+            "readv_ops": acc.readv_ops,
+            "write_ops": 0,
+            "client_host": client,
+            "client_pid": pid or None,
+            "app_name": app,
+            "job_identity": ident,
             "cache_hit_bytes": None if hit is None else int(round(hit)),
             "cache_miss_bytes": None if miss is None else int(round(miss)),
-            "cache_bypass_bytes": None if hit is None else 0, "close_seen": True, "end_reason": "close",
+            "cache_bypass_bytes": None if hit is None else 0,
+            "close_seen": True,
+            "end_reason": "close",
         }
         for k, col in self.access.items():  # fields the generator does not make are null
             col.append(row.get(k))
 
     def drain(self, force: bool = False) -> Iterator[Batch]:
-        for kind, cols, schema in ((RecordKind.JOB, self.jobs, JOB), (RecordKind.JOB_TAG, self.tags, JOB_TAG),
-                                   (RecordKind.FILE_ACCESS, self.access, FILE_ACCESS)):
+        for kind, cols, schema in (
+            (RecordKind.JOB, self.jobs, JOB),
+            (RecordKind.JOB_TAG, self.tags, JOB_TAG),
+            (RecordKind.FILE_ACCESS, self.access, FILE_ACCESS),
+        ):
             n = len(next(iter(cols.values())))
             if n and (force or n >= self.batch_rows):
-                table = pa.table({k: pa.array(v, type=schema.field(k).type) for k, v in cols.items()},
-                                 schema=schema)
+                table = pa.table({k: pa.array(v, type=schema.field(k).type) for k, v in cols.items()}, schema=schema)
                 for v in cols.values():
                     v.clear()
                 yield Batch(kind, table, SOURCE)
@@ -369,13 +495,20 @@ def change_batch(options: SyntheticOptions) -> Batch:
     rows = []
     for k, c in enumerate(options.changes):
         at = options.start + timedelta(days=c.day)
-        rows.append({
-            "change_id": f"synthetic-{options.site.cluster}-{k + 1}", "changed_at": at,
-            "description": f"{c.description} (true read speed-up x{c.read_speedup:g})",
-            "category": c.category, "cluster": options.site.cluster,
-            "scope_nodes": list(c.nodes) if c.nodes else None, "scope_storage_type": c.storage_type,
-            "scope_ab_arm": None, "changed_by": "synthetic", "recorded_at": at,
-        })
+        rows.append(
+            {
+                "change_id": f"synthetic-{options.site.cluster}-{k + 1}",
+                "changed_at": at,
+                "description": f"{c.description} (true read speed-up x{c.read_speedup:g})",
+                "category": c.category,
+                "cluster": options.site.cluster,
+                "scope_nodes": list(c.nodes) if c.nodes else None,
+                "scope_storage_type": c.storage_type,
+                "scope_ab_arm": None,
+                "changed_by": "synthetic",
+                "recorded_at": at,
+            }
+        )
     return Batch(RecordKind.SITE_CHANGE, pa.Table.from_pylist(rows, schema=SITE_CHANGE), SOURCE)
 
 
@@ -390,8 +523,9 @@ def generate(options: SyntheticOptions, progress=None) -> Iterator[Batch]:
     span = options.warmup_days + options.days
     rng = np.random.default_rng(options.seed)
     cat = build_catalogue(site, span, rng)
-    emitter = _Emitter(site, options.start, options.warmup_days * DAY, cat,
-                       np.random.default_rng(options.seed + 1), options.batch_rows)
+    emitter = _Emitter(
+        site, options.start, options.warmup_days * DAY, cat, np.random.default_rng(options.seed + 1), options.batch_rows
+    )
     model = SiteModel(site, np.random.default_rng(options.seed + 2), emitter.finish)
     model.file_sizes = cat.sizes.astype(float)
     yield node_batch(site)

@@ -33,13 +33,19 @@ HAMMERCLOUD_CPU_SECONDS_PER_GB = 1500.0
 HAMMERCLOUD_SEEKS_PER_MB = 20.0
 
 
-def run_node_test(storage_type: str, jobs: int = 8, files_per_job: int = 6, seed: int = 7,
-                  cpu_seconds_per_gb: float = HAMMERCLOUD_CPU_SECONDS_PER_GB,
-                  seeks_per_mb: float = HAMMERCLOUD_SEEKS_PER_MB) -> NodeTestResult:
+def run_node_test(
+    storage_type: str,
+    jobs: int = 8,
+    files_per_job: int = 6,
+    seed: int = 7,
+    cpu_seconds_per_gb: float = HAMMERCLOUD_CPU_SECONDS_PER_GB,
+    seeks_per_mb: float = HAMMERCLOUD_SEEKS_PER_MB,
+) -> NodeTestResult:
     base = demo_site()
     node = NodeSpec(f"hc-{storage_type}", {**SCRATCH, **PROBE_ONLY}[storage_type], slots=jobs, ab_arm="A")
-    site = SiteSpec(base.cluster, (node,), base.origins, base.cache, base.cache_capacity_bytes,
-                    base.workload, base.catalogue)
+    site = SiteSpec(
+        base.cluster, (node,), base.origins, base.cache, base.cache_capacity_bytes, base.workload, base.catalogue
+    )
     rng = np.random.default_rng(seed)
     finished: list[FinishedJob] = []
     model = SiteModel(site, rng, finished.append)
@@ -52,8 +58,9 @@ def run_node_test(storage_type: str, jobs: int = 8, files_per_job: int = 6, seed
             size = 2.0 * GB
             pieces = int(np.ceil(size / STAGE_PIECE_BYTES))
             for p in range(pieces):
-                plan.append(("S", slot, fidx, min(STAGE_PIECE_BYTES, size - p * STAGE_PIECE_BYTES),
-                             p == 0, p == pieces - 1))
+                plan.append(
+                    ("S", slot, fidx, min(STAGE_PIECE_BYTES, size - p * STAGE_PIECE_BYTES), p == 0, p == pieces - 1)
+                )
             chunk = size * 0.6 / READ_CHUNKS_PER_FILE
             for _ in range(READ_CHUNKS_PER_FILE):
                 plan.append(("R", chunk, chunk / MB * seeks_per_mb, chunk / GB * cpu_seconds_per_gb))

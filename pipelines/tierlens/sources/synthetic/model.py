@@ -59,8 +59,9 @@ class Scratch:
     def __init__(self, cfg: ScratchConfig, shared_queues: Queues | None = None) -> None:
         self.cfg = cfg
         d = cfg.device
-        self.q = shared_queues or Queues(cfg.members * d.queues, d.access_seconds,
-                                         d.read_bytes_per_second, d.write_bytes_per_second)
+        self.q = shared_queues or Queues(
+            cfg.members * d.queues, d.access_seconds, d.read_bytes_per_second, d.write_bytes_per_second
+        )
         self.latency = cfg.network_latency_seconds
         #: (from time, factor): a site change that made this node's scratch reads faster (or slower).
         self.read_speedups: list[tuple[float, float]] = []
@@ -210,8 +211,7 @@ class FinishedJob:
 class SiteModel:
     """Runs a site forward in time; finished jobs are handed to ``on_finish`` as they end."""
 
-    def __init__(self, site: SiteSpec, rng: np.random.Generator,
-                 on_finish: Callable[[FinishedJob], None]) -> None:
+    def __init__(self, site: SiteSpec, rng: np.random.Generator, on_finish: Callable[[FinishedJob], None]) -> None:
         self.site = site
         self.rng = rng
         self.on_finish = on_finish
@@ -221,8 +221,9 @@ class SiteModel:
             cfg = node.scratch
             if cfg.shared and cfg.storage_type not in shared:
                 d = cfg.device
-                shared[cfg.storage_type] = Queues(cfg.members, d.access_seconds,
-                                                  d.read_bytes_per_second, d.write_bytes_per_second)
+                shared[cfg.storage_type] = Queues(
+                    cfg.members, d.access_seconds, d.read_bytes_per_second, d.write_bytes_per_second
+                )
             self.scratch[node.name] = Scratch(cfg, shared.get(cfg.storage_type) if cfg.shared else None)
         self.nic = {n.name: Queues(1, 0.0, n.nic_gbps * 1.25e8, n.nic_gbps * 1.25e8) for n in site.nodes}
         self.origins = [Server(s) for s in site.origins]
@@ -301,9 +302,11 @@ class SiteModel:
         else:  # "O": stage-out to the origin: read back from scratch, written on a server's disk
             _, fidx, nbytes = op
             origin = self.origins[fidx % len(self.origins)]
-            done = max(self.scratch[job.node.name].read(t, nbytes, nbytes / STREAM_BYTES_PER_SEEK),
-                       self.nic[job.node.name].serve(0, t, nbytes / self.nic[job.node.name].write_bps),
-                       origin.write(t, nbytes))
+            done = max(
+                self.scratch[job.node.name].read(t, nbytes, nbytes / STREAM_BYTES_PER_SEEK),
+                self.nic[job.node.name].serve(0, t, nbytes / self.nic[job.node.name].write_bps),
+                origin.write(t, nbytes),
+            )
         job.io_seconds += done - t
         job.cpu_user += cpu * job.cpu_scale
         self._push(done + cpu * job.cpu_scale / job.cores, 1, job)
@@ -313,8 +316,16 @@ class SiteModel:
         if job.node.ab_arm == "B":
             hit, miss = self.cache_content.access(file_index, size, fraction)
             self.cache_staged_bytes += miss
-            acc = Access(file_index, self.cache.spec.host, "cache", mode, start=t,
-                         hit_bytes=hit, miss_bytes=miss, hit_fraction=hit / (hit + miss) if hit + miss else 0.0)
+            acc = Access(
+                file_index,
+                self.cache.spec.host,
+                "cache",
+                mode,
+                start=t,
+                hit_bytes=hit,
+                miss_bytes=miss,
+                hit_fraction=hit / (hit + miss) if hit + miss else 0.0,
+            )
         else:
             origin = self.origins[file_index % len(self.origins)]
             acc = Access(file_index, origin.spec.host, "origin", mode, start=t)
@@ -331,16 +342,20 @@ class SiteModel:
                 done = max(done, self.cache.read(t, hit_b, seeks * acc.hit_fraction, acc.file_index))
             if miss_b > 0:
                 origin = self.origins[acc.file_index % len(self.origins)]
-                done = max(done, origin.read(t, miss_b, seeks * (1 - acc.hit_fraction), acc.file_index),
-                           self.cache.write(t, miss_b))
+                done = max(
+                    done,
+                    origin.read(t, miss_b, seeks * (1 - acc.hit_fraction), acc.file_index),
+                    self.cache.write(t, miss_b),
+                )
         else:
             origin = self.origins[acc.file_index % len(self.origins)]
             done = max(done, origin.read(t, nbytes, seeks, acc.file_index))
         job.bytes_remote_read += nbytes
         return done
 
-    def _stage_piece(self, job: Job, t: float, slot: int, file_index: int, nbytes: float,
-                     first: bool, last: bool) -> float:
+    def _stage_piece(
+        self, job: Job, t: float, slot: int, file_index: int, nbytes: float, first: bool, last: bool
+    ) -> float:
         acc = self._open(job, t, slot, file_index, 1.0, "stage") if first else job.accesses[slot]
         # xrdcp streams sequentially: one access per piece, the copy is written to scratch as it arrives.
         # Many streams interleave on an origin's disks, so even a sequential copy pays a seek
@@ -354,8 +369,18 @@ class SiteModel:
             acc.end = done
         return done
 
-    def _direct_chunk(self, job: Job, t: float, slot: int, file_index: int, fraction: float,
-                      nbytes: float, seeks: float, first: bool, last: bool) -> float:
+    def _direct_chunk(
+        self,
+        job: Job,
+        t: float,
+        slot: int,
+        file_index: int,
+        fraction: float,
+        nbytes: float,
+        seeks: float,
+        first: bool,
+        last: bool,
+    ) -> float:
         acc = self._open(job, t, slot, file_index, fraction, "direct") if first else job.accesses[slot]
         done = self._remote(job, acc, t, nbytes, seeks)
         acc.readv_bytes += nbytes

@@ -45,21 +45,29 @@ def run_job(cfg: ScratchConfig, job: ProbeJob, slots: int, seconds: float = SIM_
         if t >= seconds or issued[p] >= MAX_REQUESTS_PER_PROCESS:
             end = max(end, t)
             continue
-        done = (scratch.write(t, job.block_size) if job.rw == "write"
-                else scratch.read(t, job.block_size, seeks))
+        done = scratch.write(t, job.block_size) if job.rw == "write" else scratch.read(t, job.block_size, seeks)
         latencies.append(done - t)
         issued[p] += 1
         heapq.heappush(ready, (done, p))
     lat = np.asarray(latencies)
     n = len(lat)
-    return {"bandwidth_bytes_per_second": n * job.block_size / end, "iops": n / end,
-            "mean_latency_seconds": float(lat.mean()), "p99_latency_seconds": float(np.quantile(lat, 0.99)),
-            "seconds": float(end)}
+    return {
+        "bandwidth_bytes_per_second": n * job.block_size / end,
+        "iops": n / end,
+        "mean_latency_seconds": float(lat.mean()),
+        "p99_latency_seconds": float(np.quantile(lat, 0.99)),
+        "seconds": float(end),
+    }
 
 
-def run_synthetic_probe(storage_type: str, slots: int = 8, node: str | None = None,
-                        scratch: dict[str, ScratchConfig] | None = None, budget: Budget | None = None,
-                        sustained: bool = False) -> pa.Table:
+def run_synthetic_probe(
+    storage_type: str,
+    slots: int = 8,
+    node: str | None = None,
+    scratch: dict[str, ScratchConfig] | None = None,
+    budget: Budget | None = None,
+    sustained: bool = False,
+) -> pa.Table:
     """The probe job set against the generator's device ``storage_type`` (a key of SCRATCH or
     PROBE_ONLY; the records carry the device's storage type), plus the sustained-write jobs
     (probe/sustained.py) when ``sustained``."""
@@ -69,11 +77,29 @@ def run_synthetic_probe(storage_type: str, slots: int = 8, node: str | None = No
     cfg = configs[storage_type]
     probe_id = uuid.uuid4().hex[:16]
     started = datetime.now(timezone.utc)
-    common = {"probe_id": probe_id, "node": node or f"synthetic:{storage_type}", "path": None,
-              "storage_type": cfg.storage_type, "device_models": cfg.device_models, "tool": "synthetic",
-              "tool_version": "tierlens-des-2", "direct_io": True, "probed_at": started}
-    rows = [{**common, "job_name": job.name, "rw": job.rw, "block_size_bytes": job.block_size, "queue_depth": 1,
-             "processes": job.processes(slots), **run_job(cfg, job, slots)} for job in JOBS]
+    common = {
+        "probe_id": probe_id,
+        "node": node or f"synthetic:{storage_type}",
+        "path": None,
+        "storage_type": cfg.storage_type,
+        "device_models": cfg.device_models,
+        "tool": "synthetic",
+        "tool_version": "tierlens-des-2",
+        "direct_io": True,
+        "probed_at": started,
+    }
+    rows = [
+        {
+            **common,
+            "job_name": job.name,
+            "rw": job.rw,
+            "block_size_bytes": job.block_size,
+            "queue_depth": 1,
+            "processes": job.processes(slots),
+            **run_job(cfg, job, slots),
+        }
+        for job in JOBS
+    ]
     if sustained:
         result, read = run_sustained(cfg, slots, budget)
         rows += [{**common, **r} for r in sustained_rows(result, read, slots)]
@@ -82,8 +108,10 @@ def run_synthetic_probe(storage_type: str, slots: int = 8, node: str | None = No
 
 # ----------------------------------------------------------------------------- sustained writes
 
-def run_sustained(cfg: ScratchConfig, slots: int, budget: Budget | None = None,
-                  read_requests: int = 400) -> tuple[Sustained, dict]:
+
+def run_sustained(
+    cfg: ScratchConfig, slots: int, budget: Budget | None = None, read_requests: int = 400
+) -> tuple[Sustained, dict]:
     """Write with every slot past the device's fast region (probe/sustained.py's rules), then read
     at random with one process while the others keep writing."""
     budget = budget or Budget()
@@ -124,7 +152,12 @@ def run_sustained(cfg: ScratchConfig, slots: int, budget: Budget | None = None,
         reader_t = done
     elapsed = reader_t - now
     arr = np.asarray(lat)
-    read = {"block_size_bytes": READ_BYTES, "seconds": float(elapsed),
-            "bandwidth_bytes_per_second": len(arr) * READ_BYTES / elapsed, "iops": len(arr) / elapsed,
-            "mean_latency_seconds": float(arr.mean()), "p99_latency_seconds": float(np.quantile(arr, 0.99))}
+    read = {
+        "block_size_bytes": READ_BYTES,
+        "seconds": float(elapsed),
+        "bandwidth_bytes_per_second": len(arr) * READ_BYTES / elapsed,
+        "iops": len(arr) / elapsed,
+        "mean_latency_seconds": float(arr.mean()),
+        "p99_latency_seconds": float(np.quantile(arr, 0.99)),
+    }
     return result, read

@@ -38,9 +38,15 @@ KINGSTON_SSD = DeviceProfile("Kingston SV300S37A120G", 0.0002, 220 * MB, 28 * MB
 # A consumer QLC SATA SSD with a dynamic SLC buffer: datasheet-fast until ~12 GB have been written
 # without a pause, then a fraction of its spec sheet (the cliff a buying guide must catch). Not part
 # of the demo site's nodes; probed with ``--synthetic ssd_consumer`` and used by the tests.
-CONSUMER_SSD = DeviceProfile("Generic QLC SATA SSD 1TB", 0.00009, 550 * MB, 500 * MB,
-                             write_cache_bytes=12 * GB, steady_write_bytes_per_second=45 * MB,
-                             recovery_bytes_per_second=150 * MB)
+CONSUMER_SSD = DeviceProfile(
+    "Generic QLC SATA SSD 1TB",
+    0.00009,
+    550 * MB,
+    500 * MB,
+    write_cache_bytes=12 * GB,
+    steady_write_bytes_per_second=45 * MB,
+    recovery_bytes_per_second=150 * MB,
+)
 SAMSUNG_NVME = DeviceProfile("Samsung MZQL2960HCJR", 0.00008, 3000 * MB, 1400 * MB, queues=8)
 CACHE_SSD = DeviceProfile("OCZ Talos 2C", 0.0001, 450 * MB, 250 * MB)
 NFS_SPINDLE = DeviceProfile("nfs:nas01 spindle", 0.0125, 110 * MB, 100 * MB)
@@ -152,8 +158,14 @@ def demo_site(nodes_per_type: int = 2, slots: int = 8, cluster: str = "t2demo") 
     # Every storage type gets an even number of nodes so both arms run on identical hardware:
     # an arm with the only NVMe node would measure the NVMe, not the cache.
     others = 2 * -(-nodes_per_type // 2)
-    counts = {"hdd": 2 * nodes_per_type, "raid0": 2 * nodes_per_type, "raid1": others,
-              "ssd": others, "nvme": others, "nfs": others}
+    counts = {
+        "hdd": 2 * nodes_per_type,
+        "raid0": 2 * nodes_per_type,
+        "raid1": others,
+        "ssd": others,
+        "nvme": others,
+        "nfs": others,
+    }
     nodes: list[NodeSpec] = []
     for storage_type, count in counts.items():
         for i in range(count):
@@ -170,8 +182,9 @@ def demo_site(nodes_per_type: int = 2, slots: int = 8, cluster: str = "t2demo") 
     return SiteSpec(cluster, tuple(nodes), origins, cache, cache_capacity)
 
 
-def contention_free_site(nodes: int = 6, slots: int = 8, cluster: str = "t2mix",
-                         scratch_latency_seconds: float = 0.01, load: float = 0.9) -> SiteSpec:
+def contention_free_site(
+    nodes: int = 6, slots: int = 8, cluster: str = "t2mix", scratch_latency_seconds: float = 0.01, load: float = 0.9
+) -> SiteSpec:
     """A site where no job waits for another: what a job-mix test needs.
 
     Every read a job makes from scratch pays a fixed latency per access (a high-latency network
@@ -183,13 +196,19 @@ def contention_free_site(nodes: int = 6, slots: int = 8, cluster: str = "t2mix",
     scratch = ScratchConfig("other", SAMSUNG_NVME, network_latency_seconds=scratch_latency_seconds)
     if slots > SAMSUNG_NVME.queues:
         raise ValueError(f"{slots} slots would share {SAMSUNG_NVME.queues} scratch channels")
-    node_specs = tuple(NodeSpec(f"wn-{i + 1:02d}", scratch, slots, "A" if i % 2 == 0 else "B", nic_gbps=400.0)
-                       for i in range(nodes))
+    node_specs = tuple(
+        NodeSpec(f"wn-{i + 1:02d}", scratch, slots, "A" if i % 2 == 0 else "B", nic_gbps=400.0) for i in range(nodes)
+    )
 
     def server(host: str, role: str) -> ServerSpec:
         return ServerSpec(host, role, SAMSUNG_NVME, queues=64, nic_bytes_per_second=200 * GB)
 
     origins = tuple(server(f"se{i + 1:02d}.{cluster}", "origin") for i in range(3))
-    return SiteSpec(cluster, node_specs, origins, server(f"xcache01.{cluster}", "cache"),
-                    cache_capacity_bytes=int(nodes * slots * 0.05e12),
-                    workload=Workload(load=load, analysis_direct_share=0.0))
+    return SiteSpec(
+        cluster,
+        node_specs,
+        origins,
+        server(f"xcache01.{cluster}", "cache"),
+        cache_capacity_bytes=int(nodes * slots * 0.05e12),
+        workload=Workload(load=load, analysis_direct_share=0.0),
+    )

@@ -24,19 +24,26 @@ from .generate import SyntheticOptions, generate
 from .site import demo_site
 
 
-def synthetic_options(start: str = "2026-10-01", days: float = 30, seed: int = 42,
-                      nodes_per_type: int = 2) -> SyntheticOptions:
+def synthetic_options(
+    start: str = "2026-10-01", days: float = 30, seed: int = 42, nodes_per_type: int = 2
+) -> SyntheticOptions:
     """Options from the DAG's settings (plain strings and numbers); ``start`` a UTC date."""
     t0 = datetime.fromisoformat(start)
     t0 = t0.replace(tzinfo=timezone.utc) if t0.tzinfo is None else t0.astimezone(timezone.utc)
-    return SyntheticOptions(days=float(days), seed=int(seed), start=t0,
-                            site=demo_site(nodes_per_type=int(nodes_per_type)))
+    return SyntheticOptions(
+        days=float(days), seed=int(seed), start=t0, site=demo_site(nodes_per_type=int(nodes_per_type))
+    )
 
 
 def _key(options: SyntheticOptions) -> str:
-    spec = {"days": options.days, "seed": options.seed, "start": options.start.isoformat(),
-            "warmup": options.warmup_days, "nodes": [n.name for n in options.site.nodes],
-            "cluster": options.site.cluster}
+    spec = {
+        "days": options.days,
+        "seed": options.seed,
+        "start": options.start.isoformat(),
+        "warmup": options.warmup_days,
+        "nodes": [n.name for n in options.site.nodes],
+        "cluster": options.site.cluster,
+    }
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 

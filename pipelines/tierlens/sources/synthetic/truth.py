@@ -21,9 +21,9 @@ from .site import GB, MB, SiteSpec
 @dataclass(frozen=True)
 class TrueServiceTime:
     storage_type: str
-    read_s_per_gb: float          # one job alone, one channel
+    read_s_per_gb: float  # one job alone, one channel
     write_s_per_gb: float
-    channels: int                 # independent servers behind the scratch path
+    channels: int  # independent servers behind the scratch path
 
     @property
     def read_range(self) -> tuple[float, float]:
@@ -62,7 +62,9 @@ def truth_table(site: SiteSpec, staged_read_fraction: float) -> dict[str, tuple[
         out[f"scratch_read_s_per_gb[{st}]"] = (t.read_s_per_gb, lo, hi)
         out[f"scratch_write_s_per_gb[{st}]"] = (t.write_s_per_gb, t.write_s_per_gb / t.channels, t.write_s_per_gb)
         f = staged_read_fraction
-        out[f"scratch_s_per_staged_gb[{st}]"] = (t.read_s_per_gb * f + t.write_s_per_gb,
-                                                 (lo * f + t.write_s_per_gb / t.channels),
-                                                 hi * f + t.write_s_per_gb)
+        out[f"scratch_s_per_staged_gb[{st}]"] = (
+            t.read_s_per_gb * f + t.write_s_per_gb,
+            (lo * f + t.write_s_per_gb / t.channels),
+            hi * f + t.write_s_per_gb,
+        )
     return out
