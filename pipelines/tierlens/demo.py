@@ -12,7 +12,7 @@ import duckdb
 from rich.console import Console
 from rich.progress import Progress
 
-from .cli.common import number_text, print_rows
+from .console import number_text, print_rows
 from .config import Paths
 from .pipeline import ingest
 from .sources.synthetic import SyntheticChange, SyntheticOptions, demo_site, generate
@@ -33,19 +33,26 @@ LEFT_OUT = "ssd"
 def demo_change(days: float) -> SyntheticChange:
     """The site change the demo records halfway through: a shared-file-system client tuning on the
     NFS nodes only, as IFCA tuned its file system for CMS analysis. The other nodes are the control."""
-    return SyntheticChange(day=days / 2, read_speedup=2.5, storage_type="nfs", category="filesystem",
-                           description="NFS client read-ahead 128 KiB -> 4 MiB on the NFS nodes (IFCA-style tuning)")
+    return SyntheticChange(
+        day=days / 2,
+        read_speedup=2.5,
+        storage_type="nfs",
+        category="filesystem",
+        description="NFS client read-ahead 128 KiB -> 4 MiB on the NFS nodes (IFCA-style tuning)",
+    )
 
 
-def demo_options(days: float, seed: int, nodes_per_type: int, changes: tuple | None = None,
-                 left_out: str | None = LEFT_OUT) -> SyntheticOptions:
+def demo_options(
+    days: float, seed: int, nodes_per_type: int, changes: tuple | None = None, left_out: str | None = LEFT_OUT
+) -> SyntheticOptions:
     """What the demo generates: the demo site without ``left_out``'s nodes, with ``changes``
     (default: :func:`demo_change`; ``()`` for none)."""
     site = demo_site(nodes_per_type=nodes_per_type)
     if left_out:
         site = replace(site, nodes=tuple(n for n in site.nodes if n.scratch.storage_type != left_out))
-    return SyntheticOptions(days=days, seed=seed, site=site,
-                            changes=(demo_change(days),) if changes is None else tuple(changes))
+    return SyntheticOptions(
+        days=days, seed=seed, site=site, changes=(demo_change(days),) if changes is None else tuple(changes)
+    )
 
 
 @dataclass(frozen=True)
@@ -58,12 +65,23 @@ class DemoSummary:
     rejects: int
 
 
-def run_demo(p: Paths, *, days: float, seed: int, nodes_per_type: int, console: Console,
-             progress: Callable[[], Progress], transform: Callable[[Path, Path], None],
-             changes: tuple | None = None, left_out: str | None = LEFT_OUT) -> DemoSummary:
+def run_demo(
+    p: Paths,
+    *,
+    days: float,
+    seed: int,
+    nodes_per_type: int,
+    console: Console,
+    progress: Callable[[], Progress],
+    transform: Callable[[Path, Path], None],
+    changes: tuple | None = None,
+    left_out: str | None = LEFT_OUT,
+) -> DemoSummary:
     options = demo_options(days, seed, nodes_per_type, changes, left_out)
-    console.print(f"[bold]tierlens demo[/bold]: {days:g} days of a synthetic Tier-2 "
-                  f"({len(options.site.nodes)} nodes, {options.site.slots} cores), seed {seed}, into {p.home}")
+    console.print(
+        f"[bold]tierlens demo[/bold]: {days:g} days of a synthetic Tier-2 "
+        f"({len(options.site.nodes)} nodes, {options.site.slots} cores), seed {seed}, into {p.home}"
+    )
     for c in options.changes:
         console.print(f"site change on day {c.day:g}: {c.description} (see the report's before/after section)")
     if left_out:
@@ -71,9 +89,11 @@ def run_demo(p: Paths, *, days: float, seed: int, nodes_per_type: int, console: 
     with progress() as bar:
         sim = bar.add_task("simulating site, ingesting batches (days)", total=int(-(-days // 1)))
         summary = ingest(generate(options, progress=lambda day: bar.update(sim, completed=day)), p.warehouse)
-    console.print(f"ingested {sum(summary.rows_loaded.values()):,} rows of the simulated site in "
-                  f"{summary.batches:,} batches; {summary.total_rejected:,} rejected (the report's "
-                  f"'Batches loaded' also counts the device probes' and site changes' own)")
+    console.print(
+        f"ingested {sum(summary.rows_loaded.values()):,} rows of the simulated site in "
+        f"{summary.batches:,} batches; {summary.total_rejected:,} rejected (the report's "
+        f"'Batches loaded' also counts the device probes' and site changes' own)"
+    )
     _export_lake(p)
     transform(p.warehouse, p.dbt_state)
     efficiency = predict_efficiency(p, options.site, console, (left_out,) if left_out else ())
@@ -109,10 +129,12 @@ def predict_efficiency(p: Paths, site: SiteSpec, console: Console, not_run: tupl
     from .transform import refresh_efficiency_marts
     from .warehouse import Warehouse
 
-    caches = (whatif.CacheOption(),) + tuple(whatif.CacheOption(pol, site.cache_capacity_bytes)
-                                             for pol in DEMO_CACHE_POLICIES)
-    options = whatif.EfficiencyOptions(job_class="analysis", jobs_per_node=DEMO_JOBS_PER_NODE, caches=caches,
-                                       candidates=True)
+    caches = (whatif.CacheOption(),) + tuple(
+        whatif.CacheOption(pol, site.cache_capacity_bytes) for pol in DEMO_CACHE_POLICIES
+    )
+    options = whatif.EfficiencyOptions(
+        job_class="analysis", jobs_per_node=DEMO_JOBS_PER_NODE, caches=caches, candidates=True
+    )
     probe_devices(p, site, not_run)
     with Warehouse(p.warehouse) as w, console.status("simulating efficiency of configurations") as status:
         run = whatif.run(w.con, options, progress=lambda m: status.update(f"efficiency model: {m}"))
@@ -139,13 +161,18 @@ def print_efficiency_checks(run, console: Console) -> None:
 
     print_efficiency(run, None, console)
     g = whatif.glasgow_ordering(run, GLASGOW_TABLE1)
-    console.print(f"Glasgow Table 1 ordering ({g.name}, no cache): Kendall tau {g.kendall_tau:+.2f}; "
-                  + ", ".join(f"{k} {g.predicted[k]:.0%} (seed {g.reference[k]:.0%})"
-                              for k in sorted(g.predicted, key=g.predicted.get)))
+    console.print(
+        f"Glasgow Table 1 ordering ({g.name}, no cache): Kendall tau {g.kendall_tau:+.2f}; "
+        + ", ".join(
+            f"{k} {g.predicted[k]:.0%} (seed {g.reference[k]:.0%})" for k in sorted(g.predicted, key=g.predicted.get)
+        )
+    )
     arms = whatif.arm_differences(run)
     agree = sum(1 for m, q in arms.values() if (m > 0) == (q > 0))
-    console.print(f"SLAC arms (B tries the cache): B - A predicted with the measured sign for {agree} of "
-                  f"{len(arms)} storage types (SLAC seed: B higher)")
+    console.print(
+        f"SLAC arms (B tries the cache): B - A predicted with the measured sign for {agree} of "
+        f"{len(arms)} storage types (SLAC seed: B higher)"
+    )
 
 
 def _export_lake(p: Paths) -> None:
@@ -158,16 +185,27 @@ def _export_lake(p: Paths) -> None:
 def summarize(warehouse: Path) -> DemoSummary:
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
-        jobs, eff = con.execute("SELECT count(*), sum(cpu_seconds) / sum(core_wall_seconds) "
-                            "FROM marts.job_efficiency").fetchone()
-        arms = dict(con.execute("SELECT 'A', efficiency_a FROM marts.ab_comparison WHERE period_grain = 'all' "
-                            "UNION ALL SELECT 'B', efficiency_b FROM marts.ab_comparison "
-                            "WHERE period_grain = 'all'").fetchall())
-        storage = dict(con.execute("SELECT storage_type, sum(cpu_seconds) / sum(core_wall_seconds) "
-                               "FROM marts.job_efficiency WHERE job_class = 'analysis' "
-                               "GROUP BY storage_type ORDER BY 2").fetchall())
-        hit = con.execute("SELECT sum(gb_delivered_from_cache) / nullif(sum(gb_delivered_from_cache + gb_staged_in"
-                      " + gb_bypassed), 0) FROM marts.cache_hourly").fetchone()[0]
+        jobs, eff = con.execute(
+            "SELECT count(*), sum(cpu_seconds) / sum(core_wall_seconds) FROM marts.job_efficiency"
+        ).fetchone()
+        arms = dict(
+            con.execute(
+                "SELECT 'A', efficiency_a FROM marts.ab_comparison WHERE period_grain = 'all' "
+                "UNION ALL SELECT 'B', efficiency_b FROM marts.ab_comparison "
+                "WHERE period_grain = 'all'"
+            ).fetchall()
+        )
+        storage = dict(
+            con.execute(
+                "SELECT storage_type, sum(cpu_seconds) / sum(core_wall_seconds) "
+                "FROM marts.job_efficiency WHERE job_class = 'analysis' "
+                "GROUP BY storage_type ORDER BY 2"
+            ).fetchall()
+        )
+        hit = con.execute(
+            "SELECT sum(gb_delivered_from_cache) / nullif(sum(gb_delivered_from_cache + gb_staged_in"
+            " + gb_bypassed), 0) FROM marts.cache_hourly"
+        ).fetchone()[0]
         rejects = con.execute("SELECT count(*) FROM main.raw_rejects").fetchone()[0]
     finally:
         con.close()
@@ -183,12 +221,24 @@ def print_summary(s: DemoSummary, console: Console) -> None:
     """The demo's answers as the `tierlens sql` console prints tables: one number format, fitted
     to the terminal (a row per block when too wide), a sentence when a table is empty."""
     console.print(f"{s.jobs:,} jobs, site CPU efficiency {number_text(_pct(s.efficiency))} %", highlight=False)
-    print_rows("A/B arms: CPU/wall of the site's jobs", ["A/B arm", "CPU/wall (tierlens)", "CPU/wall (SLAC seed)"],
-               [[f"{arm} ({'skips' if arm == 'A' else 'tries'} the SSD cache)", s.arm_cpu_per_wall.get(arm),
-                 SLAC_CPU_PER_WALL[arm]] for arm in ("A", "B")])
-    print_rows("analysis jobs: CPU efficiency by scratch storage type", ["storage type", "efficiency (%)"],
-               [[st, _pct(e)] for st, e in s.storage_efficiency.items()],
-               empty_reason="No analysis job carried a storage tag (marts.efficiency_by_group).")
+    print_rows(
+        "A/B arms: CPU/wall of the site's jobs",
+        ["A/B arm", "CPU/wall (tierlens)", "CPU/wall (SLAC seed)"],
+        [
+            [
+                f"{arm} ({'skips' if arm == 'A' else 'tries'} the SSD cache)",
+                s.arm_cpu_per_wall.get(arm),
+                SLAC_CPU_PER_WALL[arm],
+            ]
+            for arm in ("A", "B")
+        ],
+    )
+    print_rows(
+        "analysis jobs: CPU efficiency by scratch storage type",
+        ["storage type", "efficiency (%)"],
+        [[st, _pct(e)] for st, e in s.storage_efficiency.items()],
+        empty_reason="No analysis job carried a storage tag (marts.efficiency_by_group).",
+    )
     if s.cache_hit_ratio_bytes is not None:
         console.print(f"SSD cache byte hit ratio: {number_text(_pct(s.cache_hit_ratio_bytes))} %", highlight=False)
     console.print(f"rejected records: {s.rejects:,}", highlight=False)
@@ -199,5 +249,8 @@ def _print_node_tests(console: Console) -> None:
     for st in ("ssd", "hdd", "raid1", "raid0", "nvme"):
         seed = GLASGOW_TABLE1.get(st)
         rows.append([st, _pct(run_node_test(st).mean_job_efficiency), _pct(seed) if seed else None])
-    print_rows("HammerCloud-style test: 8 analysis jobs on one 8-core node (Glasgow Table 1)",
-               ["storage type", "mean job efficiency, model (%)", "Glasgow seed (%)"], rows)
+    print_rows(
+        "HammerCloud-style test: 8 analysis jobs on one 8-core node (Glasgow Table 1)",
+        ["storage type", "mean job efficiency, model (%)", "Glasgow seed (%)"],
+        rows,
+    )
