@@ -13,7 +13,6 @@ from .common import (
     FormatOpt,
     WarehouseOpt,
     console,
-    err,
     fail,
     ingest_and_print,
     output_format,

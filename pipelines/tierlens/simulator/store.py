@@ -15,7 +15,6 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from pathlib import Path
 
 import pyarrow as pa
 

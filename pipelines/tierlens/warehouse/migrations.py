@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import lru_cache
+from functools import lru_cache, cache
 from pathlib import Path
 
 import duckdb
@@ -142,7 +142,7 @@ def _existing(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, tuple[str, 
     return tables
 
 
-@lru_cache(maxsize=None)
+@cache
 def _canonical_type(sql_type: str) -> str:
     """DuckDB's own spelling of a type (TIMESTAMPTZ is 'TIMESTAMP WITH TIME ZONE')."""
     con = duckdb.connect()

@@ -173,7 +173,7 @@ def with_job_level(rows: list[dict], locs: list[str]) -> tuple[list[dict], list[
         if k not in job_best or _step_rank(step) < _step_rank(rows[job_best[k]]["step_id"]):
             job_best[k] = i
     out_rows, out_locs = [], []
-    for key, i in sorted(best.items()):
+    for _key, i in sorted(best.items()):
         out_rows.append(rows[i])
         out_locs.append(locs[i])
     for (cluster, job), i in sorted(job_best.items()):

@@ -45,7 +45,7 @@ class SyntheticChange:
     category: str = "storage"
 
     @classmethod
-    def parse(cls, text: str) -> "SyntheticChange":
+    def parse(cls, text: str) -> SyntheticChange:
         """'day=14,storage_type=raid1,read_speedup=1.3' (nodes separated by '+')."""
         values: dict[str, object] = {}
         for part in filter(None, (p.strip() for p in text.split(","))):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .site import GB, MB, NodeSpec, ScratchConfig, ServerSpec, SiteSpec
+from .site import MB, NodeSpec, ScratchConfig, ServerSpec, SiteSpec
 
 STAGE_PIECE_BYTES = 512 * MB
 READ_CHUNKS_PER_FILE = 8
