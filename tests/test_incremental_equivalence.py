@@ -169,7 +169,30 @@ class Replay:
             pc.and_(pc.is_null(accesses["job_identity"]), pc.is_valid(accesses["client_host"])),
             pc.and_(pc.greater_equal(arrival, pa.scalar(closing_from)), pc.less(arrival, pa.scalar(closing_to))),
         )
-        i = self._index_where(RecordKind.FILE_ACCESS, mask)
+        # one that a job covers whose record is loaded before the access arrives: the access must
+        # find its job when it comes, not stay unmatched for want of one
+        jobs = self.tables[RecordKind.JOB]
+        job_arrival = self.arrivals[RecordKind.JOB]
+        short = lambda host: (host or "").split(".")[0].lower()  # noqa: E731
+        covering = {}
+        for j, at in zip(jobs.to_pylist(), job_arrival.to_pylist()):
+            if j["start_time"] is not None and j["end_time"] is not None:
+                covering.setdefault(short(j["node"]), []).append((j["start_time"], j["end_time"], at))
+        i = next(
+            (
+                k
+                for k in pc.indices_nonzero(mask).to_pylist()
+                if accesses["start_time"][k].as_py() is not None
+                and any(
+                    s <= accesses["start_time"][k].as_py()
+                    and e >= (accesses["end_time"][k].as_py() or accesses["start_time"][k].as_py())
+                    and at < arrival[k].as_py() + ACCESS_DELAY
+                    for s, e, at in covering.get(short(accesses["client_host"][k].as_py()), [])
+                )
+            ),
+            None,
+        )
+        assert i is not None, "no access without an identity has a job covering it in the window"
         arrivals = arrival.to_pylist()
         arrivals[i] = arrivals[i] + ACCESS_DELAY
         self.arrivals[RecordKind.FILE_ACCESS] = pa.array(arrivals, pa.timestamp("us", tz="UTC"))
