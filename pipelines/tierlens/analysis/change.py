@@ -257,18 +257,7 @@ def _load(jobs: pa.Table, changes: pa.Table, p: ChangeParams) -> tuple[dict, lis
         """).fetchall()
     finally:
         con.close()
-    names = (
-        "change_id",
-        "changed_at",
-        "description",
-        "category",
-        "cluster",
-        "scope_nodes",
-        "scope_storage_type",
-        "scope_ab_arm",
-        "at_us",
-        "recorded_us",
-    )
+    names = (*CHANGE_COLUMNS, "at_us", "recorded_us")  # the select's order
     return data, [dict(zip(names, r)) for r in change_rows]
 
 
