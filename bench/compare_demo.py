@@ -1,0 +1,196 @@
+"""Is the demo's output the same at two revisions? Marts row for row, the report byte for byte.
+
+    python bench/compare_demo.py REV_A REV_B [--days 3 --seed 42 --nodes-per-type 1] [--workdir DIR]
+
+Each revision is checked out into a detached ``git worktree`` of its own and runs
+``tierlens demo`` from there (its own code, its own dbt project) into a home of its own. Then:
+
+* every table and view of the ``marts`` schema in the two warehouses is compared as a multiset of
+  rows: ``EXCEPT ALL`` both ways, and the rows of each side counted. Columns that hold when the
+  build ran (``MASKED_COLUMNS``) are left out of the comparison and named in the verdict;
+* every file the report wrote (its HTML and CSVs) is compared as text after masking what only
+  says when or where it was made: clock times, run ids, the demo's home folder.
+
+One verdict line per table and file; the exit status is 1 when anything differs. A refactor that
+claims "no change of behaviour" should show ``same`` everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: Columns that say when a build ran or which run made a row: never equal across two builds.
+MASKED_COLUMNS = re.compile(r"^(loaded_at|built_at|refreshed_at|generated_at|ingested_at|run_at|run_id|batch_id)$")
+
+#: What a report file may say of when and where it was made.
+_CLOCK = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?( ?(UTC|Z|[+-]\d{2}:?\d{2}))?")
+_RUN_ID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[0-9a-f]{32}\b")
+
+
+@dataclass(frozen=True)
+class Build:
+    rev: str
+    commit: str
+    src: Path
+    home: Path
+
+    @property
+    def warehouse(self) -> Path:
+        return self.home / "warehouse.duckdb"
+
+    @property
+    def reports(self) -> Path:
+        return self.home / "reports"
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def build(rev: str, label: str, workdir: Path, demo_args: list[str]) -> Build:
+    """Check ``rev`` out into its own worktree and run the demo from it into its own home."""
+    commit = _git("rev-parse", "--verify", f"{rev}^{{commit}}")
+    src, home = workdir / label / "src", workdir / label / "home"
+    if src.exists():
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(src)], check=False)
+        shutil.rmtree(src, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+    _git("worktree", "add", "--detach", str(src), commit)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERLENS_")}
+    env.update(PYTHONPATH=str(src / "pipelines"), TIERLENS_HOME=str(home))
+    run = "import sys; from tierlens.cli import app; sys.argv[0] = 'tierlens'; app()"
+    cmd = [sys.executable, "-c", run, "demo", "--home", str(home), *demo_args]
+    print(f"{label}: {rev} ({commit[:10]}): {' '.join(cmd[3:])}", flush=True)
+    log = workdir / f"{label}.log"
+    with log.open("w") as out:
+        rc = subprocess.run(cmd, cwd=src, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+    if rc != 0:
+        sys.exit(f"{label}: the demo at {rev} exited {rc}; see {log}")
+    return Build(rev, commit, src, home)
+
+
+def _columns(con: duckdb.DuckDBPyConnection, db: str, table: str) -> list[str]:
+    return [
+        r[0]
+        for r in con.execute(
+            "select column_name from information_schema.columns "
+            "where table_catalog = ? and table_schema = 'marts' and table_name = ? order by ordinal_position",
+            [db, table],
+        ).fetchall()
+    ]
+
+
+def _tables(con: duckdb.DuckDBPyConnection, db: str) -> set[str]:
+    rows = con.execute(
+        "select table_name from information_schema.tables where table_catalog = ? and table_schema = 'marts'", [db]
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:
+    return con.execute(f"select count(*) from ({sql})").fetchone()[0]
+
+
+def compare_marts(a: Build, b: Build) -> list[tuple[str, bool, str]]:
+    """(table, same, what) per mart: rows of each side, rows only in A, rows only in B."""
+    con = duckdb.connect()
+    con.execute(f"attach '{a.warehouse}' as a (read_only)")
+    con.execute(f"attach '{b.warehouse}' as b (read_only)")
+    ta, tb = _tables(con, "a"), _tables(con, "b")
+    verdicts = []
+    for t in sorted(ta | tb):
+        if t not in ta or t not in tb:
+            verdicts.append((f"marts.{t}", False, f"only in {'A' if t in ta else 'B'}"))
+            continue
+        ca, cb = _columns(con, "a", t), _columns(con, "b", t)
+        if ca != cb:
+            verdicts.append((f"marts.{t}", False, f"columns differ: A {ca} / B {cb}"))
+            continue
+        masked = [c for c in ca if MASKED_COLUMNS.match(c)]
+        cols = ", ".join(f'"{c}"' for c in ca if c not in masked) or "1"
+        qa, qb = f"select {cols} from a.marts.{t}", f"select {cols} from b.marts.{t}"
+        na, nb = _count(con, qa), _count(con, qb)
+        only_a = _count(con, f"{qa} except all {qb}")
+        only_b = _count(con, f"{qb} except all {qa}")
+        what = f"{na} rows / {nb} rows, {only_a} only in A, {only_b} only in B"
+        if masked:
+            what += f" (masked: {', '.join(masked)})"
+        verdicts.append((f"marts.{t}", na == nb and only_a == 0 and only_b == 0, what))
+    con.close()
+    return verdicts
+
+
+def masked_text(path: Path, home: Path) -> str:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    text = text.replace(str(home.resolve()), "<HOME>").replace(str(home), "<HOME>")
+    text = _CLOCK.sub("<TIME>", text)
+    return _RUN_ID.sub("<RUN>", text)
+
+
+def compare_report(a: Build, b: Build) -> list[tuple[str, bool, str]]:
+    """(file, same, what) for every file either report folder holds, compared after masking."""
+    fa = {p.relative_to(a.reports) for p in a.reports.rglob("*") if p.is_file()}
+    fb = {p.relative_to(b.reports) for p in b.reports.rglob("*") if p.is_file()}
+    verdicts = []
+    for rel in sorted(fa | fb):
+        name = f"report/{rel}"
+        if rel not in fa or rel not in fb:
+            verdicts.append((name, False, f"only in {'A' if rel in fa else 'B'}"))
+            continue
+        if rel.suffix not in (".html", ".csv", ".txt", ".json", ".md", ".svg"):
+            same = (a.reports / rel).read_bytes() == (b.reports / rel).read_bytes()
+            verdicts.append((name, same, "bytes equal" if same else "bytes differ"))
+            continue
+        ta, tb = masked_text(a.reports / rel, a.home), masked_text(b.reports / rel, b.home)
+        if ta == tb:
+            verdicts.append((name, True, f"{len(ta)} characters, equal after masking"))
+            continue
+        la, lb = ta.splitlines(), tb.splitlines()
+        first = next((i for i, (x, y) in enumerate(zip(la, lb)) if x != y), min(len(la), len(lb)))
+        verdicts.append((name, False, f"line {first + 1} differs ({len(la)} / {len(lb)} lines)"))
+    return verdicts
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("rev_a")
+    ap.add_argument("rev_b")
+    ap.add_argument("--days", default="3")
+    ap.add_argument("--seed", default="42")
+    ap.add_argument("--nodes-per-type", default="1")
+    ap.add_argument("--workdir", type=Path, default=None, help="where the worktrees and homes go [a temporary folder]")
+    ap.add_argument("--keep", action="store_true", help="keep the worktrees and homes")
+    args = ap.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="compare_demo."))
+    workdir.mkdir(parents=True, exist_ok=True)
+    demo_args = ["--days", args.days, "--seed", args.seed, "--nodes-per-type", args.nodes_per_type]
+    builds = [build(args.rev_a, "A", workdir, demo_args), build(args.rev_b, "B", workdir, demo_args)]
+    a, b = builds
+    verdicts = compare_marts(a, b) + compare_report(a, b)
+    print(f"\nA = {a.rev} ({a.commit[:10]}), B = {b.rev} ({b.commit[:10]}); demo {' '.join(demo_args)}")
+    width = max(len(v[0]) for v in verdicts)
+    for name, same, what in verdicts:
+        print(f"{'same' if same else 'DIFFERS':8} {name:{width}}  {what}")
+    differ = sum(not v[1] for v in verdicts)
+    print(f"\n{len(verdicts) - differ} of {len(verdicts)} the same; {differ} differ")
+    if not args.keep:
+        for x in builds:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(x.src)], check=False)
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
