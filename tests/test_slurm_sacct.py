@@ -23,9 +23,9 @@ from typer.testing import CliRunner
 from tierlens.cli import app
 from tierlens.pipeline import ingest
 from tierlens.records import JOB, job_identity
+from tierlens.sources.slurm.parsable2 import _cpu_time
 from tierlens.sources.slurm.sacct import (
     PARSABLE_FIELDS,
-    _cpu_time,
     first_node,
     parse_json_document,
     parse_parsable2,
@@ -605,7 +605,7 @@ def test_launch_failure_loads_with_no_start_and_its_state(tmp_path):
     [NO_VAL, INFINITE, NO_VAL64, INFINITE64, _w(NO_VAL), _w(NO_VAL64), _w(None), _w(7, infinite=True), str(NO_VAL64)],
 )
 def test_sentinels_are_null_not_numbers(value):
-    from tierlens.sources.slurm.sacct import _num, _ts
+    from tierlens.sources.slurm.json_job import _num, _ts
 
     assert _num(value) is None and _ts(value) is None
 
@@ -872,9 +872,9 @@ def _parse(fn, text: str, source: str = "s"):
 def _same(text: str, read_chars: int, monkeypatch) -> int:
     """Fast and generic paths give the same items (rows, locations, rejects) and the same
     problems; returns how many rows came through the fast path."""
-    from tierlens.sources.slurm import sacct
+    from tierlens.sources.slurm import json_stream, sacct
 
-    monkeypatch.setattr(sacct, "READ_CHARS", read_chars)
+    monkeypatch.setattr(json_stream, "READ_CHARS", read_chars)
     fast, fast_problems, n_fast = _parse(sacct.iter_json_rows, text)
     slow, slow_problems, n_slow = _parse(sacct.iter_json_rows_generic, text)
     assert n_slow == 0
@@ -1251,3 +1251,27 @@ def test_the_typed_decoder_does_not_import_the_generic_one():
     tree = ast.parse(Path(typed_mod.__file__).read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert "sacct" not in imported and "tierlens.sources.slurm.sacct" not in imported
+
+
+def test_the_slurm_modules_import_each_other_one_way():
+    """sacct.py is split by concern (running sacct, reading --json, --parsable2, building rows);
+    no two of its modules may import each other, directly or round a longer cycle."""
+    import ast
+
+    folder = REPO / "pipelines" / "tierlens" / "sources" / "slurm"
+    names = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+    graph = {}
+    for name in names:
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        found = set()
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom) and n.level == 1:
+                found |= {n.module} if n.module else {a.name for a in n.names}
+        graph[name] = found & names
+    assert graph["sacct_typed"].isdisjoint({"sacct", "json_job", "json_stream"})
+
+    def reaches(start: str, target: str, seen: set[str]) -> bool:
+        return any(m == target or (m not in seen and reaches(m, target, seen | {m})) for m in graph[start])
+
+    cycles = sorted(m for m in names if reaches(m, m, {m}))
+    assert not cycles, f"import cycle through {cycles}: {graph}"
