@@ -10,7 +10,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import stat
+import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -1234,6 +1236,57 @@ def test_typed_rows_follow_a_field_added_to_the_job_record(monkeypatch):
     steps = job["steps"]
     user = sum(s["time"]["user"]["seconds"] + s["time"]["user"]["microseconds"] / 1e6 for s in steps)
     assert dict(zip(edited, moved[0]))["cpu_user_seconds"] == pytest.approx(user)
+
+
+_ONE_EDIT_RUN = """
+import io, json, sys
+from tierlens.sources.slurm import sacct
+text = open(sys.argv[1]).read()
+out = {}
+for path in ("iter_json_rows", "iter_json_rows_generic"):
+    batches = list(sacct.stream_batches(getattr(sacct, path)(io.StringIO(text), "s"), "s"))
+    out[path] = {"names": batches[0].table.schema.names, "rows": [r for b in batches for r in b.table.to_pylist()]}
+print(json.dumps(out, default=str))
+"""
+
+
+def test_a_field_added_to_records_py_reaches_both_sacct_paths(tmp_path):
+    """The one edit docs/architecture.md promises: a field inserted into JOB in records.py (a copy
+    of the package, edited as a developer would) and nothing else. Both --json paths, through to
+    the Arrow batches the warehouse loads, put every value under its name, the new field null."""
+    from tierlens.sources.slurm import sacct
+
+    package = REPO / "pipelines" / "tierlens"
+    copy = tmp_path / "pipelines" / "tierlens"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__", "_bundled"))
+    records = copy / "records.py"
+    text = records.read_text()
+    job_at = text.index("JOB = pa.schema(")
+    node_at = text.index('_f("node", ', job_at)
+    records.write_text(
+        text[:node_at] + '_f("site_tier", pa.string(), "WLCG tier of the site."),\n        ' + text[node_at:]
+    )
+    env = {**os.environ, "PYTHONPATH": str(copy.parent)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _ONE_EDIT_RUN, str(CAPTURE)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    edited = json.loads(proc.stdout)
+    expected_names = list(JOB.names)
+    expected_names.insert(expected_names.index("node"), "site_tier")
+    text = CAPTURE.read_text()
+    for path in ("iter_json_rows", "iter_json_rows_generic"):
+        plain = [
+            r
+            for b in sacct.stream_batches(getattr(sacct, path)(io.StringIO(text), "s"), "s")
+            for r in b.table.to_pylist()
+        ]
+        got = edited[path]
+        assert got["names"] == expected_names, path
+        assert len(got["rows"]) == len(plain) > 0, path
+        for before, after in zip(plain, got["rows"]):
+            assert after.pop("site_tier") is None
+            assert after == json.loads(json.dumps(before, default=str)), path
 
 
 def test_a_row_field_not_in_the_job_record_is_refused():
