@@ -13,8 +13,12 @@ Each revision is checked out into a detached ``git worktree`` of its own and run
 * every file the report wrote (its HTML and CSVs) is compared as text after masking what only
   says when or where it was made: clock times, run ids, the demo's home folder.
 
-One verdict line per table and file; the exit status is 1 when anything differs. A refactor that
-claims "no change of behaviour" should show ``same`` everywhere.
+One verdict line per table and file: ``same`` (equal as stored), ``same~`` (equal once binary
+floats are rounded to 10 significant digits: DuckDB's parallel float sums add in an order that
+varies between runs, so two builds of one commit differ in the last bits too), or ``DIFFERS``;
+the exit status is 1 when anything differs. A refactor that claims "no change of behaviour"
+should show no ``DIFFERS``. Give one revision twice for the control: what two builds of one
+commit differ by.
 """
 
 from __future__ import annotations
@@ -35,6 +39,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: Columns that say when a build ran or which run made a row: never equal across two builds.
 MASKED_COLUMNS = re.compile(r"^(loaded_at|built_at|refreshed_at|generated_at|ingested_at|run_at|batch_id)$")
+
+#: Verdicts: equal as stored; equal once binary floats are rounded to DIGITS significant digits
+#: (DuckDB sums floats in parallel, in an order that varies from run to run, so two builds of the
+#: same commit can differ in the last bits: bench/LOG.md has the control); different.
+SAME, ROUNDED, DIFFERS = "same", "same~", "DIFFERS"
+DIGITS = 10
+_DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?:[eE][+-]?\d+)?(?![\w.])")
 
 #: What a report file may say of when and where it was made.
 _CLOCK = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?( ?(UTC|Z|[+-]\d{2}:?\d{2}))?")
@@ -88,15 +99,27 @@ def build(rev: str, label: str, workdir: Path, demo_args: list[str]) -> Build:
     return Build(rev, commit, src, home)
 
 
-def _columns(con: duckdb.DuckDBPyConnection, db: str, table: str) -> list[str]:
-    return [
-        r[0]
-        for r in con.execute(
-            "select column_name from information_schema.columns "
-            "where table_catalog = ? and table_schema = 'marts' and table_name = ? order by ordinal_position",
-            [db, table],
-        ).fetchall()
-    ]
+def _columns(con: duckdb.DuckDBPyConnection, db: str, table: str) -> list[tuple[str, str]]:
+    """(name, type) of each column, in order."""
+    return con.execute(
+        "select column_name, data_type from information_schema.columns "
+        "where table_catalog = ? and table_schema = 'marts' and table_name = ? order by ordinal_position",
+        [db, table],
+    ).fetchall()
+
+
+def _select(columns: list[tuple[str, str]], rounded: bool) -> str:
+    """The columns as compared: as stored, or binary floats rounded to DIGITS significant digits."""
+    out = []
+    for name, kind in columns:
+        c = f'"{name}"'
+        if rounded and kind in ("DOUBLE", "FLOAT", "REAL"):
+            c = (
+                f"case when {c} is null or isnan({c}) or isinf({c}) or {c} = 0 then {c} "
+                f"else round({c}, {DIGITS - 1} - cast(floor(log10(abs({c}))) as integer)) end"
+            )
+        out.append(c)
+    return ", ".join(out) or "1"
 
 
 def _tables(con: duckdb.DuckDBPyConnection, db: str) -> set[str]:
@@ -110,10 +133,9 @@ def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:
     return con.execute(f"select count(*) from ({sql})").fetchone()[0]
 
 
-def _differences(con: duckdb.DuckDBPyConnection, table: str, columns: list[str]) -> tuple[int, int, int, int]:
-    """Rows in A, rows in B, rows only in A, rows only in B (as multisets, on ``columns``)."""
-    cols = ", ".join(f'"{c}"' for c in columns) or "1"
-    qa, qb = f"select {cols} from a.marts.{table}", f"select {cols} from b.marts.{table}"
+def _differences(con: duckdb.DuckDBPyConnection, table: str, select: str) -> tuple[int, int, int, int]:
+    """Rows in A, rows in B, rows only in A, rows only in B (as multisets, on ``select``)."""
+    qa, qb = f"select {select} from a.marts.{table}", f"select {select} from b.marts.{table}"
     return (
         _count(con, qa),
         _count(con, qb),
@@ -122,8 +144,23 @@ def _differences(con: duckdb.DuckDBPyConnection, table: str, columns: list[str])
     )
 
 
-def compare_marts(a: Build, b: Build) -> list[tuple[str, bool, str]]:
-    """(table, same, what) per mart: rows of each side, rows only in A, rows only in B."""
+def _compare_table(con: duckdb.DuckDBPyConnection, t: str) -> tuple[str, str]:
+    ca, cb = _columns(con, "a", t), _columns(con, "b", t)
+    if ca != cb:
+        return DIFFERS, f"columns differ: A {ca} / B {cb}"
+    kept = [c for c in ca if not MASKED_COLUMNS.match(c[0])]
+    masked = f" (without {', '.join(c[0] for c in ca if c not in kept)})" if len(kept) < len(ca) else ""
+    na, nb, only_a, only_b = _differences(con, t, _select(kept, rounded=False))
+    what = f"{na} rows / {nb} rows, {only_a} only in A, {only_b} only in B{masked}"
+    if na == nb and only_a == only_b == 0:
+        return SAME, what
+    _, _, only_a, only_b = _differences(con, t, _select(kept, rounded=True))
+    what += f"; floats to {DIGITS} digits: {only_a} only in A, {only_b} only in B"
+    return (ROUNDED if na == nb and only_a == only_b == 0 else DIFFERS), what
+
+
+def compare_marts(a: Build, b: Build) -> list[tuple[str, str, str]]:
+    """(table, verdict, what) per mart: rows of each side, rows only in A, rows only in B."""
     con = duckdb.connect()
     con.execute(f"attach '{a.warehouse}' as a (read_only)")
     con.execute(f"attach '{b.warehouse}' as b (read_only)")
@@ -131,20 +168,9 @@ def compare_marts(a: Build, b: Build) -> list[tuple[str, bool, str]]:
     verdicts = []
     for t in sorted(ta | tb):
         if t not in ta or t not in tb:
-            verdicts.append((f"marts.{t}", False, f"only in {'A' if t in ta else 'B'}"))
-            continue
-        ca, cb = _columns(con, "a", t), _columns(con, "b", t)
-        if ca != cb:
-            verdicts.append((f"marts.{t}", False, f"columns differ: A {ca} / B {cb}"))
-            continue
-        na, nb, only_a, only_b = _differences(con, t, ca)
-        what = f"{na} rows / {nb} rows, {only_a} only in A, {only_b} only in B"
-        masked = [c for c in ca if MASKED_COLUMNS.match(c)]
-        if (only_a or only_b) and masked:
-            # the same apart from when the build ran?
-            _, _, only_a, only_b = _differences(con, t, [c for c in ca if c not in masked])
-            what += f"; without {', '.join(masked)}: {only_a} only in A, {only_b} only in B"
-        verdicts.append((f"marts.{t}", na == nb and only_a == 0 and only_b == 0, what))
+            verdicts.append((f"marts.{t}", DIFFERS, f"only in {'A' if t in ta else 'B'}"))
+        else:
+            verdicts.append((f"marts.{t}", *_compare_table(con, t)))
     con.close()
     return verdicts
 
@@ -156,27 +182,46 @@ def masked_text(path: Path, home: Path) -> str:
     return _RUN_ID.sub("<RUN>", text)
 
 
-def compare_report(a: Build, b: Build) -> list[tuple[str, bool, str]]:
-    """(file, same, what) for every file either report folder holds, compared after masking."""
+def _rounded(text: str) -> str:
+    """Every decimal number written to DIGITS significant digits."""
+    return _DECIMAL.sub(lambda m: f"{float(m.group()):.{DIGITS}g}", text)
+
+
+def compare_report(a: Build, b: Build) -> list[tuple[str, str, str]]:
+    """(file, verdict, what) for every file either report folder holds, compared after masking."""
     fa = {p.relative_to(a.reports) for p in a.reports.rglob("*") if p.is_file()}
     fb = {p.relative_to(b.reports) for p in b.reports.rglob("*") if p.is_file()}
     verdicts = []
     for rel in sorted(fa | fb):
         name = f"report/{rel}"
         if rel not in fa or rel not in fb:
-            verdicts.append((name, False, f"only in {'A' if rel in fa else 'B'}"))
+            verdicts.append((name, DIFFERS, f"only in {'A' if rel in fa else 'B'}"))
             continue
         if rel.suffix not in (".html", ".csv", ".txt", ".json", ".md", ".svg"):
             same = (a.reports / rel).read_bytes() == (b.reports / rel).read_bytes()
-            verdicts.append((name, same, "bytes equal" if same else "bytes differ"))
+            verdicts.append((name, SAME if same else DIFFERS, "bytes equal" if same else "bytes differ"))
             continue
         ta, tb = masked_text(a.reports / rel, a.home), masked_text(b.reports / rel, b.home)
         if ta == tb:
-            verdicts.append((name, True, f"{len(ta)} characters, equal after masking"))
+            verdicts.append((name, SAME, f"{len(ta)} characters, equal after masking"))
             continue
         la, lb = ta.splitlines(), tb.splitlines()
         first = next((i for i, (x, y) in enumerate(zip(la, lb)) if x != y), min(len(la), len(lb)))
-        verdicts.append((name, False, f"line {first + 1} differs ({len(la)} / {len(lb)} lines)"))
+        what = f"line {first + 1} differs ({len(la)} / {len(lb)} lines)"
+        if _rounded(ta) == _rounded(tb):
+            verdicts.append((name, ROUNDED, f"{what}; equal with numbers to {DIGITS} digits"))
+        else:
+            ra, rb = _rounded(ta).splitlines(), _rounded(tb).splitlines()
+            first = next((i for i, (x, y) in enumerate(zip(ra, rb)) if x != y), min(len(ra), len(rb)))
+            verdicts.append(
+                (
+                    name,
+                    DIFFERS,
+                    f"{what}; with numbers to {DIGITS} digits line {first + 1}: {ra[first][:160]!r} / {rb[first][:160]!r}"
+                    if first < min(len(ra), len(rb))
+                    else what,
+                )
+            )
     return verdicts
 
 
@@ -202,10 +247,14 @@ def main() -> int:
     verdicts = compare_marts(a, b) + compare_report(a, b)
     print(f"\nA = {a.rev} ({a.commit[:10]}), B = {b.rev} ({b.commit[:10]}); demo {' '.join(demo_args)}")
     width = max(len(v[0]) for v in verdicts)
-    for name, same, what in verdicts:
-        print(f"{'same' if same else 'DIFFERS':8} {name:{width}}  {what}")
-    differ = sum(not v[1] for v in verdicts)
-    print(f"\n{len(verdicts) - differ} of {len(verdicts)} the same; {differ} differ")
+    for name, verdict, what in verdicts:
+        print(f"{verdict:8} {name:{width}}  {what}")
+    counts = {v: sum(x[1] == v for x in verdicts) for v in (SAME, ROUNDED, DIFFERS)}
+    print(
+        f"\n{len(verdicts)} compared: {counts[SAME]} the same, {counts[ROUNDED]} the same to {DIGITS} digits "
+        f"(float summation order), {counts[DIFFERS]} differ"
+    )
+    differ = counts[DIFFERS]
     if not args.keep:
         for x in builds:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(x.src)], check=False)
