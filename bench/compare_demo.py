@@ -40,7 +40,9 @@ REPO = Path(__file__).resolve().parents[1]
 #: Columns that say when a build ran or which run made a row. The simulator's run ids hash the
 #: run's inputs, floats included, so they differ wherever those floats' last bits do; the inputs
 #: are compared themselves.
-MASKED_COLUMNS = re.compile(r"^(loaded_at|built_at|refreshed_at|generated_at|ingested_at|run_created_at|batch_id|run_id)$")
+MASKED_COLUMNS = re.compile(
+    r"^(loaded_at|built_at|refreshed_at|generated_at|ingested_at|run_created_at|batch_id|run_id)$"
+)
 
 #: Verdicts: equal as stored; equal but for floats within TOLERANCE of each other (DuckDB sums
 #: floats in parallel, in an order that varies from run to run, so two builds of one commit can
