@@ -15,6 +15,9 @@ from .values import SENTINELS, first_node
 
 
 class FieldError(ValueError):
+    """A field of a job (or of the whole document) that cannot be read: its name, where in the
+    output it was, and the raw text kept with the reject."""
+
     def __init__(self, field: str, msg: str, offset: int = 0, raw: str = "") -> None:
         super().__init__(f"{field}: {msg}")
         self.field = field
