@@ -3,8 +3,8 @@ bootstrap intervals, permutation p-values, data warnings and the high cache-hit 
 
 A dbt Python model (dbt-duckdb runs it in-process on the warehouse connection), so `dbt build`,
 `tierlens transform` and `tierlens demo` build it with the other marts and its YAML tests run on
-it. The computation is tierlens.analysis.uncertainty (scipy.stats.bootstrap and
-permutation_test, seeded), shared with `tierlens ab-uncertainty`, which builds the same table from
+it. The computation is tierlens.analysis.uncertainty (a Poisson block bootstrap and an arm-swap
+permutation test, seeded per block), shared with `tierlens ab-uncertainty`, which builds the same table from
 the marts of another engine: dbt-spark runs Python models only on Databricks, so dbt_project.yml
 disables this model on Spark. Parameters are dbt vars, passed in through the model's config in
 ab_uncertainty.yml: arm_a, arm_b, ab_block ('hour' or 'day'), ab_seed, ab_min_jobs, ab_min_core_hours,

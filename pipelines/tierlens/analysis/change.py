@@ -17,8 +17,9 @@ Two things make that comparison mislead, and this module guards against both:
   (direct standardisation). A mix shift then moves the unstratified difference, which is shown
   beside it, but not the stratified one.
 
-Efficiency is the one definition of docs/architecture.md, a ratio of sums, per cell. Uncertainty: the same
-hour-block percentile bootstrap as the A/B marts (analysis.ab), 999 resamples, seeded. Jobs
+Efficiency is the one definition of docs/architecture.md, a ratio of sums, per cell. Uncertainty: an
+hour-block percentile bootstrap like the A/B marts' (analysis.ab), 999 resamples, seeded; a
+change's windows are bounded, so its draws need not merge across builds and stay multinomial. Jobs
 ending in the same UTC hour share its conditions, so hours are resampled, not jobs. Before and
 after are different hours, so each window's hours are resampled on their own; within an hour the
 in-scope and control sums stay together (paired, as the A/B arms are). Resamples are drawn as

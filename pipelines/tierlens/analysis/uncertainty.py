@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .ab import ab_test, blocks_from_jobs
+from .ab import ab_test, block_keys, blocks_from_jobs, resamples
 
 GROUPINGS = ("site", "storage_type", "job_class", "account", "vo")
 JOB_COLUMNS = (
@@ -128,7 +128,11 @@ def ab_uncertainty(
     end_hour = np.asarray(data["end_hour"])
     day = np.asarray(data["day"]).astype("datetime64[D]")
     week = np.asarray(data["week"]).astype("datetime64[D]")
-    block_ids = end_hour if block == "hour" else day
+    # a block's key is its start in epoch hours (or days): its resampling draws follow from it alone
+    block_ids = (
+        end_hour.astype("datetime64[h]").astype(np.int64) if block == "hour" else day.astype(np.int64)
+    )
+    draws = resamples(block_ids, seed)
     cpu = np.asarray(data["cpu_seconds"], dtype=float)
     wall = np.asarray(data["wall_seconds"], dtype=float)
     core_wall = np.asarray(data["core_wall_seconds"], dtype=float)
@@ -148,10 +152,11 @@ def ab_uncertainty(
         cw_a, cw_b = core_wall[m_a].sum() / 3600, core_wall[m_b].sum() / 3600
         cpu_a, cpu_b = cpu[m_a].sum() / 3600, cpu[m_b].sum() / 3600
         wall_a, wall_b = wall[m_a].sum() / 3600, wall[m_b].sum() / 3600
+        keys = block_keys(block_ids[mask])
         sums = blocks_from_jobs(block_ids[mask], is_b[mask], cpu[mask], core_wall[mask])
-        eff = ab_test(*sums, seed=seed, min_blocks=min_blocks)
+        eff = ab_test(*sums, seed=seed, min_blocks=min_blocks, keys=keys, draws=draws)
         sums_w = blocks_from_jobs(block_ids[mask], is_b[mask], cpu[mask], wall[mask])
-        cpw = ab_test(*sums_w, seed=seed, min_blocks=min_blocks, permutation=False)
+        cpw = ab_test(*sums_w, seed=seed, min_blocks=min_blocks, permutation=False, keys=keys, draws=draws)
         reasons = []
         for arm, j, h in (("A", jobs_a, cw_a), ("B", jobs_b, cw_b)):
             if j < min_jobs:
