@@ -123,6 +123,27 @@ def test_a_blocks_draws_do_not_depend_on_the_other_blocks():
     assert abs(everything.weights.mean() - 1.0) < 0.2 and 0.3 < everything.swaps.mean() < 0.7
 
 
+def test_totals_of_days_merge_into_the_totals_of_the_whole_history():
+    """What the 'all' rows need: per-day partial totals, stored, add up to the whole's result."""
+    from tierlens.analysis.ab import partial_totals, result_from_totals
+
+    rng = np.random.default_rng(31)
+    block, is_b, cpu, cw = synthetic_jobs(rng, 24 * 6, 5, 0.75, 0.77)  # six days of hours
+    keys = block + 480_000
+    draws = resamples(keys, seed=3)
+    whole = ab_test(*blocks_from_jobs(keys, is_b, cpu, cw), keys=np.unique(keys), draws=draws)
+    days = []
+    for d in range(6):
+        m = (block // 24) == d
+        days.append(partial_totals(*blocks_from_jobs(keys[m], is_b[m], cpu[m], cw[m]), np.unique(keys[m]), draws))
+    merged = result_from_totals(sum(days[1:], days[0]))
+    assert (merged.blocks, merged.paired_blocks) == (whole.blocks, whole.paired_blocks)
+    assert merged.blocks == 144 and merged.paired_blocks == int(sum(d.paired for d in days))
+    for field in ("difference", "ci_low", "ci_high"):
+        assert getattr(merged, field) == pytest.approx(getattr(whole, field), rel=1e-9)
+    assert merged.p_value == whole.p_value
+
+
 def test_arms_different_by_construction_give_a_small_p_value():
     rng = np.random.default_rng(8)
     block, is_b, cpu, cw = synthetic_jobs(rng, 60, 6, 0.70, 0.80)

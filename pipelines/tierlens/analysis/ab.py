@@ -194,6 +194,72 @@ def ab_test(
     return ABResult(blocks, paired, float(diff), lo, hi, float(p_value))
 
 
+@dataclass(frozen=True)
+class Totals:
+    """The resampled totals of a set of blocks for one comparison. Additive: the totals of
+    disjoint sets of blocks (the closed months of a history and its rebuilt days) add up to
+    those of their union, so a comparison over all of history needs only stored partial totals
+    and the rebuilt blocks' sums."""
+
+    sums: np.ndarray  # (4,) Σ num_a, den_a, num_b, den_b
+    boot: np.ndarray  # (4, resamples) Σ_b w[b, r] * sums[b]
+    moved: np.ndarray  # (4, resamples) Σ_b s[b, r] * sums[b]
+    blocks: int  # blocks with jobs of either arm
+    paired: int  # blocks with jobs of both arms
+
+    def __add__(self, other: Totals) -> Totals:
+        return Totals(
+            self.sums + other.sums,
+            self.boot + other.boot,
+            self.moved + other.moved,
+            self.blocks + other.blocks,
+            self.paired + other.paired,
+        )
+
+
+def partial_totals(num_a, den_a, num_b, den_b, keys, draws: Resamples) -> Totals:
+    """The Totals of some blocks (per-block sums as ab_test takes them, their keys, their draws)."""
+    sums = np.stack([np.asarray(a, dtype=float) for a in (num_a, den_a, num_b, den_b)], axis=1)
+    rows = draws.rows(keys)
+    return Totals(
+        sums.sum(axis=0),
+        (draws.weights[rows].T @ sums).T,
+        (draws.swaps[rows].T @ sums).T,
+        int(np.count_nonzero((sums[:, 1] > 0) | (sums[:, 3] > 0))),
+        int(np.count_nonzero((sums[:, 1] > 0) & (sums[:, 3] > 0))),
+    )
+
+
+def result_from_totals(
+    t: Totals, *, confidence: float = CONFIDENCE, min_blocks: int = 3, permutation: bool = True
+) -> ABResult:
+    """ab_test's result from (merged) Totals: the same definitions, applied to the totals."""
+    na, da, nb, db = t.sums
+    if da <= 0 or db <= 0:
+        return ABResult(t.blocks, t.paired, None, None, None, None)
+    diff = nb / db - na / da
+    if t.blocks < min_blocks or t.paired < 2:
+        return ABResult(t.blocks, t.paired, float(diff), None, None, None)
+    n_resamples = t.boot.shape[1]
+    stat = _difference(t.boot[2], t.boot[3], t.boot[0], t.boot[1])
+    stat = stat[np.isfinite(stat)]
+    lo = hi = None
+    if len(stat) >= 0.9 * n_resamples:
+        alpha = (1 - confidence) / 2
+        lo, hi = (float(v) for v in np.percentile(stat, [100 * alpha, 100 * (1 - alpha)]))
+    if not permutation:
+        return ABResult(t.blocks, t.paired, float(diff), lo, hi, None)
+    total, moved = t.sums[:, None], t.moved
+    null = _difference(
+        total[2] - moved[2] + moved[0],
+        total[3] - moved[3] + moved[1],
+        total[0] - moved[0] + moved[2],
+        total[1] - moved[1] + moved[3],
+    )
+    extreme = np.count_nonzero(np.abs(null) >= abs(diff) * (1 - _TIE))
+    return ABResult(t.blocks, t.paired, float(diff), lo, hi, float((1 + extreme) / (1 + n_resamples)))
+
+
 def jain_index(values) -> float | None:
     """Jain's fairness index (Σx)² / (n Σx²): 1 when all equal, 1/n when one takes everything."""
     x = np.asarray(values, dtype=float)
