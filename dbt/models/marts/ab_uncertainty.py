@@ -43,8 +43,16 @@ def model(dbt, session):
         high_hit_ratio=_value(dbt.config.get("high_hit_ratio"), 0.8, float),
     )
     # Only the columns the statistics read cross into Python (a third of the mart's bytes).
-    jobs = dbt.ref("job_efficiency").query("j", 'select ' + ', '.join(f'"{c}"' for c in JOB_COLUMNS) + ' from j').to_arrow_table()
-    cache = dbt.ref("cache_hourly").query("c", 'select ' + ', '.join(f'"{c}"' for c in CACHE_COLUMNS) + ' from c').to_arrow_table()
+    jobs = (
+        dbt.ref("job_efficiency")
+        .query("j", "select " + ", ".join(f'"{c}"' for c in JOB_COLUMNS) + " from j")
+        .to_arrow_table()
+    )
+    cache = (
+        dbt.ref("cache_hourly")
+        .query("c", "select " + ", ".join(f'"{c}"' for c in CACHE_COLUMNS) + " from c")
+        .to_arrow_table()
+    )
     periods_from, periods_until = rebuild_window(
         dbt.config.get("backfill_start"),
         dbt.config.get("backfill_end"),

@@ -129,9 +129,7 @@ def ab_uncertainty(
     day = np.asarray(data["day"]).astype("datetime64[D]")
     week = np.asarray(data["week"]).astype("datetime64[D]")
     # a block's key is its start in epoch hours (or days): its resampling draws follow from it alone
-    block_ids = (
-        end_hour.astype("datetime64[h]").astype(np.int64) if block == "hour" else day.astype(np.int64)
-    )
+    block_ids = end_hour.astype("datetime64[h]").astype(np.int64) if block == "hour" else day.astype(np.int64)
     # every comparison sums its jobs per block of this one list (bincount over block_index)
     all_keys, block_index = np.unique(block_ids, return_inverse=True)
     draws = resamples(all_keys, seed)
@@ -167,9 +165,7 @@ def ab_uncertainty(
             return out
 
         eff = ab_test(*per_block(core_wall), seed=seed, min_blocks=min_blocks, keys=keys, draws=draws)
-        cpw = ab_test(
-            *per_block(wall), seed=seed, min_blocks=min_blocks, permutation=False, keys=keys, draws=draws
-        )
+        cpw = ab_test(*per_block(wall), seed=seed, min_blocks=min_blocks, permutation=False, keys=keys, draws=draws)
         reasons = []
         for arm, j, h in (("A", jobs_a, cw_a), ("B", jobs_b, cw_b)):
             if j < min_jobs:
