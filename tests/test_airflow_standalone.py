@@ -2,11 +2,15 @@
 
 ``deploy/airflow/standalone.sh`` is started with a PATH that does not hold Airflow's virtualenv
 (as from a login shell or systemd), on free loopback ports, with the synthetic site as the only
-source. The DAGs are switched on with ``airflow dags unpause`` as the README says; then the test
-waits for the scheduler's own ``tierlens_ingest`` run (daily here, so that exactly one runs) to
-succeed and the ``tierlens_transform`` run its Asset triggers to follow (one dbt build, a task per
-model watching it), checks the jobs readers see against the synthetic generator run here for its
-interval, and stops every process the script started. It then prints how long the scheduled
+source: the README's trial block, parsed from the README and run as written (only the checkout
+and TIERLENS_HOME replaced by the test's), so README and test cannot drift. The DAGs are switched
+on with ``airflow dags unpause`` as the README says; then the test waits for the scheduler's first
+hourly ``tierlens_ingest`` run to succeed and the ``tierlens_transform`` run its Asset triggers to
+follow (one dbt build, a task per model watching it), and stops every process the script started.
+That first hour either loaded what the synthetic generator, run here with the defaults the README
+leaves in place, ends in it (checked in the snapshot readers open and in the task's log), or,
+when the generator ends nothing in it, says so in the task log, in raw_source_interval and in
+data_completeness (intervals_loaded_nothing): never an empty green run. It then prints how long the scheduled
 transform run took beside `tierlens transform` on a copy of the same raw warehouse (a figure for
 bench/README.md, not an assertion).
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -154,13 +159,13 @@ def dag_runs(db: Path) -> list[dict]:
         try:
             rows = con.execute(
                 "SELECT dag_id, run_type, state, data_interval_start, data_interval_end, "
-                "start_date, end_date FROM dag_run"
+                "start_date, end_date, run_id FROM dag_run"
             ).fetchall()
         finally:
             con.close()
     except sqlite3.Error:  # not migrated yet, or busy: ask again
         return []
-    return [dict(zip(("dag_id", "run_type", "state", "start", "end", "started", "ended"), r)) for r in rows]
+    return [dict(zip(("dag_id", "run_type", "state", "start", "end", "started", "ended", "run_id"), r)) for r in rows]
 
 
 def paused(db: Path, dag_id: str) -> bool | None:
@@ -204,32 +209,95 @@ def _utc(text: str) -> datetime:
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t
 
 
-def synthetic_jobs_ending(options, start: datetime, end: datetime) -> int:
+def synthetic_ending(options, start: datetime, end: datetime) -> dict[str, int]:
+    """Jobs and file accesses of the synthetic generator, run here, that end in [start, end)."""
     from tierlens.records import RecordKind
     from tierlens.sources.synthetic import generate
 
-    n = 0
+    n = {"job": 0, "file_access": 0}
     for b in generate(options):
-        if b.kind is RecordKind.JOB:
+        if b.kind in (RecordKind.JOB, RecordKind.FILE_ACCESS):
             col = b.table["end_time"]
             mask = pc.and_(pc.greater_equal(col, start), pc.less(col, end))
-            n += pc.sum(pc.fill_null(mask, False).cast("int64")).as_py() or 0
+            n[b.kind.value] += pc.sum(pc.fill_null(mask, False).cast("int64")).as_py() or 0
     return n
 
 
-@pytest.mark.timeout(DEADLINE_S + 300)
+#: Where deploy/airflow/README.md's blocks put the checkout and the trial's home; the test puts
+#: its own in their place and changes nothing else in the block.
+README_CHECKOUT = "cd /opt/tierlens\n"
+README_TRIAL_HOME = "export TIERLENS_HOME=/srv/tierlens-trial\n"
+
+
+def trial_block() -> str:
+    """deploy/airflow/README.md's block that tries the small-site set-up on the synthetic site."""
+    text = (REPO / "deploy" / "airflow" / "README.md").read_text()
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, re.S) if "TIERLENS_SOURCES=synthetic" in b]
+    assert len(blocks) == 1, blocks
+    return blocks[0]
+
+
+def trial_script(home: Path) -> str:
+    block = trial_block()
+    assert block.startswith(README_CHECKOUT) and README_TRIAL_HOME in block, block
+    # what the README has the reader set: nothing of the synthetic site's own settings
+    exported = re.findall(r"^export (TIERLENS_\w+)=", block, re.M)
+    assert sorted(exported) == ["TIERLENS_HOME", "TIERLENS_SOURCES", "TIERLENS_START_DATE"], block
+    assert "export TIERLENS_START_DATE=$(date -u +%F)" in block and block.rstrip().endswith(
+        "deploy/airflow/standalone.sh"
+    ), block
+    return block.replace(README_CHECKOUT, f"cd {shlex.quote(str(REPO))}\n").replace(
+        README_TRIAL_HOME, f"export TIERLENS_HOME={shlex.quote(str(home))}\n"
+    )
+
+
+def started_setting(root: int, name: str) -> str | None:
+    """``name`` in the environment of a process ``root`` started (what the README's block exported)."""
+    for pid in sorted(started_by(root)):
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        for item in env:
+            if item.startswith(f"{name}=".encode()):
+                return item.split(b"=", 1)[1].decode()
+    return None
+
+
+def task_log(af_home: Path, dag_id: str, run_id: str, task_id: str) -> str:
+    logs = sorted((af_home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}").glob(f"task_id={task_id}/**/*.log"))
+    logs += sorted((af_home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}").glob(f"task_id={task_id}/*.log"))
+    assert logs, f"no log of {dag_id}/{run_id}/{task_id} under {af_home / 'logs'}"
+    return "\n".join(p.read_text(errors="replace") for p in dict.fromkeys(logs))
+
+
+def first_run_due(start_date: datetime, now: datetime) -> datetime:
+    """When an hourly schedule from ``start_date`` (catchup off) starts its first run: at once for
+    the last whole hour, or at 01:00 when the hour since midnight is not over yet."""
+    return max(now, start_date + timedelta(hours=1))
+
+
+def test_trial_block_is_what_the_test_runs(tmp_path: Path) -> None:
+    script = trial_script(tmp_path / "home")
+    assert "/opt/tierlens" not in script and "/srv/" not in script
+    assert f"export TIERLENS_HOME={tmp_path / 'home'}" in script
+    day = datetime(2026, 11, 26, tzinfo=timezone.utc)
+    assert first_run_due(day, day + timedelta(minutes=20)) == day + timedelta(hours=1)
+    assert first_run_due(day, day + timedelta(hours=13, minutes=20)) == day + timedelta(hours=13, minutes=20)
+
+
+@pytest.mark.timeout(DEADLINE_S + 3600 + 300)
 def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Path) -> None:
+    """deploy/airflow/README.md's trial block as written: only TIERLENS_HOME, TIERLENS_SOURCES=synthetic
+    and TIERLENS_START_DATE=$(date -u +%F); the test adds free ports, the virtualenvs' paths, no
+    retries and a longer DAG import timeout (a busy CI host)."""
     if not (AIRFLOW_VENV / "bin" / "airflow").exists():
         pytest.skip(f"no Airflow virtualenv at {AIRFLOW_VENV}: `make test` (or `make airflow-venv`) creates it")
-    from tierlens.orchestration import synthetic_options
+    from tierlens.sources.registry import source
+    from tierlens.sources.synthetic.stored import synthetic_options
 
-    now = datetime.now(timezone.utc)
-    # Daily at this hour: the first scheduled run loads the 24 hours to the last whole hour, and
-    # no second run comes while the test waits (an hourly one would at the next hour).
-    schedule = f"0 {now.hour} * * *"
-    # two synthetic days that hold those 24 hours
-    syn_start = (now - timedelta(days=1)).strftime("%Y-%m-%d")
-    home, af_home = tmp_path / "tierlens", tmp_path / "airflow"
+    home = tmp_path / "tierlens"
+    af_home = home / "airflow"  # standalone.sh's default
     api_port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "TIERLENS_"))}
     env.update(
@@ -237,20 +305,11 @@ def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Pat
             # a PATH without Airflow's virtualenv: the script must put it there
             "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "AIRFLOW_VENV": str(AIRFLOW_VENV),
-            "AIRFLOW_HOME": str(af_home),
-            "TIERLENS_HOME": str(home),
             "AIRFLOW__API__PORT": str(api_port),
             "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
             "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
             "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(free_port()),
             "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300",
-            "TIERLENS_INGEST_SCHEDULE": schedule,
-            "TIERLENS_SOURCES": "synthetic",
-            "TIERLENS_SYNTHETIC_START": syn_start,
-            "TIERLENS_SYNTHETIC_DAYS": "2",
-            "TIERLENS_SYNTHETIC_NODES_PER_TYPE": "1",
-            "TIERLENS_SYNTHETIC_SEED": "7",
-            "TIERLENS_START_DATE": (now - timedelta(days=3)).strftime("%Y-%m-%d"),
             "TIERLENS_DBT_EXECUTABLE": str(DBT),
             "TIERLENS_RETRIES": "0",
         }
@@ -258,29 +317,36 @@ def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Pat
     if os.environ.get("PYTHONPATH"):  # a worktree's tierlens rather than the one installed
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     log = tmp_path / "standalone.log"
-    deadline = time.monotonic() + DEADLINE_S
+    began = datetime.now(timezone.utc)
+    today = began.replace(hour=0, minute=0, second=0, microsecond=0)
+    deadline = time.monotonic() + DEADLINE_S + (first_run_due(today, began) - began).total_seconds()
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            ["bash", str(REPO / "deploy" / "airflow" / "standalone.sh")],
-            cwd=REPO,
+            ["bash", "-e", "-c", trial_script(home)],
+            cwd=tmp_path,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     left: set[int] = set()
+    start_date = None
     try:
         # the transform first: an Asset event queues runs of unpaused consumers only
-        unpause(env, "tierlens_transform", log, deadline)
-        unpause(env, "tierlens_ingest", log, deadline)
+        unpause(env | {"AIRFLOW_HOME": str(af_home)}, "tierlens_transform", log, deadline)
+        start_date = started_setting(proc.pid, "TIERLENS_START_DATE")
+        unpause(env | {"AIRFLOW_HOME": str(af_home)}, "tierlens_ingest", log, deadline)
         db = af_home / "airflow.db"
         while True:
             runs = dag_runs(db)
-            ingest = [r for r in runs if r["dag_id"] == "tierlens_ingest" and r["run_type"] == "scheduled"]
+            ingest = sorted(
+                (r for r in runs if r["dag_id"] == "tierlens_ingest" and r["run_type"] == "scheduled"),
+                key=lambda r: r["start"],
+            )
             transform = [r for r in runs if r["dag_id"] == "tierlens_transform"]
             failed = [r for r in ingest + transform if r["state"] == "failed"]
             assert not failed, f"{failed}\n{tail(log)}"
-            if any(r["state"] == "success" for r in ingest) and any(r["state"] == "success" for r in transform):
+            if ingest and ingest[0]["state"] == "success" and any(r["state"] == "success" for r in transform):
                 break
             assert proc.poll() is None, f"standalone.sh exited {proc.returncode}\n{tail(log)}"
             assert time.monotonic() < deadline, f"no scheduled ingest + triggered transform: {runs}\n{tail(log)}"
@@ -296,28 +362,67 @@ def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Pat
     assert not left, f"still running after stop: {sorted(left)}"
     assert not port_open(api_port)
 
-    run = next(r for r in ingest if r["state"] == "success")
+    # the README's `date -u +%F`, as the script saw it
+    assert start_date == today.strftime("%Y-%m-%d") or start_date == began.strftime("%Y-%m-%d"), start_date
+    run = ingest[0]
     start, end = _utc(run["start"]), _utc(run["end"])
-    assert end - start == timedelta(days=1) and end <= now and len(ingest) == 1
-    options = synthetic_options(syn_start, days=2, seed=7, nodes_per_type=1)
-    expected = synthetic_jobs_ending(options, start, end)
-    assert expected > 0, "the synthetic day holds jobs"
+    # the hourly default: the last whole hour at the time of switching on, not before start_date
+    assert end - start == timedelta(hours=1) and start >= _utc(start_date) and end <= datetime.now(timezone.utc)
+    # the synthetic site with the defaults the README leaves in place
+    defaults = {name: default for name, (default, _) in source("synthetic").settings.items()}
+    assert defaults["synthetic_start"] == ""  # so it starts at start_date
+    options = synthetic_options(
+        start_date,
+        days=float(defaults["synthetic_days"]),
+        seed=int(defaults["synthetic_seed"]),
+        nodes_per_type=int(defaults["synthetic_nodes_per_type"]),
+    )
+    expected = synthetic_ending(options, start, end)
+    log_text = task_log(af_home, "tierlens_ingest", run["run_id"], "ingest_synthetic")
     con = duckdb.connect(str(home / "published" / "warehouse.duckdb"), read_only=True)
     try:
-        raw = con.execute("SELECT count(*) FROM main.raw_job").fetchall()[0][0]
-        # no interval passes silently: the scheduled one says what it brought
+        jobs = con.execute(
+            "SELECT count(*) FROM main.raw_job WHERE end_time >= ? AND end_time < ?", [start, end]
+        ).fetchall()[0][0]
         intervals = con.execute(
-            "SELECT source, interval_start, interval_end, records, outcome, reason FROM main.raw_source_interval"
+            "SELECT interval_start, records, outcome, reason FROM main.raw_source_interval "
+            "WHERE source = 'synthetic' ORDER BY interval_start"
         ).fetchall()
-        marts = con.execute("SELECT count(*) FROM marts.job_efficiency").fetchall()[0][0]
-        whole_jobs = con.execute("SELECT count(*) FROM main.raw_job WHERE step_id = ''").fetchall()[0][0]
+        nothing = con.execute(
+            "SELECT coalesce(sum(numerator), 0) FROM marts.data_completeness "
+            "WHERE grain = 'source' AND subject = 'synthetic' AND measure = 'intervals_loaded_nothing'"
+        ).fetchall()[0][0]
+        # (the first hour's: a later hourly run may have loaded more since the build)
+        marts = con.execute(
+            "SELECT count(*) FROM marts.job_efficiency WHERE end_time >= ? AND end_time < ?", [start, end]
+        ).fetchall()[0][0]
+        whole_jobs = con.execute(
+            "SELECT count(*) FROM main.raw_job WHERE step_id = '' AND end_time >= ? AND end_time < ?", [start, end]
+        ).fetchall()[0][0]
     finally:
         con.close()
-    assert raw == expected and marts == whole_jobs > 0
-    assert [(i[0], _utc(str(i[1])), _utc(str(i[2])), i[4]) for i in intervals] == [
-        ("synthetic", start, end, "loaded")
-    ], intervals
-    assert intervals[0][3] >= expected
+    first = [i for i in intervals if _utc(str(i[0])) == start]
+    assert len(first) == 1, intervals
+    _, records, outcome, reason = first[0]
+    # every interval up to the first said what it brought, those that brought nothing are counted
+    # (a later hour's record may have come after the build, so it bounds the count from above)
+    empty = [_utc(str(i[0])) for i in intervals if i[2] != "loaded"]
+    assert sum(1 for s in empty if s <= start) <= nothing <= len(empty), (nothing, intervals)
+    assert marts == whole_jobs
+    if expected["job"] or expected["file_access"]:
+        # the first hour loaded what the site simulates for it, and its log says how much
+        print(f"\nfirst scheduled hour [{start:%H:%M}, {end:%H:%M}) UTC loaded {expected} (generator's count)")
+        assert jobs == expected["job"] and outcome == "loaded" and reason is None, (jobs, expected, first)
+        assert records >= expected["job"] + expected["file_access"], (records, expected)
+        for kind, n in expected.items():
+            if n:
+                assert re.search(rf"\b{n:,} {kind}\b", log_text), (kind, n, log_text[-3000:])
+    else:
+        # a quiet or out-of-window hour: said in the task log and in data_completeness
+        print(f"\nfirst scheduled hour [{start:%H:%M}, {end:%H:%M}) UTC: the generator ends nothing in it")
+        assert jobs == 0 and records == 0 and outcome != "loaded" and reason, first
+        assert "synthetic loaded nothing for" in log_text, log_text[-3000:]
+        assert nothing >= 1
 
     # the same transform by hand on the same raw tables (the run built the models from nothing)
     done = next(r for r in transform if r["state"] == "success")

@@ -290,6 +290,53 @@ def test_flags_short_window_overlap_and_missing_control():
     assert c3["jobs_scope_before"] == 0 and c3["conclusion"] == "insufficient data" and not c3["enough_data"]
 
 
+def test_an_incremental_build_reads_only_the_rebuilt_changes_windows_and_gives_their_rows():
+    """The rows of the changes a window rebuilds, from only the jobs needed_jobs_sql selects, equal
+    those computed from every job; a gap in the data before the first window must still date the
+    data's first day (before_days_with_data) as a full build does."""
+    from datetime import date
+
+    from tierlens.analysis.change import jobs_needed_from, needed_jobs_sql
+
+    jobs = _array_site(11, 0.02, jobs_per_hour=4, days=30)
+    end = jobs.column("end_time").to_pylist()
+    gap = [not (T0 + timedelta(days=2) <= e < T0 + timedelta(days=9)) for e in end]
+    jobs = jobs.filter(pa.array(gap))
+    changes = _changes(
+        NODE_CHANGE | {"change_id": "c1", "changed_at": T0 + timedelta(days=14)},
+        {"change_id": "c2", "changed_at": T0 + timedelta(days=15), "description": "kernel", "category": "software"},
+        NODE_CHANGE | {"change_id": "c3", "changed_at": T0 + timedelta(days=25)},
+    )
+    p = ChangeParams(n_resamples=99)
+    changes_from = date(2026, 10, 23)  # c1's windows end on 10-22: kept; c2 (10-23) and c3 rebuilt
+    since = jobs_needed_from(changes, p, changes_from, None)
+    assert since == T0 + timedelta(days=15 - 7)
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    con.register("job_efficiency", jobs)
+    needed = con.execute(needed_jobs_sql("job_efficiency", since)).to_arrow_table()
+    con.close()
+    # the jobs ending from `since` on, and the cluster's first job: counted independently
+    assert needed.num_rows == sum(e >= since for e in jobs.column("end_time").to_pylist()) + 1
+    assert needed.num_rows < jobs.num_rows
+    full = change_effects(jobs, changes, p, changes_from, None).to_pylist()
+    part = change_effects(needed, changes, p, changes_from, None).to_pylist()
+    assert {r["change_id"] for r in full} == {"c2", "c3"}
+    key = lambda r: (r["change_id"], r["row_kind"], r["job_class"], r["bytes_read_bin"])  # noqa: E731
+    assert len(part) == len(full)
+    for a, b in zip(sorted(full, key=key), sorted(part, key=key)):
+        for column, value in a.items():
+            if isinstance(value, float):
+                assert b[column] == pytest.approx(value, rel=1e-9, abs=1e-12), column
+            else:
+                assert b[column] == value, column
+    c2 = next(r for r in full if r["change_id"] == "c2" and r["row_kind"] == "change")
+    assert c2["before_days_with_data"] == pytest.approx(7.0)
+    # nothing to rebuild: no job is read
+    assert jobs_needed_from(changes, p, date(2027, 1, 1), None).year == 9999
+    assert jobs_needed_from(changes, p, None, None) is None
+
+
 # --- 2b. the synthetic site, end to end through the warehouse and dbt -----------------------
 
 import dataclasses  # noqa: E402

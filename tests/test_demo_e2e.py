@@ -25,6 +25,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 DAYS = 3.0
 SEED = 11
 NODES_PER_TYPE = 1
+#: What the fixture runs: `make demo`'s command (test_make_demo_runs_what_the_fixture_runs) with a
+#: smaller site, and its own home in place of $TIERLENS_HOME/demo.
+SIZE_OPTIONS = ("--days", "--seed", "--nodes-per-type")
+DEMO_ARGS = ["demo", "--days", str(DAYS), "--seed", str(SEED), "--nodes-per-type", str(NODES_PER_TYPE)]
 
 
 def _options() -> SyntheticOptions:
@@ -36,20 +40,7 @@ def _options() -> SyntheticOptions:
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("demo")
-    result = CliRunner().invoke(
-        app,
-        [
-            "demo",
-            "--days",
-            str(DAYS),
-            "--seed",
-            str(SEED),
-            "--nodes-per-type",
-            str(NODES_PER_TYPE),
-            "--home",
-            str(home),
-        ],
-    )
+    result = CliRunner().invoke(app, [*DEMO_ARGS, "--home", str(home)])
     assert result.exit_code == 0, result.output + repr(result.exception)
     return home
 
@@ -475,6 +466,64 @@ def _shell_env(clone: Path) -> dict[str, str]:
     return env
 
 
+def _without_size(args: list[str]) -> list[str]:
+    """``args`` less the size options and their values."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in SIZE_OPTIONS:
+            skip = True
+        elif not a.startswith(tuple(f"{o}=" for o in SIZE_OPTIONS)):
+            out.append(a)
+    return out
+
+
+def _make(*args: str) -> str:
+    """make in this checkout, with the environment a fresh shell has (no TIERLENS_HOME of ours)."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERLENS_")}
+    r = subprocess.run(["make", "-s", *args], cwd=README.parent, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_make_demo_runs_what_the_fixture_runs():
+    """`make demo` (30 days) would cost CI minutes, so the Quickstart test runs the demo fixture
+    instead: the same command as `make -n demo` prints, apart from the size options, writing where
+    `make demo` writes ($TIERLENS_HOME/demo with the Makefile's TIERLENS_HOME, which
+    _clone_after_make_demo lays out); and the README's sizes are the command's defaults."""
+    import inspect
+    import re
+    import shlex
+
+    from tierlens.cli.demo import demo
+
+    lines = [shlex.split(line) for line in _make("-n", "demo").splitlines() if " demo" in line]
+    commands = [argv for argv in lines if len(argv) >= 2 and argv[0].endswith("/tierlens") and argv[1] == "demo"]
+    assert len(commands) == 1, lines
+    (make_demo,) = commands
+    assert make_demo[0] == ".venv/bin/tierlens"  # the clone's .venv, as the fixture's clone has it
+    assert _without_size(make_demo[1:]) == _without_size(DEMO_ARGS) == ["demo"], make_demo
+    # where it writes: $TIERLENS_HOME/demo, with the Makefile's TIERLENS_HOME
+    home = _make("--eval", "print-home: ; @echo $(TIERLENS_HOME)", "print-home").strip()
+    assert home == str(README.parent / ".tierlens")
+    assert "export TIERLENS_HOME=$PWD/.tierlens/demo" in _quickstart_commands()
+    params = inspect.signature(demo).parameters
+    # what the README says `make demo` simulates: the command's defaults, which the fixture shrinks
+    said = re.search(
+        r"`make demo` simulates (\d+) days of a synthetic Tier-2 \((\d+) worker nodes, (\d+) cores",
+        README.read_text(),
+    )
+    assert said, "README.md's Quickstart no longer says what `make demo` simulates"
+    site = demo_options(params["days"].default, params["seed"].default, params["nodes_per_type"].default).site
+    assert float(said[1]) == params["days"].default
+    assert (int(said[2]), int(said[3])) == (len(site.nodes), sum(n.slots for n in site.nodes))
+    assert "a month" in README.read_text().split("## Quickstart", 1)[1].split("```", 2)[1]
+
+
 def test_readme_quickstart_commands_run_as_written_after_the_demo(demo_home, tmp_path):
     import subprocess
 
@@ -517,6 +566,12 @@ def test_read_commands_find_the_demo_or_say_where_they_looked(demo_home, tmp_pat
     expected = con.execute((SQL_DIR / "efficiency_by_storage_type.sql").read_text()).fetchall()
     con.close()
     assert len(sql.stdout.strip().splitlines()) == len(expected) + 1
+    # the other read commands the README names find it too, and say which warehouse they read
+    for argv in (["status"], ["rejects"]):
+        r = subprocess.run([tierlens, *argv], cwd=clone, env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, (argv, r.stdout, r.stderr)
+        said = (r.stdout + r.stderr).replace("\n", "")
+        assert str(clone / ".tierlens" / "demo" / "warehouse.duckdb") in said, (argv, said)
 
     empty = dict(env, TIERLENS_HOME=str(tmp_path / "empty-home"))
     for argv in (

@@ -52,7 +52,8 @@ AB_ROWS = [
     ("day", D(2024, 5, 7), D(2024, 5, 7), 8, 40.0, 30.0, 60.0, 9, 50.0, 30.0, 60.0),
     ("day", D(2024, 5, 8), D(2024, 5, 8), 0, None, None, None, 5, 20.0, 10.0, 20.0),
     ("week", D(2024, 5, 6), D(2024, 5, 12), 18, 100.0, 70.0, 140.0, 26, 140.0, 80.0, 160.0),
-    ("all", D(2024, 9, 4), D(2024, 10, 7), 1200, 25776.9, 34143.3, 34143.3, 1300, 28508.6, 35258.7, 35258.7),
+    # SLAC's whole-period numbers, on the days of the jobs below (the end exclusive, as in the mart)
+    ("all", D(2024, 5, 6), D(2024, 5, 14), 1200, 25776.9, 34143.3, 34143.3, 1300, 28508.6, 35258.7, 35258.7),
 ]
 
 # cache_hourly: (hour UTC, server, accesses, hit_accesses, gb_from_cache, gb_staged_in, gb_bypassed, gb_read)
@@ -78,7 +79,7 @@ JOBS = [
     ("1", "hdd", "A", "analysis", "atlas", 3000.0, 3600.0, 1, D(2024, 5, 6)),
     ("2", "hdd", "A", "analysis", "atlas", 20000.0, 3600.0, 8, D(2024, 5, 6)),
     ("3", "ssd", "B", "production", "atlas", 4000.0, 3600.0, 1, D(2024, 5, 8)),
-    ("4", "nvme", "B", "analysis", "cms", 7000.0, 1800.0, 2, D(2024, 5, 9)),
+    ("4", "nvme", "B", "analysis", "cms", 7000.0, 1800.0, 2, D(2024, 5, 13)),
 ]
 
 REJECTS = [
@@ -281,13 +282,14 @@ def test_summary_numbers(full_report):
     assert float(summary["CPU efficiency, Σcpu / Σ(wall × cores)"]) == pytest.approx(cpu / core_wall)
     assert float(summary["Mean job efficiency"]) == pytest.approx(sum(per_job) / len(per_job))
     assert int(summary["Jobs with efficiency above 100 % (flagged, not clipped)"]) == sum(e > 1 for e in per_job)
-    assert summary["Period covered"] == "2024-05-06/2024-05-09"
+    days = [j[8] for j in JOBS]
+    assert summary["Period covered"] == f"{min(days)}/{max(days)}"
     assert int(summary["Rejected records"]) == len(REJECTS)
     assert int(summary["Batches loaded, every source (main.raw_batches)"]) == 2
 
     html = result.html_path.read_text(encoding="utf-8")
     assert f"{cpu / core_wall * 100:.1f} %" in html
-    assert "2024-05-06 to 2024-05-09 (4 days)" in html
+    assert f"{min(days)} to {max(days)} ({(max(days) - min(days)).days + 1} days)" in html
     assert "main.raw_rejects" in html
     rejects = read_csv(result.html_path.parent / "rejects_by_reason.csv")
     assert rejects[0] == {"record_kind": "job", "reason": "end before start", "records": "2"}
@@ -373,7 +375,7 @@ def test_ab_tables(full_report):
     assert f(rows["arm A"]["cpu_per_wall"]) == pytest.approx(ca / wa)
     assert f(rows["arm B"]["cpu_per_wall"]) == pytest.approx(cb / wb)
     assert f(rows["B − A"]["efficiency"]) == pytest.approx(cb / cwb - ca / cwa)
-    assert rows["arm B"]["period"] == f"{start} to {end}"
+    assert rows["arm B"]["period"] == f"{start} to {end - dt.timedelta(days=1)}"  # its last day, as the summary
     html = result.html_path.read_text(encoding="utf-8")
     # The SLAC numbers, as SLAC printed them.
     for text in ("25,776.9", "34,143.3", "0.75", "28,508.6", "35,258.7", "0.81"):
@@ -712,3 +714,98 @@ def test_a_lifetime_reads_in_its_own_unit():
         c for spec in (hardware.SPEC, occupancy.SPEC) for t in spec.tables for c in t.columns if "lifetime" in c.key
     ]
     assert cols and all(c.kind == "lifetime" and "years" not in c.label for c in cols), cols
+
+
+# --------------------------------------------------------------------------- one period
+
+
+#: Columns whose value is the time a row is about (the ones the report limits to its period).
+TIME_COLUMNS = ("hour", "day", "window_start", "period_start")
+
+
+def dates_outside(out: Path, first: dt.date, last: dt.date) -> dict[str, list[str]]:
+    """CSV files of a report folder with a row about a day outside [first, last], read from the
+    files themselves: the check a reader would make."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(out.glob("*.csv")):
+        for row in read_csv(path):
+            for key in TIME_COLUMNS:
+                value = row.get(key) or ""
+                if not re.match(r"\d{4}-\d{2}-\d{2}", value):
+                    continue
+                when = dt.datetime.fromisoformat(value)
+                if when.tzinfo is not None:
+                    when = when.astimezone(dt.timezone.utc)
+                day = when.date()
+                # a week or a whole-run row may start before the first day if it reaches into it
+                ends = row.get("period_end") or ""
+                if key == "period_start" and ends and dt.date.fromisoformat(ends[:10]) > first:
+                    continue
+                if not first <= day <= last:
+                    found.setdefault(path.name, []).append(f"{key}={value}")
+    return found
+
+
+def test_one_period_for_the_whole_report(tmp_path: Path):
+    """Hours of cache traffic before the first job ended and after the last (accesses of jobs that
+    started early, or still running) are not in the report: every table, figure and total covers
+    the days the jobs ended on, which the page states once."""
+    warehouse = make_warehouse(tmp_path / "w.duckdb")
+    days = [j[8] for j in JOBS]
+    first, last = min(days), max(days)
+    early = dt.datetime.combine(first, dt.time(0)) - dt.timedelta(hours=2)
+    late = dt.datetime.combine(last, dt.time(0)) + dt.timedelta(days=1, hours=3)
+    extra = [(early, "xcache1", 7, 1, 5.0, 50.0, 0.0, 55.0), (late, "xcache2", 9, 9, 90.0, 0.0, 0.0, 90.0)]
+    with duckdb.connect(str(warehouse)) as con:
+        for hour, server, acc, hits, gbc, gbs, gbb, gbr in extra:
+            con.execute(
+                "INSERT INTO marts.cache_hourly VALUES (?::TIMESTAMP AT TIME ZONE 'UTC',?,?,?,?,?,?,?,?,?)",
+                [hour, server, acc, hits, gbc, gbs, gbb, gbr, hits / acc, gbc / (gbc + gbs + gbb)],
+            )
+    out = tmp_path / "out"
+    result = build_report(warehouse, out)
+    assert dates_outside(out, first, last) == {}
+    html = result.html_path.read_text(encoding="utf-8")
+    assert f"Period: {first} to {last} ({(last - first).days + 1} days)" in html
+    # the totals are the period's too: the cache rows of the fixture, without the two outside it
+    servers = {r["server_host"]: r for r in read_csv(out / "cache_by_server.csv")}
+    assert int(servers["all servers"]["accesses"]) == sum(r[2] for r in CACHE_ROWS)
+    assert f(servers["all servers"]["gb_read"]) == pytest.approx(sum(r[7] for r in CACHE_ROWS))
+    # the whole-period A/B table ends on the summary's last day
+    summary = {r["metric"]: r["value"] for r in read_csv(out / "summary.csv")}
+    assert summary["Period covered"] == f"{first}/{last}"
+    assert {r["period"] for r in read_csv(out / "ab_overall.csv")} == {f"{first} to {last}"}
+
+    # the check fails on a report whose table covers another period
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "cache_hourly.csv").write_text(f"hour,accesses\n{early.isoformat()},7\n{first}T10:00:00,1\n")
+    assert dates_outside(broken, first, last) == {"cache_hourly.csv": [f"hour={early.isoformat()}"]}
+
+
+def test_a_section_table_outside_the_period_is_cut_to_it(tmp_path: Path):
+    """A section whose own rows reach outside the period (not read through the marts' views) is
+    cut to it too, in its table and in the data of its figure."""
+    from tierlens.report import registry
+    from tierlens.report.page import Column
+    from tierlens.report.period import ReportPeriod
+    from tierlens.report.spec import SectionSpec, TableSpec
+
+    days = [j[8] for j in JOBS]
+    period = ReportPeriod(min(days), max(days))
+    rows = [{"day": min(days) - dt.timedelta(days=1), "n": 1}, {"day": min(days), "n": 2}]
+    assert period.outside(rows) == rows[:1]
+
+    def body(wh, s):
+        s.table("daily_n", list(rows))
+
+    spec = SectionSpec(
+        id="daily_n",
+        title="n per day",
+        intro="",
+        body=body,
+        tables=(TableSpec("daily_n", "n per day", (Column("day", "day"), Column("n", "n", "int"))),),
+    )
+    out = tmp_path / "out"
+    build_report(make_warehouse(tmp_path / "w.duckdb"), out, specs=registry.REGISTRY + (spec,))
+    assert read_csv(out / "daily_n.csv") == [{"day": str(min(days)), "n": "2"}]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import pyarrow as pa
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
@@ -126,3 +127,56 @@ def test_export_trace_and_parquet_source(tmp_path):
     )
     assert res.exit_code == 0, res.output
     assert res.output.count('"policy"') == 4
+
+
+def _lru_hits(table: pa.Table, capacity: int) -> int:
+    """Hits of a whole-object LRU cache of ``capacity`` bytes over the accesses in start order,
+    counted here without the simulator."""
+    from collections import OrderedDict
+
+    order = np.argsort(table["start_time"].to_numpy(), kind="stable")
+    names, sizes = table["file_lfn"].to_pylist(), table["file_size_bytes"].to_pylist()
+    cache: OrderedDict[str, int] = OrderedDict()
+    used = hits = 0
+    for i in order:
+        name, size = names[i], sizes[i]
+        if name in cache:
+            hits += 1
+            cache.move_to_end(name)
+            continue
+        while cache and used + size > capacity:
+            used -= cache.popitem(last=False)[1]
+        if size <= capacity:
+            cache[name] = size
+            used += size
+    return hits
+
+
+def test_simulate_cache_prints_the_shared_number_format_and_fits_the_terminal(tmp_path):
+    import csv
+    import io
+
+    from tierlens.console import number_text
+
+    wh = tmp_path / "wh.duckdb"
+    table = accesses()
+    with Warehouse(wh) as w:
+        w.load(Batch(RecordKind.FILE_ACCESS, table, "test"))
+    args = ["simulate", "cache", "-w", str(wh), "-s", "2TB", "-p", "lru", "--whole-object", "--no-write"]
+    as_csv = runner.invoke(app, [*args, "--format", "csv"])
+    assert as_csv.exit_code == 0, as_csv.output
+    (row,) = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    hits = _lru_hits(table, 2 * 10**12)
+    assert 0 < hits < table.num_rows
+    assert float(row["hit_ratio"]) == pytest.approx(hits / table.num_rows, abs=1e-12)
+    assert int(row["capacity"]) == 2 * 10**12  # bytes, unrounded
+    for columns in (60, 200):
+        shown = runner.invoke(app, args, env={"COLUMNS": str(columns)}, terminal_width=columns)
+        assert shown.exit_code == 0, shown.output
+        assert max(len(line) for line in shown.stdout.splitlines()) <= columns and "…" not in shown.stdout
+        assert number_text(hits / table.num_rows) in shown.stdout.split()  # one format, no digits cut
+        assert "2.0 TB" in shown.stdout and "hit_ratio" in shown.stdout.split()
+    # an empty selection says why instead of printing headers only
+    none = runner.invoke(app, [*args, "--server", "no-such-host"])
+    assert none.exit_code == 1
+    assert "no file accesses to replay" in none.output and "server no-such-host" in none.output

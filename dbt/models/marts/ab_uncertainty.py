@@ -3,8 +3,8 @@ bootstrap intervals, permutation p-values, data warnings and the high cache-hit 
 
 A dbt Python model (dbt-duckdb runs it in-process on the warehouse connection), so `dbt build`,
 `tierlens transform` and `tierlens demo` build it with the other marts and its YAML tests run on
-it. The computation is tierlens.analysis.uncertainty (scipy.stats.bootstrap and
-permutation_test, seeded), shared with `tierlens ab-uncertainty`, which builds the same table from
+it. The computation is tierlens.analysis.uncertainty (a Poisson block bootstrap and an arm-swap
+permutation test, seeded per block), shared with `tierlens ab-uncertainty`, which builds the same table from
 the marts of another engine: dbt-spark runs Python models only on Databricks, so dbt_project.yml
 disables this model on Spark. Parameters are dbt vars, passed in through the model's config in
 ab_uncertainty.yml: arm_a, arm_b, ab_block ('hour' or 'day'), ab_seed, ab_min_jobs, ab_min_core_hours,
@@ -12,7 +12,7 @@ ab_min_blocks, high_hit_ratio.
 """
 
 from tierlens.analysis.dbt_window import rebuild_window
-from tierlens.analysis.uncertainty import ABParams, ab_uncertainty
+from tierlens.analysis.uncertainty import CACHE_COLUMNS, JOB_COLUMNS, ABParams, ab_uncertainty
 
 #: The day a row is rebuilt by (macros/incremental.sql, strategy replace_days): a week or day row
 #: by its last day, so a week is rebuilt while any of its days is; 'all' rows (NULL) every run.
@@ -42,8 +42,17 @@ def model(dbt, session):
         min_blocks=_value(dbt.config.get("ab_min_blocks"), 10, int),
         high_hit_ratio=_value(dbt.config.get("high_hit_ratio"), 0.8, float),
     )
-    jobs = dbt.ref("job_efficiency").to_arrow_table()
-    cache = dbt.ref("cache_hourly").to_arrow_table()
+    # Only the columns the statistics read cross into Python (a third of the mart's bytes).
+    jobs = (
+        dbt.ref("job_efficiency")
+        .query("j", "select " + ", ".join(f'"{c}"' for c in JOB_COLUMNS) + " from j")
+        .to_arrow_table()
+    )
+    cache = (
+        dbt.ref("cache_hourly")
+        .query("c", "select " + ", ".join(f'"{c}"' for c in CACHE_COLUMNS) + " from c")
+        .to_arrow_table()
+    )
     periods_from, periods_until = rebuild_window(
         dbt.config.get("backfill_start"),
         dbt.config.get("backfill_end"),

@@ -1,5 +1,5 @@
 """Statistics for the analytics marts: A/B differences with bootstrap intervals and permutation
-p-values (scipy.stats), and small exact formulas the marts and tests share (Jain's index).
+p-values (a seeded Poisson block bootstrap), and small exact formulas the marts and tests share (Jain's index).
 
 The dbt Python model ``marts.ab_uncertainty`` calls :func:`ab_test` once per comparison; this
 package holds no SQL and no warehouse access, so it is tested on plain arrays.

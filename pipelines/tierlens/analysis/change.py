@@ -17,8 +17,9 @@ Two things make that comparison mislead, and this module guards against both:
   (direct standardisation). A mix shift then moves the unstratified difference, which is shown
   beside it, but not the stratified one.
 
-Efficiency is the one definition of docs/architecture.md, a ratio of sums, per cell. Uncertainty: the same
-hour-block percentile bootstrap as the A/B marts (analysis.ab), 999 resamples, seeded. Jobs
+Efficiency is the one definition of docs/architecture.md, a ratio of sums, per cell. Uncertainty: an
+hour-block percentile bootstrap like the A/B marts' (analysis.ab), 999 resamples, seeded; a
+change's windows are bounded, so its draws need not merge across builds and stay multinomial. Jobs
 ending in the same UTC hour share its conditions, so hours are resampled, not jobs. Before and
 after are different hours, so each window's hours are resampled on their own; within an hour the
 in-scope and control sums stay together (paired, as the A/B arms are). Resamples are drawn as
@@ -225,10 +226,6 @@ def _load(jobs: pa.Table, changes: pa.Table, p: ChangeParams) -> tuple[dict, lis
     try:
         con.execute("set TimeZone = 'UTC'")
         con.register("j", jobs.select(list(JOB_COLUMNS)))
-        con.register(
-            "c",
-            changes.select(list(CHANGE_COLUMNS) + (["recorded_at"] if "recorded_at" in changes.column_names else [])),
-        )
         trunc = "hour" if p.block == "hour" else "day"
         data = con.execute(f"""
             select cluster, node, storage_type, ab_arm, coalesce(job_class, 'unknown') as job_class,
@@ -243,6 +240,20 @@ def _load(jobs: pa.Table, changes: pa.Table, p: ChangeParams) -> tuple[dict, lis
             -- a fixed order: the bootstrap sees the same arrays however the rows arrived
             order by end_time, start_time, cluster, node, cpu_seconds, core_wall_seconds
         """).fetchnumpy()
+    finally:
+        con.close()
+    return data, _change_rows(changes)
+
+
+def _change_rows(changes: pa.Table) -> list[dict]:
+    """The recorded changes in time order, with their instant and recording time in epoch us."""
+    con = duckdb.connect()
+    try:
+        con.execute("set TimeZone = 'UTC'")
+        con.register(
+            "c",
+            changes.select(list(CHANGE_COLUMNS) + (["recorded_at"] if "recorded_at" in changes.column_names else [])),
+        )
         # recorded_at is optional: a change list without it is taken as recorded on time
         recorded = (
             "epoch_us(cast(recorded_at as timestamptz))"
@@ -258,7 +269,71 @@ def _load(jobs: pa.Table, changes: pa.Table, p: ChangeParams) -> tuple[dict, lis
     finally:
         con.close()
     names = (*CHANGE_COLUMNS, "at_us", "recorded_us")  # the select's order
-    return data, [dict(zip(names, r)) for r in change_rows]
+    return [dict(zip(names, r)) for r in change_rows]
+
+
+def _overlapping(changes: list[dict], i: int, window_us: int) -> list[dict]:
+    """The other changes within a window of change i in time, on its cluster or site-wide."""
+    ch, t = changes[i], int(changes[i]["at_us"])
+    return [
+        o
+        for j, o in enumerate(changes)
+        if j != i
+        and abs(int(o["at_us"]) - t) < window_us
+        and (o["cluster"] is None or ch["cluster"] is None or o["cluster"] == ch["cluster"])
+    ]
+
+
+def _rebuilt(until: dt.date, changes_from: dt.date | None, changes_until: dt.date | None) -> bool:
+    return not (
+        (changes_from is not None and until < changes_from) or (changes_until is not None and until >= changes_until)
+    )
+
+
+def jobs_needed_from(
+    site_change: pa.Table,
+    params: ChangeParams | None = None,
+    changes_from: dt.date | None = None,
+    changes_until: dt.date | None = None,
+) -> dt.datetime | None:
+    """The earliest job end a build of ``change_effects`` with this window reads, or None for
+    every job (a full build). An incremental build reads the jobs ending from this instant on, plus
+    the earliest-ending job of each cluster (``needed_jobs_sql``): nothing else alters the rows of
+    the changes it rebuilds. Without a change to rebuild it is the far future (no job)."""
+    if changes_from is None and changes_until is None:
+        return None
+    p = params or ChangeParams()
+    window_us = int(p.window_days * 86400 * 1_000_000)
+    changes = _change_rows(site_change)
+    starts = [
+        int(ch["at_us"]) - window_us
+        for i, ch in enumerate(changes)
+        if _rebuilt(_inputs_until(ch, _overlapping(changes, i, window_us), window_us), changes_from, changes_until)
+    ]
+    if not starts:
+        return dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+    return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=min(starts))
+
+
+def needed_jobs_sql(relation: str, since: dt.datetime | None) -> str:
+    """SQL over a job_efficiency relation: the columns change_effects reads, of the jobs ending at
+    or after ``since`` (all jobs for None), and of each cluster's earliest-ending job before it,
+    which gives a change the first day with data (before_days_with_data) as a full build sees it."""
+    columns = ", ".join(f'"{c}"' for c in JOB_COLUMNS)
+    usable = "core_wall_seconds > 0 and start_time is not null and end_time is not null"
+    if since is None:
+        return f"select {columns} from {relation}"
+    if since.year >= 9999:
+        return f"select {columns} from {relation} where false"
+    at = f"cast('{since.isoformat()}' as timestamptz)"
+    return f"""
+        select {columns} from {relation} where end_time >= {at}
+        union all
+        select {columns} from (
+            select {columns}, row_number() over (partition by cluster order by end_time, start_time) as earliest
+            from {relation} where end_time < {at} and {usable}
+        ) where earliest = 1
+    """
 
 
 def _utc_day(epoch_us: int) -> dt.date:
@@ -325,6 +400,10 @@ def change_effects(
     rows: list[dict] = []
     for i, ch in enumerate(changes):
         t = int(ch["at_us"])
+        overlapping = _overlapping(changes, i, window_us)
+        until = _inputs_until(ch, overlapping, window_us)
+        if not _rebuilt(until, changes_from, changes_until):
+            continue
         in_cluster = np.ones(n, bool) if ch["cluster"] is None else (cluster == ch["cluster"])
         kind, scope_text = _scope(ch)
         if kind == "nodes":
@@ -355,19 +434,7 @@ def change_effects(
         )
         span_first = int(end[in_cluster].min()) if in_cluster.any() else t
         span_last = int(end[in_cluster].max()) if in_cluster.any() else t
-        overlapping = [
-            o
-            for j, o in enumerate(changes)
-            if j != i
-            and abs(int(o["at_us"]) - t) < window_us
-            and (o["cluster"] is None or ch["cluster"] is None or o["cluster"] == ch["cluster"])
-        ]
         others = [o["change_id"] for o in overlapping]
-        until = _inputs_until(ch, overlapping, window_us)
-        if (changes_from is not None and until < changes_from) or (
-            changes_until is not None and until >= changes_until
-        ):
-            continue
         context = dict(
             change_id=ch["change_id"],
             cluster=ch["cluster"],

@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .ab import ab_test, blocks_from_jobs
+from .ab import ab_test, resamples
 
 GROUPINGS = ("site", "storage_type", "job_class", "account", "vo")
 JOB_COLUMNS = (
@@ -128,7 +128,11 @@ def ab_uncertainty(
     end_hour = np.asarray(data["end_hour"])
     day = np.asarray(data["day"]).astype("datetime64[D]")
     week = np.asarray(data["week"]).astype("datetime64[D]")
-    block_ids = end_hour if block == "hour" else day
+    # a block's key is its start in epoch hours (or days): its resampling draws follow from it alone
+    block_ids = end_hour.astype("datetime64[h]").astype(np.int64) if block == "hour" else day.astype(np.int64)
+    # every comparison sums its jobs per block of this one list (bincount over block_index)
+    all_keys, block_index = np.unique(block_ids, return_inverse=True)
+    draws = resamples(all_keys, seed)
     cpu = np.asarray(data["cpu_seconds"], dtype=float)
     wall = np.asarray(data["wall_seconds"], dtype=float)
     core_wall = np.asarray(data["core_wall_seconds"], dtype=float)
@@ -148,10 +152,20 @@ def ab_uncertainty(
         cw_a, cw_b = core_wall[m_a].sum() / 3600, core_wall[m_b].sum() / 3600
         cpu_a, cpu_b = cpu[m_a].sum() / 3600, cpu[m_b].sum() / 3600
         wall_a, wall_b = wall[m_a].sum() / 3600, wall[m_b].sum() / 3600
-        sums = blocks_from_jobs(block_ids[mask], is_b[mask], cpu[mask], core_wall[mask])
-        eff = ab_test(*sums, seed=seed, min_blocks=min_blocks)
-        sums_w = blocks_from_jobs(block_ids[mask], is_b[mask], cpu[mask], wall[mask])
-        cpw = ab_test(*sums_w, seed=seed, min_blocks=min_blocks, permutation=False)
+        index, arm_b = block_index[mask], is_b[mask]
+        present = np.bincount(index, minlength=len(all_keys)) > 0
+        keys = all_keys[present]
+
+        def per_block(den: np.ndarray) -> list[np.ndarray]:
+            """num_a, den_a, num_b, den_b per block with jobs (as blocks_from_jobs sums them)."""
+            out = []
+            for arm in (~arm_b, arm_b):
+                for x in (cpu, den):
+                    out.append(np.bincount(index[arm], weights=x[mask][arm], minlength=len(all_keys))[present])
+            return out
+
+        eff = ab_test(*per_block(core_wall), seed=seed, min_blocks=min_blocks, keys=keys, draws=draws)
+        cpw = ab_test(*per_block(wall), seed=seed, min_blocks=min_blocks, permutation=False, keys=keys, draws=draws)
         reasons = []
         for arm, j, h in (("A", jobs_a, cw_a), ("B", jobs_b, cw_b)):
             if j < min_jobs:

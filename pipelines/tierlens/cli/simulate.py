@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..units import parse_bytes
-from .common import WarehouseOpt, console, err, fail, parsed, warehouse
+from .common import FormatOpt, OutputFormat, WarehouseOpt, console, err, fail, parsed, print_rows, warehouse
 
 app = typer.Typer(
     name="simulate",
@@ -75,6 +75,45 @@ def _efficiency_from_marts(options, marts: Path, probes: list[Path] | None, out:
     print_hardware(run, console)
 
 
+#: `simulate cache`'s result columns: byte figures in bytes and ratios as fractions in CSV and JSON,
+#: in the table with their units (TB, %, s) so each column reads as one unit.
+CACHE_COLUMNS = (
+    "policy",
+    "capacity",
+    "hit_ratio",
+    "byte_hit_ratio",
+    "bytes_from_cache",
+    "bytes_staged",
+    "ssd_writes_per_day",
+    "days_to_endurance",
+    "peak_nic_utilisation",
+    "replay_seconds",
+)
+
+
+def _cache_row(r, for_table: bool) -> tuple:
+    """One run's results: exact values for CSV/JSON, with units where the table shows them."""
+    from ..units import format_bytes
+
+    util = r.hourly["nic_utilisation"].to_numpy()
+    peak = float(util.max()) if len(util) else None
+    days = r.extra.get("days_to_endurance")
+    figures = (r.params.capacity_bytes, r.bytes_from_cache, r.bytes_staged, r.ssd_writes_per_day)
+    capacity, from_cache, staged, writes = (format_bytes(b) for b in figures) if for_table else figures
+    return (
+        r.params.policy,
+        capacity,
+        float(r.hit_ratio),
+        float(r.byte_hit_ratio),
+        from_cache,
+        staged,
+        writes,
+        float(days) if days else None,
+        (f"{peak:.1%}" if for_table and peak is not None else peak),
+        float(r.elapsed_s),
+    )
+
+
 @app.command("cache")
 def cache(
     size: Annotated[
@@ -115,17 +154,23 @@ def cache(
     mrc: Annotated[bool, typer.Option(help="Also write the LRU miss-ratio curve for 100 sizes (one pass).")] = False,
     write: Annotated[bool, typer.Option(help="Write runs to the warehouse (sim_cache_runs, sim_cache_hourly).")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print results as JSON lines.")] = False,
+    fmt: FormatOpt = None,
 ) -> None:
     """Replay file accesses through byte-capacity caches and write the results to the warehouse."""
-    from rich.table import Table
-
     from ..simulator import engine, store
-    from ..units import format_bytes as human
     from ..warehouse import Warehouse
 
     trace = load_trace(warehouse_file, parquet, oracle, size_unit, server, role, start, end)
     if len(trace) == 0:
-        err.print("no file accesses to replay")
+        where = trace.source or (str(oracle or "") or ", ".join(map(str, parquet or [])))
+        chosen = ", ".join(
+            f"{k} {v}" for k, v in (("server", server), ("role", role), ("start", start), ("end", end)) if v
+        )
+        err.print(
+            f"no file accesses to replay: {where or 'the source'} holds none"
+            + (f" that match {chosen}" if chosen else "")
+            + " (load file accesses with `tierlens ingest`, or widen the selection)"
+        )
         raise typer.Exit(1)
     results = []
     for s in size:
@@ -156,42 +201,19 @@ def cache(
             for i, r in enumerate(results):
                 ids.append(store.write_run(w.con, r, ssd_row, curve if i == 0 else None))
                 r.extra.update(store.wear(r, ssd_row))
+    fmt = fmt or OutputFormat.TABLE
     if as_json:
         for i, r in enumerate(results):
             console.print_json(json.dumps(dict(r.summary(), run_id=ids[i] if ids else None)))
         return
-    t = Table(title=f"{len(trace):,} accesses, {trace.n_objects:,} files ({trace.source})")
-    for c in (
-        "policy",
-        "capacity",
-        "hit ratio",
-        "byte hit ratio",
-        "from cache",
-        "staged in",
-        "SSD writes/day",
-        "days to endurance",
-        "peak NIC",
-        "replay",
-    ):
-        t.add_column(c, justify="left" if c == "policy" else "right")
-    for r in results:
-        util = r.hourly["nic_utilisation"].to_numpy()
-        days = r.extra.get("days_to_endurance")
-        t.add_row(
-            r.params.policy,
-            human(r.params.capacity_bytes),
-            f"{r.hit_ratio:.3f}",
-            f"{r.byte_hit_ratio:.3f}",
-            human(r.bytes_from_cache),
-            human(r.bytes_staged),
-            human(r.ssd_writes_per_day),
-            f"{days:,.0f}" if days else "",
-            f"{util.max():.1%}",
-            f"{r.elapsed_s:.2f} s",
-        )
-    console.print(t)
-    if ids:
-        console.print(
+    print_rows(
+        f"{len(trace):,} accesses, {trace.n_objects:,} files ({trace.source})",
+        CACHE_COLUMNS,
+        [_cache_row(r, fmt is OutputFormat.TABLE) for r in results],
+        fmt,
+    )
+    if ids:  # on stderr under CSV or JSON, which stdout carries alone
+        (console if fmt is OutputFormat.TABLE else err).print(
             f"written to {warehouse(warehouse_file)}: sim_cache_runs run_id {', '.join(ids)}"
             + (" (+ sim_cache_mrc)" if curve is not None else "")
         )

@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
 import jinja2
 
 from . import registry
 from .page import Section
+from .period import ReportPeriod, period_connection
 from .reader import MartReader
 from .spec import ANALYSIS, CORE, SectionSpec, run_section
 
@@ -69,7 +69,7 @@ def _atomic_write(path: Path, data: str) -> None:
         raise
 
 
-def _render(title: str, warehouse: Path, sections: list[Section]) -> str:
+def _render(title: str, warehouse: Path, sections: list[Section], period: ReportPeriod | None) -> str:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
         autoescape=True,
@@ -81,6 +81,7 @@ def _render(title: str, warehouse: Path, sections: list[Section]) -> str:
 
     return env.get_template(TEMPLATE_NAME).render(
         title=title,
+        period=period.text() if period else None,
         warehouse=str(warehouse),
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
@@ -106,9 +107,11 @@ def build_report(
     out_dir = Path(out_dir)
     if not warehouse.is_file():
         raise FileNotFoundError(f"no warehouse at {warehouse} (run `tierlens demo` or load data first)")
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    # the marts through views limited to one period, the days the measured jobs ended on
+    con, period = period_connection(warehouse)
+    with con:
         wh = MartReader(con)
-        sections = [run_section(spec, wh) for spec in registry.shown_sections(wh, specs)]
+        sections = [run_section(spec, wh, period) for spec in registry.shown_sections(wh, specs)]
 
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_paths: list[Path] = []
@@ -123,7 +126,7 @@ def build_report(
             (out_dir / name).unlink(missing_ok=True)
 
     html_path = out_dir / HTML_NAME
-    _atomic_write(html_path, _render(title, warehouse, sections))
+    _atomic_write(html_path, _render(title, warehouse, sections, period))
     return ReportResult(
         html_path=html_path,
         csv_paths=csv_paths,

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..warehouse import QUERY_ERRORS
 from .page import Column, FigureBlock, Section, Table
+from .period import ReportPeriod, clip_data
 from .reader import MartReader
 
 
@@ -103,9 +104,11 @@ def _named(specs: Sequence[Any], name: str, section_id: str) -> Any:
 class SectionOut:
     """What a section's body writes to: the section being built, through its spec."""
 
-    def __init__(self, spec: SectionSpec, section: Section):
+    def __init__(self, spec: SectionSpec, section: Section, period: ReportPeriod | None = None):
         self.spec = spec
         self.section = section
+        #: The report's period: rows about a time outside it are left out of tables and figures.
+        self.period = period
 
     def table(
         self,
@@ -118,6 +121,7 @@ class SectionOut:
     ) -> None:
         """Add the declared table ``name`` with ``rows``; ``fields`` fill its caption's and labels' placeholders."""
         t = self.spec.table_spec(name)
+        rows = clip_data(self.period, rows)
         self.section.tables.append(
             Table(
                 t.name,
@@ -132,6 +136,7 @@ class SectionOut:
     def figure(self, name: str, *data: Any) -> None:
         """Draw the declared figure ``name`` from ``data`` (the arguments of its plot function)."""
         p = self.spec.plot_spec(name)
+        data = tuple(clip_data(self.period, d) for d in data)
         self.section.figures.append(FigureBlock(p.draw(*data), p.alt, p.caption, f"{p.data}.csv"))
 
     def fact(self, label: str, shown: str) -> None:
@@ -144,7 +149,7 @@ class SectionOut:
         self.section.no_data.append(reason)
 
 
-def run_section(spec: SectionSpec, wh: MartReader) -> Section:
+def run_section(spec: SectionSpec, wh: MartReader, period: ReportPeriod | None = None) -> Section:
     """The section of ``spec``: "no data" with the reason when a mart it needs is missing, empty
     or unreadable; otherwise whatever its body found, tables in the order the spec declares them."""
     section = Section(spec.id, spec.title, spec.intro)
@@ -154,7 +159,7 @@ def run_section(spec: SectionSpec, wh: MartReader) -> Section:
             if why:
                 section.no_data.append(why)
                 return section
-        spec.body(wh, SectionOut(spec, section))
+        spec.body(wh, SectionOut(spec, section, period))
     except QUERY_ERRORS as exc:  # a mart of the wrong shape, a view over missing files, ...
         return Section(spec.id, spec.title, no_data=[f"The warehouse could not be read: {_first_line(exc)}"])
     order = {t.name: i for i, t in enumerate(spec.tables)}

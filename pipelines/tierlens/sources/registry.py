@@ -100,7 +100,8 @@ _builtin(
         "",
         "synthetic site: first simulated day (UTC); default start_date, so the first scheduled hours have data",
     ),
-    synthetic_days=("30", "synthetic site: days simulated"),
+    # a week (the report's period): simulated by the first ingest task, ~3 s per node and day
+    synthetic_days=("7", "synthetic site: days simulated (after 3 days of warm-up)"),
     synthetic_seed=("42", "synthetic site: seed"),
     synthetic_nodes_per_type=("2", "synthetic site: worker nodes per storage type"),
 )

@@ -7,7 +7,7 @@ the model's config in change_effects.yml: change_window_days (7), change_block (
 (42), bytes_read_bin_edges_gb ([1, 3, 10, 30, 100]), change_min_jobs (30), change_min_blocks (10).
 """
 
-from tierlens.analysis.change import DEFAULT_EDGES_GB, ChangeParams, change_effects
+from tierlens.analysis.change import DEFAULT_EDGES_GB, ChangeParams, change_effects, jobs_needed_from, needed_jobs_sql
 from tierlens.analysis.dbt_window import rebuild_window
 
 
@@ -35,7 +35,6 @@ def model(dbt, session):
         min_jobs=_value(dbt.config.get("change_min_jobs"), 30, int),
         min_blocks=_value(dbt.config.get("change_min_blocks"), 10, int),
     )
-    jobs = dbt.ref("job_efficiency").to_arrow_table()
     changes = dbt.ref("stg_site_change").to_arrow_table()
     changes_from, changes_until = rebuild_window(
         dbt.config.get("backfill_start"),
@@ -46,4 +45,8 @@ def model(dbt, session):
         session,
         "inputs_until",
     )
+    # Only the jobs of the rebuilt changes' windows (and each cluster's first job, which dates the
+    # start of its data) cross into Python: an hourly run reads days of jobs, not all of history.
+    since = jobs_needed_from(changes, params, changes_from, changes_until)
+    jobs = dbt.ref("job_efficiency").query("job_efficiency", needed_jobs_sql("job_efficiency", since)).to_arrow_table()
     return change_effects(jobs, changes, params, changes_from, changes_until)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from typing import Any
 
 from .. import columns as col
@@ -15,11 +17,18 @@ def _diff(b: Any, a: Any) -> float | None:
     return None if a is None or b is None else float(b) - float(a)
 
 
+def _days(start: Any, end: Any) -> str:
+    """A period as its first and last day, as the summary writes it (the mart's end is exclusive)."""
+    if isinstance(start, dt.date) and isinstance(end, dt.date) and end > start:
+        end = end - dt.timedelta(days=1)
+    return f"{fmt.text(start)} to {fmt.text(end)}"
+
+
 def _overall_rows(overall: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The SLAC table: one row per arm and period, then B − A computed here from the two."""
     table_rows: list[dict[str, Any]] = []
     for o in overall:
-        period = f"{fmt.text(o.get('period_start'))} to {fmt.text(o.get('period_end'))}"
+        period = _days(o.get("period_start"), o.get("period_end"))
         for arm in ("a", "b"):
             table_rows.append(
                 {
