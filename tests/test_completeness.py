@@ -292,36 +292,12 @@ def test_a_real_slurm_job_without_the_plugin_is_untagged(built):
 
 
 def _airflow_env(base: Path) -> dict:
-    from test_airflow_dags import AIRFLOW_PY, AIRFLOW_VENV, DBT, REPO
+    from test_airflow_dags import airflow_env
 
-    if not AIRFLOW_PY.exists():
-        pytest.skip(f"no Airflow virtualenv at {AIRFLOW_VENV}: `make test` (or `make airflow-venv`) creates it")
     af_home = base / "airflow-home"
     af_home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "TIERLENS_"))}
-    env.update(
-        {
-            "AIRFLOW_HOME": str(af_home),
-            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300",
-            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-            "AIRFLOW__COSMOS__ENABLE_TELEMETRY": "False",
-            "AIRFLOW__COSMOS__CACHE_DIR": str(af_home / "cosmos"),
-            "DO_NOT_TRACK": "1",
-            "SCARF_NO_ANALYTICS": "true",
-            "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",
-            "TIERLENS_DBT_EXECUTABLE": str(DBT),
-            "TIERLENS_RETRIES": "0",
-            # the DAG runs the mart and its tests; its parents are built beforehand (_parents_built)
-            "TIERLENS_DBT_SELECT": "data_completeness",
-            "DBT_INDIRECT_SELECTION": "cautious",
-        }
-    )
-    r = subprocess.run(
-        [str(AIRFLOW_VENV / "bin" / "airflow"), "db", "migrate"], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return env
+    # the DAG runs the mart and its tests; its parents are built beforehand (_parents_built)
+    return airflow_env(af_home, {"TIERLENS_DBT_SELECT": "data_completeness"})
 
 
 def _transform(env: dict, home: Path, warehouse: Path, **settings: str) -> dict:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import stat
+import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -23,9 +25,9 @@ from typer.testing import CliRunner
 from tierlens.cli import app
 from tierlens.pipeline import ingest
 from tierlens.records import JOB, job_identity
+from tierlens.sources.slurm.parsable2 import _cpu_time
 from tierlens.sources.slurm.sacct import (
     PARSABLE_FIELDS,
-    _cpu_time,
     first_node,
     parse_json_document,
     parse_parsable2,
@@ -605,7 +607,7 @@ def test_launch_failure_loads_with_no_start_and_its_state(tmp_path):
     [NO_VAL, INFINITE, NO_VAL64, INFINITE64, _w(NO_VAL), _w(NO_VAL64), _w(None), _w(7, infinite=True), str(NO_VAL64)],
 )
 def test_sentinels_are_null_not_numbers(value):
-    from tierlens.sources.slurm.sacct import _num, _ts
+    from tierlens.sources.slurm.json_job import _num, _ts
 
     assert _num(value) is None and _ts(value) is None
 
@@ -872,9 +874,9 @@ def _parse(fn, text: str, source: str = "s"):
 def _same(text: str, read_chars: int, monkeypatch) -> int:
     """Fast and generic paths give the same items (rows, locations, rejects) and the same
     problems; returns how many rows came through the fast path."""
-    from tierlens.sources.slurm import sacct
+    from tierlens.sources.slurm import json_stream, sacct
 
-    monkeypatch.setattr(sacct, "READ_CHARS", read_chars)
+    monkeypatch.setattr(json_stream, "READ_CHARS", read_chars)
     fast, fast_problems, n_fast = _parse(sacct.iter_json_rows, text)
     slow, slow_problems, n_slow = _parse(sacct.iter_json_rows_generic, text)
     assert n_slow == 0
@@ -1236,6 +1238,57 @@ def test_typed_rows_follow_a_field_added_to_the_job_record(monkeypatch):
     assert dict(zip(edited, moved[0]))["cpu_user_seconds"] == pytest.approx(user)
 
 
+_ONE_EDIT_RUN = """
+import io, json, sys
+from tierlens.sources.slurm import sacct
+text = open(sys.argv[1]).read()
+out = {}
+for path in ("iter_json_rows", "iter_json_rows_generic"):
+    batches = list(sacct.stream_batches(getattr(sacct, path)(io.StringIO(text), "s"), "s"))
+    out[path] = {"names": batches[0].table.schema.names, "rows": [r for b in batches for r in b.table.to_pylist()]}
+print(json.dumps(out, default=str))
+"""
+
+
+def test_a_field_added_to_records_py_reaches_both_sacct_paths(tmp_path):
+    """The one edit docs/architecture.md promises: a field inserted into JOB in records.py (a copy
+    of the package, edited as a developer would) and nothing else. Both --json paths, through to
+    the Arrow batches the warehouse loads, put every value under its name, the new field null."""
+    from tierlens.sources.slurm import sacct
+
+    package = REPO / "pipelines" / "tierlens"
+    copy = tmp_path / "pipelines" / "tierlens"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__", "_bundled"))
+    records = copy / "records.py"
+    text = records.read_text()
+    job_at = text.index("JOB = pa.schema(")
+    node_at = text.index('_f("node", ', job_at)
+    records.write_text(
+        text[:node_at] + '_f("site_tier", pa.string(), "WLCG tier of the site."),\n        ' + text[node_at:]
+    )
+    env = {**os.environ, "PYTHONPATH": str(copy.parent)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _ONE_EDIT_RUN, str(CAPTURE)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    edited = json.loads(proc.stdout)
+    expected_names = list(JOB.names)
+    expected_names.insert(expected_names.index("node"), "site_tier")
+    text = CAPTURE.read_text()
+    for path in ("iter_json_rows", "iter_json_rows_generic"):
+        plain = [
+            r
+            for b in sacct.stream_batches(getattr(sacct, path)(io.StringIO(text), "s"), "s")
+            for r in b.table.to_pylist()
+        ]
+        got = edited[path]
+        assert got["names"] == expected_names, path
+        assert len(got["rows"]) == len(plain) > 0, path
+        for before, after in zip(plain, got["rows"]):
+            assert after.pop("site_tier") is None
+            assert after == json.loads(json.dumps(before, default=str)), path
+
+
 def test_a_row_field_not_in_the_job_record_is_refused():
     from tierlens.sources.slurm import values
 
@@ -1251,3 +1304,27 @@ def test_the_typed_decoder_does_not_import_the_generic_one():
     tree = ast.parse(Path(typed_mod.__file__).read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert "sacct" not in imported and "tierlens.sources.slurm.sacct" not in imported
+
+
+def test_the_slurm_modules_import_each_other_one_way():
+    """sacct.py is split by concern (running sacct, reading --json, --parsable2, building rows);
+    no two of its modules may import each other, directly or round a longer cycle."""
+    import ast
+
+    folder = REPO / "pipelines" / "tierlens" / "sources" / "slurm"
+    names = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+    graph = {}
+    for name in names:
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        found = set()
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom) and n.level == 1:
+                found |= {n.module} if n.module else {a.name for a in n.names}
+        graph[name] = found & names
+    assert graph["sacct_typed"].isdisjoint({"sacct", "json_job", "json_stream"})
+
+    def reaches(start: str, target: str, seen: set[str]) -> bool:
+        return any(m == target or (m not in seen and reaches(m, target, seen | {m})) for m in graph[start])
+
+    cycles = sorted(m for m in names if reaches(m, m, {m}))
+    assert not cycles, f"import cycle through {cycles}: {graph}"

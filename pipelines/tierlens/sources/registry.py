@@ -81,52 +81,45 @@ def source(name: str) -> Source:
         raise KeyError(f"unknown source {name!r}; known: {', '.join(_SOURCES)}") from None
 
 
-register(
-    Source(
-        "synthetic",
-        f"{_TASKS}:load_synthetic",
-        settings={
-            "synthetic_start": (
-                "",
-                "synthetic site: first simulated day (UTC); default start_date, so the first scheduled hours have data",
-            ),
-            # a week (the report's period): simulated by the first ingest task, ~3 s per node and day
-            "synthetic_days": ("7", "synthetic site: days simulated (after 3 days of warm-up)"),
-            "synthetic_seed": ("42", "synthetic site: seed"),
-            "synthetic_nodes_per_type": ("2", "synthetic site: worker nodes per storage type"),
-        },
+def _builtin(name: str, commands: tuple[str, ...] = (), **settings: tuple[str, str]) -> Source:
+    """A built-in source: its task is orchestration/tasks.py's ``load_<name>``, its commands are
+    cli/ingest.py's functions of the same names (a dash in the command, an underscore in the function)."""
+    return register(
+        Source(
+            name,
+            f"{_TASKS}:load_{name}",
+            commands={c: f"{_CLI}:{c.replace('-', '_')}" for c in commands},
+            settings=settings,
+        )
     )
+
+
+_builtin(
+    "synthetic",
+    synthetic_start=(
+        "",
+        "synthetic site: first simulated day (UTC); default start_date, so the first scheduled hours have data",
+    ),
+    # a week (the report's period): simulated by the first ingest task, ~3 s per node and day
+    synthetic_days=("7", "synthetic site: days simulated (after 3 days of warm-up)"),
+    synthetic_seed=("42", "synthetic site: seed"),
+    synthetic_nodes_per_type=("2", "synthetic site: worker nodes per storage type"),
 )
-register(
-    Source(
-        "slurm",
-        f"{_TASKS}:load_slurm",
-        commands={"slurm": f"{_CLI}:slurm", "slurm-spool": f"{_CLI}:slurm_spool"},
-        settings={
-            "slurm_sacct": ("sacct", "sacct command"),
-            "slurm_clusters": ("", "sacct --clusters"),
-            "slurm_spool": ("", "comma-separated spool folders of the SPANK plugin (job tags)"),
-        },
-    )
+_builtin(
+    "slurm",
+    ("slurm", "slurm-spool"),
+    slurm_sacct=("sacct", "sacct command"),
+    slurm_clusters=("", "sacct --clusters"),
+    slurm_spool=("", "comma-separated spool folders of the SPANK plugin (job tags)"),
 )
-register(
-    Source(
-        "condor",
-        f"{_TASKS}:load_condor",
-        commands={"condor": f"{_CLI}:condor"},
-        settings={
-            "condor_history": ("", "comma-separated HTCondor history files or SPOOL folders"),
-            "condor_cluster": ("htcondor", "pool name for ads without TierlensCluster"),
-        },
-    )
+_builtin(
+    "condor",
+    ("condor",),
+    condor_history=("", "comma-separated HTCondor history files or SPOOL folders"),
+    condor_cluster=("htcondor", "pool name for ads without TierlensCluster"),
 )
-register(
-    Source(
-        "xrootd",
-        f"{_TASKS}:load_xrootd",
-        commands={"xrootd": f"{_CLI}:xrootd", "xrootd-osg": f"{_CLI}:xrootd_osg"},
-        settings={
-            "xrootd_dir": ("", "folder where `tierlens collect xrootd` writes file_access Parquet batches"),
-        },
-    )
+_builtin(
+    "xrootd",
+    ("xrootd", "xrootd-osg"),
+    xrootd_dir=("", "folder where `tierlens collect xrootd` writes file_access Parquet batches"),
 )

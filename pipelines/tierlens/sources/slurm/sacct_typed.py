@@ -5,8 +5,8 @@ The structs accept the layouts of 22.05 (dbv0.0.38: plain numbers, state strings
 25.x (data_parser v0.0.39+: ``{set, infinite, number}`` wrappers, state and status lists, step
 ids "JOB.STEP"). They are strict on purpose: a value of a type the generic path would treat
 specially (a number written as a string, a boolean, a wrapper nested in a wrapper) fails the typed
-decode, and that job goes to the generic path in sacct.py, which rejects it or maps it exactly as
-before. What the structs accept, ``job_rows`` maps to the same values as sacct's ``_json_job``
+decode, and that job goes to the generic path in json_job.py, which rejects it or maps it exactly as
+before. What the structs accept, ``job_rows`` maps to the same values as ``json_job.json_job``
 (tests/test_slurm_sacct.py compares the two row for row).
 
 Times are integer microseconds since the epoch (the JOB record's timestamp unit), so the Arrow

@@ -1,7 +1,7 @@
 """What both sacct decoders share: Slurm's no-value markers, the first host of a host list, and
 JOB rows as tuples whose positions come from records.JOB's field names.
 
-sacct.py (the generic path) and sacct_typed.py (the typed fast path) both import this module and
+json_job.py (the generic path) and sacct_typed.py (the typed fast path) both import this module and
 not each other's helpers, so neither needs the other loaded first.
 """
 
