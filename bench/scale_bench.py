@@ -196,7 +196,40 @@ def child_hour(args: argparse.Namespace) -> dict:
         rejected += summary.total_rejected
     load_s = time.perf_counter() - start
     transform_s = _transform(Path(args.warehouse))
-    return {"rows_loaded": loaded, "rows_rejected": rejected, "load_s": load_s, "transform_and_publish_s": transform_s}
+    out = {"rows_loaded": loaded, "rows_rejected": rejected, "load_s": load_s, "transform_and_publish_s": transform_s}
+    out.update(_publish_detail(Path(args.warehouse)))
+    out.update(_dbt_seconds())
+    return out
+
+
+def _dbt_seconds() -> dict:
+    """Seconds per model, and of all tests, from the transform's dbt run_results.json."""
+    path = Path(os.environ.get("TIERLENS_HOME", "")) / "dbt" / "target" / "run_results.json"
+    try:
+        results = json.loads(path.read_text())["results"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    models = {
+        r["unique_id"].split(".")[-1]: round(r["execution_time"], 2)
+        for r in results
+        if r["unique_id"].startswith("model.")
+    }
+    tests = sum(r["execution_time"] for r in results if r["unique_id"].startswith("test."))
+    return {"dbt_model_s": models, "dbt_tests_s": round(tests, 2)}
+
+
+def _publish_detail(warehouse: Path) -> dict:
+    """What the transform's publish did (seconds, bytes written, how it found them), where the
+    installed tierlens records it."""
+    try:
+        from tierlens.warehouse.publish import last_publish
+    except ImportError:
+        return {}
+    stats = last_publish(warehouse)
+    if stats is None:
+        return {}
+    keep = ("seconds", "bytes_written", "file_bytes", "compared_by", "slot_bytes_read")
+    return {"publish": {k: getattr(stats, k) for k in keep if hasattr(stats, k)}}
 
 
 def child_queries(args: argparse.Namespace) -> dict:

@@ -192,7 +192,94 @@ def test_publish_writes_what_changed_and_never_rewrites_a_snapshot_a_reader_has_
     assert ro.execute("SELECT list(hour ORDER BY hour) FROM hourly").fetchall() == [([1, 2, 3, 4],)]
     ro.close()
     slots = sorted(p.name for p in (target.parent / ".slots").iterdir())
-    assert slots == ["state.json", "warehouse.duckdb.1", "warehouse.duckdb.2"]  # current and spare only
+    # current and spare only, each with its block index
+    assert slots == [
+        "state.json",
+        "warehouse.duckdb.1",
+        "warehouse.duckdb.1.blocks",
+        "warehouse.duckdb.2",
+        "warehouse.duckdb.2.blocks",
+    ]
+
+
+def _spare(target: Path) -> Path:
+    """The slot the next publish rewrites: the one that is not the published file."""
+    current = os.stat(target).st_ino
+    slots = [p for p in (target.parent / ".slots").iterdir() if p.name.split(".")[-1].isdigit()]
+    (spare,) = [p for p in slots if os.stat(p).st_ino != current]
+    return spare
+
+
+def _damage_version(index: Path, spare: Path) -> None:
+    head, _, body = index.read_bytes().partition(b"\n")
+    header = json.loads(head)
+    header["format_version"] = 999
+    index.write_bytes(json.dumps(header).encode() + b"\n" + body)
+
+
+def _truncate(index: Path, spare: Path) -> None:
+    index.write_bytes(index.read_bytes()[:-7])
+
+
+def _flip_a_digest(index: Path, spare: Path) -> None:
+    data = bytearray(index.read_bytes())
+    data[-3] ^= 0xFF
+    index.write_bytes(bytes(data))
+
+
+def _write_the_slot_behind_it(index: Path, spare: Path) -> None:
+    # the spare's bytes change, its index does not: only the slot's own state can tell
+    with open(spare, "r+b") as f:
+        f.seek(spare.stat().st_size // 2)
+        f.write(b"\xa5" * 4096)
+
+
+def _replace_the_slot(index: Path, spare: Path) -> None:
+    data = bytearray(spare.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    spare.unlink()
+    spare.write_bytes(bytes(data))  # a new inode with different bytes
+
+
+@pytest.mark.parametrize(
+    "damage", [_damage_version, _truncate, _flip_a_digest, _write_the_slot_behind_it, _replace_the_slot]
+)
+def test_a_block_index_that_no_longer_describes_its_slot_falls_back_to_reading_it(tmp_path: Path, damage) -> None:
+    from tierlens.warehouse.publish import publish_with_stats
+
+    wh = tmp_path / "warehouse.duckdb"
+    con = duckdb.connect(str(wh))
+    con.execute("CREATE TABLE big AS SELECT range AS x, range * 7 % 1000 AS y FROM range(2000000)")
+    con.execute("CREATE TABLE hourly AS SELECT 1 AS hour")
+    con.close()
+
+    def add_hour(h: int) -> None:
+        c = duckdb.connect(str(wh))
+        c.execute(f"INSERT INTO hourly VALUES ({h})")
+        c.close()
+
+    target, _ = publish_with_stats(wh)
+    add_hour(2)
+    publish_with_stats(wh)  # the second slot: from here on every publish reuses the spare
+    add_hour(3)
+    _, by_index = publish_with_stats(wh)
+    assert by_index.reused_slot and by_index.compared_by == "index" and by_index.slot_bytes_read == 0
+    assert 0 < by_index.bytes_written < wh.stat().st_size / 4
+    assert _sha(target) == _sha(wh)
+
+    spare = _spare(target)
+    damage(spare.with_name(spare.name + ".blocks"), spare)
+    add_hour(4)
+    _, after = publish_with_stats(wh)
+    assert after.compared_by == "bytes" and after.slot_bytes_read > 0
+    assert _sha(target) == _sha(wh)  # the published snapshot is the working file, byte for byte
+    ro = duckdb.connect(str(target), read_only=True)
+    assert ro.execute("SELECT list(hour ORDER BY hour) FROM hourly").fetchall() == [([1, 2, 3, 4],)]
+    ro.close()
+    # and the index written by that publish is trusted again by the next
+    add_hour(5)
+    _, again = publish_with_stats(wh)
+    assert again.compared_by == "index" and _sha(target) == _sha(wh)
 
 
 READER_BIG = r"""

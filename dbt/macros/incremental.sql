@@ -19,7 +19,9 @@
 {#- row_key (optional, a list of columns): for models whose event day moves as more of a row's
     inputs arrive (a job's last access day). A row rebuilt on a later day then also replaces its
     earlier version, which lies outside the window when a back-fill walks history chunk by chunk. -#}
-{% macro incremental_by_day(day_column, lookback_days, row_key=none) -%}
+{#- first_day_rule (optional): 'provisional' for data_completeness, whose window is not counted
+    back from its newest day (macros/completeness_window.sql). -#}
+{% macro incremental_by_day(day_column, lookback_days, row_key=none, first_day_rule=none) -%}
     {%- if target.type == 'spark' -%}
         {{ return(spark_incremental_by_day(day_column, lookback_days, row_key)) }}
     {%- endif -%}
@@ -29,6 +31,7 @@
         'unique_key': day_column,
         'lookback_days': lookback_days,
         'row_key': row_key,
+        'first_day_rule': first_day_rule,
         'on_schema_change': 'fail',
     }) }}
 {%- endmacro %}
@@ -86,6 +89,8 @@
     {%- set mode = incremental_mode() -%}
     {%- if mode == 'backfill' -%}
         {{ return(modules.datetime.date.fromisoformat(var('backfill_start') | string)) }}
+    {%- elif mode == 'incremental' and config.get('first_day_rule') == 'provisional' -%}
+        {{ return(completeness_first_day()) }}
     {%- elif mode == 'incremental' -%}
         {%- set newest = model_newest_day() -%}
         {%- if newest is none -%}{{ return(none) }}{%- endif -%}
@@ -168,14 +173,18 @@
     {%- if rebuild_key and access_match_by_key() %}
     {#- rebuilt by key (access_match_by_key): the rebuilt rows replace their keys' rows, and the
         rows without a day, which every run rebuilds -#}
+    {#- two statements, so that each condition on the day column is one DuckDB skips row groups
+        with (the OR of the two is not: 0.67 s against 0.29 s on a year of the dev-size site) -#}
     delete from {{ target_relation }}
-    where {{ day_column }} is null
-       or ({{ in_window(target_relation ~ '.' ~ day_column, config.get('lookback_days')) }}
-           and exists (
-               select 1 from {{ temp_relation }} as rebuilt
-               where {% for column in rebuild_key -%}
-                   rebuilt.{{ column }} = {{ target_relation }}.{{ column }}{{ ' and ' if not loop.last }}
-               {%- endfor %}));
+    where {{ day_column }} is null;
+
+    delete from {{ target_relation }}
+    where {{ in_window(target_relation ~ '.' ~ day_column, config.get('lookback_days')) }}
+      and exists (
+          select 1 from {{ temp_relation }} as rebuilt
+          where {% for column in rebuild_key -%}
+              rebuilt.{{ column }} = {{ target_relation }}.{{ column }}{{ ' and ' if not loop.last }}
+          {%- endfor %});
 
     insert into {{ target_relation }} ({{ columns }})
     select {{ columns }} from {{ temp_relation }}

@@ -166,10 +166,33 @@ claimed_accesses as (
     where s.identity is null and s.start_time is not null
     union
     select held.server_host, held.unique_id
-    from {{ this }} as held
+    from (
+        select server_host, unique_id, {{ job_key(with_step=false) }} from {{ this }}
+        where {{ in_window('day', lookback) }} and job_id is not null
+        union all
+        select server_host, unique_id, {{ job_key(with_step=false) }} from {{ this }}
+        where day is null and job_id is not null
+    ) as held
     inner join (select distinct {{ job_key(with_step=false) }} from changed_jobs) as j
         on {{ job_key_join('held', 'j', with_step=false) }}
-    where {{ in_window('held.day', lookback) }} or held.day is null
+),
+
+-- The held rows of the changed accesses, found by key first: the identity is parsed (a regular
+-- expression) on those few rows only. The window's days and the rows without a day are read
+-- apart, so each condition on day stays one DuckDB can skip row groups with.
+held_changed as materialized (
+    select held.client_host, held.client_pid, held.start_time, held.end_time, held.job_identity
+    from (
+        select server_host, unique_id, client_host, client_pid, start_time, end_time, job_identity
+        from {{ this }}
+        where {{ in_window('day', lookback) }} and client_pid is not null and job_identity is not null
+        union all
+        select server_host, unique_id, client_host, client_pid, start_time, end_time, job_identity
+        from {{ this }}
+        where day is null and client_pid is not null and job_identity is not null
+    ) as held
+    inner join changed_accesses as k
+        on k.server_host = held.server_host and k.unique_id = held.unique_id
 ),
 
 -- Identified accesses whose row or job changed, now and as held before: they give or take
@@ -184,12 +207,10 @@ moved_exact as (
     select
         {{ short_host('held.client_host') }}, held.client_pid, held.start_time,
         coalesce(held.end_time, held.start_time)
-    from {{ this }} as held
-    inner join changed_accesses as k
-        on k.server_host = held.server_host and k.unique_id = held.unique_id
-    where {{ tierlens_identity('held.job_identity') }} is not null and held.client_pid is not null
-      and ({{ in_window('held.day', lookback) }} or held.day is null)
+    from held_changed as held
+    where {{ tierlens_identity('held.job_identity') }} is not null
 ),
+
 
 evidence_accesses as (
     select s.server_host, s.unique_id

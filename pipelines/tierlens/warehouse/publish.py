@@ -23,17 +23,37 @@ name (a rename: atomic). A reader that has a snapshot open keeps its inode, unto
 - the current slot is never written.
 
 Common filesystems (ext4) have no reflinks, so this block diff is what keeps the write proportional to
-the change; it still reads both files once (sequential, mostly page cache), and the disk holds two
-snapshots (current and spare) beside the working file. ``published/.slots/state.json`` records
-the last publish (format version, when, bytes compared and written).
+the change. Finding the changed blocks must not read the spare slot either (an hour after it was
+written it has usually left the page cache: reading it back was most of a publish at a year of
+history). So each slot has a *block index* beside it (``.slots/warehouse.duckdb.<n>.blocks``):
+a SHA-1 of each of its blocks, written when the slot is synced. A publish hashes the working file's
+blocks once (it has just been written: page cache) and writes the blocks whose hash differs from
+the index. The index is trusted only while it describes the slot exactly: its format version,
+block layout and hash agree with this code, its own digest matches its content (not truncated or
+corrupted), and the slot's device, inode, size and modification time are those recorded after the
+last sync (the publisher stamps the slot with a modification time of its own choosing, a
+nanosecond value no later write reproduces: any write to the slot since, by DuckDB or anything
+else, changes it). Otherwise the publish falls back to comparing the bytes of both files, as
+before, and writes a fresh index. The index is removed before a slot is written, so a publish
+that stops midway leaves no index to trust.
+
+DuckDB's own per-block checksums are not used for this: they are a position-independent XOR of
+the block's words, blind to words swapped within a block.
+
+Blocks follow DuckDB's file layout (three 4 KiB headers, then 256 KiB blocks), so one changed DuckDB
+block is one block written; any other file is still copied correctly, only less finely. The disk
+holds two snapshots (current and spare) beside the working file. ``published/.slots/state.json``
+records the last publish (format version, when, bytes compared and written).
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import json
 import os
+import secrets
 import stat
 import time
 import uuid
@@ -47,9 +67,16 @@ PUBLISHED_DIR = "published"
 SLOTS_DIR = ".slots"
 STATE_FILE = "state.json"
 #: Version of ``state.json``; bump when its fields change meaning.
-STATE_FORMAT_VERSION = 1
+STATE_FORMAT_VERSION = 2
 #: DuckDB's storage block (256 KiB): the unit a checkpoint rewrites, so the unit compared.
 CHUNK = 256 * 1024
+#: DuckDB's file starts with three 4 KiB headers; its blocks follow, so blocks are counted from here.
+HEADER_BYTES = 3 * 4096
+#: Version of a slot's block index (``<slot>.blocks``); bump when its layout or hash changes.
+INDEX_FORMAT_VERSION = 1
+INDEX_SUFFIX = ".blocks"
+INDEX_HASH = "sha1"
+DIGEST_BYTES = hashlib.new(INDEX_HASH).digest_size
 
 
 @dataclass(frozen=True)
@@ -64,6 +91,10 @@ class PublishStats:
     bytes_written: int
     chunks_written: int
     seconds: float
+    #: "index": blocks found by the slot's block index; "bytes": by reading the slot (no valid index)
+    compared_by: str
+    #: bytes read back from the slot to compare (0 when its index was valid)
+    slot_bytes_read: int
 
 
 def published_path(warehouse: str | Path) -> Path:
@@ -117,7 +148,7 @@ def publish_with_stats(warehouse: str | Path) -> tuple[Path, PublishStats]:
         current = _inode(target)
         slot, fd, reused = _writable_slot(slots, source.name, current)
         try:
-            written, chunks, size = _sync_blocks(source, fd)
+            sync = _sync_blocks(source, fd, _index_path(slot))
             _link_atomically(slot, target)
         finally:
             os.close(fd)  # releases the lock: the slot is now the published one
@@ -129,10 +160,12 @@ def publish_with_stats(warehouse: str | Path) -> tuple[Path, PublishStats]:
         datetime.now(timezone.utc).isoformat(timespec="seconds"),
         slot.name,
         reused,
-        size,
-        written,
-        chunks,
+        sync.size,
+        sync.written,
+        sync.chunks,
         round(time.perf_counter() - t0, 3),
+        sync.compared_by,
+        sync.slot_bytes_read,
     )
     _write_state(slots / STATE_FILE, stats)
     return target, stats
@@ -184,25 +217,135 @@ def _writable_slot(slots: Path, name: str, current: tuple[int, int] | None) -> t
     return path, fd, False
 
 
-def _sync_blocks(source: Path, fd: int) -> tuple[int, int, int]:
-    """Make the file open at ``fd`` byte-identical to ``source``, writing only the chunks that
-    differ; returns (bytes written, chunks written, file size)."""
-    written = chunks = 0
+@dataclass(frozen=True)
+class _Synced:
+    written: int
+    chunks: int
+    size: int
+    compared_by: str
+    slot_bytes_read: int
+
+
+def _blocks(size: int) -> list[tuple[int, int]]:
+    """(offset, length) of each block of a file of ``size`` bytes: DuckDB's headers, then its blocks."""
+    if size <= HEADER_BYTES:
+        return [(0, size)] if size else []
+    tail = range(HEADER_BYTES, size, CHUNK)
+    return [(0, HEADER_BYTES), *((off, min(CHUNK, size - off)) for off in tail)]
+
+
+def _sync_blocks(source: Path, fd: int, index: Path) -> _Synced:
+    """Make the file open at ``fd`` byte-identical to ``source``, writing only the blocks that
+    differ (found from the slot's block index when it is valid, else by reading the slot), and
+    write the slot's new index."""
+    known = _read_index(index, fd)
+    index.unlink(missing_ok=True)  # from here on the slot may change: no index to trust until rewritten
+    _fsync_dir(index.parent)
+    written = chunks = slot_read = 0
+    digests: list[bytes] = []
     with open(source, "rb", buffering=0) as src:
         size = os.fstat(src.fileno()).st_size
-        offset = 0
-        while offset < size:
-            new = src.read(CHUNK)
-            if not new:
-                break
-            if os.pread(fd, len(new), offset) != new:
+        for i, (offset, length) in enumerate(_blocks(size)):
+            new = os.pread(src.fileno(), length, offset)
+            if len(new) != length:
+                raise OSError(f"{source} shrank while being published (block at offset {offset})")
+            digest = hashlib.new(INDEX_HASH, new).digest()
+            digests.append(digest)
+            if known is not None:
+                same = i < len(known) and known[i] == digest
+            else:
+                old = os.pread(fd, length, offset)
+                slot_read += len(old)
+                same = old == new
+            if not same:
                 os.pwrite(fd, new, offset)
-                written += len(new)
+                written += length
                 chunks += 1
-            offset += len(new)
     os.ftruncate(fd, size)
     os.fsync(fd)
-    return written, chunks, size
+    _write_index(index, fd, digests)
+    return _Synced(written, chunks, size, "index" if known is not None else "bytes", slot_read)
+
+
+def _index_path(slot: Path) -> Path:
+    return slot.with_name(slot.name + INDEX_SUFFIX)
+
+
+def _stamp(fd: int) -> dict[str, int]:
+    """Set the slot's modification time to a value no later write reproduces (a second in the
+    past, random nanoseconds: a write stamps the current time) and return what identifies the
+    slot's state: device, inode, size, that time."""
+    now = time.time_ns()
+    mtime = (now // 1_000_000_000 - 1) * 1_000_000_000 + 1 + secrets.randbelow(999_999_998)
+    st = os.fstat(fd)
+    os.utime(fd, ns=(st.st_atime_ns, mtime))
+    st = os.fstat(fd)
+    return {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _identity(fd: int) -> dict[str, int]:
+    st = os.fstat(fd)
+    return {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _write_index(index: Path, fd: int, digests: list[bytes]) -> None:
+    """The block index of the slot at ``fd``: one JSON line (format version, layout, hash, the
+    slot's identity, a digest of the digests), then the blocks' digests."""
+    body = b"".join(digests)
+    os.fsync(fd)
+    header = {
+        "format_version": INDEX_FORMAT_VERSION,
+        "hash": INDEX_HASH,
+        "header_bytes": HEADER_BYTES,
+        "block_bytes": CHUNK,
+        "blocks": len(digests),
+        "body_sha256": hashlib.sha256(body).hexdigest(),
+        "slot": _stamp(fd),
+    }
+    os.fsync(fd)
+    tmp = index.with_name(f".{index.name}.{uuid.uuid4().hex[:12]}.tmp")
+    out_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(out_fd, "wb") as out:
+        out.write(json.dumps(header, sort_keys=True).encode() + b"\n" + body)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, index)
+
+
+def _read_index(index: Path, fd: int) -> list[bytes] | None:
+    """The slot's block digests from its index, or None when the index cannot be trusted (missing,
+    another format, truncated or corrupted, or the slot changed since it was written)."""
+    try:
+        in_fd = os.open(index, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(in_fd, "rb") as f:
+        data = f.read()
+    line_end = data.find(b"\n")
+    if line_end < 0:
+        return None
+    try:
+        header = json.loads(data[:line_end])
+    except ValueError:
+        return None
+    body = data[line_end + 1 :]
+    expected = {
+        "format_version": INDEX_FORMAT_VERSION,
+        "hash": INDEX_HASH,
+        "header_bytes": HEADER_BYTES,
+        "block_bytes": CHUNK,
+    }
+    if not isinstance(header, dict) or any(header.get(k) != v for k, v in expected.items()):
+        return None
+    if header.get("slot") != _identity(fd):
+        return None  # the slot was written (or replaced) since its index was
+    blocks = header.get("blocks")
+    size = header["slot"]["size"]
+    if blocks != len(_blocks(size)) or len(body) != blocks * DIGEST_BYTES:
+        return None
+    if hashlib.sha256(body).hexdigest() != header.get("body_sha256"):
+        return None
+    return [body[i : i + DIGEST_BYTES] for i in range(0, len(body), DIGEST_BYTES)]
 
 
 def _link_atomically(slot: Path, target: Path) -> None:
@@ -221,6 +364,7 @@ def _drop_old_slots(slots: Path, name: str, keep: set[str]) -> None:
     Unlinking never disturbs a reader that has one open: it keeps the inode until it closes."""
     for path in _slot_files(slots, name):
         if path.name not in keep:
+            _index_path(path).unlink(missing_ok=True)
             path.unlink(missing_ok=True)
     _fsync_dir(slots)
 

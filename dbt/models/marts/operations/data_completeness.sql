@@ -27,23 +27,49 @@
 --              its bytes count as unjoined until then;
 --   collector, source  counters of their own day.
 -- The completeness tests (data_completeness.yml) judge closed rows only.
-{%- set job_lateness = var('job_lateness_days', 2) | int %}
+-- Incremental by day (grain: day x grain x subject x measure x detail; event day: column day, as
+-- above): a plain run rebuilds the days that can still change, from the earliest day it holds a
+-- provisional row for, or the horizon's day minus the longest days-to-final if earlier
+-- (macros/completeness_window.sql); closed days are never recomputed. A back-fill rebuilds its days.
+{{ config(**incremental_by_day('day', 0, first_day_rule='provisional')) }}
 {%- set max_wall = var('max_wall_days', 7) | int %}
-{%- set days_to_final = "case u.grain when 'cluster' then " ~ (1 + job_lateness) ~ " when 'server' then "
-                        ~ (1 + max_wall + job_lateness) ~ " else 1 end" %}
+{%- set days_to_final = completeness_days_to_final_sql('u.grain') %}
+{%- set first = window_first_day(0) %}
+{%- set stop = window_end_day() %}
 with job_rows as (
-    -- jobs that ran: a launch failure has no CPU hours and is counted in efficiency_by_group
-    select * from {{ one_row_per_job(ref('int_job_tagged'), where='ran') }} as first_rows
+    -- jobs that ran: a launch failure has no CPU hours and is counted in efficiency_by_group.
+    -- A job's rows (whole job, steps) end within its run, at most max_wall_days apart: read from
+    -- that much before the window, pick the job's row, keep it if it ended in the window.
+    select * from {{ one_row_per_job(ref('int_job_tagged'),
+                                     where='ran and ' ~ day_range_sql('end_time', first, none, instant=true, before=max_wall + 1)) }} as first_rows
+    where {{ day_range_sql('end_time', first, stop, instant=true) }}
 ),
 
-accesses as (
-    select * from {{ ref('int_file_access_by_job') }}
+-- (int_file_access_by_job is read by each of the next three on its own, not through one CTE,
+-- so each reads only its own days and columns)
+-- the window's accesses by the day they opened
+window_accesses as (
+    select server_host, client_host, server_role, start_time, read_bytes_at_close, match_quality, cache_evidence
+    from {{ ref('int_file_access_by_job') }}
+    where {{ day_range_sql('start_time', first, stop, instant=true) }}
 ),
 
+-- every cache server ever seen (a stage-in access's client is one; two columns of all accesses)
 cache_hosts as (
     select distinct {{ short_host('server_host') }} as host_key
-    from accesses
-    where server_role = 'cache'
+    from (select distinct server_host from {{ ref('int_file_access_by_job') }} where server_role = 'cache') as servers
+),
+
+-- the accesses that can belong to the window's jobs: a job's accesses open within its run (at
+-- most max_wall_days before its end), and those without an open time
+job_window_accesses as (
+    select {{ job_key(with_step=false) }}, match_quality from {{ ref('int_file_access_by_job') }}
+    where {{ day_range_sql('start_time', first, stop, instant=true, before=max_wall + 1, after=1) }}
+    {%- if first is not none or stop is not none %}
+    union all
+    select {{ job_key(with_step=false) }}, match_quality from {{ ref('int_file_access_by_job') }}
+    where start_time is null
+    {%- endif %}
 ),
 
 job_access_quality as (
@@ -51,7 +77,7 @@ job_access_quality as (
         {{ job_key(with_step=false) }},
         max(case when match_quality = 'exact' then 1 else 0 end)    as has_exact,
         max(case when match_quality = 'inferred' then 1 else 0 end) as has_inferred
-    from accesses
+    from job_window_accesses
     where job_id is not null
     group by {{ job_key(with_step=false) }}
 ),
@@ -94,14 +120,22 @@ cluster_measures as (
 ),
 
 -- Plugin spool records whose job accounting never delivered (tag of a job or step not in stg_job).
+window_tags as (
+    -- tags written in the window, and those without a time (dated by their job's start)
+    select * from {{ ref('stg_job_tag') }}
+    where {{ day_range_sql('tagged_at', first, stop, instant=true) }} or tagged_at is null
+),
+
 tags as (
     select
         cast({{ utc('coalesce(t.tagged_at, j.start_time)') }} as date) as day,
         t.cluster,
         j.job_id is null                                                as orphan
-    from {{ ref('stg_job_tag') }} t
+    from window_tags t
     left join (select {{ job_key(with_step=false) }}, min(start_time) as start_time
-               from {{ ref('stg_job') }} group by {{ job_key(with_step=false) }}) j
+               from {{ ref('stg_job') }} as all_jobs
+               where exists (select 1 from window_tags w where {{ job_key_join('w', 'all_jobs', with_step=false) }})
+               group by {{ job_key(with_step=false) }}) j
         on {{ job_key_join('j', 't', with_step=false) }}
 ),
 
@@ -109,7 +143,7 @@ tag_measures as (
     select day, cluster as subject, 'tags_without_job' as measure, 'tags' as unit,
            count(*) filter (where orphan) as numerator, count(*) as denominator
     from tags
-    where day is not null
+    where day is not null and {{ day_range_sql('day', first, stop) }}
     group by day, cluster
 ),
 
@@ -119,7 +153,7 @@ job_side_accesses as (
         cast({{ utc('a.start_time') }} as date)                               as day,
         coalesce(a.read_bytes_at_close, 0)                                    as bytes,
         c.host_key is not null                                                as from_cache
-    from accesses a
+    from window_accesses a
     left join cache_hosts c on c.host_key = {{ short_host('a.client_host') }}
 ),
 
@@ -160,8 +194,11 @@ server_measures as (
 ),
 
 stats as (
-    select *, cast({{ utc('interval_start') }} as date) as day
-    from {{ ref('stg_collector_stats') }}
+    select * from (
+        select *, cast({{ utc('interval_start') }} as date) as day
+        from {{ ref('stg_collector_stats') }}
+    ) as dated
+    where {{ day_range_sql('day', first, stop) }}
 ),
 
 collector_measures as (
@@ -184,12 +221,14 @@ collector_measures as (
 batches as (
     select cast({{ utc('loaded_at') }} as date) as day, source, record_kind, sum(rows_in) as rows_in
     from {{ source('raw', 'raw_batches') }}
+    where {{ day_range_sql('cast(' ~ utc('loaded_at') ~ ' as date)', first, stop) }}
     group by 1, 2, 3
 ),
 
 rejects as (
     select cast({{ utc('rejected_at') }} as date) as day, source, record_kind, reason, count(*) as rejected
     from {{ source('raw', 'raw_rejects') }}
+    where {{ day_range_sql('cast(' ~ utc('rejected_at') ~ ' as date)', first, stop) }}
     group by 1, 2, 3, 4
 ),
 
@@ -204,8 +243,11 @@ source_measures as (
 -- Scheduled ingest intervals that loaded nothing, by why (outcome), against the intervals the
 -- source ran for that day (day of the interval's start).
 intervals as (
-    select cast({{ utc('interval_start') }} as date) as day, source, outcome
-    from {{ ref('stg_source_interval') }}
+    select * from (
+        select cast({{ utc('interval_start') }} as date) as day, source, outcome
+        from {{ ref('stg_source_interval') }}
+    ) as dated
+    where {{ day_range_sql('day', first, stop) }}
 ),
 
 interval_measures as (
@@ -235,12 +277,7 @@ unioned as (
 ),
 
 horizon as (
-    select least(max(newest), {{ current_instant() }}) as newest
-    from (
-        select max(end_time) as newest from {{ ref('stg_job') }}
-        union all
-        select max(coalesce(end_time, start_time)) as newest from {{ ref('stg_file_access') }}
-    ) as per_source
+    {{ completeness_horizon_sql() }}
 ),
 
 closing as (
