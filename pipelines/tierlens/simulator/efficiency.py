@@ -141,6 +141,19 @@ def time_window(column: str, start: str | None, end: str | None) -> tuple[list[s
     return where, args
 
 
+#: Decimal places each profile column is rounded to when it is read. The marts' float sums and
+#: means come from DuckDB's parallel aggregation, whose order (and so whose last bits) changes from
+#: run to run; the least-squares fit turns those last bits into differences of a point of
+#: efficiency between two builds of the same data. Rounding far below any measurement's precision
+#: (a byte, a microsecond, a billionth of a job) gives the fit the same inputs every time.
+QUANTUM_DECIMALS = {"cpu_seconds": 6, "wall_seconds": 6, "concurrent_jobs": 9, "allocated_cores": 9}
+
+
+def _quantized(column: str) -> str:
+    decimals = QUANTUM_DECIMALS.get(column, 0)  # the byte columns: whole bytes
+    return f"round({column}::double, {decimals}) as {column}"
+
+
 def load_profiles(con, job_class: str | None, start: str | None = None, end: str | None = None) -> JobProfiles:
     """Completed jobs of ``job_class`` (all classes when None) from ``marts.job_io_profile``."""
     where, args = time_window("end_time", start, end)
@@ -148,9 +161,9 @@ def load_profiles(con, job_class: str | None, start: str | None = None, end: str
     if job_class:
         where.append("job_class = ?")
         args.append(job_class)
-    numeric = ", ".join(f"{c}::double" for c in PROFILE_COLUMNS[2:-2])
+    numeric = ", ".join(_quantized(c) for c in PROFILE_COLUMNS[2:-2])
     sql = f"""
-        select storage_type, coalesce(ab_arm, '') as ab_arm, {numeric}, concurrent_jobs::double,
+        select storage_type, coalesce(ab_arm, '') as ab_arm, {numeric}, {_quantized("concurrent_jobs")},
                batch_system || '.' || cluster || '.' || job_id || '.' || step_id as job_key,
                cluster || '/' || node as node
         from marts.job_io_profile where {" and ".join(where)}
