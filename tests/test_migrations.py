@@ -351,3 +351,27 @@ def test_client_fairness_built_before_its_day_column_keeps_every_window(tmp_path
         assert mig.current_version(wh.con) == mig.LATEST
     assert [(r[0].astimezone(timezone.utc), r[1]) for r in rows] == [(w, 0.5 + i / 10) for i, w in enumerate(windows)]
     assert [r[2] for r in rows] == [w.date() for w in windows]
+
+
+def test_ab_uncertainty_built_by_the_old_bootstrap_is_dropped_and_other_marts_kept(tmp_path: Path) -> None:
+    """A warehouse at version 12 holds ab_uncertainty rows from the previous resampling method; an
+    incremental run would replace only its rebuilt days and leave two methods in one table, so the
+    migration drops it (the next transform builds it whole) and touches no other mart."""
+    path = tmp_path / "w.duckdb"
+    Warehouse(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("DELETE FROM raw_schema_migrations WHERE version >= 13")
+    con.execute("CREATE SCHEMA marts")
+    con.execute("CREATE TABLE marts.ab_uncertainty (period_grain VARCHAR, efficiency_ci_low DOUBLE)")
+    con.execute("INSERT INTO marts.ab_uncertainty VALUES ('all', 0.01)")
+    con.execute("CREATE TABLE marts.ab_comparison (arm VARCHAR)")
+    con.execute("INSERT INTO marts.ab_comparison VALUES ('A')")
+    con.close()
+    with Warehouse(path) as wh:
+        tables = {
+            t
+            for (t,) in wh.con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'marts'").fetchall()
+        }
+        kept = wh.con.execute("SELECT arm FROM marts.ab_comparison").fetchall()
+        assert mig.current_version(wh.con) == mig.LATEST
+    assert tables == {"ab_comparison"} and kept == [("A",)]

@@ -399,6 +399,12 @@ MIGRATIONS: tuple[Migration, ...] = (
             ),
         ),
     ),
+    Migration(
+        13,
+        "ab_uncertainty resamples with a seeded Poisson block bootstrap: its rows built by the old bootstrap "
+        "are dropped, so the next transform builds every row by one method",
+        (Sql("DROP TABLE IF EXISTS marts.ab_uncertainty"),),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version
