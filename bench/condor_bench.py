@@ -156,6 +156,7 @@ def main() -> None:
     args = p.parse_args()
     # imports are not parsing: both sides' modules are loaded before anything is timed
     import classad2  # noqa: F401
+
     import tierlens.sources.condor.history  # noqa: F401
 
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:

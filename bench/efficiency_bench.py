@@ -55,8 +55,7 @@ def main() -> None:
                 stdout=subprocess.DEVNULL,
             )
 
-    from tierlens.simulator import efficiency as ef
-    from tierlens.simulator import whatif
+    from tierlens.simulator import efficiency as ef, whatif
     from tierlens.sources.synthetic import demo_site
     from tierlens.sources.synthetic.hammercloud import GLASGOW_TABLE1
     from tierlens.sources.synthetic.truth import truth_table
@@ -152,11 +151,8 @@ def _in_sample(cal, prof, held):
 
 def device_layer(prof) -> None:
     """Synthetic probes of every device, the mapping fit, and leave-one-type-out: errors and cost."""
+    from tierlens.simulator import devices as dv, efficiency as ef, hardware as hw, whatif
     from tierlens.sources.synthetic.probe import run_synthetic_probe
-    from tierlens.simulator import devices as dv
-    from tierlens.simulator import efficiency as ef
-    from tierlens.simulator import hardware as hw
-    from tierlens.simulator import whatif
     from tierlens.sources.synthetic.site import SCRATCH
 
     steps: list[tuple[str, float, float]] = []

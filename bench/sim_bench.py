@@ -64,6 +64,7 @@ def child(measure: str, path: Path) -> dict:
     rec_n = path.stat().st_size // 24
     if measure.startswith("cachesim"):
         import libcachesim as lcs
+
         from tierlens.simulator.trace import ORACLE_DTYPE
 
         rec = np.fromfile(path, ORACLE_DTYPE)

@@ -11,9 +11,8 @@ from pathlib import Path
 
 from airflow.sdk import dag, task
 from airflow.sdk.exceptions import AirflowSkipException
-from tierlens.orchestration import airflow_glue as af
-from tierlens.orchestration import settings as cfg
-from tierlens.orchestration import tasks
+
+from tierlens.orchestration import airflow_glue as af, settings as cfg, tasks
 from tierlens.orchestration.intervals import interval_folder
 
 var = af.airflow_var

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from airflow.sdk import dag, task
 from airflow.sdk.exceptions import AirflowSkipException
-from tierlens.orchestration import airflow_glue as af
-from tierlens.orchestration import settings as cfg
-from tierlens.orchestration import tasks
+
+from tierlens.orchestration import airflow_glue as af, settings as cfg, tasks
 
 var = af.airflow_var
 

@@ -37,8 +37,11 @@ from cosmos.constants import (
     LoadMode,
     TestBehavior,
 )
-from tierlens.orchestration import airflow_glue as af  # noqa: E402
-from tierlens.orchestration import settings as cfg  # noqa: E402
+
+from tierlens.orchestration import (
+    airflow_glue as af,  # noqa: E402
+    settings as cfg,  # noqa: E402
+)
 
 # tierlens.orchestration.tasks is imported where a task runs, not here: it needs pyarrow (about a
 # second to import), and every task process of a run parses this file.

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from tierlens import orchestration as tl
-from tierlens.records import FILE_ACCESS, JOB, JOB_TAG, Batch, Reject, RecordKind
+from tierlens.records import FILE_ACCESS, JOB, JOB_TAG, Batch, RecordKind, Reject
 
 T0 = datetime(2026, 10, 1, tzinfo=timezone.utc)
 

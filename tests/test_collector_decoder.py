@@ -6,8 +6,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tierlens.collector.datagrams import DatagramBatch
 from tierlens.collector.decoder import HDR, Decoder

@@ -10,12 +10,12 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from tierlens.collector.decoder import COLUMNS
 from tierlens.collector.service import Options, replay
+from tierlens.collector.writer import rows_to_table
 from tierlens.records import FILE_ACCESS, JOB, Batch, RecordKind, job_identity
 from tierlens.transform import run_dbt
 from tierlens.warehouse import Warehouse
-from tierlens.collector.writer import rows_to_table
-from tierlens.collector.decoder import COLUMNS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -12,8 +12,7 @@ import struct
 import numpy as np
 import pytest
 
-from tierlens.collector import fstream as fs
-from tierlens.collector import osg
+from tierlens.collector import fstream as fs, osg
 from tierlens.collector.wire import (
     CLOSE_HAS_OPS,
     CLOSE_OPS_REC,

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from test_collector_reorder import _key_rows, _mixed_stream
 from tierlens.collector.datagrams import DatagramBatch
 from tierlens.collector.decoder import Decoder
 from tierlens.collector.snapshot import FORMAT, VERSION, SnapshotError
-
-from test_collector_reorder import _key_rows, _mixed_stream
 
 LEGACY = Path(__file__).parent / "data" / "collector-snapshot-pickle"
 CUTS = sorted(int(p.stem[4:]) for p in LEGACY.glob("cut-*.pickle"))

@@ -14,9 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tierlens.collector.synth import SimServer, close_record, disc_record, open_record
-
 from test_collector_crash import _collector, _socket, _start, _stats, _wait
+from tierlens.collector.synth import SimServer, close_record, disc_record, open_record
 
 FIXTURE = Path(__file__).parent / "data" / "collector-upgrade" / "out"
 DONE, OPEN, LATE = 20, 10, 10

@@ -829,6 +829,7 @@ def test_compiled_line_scan_agrees_with_a_line_by_line_reading(monkeypatch, tabl
     """Random blocks of well-formed, damaged and banner lines: every per-line array of the
     compiled scan (and the name grouping) equals what reading each line by hand gives."""
     import random
+
     from tierlens.sources.condor import fast
 
     monkeypatch.setattr(fast, "_TABLE_BITS", table_bits)
@@ -905,6 +906,7 @@ def test_compiled_numbers_as_python_reads_them():
     """fast._numbers against the plain-number pattern and Python's float() (correctly rounded)
     on random number-like texts: which are numbers, and their values."""
     import random
+
     from tierlens.sources.condor import fast
 
     rng = random.Random(11)

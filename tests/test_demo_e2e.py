@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from tierlens.cli import app
 from tierlens.config import Paths
+from tierlens.demo import LEFT_OUT, demo_options
 from tierlens.pipeline import ingest
 from tierlens.records import JOB, RecordKind
-from tierlens.demo import LEFT_OUT, demo_options
 from tierlens.sources.synthetic import SyntheticOptions, generate
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -16,11 +16,10 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
+from slurm_fixtures import install_package, plugstack_as, plugstack_line, remove_package
 from tierlens import doctor
 from tierlens.cli import app
 from tierlens.doctor import Options, Status
-
-from slurm_fixtures import install_package, plugstack_as, plugstack_line, remove_package
 
 REPO = Path(__file__).resolve().parents[1]
 SACCT_2205 = REPO / "plugins" / "slurm" / "tests" / "data" / "sacct-22.05-dbv0.0.38.json"

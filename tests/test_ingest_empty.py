@@ -11,7 +11,6 @@ import pyarrow.compute as pc
 import pytest
 
 from test_dbt_project import run_dbt  # the shared dbt runner
-
 from tierlens.orchestration import tasks
 from tierlens.orchestration.settings import setting
 from tierlens.sources.synthetic.generate import generate

@@ -13,8 +13,7 @@ import pyarrow as pa
 import pytest
 
 from tierlens.records import JOB, JOB_TAG, NODE, Batch, RecordKind
-from tierlens.warehouse import Warehouse, export_lake
-from tierlens.warehouse import lake as lake_module
+from tierlens.warehouse import Warehouse, export_lake, lake as lake_module
 
 UTC = timezone.utc
 

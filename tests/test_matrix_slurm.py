@@ -21,11 +21,10 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
+from slurm_fixtures import BROKEN_OPTIONS, plugstack_as, plugstack_line, spool_on_a_symlink
 from tierlens.cli import app
 from tierlens.sources.slurm.localcluster import _wait_for
 from tierlens.sources.slurm.sacct import parse_json_document
-
-from slurm_fixtures import BROKEN_OPTIONS, plugstack_as, plugstack_line, spool_on_a_symlink
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURES = REPO / "tests" / "data" / "sacct" / "real"

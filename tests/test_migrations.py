@@ -24,9 +24,7 @@ from typer.testing import CliRunner
 
 from tierlens.cli import app
 from tierlens.records import SPECS, Batch, RecordKind
-from tierlens.warehouse import Warehouse
-from tierlens.warehouse import migrations as mig
-from tierlens.warehouse import schema_v1
+from tierlens.warehouse import Warehouse, migrations as mig, schema_v1
 from tierlens.warehouse.ddl import duckdb_type, quote
 
 REPO = Path(__file__).resolve().parents[1]

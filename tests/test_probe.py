@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 from tierlens.cli import app
 from tierlens.probe import JOBS
 from tierlens.probe.fio import MARKER, WORKDIR_PREFIX
-from tierlens.sources.synthetic.probe import run_synthetic_probe
 from tierlens.probe.sustained import Budget, analyse
 from tierlens.simulator import devices as dv
+from tierlens.sources.synthetic.probe import run_synthetic_probe
 from tierlens.sources.synthetic.site import CONSUMER_SSD, SCRATCH
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from typer.testing import CliRunner
 
 from tierlens.cli import app

@@ -9,11 +9,9 @@ import re
 import numpy as np
 import pytest
 
+from tierlens.simulator import devices as dv, efficiency as ef
 from tierlens.sources.synthetic.probe import run_synthetic_probe
-from tierlens.simulator import devices as dv
-from tierlens.simulator import efficiency as ef
 from tierlens.sources.synthetic.site import GB, SCRATCH
-
 
 # --------------------------------------------------------------------------- device figures
 
@@ -159,9 +157,9 @@ PROBE_TOLERANCE = 0.06
 def demo(tmp_path_factory):
     """A small demo site in a warehouse: generated, ingested, job_io_profile built, every
     storage type probed through the generator's device model."""
-    import duckdb  # noqa: F401 - the warehouse's engine, imported where used below
     from collections import defaultdict
 
+    import duckdb  # noqa: F401 - the warehouse's engine, imported where used below
     import pyarrow as pa
 
     from tierlens.pipeline import ingest

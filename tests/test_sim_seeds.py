@@ -16,8 +16,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tierlens.simulator import devices as dv
-from tierlens.simulator import seeds as sd
+from tierlens.simulator import devices as dv, seeds as sd
 
 #: Published figures, typed from the seed papers (not read from seeds.py).
 PUBLISHED = {

@@ -32,12 +32,11 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
+from slurm_fixtures import ARMS, BROKEN_OPTIONS, PROXY, plugstack_as, plugstack_line, spool_on_a_symlink
 from tierlens.cli import app
 from tierlens.records import job_identity
 from tierlens.sources.slurm.localcluster import LocalCluster
 from tierlens.sources.slurm.spool import arm_for_job
-
-from slurm_fixtures import ARMS, BROKEN_OPTIONS, PROXY, plugstack_as, plugstack_line, spool_on_a_symlink
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -761,8 +761,9 @@ def test_watermark_never_passes_a_batch_that_failed_to_load(tmp_path, fake_sacct
 def _bench_doc(n: int) -> str:
     """Jobs as bench/slurm_bench.py writes them (22.05 layout, one per line, compact)."""
     sys.path.insert(0, str(REPO / "bench"))
-    import slurm_bench
     import tempfile
+
+    import slurm_bench
 
     with tempfile.TemporaryDirectory() as d:
         slurm_bench._write_document(Path(d) / "doc.json", n)
@@ -951,6 +952,7 @@ def test_scanner_finds_the_decoders_element_ends():
     """Element ends of the block scan are where json's own decoder ends each element, whatever
     the strings hold (quotes, brackets, backslash runs, multi-byte characters)."""
     from hypothesis import given, settings, strategies as st
+
     from tierlens.sources.slurm.jsonscan import Stop, char_offsets, scan_array
 
     text_st = st.text(alphabet='{}[]"\\\\ ,:aé日🚀\n', max_size=12)

@@ -12,8 +12,7 @@ import pyarrow as pa
 import pytest
 
 from tierlens.records import FILE_ACCESS, JOB, JOB_TAG, NODE, Batch, RecordKind, Reject
-from tierlens.warehouse import LoadResult, Warehouse
-from tierlens.warehouse import core as warehouse_core
+from tierlens.warehouse import LoadResult, Warehouse, core as warehouse_core
 
 T0 = datetime(2024, 5, 1, 8, 0, tzinfo=timezone.utc)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -12,12 +11,12 @@ import duckdb
 from rich.console import Console
 from rich.progress import Progress
 
-from .console import number_text, print_rows
 from .config import Paths
+from .console import number_text, print_rows
 from .pipeline import ingest
 from .sources.synthetic import SyntheticChange, SyntheticOptions, demo_site, generate
-from .sources.synthetic.site import SiteSpec
 from .sources.synthetic.hammercloud import GLASGOW_TABLE1, run_node_test
+from .sources.synthetic.site import SiteSpec
 
 #: SLAC poster, 2013/09/04 to 10/07: CPU/wall of the node group that skipped the SSD cache (A)
 #: and of the one that tried it first (B).

@@ -16,7 +16,6 @@ Besides the schemas this module owns, per record kind:
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass, field
 from enum import Enum
 

@@ -14,7 +14,6 @@ from rich.table import Table
 
 from .. import __version__
 from ..config import Paths, paths
-
 from ..console import OutputFormat, console, number_text, print_rows  # noqa: F401  (the commands' imports)
 
 err = Console(stderr=True)

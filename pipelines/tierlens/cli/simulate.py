@@ -283,8 +283,7 @@ def efficiency(
     ] = 5.0,
 ) -> None:
     """Predict CPU efficiency and throughput of configurations, calibrated on the measured jobs."""
-    from ..simulator import hardware as hw
-    from ..simulator import store, whatif
+    from ..simulator import hardware as hw, store, whatif
     from ..simulator.tables import print_efficiency, print_hardware
     from ..warehouse import Warehouse
 

@@ -8,12 +8,11 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from .common import OutputFormat
-
 from ..records import RecordKind
 from .common import (
     CsvOpt,
     FormatOpt,
+    OutputFormat,
     WarehouseOpt,
     console,
     err,
@@ -179,8 +178,7 @@ def migrate(
 
     Any writing command does this on its own; run it to see or apply the change beforehand."""
     from ..warehouse import Warehouse
-    from ..warehouse.migrations import LATEST, SchemaError, current_version
-    from ..warehouse.migrations import migrate as run_migrations
+    from ..warehouse.migrations import LATEST, SchemaError, current_version, migrate as run_migrations
 
     wh = warehouse(warehouse_file)
     if not wh.exists():

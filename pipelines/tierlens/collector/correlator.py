@@ -34,9 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from . import fstream as fs
-from . import rows as rowlib
-from . import snapshot
+from . import fstream as fs, rows as rowlib, snapshot
 from .datagrams import DatagramBatch
 from .wire import (
     CODE_FSTREAM,

@@ -49,7 +49,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from .datagrams import DatagramBatch
 
 MAGIC = b"TLJRNL01"

@@ -47,8 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..records import FILE_ACCESS
-from . import fstream as fs
-from . import rows as rowlib
+from . import fstream as fs, rows as rowlib
 from .wire import PfcFileClose
 
 if TYPE_CHECKING:

@@ -19,7 +19,6 @@ from ..records import Batch
 from .intervals import interval_batches, utc
 from .settings import Lookup, dbt_target, lake_path, paths, setting, settings_list
 
-
 log = logging.getLogger("tierlens.ingest")
 
 #: The records an interval is made of; node and storage-catalog rows come with every interval.

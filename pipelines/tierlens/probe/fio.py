@@ -24,8 +24,7 @@ import pyarrow as pa
 
 from ..records import DEVICE_PROBE
 from .jobs import JOBS, ProbeJob
-from .sustained import BLOCK_BYTES, Budget, analyse
-from .sustained import rows as sustained_rows
+from .sustained import BLOCK_BYTES, Budget, analyse, rows as sustained_rows
 
 WORKDIR_PREFIX = ".tierlens-probe-"
 MARKER = ".tierlens-probe"

@@ -14,7 +14,6 @@ import pyarrow as pa
 from . import kernels
 from .trace import Trace, next_access
 
-
 #: The SLAC SSD box: two 10 Gbit/s NICs delivering up to 2.5 GB/s (9000 GB/hour).
 SLAC_NIC_BYTES_PER_S = 2.5e9
 

@@ -25,8 +25,7 @@ import pyarrow.csv as pacsv
 
 from ..config import DBT_PROJECT_DIR
 from ..records import STORAGE_CATALOG
-from . import devices as dv
-from . import efficiency as ef
+from . import devices as dv, efficiency as ef
 
 #: Hours a node's storage is written off over when pricing a delivered core-hour (5 years).
 SERVICE_YEARS = 5.0

@@ -17,10 +17,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from . import devices as dv
-from . import efficiency as ef
-from . import hardware as hw
-from . import seeds
+from . import devices as dv, efficiency as ef, hardware as hw, seeds
 from .engine import CacheParams, simulate
 from .trace import Trace, encode, from_table
 

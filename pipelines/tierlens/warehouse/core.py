@@ -32,8 +32,7 @@ from tierlens.warehouse.ddl import (
     literal,
     quote,
 )
-from tierlens.warehouse.migrations import check_schema, check_version, tierlens_version
-from tierlens.warehouse.migrations import migrate as migrate_schema
+from tierlens.warehouse.migrations import check_schema, check_version, migrate as migrate_schema, tierlens_version
 from tierlens.warehouse.prefetch import prefetched
 from tierlens.warehouse.sql import DUPLICATE_REASON, ROW, KindSql, kind_sql
 

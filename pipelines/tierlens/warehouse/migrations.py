@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import lru_cache, cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import duckdb

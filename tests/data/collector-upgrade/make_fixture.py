@@ -24,7 +24,6 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 from test_collector_crash import _socket, _start, _stats, _wait  # noqa: E402
 from test_collector_upgrade import upgrade_stream  # noqa: E402
-
 from tierlens.collector import journal as jr  # noqa: E402
 
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-
 from typing import Any
 
-from .. import columns as col
-from .. import fmt, plots
+from .. import columns as col, fmt, plots
 from ..page import Column
 from ..reader import MartReader
 from ..spec import PlotSpec, SectionOut, SectionSpec, TableSpec

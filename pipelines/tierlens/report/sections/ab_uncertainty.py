@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from .. import columns as col
-from .. import fmt, plots
+from .. import columns as col, fmt, plots
 from ..page import Column
 from ..reader import MartReader
 from ..spec import ANALYSIS, PlotSpec, SectionOut, SectionSpec, TableSpec

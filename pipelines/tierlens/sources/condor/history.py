@@ -50,9 +50,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from . import fast as _fast
-
 from ...records import JOB, JOB_TAG, Batch, RecordKind, Reject, job_identity
+from . import fast as _fast
 
 log = logging.getLogger(__name__)
 

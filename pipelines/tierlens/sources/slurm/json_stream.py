@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 
-from ...records import Reject, RecordKind
+from ...records import RecordKind, Reject
 from . import sacct_typed as typed
 from .json_job import FieldError, json_job
 from .jsonscan import Stop, char_offsets, scan_array

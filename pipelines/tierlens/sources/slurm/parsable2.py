@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import TextIO
 
-from ...records import Reject, RecordKind, job_identity
+from ...records import RecordKind, Reject, job_identity
 from .rows import job_row
 from .values import SENTINELS, first_node
 from .window import WindowReport

@@ -22,8 +22,7 @@ import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
 from ...records import job_identity, valid_sluid
-from .values import SENTINELS as _SENTINELS
-from .values import first_node, to_job_order
+from .values import SENTINELS as _SENTINELS, first_node, to_job_order
 
 #: the last second datetime can hold (9999-12-31T23:59:59); later epochs are rejected generically
 _MAX_EPOCH = 253_402_300_799

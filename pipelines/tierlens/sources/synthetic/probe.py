@@ -19,8 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...probe.jobs import JOBS, ProbeJob
-from ...probe.sustained import BLOCK_BYTES, Budget, Sustained, analyse
-from ...probe.sustained import rows as sustained_rows
+from ...probe.sustained import BLOCK_BYTES, Budget, Sustained, analyse, rows as sustained_rows
 from ...records import DEVICE_PROBE
 from .model import STREAM_BYTES_PER_SEEK, Scratch
 from .site import PROBE_ONLY, SCRATCH, ScratchConfig
