@@ -673,7 +673,7 @@ def test_demo_tables_fit_a_narrow_terminal_in_the_sql_consoles_number_format(mon
         cache_hit_ratio_bytes=0.5,
         rejects=1043,
     )
-    monkeypatch.setattr(common.console, "width", 40)
+    monkeypatch.setattr(common.console, "_width", 40)  # the attribute, so undo restores "follow the terminal"
     with common.console.capture() as cap:
         print_summary(s, common.console)
     out = cap.get()

@@ -152,7 +152,7 @@ def _lru_hits(table: pa.Table, capacity: int) -> int:
     return hits
 
 
-def test_simulate_cache_prints_the_shared_number_format_and_fits_the_terminal(tmp_path):
+def test_simulate_cache_prints_the_shared_number_format_and_fits_the_terminal(tmp_path, monkeypatch):
     import csv
     import io
 
@@ -170,7 +170,11 @@ def test_simulate_cache_prints_the_shared_number_format_and_fits_the_terminal(tm
     assert 0 < hits < table.num_rows
     assert float(row["hit_ratio"]) == pytest.approx(hits / table.num_rows, abs=1e-12)
     assert int(row["capacity"]) == 2 * 10**12  # bytes, unrounded
+    from tierlens.cli import common
+
     for columns in (60, 200):
+        # the console is created once per process: its width is set, as a terminal of that width would
+        monkeypatch.setattr(common.console, "_width", columns)
         shown = runner.invoke(app, args, env={"COLUMNS": str(columns)}, terminal_width=columns)
         assert shown.exit_code == 0, shown.output
         assert max(len(line) for line in shown.stdout.splitlines()) <= columns and "…" not in shown.stdout
