@@ -157,7 +157,13 @@ tierlens_transform = DbtDag(
         execution_mode=ExecutionMode.WATCHER,
         dbt_executable_path=_dbt,
         invocation_mode=InvocationMode.SUBPROCESS,
-        setup_operator_args={"pool": _pool, "retries": 0, "callback": hand_over_warnings},
+        setup_operator_args={
+            "pool": _pool,
+            "retries": 0,
+            "callback": hand_over_warnings,
+            # the column checks only when every test is due (the run's start, load_landed)
+            "on_execute_callback": af.test_scope_from("load_landed"),
+        },
     ),
     # One task per model (and seed) reporting the model and its tests as the build ran them, not a
     # run task and a test task apiece: each task is a process that parses this file, and on a small
@@ -185,7 +191,7 @@ with tierlens_transform:
         from tierlens.orchestration import tasks
 
         wh = cfg.warehouse_path(var)
-        return tasks.load_landed(wh) | {"begun": tasks.begin_transform(wh) if wh.exists() else None}
+        return tasks.load_landed(wh) | {"begun": tasks.begin_transform(wh, var) if wh.exists() else None}
 
     @task(task_id="publish_snapshot", pool=_pool)
     def publish_snapshot(landed: dict) -> dict:
@@ -198,6 +204,7 @@ with tierlens_transform:
     _dbt_tasks = list(tierlens_transform.leaves)
     _producer = tierlens_transform.task_dict[PRODUCER_WATCHER_TASK_ID]
     af.build_with_tests(_producer)  # the one build runs the tests too
+    af.mark_core_tests(_producer, _dbt_tasks)
     # Every model's task reads its node's result once the build has finished: one short task each
     # (no deferral and resumption, which costs a second task process apiece on a small host), in
     # an order `dag.test()` can run too (a watcher scheduled before the build would wait forever).

@@ -350,6 +350,17 @@ def test_transform_builds_the_marts(airflow):
     finally:
         con.close()
     assert counts(airflow["warehouse"]) == before
+    history = json.loads((airflow["home"] / "warehouse.duckdb.history.json").read_text())
+    assert history["last_run"]["test_scope"] == "all"  # the first run: every test is due
+
+    # the next hour: every test passed an hour ago, so the build leaves the column checks out;
+    # the tasks of models whose only tests are column checks still report their model
+    again = drive(airflow, [{"dag": "tierlens_transform"}])["runs"][0]
+    assert again["state"] == "success", again
+    assert set(again["tasks"].values()) == {"success"}, again["tasks"]
+    later = json.loads((airflow["home"] / "warehouse.duckdb.history.json").read_text())
+    assert later["last_run"]["test_scope"] == "core"
+    assert later["all_tests_passed_at"] == history["last_run"]["started_at"]
 
 
 # ---- 4. report: a week, twice -----------------------------------------------------------------

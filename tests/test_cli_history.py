@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -52,9 +52,11 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
     end = last_day + timedelta(days=1)
     run("transform", "-w", str(wh), "--backfill", first_day.isoformat(), end.isoformat(), "--days", "1", env=env)
     state = json.loads((home / "warehouse.duckdb.history.json").read_text())
-    assert state["format_version"] == 1
+    assert state["format_version"] == 2
     last = state["last_run"]
     assert last["success"] and last["kind"] == "backfill"
+    every_test, core_tests = _tests_in_manifest(home / "dbt" / "target" / "manifest.json")
+    assert (last["test_scope"], last["tests"]) == ("all", every_test)  # a back-fill runs every test
     assert last["chunks"] == last["chunks_done"] == (end - first_day).days
     assert last["rows_new"] == rows  # every loaded row was new to this first run
     con = duckdb.connect(str(wh), read_only=True)
@@ -98,6 +100,17 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
     assert state["last_run"]["kind"] == "hourly" and state["last_run"]["success"]
     assert state["retention"]["months"] == 1 and state["retention"]["rows_deleted_total"] == 50
     assert state["retention"]["pruned_before"] is not None
+    # the back-fill before it passed every test: this hourly run left the column checks out
+    assert (state["last_run"]["test_scope"], state["last_run"]["tests"]) == ("core", core_tests)
+    # ... until every test is due again (TIERLENS_ALL_TESTS_EVERY_HOURS, default 24)
+    state["all_tests_passed_at"] = (
+        datetime.fromisoformat(state["all_tests_passed_at"]) - timedelta(hours=25)
+    ).isoformat()
+    (home / "warehouse.duckdb.history.json").write_text(json.dumps(state))
+    run("transform", "-w", str(wh), env=env)
+    state = json.loads((home / "warehouse.duckdb.history.json").read_text())
+    assert (state["last_run"]["test_scope"], state["last_run"]["tests"]) == ("all", every_test)
+    assert state["all_tests_passed_at"] == state["last_run"]["started_at"]
 
     # rebuilding the marts from raw now would lose the pruned history: refused, with the reason
     refused = run("transform", "-w", str(wh), "--full-refresh", env=env, code=2)
@@ -116,3 +129,12 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
     assert f"from {first_day}" in found[("warehouse", "raw history")]["detail"]
     assert "GB working file" in found[("warehouse", "size")]["detail"]
     assert "MB written" in found[("warehouse", "last publish")]["detail"]
+
+
+def _tests_in_manifest(manifest: Path) -> tuple[int, int]:
+    """Every data test dbt parsed, and those that are not a column check (not_null, accepted_range,
+    accepted_values), by the test each one instantiates as dbt's manifest records it."""
+    nodes = json.loads(manifest.read_text())["nodes"].values()
+    tests = [n for n in nodes if n["resource_type"] == "test"]
+    column = {"not_null", "accepted_range", "accepted_values"}
+    return len(tests), sum((n.get("test_metadata") or {}).get("name") not in column for n in tests)

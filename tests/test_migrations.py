@@ -373,3 +373,28 @@ def test_ab_uncertainty_built_by_the_old_bootstrap_is_dropped_and_other_marts_ke
         kept = wh.con.execute("SELECT arm FROM marts.ab_comparison").fetchall()
         assert mig.current_version(wh.con) == mig.LATEST
     assert tables == {"ab_comparison"} and kept == [("A",)]
+
+
+@pytest.mark.parametrize("incremental_already", [False, True])
+def test_data_completeness_built_before_it_was_incremental_is_dropped(tmp_path: Path, incremental_already) -> None:
+    """The incremental data_completeness reads which of its rows are still provisional; a table
+    built by the whole-table model has no such column, and the next transform would fail on it.
+    The step drops that table only: one that has the column keeps its rows."""
+    path = tmp_path / "w.duckdb"
+    Warehouse(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("DELETE FROM raw_schema_migrations WHERE version >= 14")
+    con.execute("CREATE SCHEMA marts")
+    extra = ", provisional BOOLEAN" if incremental_already else ""
+    con.execute(f"CREATE TABLE marts.data_completeness (day DATE, grain VARCHAR, share DOUBLE{extra})")
+    con.execute(
+        f"INSERT INTO marts.data_completeness VALUES ('2026-10-01', 'cluster', 0.9{', false' * incremental_already})"
+    )
+    con.close()
+    with Warehouse(path) as wh:
+        left = wh.con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'marts' AND table_name = 'data_completeness'"
+        ).fetchone()[0]
+        rows = wh.con.execute("SELECT count(*) FROM marts.data_completeness").fetchone()[0] if left else 0
+        assert mig.current_version(wh.con) == mig.LATEST
+    assert (left, rows) == ((1, 1) if incremental_already else (0, 0))

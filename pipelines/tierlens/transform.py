@@ -67,6 +67,7 @@ def run_dbt(
     target_name = target
     state_dir.mkdir(parents=True, exist_ok=True)
     target = state_dir / "target"
+    _forget_parse_of_another_project(target, project_dir)
     args = [
         *_dbt_executable(),
         command,
@@ -104,6 +105,37 @@ def run_dbt(
     if not result.success and not result.failures:
         result.failures.append(f"dbt {command} exited {proc.returncode}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return result
+
+
+#: Beside dbt's saved parse in the target folder: the project folder that parse was made from.
+PARSED_PROJECT_FILE = "tierlens-parsed-project.json"
+PARSED_PROJECT_FORMAT = 1
+
+
+def _forget_parse_of_another_project(target: Path, project_dir: Path) -> None:
+    """Drop dbt's saved parse (``partial_parse.msgpack``) when it was made from another project folder.
+
+    dbt reuses a saved parse when the project's files are unchanged, and the parse holds absolute
+    paths (a seed's CSV, for one): after the project moves (a checkout elsewhere, tierlens
+    installed into a new folder) the next build would look for the old files and fail. One full
+    parse, a few seconds, after a move."""
+    project = str(Path(project_dir).resolve())
+    marker = target / PARSED_PROJECT_FILE
+    wanted = {"format_version": PARSED_PROJECT_FORMAT, "project_dir": project}
+    try:
+        if json.loads(marker.read_text()) == wanted:
+            return
+    except (FileNotFoundError, ValueError):
+        pass
+    (target / "partial_parse.msgpack").unlink(missing_ok=True)
+    target.mkdir(parents=True, exist_ok=True)
+    tmp = target / f".{PARSED_PROJECT_FILE}.{os.getpid()}.tmp"
+    tmp.unlink(missing_ok=True)
+    # root writes here in a site's setup: never through a symlink someone left in the folder
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as out:
+        json.dump(wanted, out)
+    os.replace(tmp, marker)
 
 
 def _lake_dir(lake: Path) -> Path:
@@ -168,13 +200,52 @@ def day_chunks(start: date, end: date, days: int = 1) -> list[tuple[date, date]]
 ChunkCallback = Callable[[int, int, date, date], None]
 
 
+#: dbt's generic column checks: a column's nulls, range and vocabulary. Five in six of the
+#: project's tests, and, at one query each, most of an hourly build's time at a year of history
+#: (docs/site-admin.md). They run when every test is due (:func:`scope_of_tests`) and at the end of
+#: every back-fill and full refresh. The others run every hour: unique keys, rows conserved, the
+#: completeness thresholds and the cross-model equalities guard the incremental state itself.
+COLUMN_CHECKS = ("not_null", "accepted_range", "accepted_values")
+#: Runs start a little earlier or later each hour; a run this much before the interval is up
+#: still runs every test, so "every 24 hours" stays at the same hour of the day.
+_SCOPE_SLACK = timedelta(minutes=30)
+
+
+def core_tests_only() -> list[str]:
+    """dbt arguments that leave the column checks out of a build."""
+    return ["--exclude", *(f"test_name:{name}" for name in COLUMN_CHECKS)]
+
+
+def is_column_check(test_unique_id: str) -> bool:
+    """Whether a dbt test (``test.<package>.<name>.<hash>``) is one of the column checks: dbt
+    names a generic test after the test it instantiates unless the YAML gives it a name."""
+    parts = test_unique_id.split(".")
+    return len(parts) >= 3 and parts[2].startswith(tuple(f"{name}_" for name in COLUMN_CHECKS))
+
+
+def scope_of_tests(all_tests_passed_at: str | None, every_hours: float, now: datetime) -> str:
+    """``"all"`` when every test is due: none has passed yet, ``every_hours`` is 0 (every run runs
+    every test), or the last run that passed them all started ``every_hours`` ago; else ``"core"``."""
+    if every_hours <= 0 or all_tests_passed_at is None:
+        return "all"
+    since = now - datetime.fromisoformat(all_tests_passed_at)
+    return "all" if since >= timedelta(hours=every_hours) - _SCOPE_SLACK else "core"
+
+
 def run_incremental(
-    warehouse: Path, state_dir: Path, *, project_dir: Path | None = None, retention_months: int = 0
+    warehouse: Path,
+    state_dir: Path,
+    *,
+    project_dir: Path | None = None,
+    retention_months: int = 0,
+    all_tests_every_hours: float = 0,
 ) -> RunRecord:
-    """The hourly run: a plain ``dbt build`` (incremental models take only new and late data),
-    then retention of raw file accesses; recorded in the warehouse's history file."""
-    record = _start(warehouse, "hourly")
-    result = run_dbt(warehouse, state_dir, "build", project_dir=project_dir)
+    """The hourly run: a plain ``dbt build`` (incremental models take only new and late data; the
+    column checks only when due, see :data:`COLUMN_CHECKS`), then retention of raw file accesses;
+    recorded in the warehouse's history file."""
+    record = _start(warehouse, "hourly", all_tests_every_hours)
+    extra = [] if record.test_scope == "all" else core_tests_only()
+    result = run_dbt(warehouse, state_dir, "build", extra, project_dir=project_dir)
     return _finish(warehouse, record, [result], retention_months)
 
 
@@ -253,12 +324,16 @@ def _drop_dbt_schemas(warehouse: Path) -> None:
         con.close()
 
 
-def _start(warehouse: Path, kind: str) -> RunRecord:
+def _start(warehouse: Path, kind: str, all_tests_every_hours: float = 0) -> RunRecord:
+    """The run as the history will record it; a back-fill or full refresh runs every test."""
     from .warehouse.history import load_history, new_since, now_iso
 
     history = load_history(warehouse)  # fails early on a state file of another format version
     since = history.last_success.loaded_until if history.last_success else None
     record = RunRecord(kind=kind, started_at=now_iso())
+    if kind == "hourly":
+        now = datetime.fromisoformat(record.started_at)
+        record.test_scope = scope_of_tests(history.all_tests_passed_at, all_tests_every_hours, now)
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         record.batches_new, record.rows_new, record.loaded_until = new_since(con, since)
@@ -282,6 +357,8 @@ def _finish(warehouse: Path, record: RunRecord, results: list[TransformResult], 
     history.last_run = record
     if record.success:
         history.last_success = record
+        if record.test_scope == "all":
+            history.all_tests_passed_at = record.started_at
     save_history(warehouse, history)
     if record.success and retention_months:
         # only once the marts hold every row it deletes

@@ -64,6 +64,14 @@ def transform(
             help="Rebuild from raw even where retention deleted raw file accesses (the marts lose that history).",
         ),
     ] = False,
+    all_tests: Annotated[
+        bool,
+        typer.Option(
+            "--all-tests",
+            help="Run every dbt test now, column checks included (a plain run runs them every "
+            "$TIERLENS_ALL_TESTS_EVERY_HOURS hours, default 24; back-fills always do).",
+        ),
+    ] = False,
 ) -> None:
     """Build the dbt project (staging → intermediate → marts) and run its tests.
 
@@ -81,19 +89,24 @@ def transform(
             span = (date.fromisoformat(backfill[0]), date.fromisoformat(backfill[1]))
         except ValueError as e:
             fail(f"--backfill START END: dates as YYYY-MM-DD ({e})", 2, e)
-    if retention_months is None:
-        from ..orchestration.settings import setting
+    from ..orchestration.settings import setting
 
+    if retention_months is None:
         try:
             retention_months = int(setting("raw_retention_months") or 0)
         except ValueError as e:
             fail(f"TIERLENS_RAW_RETENTION_MONTHS: a whole number of months ({e})", 2, e)
+    try:
+        every_hours = 0.0 if all_tests else float(setting("all_tests_every_hours") or 0)
+    except ValueError as e:
+        fail(f"TIERLENS_ALL_TESTS_EVERY_HOURS: a number of hours ({e})", 2, e)
     history = HistoryOptions(
         full_refresh=full_refresh,
         span=span,
         days=days,
         retention_months=retention_months,
         accept_pruned_history=accept_pruned_history,
+        all_tests_every_hours=every_hours,
     )
     run_transform(
         warehouse(warehouse_file), paths().dbt_state, target=target, lake=lake, project_dir=project_dir, history=history
@@ -109,6 +122,7 @@ class HistoryOptions:
     days: int = 1
     retention_months: int = 0
     accept_pruned_history: bool = False
+    all_tests_every_hours: float = 0  # 0: an incremental run runs every test
 
 
 def run_transform(
@@ -121,6 +135,7 @@ def run_transform(
 ) -> None:
     """dbt build with a status line, its failures printed; publishes the snapshot readers open."""
     if target not in (None, "duckdb") or lake is not None:
+        record = None
         result = _run_other_engine(wh, state, target, lake, project_dir)
         failures, models, tests = result.failures, result.models, result.tests
         success = result.success
@@ -134,7 +149,10 @@ def run_transform(
         raise typer.Exit(1)
     for f in failures:  # a run that passed carries only warnings
         err.print(f"[yellow]{f}[/yellow]")
-    console.print(f"dbt build: {models} models, {tests} tests passed.")
+    checks = ""
+    if record is not None and record.test_scope != "all":
+        checks = " (column checks not due; --all-tests runs them now)"
+    console.print(f"dbt build: {models} models, {tests} tests passed{checks}.")
     if target in (None, "duckdb"):
         from ..warehouse.publish import publish_with_stats
 
@@ -174,7 +192,13 @@ def _run_duckdb(wh: Path, state: Path, project_dir: Path | None, h: HistoryOptio
     try:
         if not (h.full_refresh or h.span):
             with console.status("dbt build (incremental): staging → intermediate → marts, with tests"):
-                return run_incremental(wh, state, project_dir=project_dir, retention_months=h.retention_months)
+                return run_incremental(
+                    wh,
+                    state,
+                    project_dir=project_dir,
+                    retention_months=h.retention_months,
+                    all_tests_every_hours=h.all_tests_every_hours,
+                )
         with progress() as bar:
             task = bar.add_task("full refresh" if h.full_refresh else "back-fill", total=None)
 

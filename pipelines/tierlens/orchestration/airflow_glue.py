@@ -5,6 +5,7 @@ Airflow is imported inside each function, so the rest of tierlens (and its tests
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -127,11 +128,14 @@ def _model_build_watcher() -> type:
             kwargs.setdefault("poke_interval", 2)
             super().__init__(**kwargs)
             self.has_tests = has_tests
+            self.has_core_tests = has_tests  # mark_core_tests knows better once the DAG is built
 
         def _get_node_status(self, ti: Any, context: Any) -> Any:
             status = super()._get_node_status(ti, context)
             if not self.has_tests or not is_dbt_node_status_success(status):
                 return status
+            if not self.has_core_tests and get_xcom_val(ti, self.producer_task_id, TEST_SCOPE_XCOM) == "core":
+                return status  # its only tests are column checks, and this build left them out
             tests = get_xcom_val(ti, self.producer_task_id, get_tests_status_xcom_key(self.model_unique_id))
             if tests is not None and not is_dbt_node_status_success(tests):
                 self.log.error(
@@ -181,6 +185,43 @@ def watch_node_build(*, dag: Any, task_group: Any, node: Any, task_args: dict[st
         has_tests=bool(node.has_test),
         **args,
     )
+
+
+#: The producer's XCom saying which tests its build ran ("all" or "core", transform.scope_of_tests).
+TEST_SCOPE_XCOM = "tierlens_test_scope"
+
+
+def test_scope_from(begun_task_id: str) -> Callable[[Any], None]:
+    """The producer's on_execute_callback: the run's start (``begun`` in the XCom of
+    ``begun_task_id``, tasks.begin_transform) says whether every test is due; when not, the build
+    leaves the column checks out, and the producer expects no result from them."""
+
+    def apply(context: Any) -> None:
+        from ..transform import core_tests_only, is_column_check
+
+        landed = context["ti"].xcom_pull(task_ids=begun_task_id) or {}
+        scope = (landed.get("begun") or {}).get("test_scope", "all")
+        producer = context["task"]
+        if scope == "core":
+            producer.dbt_cmd_flags = [*(producer.dbt_cmd_flags or []), *core_tests_only()]
+            producer.tests_per_model = {
+                model: [t for t in tests if not is_column_check(t)]
+                for model, tests in (producer.tests_per_model or {}).items()
+            }
+        context["ti"].xcom_push(key=TEST_SCOPE_XCOM, value=scope)
+
+    return apply
+
+
+def mark_core_tests(producer: Any, watchers: list[Any]) -> None:
+    """Tell each model's task whether any of its tests runs in every build (not only column checks)."""
+    from ..transform import is_column_check
+
+    tests_per_model = getattr(producer, "tests_per_model", None) or {}
+    for task in watchers:
+        uid = getattr(task, "model_unique_id", None)
+        if uid is not None and hasattr(task, "has_core_tests"):
+            task.has_core_tests = any(not is_column_check(t) for t in tests_per_model.get(uid, []))
 
 
 def build_with_tests(producer: Any) -> None:

@@ -49,6 +49,12 @@ SETTINGS: dict[str, tuple[str, str]] = {
         "months of raw file accesses kept (before the newest one); older ones are "
         "deleted after a successful transform, the marts keep them. 0: keep all",
     ),
+    "all_tests_every_hours": (
+        "24",
+        "hours between transforms that run every dbt test; the runs between leave out the column "
+        "checks (not_null, accepted_range, accepted_values) and run the tests of keys, conserved "
+        "rows, completeness and cross-mart sums. 0: every run runs every test",
+    ),
     "pool": ("tierlens_warehouse", "Airflow pool (1 slot) serialising every task that writes the warehouse"),
     "dbt_executable": ("", "dbt binary (dbt-duckdb) for Cosmos; default the dbt beside this Python"),
     "dbt_project_dir": ("", "dbt project; default the one shipped with tierlens (dbt/ of a checkout)"),

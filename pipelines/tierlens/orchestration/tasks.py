@@ -318,12 +318,14 @@ def load_landed(warehouse: Path) -> dict:
     return {"files": files, "rows_loaded": rows}
 
 
-def begin_transform(warehouse: Path) -> dict:
+def begin_transform(warehouse: Path, lookup: Lookup = None) -> dict:
     """The start of a transform run as the warehouse's history will record it (what raw holds
-    that the last successful run has not seen)."""
+    that the last successful run has not seen, and whether every test is due: setting
+    all_tests_every_hours)."""
     from ..transform import _start
 
-    return asdict(_start(Path(warehouse), "hourly"))
+    every_hours = float(setting("all_tests_every_hours", lookup) or 0)
+    return asdict(_start(Path(warehouse), "hourly", every_hours))
 
 
 def finish_transform(warehouse: Path, begun: dict, lookup: Lookup = None) -> dict:

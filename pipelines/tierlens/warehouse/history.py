@@ -12,7 +12,8 @@ successful transform, so the marts have absorbed every row it deletes: the marts
 Rebuilding the marts from raw after that (``--full-refresh``, or a back-fill of a pruned range)
 would replace history with what is left: the commands refuse unless told to accept it.
 
-The state file ``<warehouse>.history.json`` carries a format version (:data:`FORMAT_VERSION`).
+The state file ``<warehouse>.history.json`` carries a format version (:data:`FORMAT_VERSION`);
+this tierlens reads the versions in :data:`READABLE_VERSIONS` and writes the newest.
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ from pathlib import Path
 
 import duckdb
 
-#: Version of the state file; a file with another version is not read (a newer tierlens wrote it).
-FORMAT_VERSION = 1
+#: Version of the state file; a file of a version not in READABLE_VERSIONS is not read (a newer
+#: tierlens wrote it). 2 added which tests a run ran (RunRecord.test_scope) and when every test last
+#: passed (History.all_tests_passed_at); a version 1 file reads as runs that ran every test.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 #: The raw table retention applies to, and its event-time column (the one loads are clustered by).
 PRUNED_TABLE, PRUNED_COLUMN = "raw_file_access", "end_time"
 #: dbt's tables with one row per raw file access (schema, table): retention prunes them with the
@@ -55,6 +59,7 @@ class RunRecord:
     rows_new: int = 0
     loaded_until: str | None = None  # newest raw_batches.loaded_at this run saw
     failures: list[str] = field(default_factory=list)
+    test_scope: str = "all"  # "all": every dbt test; "core": the tests that guard incremental state
 
 
 @dataclass
@@ -72,6 +77,7 @@ class History:
     last_run: RunRecord | None = None
     last_success: RunRecord | None = None
     retention: Retention = field(default_factory=Retention)
+    all_tests_passed_at: str | None = None  # start of the newest successful run that ran every test
 
 
 class HistoryPruned(RuntimeError):
@@ -94,16 +100,21 @@ def load_history(warehouse: str | Path) -> History:
         return History()
     except ValueError as e:
         raise ValueError(f"{path}: not JSON ({e}); move it aside to start a new history") from e
-    if data.get("format_version") != FORMAT_VERSION:
+    if data.get("format_version") not in READABLE_VERSIONS:
         raise ValueError(
             f"{path}: format version {data.get('format_version')!r}, this tierlens reads "
-            f"{FORMAT_VERSION}; upgrade tierlens"
+            f"{', '.join(map(str, READABLE_VERSIONS))}; upgrade tierlens"
         )
+    last_success = RunRecord(**data["last_success"]) if data.get("last_success") else None
+    passed_at = data.get("all_tests_passed_at")
+    if data["format_version"] == 1 and last_success is not None:
+        passed_at = last_success.started_at  # before version 2 every run ran every test
     return History(
         FORMAT_VERSION,
         RunRecord(**data["last_run"]) if data.get("last_run") else None,
-        RunRecord(**data["last_success"]) if data.get("last_success") else None,
+        last_success,
         Retention(**data.get("retention") or {}),
+        passed_at,
     )
 
 

@@ -260,6 +260,16 @@ class Sql:
         return list(self.sql)
 
 
+def _built_columns(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> set[str]:
+    """The columns of a table dbt built; empty when it has not built it."""
+    rows = con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? "
+        "AND database_name = current_database()",
+        [schema, table],
+    ).fetchall()
+    return {c for (c,) in rows}
+
+
 @dataclass(frozen=True)
 class ModelColumn:
     """A column a dbt model gained, added to the table it already built and filled from the row's
@@ -273,14 +283,7 @@ class ModelColumn:
     value: str
 
     def statements(self, con: duckdb.DuckDBPyConnection) -> list[str]:
-        have = {
-            c
-            for (c,) in con.execute(
-                "SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? "
-                "AND database_name = current_database()",
-                [self.schema, self.table],
-            ).fetchall()
-        }
+        have = _built_columns(con, self.schema, self.table)
         if not have or self.column in have:
             return []
         table = f"{quote(self.schema)}.{quote(self.table)}"
@@ -290,7 +293,24 @@ class ModelColumn:
         ]
 
 
-Step = Baseline | AddTable | AddColumns | Backfill | Sql | ModelColumn
+@dataclass(frozen=True)
+class ModelOutdated:
+    """A table dbt built by an older definition of its model that an incremental run cannot build
+    on (it lacks ``column``, which the model's own window rule reads): dropped, so the next
+    transform builds it whole. Nothing when the table is not there or already has the column."""
+
+    schema: str
+    table: str
+    column: str
+
+    def statements(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        have = _built_columns(con, self.schema, self.table)
+        if not have or self.column in have:
+            return []
+        return [f"DROP TABLE {quote(self.schema)}.{quote(self.table)}"]
+
+
+Step = Baseline | AddTable | AddColumns | Backfill | Sql | ModelColumn | ModelOutdated
 
 
 @dataclass(frozen=True)
@@ -404,6 +424,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "ab_uncertainty resamples with a seeded Poisson block bootstrap: its rows built by the old bootstrap "
         "are dropped, so the next transform builds every row by one method",
         (Sql("DROP TABLE IF EXISTS marts.ab_uncertainty"),),
+    ),
+    Migration(
+        14,
+        "data_completeness built as a whole table, before its rows said when they are final: dropped, "
+        "so the next transform builds the incremental one (which reads which rows are provisional)",
+        (ModelOutdated("marts", "data_completeness", "provisional"),),
     ),
 )
 
