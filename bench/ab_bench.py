@@ -124,7 +124,7 @@ import json, sys, time, datetime as dt
 import duckdb
 import pyarrow as pa, pyarrow.compute as pc, pyarrow.parquet as pq
 args = json.loads(sys.argv[1])
-from tierlens.analysis.uncertainty import ab_totals, ab_uncertainty, months_window, JOB_COLUMNS, CACHE_COLUMNS
+from tierlens.analysis.uncertainty import ab_totals, ab_uncertainty, months_to_rebuild, JOB_COLUMNS, CACHE_COLUMNS
 con = duckdb.connect(args["warehouse"], read_only=True)
 con.execute("set TimeZone = 'UTC'")
 until = args["until"]
@@ -148,7 +148,7 @@ if args["code"] == "store":  # untimed: the month totals a previous build stored
 out = {"code": "totals", "until": until, "window_from": str(window)}
 # int_ab_totals: the months holding a window day, whole
 t = time.perf_counter()
-first, _ = months_window(window, None)
+first, _ = months_to_rebuild(window, None, newest)
 jobs = jobs_from(first)
 cache = cache_from(first)
 out["totals_read_s"] = time.perf_counter() - t

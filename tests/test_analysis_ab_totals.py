@@ -18,7 +18,7 @@ import pytest
 
 from tierlens.analysis import ab_test, blocks_from_jobs
 from tierlens.analysis.ab import block_keys
-from tierlens.analysis.uncertainty import ABParams, ab_totals, ab_uncertainty, months_window
+from tierlens.analysis.uncertainty import ABParams, ab_totals, ab_uncertainty, months_to_rebuild
 
 UTC = dt.timezone.utc
 START = dt.datetime(2025, 1, 20, tzinfo=UTC)  # three calendar months: January to March
@@ -120,7 +120,7 @@ def test_all_rows_from_stored_month_totals_with_a_late_job_equal_the_bootstrap_o
     newest = max(jobs.column("day").to_pylist())
     # an incremental run whose window reaches back to the late job's day rebuilds January whole
     first = late.column("day")[0].as_py()
-    months_from, _ = months_window(first, None)
+    months_from, _ = months_to_rebuild(first, None, newest)
     rebuilt = ab_totals(_until(jobs, months_from), _until(cache, None), params, first, None, newest)
     stored = _replace_days(stored, rebuilt, first)
     assert set(rebuilt.column("month").to_pylist()) == {dt.date(2025, m, 1) for m in (1, 2, 3)}

@@ -15,7 +15,7 @@ from their jobs: at most two months of jobs per hourly run, whatever the history
 import datetime as dt
 
 from tierlens.analysis.dbt_window import rebuild_window
-from tierlens.analysis.uncertainty import CACHE_COLUMNS, JOB_COLUMNS, ABParams, ab_totals, months_window
+from tierlens.analysis.uncertainty import CACHE_COLUMNS, JOB_COLUMNS, ABParams, ab_totals, months_to_rebuild
 
 
 def _value(value, default, cast):
@@ -45,19 +45,26 @@ def model(dbt, session):
         session,
         "rebuild_day",
     )
-    # whole months: a month's totals are recomputed from all of its jobs
-    first, stop = months_window(days_from, days_until)
+    job_efficiency = dbt.ref("job_efficiency")
+    # the newest month's rebuild_day is the newest job day of all of job_efficiency, in any mode
+    newest = job_efficiency.query("j", "select max(day) from j").fetchone()[0]
+    # whole months: a month's totals are recomputed from all of its jobs (a back-fill's daily
+    # chunks read a month's jobs only in the chunk holding its rebuild_day)
+    months = months_to_rebuild(days_from, days_until, newest)
+    first, stop = months if months is not None else (None, None)
     # only the trial's arms cross into Python
     arms = ", ".join("'" + arm.replace("'", "''") + "'" for arm in (params.arm_a, params.arm_b))
     job_filter = [f"ab_arm in ({arms})", "core_wall_seconds > 0"]
     cache_filter = ["true"]
+    if months is None:  # no month to rebuild: read nothing
+        job_filter.append("false")
+        cache_filter.append("false")
     if first is not None:
         job_filter.append(f"day >= date '{first.isoformat()}'")
         cache_filter.append(f'"hour" >= {_utc_instant(first)}')
     if stop is not None:
         job_filter.append(f"day < date '{stop.isoformat()}'")
         cache_filter.append(f'"hour" < {_utc_instant(stop)}')
-    job_efficiency = dbt.ref("job_efficiency")
     jobs = job_efficiency.query(
         "j", "select " + ", ".join(f'"{c}"' for c in JOB_COLUMNS) + " from j where " + " and ".join(job_filter)
     ).to_arrow_table()
@@ -68,6 +75,4 @@ def model(dbt, session):
         )
         .to_arrow_table()
     )
-    # the newest month's rebuild_day is the newest job day of all of job_efficiency, in any mode
-    newest = job_efficiency.query("j", "select max(day) from j").fetchone()[0]
     return ab_totals(jobs, cache, params, days_from, days_until, newest)

@@ -203,13 +203,30 @@ def _next_month(day: dt.date) -> dt.date:
     return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
 
 
-def months_window(first: dt.date | None, stop: dt.date | None) -> tuple[dt.date | None, dt.date | None]:
-    """The whole months holding the days [first, stop) (None: unbounded): the jobs a rebuild of
-    their totals reads."""
-    return (
-        None if first is None else _month_start(first),
-        None if stop is None else _next_month(stop - dt.timedelta(days=1)),
-    )
+def rebuild_day(month: dt.date, newest_day: dt.date | None) -> dt.date:
+    """The day int_ab_totals' row of a month is rebuilt by: its last day, or the newest job day
+    when that is earlier (the newest month, still filling)."""
+    last = _next_month(month) - dt.timedelta(days=1)
+    return last if newest_day is None else min(last, newest_day)
+
+
+def months_to_rebuild(
+    days_from: dt.date | None, days_until: dt.date | None, newest_day: dt.date | None
+) -> tuple[dt.date | None, dt.date | None] | None:
+    """The days [first, stop) of the months whose rebuild_day lies in [days_from, days_until)
+    (None: unbounded), the jobs their rebuild reads; None when no month is rebuilt."""
+    if days_from is None:
+        return None, None if days_until is None else _next_month(days_until - dt.timedelta(days=1))
+    if days_until is None:
+        # every month with a day from days_from on: their rebuild days are all >= days_from
+        return None if newest_day is not None and newest_day < days_from else (_month_start(days_from), None)
+    months = []
+    month = _month_start(days_from)
+    while month < days_until:
+        if days_from <= rebuild_day(month, newest_day) < days_until:
+            months.append(month)
+        month = _next_month(month)
+    return (months[0], _next_month(months[-1])) if months else None
 
 
 def ab_totals(
@@ -224,8 +241,8 @@ def ab_totals(
     comparison, the arms' sums and the resampled totals that analysis.ab.result_from_totals
     turns into the 'all' rows' intervals and p-values.
 
-    Only months holding a day of [days_from, days_until) are computed, each from all of its
-    jobs (pass at least those months' jobs and cache hours: months_window). Blocks (hours or
+    Only months whose rebuild_day lies in [days_from, days_until) are computed, each from all
+    of its jobs (pass at least those months' jobs and cache hours: months_to_rebuild). Blocks (hours or
     days) never straddle two months, so the months' totals add up to those of all of history.
     ``newest_day`` is the newest job day of the whole input (default: job_efficiency's): the
     newest month's rebuild_day, so that the next incremental run rebuilds it.
@@ -240,9 +257,9 @@ def ab_totals(
     wanted = []
     for m in months:
         start = m.astype("datetime64[D]").astype(dt.date)
-        stop = _next_month(start)
-        if (days_from is None or stop > days_from) and (days_until is None or start < days_until):
-            wanted.append((m, start, stop))
+        day = rebuild_day(start, newest_day)
+        if (days_from is None or day >= days_from) and (days_until is None or day < days_until):
+            wanted.append((m, start, day))
     rows: list[dict] = []
     n_keys = len(jobs.all_keys)
     for subset, grouping, value, mask in _groups(jobs):
@@ -255,7 +272,7 @@ def ab_totals(
         counts_a = np.bincount(index[~arm_b], minlength=n_keys)
         counts_b = np.bincount(index[arm_b], minlength=n_keys)
         present = (counts_a + counts_b) > 0
-        for m, start, stop in wanted:
+        for m, start, day in wanted:
             rows_m = np.flatnonzero(present & (block_month == m))
             if not len(rows_m):
                 continue
@@ -264,10 +281,9 @@ def ab_totals(
             boot = (s.T @ jobs.draws.weights[rows_m]).T  # (resamples, 6)
             moved = (s[:, _EFFICIENCY].T @ jobs.draws.swaps[rows_m]).T  # (resamples, 4)
             days = jobs.block_day[rows_m]
-            last_calendar_day = stop - dt.timedelta(days=1)
             row = dict(
                 month=start,
-                rebuild_day=last_calendar_day if newest_day is None else min(last_calendar_day, newest_day),
+                rebuild_day=day,
                 subset=subset,
                 grouping=grouping,
                 group_value=value,
