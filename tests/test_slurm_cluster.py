@@ -38,7 +38,8 @@ from tierlens.records import job_identity
 from tierlens.sources.slurm.localcluster import LocalCluster
 from tierlens.sources.slurm.spool import arm_for_job
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# One worker runs every test that starts a Slurm cluster or installs the plugin's package (conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
 REPO = Path(__file__).resolve().parents[1]
 MB = 1_000_000
