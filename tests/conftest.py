@@ -4,11 +4,12 @@ In CI (CI=true) a skipped test is a failure: an integration test that could not 
 component has not shown anything, and CI must not pass on it. Under pytest-xdist (make test runs
 two workers) the rule runs in each worker, and the failed report is what the worker sends back.
 
-make test runs the files on two pytest-xdist workers with ``--dist loadgroup``: every test file is
-its own group (one worker runs it, so its module fixtures are built once), unless its tests carry an
-explicit ``xdist_group`` mark: "slurm" holds everything that starts the session's Slurm clusters or
-installs the plugin's package on the host (one package, one worker). The groups run longest
-first (``--no-loadscope-reorder`` keeps this order) so both workers end at about the same time.
+make test runs the files on two pytest-xdist workers (``--dist loadfile``): one worker runs a
+whole file, so its module fixtures are built once, and the files in SHARED_UNITS run together on
+one worker. The units go longest first (``--no-loadscope-reorder`` keeps that order) so the two
+workers end at about the same time. The units are decided here from the node ids, in the
+scheduler, not with ``xdist_group`` marks: pytest-xdist 3.8's loadgroup marks them by rewriting
+the node id, which pytest 9.2 no longer reads (pytest-xdist issue 1386), so the groups were split.
 """
 
 from __future__ import annotations
@@ -30,8 +31,21 @@ pytest_plugins = ["slurm_fixtures"]
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
-# Seconds each group took in a serial `make test` (--durations, setup included, rounded): the order
-# the two workers take them in. A group not named here is short and goes after these, in file order.
+# Files that share something one process at a time must hold: the session's Slurm clusters, one
+# per generation (tests/slurm_fixtures.py), and this host's one installed plugin package (dpkg -i
+# and --purge, which also fail on dpkg's lock if two run at once). One worker runs them, in
+# pytest's order, which starts each generation's cluster once.
+SHARED_UNITS = {
+    "tests/test_slurm_cluster.py": "slurm",
+    "tests/test_doctor.py": "slurm",
+    "tests/test_matrix_slurm.py": "slurm",
+    "tests/test_matrix_namespaces.py": "slurm",
+    "tests/test_slurm_sacct.py": "slurm",  # its test on a real sacct uses the session's cluster
+    "tests/test_slurm_private_tmp.py": "slurm",  # its own cluster, and a tmpfs mounted below /srv
+}
+
+# Seconds each unit took in a serial `make test` (--durations, setup included, rounded): the order
+# the two workers take them in. A unit not named here is short and goes after these, in file order.
 LONGEST_FIRST = {
     "tests/test_spark_equivalence.py": 650,
     "slurm": 600,
@@ -53,22 +67,31 @@ LONGEST_FIRST = {
 }
 
 
-def _group(item: pytest.Item) -> str:
-    mark = item.get_closest_marker("xdist_group")
-    return str(mark.args[0]) if mark else item.nodeid.split("::")[0]
+def unit_of(nodeid: str) -> str:
+    """The unit of work one worker runs whole: the test's file, or its shared unit."""
+    path = nodeid.split("::", 1)[0]
+    return SHARED_UNITS.get(path, path)
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """A test without an explicit xdist_group runs in its file's group (xdist reads the mark later)."""
-    if item.get_closest_marker("xdist_group") is None:
-        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With ``--dist loadfile``: xdist's file scheduler, with the files of SHARED_UNITS as one unit."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class UnitScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    return UnitScheduling(config, log)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Longest groups first; a stable sort, after pytest's own ordering by session fixtures, so the
-    tests of one group keep the order that builds each Slurm generation's cluster once."""
-    items.sort(key=lambda item: -LONGEST_FIRST.get(_group(item), 0))
+    """Longest units first; a stable sort, after pytest's own ordering by session fixtures, so the
+    tests of one unit keep the order that builds each Slurm generation's cluster once."""
+    items.sort(key=lambda item: -LONGEST_FIRST.get(unit_of(item.nodeid), 0))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -22,9 +22,6 @@ from tierlens.cli import app
 from tierlens.doctor import Options, Status
 
 REPO = Path(__file__).resolve().parents[1]
-
-# One worker runs every test that starts a Slurm cluster or installs the plugin's package (conftest.py).
-pytestmark = pytest.mark.xdist_group("slurm")
 SACCT_2205 = REPO / "plugins" / "slurm" / "tests" / "data" / "sacct-22.05-dbv0.0.38.json"
 
 

@@ -26,8 +26,7 @@ import pytest
 from slurm_fixtures import GENERATIONS, REPO, db_root_for, enter_generation, install_package, plugstack_line
 from tierlens.sources.slurm.localcluster import LocalCluster
 
-# One worker runs every test that starts a Slurm cluster or installs the plugin's package (conftest.py).
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("slurm")]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 CONTAINERS = {
     # generation: (slurm.conf lines, the plugin's own configuration file and its text)

@@ -27,9 +27,6 @@ from tierlens.sources.slurm.localcluster import _wait_for
 from tierlens.sources.slurm.sacct import parse_json_document
 
 REPO = Path(__file__).resolve().parents[1]
-
-# One worker runs every test that starts a Slurm cluster or installs the plugin's package (conftest.py).
-pytestmark = pytest.mark.xdist_group("slurm")
 CAPTURES = REPO / "tests" / "data" / "sacct" / "real"
 P2_FIELDS = [
     "JobIDRaw",

@@ -38,8 +38,7 @@ from tierlens.records import job_identity
 from tierlens.sources.slurm.localcluster import LocalCluster
 from tierlens.sources.slurm.spool import arm_for_job
 
-# One worker runs every test that starts a Slurm cluster or installs the plugin's package (conftest.py).
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("slurm")]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
 MB = 1_000_000

@@ -21,9 +21,6 @@ from tierlens.sources.slurm.localcluster import LocalCluster
 
 REPO = Path(__file__).resolve().parents[1]
 
-# One worker runs every test that starts a Slurm cluster or installs the plugin's package (conftest.py).
-pytestmark = pytest.mark.xdist_group("slurm")
-
 
 class _PrivateTmpCluster(LocalCluster):
     base: Path

@@ -1002,7 +1002,6 @@ def test_a_job_seen_twice_in_one_output_keeps_its_last_rows():
 
 
 @pytest.mark.integration
-@pytest.mark.xdist_group("slurm")  # the session's Slurm clusters (conftest.py)
 @pytest.mark.timeout(900)
 def test_fast_path_on_a_real_sacct(cluster, monkeypatch):
     """What a real sacct prints (here Slurm 22.05), a job name full of JSON's own characters and a
