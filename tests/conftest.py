@@ -87,6 +87,31 @@ def pytest_xdist_make_scheduler(config, log):
     return UnitScheduling(config, log)
 
 
+# The terminal size a test process started with. Under xdist the workers inherit the controller's
+# environment at spawn, and by then the controller's has gained COLUMNS=80 and LINES=24 (a serial
+# run has neither); the one rich console then stays 80 wide for the whole worker, and a test that
+# gives the CLI a narrower terminal fails. The controller passes its values at start to the workers.
+TERMINAL_VARS = ("COLUMNS", "LINES")
+_TERMINAL = pytest.StashKey[dict]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    given = getattr(config, "workerinput", {}).get("tierlens_terminal")
+    if given is None:  # the controller, or a run without xdist
+        config.stash[_TERMINAL] = {k: os.environ.get(k) for k in TERMINAL_VARS}
+        return
+    for k, v in given.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    node.workerinput["tierlens_terminal"] = node.config.stash[_TERMINAL]
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Longest units first; a stable sort, after pytest's own ordering by session fixtures, so the
