@@ -51,8 +51,11 @@ export TIERLENS_MATRIX_CACHE ?= /var/cache/tierlens-matrix
 matrix-roots: setup system-deps
 	$(BIN)/python tests/matrix/rootfs.py
 
+# Two pytest-xdist workers (the machine's two cores; TEST_WORKERS=0 runs serially): each test file, or
+# unit of files that share a resource, runs on one worker, longest first (tests/conftest.py).
+TEST_WORKERS ?= 2
 test: setup system-deps airflow-venv matrix-roots lint
-	$(BIN)/pytest --durations=40
+	$(BIN)/pytest --durations=40 $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # ruff over the Python code ([tool.ruff] in pyproject.toml): the format, then the checks; first in make
 # test: seconds, not minutes. `ruff format .` fixes the first.

@@ -1,7 +1,15 @@
 """Shared test set-up.
 
 In CI (CI=true) a skipped test is a failure: an integration test that could not reach its real
-component has not shown anything, and CI must not pass on it.
+component has not shown anything, and CI must not pass on it. Under pytest-xdist (make test runs
+two workers) the rule runs in each worker, and the failed report is what the worker sends back.
+
+make test runs the files on two pytest-xdist workers (``--dist loadfile``): one worker runs a
+whole file, so its module fixtures are built once, and the files in SHARED_UNITS run together on
+one worker. The units go longest first (``--no-loadscope-reorder`` keeps that order) so the two
+workers end at about the same time. The units are decided here from the node ids, in the
+scheduler, not with ``xdist_group`` marks: pytest-xdist 3.8's loadgroup marks them by rewriting
+the node id, which pytest 9.2 no longer reads (pytest-xdist issue 1386), so the groups were split.
 """
 
 from __future__ import annotations
@@ -22,6 +30,93 @@ with contextlib.suppress(ImportError):
 pytest_plugins = ["slurm_fixtures"]
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+# Files that share something one process at a time must hold: the session's Slurm clusters, one
+# per generation (tests/slurm_fixtures.py), and this host's one installed plugin package (dpkg -i
+# and --purge, which also fail on dpkg's lock if two run at once). One worker runs them, in
+# pytest's order, which starts each generation's cluster once.
+SHARED_UNITS = {
+    "tests/test_slurm_cluster.py": "slurm",
+    "tests/test_doctor.py": "slurm",
+    "tests/test_matrix_slurm.py": "slurm",
+    "tests/test_matrix_namespaces.py": "slurm",
+    "tests/test_slurm_sacct.py": "slurm",  # its test on a real sacct uses the session's cluster
+    "tests/test_slurm_private_tmp.py": "slurm",  # its own cluster, and a tmpfs mounted below /srv
+}
+
+# Seconds each unit took in a serial `make test` (--durations, setup included, rounded): the order
+# the two workers take them in. A unit not named here is short and goes after these, in file order.
+LONGEST_FIRST = {
+    "tests/test_spark_equivalence.py": 650,
+    "slurm": 600,
+    "tests/test_incremental_equivalence.py": 370,
+    "tests/test_airflow_standalone.py": 350,
+    "tests/test_completeness.py": 330,
+    "tests/test_cli_history.py": 270,
+    "tests/test_demo_e2e.py": 240,
+    "tests/test_airflow_dags.py": 200,
+    "tests/test_install_wheel.py": 185,
+    "tests/test_change_effects.py": 175,
+    "tests/test_sim_hardware.py": 140,
+    "tests/test_published.py": 100,
+    "tests/test_plugin_fuzz.py": 90,
+    "tests/test_dbt_project.py": 70,
+    "tests/test_probe.py": 60,
+    "tests/test_analysis_marts.py": 60,
+    "tests/test_condor_history.py": 50,
+}
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work one worker runs whole: the test's file, or its shared unit."""
+    path = nodeid.split("::", 1)[0]
+    return SHARED_UNITS.get(path, path)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With ``--dist loadfile``: xdist's file scheduler, with the files of SHARED_UNITS as one unit."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class UnitScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    return UnitScheduling(config, log)
+
+
+# The terminal size a test process started with. Under xdist the workers inherit the controller's
+# environment at spawn, and by then the controller's has gained COLUMNS=80 and LINES=24 (a serial
+# run has neither); the one rich console then stays 80 wide for the whole worker, and a test that
+# gives the CLI a narrower terminal fails. The controller passes its values at start to the workers.
+TERMINAL_VARS = ("COLUMNS", "LINES")
+_TERMINAL = pytest.StashKey[dict]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    given = getattr(config, "workerinput", {}).get("tierlens_terminal")
+    if given is None:  # the controller, or a run without xdist
+        config.stash[_TERMINAL] = {k: os.environ.get(k) for k in TERMINAL_VARS}
+        return
+    for k, v in given.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    node.workerinput["tierlens_terminal"] = node.config.stash[_TERMINAL]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest units first; a stable sort, after pytest's own ordering by session fixtures, so the
+    tests of one unit keep the order that builds each Slurm generation's cluster once."""
+    items.sort(key=lambda item: -LONGEST_FIRST.get(unit_of(item.nodeid), 0))
 
 
 @pytest.hookimpl(hookwrapper=True)
