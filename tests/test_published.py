@@ -282,6 +282,21 @@ def test_a_block_index_that_no_longer_describes_its_slot_falls_back_to_reading_i
     assert again.compared_by == "index" and _sha(target) == _sha(wh)
 
 
+def test_a_block_digest_sees_words_swapped_within_the_block() -> None:
+    """Why the index does not reuse DuckDB's own block checksums: they are blind to a block whose
+    8-byte words were only reordered (rows written back in another order), the digest is not."""
+    import struct
+
+    from tierlens.warehouse.publish import CHUNK, _digest
+
+    words = list(range(CHUNK // 8))
+    block = struct.pack(f"<{len(words)}Q", *words)
+    swapped = struct.pack(f"<{len(words)}Q", *([words[1], words[0]] + words[2:]))
+    assert sorted(struct.iter_unpack("<Q", block)) == sorted(struct.iter_unpack("<Q", swapped))
+    assert block != swapped and _digest(block) != _digest(swapped)
+    assert _digest(memoryview(bytearray(block))) == _digest(block)
+
+
 READER_BIG = r"""
 import duckdb, json, sys
 con = duckdb.connect(sys.argv[1], read_only=True)

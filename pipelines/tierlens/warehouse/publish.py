@@ -26,9 +26,12 @@ Common filesystems (ext4) have no reflinks, so this block diff is what keeps the
 the change. Finding the changed blocks must not read the spare slot either (an hour after it was
 written it has usually left the page cache: reading it back was most of a publish at a year of
 history). So each slot has a *block index* beside it (``.slots/warehouse.duckdb.<n>.blocks``):
-a SHA-1 of each of its blocks, written when the slot is synced. A publish hashes the working file's
-blocks once (it has just been written: page cache) and writes the blocks whose hash differs from
-the index. The index is trusted only while it describes the slot exactly: its format version,
+a 128-bit XXH3 digest of each of its blocks, written when the slot is synced. A publish hashes the
+working file's blocks once (it has just been written: page cache) and writes the blocks whose
+digest differs from the index. XXH3 rather than a cryptographic hash: the digest guards against
+accidental change, not an adversary (who could write the working file itself), and at ~15 GB/s
+it costs a year of history a fraction of a second where SHA-1 took ~3 s (1.6 GB/s), the part
+of an hourly run that grew with the warehouse's size. The index is trusted only while it describes the slot exactly: its format version,
 block layout and hash agree with this code, its own digest matches its content (not truncated or
 corrupted), and the slot's device, inode, size and modification time are those recorded after the
 last sync (the publisher stamps the slot with a modification time of its own choosing, a
@@ -62,6 +65,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
+import xxhash
 
 PUBLISHED_DIR = "published"
 SLOTS_DIR = ".slots"
@@ -73,10 +77,17 @@ CHUNK = 256 * 1024
 #: DuckDB's file starts with three 4 KiB headers; its blocks follow, so blocks are counted from here.
 HEADER_BYTES = 3 * 4096
 #: Version of a slot's block index (``<slot>.blocks``); bump when its layout or hash changes.
-INDEX_FORMAT_VERSION = 1
+#: 1: SHA-1 digests; 2: XXH3-128 (an index of version 1 is not trusted: the slot is compared by its
+#: bytes once, and a version 2 index written).
+INDEX_FORMAT_VERSION = 2
 INDEX_SUFFIX = ".blocks"
-INDEX_HASH = "sha1"
-DIGEST_BYTES = hashlib.new(INDEX_HASH).digest_size
+INDEX_HASH = "xxh3_128"
+DIGEST_BYTES = 16
+
+
+def _digest(block: bytes | memoryview) -> bytes:
+    """The digest of one block in a slot's index."""
+    return xxhash.xxh3_128_digest(block)
 
 
 @dataclass(frozen=True)
@@ -243,13 +254,14 @@ def _sync_blocks(source: Path, fd: int, index: Path) -> _Synced:
     _fsync_dir(index.parent)
     written = chunks = slot_read = 0
     digests: list[bytes] = []
+    buffer = bytearray(CHUNK)  # one buffer for every block: no allocation per block
     with open(source, "rb", buffering=0) as src:
         size = os.fstat(src.fileno()).st_size
         for i, (offset, length) in enumerate(_blocks(size)):
-            new = os.pread(src.fileno(), length, offset)
-            if len(new) != length:
+            new = memoryview(buffer)[:length]
+            if os.preadv(src.fileno(), [new], offset) != length:
                 raise OSError(f"{source} shrank while being published (block at offset {offset})")
-            digest = hashlib.new(INDEX_HASH, new).digest()
+            digest = _digest(new)
             digests.append(digest)
             if known is not None:
                 same = i < len(known) and known[i] == digest
