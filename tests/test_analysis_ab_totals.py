@@ -77,11 +77,23 @@ def _until(table: pa.Table, day: dt.date | None, column: str = "day") -> pa.Tabl
     return table.filter(pc.greater_equal(table.column(column), pa.scalar(day, pa.date32())))
 
 
-def _replace_days(stored: pa.Table, rebuilt: pa.Table, first: dt.date) -> pa.Table:
-    """The strategy replace_days on rebuild_day, as macros/incremental.sql runs it."""
-    keep = stored.filter(pc.less(stored.column("rebuild_day"), pa.scalar(first, pa.date32())))
-    new = rebuilt.filter(pc.greater_equal(rebuilt.column("rebuild_day"), pa.scalar(first, pa.date32())))
-    return pa.concat_tables([keep, new])
+def _in_window(table: pa.Table, first: dt.date, stop: dt.date | None) -> pa.Array:
+    day = table.column("rebuild_day")
+    inside = pc.greater_equal(day, pa.scalar(first, pa.date32()))
+    return inside if stop is None else pc.and_(inside, pc.less(day, pa.scalar(stop, pa.date32())))
+
+
+def _replace_days(
+    stored: pa.Table, rebuilt: pa.Table, first: dt.date, stop: dt.date | None = None, row_key: bool = True
+) -> pa.Table:
+    """The strategy replace_days on rebuild_day with row_key [month], as macros/incremental.sql
+    runs it: delete the window's rows and every row of a month the run rebuilt, insert the
+    rebuilt rows of the window."""
+    new = rebuilt.filter(_in_window(rebuilt, first, stop))
+    gone = pc.invert(_in_window(stored, first, stop))
+    if row_key:
+        gone = pc.and_(gone, pc.invert(pc.is_in(stored.column("month"), value_set=new.column("month"))))
+    return pa.concat_tables([stored.filter(gone), new])
 
 
 def _reference(jobs: pa.Table, storage_type: str | None = None):
@@ -146,3 +158,34 @@ def test_all_rows_from_stored_month_totals_with_a_late_job_equal_the_bootstrap_o
     assert _all_row(rows, "site", "all jobs")["efficiency_difference"] != pytest.approx(
         without_late.difference, rel=1e-12
     )
+
+
+def test_a_back_fill_day_by_day_leaves_one_row_per_month_equal_to_a_full_build():
+    """`tierlens transform --backfill ... --days 1` from an empty warehouse: each chunk's
+    job_efficiency holds the days up to the chunk, so the newest month's rebuild_day is the
+    chunk's day and moves on with every chunk, out of the next chunk's window."""
+    rng = np.random.default_rng(11)
+    cache = _cache(rng)
+    params = ABParams()
+    # ten days across the end of January, every one with jobs (the month's last day too)
+    jobs = _table(_jobs(rng, np.sort(rng.integers(24 * 7, 24 * 17, 800))))
+    days = sorted(set(jobs.column("day").to_pylist()))
+    assert days == [dt.date(2025, 1, 27) + dt.timedelta(days=i) for i in range(10)]
+    key = [(c, "ascending") for c in ("month", "subset", "grouping", "group_value")]
+    stored = {True: ab_totals(jobs.slice(0, 0), cache, params), False: ab_totals(jobs.slice(0, 0), cache, params)}
+    for day in days:
+        stop = day + dt.timedelta(days=1)
+        held = jobs.filter(pc.less(jobs.column("day"), pa.scalar(stop, pa.date32())))
+        midnight = pa.scalar(dt.datetime.combine(stop, dt.time(), UTC), cache.column("hour").type)
+        held_cache = cache.filter(pc.less(cache.column("hour"), midnight))
+        newest = max(held.column("day").to_pylist())
+        months = months_to_rebuild(day, stop, newest)
+        assert months is not None and months[0] <= day < months[1]  # the chunk's month, whole
+        read = held.filter(pc.greater_equal(held.column("day"), pa.scalar(months[0], pa.date32())))
+        rebuilt = ab_totals(read, held_cache, params, day, stop, newest)
+        for row_key in stored:
+            stored[row_key] = _replace_days(stored[row_key], rebuilt, day, stop, row_key)
+    full = ab_totals(jobs, cache, params)
+    assert stored[True].sort_by(key).equals(full.sort_by(key))
+    # without the row key every chunk's month row stays beside the next one's
+    assert stored[False].num_rows > full.num_rows

@@ -10,6 +10,10 @@ Incremental (replace_days) by rebuild_day: the month's last calendar day, or the
 when the month is the newest. A run's window (job_efficiency's lookback) then holds the
 rebuild_day of every month with a day in the window, and the model recomputes those months whole
 from their jobs: at most two months of jobs per hourly run, whatever the history's length.
+
+The newest month's rebuild_day moves on with the newest job day, so a rebuilt month also
+replaces its rows wherever their old rebuild_day lies (row_key month): a back-fill's chunk
+rebuilds the month of its day while the month's rows of the chunk before lie outside its window.
 """
 
 import datetime as dt
@@ -27,7 +31,12 @@ def _utc_instant(day: dt.date) -> str:
 
 
 def model(dbt, session):
-    dbt.config(materialized="incremental", incremental_strategy="replace_days", unique_key="rebuild_day")
+    dbt.config(
+        materialized="incremental",
+        incremental_strategy="replace_days",
+        unique_key="rebuild_day",
+        row_key=["month"],
+    )
     # dbt.config.get takes literals only (dbt parses them), hence one call per parameter.
     params = ABParams(
         arm_a=_value(dbt.config.get("arm_a"), "A", str),
