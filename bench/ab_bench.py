@@ -16,6 +16,16 @@ job_lateness_days 2), as dbt_window.rebuild_window gives an hourly run. Prints o
 measurement and the ratios; writes them to --out.
 
     .venv/bin/python bench/ab_bench.py [--warehouse PATH] [--out bench/out/ab-blocks]
+
+--mode totals: ab_uncertainty's hourly cost before and after its 'all' rows came from stored
+month totals (int_ab_totals). "base" is the code of --base-ref running the dbt model as it was
+(the used columns of every job, every 'all' row from all of them); "totals" is this checkout
+running what an hourly dbt run now runs: int_ab_totals' rebuild of the months its window
+touches (their jobs), then ab_uncertainty from the stored month totals (all of history's, made
+once beforehand in a separate untimed child and kept as Parquet in --out, the stand-in for the
+table) and the jobs of the window's weeks. The two steps are timed apart; peak RSS covers both.
+
+    .venv/bin/python bench/ab_bench.py --mode totals --out bench/out/ab-totals
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 LOOKBACK_DAYS = 9
 DEFAULT_WAREHOUSE = "/work/scale-data/dev12m/warehouse.duckdb"
 DEFAULT_OLD_REF = "7c55680"
+DEFAULT_BASE_REF = "800caca"
 
 CHILD = r"""
 import datetime as dt, json, sys, time
@@ -84,6 +95,91 @@ print(json.dumps(out))
 """
 
 
+CHILD_BASE = r"""
+import json, sys, time, datetime as dt
+import duckdb
+args = json.loads(sys.argv[1])
+from tierlens.analysis.uncertainty import ab_uncertainty, JOB_COLUMNS, CACHE_COLUMNS
+con = duckdb.connect(args["warehouse"], read_only=True)
+con.execute("set TimeZone = 'UTC'")
+until = args["until"]
+newest = con.sql(f"select max(day) from marts.job_efficiency where day < date '{until}'").fetchone()[0]
+window = newest - dt.timedelta(days=args["lookback"])
+out = {"code": "base", "until": until, "window_from": str(window)}
+t = time.perf_counter()
+jobs = con.sql("select " + ", ".join(f'"{c}"' for c in JOB_COLUMNS) + f" from marts.job_efficiency where day < date '{until}'").to_arrow_table()
+cache = con.sql("select " + ", ".join(f'"{c}"' for c in CACHE_COLUMNS) + f" from marts.cache_hourly where \"hour\" < timestamptz '{until} 00:00:00+00'").to_arrow_table()
+out["read_s"] = time.perf_counter() - t
+out["jobs_read"] = jobs.num_rows
+t = time.perf_counter()
+rows = ab_uncertainty(jobs, cache, None, window, None)
+out["compute_s"] = time.perf_counter() - t
+out["ab_rows"] = rows.num_rows
+out["ab_s"] = out["read_s"] + out["compute_s"]
+print(json.dumps(out))
+"""
+
+CHILD_TOTALS = r"""
+import json, sys, time, datetime as dt
+import duckdb
+import pyarrow as pa, pyarrow.compute as pc, pyarrow.parquet as pq
+args = json.loads(sys.argv[1])
+from tierlens.analysis.uncertainty import ab_totals, ab_uncertainty, months_to_rebuild, JOB_COLUMNS, CACHE_COLUMNS
+con = duckdb.connect(args["warehouse"], read_only=True)
+con.execute("set TimeZone = 'UTC'")
+until = args["until"]
+newest = con.sql(f"select max(day) from marts.job_efficiency where day < date '{until}'").fetchone()[0]
+window = newest - dt.timedelta(days=args["lookback"])
+cols = ", ".join(f'"{c}"' for c in JOB_COLUMNS)
+ccols = ", ".join(f'"{c}"' for c in CACHE_COLUMNS)
+def jobs_from(first):
+    return con.sql(f"select {cols} from marts.job_efficiency where ab_arm in ('A', 'B') and core_wall_seconds > 0 "
+                   f"and day >= date '{first}' and day < date '{until}'").to_arrow_table()
+def cache_from(first):
+    return con.sql(f"select {ccols} from marts.cache_hourly where \"hour\" >= timestamptz '{first} 00:00:00+00' "
+                   f"and \"hour\" < timestamptz '{until} 00:00:00+00'").to_arrow_table()
+if args["code"] == "store":  # untimed: the month totals a previous build stored
+    t = time.perf_counter()
+    totals = ab_totals(jobs_from("1970-01-01"), cache_from("1970-01-01"), None, None, None, newest)
+    pq.write_table(totals, args["totals"])
+    print(json.dumps({"code": "store", "until": until, "rows": totals.num_rows, "s": time.perf_counter() - t,
+                      "bytes_arrow": totals.nbytes}))
+    sys.exit(0)
+out = {"code": "totals", "until": until, "window_from": str(window)}
+# int_ab_totals: the months holding a window day, whole
+t = time.perf_counter()
+first, _ = months_to_rebuild(window, None, newest)
+jobs = jobs_from(first)
+cache = cache_from(first)
+out["totals_read_s"] = time.perf_counter() - t
+out["totals_jobs_read"] = jobs.num_rows
+t = time.perf_counter()
+rebuilt = ab_totals(jobs, cache, None, window, None, newest)
+out["totals_compute_s"] = time.perf_counter() - t
+out["totals_rebuilt_rows"] = rebuilt.num_rows
+del jobs, cache
+# replace_days: the stored rows of the window's rebuild days give way to the rebuilt ones
+t = time.perf_counter()
+stored = pq.read_table(args["totals"])
+day = pa.scalar(window, pa.date32())
+totals = pa.concat_tables([stored.filter(pc.less(stored.column("rebuild_day"), day)),
+                           rebuilt.filter(pc.greater_equal(rebuilt.column("rebuild_day"), day))])
+out["totals_stored_rows"] = totals.num_rows
+# ab_uncertainty: the month totals, and the jobs of the window's weeks
+monday = window - dt.timedelta(days=window.weekday())
+jobs = jobs_from(monday)
+cache = cache_from(monday)
+out["ab_read_s"] = time.perf_counter() - t
+out["jobs_read"] = jobs.num_rows
+t = time.perf_counter()
+rows = ab_uncertainty(jobs, cache, None, window, None, totals)
+out["ab_compute_s"] = time.perf_counter() - t
+out["ab_rows"] = rows.num_rows
+out["ab_s"] = out["totals_read_s"] + out["totals_compute_s"] + out["ab_read_s"] + out["ab_compute_s"]
+print(json.dumps(out))
+"""
+
+
 def old_code(ref: str, into: Path) -> Path:
     """The pipelines/ tree of a commit, extracted from this repository (git archive)."""
     archive = subprocess.run(
@@ -93,12 +189,12 @@ def old_code(ref: str, into: Path) -> Path:
     return into / "pipelines"
 
 
-def run(code: str, pythonpath: Path, warehouse: str, until: str) -> dict:
-    args = {"code": code, "warehouse": warehouse, "until": until, "lookback": LOOKBACK_DAYS}
+def run(code: str, pythonpath: Path, warehouse: str, until: str, child: str = CHILD, **extra: str) -> dict:
+    args = {"code": code, "warehouse": warehouse, "until": until, "lookback": LOOKBACK_DAYS, **extra}
     env = dict(os.environ, PYTHONPATH=str(pythonpath))
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(args)], env=env, stdout=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", child, json.dumps(args)], env=env, stdout=subprocess.PIPE)
     out = proc.stdout.read() if proc.stdout else b""
     _, status, usage = os.wait4(proc.pid, 0)
     if status != 0:
@@ -119,7 +215,12 @@ def main() -> None:
     ap.add_argument("--one-month-until", default="2025-02-01", help="end (exclusive) of the 1-month point")
     ap.add_argument("--until", default="2026-01-02", help="end (exclusive) of the full history")
     ap.add_argument("--out", default=str(HERE / "out" / "ab-blocks"))
+    ap.add_argument("--mode", choices=("blocks", "totals"), default="blocks")
+    ap.add_argument("--base-ref", default=DEFAULT_BASE_REF, help="--mode totals: the code before the month totals")
     a = ap.parse_args()
+    if a.mode == "totals":
+        totals_mode(a)
+        return
     new_path = HERE.parent / "pipelines"
     tmp = Path(tempfile.mkdtemp(prefix="ab_bench_"))
     try:
@@ -143,6 +244,38 @@ def main() -> None:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "ab_bench.json").write_text(json.dumps({"results": results, "ratios": ratios}, indent=1))
+
+
+def totals_mode(a: argparse.Namespace) -> None:
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    new_path = HERE.parent / "pipelines"
+    tmp = Path(tempfile.mkdtemp(prefix="ab_bench_"))
+    results = {}
+    try:
+        base_path = old_code(a.base_ref, tmp)
+        for until, label in ((a.until, "history"), (a.one_month_until, "1-month")):
+            stored = out / f"int_ab_totals-{label}.parquet"
+            r = run("store", new_path, a.warehouse, until, CHILD_TOTALS, totals=str(stored))
+            r["parquet_bytes"] = stored.stat().st_size
+            results[f"store {label}"] = r
+            print(json.dumps({"run": f"store {label}", **r}), flush=True)
+            for code, path, child in (("base", base_path, CHILD_BASE), ("totals", new_path, CHILD_TOTALS)):
+                r = run(code, path, a.warehouse, until, child, totals=str(stored))
+                results[f"{code} {label}"] = r
+                print(json.dumps({"run": f"{code} {label}", **r}), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ratios = {
+        "totals/base at full history (ab_s)": results["totals history"]["ab_s"] / results["base history"]["ab_s"],
+        "totals: full history / 1 month": results["totals history"]["ab_s"] / results["totals 1-month"]["ab_s"],
+        "base: full history / 1 month": results["base history"]["ab_s"] / results["base 1-month"]["ab_s"],
+        "peak RSS totals/base at full history": results["totals history"]["peak_rss_mib"]
+        / results["base history"]["peak_rss_mib"],
+    }
+    for k, v in ratios.items():
+        print(f"{k}: {v:.2f}")
+    (out / "ab_bench_totals.json").write_text(json.dumps({"results": results, "ratios": ratios}, indent=1))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,12 @@ the marts of another engine: dbt-spark runs Python models only on Databricks, so
 disables this model on Spark. Parameters are dbt vars, passed in through the model's config in
 ab_uncertainty.yml: arm_a, arm_b, ab_block ('hour' or 'day'), ab_seed, ab_min_jobs, ab_min_core_hours,
 ab_min_blocks, high_hit_ratio.
+
+The 'all' rows (the whole history) are summed from the month totals of int_ab_totals; the week
+and day rows of the window are computed from the jobs of their weeks alone.
 """
+
+import datetime as dt
 
 from tierlens.analysis.dbt_window import rebuild_window
 from tierlens.analysis.uncertainty import CACHE_COLUMNS, JOB_COLUMNS, ABParams, ab_uncertainty
@@ -21,6 +26,10 @@ PERIOD_LAST_DAY = "(case when period_grain = 'all' then null else period_end - 1
 
 def _value(value, default, cast):
     return default if value in (None, "") else cast(value)
+
+
+def _utc_instant(day: dt.date) -> str:
+    return f"cast('{day.isoformat()} 00:00:00+00' as timestamptz)"
 
 
 def model(dbt, session):
@@ -42,17 +51,6 @@ def model(dbt, session):
         min_blocks=_value(dbt.config.get("ab_min_blocks"), 10, int),
         high_hit_ratio=_value(dbt.config.get("high_hit_ratio"), 0.8, float),
     )
-    # Only the columns the statistics read cross into Python (a third of the mart's bytes).
-    jobs = (
-        dbt.ref("job_efficiency")
-        .query("j", "select " + ", ".join(f'"{c}"' for c in JOB_COLUMNS) + " from j")
-        .to_arrow_table()
-    )
-    cache = (
-        dbt.ref("cache_hourly")
-        .query("c", "select " + ", ".join(f'"{c}"' for c in CACHE_COLUMNS) + " from c")
-        .to_arrow_table()
-    )
     periods_from, periods_until = rebuild_window(
         dbt.config.get("backfill_start"),
         dbt.config.get("backfill_end"),
@@ -62,4 +60,30 @@ def model(dbt, session):
         session,
         PERIOD_LAST_DAY,
     )
-    return ab_uncertainty(jobs, cache, params, periods_from, periods_until)
+    # The window's week and day rows need the jobs of their weeks (a week row by its last day):
+    # from the Monday of the window's first day on. Only the columns the statistics read, and
+    # only the trial's arms, cross into Python.
+    arms = ", ".join("'" + arm.replace("'", "''") + "'" for arm in (params.arm_a, params.arm_b))
+    job_filter = [f"ab_arm in ({arms})", "core_wall_seconds > 0"]
+    cache_filter = ["true"]
+    if periods_from is not None:
+        monday = periods_from - dt.timedelta(days=periods_from.weekday())
+        job_filter.append(f"day >= date '{monday.isoformat()}'")
+        cache_filter.append(f'"hour" >= {_utc_instant(monday)}')
+    if periods_until is not None:
+        job_filter.append(f"day < date '{periods_until.isoformat()}'")
+        cache_filter.append(f'"hour" < {_utc_instant(periods_until)}')
+    jobs = (
+        dbt.ref("job_efficiency")
+        .query("j", "select " + ", ".join(f'"{c}"' for c in JOB_COLUMNS) + " from j where " + " and ".join(job_filter))
+        .to_arrow_table()
+    )
+    cache = (
+        dbt.ref("cache_hourly")
+        .query(
+            "c", "select " + ", ".join(f'"{c}"' for c in CACHE_COLUMNS) + " from c where " + " and ".join(cache_filter)
+        )
+        .to_arrow_table()
+    )
+    totals = dbt.ref("int_ab_totals").to_arrow_table()
+    return ab_uncertainty(jobs, cache, params, periods_from, periods_until, totals)
