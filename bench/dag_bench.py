@@ -7,7 +7,8 @@ whole process tree's resident memory. That test times the DAG run from the sched
 and then `tierlens transform` on a copy of the same raw warehouse. This script prints the two, their
 ratio, the peak RSS, the load average, and where the DAG run's time went, read from the
 scheduler's task_instance table: the task count, each phase (load_landed, the one dbt build, the
-watching tasks after it, publish_snapshot) and the median task duration.
+watching tasks after it, publish_snapshot), the median task duration, and how many watching tasks
+a worker ran (the others started and ended in the triggerer).
 
     nice -n 10 python bench/dag_bench.py [--keep DIR]
 
@@ -86,6 +87,17 @@ def phases(spans: list[TaskSpan]) -> dict[str, float]:
     return out
 
 
+def watchers_on_a_worker(af_home: Path) -> int:
+    """Watching tasks of the transform that a worker ran (a log ``attempt=<n>.log`` of their own,
+    not only their trigger's): 0 when every model passed and its task ended in the triggerer."""
+    runs = af_home / "logs" / "dag_id=tierlens_transform"
+    return sum(
+        1
+        for w in runs.glob("run_id=*/task_id=*_build")
+        if any(re.fullmatch(r"attempt=\d+\.log", f.name) for f in w.iterdir())
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", type=Path, help="pytest --basetemp: keep the run's Airflow home and logs here")
@@ -115,6 +127,7 @@ def main() -> int:
     if dbs:
         for name, value in phases(transform_tasks(dbs[-1])).items():
             print(f"  {name}: {value:.1f}")
+        print(f"  watchers_on_a_worker: {watchers_on_a_worker(dbs[-1].parent)}")
     return 0
 
 

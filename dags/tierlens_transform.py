@@ -2,8 +2,9 @@
 
 One ``dbt build`` per run (Cosmos ExecutionMode.WATCHER): the ``dbt_producer_watcher`` task runs
 it, incremental models taking only new and late data, and every model (and seed) still has a task
-of its own that shows its status and its tests' as dbt reported them, once the build is over;
-retrying a failed model's task rebuilds that model alone. Scheduled by the ``tierlens_raw`` Asset that tierlens_ingest
+of its own that shows its status and its tests' as dbt reported them, once the build is over. Such
+a task starts in the triggerer and, when its node passed, ends there (no worker process); a failed
+node's task goes to a worker and fails there, and retrying it rebuilds that model alone. Scheduled by the ``tierlens_raw`` Asset that tierlens_ingest
 updates. ``load_landed`` first loads what an ingest landed while the warehouse was busy; the
 last task records the run in the warehouse's history, applies raw retention and publishes the
 snapshot that readers open. Only load_landed and the dbt build take the warehouse pool (one
@@ -205,10 +206,12 @@ with tierlens_transform:
     _producer = tierlens_transform.task_dict[PRODUCER_WATCHER_TASK_ID]
     af.build_with_tests(_producer)  # the one build runs the tests too
     af.mark_core_tests(_producer, _dbt_tasks)
-    # Every model's task reads its node's result once the build has finished: one short task each
-    # (no deferral and resumption, which costs a second task process apiece on a small host), in
-    # an order `dag.test()` can run too (a watcher scheduled before the build would wait forever).
-    # all_done: a failed build still lets each model's task report its own node.
+    # Every model's task reads its node's result once the build has finished, in the triggerer
+    # (ModelBuildWatcher starts from its trigger): the build has no CPU to spare for dozens of
+    # polling watchers, and after it each one is a coroutine rather than a task process. The order
+    # also suits `dag.test()`, which runs every task on a worker, one after the other (a watcher
+    # run before the build would wait forever). all_done: a failed build still lets each model's
+    # task report its own node.
     for _t in list(tierlens_transform.tasks):
         if _t is not _producer and (not _t.upstream_task_ids or _t.upstream_task_ids == {_producer.task_id}):
             _producer >> _t

@@ -89,9 +89,23 @@ from datetime import datetime
 from airflow.dag_processing.dagbag import DagBag
 
 plan = json.loads(sys.argv[1])
+
+
+def from_trigger(task):
+    # what the triggerer does with a task that starts from its trigger: the class by its path,
+    # built from the task's kwargs, serialized back the same
+    import importlib
+    args = task.start_trigger_args
+    module, name = args.trigger_cls.rsplit(".", 1)
+    trigger = getattr(importlib.import_module(module), name)(**args.trigger_kwargs)
+    return {"next_method": args.next_method, "round_trip": trigger.serialize() == (args.trigger_cls, args.trigger_kwargs),
+            "callable": callable(getattr(task, args.next_method, None))}
+
+
 bag = DagBag(dag_folder=plan["dags"])
 out = {"import_errors": {k: str(v)[-2000:] for k, v in bag.import_errors.items()},
        "dags": {d: {"tasks": sorted(t.task_id for t in dag.tasks),
+                    "from_trigger": {t.task_id: from_trigger(t) for t in dag.tasks if t.start_from_trigger},
                     "timetable": type(dag.timetable).__name__,
                     "outlets": sorted(str(getattr(o, "name", o)) for t in dag.tasks for o in t.outlets)}
                 for d, dag in bag.dags.items()},
@@ -260,6 +274,11 @@ def test_dagbag_loads_without_import_errors(airflow):
         == tasks
     )
     assert dags["tierlens_transform"]["timetable"] == "AssetTriggeredTimetable"
+    # each of those tasks starts in the triggerer (and ends there when its node passed)
+    started = dags["tierlens_transform"]["from_trigger"]
+    assert set(started) == {f"{n}_build" for n in models | seeds}, started
+    assert all(t["round_trip"] and t["callable"] for t in started.values()), started
+    assert all(not d["from_trigger"] for name, d in dags.items() if name != "tierlens_transform"), dags
 
 
 # ---- 2. ingest: two hours, then the first again -----------------------------------------------

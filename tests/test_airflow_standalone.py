@@ -426,6 +426,12 @@ def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Pat
 
     # the same transform by hand on the same raw tables (the run built the models from nothing)
     done = next(r for r in transform if r["state"] == "success")
+    # every model's task passed in the triggerer: a log of its trigger, none of a worker
+    run_logs = af_home / "logs" / "dag_id=tierlens_transform" / f"run_id={done['run_id']}"
+    watchers = sorted(run_logs.glob("task_id=*_build"))
+    assert len(watchers) >= 40, watchers
+    on_a_worker = [w.name for w in watchers if any(re.fullmatch(r"attempt=\d+\.log", f.name) for f in w.iterdir())]
+    assert on_a_worker == [] and all(list(w.glob("attempt=1.log.trigger.*.log")) for w in watchers), on_a_worker
     dag_seconds = (_utc(done["ended"]) - _utc(done["started"])).total_seconds()
     copy = tmp_path / "by-hand" / "warehouse.duckdb"
     copy.parent.mkdir()

@@ -33,7 +33,7 @@ export AIRFLOW__COSMOS__ENABLE_TELEMETRY=False DO_NOT_TRACK=1 SCARF_NO_ANALYTICS
 export AIRFLOW__COSMOS__CACHE_DIR="${AIRFLOW__COSMOS__CACHE_DIR:-$TIERLENS_HOME/cache/cosmos}"
 # Task slots sized to the host: Airflow's default of 32 starts 32 LocalExecutor worker processes,
 # which a small host pays for in memory. Two per core, at least 4: the transform's dbt build holds
-# one slot while its per-model watcher tasks each take one briefly to start and defer.
+# one slot; its per-model tasks start in the triggerer and take a slot only to report a failure.
 cores="$(nproc 2>/dev/null || echo 2)"
 export AIRFLOW__CORE__PARALLELISM="${AIRFLOW__CORE__PARALLELISM:-$(( 2 * cores > 4 ? 2 * cores : 4 ))}"
 export DBT_SEND_ANONYMOUS_USAGE_STATS=False

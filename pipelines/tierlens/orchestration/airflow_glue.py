@@ -5,6 +5,7 @@ Airflow is imported inside each function, so the rest of tierlens (and its tests
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -97,10 +98,19 @@ def dag_kwargs(dag_id: str, schedule_setting: str | None = None, **overrides) ->
 
 
 def __getattr__(name: str):
-    """``ModelBuildWatcher`` by its import path, built on first use (Cosmos is imported only then)."""
+    """``ModelBuildWatcher`` and ``NodeBuildTrigger`` by their import paths, built on first use
+    (Cosmos is imported only then)."""
     if name == "ModelBuildWatcher":
         return _model_build_watcher()
+    if name == "NodeBuildTrigger":
+        return _node_build_trigger()
     raise AttributeError(name)
+
+
+#: Where the triggerer finds the watching tasks' trigger (this module's __getattr__).
+NODE_BUILD_TRIGGER = f"{__name__}.NodeBuildTrigger"
+#: The watching task's method the trigger hands over to when a worker has to decide.
+WATCH_ON_WORKER = "watch_on_worker"
 
 
 _WATCHER: list[type] = []
@@ -122,13 +132,42 @@ def _model_build_watcher() -> type:
         base_cmd = ["build"]
 
         def __init__(self, *, has_tests: bool = False, **kwargs: Any) -> None:
-            # the task starts once the build is over, so the result is there at the first look:
-            # no deferral (a second task process on the triggerer's side) and no polling
+            # Run by a worker (dag.test(), or handed over by the trigger below), the task reads the
+            # build's result at once: no deferral from a worker (a second task process) and no polling.
             kwargs.setdefault("deferrable", False)
             kwargs.setdefault("poke_interval", 2)
             super().__init__(**kwargs)
             self.has_tests = has_tests
             self.has_core_tests = has_tests  # mark_core_tests knows better once the DAG is built
+            # Scheduled for real, the task starts in the triggerer (NodeBuildTrigger): a node that
+            # passed ends there, one coroutine instead of a task process per model; anything else
+            # (a failure, a retry) is handed to a worker, which runs watch_on_worker below.
+            self.start_from_trigger = True
+            self.refresh_trigger_args()
+
+        def refresh_trigger_args(self) -> None:
+            from airflow.triggers.base import StartTriggerArgs
+
+            self.start_trigger_args = StartTriggerArgs(
+                trigger_cls=NODE_BUILD_TRIGGER,
+                next_method=WATCH_ON_WORKER,
+                trigger_kwargs={
+                    "model_unique_id": self.model_unique_id,
+                    "producer_task_id": self.producer_task_id,
+                    "has_tests": self.has_tests,
+                    "has_core_tests": self.has_core_tests,
+                    "poke_interval": float(self.poke_interval),
+                },
+                next_kwargs=None,
+                timeout=None,  # the task's execution_timeout bounds the trigger
+            )
+
+        def watch_on_worker(self, context: Any, event: Any = None) -> None:
+            """What the task does when its trigger hands it over: the same as run by a worker from
+            the start (report a failed node or test, or on a retry rebuild the node alone)."""
+            if event:
+                self.log.info("handed over by the triggerer: %s", event)
+            self.execute(context)
 
         def _get_node_status(self, ti: Any, context: Any) -> Any:
             status = super()._get_node_status(ti, context)
@@ -162,6 +201,115 @@ def _model_build_watcher() -> type:
     ModelBuildWatcher.__module__, ModelBuildWatcher.__qualname__ = __name__, "ModelBuildWatcher"
     _WATCHER.append(ModelBuildWatcher)
     return ModelBuildWatcher
+
+
+_TRIGGER: list[type] = []
+
+# dbt's node and test statuses as Cosmos' producer pushes them (its XCom ``<node>_status``, a dict
+# with ``status``, and ``<node>_tests_status``, the aggregate of the node's tests); the trigger reads
+# them without importing Cosmos, which would hold the triggerer's event loop for seconds.
+_PASSED = frozenset({"success", "pass", "warn"})
+_SKIPPED = "skipped"
+_PRODUCER_ENDED = frozenset({"success", "failed", "skipped", "upstream_failed", "removed"})
+
+
+def _xcom_key(unique_id: str, suffix: str) -> str:
+    return f"{unique_id.replace('.', '__')}_{suffix}"
+
+
+def _node_build_trigger() -> type:
+    """The trigger a watching task starts in (Airflow's ``start_from_trigger``). It ends the task
+    in the triggerer when the build reported the node, and its tests, passed (or skipped the
+    node): no worker process. Anything it cannot settle alone goes to a worker, which reports it
+    as ModelBuildWatcher.poke does: a failed node or test, a build that ended without the node's
+    result, and every retry (the try number > 1: ``dbt build --select <node>``)."""
+    if _TRIGGER:
+        return _TRIGGER[0]
+    from airflow.triggers.base import BaseTrigger, TaskSkippedEvent, TaskSuccessEvent, TriggerEvent
+
+    class NodeBuildTrigger(BaseTrigger):
+        def __init__(
+            self,
+            *,
+            model_unique_id: str,
+            producer_task_id: str,
+            has_tests: bool = False,
+            has_core_tests: bool = False,
+            poke_interval: float = 2.0,
+        ) -> None:
+            super().__init__()
+            self.model_unique_id, self.producer_task_id = model_unique_id, producer_task_id
+            self.has_tests, self.has_core_tests = has_tests, has_core_tests
+            self.poke_interval = poke_interval
+
+        def serialize(self) -> tuple[str, dict[str, Any]]:
+            return (
+                NODE_BUILD_TRIGGER,
+                {
+                    "model_unique_id": self.model_unique_id,
+                    "producer_task_id": self.producer_task_id,
+                    "has_tests": self.has_tests,
+                    "has_core_tests": self.has_core_tests,
+                    "poke_interval": self.poke_interval,
+                },
+            )
+
+        async def _producer_xcom(self, key: str) -> Any:
+            from airflow.sdk.execution_time.xcom import XCom
+
+            ti = self.task_instance
+            return await asyncio.to_thread(
+                XCom.get_one,
+                run_id=ti.run_id,
+                key=key,
+                task_id=self.producer_task_id,
+                dag_id=ti.dag_id,
+                map_index=ti.map_index,
+            )
+
+        async def _producer_state(self) -> str | None:
+            from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+            ti = self.task_instance
+            states = await asyncio.to_thread(
+                RuntimeTaskInstance.get_task_states,
+                dag_id=ti.dag_id,
+                task_ids=[self.producer_task_id],
+                run_ids=[ti.run_id],
+            )
+            state = states.get(ti.run_id, {}).get(self.producer_task_id)
+            return None if state is None else str(state)
+
+        async def _tests_passed(self) -> bool:
+            if not self.has_tests:
+                return True
+            if not self.has_core_tests and await self._producer_xcom(TEST_SCOPE_XCOM) == "core":
+                return True  # its only tests are column checks, and this build left them out
+            return await self._producer_xcom(_xcom_key(self.model_unique_id, "tests_status")) in _PASSED
+
+        async def run(self) -> Any:
+            ti = self.task_instance
+            if ti.try_number > 1:  # a retry, or cleared by hand: the worker rebuilds the node
+                yield TriggerEvent({"handover": "retry", "try_number": ti.try_number})
+                return
+            while True:
+                node = await self._producer_xcom(_xcom_key(self.model_unique_id, "status"))
+                status = node.get("status") if isinstance(node, dict) else None
+                if status == _SKIPPED:
+                    yield TaskSkippedEvent()
+                    return
+                if status in _PASSED and await self._tests_passed():
+                    yield TaskSuccessEvent()
+                    return
+                if status is not None or await self._producer_state() in _PRODUCER_ENDED:
+                    # failed, or no result will come: the worker says which and fails the task
+                    yield TriggerEvent({"handover": "not passed", "node_status": status})
+                    return
+                await asyncio.sleep(self.poke_interval)
+
+    NodeBuildTrigger.__module__, NodeBuildTrigger.__qualname__ = __name__, "NodeBuildTrigger"
+    _TRIGGER.append(NodeBuildTrigger)
+    return NodeBuildTrigger
 
 
 def watch_node_build(*, dag: Any, task_group: Any, node: Any, task_args: dict[str, Any], **_: Any) -> Any:
@@ -222,6 +370,8 @@ def mark_core_tests(producer: Any, watchers: list[Any]) -> None:
         uid = getattr(task, "model_unique_id", None)
         if uid is not None and hasattr(task, "has_core_tests"):
             task.has_core_tests = any(not is_column_check(t) for t in tests_per_model.get(uid, []))
+            if hasattr(task, "refresh_trigger_args"):
+                task.refresh_trigger_args()
 
 
 def build_with_tests(producer: Any) -> None:
