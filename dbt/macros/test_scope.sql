@@ -32,7 +32,7 @@
     {#- not the Python models: dbt-duckdb writes their result on another cursor, which a hook's
         open transaction would not see; their tables (one row per change or comparison) are small -#}
     {%- if not test_scope_is_core() or model.get('language') == 'python' or config.get('materialized') != 'incremental'
-           or not config.get('unique_key') or config.get('lookback_days') is none -%}
+           or config.get('incremental_strategy') != 'replace_days' or config.get('lookback_days') is none -%}
         {{ return('') }}
     {%- endif -%}
     {%- if incremental_mode() != 'incremental' -%}{{ return('') }}{%- endif -%}
@@ -86,6 +86,8 @@
     {%- endif -%}
     {%- set node = model_node_of(relation) -%}
     {%- if node is none -%}{{ return(none) }}{%- endif -%}
+    {#- a model rebuilt by day (replace_days): its unique_key is its day column -#}
+    {%- if node.config.get('incremental_strategy') != 'replace_days' -%}{{ return(none) }}{%- endif -%}
     {%- set day = node.config.get('unique_key') -%}
     {%- if not day or day is not string -%}{{ return(none) }}{%- endif -%}
     {%- set first = rebuilt_window_first_day(relation) -%}
