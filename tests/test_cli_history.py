@@ -88,6 +88,14 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
         str((old_end - old_first).days),
         env=env,
     )
+    # a duplicate outside what an hourly run rebuilds: a second copy of a file's reads on the oldest
+    # day (90 days back). The hourly run's core tests check the days it rebuilt, so they pass...
+    outside = _plant_copy(
+        wh,
+        "intermediate.int_file_reads_day_partials",
+        "day = (SELECT min(day) FROM intermediate.int_file_reads_day_partials)",
+        ["file_lfn", "day"],
+    )
     run("transform", "-w", str(wh), env=env | {"TIERLENS_RAW_RETENTION_MONTHS": "1"})
     con = duckdb.connect(str(wh), read_only=True)
     try:
@@ -102,11 +110,32 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
     assert state["retention"]["pruned_before"] is not None
     # the back-fill before it passed every test: this hourly run left the column checks out
     assert (state["last_run"]["test_scope"], state["last_run"]["tests"]) == ("core", core_tests)
-    # ... until every test is due again (TIERLENS_ALL_TESTS_EVERY_HOURS, default 24)
+
+    # ... but a key the run rebuilt is checked over the whole table: a job's row left behind on an
+    # older day (as when its end moved into the window) fails the next hourly run
+    newest = "day = (SELECT max(day) FROM marts.job_efficiency)"
+    moved = _plant_copy(
+        wh, "marts.job_efficiency", newest, ["batch_system", "cluster", "job_id", "step_id"], "day - 30"
+    )
+    run("transform", "-w", str(wh), env=env, code=1)
+    state = json.loads((home / "warehouse.duckdb.history.json").read_text())
+    assert state["last_run"]["test_scope"] == "core" and not state["last_run"]["success"]
+    failed = _failed_tests(state)
+    assert "unique_combination_of_columns_job_efficiency_batch_system__cluster__job_id__step_id" in failed, failed
+    assert "unique_combination_of_columns_int_file_reads_day_partials_file_lfn__day" not in failed, failed
+    _remove_copy(wh, "marts.job_efficiency", moved)
+
+    # ... until every test is due again (TIERLENS_ALL_TESTS_EVERY_HOURS, default 24): the whole
+    # tables, where the duplicate on the oldest day fails
     state["all_tests_passed_at"] = (
         datetime.fromisoformat(state["all_tests_passed_at"]) - timedelta(hours=25)
     ).isoformat()
     (home / "warehouse.duckdb.history.json").write_text(json.dumps(state))
+    run("transform", "-w", str(wh), env=env, code=1)
+    state = json.loads((home / "warehouse.duckdb.history.json").read_text())
+    assert state["last_run"]["test_scope"] == "all" and not state["last_run"]["success"]
+    assert "unique_combination_of_columns_int_file_reads_day_partials_file_lfn__day" in _failed_tests(state)
+    _remove_copy(wh, "intermediate.int_file_reads_day_partials", outside)
     run("transform", "-w", str(wh), env=env)
     state = json.loads((home / "warehouse.duckdb.history.json").read_text())
     assert (state["last_run"]["test_scope"], state["last_run"]["tests"]) == ("all", every_test)
@@ -129,6 +158,45 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
     assert f"from {first_day}" in found[("warehouse", "raw history")]["detail"]
     assert "GB working file" in found[("warehouse", "size")]["detail"]
     assert "MB written" in found[("warehouse", "last publish")]["detail"]
+
+
+def _plant_copy(wh: Path, table: str, where: str, key: list[str], day: str = "day") -> str:
+    """Insert a second copy of one row of ``table`` matching ``where``, its day column set to the SQL
+    ``day``; a condition that the copy meets (its ``key`` columns and its day)."""
+    con = duckdb.connect(str(wh))
+    try:
+        columns = ", ".join(key)
+        row = con.execute(
+            f"SELECT {columns}, CAST({day} AS DATE) FROM {table} WHERE {where} ORDER BY ALL LIMIT 1"
+        ).fetchone()
+        assert row is not None, f"no row of {table} where {where}"
+        con.execute(
+            f"INSERT INTO {table} SELECT * REPLACE (${len(key) + 1} AS day) FROM {table} "
+            f"WHERE {' AND '.join(f'{c} = ${i + 1}' for i, c in enumerate(key))} LIMIT 1",
+            list(row),
+        )
+        return " AND ".join(f"{c} = '{v}'" for c, v in zip([*key, "day"], row))
+    finally:
+        con.close()
+
+
+def _remove_copy(wh: Path, table: str, copy: str) -> None:
+    """Delete one row meeting ``copy`` (_plant_copy's condition)."""
+    con = duckdb.connect(str(wh))
+    try:
+        assert (
+            con.execute(f"DELETE FROM {table} WHERE rowid = (SELECT max(rowid) FROM {table} WHERE {copy})").fetchone()[
+                0
+            ]
+            == 1
+        )
+    finally:
+        con.close()
+
+
+def _failed_tests(state: dict) -> set[str]:
+    """The dbt tests the last run reports failing (``test.<package>.<name>.<hash>: fail: ...``)."""
+    return {f.split(":")[0].split(".")[2] for f in state["last_run"]["failures"] if f.startswith("test.")}
 
 
 def _tests_in_manifest(manifest: Path) -> tuple[int, int]:

@@ -58,6 +58,9 @@ where not coalesce(({{ expression }}), false)
     {%- if where -%}
         {{ return('(select * from ' ~ relation ~ ' where ' ~ where ~ ') dbt_subquery') }}
     {%- endif -%}
+    {#- without a where of its own: in a core-scope run, what the run rebuilt (macros/test_scope.sql) -#}
+    {%- set rebuilt = core_scope_where_subquery(relation, model) -%}
+    {%- if rebuilt -%}{{ return(rebuilt) }}{%- endif -%}
     {{ return(relation) }}
 {%- endmacro %}
 

@@ -211,9 +211,20 @@ COLUMN_CHECKS = ("not_null", "accepted_range", "accepted_values")
 _SCOPE_SLACK = timedelta(minutes=30)
 
 
-def core_tests_only() -> list[str]:
+#: dbt vars of a build that runs the core tests only: its tests of an incremental model check the
+#: rows of the days the build rebuilt, not the whole table (dbt/macros/test_scope.sql). Every other
+#: build (every test due, a back-fill, a full refresh) tests whole tables.
+CORE_SCOPE_VARS = {"test_scope": "core"}
+
+
+def column_checks_left_out() -> list[str]:
     """dbt arguments that leave the column checks out of a build."""
     return ["--exclude", *(f"test_name:{name}" for name in COLUMN_CHECKS)]
+
+
+def core_tests_only() -> list[str]:
+    """dbt arguments of a build that runs the core tests only, on what the build rebuilt."""
+    return [*column_checks_left_out(), "--vars", json.dumps(CORE_SCOPE_VARS)]
 
 
 def is_column_check(test_unique_id: str) -> bool:
@@ -241,7 +252,8 @@ def run_incremental(
     all_tests_every_hours: float = 0,
 ) -> RunRecord:
     """The hourly run: a plain ``dbt build`` (incremental models take only new and late data; the
-    column checks only when due, see :data:`COLUMN_CHECKS`), then retention of raw file accesses;
+    column checks only when due, see :data:`COLUMN_CHECKS`; the tests between check the rebuilt
+    days, :data:`CORE_SCOPE_VARS`), then retention of raw file accesses;
     recorded in the warehouse's history file."""
     record = _start(warehouse, "hourly", all_tests_every_hours)
     extra = [] if record.test_scope == "all" else core_tests_only()

@@ -326,12 +326,22 @@ def needed_jobs_sql(relation: str, since: dt.datetime | None) -> str:
     if since.year >= 9999:
         return f"select {columns} from {relation} where false"
     at = f"cast('{since.isoformat()}' as timestamptz)"
+    # each cluster's earliest end first (an aggregate), then the order among the jobs ending then:
+    # numbering every job of history per cluster sorted all of it, the most of an hourly
+    # change_effects on a year of jobs
     return f"""
         select {columns} from {relation} where end_time >= {at}
         union all
         select {columns} from (
             select {columns}, row_number() over (partition by cluster order by end_time, start_time) as earliest
-            from {relation} where end_time < {at} and {usable}
+            from {relation} as jobs
+            semi join (
+                select cluster, min(end_time) as end_time from {relation}
+                where end_time < {at} and {usable}
+                group by cluster
+            ) as first_end
+            on first_end.cluster is not distinct from jobs.cluster and first_end.end_time = jobs.end_time
+            where jobs.end_time < {at} and {usable}
         ) where earliest = 1
     """
 

@@ -342,16 +342,19 @@ TEST_SCOPE_XCOM = "tierlens_test_scope"
 def test_scope_from(begun_task_id: str) -> Callable[[Any], None]:
     """The producer's on_execute_callback: the run's start (``begun`` in the XCom of
     ``begun_task_id``, tasks.begin_transform) says whether every test is due; when not, the build
-    leaves the column checks out, and the producer expects no result from them."""
+    leaves the column checks out, its other tests check the days it rebuilt (the dbt vars
+    transform.CORE_SCOPE_VARS, merged into the producer's own), and the producer expects no result
+    from the column checks."""
 
     def apply(context: Any) -> None:
-        from ..transform import core_tests_only, is_column_check
+        from ..transform import CORE_SCOPE_VARS, column_checks_left_out, is_column_check
 
         landed = context["ti"].xcom_pull(task_ids=begun_task_id) or {}
         scope = (landed.get("begun") or {}).get("test_scope", "all")
         producer = context["task"]
         if scope == "core":
-            producer.dbt_cmd_flags = [*(producer.dbt_cmd_flags or []), *core_tests_only()]
+            producer.dbt_cmd_flags = [*(producer.dbt_cmd_flags or []), *column_checks_left_out()]
+            producer.vars = {**(getattr(producer, "vars", None) or {}), **CORE_SCOPE_VARS}
             producer.tests_per_model = {
                 model: [t for t in tests if not is_column_check(t)]
                 for model, tests in (producer.tests_per_model or {}).items()
