@@ -36,10 +36,13 @@
 --     overlapping an identified access of the two sets above (in its current or previous form).
 -- An access outside these sets has the same candidates and the same evidence as at the last
 -- build, so its row stays; the rebuilt ones are matched exactly as in a full build.
+-- Such a run records the jobs of the rows it replaces and inserts in int_job_match_changes (a
+-- rebuild by day marks every job), so int_job_remote_bytes rebuilds those jobs only.
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
 {{ config(**incremental_by_day('day', lookback)) }}
-{{ config(rebuild_key=['server_host', 'unique_id']) }}
+{{ config(rebuild_key=['server_host', 'unique_id'], records_job_changes=true,
+          pre_hook="{{ job_match_changes_before_match() }}") }}
 {%- set by_key = access_match_by_key() %}
 with
 {%- if by_key %}

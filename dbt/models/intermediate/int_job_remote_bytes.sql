@@ -13,9 +13,16 @@
 -- Incremental by last_access_day, the UTC day of the job's latest matched access: a job whose
 -- matches change has an access in int_file_access_by_job's rebuilt days, so it is rebuilt here
 -- from all its accesses (those of the days up to max_wall_days before), with the same lookback.
+-- A plain run on DuckDB after a rebuild by key of int_file_access_by_job rebuilds only the jobs
+-- that model recorded in int_job_match_changes (job_changes_by_key in macros/incremental.sql):
+-- their rows, whatever their day, are replaced by their sums over their accesses (a job's
+-- accesses lie within its run, at most max_wall_days + 1 UTC days); a job left without a
+-- matched access loses its row. The rows of every other job are what a rebuild would give.
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
 {{ config(**incremental_by_day('last_access_day', lookback, row_key=job_key_names())) }}
+{{ config(rebuilt_from_job_changes=true, post_hook="{{ job_match_changes_taken_up() }}") }}
+{%- set by_key = job_changes_by_key() %}
 with accesses as (
     select
         {{ job_key() }},
@@ -43,7 +50,12 @@ with accesses as (
              then cast(coalesce(cache_hit_bytes, 0) as double)
              else cast(coalesce(read_bytes_at_close, 0) as double) end         as hit_part
     from {{ ref('int_file_access_by_job') }}
-    where job_id is not null and (day is null or {{ in_window('day', lookback, wall_days) }})
+    where job_id is not null and (day is null or {{ in_window('day', lookback, wall_days + (1 if by_key else 0)) }})
+    {%- if by_key %}
+      and exists (
+          select 1 from {{ job_match_changes() }} as changed
+          where {{ job_key_join('changed', ref('int_file_access_by_job')) }})
+    {%- endif %}
 ),
 
 routed as (
@@ -85,4 +97,6 @@ select
     max(day)                                                                   as last_access_day
 from routed
 group by {{ job_key() }}
+{%- if not by_key %}
 having max(day) is null or {{ in_window('max(day)', lookback) }}
+{%- endif %}
