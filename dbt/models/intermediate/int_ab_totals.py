@@ -16,18 +16,8 @@ replaces its rows wherever their old rebuild_day lies (row_key month): a back-fi
 rebuilds the month of its day while the month's rows of the chunk before lie outside its window.
 """
 
-import datetime as dt
-
-from tierlens.analysis.dbt_window import rebuild_window
+from tierlens.analysis.dbt_window import rebuild_window, setting, utc_instant
 from tierlens.analysis.uncertainty import CACHE_COLUMNS, JOB_COLUMNS, ABParams, ab_totals, months_to_rebuild
-
-
-def _value(value, default, cast):
-    return default if value in (None, "") else cast(value)
-
-
-def _utc_instant(day: dt.date) -> str:
-    return f"cast('{day.isoformat()} 00:00:00+00' as timestamptz)"
 
 
 def model(dbt, session):
@@ -39,11 +29,11 @@ def model(dbt, session):
     )
     # dbt.config.get takes literals only (dbt parses them), hence one call per parameter.
     params = ABParams(
-        arm_a=_value(dbt.config.get("arm_a"), "A", str),
-        arm_b=_value(dbt.config.get("arm_b"), "B", str),
-        block=_value(dbt.config.get("ab_block"), "hour", str),
-        seed=_value(dbt.config.get("ab_seed"), 42, int),
-        high_hit_ratio=_value(dbt.config.get("high_hit_ratio"), 0.8, float),
+        arm_a=setting(dbt.config.get("arm_a"), "A", str),
+        arm_b=setting(dbt.config.get("arm_b"), "B", str),
+        block=setting(dbt.config.get("ab_block"), "hour", str),
+        seed=setting(dbt.config.get("ab_seed"), 42, int),
+        high_hit_ratio=setting(dbt.config.get("high_hit_ratio"), 0.8, float),
     )
     days_from, days_until = rebuild_window(
         dbt.config.get("backfill_start"),
@@ -70,10 +60,10 @@ def model(dbt, session):
         cache_filter.append("false")
     if first is not None:
         job_filter.append(f"day >= date '{first.isoformat()}'")
-        cache_filter.append(f'"hour" >= {_utc_instant(first)}')
+        cache_filter.append(f'"hour" >= {utc_instant(first)}')
     if stop is not None:
         job_filter.append(f"day < date '{stop.isoformat()}'")
-        cache_filter.append(f'"hour" < {_utc_instant(stop)}')
+        cache_filter.append(f'"hour" < {utc_instant(stop)}')
     jobs = job_efficiency.query(
         "j", "select " + ", ".join(f'"{c}"' for c in JOB_COLUMNS) + " from j where " + " and ".join(job_filter)
     ).to_arrow_table()

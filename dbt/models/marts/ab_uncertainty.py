@@ -16,20 +16,12 @@ and day rows of the window are computed from the jobs of their weeks alone.
 
 import datetime as dt
 
-from tierlens.analysis.dbt_window import rebuild_window
+from tierlens.analysis.dbt_window import rebuild_window, setting, utc_instant
 from tierlens.analysis.uncertainty import CACHE_COLUMNS, JOB_COLUMNS, ABParams, ab_uncertainty
 
 #: The day a row is rebuilt by (macros/incremental.sql, strategy replace_days): a week or day row
 #: by its last day, so a week is rebuilt while any of its days is; 'all' rows (NULL) every run.
 PERIOD_LAST_DAY = "(case when period_grain = 'all' then null else period_end - 1 end)"
-
-
-def _value(value, default, cast):
-    return default if value in (None, "") else cast(value)
-
-
-def _utc_instant(day: dt.date) -> str:
-    return f"cast('{day.isoformat()} 00:00:00+00' as timestamptz)"
 
 
 def model(dbt, session):
@@ -42,14 +34,14 @@ def model(dbt, session):
     )
     # dbt.config.get takes literals only (dbt parses them), hence one call per parameter.
     params = ABParams(
-        arm_a=_value(dbt.config.get("arm_a"), "A", str),
-        arm_b=_value(dbt.config.get("arm_b"), "B", str),
-        block=_value(dbt.config.get("ab_block"), "hour", str),
-        seed=_value(dbt.config.get("ab_seed"), 42, int),
-        min_jobs=_value(dbt.config.get("ab_min_jobs"), 30, int),
-        min_core_hours=_value(dbt.config.get("ab_min_core_hours"), 20.0, float),
-        min_blocks=_value(dbt.config.get("ab_min_blocks"), 10, int),
-        high_hit_ratio=_value(dbt.config.get("high_hit_ratio"), 0.8, float),
+        arm_a=setting(dbt.config.get("arm_a"), "A", str),
+        arm_b=setting(dbt.config.get("arm_b"), "B", str),
+        block=setting(dbt.config.get("ab_block"), "hour", str),
+        seed=setting(dbt.config.get("ab_seed"), 42, int),
+        min_jobs=setting(dbt.config.get("ab_min_jobs"), 30, int),
+        min_core_hours=setting(dbt.config.get("ab_min_core_hours"), 20.0, float),
+        min_blocks=setting(dbt.config.get("ab_min_blocks"), 10, int),
+        high_hit_ratio=setting(dbt.config.get("high_hit_ratio"), 0.8, float),
     )
     periods_from, periods_until = rebuild_window(
         dbt.config.get("backfill_start"),
@@ -69,10 +61,10 @@ def model(dbt, session):
     if periods_from is not None:
         monday = periods_from - dt.timedelta(days=periods_from.weekday())
         job_filter.append(f"day >= date '{monday.isoformat()}'")
-        cache_filter.append(f'"hour" >= {_utc_instant(monday)}')
+        cache_filter.append(f'"hour" >= {utc_instant(monday)}')
     if periods_until is not None:
         job_filter.append(f"day < date '{periods_until.isoformat()}'")
-        cache_filter.append(f'"hour" < {_utc_instant(periods_until)}')
+        cache_filter.append(f'"hour" < {utc_instant(periods_until)}')
     jobs = (
         dbt.ref("job_efficiency")
         .query("j", "select " + ", ".join(f'"{c}"' for c in JOB_COLUMNS) + " from j where " + " and ".join(job_filter))

@@ -10,7 +10,21 @@ model holds (never later than today) minus config lookback_days, else every day.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def setting(value: Any, default: T, cast: Callable[[Any], T]) -> T:
+    """A config value as the model's type, or the default when dbt gives none (a var left unset
+    renders as an empty string)."""
+    return default if value in (None, "") else cast(value)
+
+
+def utc_instant(day: dt.date) -> str:
+    """DuckDB SQL for the day's UTC midnight, a constant the engine prunes row groups with."""
+    return f"cast('{day.isoformat()} 00:00:00+00' as timestamptz)"
 
 
 def _given(value: Any) -> bool:

@@ -8,11 +8,7 @@ the model's config in change_effects.yml: change_window_days (7), change_block (
 """
 
 from tierlens.analysis.change import DEFAULT_EDGES_GB, ChangeParams, change_effects, jobs_needed_from, needed_jobs_sql
-from tierlens.analysis.dbt_window import rebuild_window
-
-
-def _value(value, default, cast):
-    return default if value in (None, "") else cast(value)
+from tierlens.analysis.dbt_window import rebuild_window, setting
 
 
 def _edges(value):
@@ -28,12 +24,12 @@ def model(dbt, session):
     # rows: a change recorded late is rebuilt with the changes it overlaps, old ones are kept.
     dbt.config(materialized="incremental", incremental_strategy="replace_days", unique_key="inputs_until")
     params = ChangeParams(
-        window_days=_value(dbt.config.get("change_window_days"), 7.0, float),
-        block=_value(dbt.config.get("change_block"), "hour", str),
-        seed=_value(dbt.config.get("change_seed"), 42, int),
+        window_days=setting(dbt.config.get("change_window_days"), 7.0, float),
+        block=setting(dbt.config.get("change_block"), "hour", str),
+        seed=setting(dbt.config.get("change_seed"), 42, int),
         bin_edges_gb=_edges(dbt.config.get("bytes_read_bin_edges_gb")),
-        min_jobs=_value(dbt.config.get("change_min_jobs"), 30, int),
-        min_blocks=_value(dbt.config.get("change_min_blocks"), 10, int),
+        min_jobs=setting(dbt.config.get("change_min_jobs"), 30, int),
+        min_blocks=setting(dbt.config.get("change_min_blocks"), 10, int),
     )
     changes = dbt.ref("stg_site_change").to_arrow_table()
     changes_from, changes_until = rebuild_window(
