@@ -46,20 +46,27 @@ DEFAULT_WAREHOUSE = "/work/scale-data/dev12m/warehouse.duckdb"
 DEFAULT_OLD_REF = "7c55680"
 DEFAULT_BASE_REF = "800caca"
 
-CHILD = r"""
+# What every child starts with: the warehouse read-only in UTC, and the window an hourly run of
+# the models would rebuild (the newest job day before `until`, minus the lookback).
+PREAMBLE = r"""
 import datetime as dt, json, sys, time
 import duckdb
 args = json.loads(sys.argv[1])
-from tierlens.analysis.uncertainty import ab_uncertainty, JOB_COLUMNS, CACHE_COLUMNS
-from tierlens.analysis import change as change_mod
 con = duckdb.connect(args["warehouse"], read_only=True)
 con.execute("set TimeZone = 'UTC'")
 until = args["until"]
+newest = con.sql(f"select max(day) from marts.job_efficiency where day < date '{until}'").fetchone()[0]
+window = newest - dt.timedelta(days=args["lookback"])
+"""
+
+CHILD = (
+    PREAMBLE
+    + r"""
+from tierlens.analysis.uncertainty import ab_uncertainty, JOB_COLUMNS, CACHE_COLUMNS
+from tierlens.analysis import change as change_mod
 jobs_rel = f"(select * from marts.job_efficiency where day < date '{until}')"
 cache_rel = f"(select * from marts.cache_hourly where \"hour\" < timestamptz '{until} 00:00:00+00')"
 changes = con.sql(f"select * from staging.stg_site_change where changed_at < timestamptz '{until} 00:00:00+00'").to_arrow_table()
-newest = con.sql(f"select max(day) from {jobs_rel}").fetchone()[0]
-window = newest - dt.timedelta(days=args["lookback"])
 out = {"code": args["code"], "until": until, "window_from": str(window)}
 t = time.perf_counter()
 if args["code"] == "old":
@@ -93,18 +100,13 @@ out["change_rows"] = crow.num_rows
 out["change_s"] = out["change_read_s"] + out["change_compute_s"]
 print(json.dumps(out))
 """
+)
 
 
-CHILD_BASE = r"""
-import json, sys, time, datetime as dt
-import duckdb
-args = json.loads(sys.argv[1])
+CHILD_BASE = (
+    PREAMBLE
+    + r"""
 from tierlens.analysis.uncertainty import ab_uncertainty, JOB_COLUMNS, CACHE_COLUMNS
-con = duckdb.connect(args["warehouse"], read_only=True)
-con.execute("set TimeZone = 'UTC'")
-until = args["until"]
-newest = con.sql(f"select max(day) from marts.job_efficiency where day < date '{until}'").fetchone()[0]
-window = newest - dt.timedelta(days=args["lookback"])
 out = {"code": "base", "until": until, "window_from": str(window)}
 t = time.perf_counter()
 jobs = con.sql("select " + ", ".join(f'"{c}"' for c in JOB_COLUMNS) + f" from marts.job_efficiency where day < date '{until}'").to_arrow_table()
@@ -118,18 +120,13 @@ out["ab_rows"] = rows.num_rows
 out["ab_s"] = out["read_s"] + out["compute_s"]
 print(json.dumps(out))
 """
+)
 
-CHILD_TOTALS = r"""
-import json, sys, time, datetime as dt
-import duckdb
+CHILD_TOTALS = (
+    PREAMBLE
+    + r"""
 import pyarrow as pa, pyarrow.compute as pc, pyarrow.parquet as pq
-args = json.loads(sys.argv[1])
 from tierlens.analysis.uncertainty import ab_totals, ab_uncertainty, months_to_rebuild, JOB_COLUMNS, CACHE_COLUMNS
-con = duckdb.connect(args["warehouse"], read_only=True)
-con.execute("set TimeZone = 'UTC'")
-until = args["until"]
-newest = con.sql(f"select max(day) from marts.job_efficiency where day < date '{until}'").fetchone()[0]
-window = newest - dt.timedelta(days=args["lookback"])
 cols = ", ".join(f'"{c}"' for c in JOB_COLUMNS)
 ccols = ", ".join(f'"{c}"' for c in CACHE_COLUMNS)
 def jobs_from(first):
@@ -178,6 +175,7 @@ out["ab_rows"] = rows.num_rows
 out["ab_s"] = out["totals_read_s"] + out["totals_compute_s"] + out["ab_read_s"] + out["ab_compute_s"]
 print(json.dumps(out))
 """
+)
 
 
 def old_code(ref: str, into: Path) -> Path:
