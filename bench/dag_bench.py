@@ -50,13 +50,15 @@ class TaskSpan:
 
 
 def transform_tasks(db: Path) -> list[TaskSpan]:
-    """The task instances of the (one) successful tierlens_transform run."""
+    """The task instances of the successful tierlens_transform run the ingest triggered (the test
+    then triggers one with a broken model by hand)."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         rows = con.execute(
             "SELECT ti.task_id, ti.state, ti.start_date, ti.end_date FROM task_instance ti "
             "JOIN dag_run r ON r.dag_id = ti.dag_id AND r.run_id = ti.run_id "
-            "WHERE ti.dag_id = 'tierlens_transform' AND r.state = 'success' AND ti.start_date IS NOT NULL"
+            "WHERE ti.dag_id = 'tierlens_transform' AND r.state = 'success' AND r.run_type = 'asset_triggered' "
+            "AND ti.start_date IS NOT NULL"
         ).fetchall()
     finally:
         con.close()

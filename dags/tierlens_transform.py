@@ -205,7 +205,9 @@ with tierlens_transform:
     _dbt_tasks = list(tierlens_transform.leaves)
     _producer = tierlens_transform.task_dict[PRODUCER_WATCHER_TASK_ID]
     af.build_with_tests(_producer)  # the one build runs the tests too
-    af.mark_core_tests(_producer, _dbt_tasks)
+    # every model's task, not only the leaves: a model read by another whose tests are all column
+    # checks has no test result in an hourly build that leaves them out
+    af.mark_core_tests(_producer, [t for t in tierlens_transform.tasks if t is not _producer])
     # Every model's task reads its node's result once the build has finished, in the triggerer
     # (ModelBuildWatcher starts from its trigger): the build has no CPU to spare for dozens of
     # polling watchers, and after it each one is a coroutine rather than a task process. The order

@@ -102,10 +102,20 @@ def from_trigger(task):
             "callable": callable(getattr(task, args.next_method, None))}
 
 
+def core_tests(dag):
+    # each model's task: whether it expects a test result in an hourly build without the column
+    # checks, beside the producer's own list of the model's tests
+    producer = dag.task_dict.get("dbt_producer_watcher")
+    tests = getattr(producer, "tests_per_model", None) or {}
+    return {t.task_id: [t.has_core_tests, tests.get(t.model_unique_id, [])]
+            for t in dag.tasks if hasattr(t, "has_core_tests")}
+
+
 bag = DagBag(dag_folder=plan["dags"])
 out = {"import_errors": {k: str(v)[-2000:] for k, v in bag.import_errors.items()},
        "dags": {d: {"tasks": sorted(t.task_id for t in dag.tasks),
                     "from_trigger": {t.task_id: from_trigger(t) for t in dag.tasks if t.start_from_trigger},
+                    "core_tests": core_tests(dag),
                     "timetable": type(dag.timetable).__name__,
                     "outlets": sorted(str(getattr(o, "name", o)) for t in dag.tasks for o in t.outlets)}
                 for d, dag in bag.dags.items()},
@@ -279,6 +289,18 @@ def test_dagbag_loads_without_import_errors(airflow):
     assert set(started) == {f"{n}_build" for n in models | seeds}, started
     assert all(t["round_trip"] and t["callable"] for t in started.values()), started
     assert all(not d["from_trigger"] for name, d in dags.items() if name != "tierlens_transform"), dags
+    # each knows whether a test of its model runs in every build: a model whose tests are all column
+    # checks (left out between the daily runs) must not wait for a result, whatever reads it
+    core = dags["tierlens_transform"]["core_tests"]
+    assert set(core) == set(started), core
+    expected = {
+        task: any(
+            not test.split(".")[2].startswith(("not_null_", "accepted_range_", "accepted_values_")) for test in tests
+        )
+        for task, (_, tests) in core.items()
+    }
+    wrong = {task: flag for task, (flag, _) in core.items() if flag != expected[task]}
+    assert not wrong and any(expected.values()) and not all(expected.values()), wrong
 
 
 # ---- 2. ingest: two hours, then the first again -----------------------------------------------

@@ -10,9 +10,11 @@ follow (one dbt build, a task per model watching it), and stops every process th
 That first hour either loaded what the synthetic generator, run here with the defaults the README
 leaves in place, ends in it (checked in the snapshot readers open and in the task's log), or,
 when the generator ends nothing in it, says so in the task log, in raw_source_interval and in
-data_completeness (intervals_loaded_nothing): never an empty green run. It then prints how long the scheduled
-transform run took beside `tierlens transform` on a copy of the same raw warehouse (a figure for
-bench/README.md, not an assertion).
+data_completeness (intervals_loaded_nothing): never an empty green run. Still running, the deployment
+then gets a transform run with one model broken: that model's task leaves the triggerer for a
+worker, fails, and once the model is mended its retry rebuilds it, before the snapshot is published.
+The test then prints how long the scheduled transform run took beside `tierlens transform` on a copy
+of the same raw warehouse (a figure for bench/README.md, not an assertion).
 
 And every systemd unit under deploy/ passes ``systemd-analyze verify`` without a warning.
 """
@@ -43,6 +45,8 @@ AIRFLOW_VENV = Path(os.environ.get("TIERLENS_AIRFLOW_VENV", REPO / ".venv-airflo
 DBT = Path(sys.executable).parent / "dbt"
 #: Longest wait for the scheduled ingest and the transform it triggers (a busy 2-core host).
 DEADLINE_S = 1500
+#: Longest wait for the failure phase: a transform run, a failed model's retry delay, its rebuild.
+FAILURE_PHASE_S = 1200
 #: The units name the checkout /opt/tierlens, as the deploy READMEs install it.
 UNIT_CHECKOUT = "/opt/tierlens"
 
@@ -271,6 +275,91 @@ def task_log(af_home: Path, dag_id: str, run_id: str, task_id: str) -> str:
     return "\n".join(p.read_text(errors="replace") for p in dict.fromkeys(logs))
 
 
+def task_instances(db: Path, dag_id: str, run_id: str) -> dict[str, dict]:
+    """The scheduler's task instances of one run, by task id: state, try number, start and end."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            rows = con.execute(
+                "SELECT task_id, state, try_number, start_date, end_date FROM task_instance "
+                "WHERE dag_id = ? AND run_id = ?",
+                [dag_id, run_id],
+            ).fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error:  # busy: ask again
+        return {}
+    return {r[0]: dict(zip(("state", "try_number", "start", "end"), r[1:])) for r in rows}
+
+
+def worker_attempts(task_logs: Path) -> list[str]:
+    """The attempts a worker ran of a task (attempt=N.log); a trigger's log is attempt=N.log.trigger.*."""
+    if not task_logs.is_dir():
+        return []
+    return sorted(f.name for f in task_logs.iterdir() if re.fullmatch(r"attempt=\d+\.log", f.name))
+
+
+#: The leaf mart the failure phase breaks: no model, test or task reads it but its own.
+FAULTY_MODEL = "hardware_options"
+#: A relation that does not exist: dbt compiles the model, DuckDB fails it when it runs.
+PLANTED_FAULT = "no_such_relation_planted_by_the_test"
+
+
+def failed_model_is_retried_on_a_worker(env: dict[str, str], project: Path, log: Path, deadline: float) -> None:
+    """A model that fails in the build: its task goes from the triggerer to a worker and fails there
+    (up_for_retry, with dbt's error in the attempt's log); the model is mended; the retry, on a
+    worker, rebuilds that model alone and passes; the snapshot is published only after it."""
+    af_home = Path(env["AIRFLOW_HOME"])
+    db = af_home / "airflow.db"
+    model = next(project.glob(f"models/**/{FAULTY_MODEL}.sql"))
+    good = model.read_text()
+    assert "ref('stg_sim_efficiency_runs')" in good
+    model.write_text(good.replace("{{ ref('stg_sim_efficiency_runs') }}", PLANTED_FAULT, 1))
+    run_id = f"manual__planted_fault_{int(time.time())}"
+    r = subprocess.run(
+        [str(AIRFLOW_VENV / "bin" / "airflow"), "dags", "trigger", "tierlens_transform", "--run-id", run_id],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    task_id = f"{FAULTY_MODEL}_build"
+    task_logs = af_home / "logs" / "dag_id=tierlens_transform" / f"run_id={run_id}" / f"task_id={task_id}"
+    mended = False
+    while True:
+        tis = task_instances(db, "tierlens_transform", run_id)
+        run = next((d for d in dag_runs(db) if d["run_id"] == run_id), None)
+        if not mended and tis.get(task_id, {}).get("state") == "up_for_retry":
+            model.write_text(good)
+            mended = True
+        if run and run["state"] in ("success", "failed"):
+            break
+        assert time.monotonic() < deadline, f"planted fault run not done: {run} {tis.get(task_id)}\n{tail(log)}"
+        time.sleep(2)
+    assert mended, f"{task_id} never went up for retry: {tis.get(task_id)}"
+    assert run["state"] == "success", f"{run}\n{tis}"
+    faulty = tis[task_id]
+    # first attempt failed on a worker, the second (the retry) rebuilt the model on a worker
+    assert faulty["state"] == "success" and faulty["try_number"] == 2, faulty
+    assert worker_attempts(task_logs) == ["attempt=1.log", "attempt=2.log"], sorted(task_logs.iterdir())
+    # the build's log has dbt's own error, naming the missing relation; the worker's first
+    # attempt names the model that failed; the retry rebuilt it
+    build_log = "\n".join(p.read_text(errors="replace") for p in task_logs.parent.glob("task_id=dbt_producer*/*.log*"))
+    assert PLANTED_FAULT in build_log, build_log[-3000:]
+    first = (task_logs / "attempt=1.log").read_text(errors="replace")
+    retry_log = (task_logs / "attempt=2.log").read_text(errors="replace")
+    assert FAULTY_MODEL in first, first[-3000:]
+    assert FAULTY_MODEL in retry_log, retry_log[-3000:]
+    # every other model's task passed in the triggerer, no worker process
+    run_logs = task_logs.parent
+    others = [w for w in run_logs.glob("task_id=*_build") if w.name != f"task_id={task_id}"]
+    assert len(others) >= 40 and not [w.name for w in others if worker_attempts(w)], others
+    # readers saw this run's snapshot only once the retried model had passed
+    publish = tis["publish_snapshot"]
+    assert publish["state"] == "success" and _utc(publish["start"]) >= _utc(faulty["end"]), (publish, faulty)
+
+
 def first_run_due(start_date: datetime, now: datetime) -> datetime:
     """When an hourly schedule from ``start_date`` (catchup off) starts its first run: at once for
     the last whole hour, or at 01:00 when the hour since midnight is not over yet."""
@@ -286,11 +375,12 @@ def test_trial_block_is_what_the_test_runs(tmp_path: Path) -> None:
     assert first_run_due(day, day + timedelta(hours=13, minutes=20)) == day + timedelta(hours=13, minutes=20)
 
 
-@pytest.mark.timeout(DEADLINE_S + 3600 + 300)
+@pytest.mark.timeout(DEADLINE_S + FAILURE_PHASE_S + 3600 + 300)
 def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Path) -> None:
     """deploy/airflow/README.md's trial block as written: only TIERLENS_HOME, TIERLENS_SOURCES=synthetic
-    and TIERLENS_START_DATE=$(date -u +%F); the test adds free ports, the virtualenvs' paths, no
-    retries and a longer DAG import timeout (a busy CI host)."""
+    and TIERLENS_START_DATE=$(date -u +%F); the test adds free ports, the virtualenvs' paths, a copy
+    of the dbt project, one retry a minute after a failure, and a longer DAG import timeout (a busy
+    CI host). After the scheduled runs, a run with one model broken (failed_model_is_retried_on_a_worker)."""
     if not (AIRFLOW_VENV / "bin" / "airflow").exists():
         pytest.skip(f"no Airflow virtualenv at {AIRFLOW_VENV}: `make test` (or `make airflow-venv`) creates it")
     from tierlens.sources.registry import source
@@ -298,6 +388,8 @@ def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Pat
 
     home = tmp_path / "tierlens"
     af_home = home / "airflow"  # standalone.sh's default
+    project = tmp_path / "dbt"
+    shutil.copytree(REPO / "dbt", project, ignore=shutil.ignore_patterns("target", "logs", ".user.yml"))
     api_port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "TIERLENS_"))}
     env.update(
@@ -311,7 +403,11 @@ def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Pat
             "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(free_port()),
             "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300",
             "TIERLENS_DBT_EXECUTABLE": str(DBT),
-            "TIERLENS_RETRIES": "0",
+            # one retry, soon: the failure phase's broken model is mended before it
+            "TIERLENS_RETRIES": "1",
+            "TIERLENS_RETRY_DELAY_MINUTES": "1",
+            # a copy of the shipped project, so the failure phase can break one model in it
+            "TIERLENS_DBT_PROJECT_DIR": str(project),
         }
     )
     if os.environ.get("PYTHONPATH"):  # a worktree's tierlens rather than the one installed
@@ -357,6 +453,9 @@ def test_standalone_script_schedules_ingest_and_triggers_transform(tmp_path: Pat
         listening = listening_sockets(started_by(proc.pid))
         assert ("127.0.0.1", api_port) in listening, listening
         assert all(addr in LOOPBACK for addr, _ in listening), f"listening beyond loopback: {listening}"
+        failed_model_is_retried_on_a_worker(
+            env | {"AIRFLOW_HOME": str(af_home)}, project, log, time.monotonic() + FAILURE_PHASE_S
+        )
     finally:
         left = stop(proc)
     assert not left, f"still running after stop: {sorted(left)}"
