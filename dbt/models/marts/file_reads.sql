@@ -7,8 +7,30 @@
 -- of accesses): every figure is a sum, count, minimum or maximum over days, the mean read
 -- fraction a sum of fractions over a count of terms, and a job is counted on the day of its
 -- first read of the file, so the sums equal the aggregate over all accesses.
-with days as (
+--
+-- Incremental by file (macros/file_reads_window.sql): a plain run re-adds every day of the files
+-- whose partials its window can have changed, so its cost follows those files, not history.
+{%- set lookback = job_match_lookback_days() %}
+{{ config(**file_reads_by_file('last_access_day', lookback)) }}
+{%- set first = file_reads_first_day(lookback) %}
+with
+{%- if first is not none %}
+changed_files as (
+    select file_lfn
+    from {{ ref('int_file_reads_day_partials') }}
+    where day is null or day >= {{ date_literal(first) }}
+    union
+    select file_lfn
+    from {{ this }}
+    where last_access_day is null or last_access_day >= {{ date_literal(first) }}
+),
+{%- endif %}
+
+days as (
     select * from {{ ref('int_file_reads_day_partials') }}
+    {%- if first is not none %}
+    where file_lfn in (select file_lfn from changed_files)
+    {%- endif %}
 )
 
 select
@@ -23,6 +45,7 @@ select
     sum(bytes_staged_in)                                            as bytes_staged_in,
     sum(cache_fill_reads)                                           as cache_fill_reads,
     min(first_read)                                                 as first_read,
-    max(last_read)                                                  as last_read
+    max(last_read)                                                  as last_read,
+    max(day)                                                        as last_access_day
 from days
 group by file_lfn
