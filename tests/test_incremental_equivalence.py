@@ -12,7 +12,10 @@ six invocations in all, several days of loads caught up by one of them. Among th
 * a batch loaded twice (the warehouse's no-op);
 * a late cache event: a cache access first loaded without the g-stream's figures, which arrive
   6 hours later and replace the row (twice, as above);
-* a site change recorded 8 days after its date.
+* a site change recorded 8 days after its date;
+* two jobs whose first record is replaced 6 hours later (across an hourly build): one first filed
+  on another node (the node sharing of both nodes' jobs changes), one whose true record is a
+  launch failure (it leaves the marts of jobs that ran).
 
 The warehouse is then copied and the copy rebuilt with `dbt build --full-refresh`. Every table of
 the intermediate and marts schemas must be equal (EXCEPT ALL both ways). Floats: both builds
@@ -54,6 +57,7 @@ CHANGE_RECORDED_AFTER = timedelta(days=8)
 SACCT_DELAY = timedelta(hours=8)
 GSTREAM_DELAY = timedelta(hours=6)
 ACCESS_DELAY = timedelta(hours=5)
+JOB_REVISION_DELAY = timedelta(hours=6)
 FLOAT_TOLERANCE = 1e-9
 #: g-stream fields of a cache access: NULL until the cache's pfc event arrives.
 GSTREAM_FIELDS = (
@@ -116,6 +120,9 @@ class Replay:
         self.late_jobs: list[str] = []
         self.late_cache_accesses: list[tuple[str, str]] = []
         self.late_accesses: list[tuple[str, str]] = []
+        self.revised_jobs: list[str] = []
+        # how -> ((batch_system, cluster, job_id), node of the first form, node of the true record)
+        self.revised: dict[str, tuple[tuple[str, str, str], str, str]] = {}
 
     def _index_where(self, kind: RecordKind, mask: pa.Array) -> int:
         rows = pc.indices_nonzero(mask).to_pylist()
@@ -198,6 +205,56 @@ class Replay:
         self.arrivals[RecordKind.FILE_ACCESS] = pa.array(arrivals, pa.timestamp("us", tz="UTC"))
         self.late_accesses.append((accesses["server_host"][i].as_py(), accesses["unique_id"][i].as_py()))
 
+    def revise_job(self, ending_from: datetime, ending_to: datetime, how: str) -> None:
+        """A job (whole-job row, on a node) first loaded in another form, its true record replacing
+        it JOB_REVISION_DELAY later (the loader upserts by job key). how 'node': first filed on
+        another node of the site, so the node sharing of both nodes' jobs changes. how 'ran': the
+        true record is a launch failure (no start, no wall), so the job leaves the marts of jobs
+        that ran, its first form having been built into them."""
+        jobs = self.tables[RecordKind.JOB]
+        arrival = self.arrivals[RecordKind.JOB]
+        taken = set(self.late_jobs) | set(self.revised_jobs)
+        if how == "ran":
+            # a launch failure reads no file: take a job no access names
+            taken |= set(pc.unique(self.tables[RecordKind.FILE_ACCESS]["job_identity"].drop_null()).to_pylist())
+        mask = pc.and_(
+            pc.and_(pc.greater_equal(arrival, pa.scalar(ending_from)), pc.less(arrival, pa.scalar(ending_to))),
+            pc.and_(
+                pc.and_(pc.equal(jobs["step_id"], ""), pc.is_valid(jobs["node"])),
+                pc.and_(
+                    pc.greater(jobs["wall_seconds"], 0),
+                    pc.invert(pc.is_in(jobs["job_identity"], pa.array(sorted(taken), pa.string()))),
+                ),
+            ),
+        )
+        i = self._index_where(RecordKind.JOB, mask)
+        true_row = jobs.slice(i, 1)
+        first_form = true_row
+        if how == "node":
+            node = true_row["node"][0].as_py()
+            other = next(n for n in sorted(set(pc.unique(jobs["node"].drop_null()).to_pylist())) if n != node)
+            for name in ("node", "node_list"):
+                idx = first_form.schema.get_field_index(name)
+                first_form = first_form.set_column(idx, first_form.schema.field(idx), pa.array([other], pa.string()))
+        elif how == "ran":
+            failed = {"start_time": None, "wall_seconds": 0, "cpu_user_seconds": 0, "cpu_system_seconds": 0}
+            for name, value in failed.items():
+                idx = true_row.schema.get_field_index(name)
+                true_row = true_row.set_column(
+                    idx, true_row.schema.field(idx), pa.array([value], true_row.schema.field(idx).type)
+                )
+        else:
+            raise ValueError(how)
+        keep = pc.invert(pc.equal(pa.array(range(jobs.num_rows)), i))
+        self.tables[RecordKind.JOB] = jobs.filter(keep)
+        self.arrivals[RecordKind.JOB] = arrival.filter(keep)
+        when = arrival[i].as_py()
+        self.extra.append((RecordKind.JOB, first_form, when))
+        self.extra.append((RecordKind.JOB, true_row, when + JOB_REVISION_DELAY))
+        self.revised_jobs.append(true_row["job_identity"][0].as_py())
+        key = tuple(true_row[name][0].as_py() for name in ("batch_system", "cluster", "job_id"))
+        self.revised[how] = (key, first_form["node"][0].as_py(), true_row["node"][0].as_py())
+
     def batches(self, since: datetime | None, until: datetime | None) -> list[Batch]:
         """One batch per record kind of the records arriving in [since, until) (None: unbounded)."""
         out = []
@@ -237,6 +294,14 @@ def _identity_matches(con: duckdb.DuckDBPyConnection, identity: str) -> tuple[in
     ).fetchone()
 
 
+def _job_rows(con: duckdb.DuckDBPyConnection, key: tuple[str, str, str]) -> tuple[int, list[str | None]]:
+    """(rows of the job in job_efficiency, nodes of its rows in job_io_profile)."""
+    where = "where batch_system = ? and cluster = ? and job_id = ?"
+    efficiency = con.execute(f"select count(*) from marts.job_efficiency {where}", list(key)).fetchone()[0]
+    nodes = [n for (n,) in con.execute(f"select node from marts.job_io_profile {where}", list(key)).fetchall()]
+    return efficiency, nodes
+
+
 def _dbt(warehouse: Path, state: Path, command: str, extra: list[str] | None = None) -> float:
     t = time.monotonic()
     result = run_dbt(warehouse, state, command, extra)
@@ -271,6 +336,9 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
     replay.delay_gstream(start + 19 * day + 20 * hour, start + 20 * day)
     replay.delay_gstream(last + 3 * hour, last + 4 * hour)
     replay.delay_access(last + 2 * hour, last + 4 * hour)
+    # built in their first form by build 4 (hours 0-5), in their true one by build 5 (hours 6-11)
+    replay.revise_job(last + 1 * hour, last + 5 * hour, "node")
+    replay.revise_job(last + 1 * hour, last + 5 * hour, "ran")
 
     warehouse = root / "incremental.duckdb"
     state = root / "dbt-incremental"
@@ -311,6 +379,7 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
         load(last + h * hour, last + (h + 1) * hour)
     timings["build 4 (last day, hours 0-5)"] = _dbt(warehouse, state, "run")
     con = duckdb.connect(str(warehouse), read_only=True)
+    revised_before = {how: _job_rows(con, key) for how, (key, _, _) in replay.revised.items()}
     matched_before.update(
         {
             (host, uid): job
@@ -338,6 +407,7 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
         "full": full,
         "replay": replay,
         "matched_before": matched_before,
+        "revised_before": revised_before,
         "timings": timings,
     }
 
@@ -474,3 +544,20 @@ def test_replay_has_a_job_taking_accesses_from_an_older_one_and_a_late_access(re
     taken = [k for k, job in before.items() if k in now and now[k] != job]
     assert taken, "no access changed its inferred job between build 4 and the end"
     assert late == [("inferred",)]
+
+
+def test_replay_has_a_job_that_changed_node_and_one_that_stopped_having_run(replayed):
+    """The revised jobs of the last day: built by build 4 in their first form (one on another
+    node, one that ran) and replaced by their true records before build 5: the first on its true
+    node, the second a launch failure, in neither job_efficiency nor job_io_profile."""
+    revised = replayed["replay"].revised
+    before = replayed["revised_before"]
+    con = duckdb.connect(str(replayed["incremental"]), read_only=True)
+    key, first_node, true_node = revised["node"]
+    assert first_node != true_node
+    assert before["node"] == (1, [first_node])
+    assert _job_rows(con, key) == (1, [true_node])
+    key, _, node = revised["ran"]
+    assert before["ran"] == (1, [node])
+    assert _job_rows(con, key) == (0, [])
+    con.close()

@@ -34,11 +34,15 @@
 --
 -- Incremental by the UTC day of start_time (column day), lookback access_lateness_days: cache
 -- events and origin fills arrive within minutes. The window's accesses are rebuilt from the
--- accesses of the window and of the days before it that its rows look back to (a fill opens
--- within 2 s of its cache access; the cache's previous report on a file counts only within
--- var cache_previous_report_days, default 7).
+-- accesses of the window and, before it, only those its rows look back to, each kind as far as
+-- it needs: cache accesses of var cache_previous_report_days (default 7; at least 1) before, for
+-- the cache's previous report on a file and for the earlier cache access a fill may belong to;
+-- origin accesses from a cache's pid of the day before, the fills (a fill opens at most 2 s
+-- before its cache access); no other access, since an origin row takes nothing from its
+-- neighbours. The window's own rows and those without an open are read whole.
 {%- set lookback = access_lookback_days() %}
 {%- set report_days = var('cache_previous_report_days', 7) | int %}
+{%- set first = window_first_day(lookback) %}
 {{ config(**incremental_by_day('day', lookback)) }}
 with accesses as (
     select
@@ -46,8 +50,26 @@ with accesses as (
         cast({{ utc('start_time') }} as date) as day
     from {{ ref('stg_file_access') }}
     where start_time is null
-       or ({{ instant_after_window('start_time', lookback, [report_days, 1] | max) }}
+       or ({{ instant_after_window('start_time', lookback) }}
            and {{ instant_before_window_end('start_time', 1) }})
+{%- if first is not none %}
+    union all
+    select
+        *,
+        cast({{ utc('start_time') }} as date) as day
+    from {{ ref('stg_file_access') }}
+    where server_role = 'cache'
+      and {{ instant_after_window('start_time', lookback, [report_days, 1] | max) }}
+      and start_time < {{ day_start_instant(first) }}
+    union all
+    select
+        *,
+        cast({{ utc('start_time') }} as date) as day
+    from {{ ref('stg_file_access') }}
+    where coalesce(server_role, 'origin') = 'origin' and client_pid is not null
+      and {{ instant_after_window('start_time', lookback, 1) }}
+      and start_time < {{ day_start_instant(first) }}
+{%- endif %}
 ),
 
 caches as (
