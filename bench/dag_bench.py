@@ -90,12 +90,13 @@ def phases(spans: list[TaskSpan]) -> dict[str, float]:
 
 
 def watchers_on_a_worker(af_home: Path) -> int:
-    """Watching tasks of the transform that a worker ran (a log ``attempt=<n>.log`` of their own,
-    not only their trigger's): 0 when every model passed and its task ended in the triggerer."""
+    """Watching tasks of the transform run the ingest triggered that a worker ran (a log
+    ``attempt=<n>.log`` of their own, not only their trigger's): 0 when every model passed and its
+    task ended in the triggerer. (The test's later run, with a model broken on purpose, has one.)"""
     runs = af_home / "logs" / "dag_id=tierlens_transform"
     return sum(
         1
-        for w in runs.glob("run_id=*/task_id=*_build")
+        for w in runs.glob("run_id=asset_triggered__*/task_id=*_build")
         if any(re.fullmatch(r"attempt=\d+\.log", f.name) for f in w.iterdir())
     )
 
