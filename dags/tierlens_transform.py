@@ -202,12 +202,11 @@ with tierlens_transform:
 
         return tasks.finish_transform(cfg.warehouse_path(var), landed["begun"], var)
 
-    _dbt_tasks = list(tierlens_transform.leaves)
     _producer = tierlens_transform.task_dict[PRODUCER_WATCHER_TASK_ID]
+    _dbt_tasks = [t for t in tierlens_transform.tasks if t is not _producer]  # a task per model and seed
+    af.watch_in_one_wave(_dbt_tasks)
     af.build_with_tests(_producer)  # the one build runs the tests too
-    # every model's task, not only the leaves: a model read by another whose tests are all column
-    # checks has no test result in an hourly build that leaves them out
-    af.mark_core_tests(_producer, [t for t in tierlens_transform.tasks if t is not _producer])
+    af.mark_core_tests(_producer, _dbt_tasks)
     # Every model's task reads its node's result once the build has finished, in the triggerer
     # (ModelBuildWatcher starts from its trigger): the build has no CPU to spare for dozens of
     # polling watchers, and after it each one is a coroutine rather than a task process. The order

@@ -116,6 +116,7 @@ out = {"import_errors": {k: str(v)[-2000:] for k, v in bag.import_errors.items()
        "dags": {d: {"tasks": sorted(t.task_id for t in dag.tasks),
                     "from_trigger": {t.task_id: from_trigger(t) for t in dag.tasks if t.start_from_trigger},
                     "core_tests": core_tests(dag),
+                    "upstream": {t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks},
                     "timetable": type(dag.timetable).__name__,
                     "outlets": sorted(str(getattr(o, "name", o)) for t in dag.tasks for o in t.outlets)}
                 for d, dag in bag.dags.items()},
@@ -301,6 +302,13 @@ def test_dagbag_loads_without_import_errors(airflow):
     }
     wrong = {task: flag for task, (flag, _) in core.items() if flag != expected[task]}
     assert not wrong and any(expected.values()) and not all(expected.values()), wrong
+    # and waits for the build alone, not for the tasks of the models it reads: all of them start
+    # in one wave once the build is over
+    upstream = dags["tierlens_transform"]["upstream"]
+    assert all(upstream[task] == ["dbt_producer_watcher"] for task in started), {
+        task: upstream[task] for task in started if upstream[task] != ["dbt_producer_watcher"]
+    }
+    assert upstream["publish_snapshot"] == sorted([*started, "load_landed"]), upstream["publish_snapshot"]
 
 
 # ---- 2. ingest: two hours, then the first again -----------------------------------------------

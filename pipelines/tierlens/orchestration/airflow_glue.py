@@ -364,6 +364,19 @@ def test_scope_from(begun_task_id: str) -> Callable[[Any], None]:
     return apply
 
 
+def watch_in_one_wave(watchers: list[Any]) -> None:
+    """Remove the dependencies Cosmos draws between model tasks (dbt's lineage), so that every
+    model's task waits for the build alone. Started wave after wave along the lineage they passed
+    ~3 s a level after the build was over: seven levels, 28 s of a 65 s run on a quiet host. The
+    order added nothing to a run: the build already ran the models in lineage order and skipped
+    those whose input failed, and each task only reports its node."""
+    ids = {t.task_id for t in watchers}
+    for task in watchers:
+        for upstream in [u for u in task.upstream_task_ids if u in ids]:
+            task.upstream_task_ids.discard(upstream)
+            task.dag.task_dict[upstream].downstream_task_ids.discard(task.task_id)
+
+
 def mark_core_tests(producer: Any, watchers: list[Any]) -> None:
     """Tell each model's task whether any of its tests runs in every build (not only column checks)."""
     from ..transform import is_column_check
