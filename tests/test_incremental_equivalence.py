@@ -129,6 +129,16 @@ class Replay:
         assert rows, f"no {kind.value} record fits the planted case"
         return rows[0]
 
+    def _deliver_twice(self, kind: RecordKind, i: int, first: pa.Table, second: pa.Table, delay: timedelta) -> None:
+        """Record i of ``kind`` arrives as ``first`` when it would have, and as ``second`` ``delay`` later."""
+        table, arrival = self.tables[kind], self.arrivals[kind]
+        keep = pc.invert(pc.equal(pa.array(range(table.num_rows)), i))
+        self.tables[kind] = table.filter(keep)
+        self.arrivals[kind] = arrival.filter(keep)
+        when = arrival[i].as_py()
+        self.extra.append((kind, first, when))
+        self.extra.append((kind, second, when + delay))
+
     def delay_job(self, ending_from: datetime, ending_to: datetime) -> None:
         """A job with exactly matched file accesses whose record arrives SACCT_DELAY late."""
         jobs = self.tables[RecordKind.JOB]
@@ -159,12 +169,7 @@ class Replay:
         for name in GSTREAM_FIELDS:
             idx = early.schema.get_field_index(name)
             early = early.set_column(idx, early.schema.field(idx), pa.nulls(1, early.schema.field(idx).type))
-        keep = pc.invert(pc.equal(pa.array(range(accesses.num_rows)), i))
-        self.tables[RecordKind.FILE_ACCESS] = accesses.filter(keep)
-        self.arrivals[RecordKind.FILE_ACCESS] = arrival.filter(keep)
-        when = arrival[i].as_py()
-        self.extra.append((RecordKind.FILE_ACCESS, early, when))
-        self.extra.append((RecordKind.FILE_ACCESS, full_row, when + GSTREAM_DELAY))
+        self._deliver_twice(RecordKind.FILE_ACCESS, i, early, full_row, GSTREAM_DELAY)
         self.late_cache_accesses.append((full_row["server_host"][0].as_py(), full_row["unique_id"][0].as_py()))
 
     def delay_access(self, closing_from: datetime, closing_to: datetime) -> None:
@@ -245,12 +250,7 @@ class Replay:
                 )
         else:
             raise ValueError(how)
-        keep = pc.invert(pc.equal(pa.array(range(jobs.num_rows)), i))
-        self.tables[RecordKind.JOB] = jobs.filter(keep)
-        self.arrivals[RecordKind.JOB] = arrival.filter(keep)
-        when = arrival[i].as_py()
-        self.extra.append((RecordKind.JOB, first_form, when))
-        self.extra.append((RecordKind.JOB, true_row, when + JOB_REVISION_DELAY))
+        self._deliver_twice(RecordKind.JOB, i, first_form, true_row, JOB_REVISION_DELAY)
         self.revised_jobs.append(true_row["job_identity"][0].as_py())
         key = tuple(true_row[name][0].as_py() for name in ("batch_system", "cluster", "job_id"))
         self.revised[how] = (key, first_form["node"][0].as_py(), true_row["node"][0].as_py())
