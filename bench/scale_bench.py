@@ -420,10 +420,15 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def _loaded_to(label: str, start: datetime) -> datetime:
-    """Where an earlier run of this bench on the same --work left the warehouse: its last point's
-    history plus the hours it ran after it."""
-    last = json.loads((RESULTS / f"{label}.json").read_text())["points"][-1]
-    return start + timedelta(days=last["history_days"], hours=len(last["hourly"]))
+    """Where an earlier run of this bench on the same --work left the warehouse: each point's
+    history plus the hours run after it, after the runs it continued."""
+    earlier = json.loads((RESULTS / f"{label}.json").read_text())
+    # a continuation's first point starts where the run it continued left off, not at its day
+    loaded_to = _loaded_to(earlier["continued_from"], start) if earlier.get("continued_from") else start
+    for point in earlier["points"]:
+        loaded_to = max(start + timedelta(days=point["history_days"]), loaded_to)
+        loaded_to += timedelta(hours=len(point["hourly"]))
+    return loaded_to
 
 
 def _commit() -> str:
