@@ -89,6 +89,29 @@ def phases(spans: list[TaskSpan]) -> dict[str, float]:
     return out
 
 
+def warm_watchers_after_build(db: Path) -> float | None:
+    """Seconds from the end of the build to the last watching task that passed on its first try,
+    in the test's second transform run (the one with a model broken by hand, triggered once the
+    first is over): the same wave with the triggerer warm, as every hourly run after the first of
+    a deployment finds it. The first run's wave includes the triggerer's first use of the
+    execution API (~5 s on this host, once per triggerer process)."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        row = con.execute(
+            "SELECT max(w.end_date), p.end_date FROM task_instance w "
+            "JOIN dag_run r ON r.dag_id = w.dag_id AND r.run_id = w.run_id "
+            "JOIN task_instance p ON p.dag_id = w.dag_id AND p.run_id = w.run_id "
+            "AND p.task_id = 'dbt_producer_watcher' "
+            "WHERE w.dag_id = 'tierlens_transform' AND r.run_type = 'manual' AND w.task_id LIKE '%\\_build' ESCAPE '\\' "
+            "AND w.state = 'success' AND w.try_number = 1 GROUP BY p.end_date"
+        ).fetchone()
+    finally:
+        con.close()
+    if not row or row[0] is None:
+        return None
+    return (datetime.fromisoformat(row[0]) - datetime.fromisoformat(row[1])).total_seconds()
+
+
 def watchers_on_a_worker(af_home: Path) -> int:
     """Watching tasks of the transform run the ingest triggered that a worker ran (a log
     ``attempt=<n>.log`` of their own, not only their trigger's): 0 when every model passed and its
@@ -131,6 +154,9 @@ def main() -> int:
         for name, value in phases(transform_tasks(dbs[-1])).items():
             print(f"  {name}: {value:.1f}")
         print(f"  watchers_on_a_worker: {watchers_on_a_worker(dbs[-1].parent)}")
+        warm = warm_watchers_after_build(dbs[-1])
+        if warm is not None:
+            print(f"  second run, triggerer warm: watchers_after_build_s: {warm:.1f}")
     return 0
 
 

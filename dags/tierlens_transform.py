@@ -67,7 +67,8 @@ def hand_over_warnings(project_dir: str, context: Any = None, **_: Any) -> None:
     build's target/run_results.json go to the producer's XCom for completeness_alert, each with the
     rows it found (its compiled SQL run read-only on the warehouse the build has just released),
     and the tests that ran to a verdict. The watcher build calls no on_warning_callback, and its
-    watching test tasks report pass or fail only."""
+    watching test tasks report pass or fail only. Every node's verdict goes to one more XCom
+    (tasks.build_outcome), which the model tasks' triggers read once per run."""
     from dataclasses import asdict
     from pathlib import Path
 
@@ -85,6 +86,9 @@ def hand_over_warnings(project_dir: str, context: Any = None, **_: Any) -> None:
         try:
             warned = tasks.warned_tests(results)
             handed["judged"] = tasks.judged_tests(results)
+            # every node's verdict in one XCom: the model tasks read it once per run
+            outcome = tasks.build_outcome(results, getattr(context["task"], "tests_per_model", None) or {})
+            context["ti"].xcom_push(key=af.BUILD_OUTCOME_XCOM, value=outcome)
         except tasks.RunResultsError as e:  # the alert task fails with it; the build's own state stands
             handed["error"] = str(e)
             warned = []

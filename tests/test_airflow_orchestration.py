@@ -136,3 +136,86 @@ def test_interval_selection_keeps_locations_and_is_deterministic():
 def test_interval_folder_names():
     assert tl.interval_folder(Path("/r"), T0, T0 + timedelta(days=7)).name == "2026-10-01_2026-10-08"
     assert tl.interval_folder(Path("/r"), T0, T0 + timedelta(hours=1)).name == "2026-10-01T00_2026-10-01T01"
+
+
+# --- the build's verdict on each node, read once per run by the model tasks' triggers ----------
+
+
+def test_build_outcome_gives_each_node_the_verdict_of_its_own_status_and_tests(tmp_path):
+    import json
+
+    from tierlens.orchestration.tasks import build_outcome
+
+    results = [
+        # (unique_id, dbt status)
+        ("seed.p.catalog", "success"),
+        ("model.p.clean", "success"),
+        ("test.p.clean_unique", "pass"),
+        ("test.p.clean_range", "warn"),
+        ("model.p.failed_test", "success"),
+        ("test.p.failed_test_not_null", "fail"),
+        ("model.p.errored", "error"),
+        ("model.p.downstream", "skipped"),
+        ("test.p.downstream_unique", "skipped"),
+        ("model.p.test_missing", "success"),
+        ("model.p.shared_a", "success"),
+        ("model.p.shared_b", "success"),
+        ("test.p.relationship_a_b", "error"),
+        ("model.p.untested", "success"),
+    ]
+    path = tmp_path / "run_results.json"
+    path.write_text(json.dumps({"results": [{"unique_id": u, "status": s} for u, s in results] + [{"status": "x"}]}))
+    tests_per_model = {
+        "model.p.clean": ["test.p.clean_unique", "test.p.clean_range"],
+        "model.p.failed_test": ["test.p.failed_test_not_null"],
+        "model.p.downstream": ["test.p.downstream_unique"],
+        "model.p.test_missing": ["test.p.test_missing_unique"],  # expected, never reported
+        "model.p.shared_a": ["test.p.relationship_a_b"],
+        "model.p.shared_b": ["test.p.relationship_a_b"],
+        "model.p.not_built": ["test.p.not_built_unique"],
+    }
+    assert build_outcome(path, tests_per_model) == {
+        "seed.p.catalog": "passed",
+        "model.p.clean": "passed",  # a warned test passes (the completeness alert marks it)
+        "model.p.failed_test": "not passed",
+        "model.p.errored": "not passed",
+        "model.p.downstream": "skipped",
+        "model.p.test_missing": "not passed",
+        "model.p.shared_a": "not passed",  # a test of two models counts for each
+        "model.p.shared_b": "not passed",
+        "model.p.untested": "passed",
+        # model.p.not_built: not reported by the build, so no verdict (its task asks the worker)
+    }
+
+
+def test_the_build_outcome_is_read_once_for_every_watcher_of_a_run():
+    import asyncio
+
+    from tierlens.orchestration import airflow_glue
+
+    reads: list[str] = []
+
+    async def read(value):
+        reads.append(value)
+        await asyncio.sleep(0.01)
+        return value
+
+    async def watchers() -> None:
+        airflow_glue._OUTCOME_READS.clear()
+        run = ("tierlens_transform", "run-1")
+        got = await asyncio.gather(
+            *(asyncio.shield(airflow_glue.shared_read(run, lambda: read({"m": "passed"}))) for _ in range(47))
+        )
+        assert got == [{"m": "passed"}] * 47 and len(reads) == 1
+        # the same run later: still the one read; another run reads its own
+        assert await airflow_glue.shared_read(run, lambda: read({"m": "other"})) == {"m": "passed"}
+        assert await airflow_glue.shared_read(("tierlens_transform", "run-2"), lambda: read({"n": 1})) == {"n": 1}
+        assert len(reads) == 2
+        # a read that found nothing (the build had not pushed it yet) is read again next time
+        empty = ("tierlens_transform", "run-3")
+        assert await airflow_glue.shared_read(empty, lambda: read(None)) is None
+        assert await airflow_glue.shared_read(empty, lambda: read({"m": "passed"})) == {"m": "passed"}
+        assert len(reads) == 4
+
+    asyncio.run(watchers())
+    airflow_glue._OUTCOME_READS.clear()

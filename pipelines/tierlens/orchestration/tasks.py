@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from ..records import Batch
+from .airflow_glue import NODE_NOT_PASSED, NODE_PASSED, NODE_SKIPPED
 from .intervals import interval_batches, utc
 from .settings import Lookup, dbt_target, lake_path, paths, setting, settings_list
 
@@ -417,6 +418,36 @@ def judged_tests(run_results_file: Path) -> list[str]:
         for r in _results(Path(run_results_file))
         if isinstance(r, dict) and r.get("status") in JUDGED and str(r.get("unique_id", "")).startswith("test.")
     ]
+
+
+#: dbt statuses a node or a test passed with, as the watching tasks read them ('warn' passes: the
+#: completeness alert marks it)
+PASSED = frozenset({"success", "pass", "warn"})
+
+
+def build_outcome(run_results_file: Path, tests_per_model: Mapping[str, Iterable[str]]) -> dict[str, str]:
+    """Each model's and seed's verdict in one dbt build (its target/run_results.json): passed when
+    the node and every test the build was to run on it (``tests_per_model``, as the producer
+    expects them) passed or warned; skipped when dbt skipped the node (an input failed); not passed
+    otherwise, a test without a verdict included. Nodes the build did not report are left out.
+    The same verdict the producer's per-node XComs give, in one value: the watching tasks read it
+    once per run, not two XComs per model."""
+    statuses = {
+        r["unique_id"]: r.get("status")
+        for r in _results(Path(run_results_file))
+        if isinstance(r, dict) and isinstance(r.get("unique_id"), str)
+    }
+    outcome: dict[str, str] = {}
+    for unique_id, status in statuses.items():
+        if not unique_id.startswith(("model.", "seed.")):
+            continue
+        if status == "skipped":
+            outcome[unique_id] = NODE_SKIPPED
+        elif status in PASSED and all(statuses.get(t) in PASSED for t in tests_per_model.get(unique_id, ())):
+            outcome[unique_id] = NODE_PASSED
+        else:
+            outcome[unique_id] = NODE_NOT_PASSED
+    return outcome
 
 
 def _warned_test(path: Path, index: int, result: dict) -> WarnedTest:
