@@ -9,9 +9,9 @@
 -- of every efficiency denominator, but it is kept here to be counted among the failed jobs.
 -- failed: the final state is one of var failed_states.
 -- Incremental by day (UTC day of end_time), lookback var job_lateness_days: a job's accounting
--- record arrives when it ends. Tags and the node inventory are read whole (a tag precedes its
--- job's record); a change to the node inventory reaches jobs already built only on a
--- --full-refresh (dbt/README.md).
+-- record arrives when it ends. Tags are read by job, not by day (a tag precedes its job's
+-- record), and the node inventory whole; a change to the node inventory reaches jobs already
+-- built only on a --full-refresh (dbt/README.md).
 {%- set failed_states = var('failed_states') %}
 {%- set lookback = job_lookback_days() %}
 {{ config(**incremental_by_day('day', lookback)) }}
@@ -28,8 +28,12 @@ with jobs as (
       and {{ instant_before_window_end('end_time') }}
 ),
 
+-- Only the tags of the window's jobs: the tag table holds all history (a tag comes before its
+-- job's record, by as long as the job ran), and both joins below would otherwise build their hash
+-- tables over every tag ever recorded.
 tags as (
     select * from {{ ref('stg_job_tag') }}
+    where job_id in (select jobs.job_id from jobs)
 ),
 
 nodes as (
