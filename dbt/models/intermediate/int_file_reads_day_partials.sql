@@ -29,9 +29,8 @@ with accesses as (
         cluster,
         job_id,
         coalesce(app_name, '') = 'XrdPfc' as cache_fill
-    from {{ ref('int_file_access_by_job') }}
-    where file_lfn is not null
-      and (day is null or {{ in_window('day', lookback, wall_days) }})
+    from ({{ dated_rows(ref('int_file_access_by_job'), 'day', in_window('day', lookback, wall_days),
+                        where='file_lfn is not null') }}) as window_rows
 ),
 
 first_reads as (

@@ -49,13 +49,13 @@ with accesses as (
              when coalesce(cache_hit_bytes, 0) < coalesce(read_bytes_at_close, 0)
              then cast(coalesce(cache_hit_bytes, 0) as double)
              else cast(coalesce(read_bytes_at_close, 0) as double) end         as hit_part
-    from {{ ref('int_file_access_by_job') }}
-    where job_id is not null and (day is null or {{ in_window('day', lookback, wall_days + (1 if by_key else 0)) }})
+    {%- set where = 'job_id is not null' %}
     {%- if by_key %}
-      and exists (
-          select 1 from {{ job_match_changes() }} as changed
-          where {{ job_key_join('changed', ref('int_file_access_by_job')) }})
+        {%- set where = where ~ ' and exists (select 1 from ' ~ job_match_changes() ~ ' as changed where '
+                        ~ job_key_join('changed', ref('int_file_access_by_job')) ~ ')' %}
     {%- endif %}
+    from ({{ dated_rows(ref('int_file_access_by_job'), 'day',
+                        in_window('day', lookback, wall_days + (1 if by_key else 0)), where=where) }}) as window_rows
 ),
 
 routed as (

@@ -17,11 +17,10 @@ with accesses as (
         coalesce(cache_miss_bytes, 0)   as miss_bytes,
         coalesce(cache_bypass_bytes, 0) as bypass_bytes,
         coalesce(read_bytes_at_close, 0) as read_bytes
-    from {{ ref('int_file_access_reconciled') }}
-    where server_role = 'cache'
-      and (coalesce(end_time, start_time) is null
-           or {{ in_window('cast(' ~ utc('coalesce(end_time, start_time)') ~ ' as date)', lookback) }})
-      and (day is null or {{ in_window('day', lookback, wall_days) }})
+    from ({{ dated_rows(ref('int_file_access_reconciled'), 'day', in_window('day', lookback, wall_days),
+                        where="server_role = 'cache'") }}) as window_rows
+    where coalesce(end_time, start_time) is null
+       or {{ in_window('cast(' ~ utc('coalesce(end_time, start_time)') ~ ' as date)', lookback) }}
 ),
 
 aggregated as (
