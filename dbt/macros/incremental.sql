@@ -202,17 +202,24 @@
     insert into {{ target_relation }} ({{ columns }})
     select {{ columns }} from {{ temp_relation }}
     {%- else %}
+    {#- one statement per condition on the day column, as above: with an OR of them DuckDB reads
+        the day of every row group of the table, all of history -#}
     delete from {{ target_relation }}
-    where {{ day_column }} is null or {{ window }}
+    where {{ day_column }} is null;
+
+    delete from {{ target_relation }}
+    where {{ window }};
     {%- if row_key %}
-        or exists (
-            select 1 from {{ temp_relation }} as rebuilt
-            where ({{ day_column }} is null or {{ in_window('rebuilt.' ~ day_column, config.get('lookback_days')) }})
-            {%- for column in row_key %}
-                and rebuilt.{{ column }} is not distinct from {{ target_relation }}.{{ column }}
-            {%- endfor %}
-        )
-    {%- endif %};
+
+    delete from {{ target_relation }}
+    where exists (
+        select 1 from {{ temp_relation }} as rebuilt
+        where ({{ day_column }} is null or {{ in_window('rebuilt.' ~ day_column, config.get('lookback_days')) }})
+        {%- for column in row_key %}
+            and rebuilt.{{ column }} is not distinct from {{ target_relation }}.{{ column }}
+        {%- endfor %}
+    );
+    {%- endif %}
 
     insert into {{ target_relation }} ({{ columns }})
     select {{ columns }} from {{ temp_relation }}
