@@ -223,20 +223,11 @@ claimed_accesses as (
 -- at the last build (an identity naming no loaded job gives none). Selected by match_quality,
 -- not by parsing the identity: DuckDB pushes a filter on the identity below the join into the
 -- scan, parsing every held row of the window (9 s of the model's 27 s at a 10,000-core site).
--- The window's days and the rows without a day are read apart, so each condition on day stays
--- one DuckDB can skip row groups with.
 held_changed as materialized (
     select held.client_host, held.client_pid, held.start_time, held.end_time
-    from (
-        select server_host, unique_id, client_host, client_pid, start_time, end_time
-        from {{ this }}
-        where {{ in_window('day', lookback) }} and client_pid is not null and match_quality = 'exact'
-        union all
-        select server_host, unique_id, client_host, client_pid, start_time, end_time
-        from {{ this }}
-        where day is null and client_pid is not null and match_quality = 'exact'
-    ) as held
-    inner join changed_accesses as k
+    from ({{ window_and_undated(this, 'day', lookback, 'server_host, unique_id, client_host, client_pid, start_time, end_time',
+                                "client_pid is not null and match_quality = 'exact'") }}) as held
+    semi join ({{ access_keys_as_list('changed_accesses') }}) as k
         on k.server_host = held.server_host and k.unique_id = held.unique_id
 ),
 
@@ -273,19 +264,11 @@ rebuilt_keys as (
     select server_host, unique_id from evidence_accesses
 ),
 
--- The keys as one list unnested: DuckDB cannot estimate the unions above (78 M for 28,000
--- keys), so it built its hash table on the window's 2.7 M rows, every column, not on the keys.
-rebuilt_list as (
-    select unnest(list(struct_pack(server_host := server_host, unique_id := unique_id)), recursive := true)
-    from rebuilt_keys
-),
-
 accesses as (
     select window_accesses.*
     from window_accesses
-    semi join rebuilt_list
-        on rebuilt_list.server_host = window_accesses.server_host
-        and rebuilt_list.unique_id = window_accesses.unique_id
+    semi join ({{ access_keys_as_list('rebuilt_keys') }}) as k
+        on k.server_host = window_accesses.server_host and k.unique_id = window_accesses.unique_id
 ),
 
 -- Pid evidence for the rebuilt accesses comes only from accesses of the same pid; a rebuilt
