@@ -46,35 +46,48 @@
 {%- set by_key = access_match_by_key() %}
 with
 window_accesses as (
-    select * from {{ ref('int_file_access_reconciled') }}
-    where {{ in_window('day', lookback) }} or day is null
+    {{ window_and_undated(ref('int_file_access_reconciled'), 'day', lookback) }}
 ),
 
--- The window's accesses and those of the days before it whose open..close reaches into it.
+-- The window's accesses and those of the days before it whose open..close reaches into it;
+-- those without an open apart, so DuckDB skips older row groups (window_and_undated).
+{%- set in_context -%}
+    {{ instant_after_window('start_time', lookback, wall_days) }}
+    and {{ instant_after_window('coalesce(end_time, start_time)', lookback) }}
+    and {{ instant_before_window_end('start_time') }}
+{%- endset %}
 context_accesses as (
     select * from {{ ref('int_file_access_reconciled') }}
+    where start_time is not null and {{ in_context }}
+    union all
+    select * from {{ ref('int_file_access_reconciled') }}
     where start_time is null
-       or ({{ instant_after_window('start_time', lookback, wall_days) }}
-           and {{ instant_after_window('coalesce(end_time, start_time)', lookback) }}
-           and {{ instant_before_window_end('start_time') }})
 ),
 
 -- Each distinct job_identity value of the accesses read, with the tierlens identity it carries.
 -- The identity is parsed by a regular expression; a job's accesses share one value, so parsing
 -- each value once and joining by the value (exact, unidentified, scope) costs a fraction of
--- parsing every access of the window and its context.
+-- parsing every access of the window and its context. Read from the table, not from those CTEs:
+-- DuckDB materializes a CTE read twice, every column (2.7 M rows at full size: it spilled).
+-- The window's and the context's accesses open at most max_wall_days before the window (or
+-- have no open), so these rows hold all their values; a value besides them joins nothing.
 identities as (
     select job_identity, {{ tierlens_identity('job_identity') }} as identity
     from (
-        select job_identity from window_accesses where job_identity is not null
+        select job_identity from {{ ref('int_file_access_reconciled') }}
+        where job_identity is not null
+          and {{ instant_after_window('start_time', lookback, wall_days) }}
+          and {{ instant_before_window_end('start_time') }}
         union
-        select job_identity from context_accesses where job_identity is not null
+        select job_identity from {{ ref('int_file_access_reconciled') }}
+        where job_identity is not null and start_time is null
     ) as raw_values
 ),
 
 {%- if by_key %}
-{%- set reconciled_columns = adapter.get_columns_in_relation(ref('int_file_access_reconciled'))
-                             | map(attribute='quoted') | join(', ') %}
+{%- set reconciled_column_list = adapter.get_columns_in_relation(ref('int_file_access_reconciled'))
+                                 | map(attribute='quoted') | list %}
+{%- set reconciled_columns = reconciled_column_list | join(', ') %}
 {%- set state_first = day_start_instant(window_first_day(lookback)) %}
 -- The accesses of the window, with what a match compares, read once.
 scope as materialized (
@@ -90,26 +103,31 @@ scope as materialized (
         coalesce(job_identity in (select i.job_identity from identities as i where i.identity is not null), false)
                                                    as identified,
         {{ short_host('client_host') }}            as host_key
-    from {{ ref('int_file_access_reconciled') }}
-    where {{ in_window('day', lookback) }} or day is null
+    from ({{ window_and_undated(ref('int_file_access_reconciled'), 'day', lookback) }}) as window_rows
 ),
 
 -- Reconciled rows new or changed since the last build, and rows held here that the reconciled
--- model no longer has in its window (their day moved): the difference both ways round.
+-- model no longer has in its window (their day moved): the difference both ways round, by a join
+-- on the (unique) key comparing every column; an EXCEPT each way hashed all columns twice over.
 reconciled_now as (
-    select {{ reconciled_columns }} from {{ ref('int_file_access_reconciled') }}
-    where {{ in_window('day', access_lookback_days()) }} or day is null
+    {{ window_and_undated(ref('int_file_access_reconciled'), 'day', access_lookback_days(), reconciled_columns) }}
 ),
 
 reconciled_held as (
-    select {{ reconciled_columns }} from {{ this }}
-    where {{ in_window('day', access_lookback_days()) }} or day is null
+    {{ window_and_undated(this, 'day', access_lookback_days(), reconciled_columns) }}
 ),
 
 changed_accesses as (
-    select server_host, unique_id from (select * from reconciled_now except select * from reconciled_held) as arrived
-    union
-    select server_host, unique_id from (select * from reconciled_held except select * from reconciled_now) as left_behind
+    select
+        coalesce(now_rows.server_host, held_rows.server_host) as server_host,
+        coalesce(now_rows.unique_id, held_rows.unique_id)     as unique_id
+    from reconciled_now as now_rows
+    full outer join reconciled_held as held_rows
+        on now_rows.server_host = held_rows.server_host and now_rows.unique_id = held_rows.unique_id
+    where now_rows.server_host is null or held_rows.server_host is null
+    {%- for column in reconciled_column_list %}
+       or now_rows.{{ column }} is distinct from held_rows.{{ column }}
+    {%- endfor %}
     union
     select server_host, unique_id from scope where day is null
 ),
@@ -205,20 +223,11 @@ claimed_accesses as (
 -- at the last build (an identity naming no loaded job gives none). Selected by match_quality,
 -- not by parsing the identity: DuckDB pushes a filter on the identity below the join into the
 -- scan, parsing every held row of the window (9 s of the model's 27 s at a 10,000-core site).
--- The window's days and the rows without a day are read apart, so each condition on day stays
--- one DuckDB can skip row groups with.
 held_changed as materialized (
     select held.client_host, held.client_pid, held.start_time, held.end_time
-    from (
-        select server_host, unique_id, client_host, client_pid, start_time, end_time
-        from {{ this }}
-        where {{ in_window('day', lookback) }} and client_pid is not null and match_quality = 'exact'
-        union all
-        select server_host, unique_id, client_host, client_pid, start_time, end_time
-        from {{ this }}
-        where day is null and client_pid is not null and match_quality = 'exact'
-    ) as held
-    inner join changed_accesses as k
+    from ({{ window_and_undated(this, 'day', lookback, 'server_host, unique_id, client_host, client_pid, start_time, end_time',
+                                "client_pid is not null and match_quality = 'exact'") }}) as held
+    semi join ({{ access_keys_as_list('changed_accesses') }}) as k
         on k.server_host = held.server_host and k.unique_id = held.unique_id
 ),
 
@@ -258,18 +267,22 @@ rebuilt_keys as (
 accesses as (
     select window_accesses.*
     from window_accesses
-    inner join rebuilt_keys
-        on rebuilt_keys.server_host = window_accesses.server_host
-        and rebuilt_keys.unique_id = window_accesses.unique_id
+    semi join ({{ access_keys_as_list('rebuilt_keys') }}) as k
+        on k.server_host = window_accesses.server_host and k.unique_id = window_accesses.unique_id
 ),
 
--- Pid evidence for the rebuilt accesses comes only from accesses of the same pid.
+-- Pid evidence for the rebuilt accesses comes only from accesses of the same pid; a rebuilt
+-- access without a pid gives only its own exact match (in the context, as in a full build).
+-- Not an OR of pid and key (a correlated EXISTS over 16 days of context): a rebuilt access
+-- with a pid has a pid of the list, and a rebuilt key's row outside the window gives no evidence.
 evidence_context as (
     select context_accesses.*
     from context_accesses
     where client_pid in (select client_pid from accesses where client_pid is not null)
-       or exists (select 1 from rebuilt_keys as k
-                  where k.server_host = context_accesses.server_host and k.unique_id = context_accesses.unique_id)
+    union all
+    select accesses.*
+    from accesses
+    where client_pid is null and (start_time is null or ({{ in_context }}))
 ),
 {%- else %}
 
