@@ -46,11 +46,11 @@
 {%- set by_key = access_match_by_key() %}
 with
 window_accesses as (
-    {{ window_and_undated(ref('int_file_access_reconciled'), 'day', lookback) }}
+    {{ dated_rows(ref('int_file_access_reconciled'), 'day', in_window('day', lookback)) }}
 ),
 
 -- The window's accesses and those of the days before it whose open..close reaches into it;
--- those without an open apart, so DuckDB skips older row groups (window_and_undated).
+-- those without an open apart, so DuckDB skips older row groups (dated_rows).
 {%- set in_context -%}
     {{ instant_after_window('start_time', lookback, wall_days) }}
     and {{ instant_after_window('coalesce(end_time, start_time)', lookback) }}
@@ -103,18 +103,18 @@ scope as materialized (
         coalesce(job_identity in (select i.job_identity from identities as i where i.identity is not null), false)
                                                    as identified,
         {{ short_host('client_host') }}            as host_key
-    from ({{ window_and_undated(ref('int_file_access_reconciled'), 'day', lookback) }}) as window_rows
+    from ({{ dated_rows(ref('int_file_access_reconciled'), 'day', in_window('day', lookback)) }}) as window_rows
 ),
 
 -- Reconciled rows new or changed since the last build, and rows held here that the reconciled
 -- model no longer has in its window (their day moved): the difference both ways round, by a join
 -- on the (unique) key comparing every column; an EXCEPT each way hashed all columns twice over.
 reconciled_now as (
-    {{ window_and_undated(ref('int_file_access_reconciled'), 'day', access_lookback_days(), reconciled_columns) }}
+    {{ dated_rows(ref('int_file_access_reconciled'), 'day', in_window('day', access_lookback_days()), reconciled_columns) }}
 ),
 
 reconciled_held as (
-    {{ window_and_undated(this, 'day', access_lookback_days(), reconciled_columns) }}
+    {{ dated_rows(this, 'day', in_window('day', access_lookback_days()), reconciled_columns) }}
 ),
 
 changed_accesses as (
@@ -225,7 +225,7 @@ claimed_accesses as (
 -- scan, parsing every held row of the window (9 s of the model's 27 s at a 10,000-core site).
 held_changed as materialized (
     select held.client_host, held.client_pid, held.start_time, held.end_time
-    from ({{ window_and_undated(this, 'day', lookback, 'server_host, unique_id, client_host, client_pid, start_time, end_time',
+    from ({{ dated_rows(this, 'day', in_window('day', lookback), 'server_host, unique_id, client_host, client_pid, start_time, end_time',
                                 "client_pid is not null and match_quality = 'exact'") }}) as held
     semi join ({{ access_keys_as_list('changed_accesses') }}) as k
         on k.server_host = held.server_host and k.unique_id = held.unique_id
