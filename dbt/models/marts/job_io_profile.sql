@@ -14,8 +14,9 @@
 -- now, node sharing aside, with the rows it holds (both ways round, so a job that changed is
 -- seen in its old and new form, and a job gone from job_efficiency by its old form only):
 --   * those jobs themselves (new, changed in job_efficiency or in their remote bytes, or gone);
---   * every job of the window overlapping one of those forms on the same cluster and node, since
---     its node sharing counts that job.
+--   * every job of the window overlapping one of those forms on the same cluster and node, where
+--     the job's run changed (new, gone, or another node, start, end or core count), since its
+--     node sharing counts that run.
 -- Every other job has the same figures and the same jobs beside it on its node as at the last
 -- build, so its row stays. The sweep then reads only the jobs of the rebuilt jobs' nodes that
 -- overlap their span there: a job outside it adds nothing to the sharing of any rebuilt job.
@@ -99,9 +100,11 @@ changed as (
         fresh.node,
         fresh.start_time,
         fresh.end_time,
+        fresh.allocated_cores,
         held.node                                                              as held_node,
         held.start_time                                                        as held_start_time,
         held.end_time                                                          as held_end_time,
+        held.allocated_cores                                                   as held_allocated_cores,
         fresh.job_id is null                                                   as gone
     from profiled as fresh
     full join held
@@ -112,12 +115,24 @@ changed as (
           is distinct from ({% for column in compared_columns %}held.{{ column }}{{ ', ' if not loop.last }}{% endfor %})
 ),
 
--- Where the changed jobs ran, as held and now: the jobs overlapping them share a node with them.
+-- The changed jobs whose run changed: new, gone, or on another node, from another start, to
+-- another end or on another number of cores. Only these count in other jobs' node sharing.
+run_changed as (
+    select * from changed
+    where node is null
+       or held_node is null
+       or node <> held_node
+       or start_time is distinct from held_start_time
+       or end_time is distinct from held_end_time
+       or allocated_cores is distinct from held_allocated_cores
+),
+
+-- Where those jobs ran, as held and now: the jobs overlapping them share a node with them.
 changed_runs as (
-    select cluster, node, start_time, end_time from changed
+    select cluster, node, start_time, end_time from run_changed
     where node is not null and start_time < end_time
     union all
-    select cluster, held_node, held_start_time, held_end_time from changed
+    select cluster, held_node, held_start_time, held_end_time from run_changed
     where held_node is not null and held_start_time < held_end_time
 ),
 
