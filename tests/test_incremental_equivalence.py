@@ -393,10 +393,32 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
     for h in range(6, 12):
         load(last + h * hour, last + (h + 1) * hour)
     timings["build 5 (hours 6-11)"] = _dbt(warehouse, state, "run")
+    # A job_io_profile row no later record can reach (its job ended 8 days before the newest day,
+    # more than max_wall_days before any job still to come could start), in build 6's window: a
+    # rebuild by job keeps it as it is, a rebuild of the window's days would compute it again. Its
+    # concurrent_jobs is planted off by 1,000 (still within its range test) and put back after.
+    con = duckdb.connect(str(warehouse))
+    untouched = con.execute(
+        "select batch_system, cluster, job_id, step_id, concurrent_jobs from marts.job_io_profile "
+        "where day = (select max(day) - 8 from marts.job_io_profile) and concurrent_jobs is not null "
+        "order by job_id, step_id limit 1"
+    ).fetchone()
+    assert untouched, "no job_io_profile row 8 days before the newest day"
+    keyed = "batch_system = ? and cluster = ? and job_id = ? and step_id = ?"
+    con.execute(
+        f"update marts.job_io_profile set concurrent_jobs = concurrent_jobs + 1000 where {keyed}", list(untouched[:4])
+    )
+    con.close()
     for h in range(12, 24):
         load(last + h * hour, last + (h + 1) * hour)
     load(last + day, None)
     timings["build 6 (hours 12-23, dbt build)"] = _dbt(warehouse, state, "build")
+    con = duckdb.connect(str(warehouse))
+    planted_after = con.execute(
+        f"select concurrent_jobs from marts.job_io_profile where {keyed}", list(untouched[:4])
+    ).fetchall()
+    con.execute(f"update marts.job_io_profile set concurrent_jobs = ? where {keyed}", [untouched[4], *untouched[:4]])
+    con.close()
 
     full = root / "full-refresh.duckdb"
     shutil.copyfile(warehouse, full)
@@ -408,6 +430,7 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
         "replay": replay,
         "matched_before": matched_before,
         "revised_before": revised_before,
+        "io_profile_planted": (untouched[4] + 1000, planted_after),
         "timings": timings,
     }
 
@@ -561,3 +584,10 @@ def test_replay_has_a_job_that_changed_node_and_one_that_stopped_having_run(repl
     assert before["ran"] == (1, [node])
     assert _job_rows(con, key) == (0, [])
     con.close()
+
+
+def test_job_io_profile_was_rebuilt_by_job(replayed):
+    """Build 6 rebuilt job_io_profile by job, not its window's days: the row planted off by 1,000
+    after build 5, of a job no record of build 6 can touch, came through it unchanged."""
+    planted, after = replayed["io_profile_planted"]
+    assert after == [(planted,)]

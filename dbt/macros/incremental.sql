@@ -170,7 +170,9 @@
     {%- set window = in_window(day_column, config.get('lookback_days')) -%}
     {%- set row_key = config.get('row_key') %}
     {%- set rebuild_key = config.get('rebuild_key') %}
-    {%- if config.get('rebuilt_from_job_changes') and job_changes_by_key() %}
+    {%- if config.get('rebuilt_by_job') and job_io_by_job() %}
+    {{ replace_rebuilt_jobs(target_relation, temp_relation, day_column, columns) }}
+    {%- elif config.get('rebuilt_from_job_changes') and job_changes_by_key() %}
     {#- rebuilt by job (job_changes_by_key): every row of a changed job goes, whatever its day (a
         job that lost its last access has no rebuilt row), and the rebuilt rows come in -#}
     delete from {{ target_relation }}
