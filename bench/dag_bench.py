@@ -49,19 +49,25 @@ class TaskSpan:
         return (self.end - self.start).total_seconds()
 
 
+def scheduler_rows(db: Path, sql: str) -> list[tuple]:
+    """The rows of a query on the scheduler's SQLite database, opened read-only."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
 def transform_tasks(db: Path) -> list[TaskSpan]:
     """The task instances of the successful tierlens_transform run the ingest triggered (the test
     then triggers one with a broken model by hand)."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        rows = con.execute(
-            "SELECT ti.task_id, ti.state, ti.start_date, ti.end_date FROM task_instance ti "
-            "JOIN dag_run r ON r.dag_id = ti.dag_id AND r.run_id = ti.run_id "
-            "WHERE ti.dag_id = 'tierlens_transform' AND r.state = 'success' AND r.run_type = 'asset_triggered' "
-            "AND ti.start_date IS NOT NULL"
-        ).fetchall()
-    finally:
-        con.close()
+    rows = scheduler_rows(
+        db,
+        "SELECT ti.task_id, ti.state, ti.start_date, ti.end_date FROM task_instance ti "
+        "JOIN dag_run r ON r.dag_id = ti.dag_id AND r.run_id = ti.run_id "
+        "WHERE ti.dag_id = 'tierlens_transform' AND r.state = 'success' AND r.run_type = 'asset_triggered' "
+        "AND ti.start_date IS NOT NULL",
+    )
     return [TaskSpan(t, s, datetime.fromisoformat(a), datetime.fromisoformat(b)) for t, s, a, b in rows]
 
 
@@ -95,18 +101,16 @@ def warm_watchers_after_build(db: Path) -> float | None:
     first is over): the same wave with the triggerer warm, as every hourly run after the first of
     a deployment finds it. The first run's wave includes the triggerer's first use of the
     execution API (~5 s on this host, once per triggerer process)."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        row = con.execute(
-            "SELECT max(w.end_date), p.end_date FROM task_instance w "
-            "JOIN dag_run r ON r.dag_id = w.dag_id AND r.run_id = w.run_id "
-            "JOIN task_instance p ON p.dag_id = w.dag_id AND p.run_id = w.run_id "
-            "AND p.task_id = 'dbt_producer_watcher' "
-            "WHERE w.dag_id = 'tierlens_transform' AND r.run_type = 'manual' AND w.task_id LIKE '%\\_build' ESCAPE '\\' "
-            "AND w.state = 'success' AND w.try_number = 1 GROUP BY p.end_date"
-        ).fetchone()
-    finally:
-        con.close()
+    rows = scheduler_rows(
+        db,
+        "SELECT max(w.end_date), p.end_date FROM task_instance w "
+        "JOIN dag_run r ON r.dag_id = w.dag_id AND r.run_id = w.run_id "
+        "JOIN task_instance p ON p.dag_id = w.dag_id AND p.run_id = w.run_id "
+        "AND p.task_id = 'dbt_producer_watcher' "
+        "WHERE w.dag_id = 'tierlens_transform' AND r.run_type = 'manual' AND w.task_id LIKE '%\\_build' ESCAPE '\\' "
+        "AND w.state = 'success' AND w.try_number = 1 GROUP BY p.end_date",
+    )
+    row = rows[0] if rows else None
     if not row or row[0] is None:
         return None
     return (datetime.fromisoformat(row[0]) - datetime.fromisoformat(row[1])).total_seconds()
