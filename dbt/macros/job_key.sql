@@ -45,3 +45,13 @@
         where job_row_rank = 1
     )
 {%- endmacro %}
+
+
+{#- SQL: job run `b` overlapped job run `a` on the same cluster and node (each with cluster, node,
+    start_time, end_time): the jobs whose runs share a node's time. -#}
+{% macro ran_beside(a, b) -%}
+    {{ a }}.cluster = {{ b }}.cluster
+        and {{ a }}.node = {{ b }}.node
+        and {{ b }}.start_time < {{ a }}.end_time
+        and {{ b }}.end_time > {{ a }}.start_time
+{%- endmacro %}

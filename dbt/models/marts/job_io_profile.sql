@@ -143,10 +143,7 @@ rebuilt_keys as (
     select {{ job_key('a') }}
     from profiled as a
     inner join changed_runs as c
-        on  a.cluster = c.cluster
-        and a.node = c.node
-        and c.start_time < a.end_time
-        and c.end_time > a.start_time
+        on {{ ran_beside('a', 'c') }}
 ),
 
 rebuilt as (
@@ -204,10 +201,7 @@ node_sharing as (
             'case when a.end_time < b.end_time then a.end_time else b.end_time end') }})  as overlap_core_seconds
     from sharing_jobs as a
     inner join sweep_jobs as b
-        on  a.node = b.node
-        and a.cluster = b.cluster
-        and b.start_time < a.end_time
-        and b.end_time > a.start_time
+        on {{ ran_beside('a', 'b') }}
     group by {{ job_key('a') }}
 )
 {%- else %}
