@@ -514,7 +514,18 @@ class LocalCluster:
         return r
 
     def wait_accounted(self, job_id: str, timeout: float = 120) -> dict:
-        """Wait until slurmdbd has the job in a final state; returns its sacct --json entry."""
+        """Wait until slurmdbd has the job in a final state and a time-window query, as the
+        ingest asks, lists it too; returns its sacct --json entry.
+
+        A window can leave out for a while a job that `sacct -j` already shows finished (seen for
+        an array's tasks on Slurm 24.11 under load): a test ingesting straight after must wait
+        for both, as a site's next run picks such a job up through the watermark's overlap."""
+
+        def in_window() -> bool:
+            r = self.run(
+                ["sacct", "-a", "-X", "-n", "-P", "-S", "now-1days", "-E", "now", "-o", "JobIDRaw"], check=False
+            )
+            return r.returncode == 0 and job_id in r.stdout.split()
 
         def done() -> dict | None:
             r = self.run(["sacct", "--json", "-j", job_id], check=False)
@@ -526,7 +537,7 @@ class LocalCluster:
                 if isinstance(current, list):
                     current = current[0] if current else ""
                 if str(job.get("job_id")) == job_id and current not in ("PENDING", "RUNNING", None):
-                    if all(s.get("time", {}).get("end") for s in job.get("steps", [])):
+                    if all(s.get("time", {}).get("end") for s in job.get("steps", [])) and in_window():
                         return job
             return None
 
