@@ -30,5 +30,4 @@ select
         else 'mixed'
     end                                                                      as cache_outcome,
     last_access_day
-from {{ ref('int_job_remote_bytes') }}
-where last_access_day is null or {{ in_window('last_access_day', lookback) }}
+from ({{ dated_rows(ref('int_job_remote_bytes'), 'last_access_day', in_window('last_access_day', lookback)) }}) as remote

@@ -16,8 +16,8 @@ with jobs as (
 -- Only the remote bytes of jobs that can end in the window: a job's accesses lie within its run,
 -- at most max_wall_days long, so its latest access opened at most that long before its end.
 remote as (
-    select * from {{ ref('int_job_remote_bytes') }}
-    where last_access_day is null or {{ day_after_window('last_access_day', lookback, var('max_wall_days', 7) | int) }}
+    {{ dated_rows(ref('int_job_remote_bytes'), 'last_access_day',
+                  day_after_window('last_access_day', lookback, var('max_wall_days', 7) | int)) }}
 )
 
 select

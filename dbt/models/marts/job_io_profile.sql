@@ -47,8 +47,7 @@ jobs as (
 
 -- Only the remote bytes of jobs that can end in the window (their accesses lie within the run).
 remote as (
-    select * from {{ ref('int_job_remote_bytes') }}
-    where last_access_day is null or {{ day_after_window('last_access_day', lookback, wall_days) }}
+    {{ dated_rows(ref('int_job_remote_bytes'), 'last_access_day', day_after_window('last_access_day', lookback, wall_days)) }}
 ),
 
 -- Each job's row but its node sharing.
