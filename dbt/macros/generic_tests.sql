@@ -31,6 +31,34 @@ group by {{ combination_of_columns | join(', ') }}
 having count(*) > 1
 {% endtest %}
 
+{# The distinct keys (combination_of_columns) of the model's rows that have no row with the same
+   key in `to` (rows with a NULL in the key are not checked). The keys of `to` are read only where
+   they match one of the model's (an inner join with the model's keys): with a `where` on the model,
+   its cost follows those rows, not every row of `to`, as dbt's relationships test on one
+   concatenated column would. #}
+{% test key_exists_in(model, combination_of_columns, to) %}
+{%- set match = [] -%}
+{%- for column in combination_of_columns -%}
+    {%- do match.append('parent.' ~ column ~ ' = child.' ~ column) -%}
+{%- endfor %}
+with child as (
+    select distinct {{ combination_of_columns | join(', ') }}
+    from {{ model }}
+    where {{ combination_of_columns | join(' is not null and ') }} is not null
+),
+
+found as (
+    select distinct {% for column in combination_of_columns %}child.{{ column }}{{ ', ' if not loop.last }}{% endfor %}
+    from {{ to }} as parent
+    inner join child on {{ match | join(' and ') }}
+)
+
+select {% for column in combination_of_columns %}child.{{ column }}{{ ', ' if not loop.last }}{% endfor %}
+from child
+left join found as parent on {{ match | join(' and ') }}
+where parent.{{ combination_of_columns[0] }} is null
+{% endtest %}
+
 {# Rows for which the SQL boolean expression is not true. #}
 {% test expression_is_true(model, expression) %}
 select *
