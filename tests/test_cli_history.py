@@ -66,15 +66,29 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
         con.close()
     assert finished > 0
 
-    # three months older copies of 50 accesses: what a 1-month retention must delete, and only them
+    # three months older copies of 50 accesses: what a 1-month retention must delete, and only them;
+    # and of every job with the accesses that name it (their identities too: exact matches), whose
+    # figures the marts keep after retention deletes those accesses
     con = duckdb.connect(str(wh))
     try:
         con.execute("""INSERT INTO raw_file_access SELECT * REPLACE (unique_id || '-old' AS unique_id,
                          start_time - INTERVAL 90 DAY AS start_time, end_time - INTERVAL 90 DAY AS end_time)
                        FROM (SELECT * FROM raw_file_access ORDER BY unique_id LIMIT 50)""")
+        con.execute("""INSERT INTO raw_job SELECT * REPLACE (job_id || '-old90' AS job_id,
+                         job_identity || '-old90' AS job_identity, submit_time - INTERVAL 90 DAY AS submit_time,
+                         start_time - INTERVAL 90 DAY AS start_time, end_time - INTERVAL 90 DAY AS end_time)
+                       FROM raw_job""")
+        con.execute("""INSERT INTO raw_job_tag SELECT * REPLACE (job_id || '-old90' AS job_id,
+                         tagged_at - INTERVAL 90 DAY AS tagged_at) FROM raw_job_tag""")
+        old_named = con.execute("""INSERT INTO raw_file_access SELECT * REPLACE (unique_id || '-old90' AS unique_id,
+                         job_identity || '-old90' AS job_identity,
+                         start_time - INTERVAL 90 DAY AS start_time, end_time - INTERVAL 90 DAY AS end_time)
+                       FROM raw_file_access WHERE job_identity IS NOT NULL AND end_time IS NOT NULL
+                         AND unique_id NOT LIKE '%-old'""").fetchone()[0]
         before = con.execute("SELECT count(*) FROM raw_file_access").fetchone()[0]
     finally:
         con.close()
+    assert old_named > 0
     # a site's old history is in the marts before retention prunes its raw rows: back-fill those days
     old_first, old_end = first_day - timedelta(days=90), end - timedelta(days=90)
     run(
@@ -103,10 +117,22 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
         old_left = con.execute("SELECT count(*) FROM raw_file_access WHERE unique_id LIKE '%-old'").fetchone()[0]
     finally:
         con.close()
-    assert (before - after, old_left) == (50, 0)
+    assert (before - after, old_left) == (50 + old_named, 0)
     state = json.loads((home / "warehouse.duckdb.history.json").read_text())
     assert state["last_run"]["kind"] == "hourly" and state["last_run"]["success"]
-    assert state["retention"]["months"] == 1 and state["retention"]["rows_deleted_total"] == 50
+    assert state["retention"]["months"] == 1 and state["retention"]["rows_deleted_total"] == 50 + old_named
+    # the old jobs kept the files they read by exact match, whose accesses are gone: more files on
+    # jobs than exact matches held, which the whole-table check must not count against the build
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        old_files, files, exact = con.execute(
+            """SELECT (SELECT sum(files_accessed) FROM marts.job_efficiency WHERE job_id LIKE '%-old90'),
+                      (SELECT sum(files_accessed) FROM marts.job_efficiency),
+                      (SELECT count(*) FROM intermediate.int_file_access_by_job WHERE match_quality = 'exact')"""
+        ).fetchone()
+    finally:
+        con.close()
+    assert old_files > 0 and files > exact, (old_files, files, exact)
     assert state["retention"]["pruned_before"] is not None
     # the back-fill before it passed every test: this hourly run left the column checks out
     assert (state["last_run"]["test_scope"], state["last_run"]["tests"]) == ("core", core_tests)

@@ -8,7 +8,8 @@
 --   every failed job that ended (ran or not) is counted once in efficiency_by_group's days.
 -- File accesses are compared over the span raw still holds: retention deletes raw accesses that
 -- ended before a cut-off while the models keep them, so both sides start at the oldest access
--- left (cache_hourly at the first whole hour after it).
+-- left (cache_hourly at the first whole hour after it), and the files counted on jobs are those of
+-- the jobs that started after the oldest close left.
 --
 -- In a core-scope run (var test_scope: core, macros/test_scope.sql) each check compares only the
 -- days on and after the first day the run rebuilt of the incremental models it reads, and rows
@@ -22,6 +23,11 @@
 {%- set kept = access_time ~ ' is null or ' ~ access_time ~ ' >= ' ~ oldest_kept %}
 {%- set first_whole_hour = "(select date_trunc('hour', min(" ~ access_time ~ ")) + interval 1 hour from "
                            ~ ref('stg_file_access') ~ ")" %}
+{#- jobs whose accesses raw still holds: retention deletes the accesses that closed before its cut-off,
+    so every access closing after the oldest close left is held, and a job's accesses lie within its
+    run (a day's margin for clocks). The jobs before keep their files_accessed in job_efficiency while
+    their exact matches are gone from int_file_access_by_job. An access never closed is never pruned. -#}
+{%- set accesses_held = 'start_time >= (select min(end_time) from ' ~ ref('stg_file_access') ~ ') + interval 1 day' %}
 {#- the first day each check compares in a core-scope run, none for every row -#}
 {%- set jobs_from = rebuilt_from('job_efficiency') %}
 {%- set accesses_from = rebuilt_from('int_file_access_by_job') %}
@@ -45,7 +51,7 @@
      (cache_from, access_time, "server_role = 'cache'", 'hour', 'true')),
     ('storage_price_performance', '=', 'stg_storage_catalog', 'true', 'storage_price_performance', 'count(*)', 'true',
      none),
-    ('files_accessed', '<=', 'int_file_access_by_job', "match_quality = 'exact'", 'job_efficiency', 'sum(files_accessed)', 'true',
+    ('files_accessed', '<=', 'int_file_access_by_job', "match_quality = 'exact'", 'job_efficiency', 'sum(files_accessed)', accesses_held,
      none if jobs_from is none else (job_accesses_from, 'day', "match_quality = 'exact'", 'day', 'true', jobs_from)),
     ('failed_jobs', '=', 'int_job_tagged', 'failed', 'efficiency_by_group', 'sum(failed_jobs)', "period_grain = 'day'",
      (failed_from, 'day', 'failed', 'period_start', "period_grain = 'day'")),
