@@ -3,17 +3,33 @@
 -- plugin tag (no job_tag for the job or its step), per cluster and node: the plugin is missing,
 -- misconfigured or failing there. Nodes with the most untagged CPU hours first; the share of the
 -- node's jobs untagged beside it. From intermediate.int_job_tagged (tag_level NULL = untagged).
-with ranked as (
-    select *,
-           row_number() over (partition by batch_system, cluster, job_id
-                              order by case when step_id = '' then 0 else 1 end, step_id) as r,
-           max(end_time) over (partition by cluster) as cluster_last_end
+with cluster_days as (
+    select cluster, max(end_time) - interval 7 day as since
     from intermediate.int_job_tagged
+    group by cluster
+),
+
+-- Only a job with a row that ended in those days can qualify (the row standing for it must have):
+-- ranking the rows of every job ever recorded made this query's time grow with the months kept.
+recent_jobs as (
+    select distinct tagged.batch_system, tagged.cluster, tagged.job_id
+    from intermediate.int_job_tagged as tagged
+    inner join cluster_days on cluster_days.cluster = tagged.cluster
+    where tagged.end_time >= cluster_days.since
+),
+
+ranked as (
+    select tagged.*,
+           row_number() over (partition by tagged.batch_system, tagged.cluster, tagged.job_id
+                              order by case when tagged.step_id = '' then 0 else 1 end, tagged.step_id) as r
+    from intermediate.int_job_tagged as tagged
+    semi join recent_jobs using (batch_system, cluster, job_id)
 ),
 
 jobs as (
-    select * from ranked
-    where r = 1 and end_time >= cluster_last_end - interval 7 day
+    select ranked.* from ranked
+    inner join cluster_days on cluster_days.cluster = ranked.cluster
+    where ranked.r = 1 and ranked.end_time >= cluster_days.since
 )
 select
     cluster,
