@@ -37,9 +37,10 @@ having count(*) > 1
    its cost follows those rows, not every row of `to`, as dbt's relationships test on one
    concatenated column would. #}
 {% test key_exists_in(model, combination_of_columns, to) %}
-{%- set match = [] -%}
+{%- set match, child_keys = [], [] -%}
 {%- for column in combination_of_columns -%}
     {%- do match.append('parent.' ~ column ~ ' = child.' ~ column) -%}
+    {%- do child_keys.append('child.' ~ column) -%}
 {%- endfor %}
 with child as (
     select distinct {{ combination_of_columns | join(', ') }}
@@ -48,12 +49,12 @@ with child as (
 ),
 
 found as (
-    select distinct {% for column in combination_of_columns %}child.{{ column }}{{ ', ' if not loop.last }}{% endfor %}
+    select distinct {{ child_keys | join(', ') }}
     from {{ to }} as parent
     inner join child on {{ match | join(' and ') }}
 )
 
-select {% for column in combination_of_columns %}child.{{ column }}{{ ', ' if not loop.last }}{% endfor %}
+select {{ child_keys | join(', ') }}
 from child
 left join found as parent on {{ match | join(' and ') }}
 where parent.{{ combination_of_columns[0] }} is null
