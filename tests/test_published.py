@@ -7,6 +7,7 @@ published file, and `tierlens sql` meanwhile. Expected counts come from the Parq
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -149,7 +150,7 @@ def test_publish_writes_what_changed_and_never_rewrites_a_snapshot_a_reader_has_
     con.execute("CREATE TABLE big AS SELECT range AS x, range * 7 % 1000 AS y FROM range(2000000)")
     con.execute("CREATE TABLE hourly AS SELECT 1 AS hour")
     con.close()
-    target, first = publish_with_stats(wh)
+    target, first = publish_with_stats(wh, clone=False)
     assert not first.reused_slot and first.bytes_written == wh.stat().st_size == first.file_bytes
     assert _sha(target) == _sha(wh)
 
@@ -169,10 +170,10 @@ def test_publish_writes_what_changed_and_never_rewrites_a_snapshot_a_reader_has_
     try:
         assert reader.stdout.readline().strip() == "[2000000, 1]", reader.stderr.read()
         add_hour(2)
-        _, second = publish_with_stats(wh)  # no spare slot yet: a whole copy
+        _, second = publish_with_stats(wh, clone=False)  # no spare slot yet: a whole copy
         assert not second.reused_slot and _sha(target) == _sha(wh)
         add_hour(3)
-        _, third = publish_with_stats(wh)  # the spare is the reader's snapshot: left alone, a new slot
+        _, third = publish_with_stats(wh, clone=False)  # the spare is the reader's snapshot: left alone, a new slot
         assert not third.reused_slot and _sha(target) == _sha(wh)
         out, err = reader.communicate("go\n", timeout=120)
     finally:
@@ -181,7 +182,7 @@ def test_publish_writes_what_changed_and_never_rewrites_a_snapshot_a_reader_has_
     assert reader.returncode == 0, err
     assert out.splitlines()[-1] == "[2000000, 1]"  # its session still read the rows it opened with
     add_hour(4)
-    _, fourth = publish_with_stats(wh)  # nobody holds the spare now: only changed blocks written
+    _, fourth = publish_with_stats(wh, clone=False)  # nobody holds the spare now: only changed blocks written
     assert fourth.reused_slot
     assert _sha(target) == _sha(wh)
     size = wh.stat().st_size
@@ -258,11 +259,11 @@ def test_a_block_index_that_no_longer_describes_its_slot_falls_back_to_reading_i
         c.execute(f"INSERT INTO hourly VALUES ({h})")
         c.close()
 
-    target, _ = publish_with_stats(wh)
+    target, _ = publish_with_stats(wh, clone=False)
     add_hour(2)
-    publish_with_stats(wh)  # the second slot: from here on every publish reuses the spare
+    publish_with_stats(wh, clone=False)  # the second slot: from here on every publish reuses the spare
     add_hour(3)
-    _, by_index = publish_with_stats(wh)
+    _, by_index = publish_with_stats(wh, clone=False)
     assert by_index.reused_slot and by_index.compared_by == "index" and by_index.slot_bytes_read == 0
     assert 0 < by_index.bytes_written < wh.stat().st_size / 4
     assert _sha(target) == _sha(wh)
@@ -270,7 +271,7 @@ def test_a_block_index_that_no_longer_describes_its_slot_falls_back_to_reading_i
     spare = _spare(target)
     damage(spare.with_name(spare.name + ".blocks"), spare)
     add_hour(4)
-    _, after = publish_with_stats(wh)
+    _, after = publish_with_stats(wh, clone=False)
     assert after.compared_by == "bytes" and after.slot_bytes_read > 0
     assert _sha(target) == _sha(wh)  # the published snapshot is the working file, byte for byte
     ro = duckdb.connect(str(target), read_only=True)
@@ -278,7 +279,7 @@ def test_a_block_index_that_no_longer_describes_its_slot_falls_back_to_reading_i
     ro.close()
     # and the index written by that publish is trusted again by the next
     add_hour(5)
-    _, again = publish_with_stats(wh)
+    _, again = publish_with_stats(wh, clone=False)
     assert again.compared_by == "index" and _sha(target) == _sha(wh)
 
 
@@ -305,3 +306,103 @@ print(json.dumps(list(con.execute(q).fetchone())), flush=True)
 sys.stdin.readline()
 print(json.dumps(list(con.execute(q).fetchone())), flush=True)
 """
+
+
+@pytest.fixture
+def cloning_folder(tmp_path: Path):
+    """A folder on a real XFS with reflink (mkfs.xfs' default on EL8/EL9), loop-mounted: a
+    filesystem whose files can share blocks, as an analytics host's may be."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting an XFS image needs root")
+    image, mount = tmp_path / "xfs.img", tmp_path / "xfs"
+    with open(image, "wb") as f:
+        f.truncate(1 << 30)
+    subprocess.run(["mkfs.xfs", "-q", "-m", "reflink=1", str(image)], check=True, timeout=120)
+    mount.mkdir()
+    subprocess.run(["mount", "-o", "loop", str(image), str(mount)], check=True, timeout=120)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True, timeout=120)  # also frees the loop device
+
+
+def _extent_flags(path: Path) -> list[str]:
+    """The flags of each extent of ``path`` as the kernel's FIEMAP reports them (filefrag)."""
+    out = subprocess.run(["filefrag", "-v", str(path)], capture_output=True, text=True, check=True).stdout
+    return [line.split()[-1] for line in out.splitlines() if line.strip()[:1].isdigit() and ":" in line]
+
+
+def _used_bytes(folder: Path) -> int:
+    st = os.statvfs(folder)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
+def test_publish_on_a_filesystem_that_shares_blocks_clones_and_never_changes_a_snapshot(cloning_folder: Path) -> None:
+    from tierlens.warehouse.publish import CHUNK, last_publish, publish_with_stats
+
+    wh = cloning_folder / "warehouse.duckdb"
+    con = duckdb.connect(str(wh))
+    # hashes do not compress: tens of MB of blocks whose copying the filesystem's own count would show
+    con.execute("CREATE TABLE big AS SELECT range AS x, hash(range) AS y FROM range(4000000)")
+    con.execute("CREATE TABLE hourly AS SELECT 1 AS hour")
+    con.close()
+    size = wh.stat().st_size
+    assert size > 30e6
+    used = _used_bytes(cloning_folder)
+    target, first = publish_with_stats(wh)
+    assert (first.compared_by, first.bytes_written, first.slot_bytes_read) == ("clone", 0, 0)
+    assert _sha(target) == _sha(wh)
+    assert _used_bytes(cloning_folder) - used < size / 20  # no copy of the data: the filesystem's own count
+    assert _extent_flags(target) and all("shared" in flags for flags in _extent_flags(target))
+    first_digest = _sha(target)
+
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER_BIG, str(target)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    held = os.open(target, os.O_RDONLY)  # the first snapshot, whatever names it later
+    try:
+        assert reader.stdout.readline().strip() == "[4000000, 1]", reader.stderr.read()
+        # rewrite most of the working file: the freed blocks, shared with the snapshot, are reused
+        c = duckdb.connect(str(wh))
+        c.execute("DROP TABLE big")
+        c.execute("CHECKPOINT")
+        c.execute("CREATE TABLE big AS SELECT range AS x, hash(range + 1) AS y FROM range(3000000)")
+        c.execute("INSERT INTO hourly VALUES (2)")
+        c.close()
+        with os.fdopen(os.dup(held), "rb") as old, open(wh, "rb") as now:
+            old.seek(0)
+            blocks = [(old.read(CHUNK), now.read(CHUNK)) for _ in range(size // CHUNK)]
+        overwritten = sum(a != b for a, b in blocks)
+        assert overwritten > len(blocks) / 2  # the working file was rewritten in place, over shared blocks
+        _, second = publish_with_stats(wh)
+        assert second.compared_by == "clone" and _sha(target) == _sha(wh)
+        out, err = reader.communicate("go\n", timeout=120)
+        with os.fdopen(os.dup(held), "rb") as f:
+            f.seek(0)  # a dup shares the offset the read above moved
+            assert hashlib.sha256(f.read()).hexdigest() == first_digest  # not a byte of it changed
+    finally:
+        os.close(held)
+        if reader.poll() is None:
+            reader.kill()
+    assert reader.returncode == 0, err
+    assert out.splitlines()[-1] == "[4000000, 1]"
+    ro = duckdb.connect(str(target), read_only=True)
+    assert ro.execute("SELECT count(*), max(hour) FROM big, (SELECT max(hour) AS hour FROM hourly)").fetchall() == [
+        (3000000, 2)
+    ]
+    ro.close()
+    assert last_publish(wh) == second
+    # one slot, no block index: a clone needs no spare
+    assert sorted(p.name for p in (target.parent / ".slots").iterdir()) == ["state.json", "warehouse.duckdb.1"]
+
+    # asked not to clone, the same filesystem gets the block diff
+    c = duckdb.connect(str(wh))
+    c.execute("INSERT INTO hourly VALUES (3)")
+    c.close()
+    _, diffed = publish_with_stats(wh, clone=False)
+    assert diffed.compared_by == "bytes" and diffed.bytes_written == wh.stat().st_size
+    assert _sha(target) == _sha(wh)

@@ -21,6 +21,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .warehouse.publish import PublishStats
 
 PLUGIN_FILE = "tierlens_spank.so"
 #: Where Slurm looks for plugins when slurm.conf gives no PluginDir (Debian, then EL/SchedMD builds).
@@ -646,15 +650,13 @@ def _warehouse_history(wh: Path) -> list[Finding]:
 
     slots = wh.parent / PUBLISHED_DIR / SLOTS_DIR
     published = sum(_size(p) for p in slots.iterdir()) if slots.is_dir() else 0
+    pub = last_publish(wh)
+    if pub is not None and pub.compared_by == "clone":
+        snapshots = f"a {published / 1e9:.2f} GB published snapshot sharing its unchanged blocks with it (a clone)"
+    else:
+        snapshots = f"{published / 1e9:.2f} GB published snapshots (current and spare)"
     # Facts about a readable warehouse are OK findings: INFO is kept for parts doctor did not check.
-    out = [
-        Finding(
-            "warehouse",
-            "size",
-            Status.OK,
-            f"{_size(wh) / 1e9:.2f} GB working file, {published / 1e9:.2f} GB published snapshots (current and spare)",
-        )
-    ]
+    out = [Finding("warehouse", "size", Status.OK, f"{_size(wh) / 1e9:.2f} GB working file, {snapshots}")]
     try:
         con = duckdb.connect(str(wh), read_only=True)
         try:
@@ -731,7 +733,6 @@ def _warehouse_history(wh: Path) -> list[Finding]:
                 "" if run.success else "; ".join(run.failures[:3])[:500],
             )
         )
-    pub = last_publish(wh)
     if pub is not None:
         out.append(
             Finding(
@@ -739,10 +740,16 @@ def _warehouse_history(wh: Path) -> list[Finding]:
                 "last publish",
                 Status.OK,
                 f"{pub.published_at}: {pub.bytes_written / 1e6:,.1f} of {pub.file_bytes / 1e6:,.1f} MB "
-                f"written in {pub.seconds:.1f} s ({'changed blocks' if pub.reused_slot else 'whole copy'})",
+                f"written in {pub.seconds:.1f} s ({_publish_method(pub)})",
             )
         )
     return out
+
+
+def _publish_method(pub: PublishStats) -> str:
+    if pub.compared_by == "clone":
+        return "a clone sharing the working file's blocks"
+    return "changed blocks" if pub.reused_slot else "whole copy"
 
 
 def _warehouse_schema(wh: Path) -> Finding:

@@ -9,7 +9,14 @@ report, ``duckdb -readonly``): ``published/warehouse.duckdb`` beside the working
 The snapshot keeps the working file's name in its own folder because dbt-duckdb's views name their
 catalog after the file (``"warehouse"."staging"...``).
 
-Cost in proportion to what changed: the snapshot is one of a few *slots*
+Cost in proportion to what changed. Where the filesystem can share blocks between files (XFS with
+reflink, the default of mkfs.xfs on EL8/EL9 and Debian; btrfs), a publish is a *clone*: a new slot
+that shares every block of the working file, made without reading or writing any (one ioctl). The
+filesystem copies a shared block only when the working file later overwrites it, so the snapshot
+never changes under its readers, and it costs disk only for the blocks the working file has
+changed since. Elsewhere (ext4) the publish diffs blocks, as follows.
+
+The snapshot is one of a few *slots*
 (``published/.slots/warehouse.duckdb.<n>``) and ``published/warehouse.duckdb`` is a hard link to
 the current one. A publish brings the previous slot (the one readers left an hour ago) up to date
 by writing only the blocks of the working file that differ from it; DuckDB rewrites only the
@@ -83,6 +90,10 @@ INDEX_FORMAT_VERSION = 2
 INDEX_SUFFIX = ".blocks"
 INDEX_HASH = "xxh3_128"
 DIGEST_BYTES = 16
+#: Linux's ioctl that makes one file share all of another's blocks (``_IOW(0x94, 9, int)``).
+FICLONE = 0x40049409
+#: What a filesystem (or a pair of them) that cannot share blocks answers FICLONE with.
+_CANNOT_CLONE = frozenset({errno.EOPNOTSUPP, errno.ENOTTY, errno.EXDEV, errno.EINVAL, errno.ENOSYS})
 
 
 def _digest(block: bytes | memoryview) -> bytes:
@@ -102,6 +113,7 @@ class PublishStats:
     bytes_written: int
     chunks_written: int
     seconds: float
+    #: "clone": the slot shares the working file's blocks (nothing compared or written);
     #: "index": blocks found by the slot's block index; "bytes": by reading the slot (no valid index)
     compared_by: str
     #: bytes read back from the slot to compare (0 when its index was valid)
@@ -138,8 +150,9 @@ def publish(warehouse: str | Path) -> Path:
     return publish_with_stats(warehouse)[0]
 
 
-def publish_with_stats(warehouse: str | Path) -> tuple[Path, PublishStats]:
-    """:func:`publish`, also returning what it wrote.
+def publish_with_stats(warehouse: str | Path, *, clone: bool = True) -> tuple[Path, PublishStats]:
+    """:func:`publish`, also returning what it wrote; ``clone=False`` diffs blocks even where the
+    filesystem could clone.
 
     Holds a writing connection on ``warehouse`` throughout, so no other process can change it
     mid-copy (a writer meets the lock, as with any other task), after a checkpoint has put every
@@ -157,15 +170,26 @@ def publish_with_stats(warehouse: str | Path) -> tuple[Path, PublishStats]:
     try:
         con.execute("CHECKPOINT")
         current = _inode(target)
-        slot, fd, reused = _writable_slot(slots, source.name, current)
+        cloned = _cloned_slot(slots, source) if clone else None
+        if cloned is not None:
+            slot, fd = cloned
+            reused = False
+        else:
+            slot, fd, reused = _writable_slot(slots, source.name, current)
         try:
-            sync = _sync_blocks(source, fd, _index_path(slot))
+            if cloned is not None:
+                sync = _Synced(0, 0, os.fstat(fd).st_size, "clone", 0)
+            else:
+                sync = _sync_blocks(source, fd, _index_path(slot))
             _link_atomically(slot, target)
         finally:
             os.close(fd)  # releases the lock: the slot is now the published one
     finally:
         con.close()
-    _drop_old_slots(slots, source.name, keep={slot.name, *_names_of(slots, source.name, current)})
+    # A clone needs no spare: the next publish clones again. Without clones the slot readers left
+    # is kept as the next publish's spare.
+    keep = {slot.name} if cloned is not None else {slot.name, *_names_of(slots, source.name, current)}
+    _drop_old_slots(slots, source.name, keep=keep)
     stats = PublishStats(
         STATE_FORMAT_VERSION,
         datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -221,11 +245,43 @@ def _writable_slot(slots: Path, name: str, current: tuple[int, int] | None) -> t
                 continue  # a reader's session holds it: leave it to them
             raise
         return path, fd, True
+    return (*_new_slot(slots, name), False)
+
+
+def _new_slot(slots: Path, name: str) -> tuple[Path, int]:
+    """A new empty slot, numbered after the others, locked for writing."""
     taken = [int(p.name[len(name) + 1 :]) for p in _slot_files(slots, name)]
     path = slots / f"{name}.{max(taken, default=-1) + 1}"
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    return path, fd, False
+    return path, fd
+
+
+def _cloned_slot(slots: Path, source: Path) -> tuple[Path, int] | None:
+    """A new slot sharing all of ``source``'s blocks (a reflink clone: XFS with reflink, btrfs,
+    bcachefs, OCFS2), locked; None where the filesystem cannot clone (ext4, or the published folder
+    on another filesystem). Nothing is read or written: the filesystem copies a shared block only
+    when the working file later overwrites it, so the snapshot never changes and costs disk only
+    for what the working file has changed since."""
+    path, fd = _new_slot(slots, source.name)
+    try:
+        src_fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            fcntl.ioctl(fd, FICLONE, src_fd)
+        finally:
+            os.close(src_fd)
+        os.fsync(fd)
+    except OSError as e:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+        if e.errno in _CANNOT_CLONE:
+            return None
+        raise
+    except BaseException:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    return path, fd
 
 
 @dataclass(frozen=True)
@@ -276,6 +332,9 @@ def _sync_blocks(source: Path, fd: int, index: Path) -> _Synced:
     os.ftruncate(fd, size)
     os.fsync(fd)
     _write_index(index, fd, digests)
+    # The slot's pages (written, or read back) would push the working file out of the page cache,
+    # and the next hour's run reads the working file, not the snapshot.
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     return _Synced(written, chunks, size, "index" if known is not None else "bytes", slot_read)
 
 
