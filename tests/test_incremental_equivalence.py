@@ -322,6 +322,22 @@ def _tables(db: Path) -> list[tuple[str, str]]:
         con.close()
 
 
+def _working_tables(db: Path | duckdb.DuckDBPyConnection) -> list[str]:
+    """Every table of the warehouse whose name holds dbt's working-table marker."""
+    con = duckdb.connect(str(db), read_only=True) if isinstance(db, Path) else db
+    try:
+        return sorted(
+            f"{schema}.{name}"
+            for schema, name in con.execute(
+                "select schema_name, table_name from duckdb_tables() "
+                "where database_name = current_database() and table_name like '%\\_\\_dbt\\_%' escape '\\'"
+            ).fetchall()
+        )
+    finally:
+        if isinstance(db, Path):
+            con.close()
+
+
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("incremental")
@@ -408,6 +424,11 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
     con.execute(
         f"update marts.job_io_profile set concurrent_jobs = concurrent_jobs + 1000 where {keyed}", list(untouched[:4])
     )
+    leftovers_before = _working_tables(con)
+    # what a run that stopped midway (or an older tierlens) leaves, and a table of the site's own
+    con.execute("create table main.change_effects__dbt_tmp20250101000000000000 as select 1 as x")
+    con.execute("create table marts.job_efficiency__dbt_backup as select 1 as x")
+    con.execute("create table main.site_notes__dbt_tmp_kept as select 1 as x")
     con.close()
     for h in range(12, 24):
         load(last + h * hour, last + (h + 1) * hour)
@@ -431,6 +452,7 @@ def replayed(tmp_path_factory) -> dict[str, Any]:
         "matched_before": matched_before,
         "revised_before": revised_before,
         "io_profile_planted": (untouched[4] + 1000, planted_after),
+        "working_tables": (leftovers_before, _working_tables(warehouse)),
         "timings": timings,
     }
 
@@ -517,6 +539,15 @@ def test_the_builds_were_incremental(replayed):
     ]
     con.close()
     assert modes == ["full"] + ["incremental"] * 5
+
+
+def test_incremental_builds_leave_no_working_tables_and_clear_old_ones(replayed):
+    """Five incremental builds of the Python models (ab_uncertainty, int_ab_totals,
+    change_effects) left none of their working tables, and the sixth dropped the leftovers planted
+    before it, but not a table of the site's whose name only resembles one."""
+    before, after = replayed["working_tables"]
+    assert before == []
+    assert after == ["main.site_notes__dbt_tmp_kept"]
 
 
 def test_a_late_accounting_record_reaches_its_earlier_accesses(replayed):

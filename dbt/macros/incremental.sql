@@ -227,6 +227,28 @@
     select {{ columns }} from {{ temp_relation }}
     where {{ day_column }} is null or {{ window }}
     {%- endif %}
+    {%- if model.language == 'python' and target.type == 'duckdb' %};
+
+    {#- dbt-duckdb writes a Python model's rebuilt rows to a real table, not a temporary one, and
+        does not drop it: one table per run and model, each read by every later open of the file -#}
+    drop table if exists {{ temp_relation }}
+    {%- endif %}
+{%- endmacro %}
+
+
+{#- Working tables an earlier run left behind (a run that stopped midway, or a tierlens whose Python
+    models left theirs): dbt's names for them end in __dbt_tmp and a timestamp. Each is a table every
+    open of the warehouse reads the catalog entry of. DuckDB only: on Spark they are views. -#}
+{% macro drop_leftover_working_tables() -%}
+    {%- if execute and target.type == 'duckdb' -%}
+    {%- set leftovers = run_query(
+        "select schema_name, table_name from duckdb_tables() "
+        "where database_name = current_database() and not temporary "
+        "and regexp_matches(table_name, '__dbt_(tmp|backup)[0-9]*$')") -%}
+    {%- for row in leftovers.rows %}
+    drop table if exists "{{ row[0] }}"."{{ row[1] }}";
+    {%- endfor -%}
+    {%- endif -%}
 {%- endmacro %}
 
 
