@@ -282,9 +282,25 @@ def child_disk(args: argparse.Namespace) -> dict:
         "file_accesses": accesses,
         "warehouse_bytes": wh.stat().st_size,
         "published_bytes": _bytes(snap.parent),
+        # a clone (XFS, btrfs) shares its unchanged blocks with the working file: what it alone holds
+        "published_unshared_bytes": _unshared_bytes(snap),
         "home_bytes": _bytes(folder),
         "jobs_and_tags_bytes": job_bytes,
     }
+
+
+def _unshared_bytes(path: Path) -> int:
+    """Bytes of ``path``'s extents that no other file shares, from the kernel's FIEMAP (filefrag)."""
+    out = subprocess.run(["filefrag", "-v", str(path)], capture_output=True, text=True, check=True).stdout
+    block = int(out.split(" blocks of ")[1].split()[0]) if " blocks of " in out else 4096
+    total = 0
+    for line in out.splitlines():
+        fields = line.replace(":", " ").replace("..", " ").split()
+        # "  0:   0..  25599:   24..  25623:  25600:   last,shared,eof": index, logical and
+        # physical range, length in blocks, (expected), flags
+        if fields and fields[0].isdigit() and len(fields) >= 6 and "shared" not in fields[-1]:
+            total += int(fields[5]) * block
+    return total
 
 
 def _bytes(folder: Path) -> int:
