@@ -303,6 +303,7 @@ def test_warehouse_history_size_oldest_day_retention_last_run_and_a_newer_state_
     last = f[("warehouse", "last transform")]
     assert last.status is Status.OK and "3 new raw batches, 1,234 rows" in last.detail
     assert "whole copy" in f[("warehouse", "last publish")].detail
+    assert "XFS with reflink" in f[("warehouse", "last publish")].fix  # tmp_path is on ext4 here
     # a state file written by a newer tierlens is not guessed at
     state_path(wh).write_text(json.dumps({"format_version": 99}))
     f = _by_check(doctor.check_warehouse(Options(warehouse=wh)))

@@ -396,6 +396,11 @@ def test_publish_on_a_filesystem_that_shares_blocks_clones_and_never_changes_a_s
     ]
     ro.close()
     assert last_publish(wh) == second
+    from tierlens import doctor
+
+    found = {f.check: f for f in doctor.check_warehouse(doctor.Options(warehouse=wh)) if f.area == "warehouse"}
+    assert "a clone sharing the working file's blocks" in found["last publish"].detail
+    assert not found["last publish"].fix and "(a clone)" in found["size"].detail
     # one slot, no block index: a clone needs no spare
     assert sorted(p.name for p in (target.parent / ".slots").iterdir()) == ["state.json", "warehouse.duckdb.1"]
 

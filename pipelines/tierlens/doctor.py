@@ -741,6 +741,10 @@ def _warehouse_history(wh: Path) -> list[Finding]:
                 Status.OK,
                 f"{pub.published_at}: {pub.bytes_written / 1e6:,.1f} of {pub.file_bytes / 1e6:,.1f} MB "
                 f"written in {pub.seconds:.1f} s ({_publish_method(pub)})",
+                ""
+                if pub.compared_by == "clone"
+                else "on a filesystem that shares blocks (XFS with reflink, btrfs) each publish is a clone: "
+                "nothing read or copied, no second snapshot (docs/site-admin.md, sizing)",
             )
         )
     return out
