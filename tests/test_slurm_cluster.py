@@ -352,6 +352,28 @@ def test_ingest_again_changes_nothing(cluster, ingested):
     assert state["unfinished"] == [] and state["format"] == "json"
 
 
+def test_jobs_tagged_but_missed_by_every_window_are_asked_for_by_id(cluster, jobs, ingested, work):
+    """A run whose windows all lie after the jobs (as when slurmdbd lists them in windows late)
+    loads only their spool tags; the next run asks sacct for those jobs by id and loads them."""
+    wh = work / "home" / "missed.duckdb"
+    (last_end,) = _q(ingested, "SELECT epoch(max(end_time))::BIGINT FROM raw_job")[0]
+    window = ["--start", str(last_end + 1), "--end", str(last_end + 2), "--clusters", cluster.cluster_name]
+    base = ["ingest", "slurm", "-w", str(wh), "--spool", str(cluster.spool), *window]
+    r = CliRunner().invoke(app, base, env=cluster.client_env)
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    ids = set(_all_ids(jobs))
+    tagged = {j for (j,) in _q(wh, "SELECT DISTINCT job_id FROM raw_job_tag")}
+    assert ids <= tagged and not ids & {j for (j,) in _q(wh, "SELECT job_id FROM raw_job")}
+    r = CliRunner().invoke(app, base, env=cluster.client_env)
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    assert "tagged jobs no time window had returned" in r.output
+    # the rows sacct gives by id are the ones the windows gave the first ingest
+    cols = "job_id, step_id, allocated_cores, wall_seconds, state, node, start_time, end_time"
+    where = f"WHERE job_id IN ({', '.join(repr(j) for j in sorted(ids))})"
+    got = _q(wh, f"SELECT {cols} FROM raw_job {where} ORDER BY ALL")
+    assert got and got == _q(ingested, f"SELECT {cols} FROM raw_job {where} ORDER BY ALL")
+
+
 def test_parsable2_fallback_gives_the_same_rows(cluster, ingested, work):
     wh2 = work / "home" / "p2.duckdb"
     r = CliRunner().invoke(

@@ -389,6 +389,44 @@ def test_watermark_windows_and_unfinished_jobs(tmp_path, fake_sacct):
     assert _q(wh, "SELECT count(*), min(state) FROM raw_job WHERE job_id = '90'") == [(2, "COMPLETED")]
 
 
+def test_tagged_jobs_no_window_returned_are_asked_for_by_id(tmp_path, fake_sacct):
+    """slurmdbd can list a finished job in time-window queries later than the overlap: the spool's
+    tags name it, so the next run asks sacct for it by id, within --tagged-days, for the clusters
+    the warehouse holds jobs of, and never follows an id sacct does not know."""
+    exe, calls = fake_sacct
+    now = int(time.time())
+    sp = tmp_path / "spool"
+    sp.mkdir()
+    recent = {"start_time": now - 7200, "end_time": now - 7100}
+    (sp / "95.0.wn01.json").write_text(_spool_rec("95", "0", **recent))  # the job windows missed
+    (sp / "96.0.wn01.json").write_text(_spool_rec("96", "0", **recent))  # returned by its window
+    (sp / "98.0.wn01.json").write_text(_spool_rec("98", "0", **recent))  # sacct never knows it
+    (sp / "94.0.wn01.json").write_text(_spool_rec("94", "0", start_time=now - 20 * 86400))  # too old
+    (sp / "97.0.wn01.json").write_text(_spool_rec("97", "0", cluster="c2", **recent))  # not this cluster's
+    wh = tmp_path / "wh.duckdb"
+    base = ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe), "--spool", str(sp)]
+    (tmp_path / "out.json").write_text(_doc(_new_layout_job(96, end=now - 3600)))
+    r = CliRunner().invoke(app, [*base, "--first-hours", "1", "--window-hours", "1"])
+    assert r.exit_code == 0, r.output
+    assert not any("--jobs" in c for c in calls())  # nothing tagged before this run
+    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job ORDER BY 1") == [("96",)]
+
+    (tmp_path / "out.json").write_text(_doc(_new_layout_job(95, end=now - 3600)))
+    r = CliRunner().invoke(app, base)
+    assert r.exit_code == 0, r.output
+    second = calls()
+    by_id = [c[c.index("--jobs") + 1] for c in second if "--jobs" in c]
+    assert by_id == ["95,98"] and "for 2 tagged jobs" in r.output
+    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job ORDER BY 1") == [("95",), ("96",)]
+    assert json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]["unfinished"] == []
+
+    r = CliRunner().invoke(app, [*base, "--tagged-days", "0"])
+    assert r.exit_code == 0, r.output
+    assert not any("--jobs" in c for c in calls())  # switched off
+    r = CliRunner().invoke(app, base)
+    assert [c[c.index("--jobs") + 1] for c in calls() if "--jobs" in c] == ["98"]  # until it ages out
+
+
 def test_falls_back_to_parsable2(tmp_path, fake_sacct, monkeypatch):
     exe, calls = fake_sacct
     monkeypatch.setenv("FAKE_SACCT_NO_JSON", "1")

@@ -193,6 +193,37 @@ class Warehouse:
                         f"COMMENT ON COLUMN {quote(table)}.{quote(column.name)} IS {literal(column.comment)}"
                     )
 
+    # ------------------------------------------------------------------ gaps
+
+    def tagged_without_accounting(
+        self, batch_system: str, since: datetime, until: datetime, clusters: list[str] | None = None
+    ) -> list[str]:
+        """Ids of jobs the plugin tagged in [since, until) that have no job row: jobs the batch
+        system's accounting has not delivered (a time-window query that missed them).
+
+        ``clusters``: only those; None: the clusters this warehouse holds jobs of since ``since``.
+        A job tagged at T ended at T or later, so job rows ending before ``since`` are not read."""
+        cluster_filter = (
+            "t.cluster IN (SELECT unnest(?::VARCHAR[]))"
+            if clusters is not None
+            else "t.cluster IN (SELECT DISTINCT cluster FROM raw_job WHERE batch_system = ? "
+            "AND (end_time >= ? OR end_time IS NULL))"
+        )
+        params: list[object] = [batch_system, since, until]
+        params += [clusters] if clusters is not None else [batch_system, since]
+        rows = self.con.execute(
+            f"""
+            SELECT DISTINCT t.job_id FROM raw_job_tag t
+            WHERE t.batch_system = ? AND t.tagged_at >= ? AND t.tagged_at < ? AND {cluster_filter}
+              AND NOT EXISTS (
+                  SELECT 1 FROM raw_job j
+                  WHERE j.batch_system = t.batch_system AND j.cluster = t.cluster AND j.job_id = t.job_id
+                    AND (j.end_time >= ? OR j.end_time IS NULL))
+            """,
+            [*params, since],
+        ).fetchall()
+        return sorted((r[0] for r in rows), key=lambda j: (len(j), j))
+
     # ------------------------------------------------------------------ loading
 
     def load(self, batch: Batch | ParquetFileBatch) -> LoadResult:

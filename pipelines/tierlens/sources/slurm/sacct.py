@@ -40,7 +40,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TextIO
@@ -190,8 +190,11 @@ def sacct_batches(
     on_window: Callable[[float, list[str]], None] | None = None,
     batch_rows: int = BATCH_ROWS,
     retry: list[WindowReport] | None = None,
+    missing: Sequence[str] = (),
 ) -> Iterator[Batch]:
-    """JOB batches for [start, end) in windows of `window` seconds, plus `unfinished` job ids.
+    """JOB batches for [start, end) in windows of `window` seconds, plus `unfinished` job ids,
+    plus `missing` ones (tagged, never accounted): asked for by id, and followed like unfinished
+    ones only if sacct returns them unfinished (an id sacct does not know is not asked forever).
 
     `on_window(watermark, still_unfinished_ids)` is called after each window's batches were
     handed on. The watermark is the window's end, unless a window's output was incomplete
@@ -199,16 +202,18 @@ def sacct_batches(
     first such window, so the next run asks for it again. Those windows are appended to `retry`.
     """
     pending = set(unfinished)
+    followed = set(unfinished)
     held: float | None = None
     # jobs seen unfinished last time: ask for them by id (no time window), in bounded chunks
-    ids = sorted(pending, key=lambda s: (len(s), s))
+    ids = sorted(pending | set(missing), key=lambda s: (len(s), s))
     for k in range(0, len(ids), 500):
         chunk = ids[k : k + 500]
         report = WindowReport(f"jobs {chunk[0]}..{chunk[-1]}")
         items = _track(runner.rows(["--jobs", ",".join(chunk)], report), pending)
         yield from stream_batches(items, f"sacct:{report.label}", batch_rows)
         if not report.complete:
-            pending.update(chunk)  # not seen whole: ask for all of them again
+            # not seen whole: ask again for those followed (the missing are found again from the tags)
+            pending.update(j for j in chunk if j in followed)
             if retry is not None:
                 retry.append(report)
     t = start

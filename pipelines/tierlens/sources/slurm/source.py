@@ -8,7 +8,7 @@ keeps no watermark. Both read sacct in bounded windows, then the SPANK plugin's 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from itertools import chain
 from pathlib import Path
@@ -29,14 +29,16 @@ def batches(
     unfinished: Iterable[str] = (),
     on_window: Callable[[float, list[str]], None] | None = None,
     retry: list[WindowReport] | None = None,
+    missing: Sequence[str] = (),
 ) -> Iterator[Batch]:
     """Jobs and steps of [start, end) (epoch seconds) from sacct in windows of ``window_hours``,
-    plus the jobs still ``unfinished`` last time, then the spool tags of ``spool`` folders.
+    plus the jobs still ``unfinished`` last time and the ``missing`` ones (tagged by the plugin,
+    never returned by a window), then the spool tags of ``spool`` folders.
 
     ``on_window`` and ``retry`` are sacct_batches': a window's watermark once it is handed on, and
     the windows whose output was incomplete (asked for again next time)."""
     out: Iterator[Batch] = sacct_batches(
-        runner, start, end, window_hours * 3600, list(unfinished), on_window, retry=retry
+        runner, start, end, window_hours * 3600, list(unfinished), on_window, retry=retry, missing=missing
     )
     dirs = [Path(d) for d in spool]
     return chain(out, spool_batches(dirs)) if dirs else out
