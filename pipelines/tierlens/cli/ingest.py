@@ -54,7 +54,7 @@ def slurm(
     ] = 8.0,
 ) -> None:
     """Jobs and steps from `sacct` since the last run (watermark), joined with spool tags."""
-    from ..pipeline import ingest
+    from ..pipeline import ingest, tagged_not_accounted
     from ..sources.slurm.sacct import SacctError, SacctRunner, WindowReport
     from ..sources.slurm.source import Checkpoints, batches, parse_when, watermark
 
@@ -75,7 +75,11 @@ def slurm(
         console.print("nothing to do: the watermark is at the window end")
         return
     runner = SacctRunner(sacct=sacct, fmt=fmt, clusters=clusters)
-    missing = _tagged_not_accounted(wh, clusters, t_end - tagged_days * 86400, t_start) if tagged_days > 0 else []
+    missing = (
+        tagged_not_accounted(wh, "slurm", clusters, t_end - tagged_days * 86400, t_start, warn=err.print)
+        if tagged_days > 0
+        else []
+    )
 
     def save(at: float, unfinished: list[str]) -> None:
         if end is None or start is None:  # an explicit window does not move the watermark
@@ -112,39 +116,6 @@ def slurm(
     if missing:
         console.print(f"asked sacct by id for {len(missing)} tagged jobs no time window had returned")
     console.print(f"sacct format: {runner.fmt}; watermark file {mark.path}")
-
-
-#: The most tagged-but-unaccounted jobs asked for in one run (500 per sacct call); the rest wait.
-MAX_MISSING = 2000
-
-
-def _tagged_not_accounted(wh: Path, clusters: str | None, since: float, until: float) -> list[str]:
-    """Jobs the plugin tagged in [since, until) with no job row yet, oldest ids first."""
-    from datetime import datetime, timezone
-
-    import duckdb
-
-    from ..warehouse import Warehouse
-    from ..warehouse.migrations import SchemaError
-
-    if not wh.is_file() or since >= until:
-        return []
-    try:
-        with Warehouse(wh, read_only=True) as w:
-            ids = w.tagged_without_accounting(
-                "slurm",
-                datetime.fromtimestamp(since, tz=timezone.utc),
-                datetime.fromtimestamp(until, tz=timezone.utc),
-                [c.strip() for c in clusters.split(",") if c.strip()] if clusters else None,
-            )
-    except (duckdb.Error, SchemaError) as e:  # a transform holds it, or the ingest must migrate first
-        err.print(f"[yellow]tagged jobs not checked against accounting this run ({wh}): {e}[/yellow]")
-        return []
-    if len(ids) > MAX_MISSING:
-        err.print(
-            f"[yellow]{len(ids)} tagged jobs have no accounting record: asking for {MAX_MISSING} this run[/yellow]"
-        )
-    return ids[:MAX_MISSING]
 
 
 def slurm_spool(
