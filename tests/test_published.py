@@ -135,6 +135,26 @@ def test_publish_swaps_in_a_whole_copy_and_never_writes_through_a_symlink(tmp_pa
         publish(wh)
 
 
+def _big_and_hourly(wh: Path, big: str) -> None:
+    """A warehouse with a large table ``big`` (``big`` is its SELECT) and a one-row ``hourly``."""
+    con = duckdb.connect(str(wh))
+    con.execute(f"CREATE TABLE big AS {big}")
+    con.execute("CREATE TABLE hourly AS SELECT 1 AS hour")
+    con.close()
+
+
+def _reader_session(snapshot: Path) -> subprocess.Popen:
+    """A reader's session on ``snapshot`` in its own process (READER_BIG): it prints what it sees,
+    waits for a line on stdin, and prints again from the same session."""
+    return subprocess.Popen(
+        [sys.executable, "-c", READER_BIG, str(snapshot)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def _sha(path: Path) -> str:
     import hashlib
 
@@ -145,11 +165,8 @@ def test_publish_writes_what_changed_and_never_rewrites_a_snapshot_a_reader_has_
     from tierlens.warehouse.publish import last_publish, publish_with_stats
 
     wh = tmp_path / "warehouse.duckdb"
-    con = duckdb.connect(str(wh))
     # 2 M rows in many row groups: a change to one more small table leaves them byte-identical
-    con.execute("CREATE TABLE big AS SELECT range AS x, range * 7 % 1000 AS y FROM range(2000000)")
-    con.execute("CREATE TABLE hourly AS SELECT 1 AS hour")
-    con.close()
+    _big_and_hourly(wh, "SELECT range AS x, range * 7 % 1000 AS y FROM range(2000000)")
     target, first = publish_with_stats(wh, clone=False)
     assert not first.reused_slot and first.bytes_written == wh.stat().st_size == first.file_bytes
     assert _sha(target) == _sha(wh)
@@ -160,13 +177,7 @@ def test_publish_writes_what_changed_and_never_rewrites_a_snapshot_a_reader_has_
         c.close()
 
     # a reader session on the first snapshot, in its own process
-    reader = subprocess.Popen(
-        [sys.executable, "-c", READER_BIG, str(target)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    reader = _reader_session(target)
     try:
         assert reader.stdout.readline().strip() == "[2000000, 1]", reader.stderr.read()
         add_hour(2)
@@ -249,10 +260,7 @@ def test_a_block_index_that_no_longer_describes_its_slot_falls_back_to_reading_i
     from tierlens.warehouse.publish import publish_with_stats
 
     wh = tmp_path / "warehouse.duckdb"
-    con = duckdb.connect(str(wh))
-    con.execute("CREATE TABLE big AS SELECT range AS x, range * 7 % 1000 AS y FROM range(2000000)")
-    con.execute("CREATE TABLE hourly AS SELECT 1 AS hour")
-    con.close()
+    _big_and_hourly(wh, "SELECT range AS x, range * 7 % 1000 AS y FROM range(2000000)")
 
     def add_hour(h: int) -> None:
         c = duckdb.connect(str(wh))
@@ -341,11 +349,8 @@ def test_publish_on_a_filesystem_that_shares_blocks_clones_and_never_changes_a_s
     from tierlens.warehouse.publish import CHUNK, last_publish, publish_with_stats
 
     wh = cloning_folder / "warehouse.duckdb"
-    con = duckdb.connect(str(wh))
     # hashes do not compress: tens of MB of blocks whose copying the filesystem's own count would show
-    con.execute("CREATE TABLE big AS SELECT range AS x, hash(range) AS y FROM range(4000000)")
-    con.execute("CREATE TABLE hourly AS SELECT 1 AS hour")
-    con.close()
+    _big_and_hourly(wh, "SELECT range AS x, hash(range) AS y FROM range(4000000)")
     size = wh.stat().st_size
     assert size > 30e6
     used = _used_bytes(cloning_folder)
@@ -356,13 +361,7 @@ def test_publish_on_a_filesystem_that_shares_blocks_clones_and_never_changes_a_s
     assert _extent_flags(target) and all("shared" in flags for flags in _extent_flags(target))
     first_digest = _sha(target)
 
-    reader = subprocess.Popen(
-        [sys.executable, "-c", READER_BIG, str(target)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    reader = _reader_session(target)
     held = os.open(target, os.O_RDONLY)  # the first snapshot, whatever names it later
     try:
         assert reader.stdout.readline().strip() == "[4000000, 1]", reader.stderr.read()
