@@ -271,15 +271,11 @@ def _cloned_slot(slots: Path, source: Path) -> tuple[Path, int] | None:
         finally:
             os.close(src_fd)
         os.fsync(fd)
-    except OSError as e:
+    except BaseException as e:
         os.close(fd)
         path.unlink(missing_ok=True)
-        if e.errno in _CANNOT_CLONE:
+        if isinstance(e, OSError) and e.errno in _CANNOT_CLONE:
             return None
-        raise
-    except BaseException:
-        os.close(fd)
-        path.unlink(missing_ok=True)
         raise
     return path, fd
 
