@@ -16,6 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shutil
+import time
+from pathlib import Path
 
 import pytest
 
@@ -126,6 +130,28 @@ def pytest_runtest_makereport(item, call):
     if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, which counts as a failure: {report.longrepr}"
+    if report.failed:
+        _attach_cluster_logs(item, report)
+
+
+KEPT_LOGS = Path("/var/tmp/tierlens-failed-test-logs")
+
+
+def _attach_cluster_logs(item: pytest.Item, report: pytest.TestReport) -> None:
+    """A failing test on a local Slurm cluster shows its daemons' last log lines, and keeps the
+    whole log folder under KEPT_LOGS: the cluster's own folder is gone once the session ends, and
+    the failures it explains (accounting lag, a plugin that did not run) seldom come back on demand."""
+    cluster = getattr(item, "funcargs", {}).get("cluster")
+    logs = getattr(cluster, "workdir", None)
+    if logs is None or not (logs := Path(logs) / "log").is_dir():
+        return
+    kept = KEPT_LOGS / re.sub(r"[^\w.-]+", "_", f"{item.nodeid}-{report.when}-{int(time.time())}")
+    shutil.copytree(logs, kept, dirs_exist_ok=True)
+    for name in ("slurmdbd.log", "slurmctld.log", "slurmd.log"):
+        log = logs / name
+        if log.is_file():
+            tail = log.read_text(errors="replace").splitlines()[-40:]
+            report.sections.append((f"{name} (last 40 lines; all logs kept in {kept})", "\n".join(tail)))
 
 
 @pytest.fixture(autouse=True)

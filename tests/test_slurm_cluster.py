@@ -187,6 +187,7 @@ def ingested(cluster, jobs, work):
     )
     assert r.exit_code == 0, r.output + repr(r.exception)
     assert "sacct format: json" in r.output
+    print(r.output)  # shown beside any test of this module that fails
     return wh
 
 

@@ -521,25 +521,27 @@ class LocalCluster:
         an array's tasks on Slurm 24.11 under load): a test ingesting straight after must wait
         for both, as a site's next run picks such a job up through the watermark's overlap."""
 
-        def in_window() -> bool:
-            r = self.run(
-                ["sacct", "-a", "-X", "-n", "-P", "-S", "now-1days", "-E", "now", "-o", "JobIDRaw"], check=False
-            )
-            return r.returncode == 0 and job_id in r.stdout.split()
-
-        def done() -> dict | None:
-            r = self.run(["sacct", "--json", "-j", job_id], check=False)
-            if r.returncode != 0:
-                return None
-            for job in json.loads(r.stdout).get("jobs", []):
+        def finished(out: str) -> dict | None:
+            for job in json.loads(out).get("jobs", []):
                 state = job.get("state", {})
                 current = state.get("current") if isinstance(state, dict) else state
                 if isinstance(current, list):
                     current = current[0] if current else ""
                 if str(job.get("job_id")) == job_id and current not in ("PENDING", "RUNNING", None):
-                    if all(s.get("time", {}).get("end") for s in job.get("steps", [])) and in_window():
+                    if all(s.get("time", {}).get("end") for s in job.get("steps", [])):
                         return job
             return None
+
+        def done() -> dict | None:
+            # the window is asked in the ingest's own form (JSON, all users), and must show the
+            # job finished with its steps ended too, not merely list it
+            views = (["-j", job_id], ["--allusers", "--starttime", "now-1days", "--endtime", "now"])
+            found = None
+            for selection in views:
+                r = self.run(["sacct", "--json", *selection], check=False)
+                if r.returncode != 0 or not (found := finished(r.stdout)):
+                    return None
+            return found
 
         return _wait_for(
             f"accounting of job {job_id}", done, timeout, self.workdir / "log" / "slurmdbd.log", interval=1.0
