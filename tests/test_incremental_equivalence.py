@@ -520,6 +520,7 @@ def test_every_intermediate_table_and_mart_equals_a_full_refresh(replayed):
         "change_effects",
         "efficiency_by_group",
         "int_efficiency_day_partials",
+        "int_completed_efficiency_day_partials",
         "int_occupancy_day_partials",
         "int_input_size_day_partials",
         "int_node_jobs_day_partials",

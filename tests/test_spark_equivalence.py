@@ -196,6 +196,7 @@ TOLERANCE: dict[str, dict[str, float]] = {
     "int_efficiency_day_partials": {
         c: SUM for c in ("cpu_seconds", "wall_seconds", "core_wall_seconds", "efficiency_sum")
     },
+    "int_completed_efficiency_day_partials": {c: SUM for c in ("cpu_seconds", "core_wall_seconds")},
     "int_occupancy_day_partials": {c: SUM for c in ("allocated_core_seconds", "cpu_seconds", "occupancy_sum")},
     "int_input_size_day_partials": {c: SUM for c in ("cpu_seconds", "core_wall_seconds", "efficiency_sum")},
     "int_node_jobs_day_partials": {c: SUM for c in ("cpu_seconds", "core_wall_seconds")},

@@ -18,10 +18,13 @@
 
 {#- row_key (optional, a list of columns): for models whose event day moves as more of a row's
     inputs arrive (a job's last access day). A row rebuilt on a later day then also replaces its
-    earlier version, which lies outside the window when a back-fill walks history chunk by chunk. -#}
+    earlier version, which lies outside the window when a back-fill walks history chunk by chunk.
+    row_moves_days (optional, with row_key): at most how many days before the window that earlier
+    version can lie. Given, the replacement reads only the target's rows from then on (DuckDB
+    skips older row groups); omitted, it compares the keys of every row of history. -#}
 {#- first_day_rule (optional): 'provisional' for data_completeness, whose window is not counted
     back from its newest day (macros/completeness_window.sql). -#}
-{% macro incremental_by_day(day_column, lookback_days, row_key=none, first_day_rule=none) -%}
+{% macro incremental_by_day(day_column, lookback_days, row_key=none, first_day_rule=none, row_moves_days=none) -%}
     {%- if target.type == 'spark' -%}
         {{ return(spark_incremental_by_day(day_column, lookback_days, row_key)) }}
     {%- endif -%}
@@ -31,6 +34,7 @@
         'unique_key': day_column,
         'lookback_days': lookback_days,
         'row_key': row_key,
+        'row_moves_days': row_moves_days,
         'first_day_rule': first_day_rule,
         'on_schema_change': 'fail',
     }) }}
@@ -213,8 +217,12 @@
     where {{ window }};
     {%- if row_key %}
 
+    {%- set moves = config.get('row_moves_days') %}
     delete from {{ target_relation }}
-    where exists (
+    where {% if moves is not none -%}
+        {{ day_after_window(target_relation ~ '.' ~ day_column, config.get('lookback_days'), context_days=moves) }}
+      and {% endif -%}
+      exists (
         select 1 from {{ temp_relation }} as rebuilt
         where ({{ day_column }} is null or {{ in_window('rebuilt.' ~ day_column, config.get('lookback_days')) }})
         {%- for column in row_key %}

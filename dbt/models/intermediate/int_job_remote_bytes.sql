@@ -20,7 +20,8 @@
 -- matched access loses its row. The rows of every other job are what a rebuild would give.
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
-{{ config(**incremental_by_day('last_access_day', lookback, row_key=job_key_names())) }}
+{{ config(**incremental_by_day('last_access_day', lookback, row_key=job_key_names(),
+                               row_moves_days=wall_days + 1)) }}
 {{ config(rebuilt_from_job_changes=true, post_hook="{{ job_match_changes_taken_up() }}") }}
 {%- set by_key = job_changes_by_key() %}
 with accesses as (

@@ -2,9 +2,10 @@
 -- x A/B arm, per job class): the efficiency measured from accounting (job_efficiency, completed
 -- jobs), the newest model's prediction, its 95 % interval, and its prediction when this
 -- configuration was left out of the fit (the honest test).
+-- The measurement adds up the per-day sums of int_completed_efficiency_day_partials (days x
+-- groups rows), not every completed job of history.
 with completed as (
-    select * from {{ ref('job_efficiency') }}
-    where state = 'COMPLETED' and core_wall_seconds > 0 and cpu_seconds > 0
+    select * from {{ ref('int_completed_efficiency_day_partials') }}
 ),
 
 measured as (
@@ -12,7 +13,7 @@ measured as (
         job_class,
         storage_type,
         coalesce(ab_arm, '')                                           as ab_arm,
-        count(*)                                                       as measured_jobs,
+        cast(sum(completed_jobs) as bigint)                            as measured_jobs,
         sum(cpu_seconds) / sum(core_wall_seconds)                      as measured_efficiency
     from completed
     where job_class is not null
@@ -23,7 +24,7 @@ measured as (
         'all',
         storage_type,
         coalesce(ab_arm, ''),
-        count(*),
+        cast(sum(completed_jobs) as bigint),
         sum(cpu_seconds) / sum(core_wall_seconds)
     from completed
     group by storage_type, coalesce(ab_arm, '')

@@ -5,7 +5,10 @@
 -- The sums per job are int_job_remote_bytes'; the ratios and the outcome are this mart's.
 -- Incremental by last_access_day, as int_job_remote_bytes.
 {%- set lookback = job_match_lookback_days() %}
-{{ config(**incremental_by_day('last_access_day', lookback, row_key=job_key_names())) }}
+{#- a job's accesses lie within its run, so its row's earlier last_access_day is at most
+    max_wall_days + 1 days before the window -#}
+{{ config(**incremental_by_day('last_access_day', lookback, row_key=job_key_names(),
+                               row_moves_days=(var('max_wall_days', 7) | int) + 1)) }}
 select
     {{ job_key() }},
     accesses,
