@@ -375,6 +375,40 @@ def test_jobs_tagged_but_missed_by_every_window_are_asked_for_by_id(cluster, job
     assert got and got == _q(ingested, f"SELECT {cols} FROM raw_job {where} ORDER BY ALL")
 
 
+def test_the_ingest_dag_asks_by_id_for_tagged_jobs_no_window_returned(cluster, jobs, ingested, work, monkeypatch):
+    """The DAG's task for an interval that lies after the jobs (their windows missed them) finds
+    their tags in the spool with no job row, asks sacct for them by id and loads the rows and
+    tags a window ingest gives; a rerun of the interval changes nothing."""
+    from datetime import datetime, timedelta, timezone
+
+    from tierlens.orchestration import tasks
+
+    for name, value in cluster.client_env.items():
+        monkeypatch.setenv(name, value)
+    wh = work / "home" / "dag-missed.duckdb"
+    (last_end,) = _q(ingested, "SELECT epoch(max(end_time))::BIGINT FROM raw_job")[0]
+    start = datetime.fromtimestamp(last_end + 3601, tz=timezone.utc)  # every tag an hour before it
+
+    def run() -> dict:
+        return tasks.ingest_slurm(
+            wh, start, start + timedelta(minutes=1), clusters=cluster.cluster_name, spool_dirs=[cluster.spool]
+        )
+
+    ids = sorted(_all_ids(jobs))
+    result = run()
+    # the spool may hold other tests' jobs too: at least these came back
+    assert result["tagged_asked_by_id"] >= result["tagged_came_back"] >= len(ids), result
+    where = f"WHERE job_id IN ({', '.join(repr(j) for j in ids)})"
+    cols = "job_id, step_id, allocated_cores, wall_seconds, cpu_user_seconds, state, node, start_time, end_time"
+    got = _q(wh, f"SELECT {cols} FROM raw_job {where} ORDER BY ALL")
+    assert got and got == _q(ingested, f"SELECT {cols} FROM raw_job {where} ORDER BY ALL")
+    tags = f"SELECT job_id, step_id, storage_type, ab_arm, tagged_at FROM raw_job_tag {where} ORDER BY ALL"
+    assert _q(wh, tags) and _q(wh, tags) == _q(ingested, tags)
+    counts = "SELECT (SELECT count(*) FROM raw_job), (SELECT count(*) FROM raw_job_tag)"
+    before = _q(wh, counts)
+    assert run()["tagged_came_back"] == 0 and _q(wh, counts) == before
+
+
 def test_parsable2_fallback_gives_the_same_rows(cluster, ingested, work):
     wh2 = work / "home" / "p2.duckdb"
     r = CliRunner().invoke(

@@ -96,9 +96,11 @@ def tagged_not_accounted(
     since: float,
     until: float,
     warn: Callable[[str], object] = print,
+    tags: pa.Table | None = None,
 ) -> list[str]:
     """Jobs the plugin tagged in [since, until) (epoch seconds) that have no job row yet, lowest ids
     first, at most ``MAX_MISSING``: the ones the batch system's time windows have not returned.
+    The tags are the warehouse's, or ``tags`` (job_tag rows, e.g. from the plugin's spool).
     Nothing (and a warning) while a transform holds the warehouse or its schema is behind."""
     import duckdb
 
@@ -113,6 +115,7 @@ def tagged_not_accounted(
                 datetime.fromtimestamp(since, tz=timezone.utc),
                 datetime.fromtimestamp(until, tz=timezone.utc),
                 [c.strip() for c in clusters.split(",") if c.strip()] if clusters else None,
+                tags,
             )
     except (duckdb.Error, SchemaError) as e:
         warn(f"tagged jobs not checked against accounting this run ({warehouse}): {e}")

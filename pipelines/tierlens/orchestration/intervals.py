@@ -7,7 +7,7 @@ upserts by natural key, so rerunning or back-filling an interval never duplicate
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -50,7 +50,41 @@ def interval_batches(batches: Iterable[Batch], start: datetime, end: datetime) -
     inventory, upserted). Parse rejects travel in a batch of their own whose identity does not
     depend on the interval, so the warehouse records them once.
     """
-    label = f"{utc(start).isoformat()}..{utc(end).isoformat()}"
+    return _select(
+        batches,
+        f"{utc(start).isoformat()}..{utc(end).isoformat()}",
+        lambda b: _in_interval(b.table, "end_time", start, end),
+        lambda table: _in_interval(table, "tagged_at", start, end),
+    )
+
+
+def ended_batches(batches: Iterable[Batch], ended: set[tuple] | None = None) -> Iterator[Batch]:
+    """Keep the rows of jobs that have ended, whenever that was, and the tags of those jobs: for
+    jobs asked for by id, which belong to no interval of their own. A job still running is left
+    whole (its finished steps too) for the interval it ends in, as interval_batches leaves it.
+    ``ended`` receives the (batch_system, cluster, job_id) of each job kept."""
+    done: set[tuple] = set() if ended is None else ended
+
+    def rows_of_ended_jobs(b: Batch) -> pa.Array:
+        if b.kind is not RecordKind.JOB:
+            return pc.is_valid(b.table.column("end_time"))
+        keys = _job_keys(b.table)
+        finished = pc.is_valid(b.table.column("end_time")).to_pylist()
+        done.update(k[:3] for k, f in zip(keys, finished) if f and k[3] == "")
+        return pa.array([f and k[:3] in done for k, f in zip(keys, finished)], pa.bool_())
+
+    return _select(batches, "ended", rows_of_ended_jobs, lambda table: pa.array([False] * table.num_rows, pa.bool_()))
+
+
+def _select(
+    batches: Iterable[Batch],
+    label: str,
+    rows_kept: Callable[[Batch], pa.Array],
+    lone_tags_kept: Callable[[pa.Table], pa.Array],
+) -> Iterator[Batch]:
+    """job and file_access rows by ``rows_kept``; tags with a job of the stream kept, or in a
+    stream of tags alone by ``lone_tags_kept``; inventories whole; rejects apart (unlabelled).
+    The kept batches' sources end in ``@label``, so each selection is a batch of its own."""
     kept_jobs: set[tuple] = set()
     saw_jobs = False
     tags: list[Batch] = []
@@ -59,8 +93,7 @@ def interval_batches(batches: Iterable[Batch], start: datetime, end: datetime) -
             yield Batch(b.kind, b.table.schema.empty_table(), b.source, locations=[], rejects=b.rejects)
         src = f"{b.source}@{label}"
         if b.kind in (RecordKind.JOB, RecordKind.FILE_ACCESS):
-            mask = _in_interval(b.table, "end_time", start, end)
-            out = _take(b, mask, src)
+            out = _take(b, rows_kept(b), src)
             if b.kind is RecordKind.JOB:
                 saw_jobs = True
                 if out is not None:
@@ -76,7 +109,7 @@ def interval_batches(batches: Iterable[Batch], start: datetime, end: datetime) -
             keys = _job_keys(b.table)
             mask = pa.array([k in kept_jobs or (k[0], k[1], k[2], "") in kept_jobs for k in keys], pa.bool_())
         else:
-            mask = _in_interval(b.table, "tagged_at", start, end)
+            mask = lone_tags_kept(b.table)
         out = _take(b, mask, f"{b.source}@{label}")
         if out is not None:
             yield out

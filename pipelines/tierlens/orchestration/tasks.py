@@ -12,13 +12,17 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..records import Batch
 from .airflow_glue import NODE_NOT_PASSED, NODE_PASSED, NODE_SKIPPED
-from .intervals import interval_batches, utc
+from .intervals import ended_batches, interval_batches, utc
 from .settings import Lookup, dbt_target, lake_path, paths, setting, settings_list
+
+if TYPE_CHECKING:
+    from ..sources.slurm.sacct import SacctRunner
 
 log = logging.getLogger("tierlens.ingest")
 
@@ -134,8 +138,6 @@ def _interval(start: datetime, end: datetime) -> str:
 
 def synthetic_empty_reason(options) -> EmptyReason:
     """Outside the simulated days (TIERLENS_SYNTHETIC_START and _DAYS), or a quiet hour inside them."""
-    from datetime import timedelta
-
     first = utc(options.start)
     last = first + timedelta(days=float(options.days))
 
@@ -178,14 +180,17 @@ def ingest_slurm(
     clusters: str | None = None,
     spool_dirs: Iterable[Path] = (),
     window_hours: float = 6.0,
+    tagged_days: float = 8.0,
 ) -> dict:
     """Jobs and steps that ended in [start, end) from sacct (explicit window, no watermark), plus
-    the SPANK plugin's spool tags of those jobs."""
+    the SPANK plugin's spool tags of those jobs; then the jobs the plugin tagged in the
+    ``tagged_days`` before the interval that no window returned (``_load_tagged_unaccounted``)."""
     from ..sources.slurm.sacct import SacctError, SacctRunner, WindowReport
     from ..sources.slurm.source import batches
 
     retry: list[WindowReport] = []
     runner = SacctRunner(sacct=sacct, clusters=clusters or None)
+    spool = [Path(d) for d in spool_dirs]
     where = f" (clusters {clusters})" if clusters else ""
     summary = _load(
         "slurm",
@@ -194,7 +199,7 @@ def ingest_slurm(
             utc(start).timestamp(),
             utc(end).timestamp(),
             window_hours=window_hours,
-            spool=spool_dirs,
+            spool=spool,
             retry=retry,
         ),
         warehouse,
@@ -205,7 +210,78 @@ def ingest_slurm(
     if retry:
         # what was complete is loaded; failing the task makes the scheduler run this interval again
         raise SacctError("incomplete sacct output: " + " | ".join(r.describe() for r in retry))
-    return summary
+    if "landed" in summary:
+        # the interval's own jobs are not in the warehouse yet: they would all look unaccounted
+        return summary
+    return summary | _load_tagged_unaccounted(Path(warehouse), start, runner, spool, clusters, tagged_days)
+
+
+#: Jobs tagged in the hour before an interval are left to the time windows: most of them are
+#: still running, or end in that interval and come with it.
+TAGGED_MARGIN = timedelta(hours=1)
+
+
+def _load_tagged_unaccounted(
+    warehouse: Path,
+    start: datetime,
+    runner: SacctRunner,
+    spool: list[Path],
+    clusters: str | None,
+    tagged_days: float,
+) -> dict:
+    """The jobs the plugin tagged in [start - tagged_days, start - 1 h) that have no job row once
+    the interval is loaded, asked for by id and loaded whole with their tags.
+
+    slurmdbd can list a finished job in time-window queries later than its interval ran, and an
+    interval keeps only the jobs (and tags) of jobs that ended in it, so no later interval brings
+    such a job back: the spool's tags are what is left to find it by. Loading is an upsert and a
+    job loaded here has its row, so a rerun asks for none of them again. A job sacct returns
+    still running is not loaded: it belongs to the interval it ends in, as for the windows.
+    At most pipeline.MAX_MISSING ids a run, lowest first; the rest wait for the next run."""
+    from ..pipeline import ingest, tagged_not_accounted
+    from ..sources.slurm.sacct import WindowReport
+    from ..sources.slurm.source import asked_by_id
+    from ..sources.slurm.spool import tagged_jobs
+    from ..warehouse.landing import is_lock_error, land
+
+    if tagged_days <= 0 or not spool:
+        return {}
+    since, until = utc(start) - timedelta(days=tagged_days), utc(start) - TAGGED_MARGIN
+    missing = tagged_not_accounted(
+        warehouse,
+        "slurm",
+        clusters,
+        since.timestamp(),
+        until.timestamp(),
+        warn=log.warning,
+        tags=tagged_jobs(spool, since, until),
+    )
+    if not missing:
+        return {"tagged_asked_by_id": 0, "tagged_came_back": 0}
+    ended: set[tuple] = set()
+    incomplete: list[WindowReport] = []
+    selected = ended_batches(asked_by_id(runner, missing, spool, incomplete), ended)
+    try:
+        summary = ingest(selected, warehouse)
+    except Exception as e:
+        if not is_lock_error(e):
+            raise
+        # a transform took the warehouse since the interval's load: land them like the interval's
+        return {"tagged_asked_by_id": len(missing), "tagged_landed": land(selected, warehouse)}
+    log.info(
+        "slurm: asked sacct by id for %d jobs tagged in %s that no time window returned; %d came back ended",
+        len(missing),
+        _interval(since, until),
+        len(ended),
+    )
+    for report in incomplete:
+        # not fatal: the interval is loaded, and the spool names these jobs again next run
+        log.warning("slurm: incomplete sacct output for jobs asked by id, asked again next run: %s", report.describe())
+    return {
+        "tagged_asked_by_id": len(missing),
+        "tagged_came_back": len(ended),
+        "tagged_rows_loaded": dict(summary.rows_loaded),
+    }
 
 
 def ingest_condor(
@@ -272,6 +348,7 @@ def load_slurm(warehouse: Path, start: datetime, end: datetime, lookup: Lookup =
         sacct=setting("slurm_sacct", lookup),
         clusters=setting("slurm_clusters", lookup) or None,
         spool_dirs=_paths("slurm_spool", lookup),
+        tagged_days=float(setting("slurm_tagged_days", lookup) or 0),
     )
 
 

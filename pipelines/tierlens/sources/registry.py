@@ -111,6 +111,11 @@ _builtin(
     slurm_sacct=("sacct", "sacct command"),
     slurm_clusters=("", "sacct --clusters"),
     slurm_spool=("", "comma-separated spool folders of the SPANK plugin (job tags)"),
+    slurm_tagged_days=(
+        "8",
+        "days before each interval whose spool-tagged jobs without a job row are asked for by id "
+        "(the maximum wall time plus a day); 0: never",
+    ),
 )
 _builtin(
     "condor",

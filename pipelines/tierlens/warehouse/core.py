@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 _BATCH_VIEW = "__tierlens_batch"
 _SKIP_VIEW = "__tierlens_skip"
 _REJECT_VIEW = "__tierlens_rejects"
+_TAGS_VIEW = "__tierlens_tags"
 
 
 @dataclass(frozen=True)
@@ -196,13 +197,20 @@ class Warehouse:
     # ------------------------------------------------------------------ gaps
 
     def tagged_without_accounting(
-        self, batch_system: str, since: datetime, until: datetime, clusters: list[str] | None = None
+        self,
+        batch_system: str,
+        since: datetime,
+        until: datetime,
+        clusters: list[str] | None = None,
+        tags: pa.Table | None = None,
     ) -> list[str]:
         """Ids of jobs the plugin tagged in [since, until) that have no job row: jobs the batch
         system's accounting has not delivered (a time-window query that missed them).
 
         ``clusters``: only those; None: the clusters this warehouse holds jobs of since ``since``.
-        A job tagged at T ended at T or later, so job rows ending before ``since`` are not read."""
+        ``tags``: job_tag rows to look in instead of raw_job_tag (the plugin's spool, where the
+        ingest keeps only the tags of jobs it loaded). A job tagged at T ended at T or later, so
+        job rows ending before ``since`` are not read."""
         cluster_filter = (
             "t.cluster IN (SELECT unnest(?::VARCHAR[]))"
             if clusters is not None
@@ -211,17 +219,23 @@ class Warehouse:
         )
         params: list[object] = [batch_system, since, until]
         params += [clusters] if clusters is not None else [batch_system, since]
-        rows = self.con.execute(
-            f"""
-            SELECT DISTINCT t.job_id FROM raw_job_tag t
-            WHERE t.batch_system = ? AND t.tagged_at >= ? AND t.tagged_at < ? AND {cluster_filter}
-              AND NOT EXISTS (
-                  SELECT 1 FROM raw_job j
-                  WHERE j.batch_system = t.batch_system AND j.cluster = t.cluster AND j.job_id = t.job_id
-                    AND (j.end_time >= ? OR j.end_time IS NULL))
-            """,
-            [*params, since],
-        ).fetchall()
+        if tags is not None:
+            self.con.register(_TAGS_VIEW, tags)
+        try:
+            rows = self.con.execute(
+                f"""
+                SELECT DISTINCT t.job_id FROM {_TAGS_VIEW if tags is not None else "raw_job_tag"} t
+                WHERE t.batch_system = ? AND t.tagged_at >= ? AND t.tagged_at < ? AND {cluster_filter}
+                  AND NOT EXISTS (
+                      SELECT 1 FROM raw_job j
+                      WHERE j.batch_system = t.batch_system AND j.cluster = t.cluster AND j.job_id = t.job_id
+                        AND (j.end_time >= ? OR j.end_time IS NULL))
+                """,
+                [*params, since],
+            ).fetchall()
+        finally:
+            if tags is not None:
+                self.con.unregister(_TAGS_VIEW)
         return sorted((r[0] for r in rows), key=lambda j: (len(j), j))
 
     # ------------------------------------------------------------------ loading

@@ -44,6 +44,18 @@ def batches(
     return chain(out, spool_batches(dirs)) if dirs else out
 
 
+def asked_by_id(
+    runner: SacctRunner, jobs: Sequence[str], spool: Iterable[Path] = (), retry: list[WindowReport] | None = None
+) -> Iterator[Batch]:
+    """The ``jobs`` (tagged by the plugin, never returned by a time window) from sacct by id, then
+    the spool tags of those jobs alone (their files only: the rest of the spool is not read)."""
+    if not jobs:
+        return iter(())
+    out = sacct_batches(runner, 0.0, 0.0, 0.0, [], retry=retry, missing=jobs)
+    dirs = [Path(d) for d in spool]
+    return chain(out, spool_batches(dirs, jobs=set(jobs))) if dirs else out
+
+
 def parse_when(text: str) -> float:
     """An epoch, or an ISO time; one without a zone is local time, as sacct reads it."""
     if text.isdigit():

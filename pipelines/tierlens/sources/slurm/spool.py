@@ -12,11 +12,12 @@ A record that cannot be used becomes a Reject located as 'FILE:line N' with the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...records import JOB_TAG, STORAGE_TYPES, Batch, RecordKind, Reject
 
@@ -184,21 +185,32 @@ def with_job_level(rows: list[dict], locs: list[str]) -> tuple[list[dict], list[
     return out_rows, out_locs
 
 
-def spool_files(dirs: Iterable[Path]) -> list[Path]:
+def spool_files(dirs: Iterable[Path], jobs: Collection[str] | None = None) -> list[Path]:
+    """The record files of ``dirs``; with ``jobs``, only those the plugin named after one of those
+    job ids (``<job>.<step>.<node>.json``), so that a few jobs' tags are read without the rest."""
     files: list[Path] = []
     for d in dirs:
         d = Path(d)
-        files.extend(sorted(p for p in d.glob("*.json") if not p.name.startswith(".")))
+        files.extend(
+            sorted(
+                p
+                for p in d.glob("*.json")
+                if not p.name.startswith(".") and (jobs is None or p.name.partition(".")[0] in jobs)
+            )
+        )
     return files
 
 
-def spool_batches(dirs: Iterable[Path], batch_rows: int = BATCH_ROWS) -> Iterator[Batch]:
-    """JOB_TAG batches of at most `batch_rows` rows from spool directories.
+def spool_batches(
+    dirs: Iterable[Path], batch_rows: int = BATCH_ROWS, jobs: Collection[str] | None = None
+) -> Iterator[Batch]:
+    """JOB_TAG batches of at most `batch_rows` rows from spool directories (with ``jobs``: of
+    the files of those job ids only).
 
     Files are read in chunks of files; a job whose steps fall in different chunks still gets
     one whole-job tag per chunk, and the upsert by natural key keeps one row.
     """
-    files = spool_files(dirs)
+    files = spool_files(dirs, jobs)
     source = "slurm-spool"
     for k in range(0, max(len(files), 1), batch_rows):
         chunk = files[k : k + batch_rows]
@@ -209,3 +221,17 @@ def spool_batches(dirs: Iterable[Path], batch_rows: int = BATCH_ROWS) -> Iterato
         # batch_rows files give at most 2 x batch_rows rows (a step tag and a job tag each)
         table = pa.Table.from_pylist(rows, schema=JOB_TAG)
         yield Batch(RecordKind.JOB_TAG, table, source, locations=locs, rejects=rejects)
+
+
+def tagged_jobs(dirs: Iterable[Path], since: datetime, until: datetime) -> pa.Table:
+    """The whole-job tags (step '') of the jobs the plugin tagged in [since, until), as job_tag
+    rows: what the spool says ran, to be checked against what accounting delivered. Read a
+    chunk of files at a time, keeping one row per job, so a week of spool fits in little memory."""
+    kept = [b.table.filter(_whole_job_tagged_in(b.table, since, until)) for b in spool_batches(dirs)]
+    return pa.concat_tables(kept) if kept else JOB_TAG.empty_table()
+
+
+def _whole_job_tagged_in(table: pa.Table, since: datetime, until: datetime) -> pa.Array:
+    at = table.column("tagged_at")
+    in_range = pc.and_(pc.greater_equal(at, pa.scalar(since, at.type)), pc.less(at, pa.scalar(until, at.type)))
+    return pc.fill_null(pc.and_(pc.equal(table.column("step_id"), ""), in_range), False)
