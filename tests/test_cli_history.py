@@ -137,22 +137,33 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
     # the back-fill before it passed every test: this hourly run left the column checks out
     assert (state["last_run"]["test_scope"], state["last_run"]["tests"]) == ("core", core_tests)
 
-    # ... but a key the run rebuilt is checked over the whole table: a job's row left behind on an
-    # older day (as when its end moved into the window) fails the next hourly run
+    # ... but a key the run rebuilt is checked against the days a record can arrive late from: a
+    # job's row left behind before the window (as when its end moved into it) fails the next
+    # hourly run. The window starts max_wall_days + job_lateness_days (9) before the newest day;
+    # partners are looked for 9 + 1 days before that: day - 15 is among them, day - 30 is not.
+    key = ["batch_system", "cluster", "job_id", "step_id"]
+    unique_job = "unique_combination_of_columns_job_efficiency_batch_system__cluster__job_id__step_id"
     newest = "day = (SELECT max(day) FROM marts.job_efficiency)"
-    moved = _plant_copy(
-        wh, "marts.job_efficiency", newest, ["batch_system", "cluster", "job_id", "step_id"], "day - 30"
-    )
+    moved = _plant_copy(wh, "marts.job_efficiency", newest, key, "day - 15")
     run("transform", "-w", str(wh), env=env, code=1)
     state = json.loads((home / "warehouse.duckdb.history.json").read_text())
     assert state["last_run"]["test_scope"] == "core" and not state["last_run"]["success"]
     failed = _failed_tests(state)
-    assert "unique_combination_of_columns_job_efficiency_batch_system__cluster__job_id__step_id" in failed, failed
+    assert unique_job in failed, failed
     assert "unique_combination_of_columns_int_file_reads_day_partials_file_lfn__day" not in failed, failed
     _remove_copy(wh, "marts.job_efficiency", moved)
+    # a partner a month back (a job id reused) is not looked for by the hourly uniqueness test; the
+    # hourly cross-check of ab_comparison against job_efficiency (whole tables) still sees the
+    # extra row, and the run that tests whole tables finds the duplicate key
+    reused = _plant_copy(wh, "marts.job_efficiency", newest, key, "day - 30")
+    run("transform", "-w", str(wh), env=env, code=1)
+    state = json.loads((home / "warehouse.duckdb.history.json").read_text())
+    assert state["last_run"]["test_scope"] == "core" and not state["last_run"]["success"]
+    failed = _failed_tests(state)
+    assert unique_job not in failed and "assert_ab_comparison_all_equals_job_efficiency" in failed, failed
 
     # ... until every test is due again (TIERLENS_ALL_TESTS_EVERY_HOURS, default 24): the whole
-    # tables, where the duplicate on the oldest day fails
+    # tables, where both duplicates fail
     state["all_tests_passed_at"] = (
         datetime.fromisoformat(state["all_tests_passed_at"]) - timedelta(hours=25)
     ).isoformat()
@@ -160,8 +171,11 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
     run("transform", "-w", str(wh), env=env, code=1)
     state = json.loads((home / "warehouse.duckdb.history.json").read_text())
     assert state["last_run"]["test_scope"] == "all" and not state["last_run"]["success"]
-    assert "unique_combination_of_columns_int_file_reads_day_partials_file_lfn__day" in _failed_tests(state)
+    failed = _failed_tests(state)
+    assert "unique_combination_of_columns_int_file_reads_day_partials_file_lfn__day" in failed, failed
+    assert unique_job in failed, failed
     _remove_copy(wh, "intermediate.int_file_reads_day_partials", outside)
+    _remove_copy(wh, "marts.job_efficiency", reused)
     run("transform", "-w", str(wh), env=env)
     state = json.loads((home / "warehouse.duckdb.history.json").read_text())
     assert (state["last_run"]["test_scope"], state["last_run"]["tests"]) == ("all", every_test)

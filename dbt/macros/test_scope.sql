@@ -11,9 +11,13 @@
       row at a time (expression_is_true): only the rows of the window and those without a day. Two
       rows of such a key lie on one day, and a run writes no row outside its window;
     - a uniqueness test of any other key (a job, an access, a file): every row whose key has a row
-      in the window, wherever its partner lies. A job whose end moved into the window from an
-      older day, an access whose open moved, a rebuild by key (row_key / rebuild_key) that missed
-      an older version: its rows sit on two days, one of them outside the window;
+      in the window, against its partners from a job's run and its lateness before the window on
+      (partner_days_before_window). A job whose end moved into the window from an older day, an
+      access whose open moved, a rebuild by key (row_key / rebuild_key) that missed an older
+      version: its rows sit on two days, one of them outside the window, but no further back than
+      the record can arrive late. A partner older than that (a job id the batch system reused
+      years later) is the daily all-tests run's to find: reading every row of history for it
+      each hour made the hourly tests grow with the years kept;
     - anything else, and any model without a note from this invocation (its first build, a table
       rebuilt whole every run, a view, a run on Spark): the whole table.
 
@@ -109,11 +113,25 @@
             {%- endfor -%}
             {#- a semi join with the window's distinct keys: on a year of jobs 5x faster than the
                 whole table's count, where EXISTS or IN (a row of keys) was slower or little faster -#}
-            {{ return('(select tested.* from ' ~ relation ~ ' as tested semi join (select distinct ' ~ key | join(', ')
-                      ~ ' from ' ~ rebuilt_rows ~ ') as rebuilt on ' ~ match | join(' and ') ~ ') dbt_subquery') }}
+            {%- set since = first - modules.datetime.timedelta(days=partner_days_before_window()) -%}
+            {%- set near = [] -%}
+            {%- for condition in rebuilt_conditions(since, day) -%}
+                {%- do near.append('select * from ' ~ relation ~ ' where ' ~ condition) -%}
+            {%- endfor -%}
+            {{ return('(select tested.* from (' ~ near | join(' union all ') ~ ') as tested semi join (select distinct '
+                      ~ key | join(', ') ~ ' from ' ~ rebuilt_rows ~ ') as rebuilt on ' ~ match | join(' and ')
+                      ~ ') dbt_subquery') }}
         {%- endif -%}
     {%- endif -%}
     {{ return(rebuilt_rows ~ ' dbt_subquery') }}
+{%- endmacro %}
+
+
+{#- Days before a window's first day that a core-scope uniqueness test still reads for partners of
+    the window's keys: the lookback of the job models (a job's run plus its record's lateness)
+    and one UTC day for a run that crosses midnight. -#}
+{% macro partner_days_before_window() -%}
+    {{ return((job_match_lookback_days() | int) + 1) }}
 {%- endmacro %}
 
 

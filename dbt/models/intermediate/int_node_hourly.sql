@@ -13,7 +13,15 @@
 {%- set first_day = window_first_day(lookback) %}
 {%- set stop_day = window_end_day() %}
 {{ config(**incremental_by_day('day', lookback)) }}
-with all_jobs as (
+-- Jobs on a node that ran for some time. Read twice below, each time with its own filter, not
+-- as one CTE of every job: DuckDB materialises a CTE used twice, with its columns, for all of
+-- history (seconds an hour at a year of a large site's jobs).
+{%- set ran_on_a_node %}
+    node is not null
+      and start_time is not null
+      and end_time > start_time
+{%- endset %}
+with jobs as (
     select
         cluster,
         node,
@@ -24,14 +32,8 @@ with all_jobs as (
         {{ utc('start_time') }} as start_utc,
         {{ utc('end_time') }}   as end_utc
     from {{ ref('int_job_tagged') }}
-    where node is not null
-      and start_time is not null
-      and end_time > start_time
-),
-
-jobs as (
-    select * from all_jobs
-    where {{ instant_after_window('end_time', lookback) }}
+    where {{ ran_on_a_node }}
+      and {{ instant_after_window('end_time', lookback) }}
       {%- if stop_day is not none %}
       and start_time < {{ day_start_instant(stop_day) }}
       {%- endif %}
@@ -78,7 +80,8 @@ node_span as (
         node,
         date_trunc('hour', {{ utc('min(start_time)') }})                        as first_hour,
         date_trunc('hour', {{ utc('max(end_time)') }} - interval 1 microsecond) as last_hour
-    from all_jobs
+    from {{ ref('int_job_tagged') }}
+    where {{ ran_on_a_node }}
     group by cluster, node
 ),
 
