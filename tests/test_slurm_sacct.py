@@ -427,6 +427,33 @@ def test_tagged_jobs_no_window_returned_are_asked_for_by_id(tmp_path, fake_sacct
     assert [c[c.index("--jobs") + 1] for c in calls() if "--jobs" in c] == ["98"]  # until it ages out
 
 
+def test_spool_files_written_before_the_tagged_days_are_not_read(tmp_path, fake_sacct):
+    """A collected spool holds a file per job step of the site's whole history: an ingest reads
+    the files written from --tagged-days (a job's longest run plus a day) and a day's clock margin
+    before its window on, judged by modification time, not every file; 0 reads them all."""
+    exe, _calls = fake_sacct
+    now = time.time()
+    sp = tmp_path / "spool"
+    sp.mkdir()
+    written_days_ago = {"60": 0, "61": 8.5, "62": 9.5, "63": 20}
+    for job, days in written_days_ago.items():
+        f = sp / f"{job}.0.wn01.json"
+        f.write_text(_spool_rec(job, "0", start_time=int(now - days * 86400)))
+        os.utime(f, (now - days * 86400, now - days * 86400))
+    (tmp_path / "out.json").write_text(_doc())
+    wh = tmp_path / "wh.duckdb"
+    base = ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe), "--spool", str(sp), "--first-hours", "1"]
+    r = CliRunner().invoke(app, base)
+    assert r.exit_code == 0, r.output
+    # the window starts an hour ago: files from 8 days + 1 day of margin before it are read
+    read = [job for job, days in written_days_ago.items() if days * 24 <= 1 + 9 * 24]
+    assert read == ["60", "61"]
+    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job_tag ORDER BY 1") == [(j,) for j in read]
+    r = CliRunner().invoke(app, [*base, "--tagged-days", "0"])
+    assert r.exit_code == 0, r.output
+    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job_tag ORDER BY 1") == [(j,) for j in sorted(written_days_ago)]
+
+
 def test_falls_back_to_parsable2(tmp_path, fake_sacct, monkeypatch):
     exe, calls = fake_sacct
     monkeypatch.setenv("FAKE_SACCT_NO_JSON", "1")

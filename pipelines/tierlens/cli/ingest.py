@@ -5,6 +5,7 @@ as the ingest DAG does. The commands are the ones sources/registry.py names, att
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -49,7 +50,8 @@ def slurm(
         typer.Option(
             help="Ask sacct by id for the jobs the plugin tagged in this many days that no time "
             "window returned (slurmdbd can list a job in windows later than the overlap); the site's "
-            "maximum wall time plus a day. 0: never."
+            "maximum wall time plus a day. Spool files written longer ago than this before the window "
+            "are not read. 0: never ask by id, read every spool file."
         ),
     ] = 8.0,
 ) -> None:
@@ -102,6 +104,9 @@ def slurm(
                     on_window=marks.on_window,
                     retry=retry,
                     missing=missing,
+                    spool_since=datetime.fromtimestamp(t_start - tagged_days * 86400, tz=timezone.utc)
+                    if tagged_days > 0
+                    else None,
                 )
             ),
             wh,

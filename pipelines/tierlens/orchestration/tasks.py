@@ -201,6 +201,9 @@ def ingest_slurm(
             window_hours=window_hours,
             spool=spool,
             retry=retry,
+            # a job ending in the interval was tagged from its start on, at most the longest wall
+            # time (tagged_days less a day) before; 0 reads every spool file
+            spool_since=utc(start) - timedelta(days=tagged_days) if tagged_days > 0 else None,
         ),
         warehouse,
         start,

@@ -30,18 +30,21 @@ def batches(
     on_window: Callable[[float, list[str]], None] | None = None,
     retry: list[WindowReport] | None = None,
     missing: Sequence[str] = (),
+    spool_since: datetime | None = None,
 ) -> Iterator[Batch]:
     """Jobs and steps of [start, end) (epoch seconds) from sacct in windows of ``window_hours``,
     plus the jobs still ``unfinished`` last time and the ``missing`` ones (tagged by the plugin,
     never returned by a window), then the spool tags of ``spool`` folders.
 
     ``on_window`` and ``retry`` are sacct_batches': a window's watermark once it is handed on, and
-    the windows whose output was incomplete (asked for again next time)."""
+    the windows whose output was incomplete (asked for again next time). ``spool_since``: read
+    only spool files written since then (spool_files), the earliest a job of the window can have
+    been tagged."""
     out: Iterator[Batch] = sacct_batches(
         runner, start, end, window_hours * 3600, list(unfinished), on_window, retry=retry, missing=missing
     )
     dirs = [Path(d) for d in spool]
-    return chain(out, spool_batches(dirs)) if dirs else out
+    return chain(out, spool_batches(dirs, modified_since=spool_since)) if dirs else out
 
 
 def asked_by_id(

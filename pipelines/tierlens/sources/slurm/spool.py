@@ -12,8 +12,9 @@ A record that cannot be used becomes a Reject located as 'FILE:line N' with the 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Collection, Iterable, Iterator
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -185,32 +186,53 @@ def with_job_level(rows: list[dict], locs: list[str]) -> tuple[list[dict], list[
     return out_rows, out_locs
 
 
-def spool_files(dirs: Iterable[Path], jobs: Collection[str] | None = None) -> list[Path]:
+#: How far a spool file's modification time may lie before the tag it holds: the nodes' clocks
+#: and a copy that did not keep modification times (rsync -a keeps them) are allowed this much.
+CLOCK_MARGIN = timedelta(days=1)
+
+
+def spool_files(
+    dirs: Iterable[Path], jobs: Collection[str] | None = None, modified_since: datetime | None = None
+) -> list[Path]:
     """The record files of ``dirs``; with ``jobs``, only those the plugin named after one of those
-    job ids (``<job>.<step>.<node>.json``), so that a few jobs' tags are read without the rest."""
+    job ids (``<job>.<step>.<node>.json``), so that a few jobs' tags are read without the rest;
+    with ``modified_since``, only files written from CLOCK_MARGIN before it on.
+
+    A spool collected from every node holds a file per job step the site ever ran (tens of
+    thousands a day at a large site): an hourly ingest reads the days its jobs can have been
+    tagged in, judged by the file's modification time, not every file of history."""
+    oldest = (modified_since - CLOCK_MARGIN).timestamp() if modified_since is not None else None
     files: list[Path] = []
     for d in dirs:
-        d = Path(d)
-        files.extend(
-            sorted(
-                p
-                for p in d.glob("*.json")
-                if not p.name.startswith(".") and (jobs is None or p.name.partition(".")[0] in jobs)
+        if not Path(d).is_dir():
+            continue
+        with os.scandir(d) as entries:
+            names = sorted(
+                e.name
+                for e in entries
+                if e.name.endswith(".json")
+                and not e.name.startswith(".")
+                and (jobs is None or e.name.partition(".")[0] in jobs)
+                and (oldest is None or e.stat().st_mtime >= oldest)
             )
-        )
+        files.extend(Path(d) / name for name in names)
     return files
 
 
 def spool_batches(
-    dirs: Iterable[Path], batch_rows: int = BATCH_ROWS, jobs: Collection[str] | None = None
+    dirs: Iterable[Path],
+    batch_rows: int = BATCH_ROWS,
+    jobs: Collection[str] | None = None,
+    modified_since: datetime | None = None,
 ) -> Iterator[Batch]:
     """JOB_TAG batches of at most `batch_rows` rows from spool directories (with ``jobs``: of
-    the files of those job ids only).
+    the files of those job ids only; with ``modified_since``: of the files written since, as
+    spool_files).
 
     Files are read in chunks of files; a job whose steps fall in different chunks still gets
     one whole-job tag per chunk, and the upsert by natural key keeps one row.
     """
-    files = spool_files(dirs, jobs)
+    files = spool_files(dirs, jobs, modified_since)
     source = "slurm-spool"
     for k in range(0, max(len(files), 1), batch_rows):
         chunk = files[k : k + batch_rows]
@@ -227,7 +249,9 @@ def tagged_jobs(dirs: Iterable[Path], since: datetime, until: datetime) -> pa.Ta
     """The whole-job tags (step '') of the jobs the plugin tagged in [since, until), as job_tag
     rows: what the spool says ran, to be checked against what accounting delivered. Read a
     chunk of files at a time, keeping one row per job, so a week of spool fits in little memory."""
-    kept = [b.table.filter(_whole_job_tagged_in(b.table, since, until)) for b in spool_batches(dirs)]
+    kept = [
+        b.table.filter(_whole_job_tagged_in(b.table, since, until)) for b in spool_batches(dirs, modified_since=since)
+    ]
     return pa.concat_tables(kept) if kept else JOB_TAG.empty_table()
 
 
