@@ -148,8 +148,11 @@ def _lake_dir(lake: Path) -> Path:
     return path
 
 
-#: The models that read the simulator's efficiency tables, from staging to the marts.
+#: The models that read the simulator's efficiency tables, from staging to the marts, and the
+#: measurements efficiency_measured_vs_predicted sets beside them (built here too, so that a
+#: warehouse that has not had a transform since an upgrade added them gets them).
 EFFICIENCY_MODELS = (
+    "int_completed_efficiency_day_partials",
     "stg_sim_efficiency_runs",
     "stg_sim_efficiency_predictions",
     "int_latest_efficiency_predictions+",
