@@ -30,12 +30,25 @@ PUBLISHED = {
     "glasgow_t3_intel_8": 0.78,
     "glasgow_t3_raid0_8": 0.88,
 }
-#: Rows outside their tolerance today, and why (bench/seeds.md explains each).
+#: Rows outside their tolerance with the registered inputs, and why (bench/seeds.md explains each).
 KNOWN_MISSES = {
-    "glasgow_t1_kingston_8": "the assumed steady-state write (33 MB/s) is above the 29 MB/s at which the "
-    "model would rank the Kingston under the HDD; no probe of the device exists",
-    "glasgow_t1_intel_24": "the Magny-Cours node's collapse is not explained by the Intel's assumed steady write",
+    "glasgow_t1_raid0_8": "RAID0 serves each 180 kB read on both members (64 KiB chunks): 83 %, published 90 %",
+    "glasgow_t1_kingston_8": "the Kingston's read-behind-write waits give 69 %, published 60 %",
+    "glasgow_t1_intel_24": "the Magny-Cours node: 66 %, published 50 %",
+    "glasgow_t1_raid0_24": "24 jobs saturate two disks at the 8-core node's read rate per CPU second (41 %, "
+    "published 86 %): the node's page cache or a lighter real read rate is outside the model",
+    "glasgow_t3_intel_8": "the Intel at 8 jobs: 84 %, published 78 %",
 }
+#: Registered orderings the model does not reproduce with the registered inputs.
+KNOWN_ORDERING_MISSES = {
+    "intel_below_raid0_8": "Intel 84.0 % against RAID0 83.0 %: RAID0's striped reads",
+    "intel_below_raid0_real": "as at 8 jobs in Table 1",
+    "intel_below_raid0_24": "RAID0 saturates at 24 jobs (41 %)",
+    "ssd_standing_not_rising": "follows from RAID0's saturation at 24 jobs",
+}
+#: The no-fit RMS the registered inputs gave when first computed (16.7 points): a regression bound,
+#: not a target (the review's target, 6 points, is an xfail below).
+REGISTERED_RMS_POINTS = 16.7
 
 
 @pytest.fixture(scope="module")
@@ -47,58 +60,66 @@ def test_the_published_figures_are_the_papers():
     assert {c.key: c.published for c in sd.GLASGOW_CASES} == PUBLISHED
 
 
-def test_hdd_below_raid1_below_raid0_at_8_jobs(rows):
-    # Glasgow Table 1: HDD 75 % < RAID1 83 % < RAID0 90 %
-    hdd, r1, r0 = (rows[f"glasgow_t1_{k}_8"].predicted for k in ("hdd", "raid1", "raid0"))
-    assert hdd < r1 < r0
+def test_every_input_has_a_source_class_and_a_citation():
+    entries = sd.source_classes()
+    assert len(entries) > 30
+    for section, name, _, cls, cite in entries:
+        assert cls in {"paper", "datasheet", "literature", "assumed"}, (section, name, cls)
+        assert len(cite) > 10, (section, name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the model's Intel does not collapse at 24 jobs (75 %, published 50 %) and its "
-    "RAID0 loses too much to seeks (69 %, published 86 %): see bench/seeds.md",
-)
-def test_raid0_above_intel_at_24_jobs(rows):
-    # Glasgow Table 1, Magny-Cours node: RAID0 86 % above the Intel SSD's 50 %
-    assert rows["glasgow_t1_raid0_24"].predicted > rows["glasgow_t1_intel_24"].predicted
+@pytest.mark.parametrize("name", sorted(sd.inputs()["orderings"]))
+def test_each_registered_ordering(rows, name, request):
+    if name in KNOWN_ORDERING_MISSES:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_ORDERING_MISSES[name]))
+    o = {x.name: x for x in sd.orderings(list(rows.values()))}[name]
+    assert o.holds, f"{o.lower} not below {o.higher}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the model rates the Intel SSD 2 points above RAID0 at 8 jobs (published: 10 "
-    "below); its SSDs are 13-25 points too good throughout (bench/seeds.md)",
-)
-def test_real_workload_orders_raid0_above_intel(rows):
-    # Glasgow Table 3: RAID0 88 % above Intel 78 %
-    assert rows["glasgow_t3_raid0_8"].predicted > rows["glasgow_t3_intel_8"].predicted
+def test_hdd_below_raid1_below_raid0_and_kingston_below_hdd_at_8_jobs(rows):
+    # Glasgow Table 1: Kingston 60 % < HDD 75 % < RAID1 83 % < RAID0 90 %
+    k, hdd, r1, r0 = (rows[f"glasgow_t1_{x}_8"].predicted for x in ("kingston", "hdd", "raid1", "raid0"))
+    assert k < hdd < r1 < r0
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_MISSES["glasgow_t1_kingston_8"])
-def test_kingston_below_hdd_at_8_jobs(rows):
-    # Glasgow Table 1: Kingston 60 % below one HDD's 75 %
-    assert rows["glasgow_t1_kingston_8"].predicted < rows["glasgow_t1_hdd_8"].predicted
+def test_no_fit_rms_stays_within_what_was_registered(rows):
+    rms = sd.rms_points(list(rows.values()))
+    assert rms <= REGISTERED_RMS_POINTS + 0.05
 
 
-def test_kingston_below_hdd_once_its_steady_write_is_below_the_breakeven():
-    # the ordering hinges on one number; below the computed break-even the model reproduces it,
-    # at 24 jobs as at 8, and the break-even lies in the range untrimmed consumer drives reach
+@pytest.mark.xfail(strict=True, reason="the review's target of 6 points is not reached (16.7, bench/seeds.md)")
+def test_no_fit_rms_within_the_target(rows):
+    assert sd.rms_points(list(rows.values())) <= sd.inputs()["targets"]["rms_points"]
+
+
+def test_the_read_behind_write_wait_is_what_pulls_the_kingston_under_the_hdd(rows):
+    # its reads cost ~1.1 ms; were its writes split into 512 KiB requests (short waits), it would
+    # beat the HDD, and the HDD's own seeks would then queue behind more, smaller writes
     w, seeks = sd.GLASGOW, sd.anchor_seeks(sd.GLASGOW)
-    rate = sd.kingston_breakeven_steady_write()
-    assert 15e6 < rate < 60e6
-    slower = replace(
-        sd.KINGSTON_V, write_cache=replace(sd.KINGSTON_V.write_cache, steady_write_bytes_per_second=0.9 * rate)
-    )
-    for jobs in (8, 24):
-        assert sd.efficiency(slower.figures(), w, jobs, seeks) < sd.efficiency(sd.HDD_7200.figures(), w, jobs, seeks)
+    split = replace(sd.BLOCK, write_unit_bytes=512 * 1024)
+    kingston = sd.efficiency(sd.KINGSTON_V, None, 1, w, 8, seeks, block=split)
+    assert kingston > sd.efficiency(sd.HDD_7200, None, 1, w, 8, seeks, block=split)
+    assert rows["glasgow_t1_hdd_8"].predicted > rows["glasgow_t1_kingston_8"].predicted
 
 
-def test_the_write_cliff_is_what_pulls_the_kingston_down(rows):
-    # at its datasheet (burst) rate it would be the best device of the table; past its fast region
-    # it loses more than 10 points: the burst figure is the one that misleads a buying guide
-    w, seeks = sd.GLASGOW, sd.anchor_seeks(sd.GLASGOW)
-    burst = sd.efficiency(replace(sd.KINGSTON_V, write_cache=None).figures(), w, 8, seeks)
-    assert burst > max(r.predicted for k, r in rows.items() if k.endswith("_8") and "kingston" not in k)
-    assert burst - rows["glasgow_t1_kingston_8"].predicted > 0.10
+def test_price_per_throughput_follows_the_efficiency_rows(rows):
+    # Table 4 from the predicted efficiency: price / (8 x efficiency), by hand
+    got = {k: p for k, p, _, _ in sd.price_per_throughput_rows(list(rows.values()))}
+    assert got["kingston_v"] == pytest.approx(155 / (8 * rows["glasgow_t1_kingston_8"].predicted))
+    assert got["hdd_2x"] < got["kingston_v"] and got["hdd_2x"] < got["intel_x25m_g2"]
+
+
+def test_fnal_client_rates_by_exact_mva():
+    # one client alone reads at its measured rate; by hand for two clients on one 1 GbE server:
+    # D = 8 ms/MB, Z = 1/15.6 - D; R(2) = D (1 + Q(1)), Q(1) = D / (Z + D)
+    assert sd.fnal_client_rate(1) == pytest.approx(15.6)
+    d, z = 0.008, 1 / 15.6 - 0.008
+    q1 = d / (z + d)
+    r2 = d * (1 + q1)
+    assert sd.fnal_client_rate(6) == pytest.approx(2 / (z + r2) / 2)
+    # more clients per NIC, less each (the 21-client row misses its 0.8 MB/s by 0.05: bench/seeds.md)
+    assert 12.55 < sd.fnal_client_rate(21) < 15.6
+    assert sd.fnal_client_rate(49) < sd.fnal_client_rate(21)
 
 
 def test_ssd_well_ahead_of_hdd_in_bnl_concurrent_reads():
@@ -133,36 +154,30 @@ def test_each_figure_within_its_tolerance(rows, key, request):
         request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[key]))
     row = rows[key]
     assert row.case.reason  # the tolerance's reason is written next to it
+    assert row.case.tolerance == pytest.approx(0.05)  # the run-to-run spread, never wider
     assert abs(row.predicted - PUBLISHED[key]) <= row.case.tolerance, (
         f"{key}: predicted {row.predicted:.3f}, published {PUBLISHED[key]}, tolerance {row.case.tolerance}"
     )
 
 
-def test_a_deliberately_broken_device_fails_the_ordering():
-    # the test can fail: a RAID1 composed as if mirrors halved writes too ranks above RAID0
-    broken = replace(
-        sd.HDD_7200.figures("raid1", 2),
-        write_bytes_per_second=2 * sd.HDD_7200.write_bytes_per_second,
-        read_channels=4.0,
-    )
+def test_a_deliberately_broken_raid1_fails_the_ordering():
+    # the test can fail: mirrors that wrote at twice the rate (as if striped) rank RAID1 above RAID0
     w, seeks = sd.GLASGOW, sd.anchor_seeks(sd.GLASGOW)
-    r0 = sd.efficiency(sd.HDD_7200.figures("raid0", 2), w, 8, seeks)
-    assert sd.efficiency(broken, w, 8, seeks) > r0
+    fast = replace(sd.HDD_7200, write_bytes_per_second=2 * sd.HDD_7200.write_bytes_per_second)
+    r0 = sd.efficiency(sd.HDD_7200, "raid0", 2, w, 8, seeks)
+    assert sd.efficiency(fast, "raid1", 2, w, 8, seeks) > r0
 
 
 def test_the_anchor_reproduces_the_single_job_measurement():
     w = sd.GLASGOW
     seeks = sd.anchor_seeks(w)
-    assert sd.efficiency(sd.HDD_7200.figures(), w, 1, seeks) == pytest.approx(0.90, abs=1e-3)
-    # and by hand: one job alone waits D per CPU second, D from the device figures and the workload
+    assert sd.efficiency(sd.HDD_7200, None, 1, w, 1, seeks) == pytest.approx(0.90, abs=1e-3)
+    # by hand: one job alone reads n_r times per CPU second, each an access and a transfer, and
+    # waits behind its own stager's writes; reads alone would leave it above 90 %
     d = sd.HDD_7200
-    r = w.staged_bytes_per_cpu_second
-    demand = (
-        r * w.read_fraction * (seeks / 1e9 * d.access_seconds + 1 / d.read_bytes_per_second)
-        + r / d.write_bytes_per_second
-    )
-    # the stage-in's network time overlaps the write (1 GbE is faster than the disk), so only D counts
-    assert 1 / (1 + demand) == pytest.approx(0.90, abs=0.01)
+    n_r = w.staged_bytes_per_cpu_second * w.read_fraction * seeks / 1e9
+    reads_only = 1 / (1 + n_r * (d.access_seconds + 1e9 / seeks / d.read_bytes_per_second))
+    assert 0.90 < reads_only < 0.95
 
 
 def test_structural_error_reports_the_larger_source():

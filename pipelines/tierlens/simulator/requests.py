@@ -185,8 +185,7 @@ def node_efficiency(dev: DeviceClasses, load: NodeLoad) -> NodeResult:
             g += max(load.write_units_per_cpu_second * t_w, load.network_seconds_per_cpu_second)
         return w - g
 
-    lo_gap = gap(lo) if lo > floor_device else -np.inf
-    if lo_gap >= 0.0:
+    if gap(lo) >= 0.0:
         w = lo
         bound = "network" if network >= max(1.0, floor_device) else ("device" if floor_device > 1.0 else "queue")
     else:
