@@ -123,12 +123,10 @@ def test_fnal_client_rates_by_exact_mva():
 
 
 def test_ssd_well_ahead_of_hdd_in_bnl_concurrent_reads():
-    # BNL: "~ 10 times faster in concurrent read scenario"; the model's figure is the device-bound
-    # limit (the slides give no CPU time), an upper bound, so it must not fall below the published
-    # ratio by more than the slides' reading precision (~20 %), and "well ahead" means over 3x
-    ratio = sd.bnl_ratio()
-    assert ratio > 3.0
-    assert 10.0 / 1.2 <= ratio <= 3 * 10.0
+    # BNL: "~ 10 times faster in concurrent read scenario", and the slides call the SSD case
+    # CPU-limited, so 10 is a lower bound of the device ratio: the device-bound prediction must not
+    # fall below it (beyond the slides' reading precision, ~20 %); no upper limit can be tested
+    assert sd.bnl_ratio() >= 10.0 / 1.2
 
 
 def test_ifca_network_fix_is_an_upper_bound_of_the_measured_gain():

@@ -381,7 +381,9 @@ def price_per_throughput_rows(rows: list[Row]) -> list[tuple[str, float, float, 
         r = by[p["case"]]
         jobs = r.case.jobs
         pred = p["unit_price_gbp"] / (jobs * r.predicted)
-        tol = p["unit_price_gbp"] / (jobs * (r.case.published - r.case.tolerance)) - p["published"]
+        # the efficiency row's tolerance, carried through price / throughput as a relative error
+        eff = r.case.published
+        tol = p["published"] * (eff / (eff - r.case.tolerance) - 1.0)
         out.append((key, pred, p["published"], tol))
     return out
 
@@ -838,3 +840,59 @@ __all__ = [
     "structural_error_rows",
     "replace",
 ]
+
+
+# ----------------------------------------------------------------------------- what each miss hinges on
+
+#: Inputs changed after the predictions they feed were first seen: (input, before, after, why).
+#: Empty: every value in seed_inputs.toml is the one registered before the first prediction.
+CHANGED_AFTER: tuple[tuple[str, str, str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Hinge:
+    figure: str
+    input: str
+    registered: float
+    needed: float | None  # the value at which the prediction meets the published figure (None: no value does)
+    unit: str
+
+
+def _solve(f, lo: float, hi: float) -> float | None:
+    a, b = f(lo), f(hi)
+    if np.sign(a) == np.sign(b):
+        return None
+    return float(brentq(f, lo, hi, xtol=1e-4))
+
+
+def hinges(w: SeedWorkload = GLASGOW) -> list[Hinge]:
+    """For the rows the registered inputs miss, the value of one assumed input at which the model
+    would meet the published figure: what a probe (or a better source) would have to show. Not a
+    fit: nothing here feeds back into a prediction."""
+    seeks = anchor_seeks(w)
+    by = {c.key: c for c in GLASGOW_CASES}
+    out = []
+    for key, dev in (("glasgow_t1_intel_8", "intel_x25m_g2"), ("glasgow_t1_kingston_8", "kingston_v")):
+        case = by[key]
+
+        def gap(cv: float, case=case) -> float:
+            c = replace(case, device=replace(case.device, write_cv=cv))
+            return case_efficiency(c, w, seeks) - case.published
+
+        out.append(Hinge(case.what, f"{dev} write service cv", case.device.write_cv, _solve(gap, 0.0, 6.0), ""))
+    for key in ("glasgow_t1_raid0_24", "glasgow_t1_intel_24"):
+        case = by[key]
+
+        def gap_speed(speed: float, case=case) -> float:
+            return case_efficiency(replace(case, core_speed=speed), w, seeks) - case.published
+
+        out.append(
+            Hinge(
+                case.what,
+                "Magny-Cours bytes per CPU second, relative to the 8-core node",
+                case.core_speed,
+                _solve(gap_speed, 0.05, 3.0),
+                "x",
+            )
+        )
+    return out
