@@ -170,8 +170,12 @@ def test_synthetic_probe_cli_loads(tmp_path):
     r = CliRunner().invoke(app, ["probe", "storage", "--synthetic", "nvme", "-w", str(wh)])
     assert r.exit_code == 0, r.output
     con = duckdb.connect(str(wh), read_only=True)
-    # the job set plus the sustained-write jobs (burst, steady, read under write)
-    assert con.execute("select count(*), min(tool) from raw_device_probe").fetchone() == (len(JOBS) + 3, "synthetic")
+    # the job set, the reads under writes (two modes x four throttles) and the sustained-write
+    # jobs (burst, steady, read under write)
+    assert con.execute("select count(*), min(tool) from raw_device_probe").fetchone() == (
+        len(JOBS) + 8 + 3,
+        "synthetic",
+    )
     assert con.execute("select count(*) from raw_rejects").fetchone()[0] == 0
     r = CliRunner().invoke(app, ["probe", "storage", "--synthetic", "floppy", "--no-load"])
     assert r.exit_code == 1 and "floppy" in r.output

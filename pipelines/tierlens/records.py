@@ -383,6 +383,43 @@ DEVICE_PROBE = pa.schema(
         _f("mean_latency_seconds", pa.float64(), "Mean time from issuing a request to its completion.", "s"),
         _f("p99_latency_seconds", pa.float64(), "99th percentile of the completion latency.", "s"),
         _f("probed_at", TIMESTAMP, "When the probe run started.", "UTC"),
+        _f("p50_latency_seconds", pa.float64(), "Median of the completion latency.", "s"),
+        _f("p999_latency_seconds", pa.float64(), "99.9th percentile of the completion latency.", "s"),
+        _f("max_latency_seconds", pa.float64(), "Longest completion latency seen.", "s"),
+        _f(
+            "write_utilisation_target",
+            pa.float64(),
+            "read_under_write_* jobs: the background writers' throttle as a fraction of the run's stagein_write "
+            "bandwidth (0: no writers); null for other jobs.",
+            "fraction",
+        ),
+        _f(
+            "write_utilisation",
+            pa.float64(),
+            "read_under_write_* jobs: bytes the background writers wrote per second over the stagein_write "
+            "bandwidth (buffered: written into the page cache); null for other jobs.",
+            "fraction",
+        ),
+        _f(
+            "io_scheduler",
+            pa.string(),
+            "I/O scheduler of the block device under path (/sys/block/DEV/queue/scheduler; a stacked device "
+            "lists its members', e.g. 'none; sda: mq-deadline'); null when path is on no block device.",
+        ),
+        _f("filesystem", pa.string(), "File system type of the mount holding path (ext4, xfs, tmpfs, ...)."),
+        _f(
+            "discard",
+            pa.string(),
+            "Online discard (TRIM) of that mount: 'discard', 'discard=async', or 'off' when the mount options "
+            "ask for none (periodic fstrim may still run).",
+        ),
+        _f(
+            "discard_max_bytes",
+            pa.int64(),
+            "Largest discard the block device accepts (/sys/block/DEV/queue/discard_max_bytes; 0: no TRIM); "
+            "null when path is on no block device.",
+            "bytes",
+        ),
     ]
 )
 
@@ -645,7 +682,15 @@ SPECS: dict[RecordKind, RecordSpec] = {
         _required("probe_id", "node", "job_name")
         + (_storage_type(),)
         + _not_positive("block_size_bytes", "bandwidth_bytes_per_second", required=True)
-        + _negative("mean_latency_seconds")
+        + _negative(
+            "mean_latency_seconds",
+            "p50_latency_seconds",
+            "p999_latency_seconds",
+            "max_latency_seconds",
+            "write_utilisation_target",
+            "write_utilisation",
+            "discard_max_bytes",
+        )
         + (_null("probed_at"),),
     ),
     RecordKind.SITE_CHANGE: RecordSpec(

@@ -47,7 +47,12 @@ def storage(
         Optional[Path], typer.Argument(help="An empty directory on the device to probe (e.g. the scratch path).")
     ] = None,
     node: Annotated[Optional[str], typer.Option(help="Node name to record [default: this host's name].")] = None,
-    seconds: Annotated[float, typer.Option(help="Seconds for the whole job set (7 jobs).")] = 60.0,
+    seconds: Annotated[
+        float,
+        typer.Option(
+            help="Seconds for the whole job set: the 7 jobs and the reads under writes (8 more at the default --under-write, 4 where O_DIRECT is refused)."
+        ),
+    ] = 120.0,
     slots: Annotated[
         Optional[int], typer.Option(help="Processes of the full-node jobs [default: this node's cores].")
     ] = None,
@@ -71,11 +76,18 @@ def storage(
             help="Bytes written before a stable rate counts as the steady state (above the largest fast region the device could have)."
         ),
     ] = "16GB",
+    under_write: Annotated[
+        str,
+        typer.Option(
+            help="Background write throttles of the reads-under-writes jobs, in % of the measured stage-in write bandwidth, comma separated; 'none' skips them."
+        ),
+    ] = "0,25,50,75",
     warehouse_file: WarehouseOpt = None,
     load: Annotated[bool, typer.Option(help="Load the records into the warehouse.")] = True,
     out: Annotated[Optional[Path], typer.Option(help="Also write the records to this Parquet file.")] = None,
 ) -> None:
-    """Run the probe job set (stage-in writes, sequential and random reads; one job alone and a full node)."""
+    """Run the probe job set (stage-in writes, sequential and random reads; one job alone and a full node;
+    random reads by every slot under throttled background writes, buffered and O_DIRECT)."""
     from ..probe.fio import ProbeOptions, ProbeRefused, run_probe
     from ..probe.load import load_probe
     from ..sources.synthetic.probe import run_synthetic_probe
@@ -87,6 +99,16 @@ def storage(
 
     size = parsed(parse_bytes, file_size, "--file-size")
     budget_bytes = parsed(parse_bytes, sustained_bytes, "--sustained-bytes")
+    try:
+        throttles = (
+            ()
+            if under_write.strip().lower() in ("", "none")
+            else tuple(sorted({float(x) / 100.0 for x in under_write.split(",")}))
+        )
+    except ValueError as e:
+        raise typer.BadParameter(f"--under-write: {under_write!r} is not a list of percentages") from e
+    if any(not 0 <= t < 1.5 for t in throttles):
+        raise typer.BadParameter("--under-write: percentages from 0 to below 150")
     min_bytes = parsed(parse_bytes, sustained_min, "--sustained-min")
     budget = (
         Budget(
@@ -100,7 +122,9 @@ def storage(
     )
     try:
         if synthetic:
-            table = run_synthetic_probe(synthetic, slots or 8, node, budget=budget, sustained=budget is not None)
+            table = run_synthetic_probe(
+                synthetic, slots or 8, node, budget=budget, sustained=budget is not None, under_write=throttles
+            )
         else:
             extra = (
                 f", then up to {budget_bytes / 1e9:.0f} GB / {sustained_seconds:g} s of sustained writes"
@@ -108,7 +132,9 @@ def storage(
                 else ""
             )
             with console.status(f"probing {path} with fio ({seconds:g} s{extra})"):
-                table = run_probe(ProbeOptions(path, node, seconds, slots, size, sustained=budget))
+                table = run_probe(
+                    ProbeOptions(path, node, seconds, slots, size, sustained=budget, under_write=throttles)
+                )
     except (ProbeRefused, ValueError) as e:
         fail(f"refused: {e}", 1, e)
     print_probe(table)

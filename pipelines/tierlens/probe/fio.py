@@ -23,6 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..records import DEVICE_PROBE
+from . import under_write
 from .jobs import JOBS, ProbeJob
 from .sustained import BLOCK_BYTES, Budget, analyse, rows as sustained_rows
 
@@ -40,12 +41,15 @@ class ProbeRefused(Exception):
 class ProbeOptions:
     path: Path
     node: str | None = None
-    seconds: float = 60.0  # the whole job set
+    seconds: float = 120.0  # the whole job set, the reads under writes included
     slots: int | None = None  # processes of the full-node jobs [default: cores]
     file_bytes: int = 1024**3  # bytes of files one job uses, over all its processes
     fio: str = "fio"
     #: write past the fast-write region within this budget (probe/sustained.py); None: do not
     sustained: Budget | None = None
+    #: background write throttles of the read_under_write_* points (fractions of the stage-in
+    #: write bandwidth, probe/under_write.py); empty: do not run them
+    under_write: tuple[float, ...] = under_write.UTILISATIONS
 
     @property
     def node_name(self) -> str:
@@ -147,12 +151,18 @@ def parse_fio(text: str, job: ProbeJob) -> dict:
     (res,) = [j for j in report["jobs"] if j["jobname"] == job.name]
     side = res["write" if job.rw == "write" else "read"]
     pct = side.get("clat_ns", {}).get("percentile", {})
-    p99 = pct.get("99.000000")
+
+    def seconds(ns) -> float | None:
+        return float(ns) / 1e9 if ns is not None else None
+
     return {
         "bandwidth_bytes_per_second": float(side["bw_bytes"]),
         "iops": float(side["iops"]),
         "mean_latency_seconds": float(side["lat_ns"]["mean"]) / 1e9,
-        "p99_latency_seconds": float(p99) / 1e9 if p99 is not None else None,
+        "p50_latency_seconds": seconds(pct.get("50.000000")),
+        "p99_latency_seconds": seconds(pct.get("99.000000")),
+        "p999_latency_seconds": seconds(pct.get("99.900000")),
+        "max_latency_seconds": seconds(side["lat_ns"].get("max")),
     }
 
 
@@ -176,6 +186,7 @@ def run_probe(options: ProbeOptions, detect=None) -> pa.Table:
     for old in leftovers:
         shutil.rmtree(old)
     found = detect(str(path))
+    settings = under_write.device_settings(path)
     probe_id = uuid.uuid4().hex[:16]
     started = datetime.now(timezone.utc)
     workdir = path / f"{WORKDIR_PREFIX}{probe_id}"
@@ -186,7 +197,8 @@ def run_probe(options: ProbeOptions, detect=None) -> pa.Table:
         os.write(fd, f"tierlens probe {probe_id} {started.isoformat()}\n".encode())
         os.close(fd)
         direct = direct_io_supported(workdir)
-        runtime = options.seconds / len(JOBS)
+        points = under_write.jobs(options.under_write, direct) if options.under_write else ()
+        runtime = options.seconds / (len(JOBS) + len(points))
         for job in JOBS:
             args = fio_args(job, workdir, runtime, options.node_slots, options.file_bytes, direct, options.fio)
             began = time.perf_counter()
@@ -213,23 +225,34 @@ def run_probe(options: ProbeOptions, detect=None) -> pa.Table:
                     "seconds": time.perf_counter() - began,
                     **parse_fio(out.stdout, job),
                     "probed_at": started,
+                    **settings,
                 }
             )
-        if budget is not None:
-            common = {
-                k: rows[0][k]
-                for k in (
-                    "probe_id",
-                    "node",
-                    "path",
-                    "storage_type",
-                    "device_models",
-                    "tool",
-                    "tool_version",
-                    "direct_io",
-                    "probed_at",
+        common = {
+            k: rows[0][k]
+            for k in (
+                "probe_id",
+                "node",
+                "path",
+                "storage_type",
+                "device_models",
+                "tool",
+                "tool_version",
+                "direct_io",
+                "probed_at",
+                *settings,
+            )
+        }
+        if points:
+            # throttles are fractions of what one stage-in copy wrote here a moment ago
+            stagein = next(r for r in rows if r["job_name"] == "stagein_write")["bandwidth_bytes_per_second"]
+            rows += [
+                {**common, **r}
+                for r in under_write.run(
+                    workdir, points, runtime, options.node_slots, options.file_bytes, stagein, options.fio
                 )
-            }
+            ]
+        if budget is not None:
             rows += [{**common, **r} for r in run_sustained(workdir, options, budget, direct)]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

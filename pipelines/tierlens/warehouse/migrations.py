@@ -431,6 +431,25 @@ MIGRATIONS: tuple[Migration, ...] = (
         "so the next transform builds the incremental one (which reads which rows are provisional)",
         (ModelOutdated("marts", "data_completeness", "provisional"),),
     ),
+    Migration(
+        15,
+        "device_probe: read latency distributions under throttled background writes, and the device's "
+        "I/O scheduler, file system and discard setting",
+        (
+            AddColumns(
+                RecordKind.DEVICE_PROBE,
+                "p50_latency_seconds",
+                "p999_latency_seconds",
+                "max_latency_seconds",
+                "write_utilisation_target",
+                "write_utilisation",
+                "io_scheduler",
+                "filesystem",
+                "discard",
+                "discard_max_bytes",
+            ),
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

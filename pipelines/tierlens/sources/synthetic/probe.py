@@ -7,6 +7,13 @@ pays the generator's streaming seeks (one per ``STREAM_BYTES_PER_SEEK``); a writ
 call per block, as the generator charges its stage-in pieces. Time is simulated: nothing waits.
 The sustained-write jobs (probe/sustained.py) write with every slot until the rate settles or the
 budget ends, so a device with a write cliff (``ssd_consumer``) shows it.
+
+The reads under throttled writes (probe/under_write.py) queue one reader per slot and one writer
+on the same device queues: the writer issues 8 MiB writes on fio's ``rate=`` schedule (never before
+its previous write is done), so a read that arrives behind a write waits for it as the queue says.
+The generator has no page cache: its jobs' requests reach the device as issued, so the
+``buffered`` and ``direct`` points are the same simulation, recorded under both names (the
+``direct_io`` field says which row is which) so that a model reading either mode finds it.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pyarrow as pa
 
+from ...probe import under_write as uw
 from ...probe.jobs import JOBS, ProbeJob
 from ...probe.sustained import BLOCK_BYTES, Budget, Sustained, analyse, rows as sustained_rows
 from ...records import DEVICE_PROBE
@@ -53,9 +61,62 @@ def run_job(cfg: ScratchConfig, job: ProbeJob, slots: int, seconds: float = SIM_
     return {
         "bandwidth_bytes_per_second": n * job.block_size / end,
         "iops": n / end,
-        "mean_latency_seconds": float(lat.mean()),
-        "p99_latency_seconds": float(np.quantile(lat, 0.99)),
+        **distribution(lat),
         "seconds": float(end),
+    }
+
+
+def distribution(lat: np.ndarray) -> dict:
+    """The latency fields of a device_probe row from every request's latency."""
+    return {
+        "mean_latency_seconds": float(lat.mean()),
+        "p50_latency_seconds": float(np.quantile(lat, 0.5)),
+        "p99_latency_seconds": float(np.quantile(lat, 0.99)),
+        "p999_latency_seconds": float(np.quantile(lat, 0.999)),
+        "max_latency_seconds": float(lat.max()),
+    }
+
+
+def run_under_write(
+    cfg: ScratchConfig, slots: int, utilisation: float, write_bandwidth: float, seconds: float = SIM_SECONDS
+) -> dict:
+    """One reader per slot (128 KiB random reads back to back) while one writer streams 8 MiB
+    blocks throttled to ``utilisation`` x ``write_bandwidth``, all on one fresh copy of the
+    generator's device queues, requests issued in time order."""
+    scratch = Scratch(cfg)
+    readers = max(slots, 1)
+    rate = utilisation * write_bandwidth
+    # (issue time, process); process -1 is the writer
+    ready = [(0.0, p) for p in range(readers)] + ([(0.0, -1)] if rate > 0 else [])
+    heapq.heapify(ready)
+    issued = np.zeros(readers, np.int64)
+    latencies: list[float] = []
+    writes, end = 0, 0.0
+    while ready:
+        t, p = heapq.heappop(ready)
+        if p < 0:
+            if t >= seconds or not any(issued < MAX_REQUESTS_PER_PROCESS):
+                continue  # readers are done: so is the writer
+            done = scratch.write(t, uw.WRITE_BYTES)
+            writes += 1
+            # fio's rate=: the k-th block is not issued before k x block / rate, nor before the last is done
+            heapq.heappush(ready, (max(done, writes * uw.WRITE_BYTES / rate), p))
+            continue
+        if t >= seconds or issued[p] >= MAX_REQUESTS_PER_PROCESS:
+            end = max(end, t)
+            continue
+        done = scratch.read(t, uw.READ_BYTES, 1.0)
+        latencies.append(done - t)
+        issued[p] += 1
+        heapq.heappush(ready, (done, p))
+    lat = np.asarray(latencies)
+    return {
+        "bandwidth_bytes_per_second": len(lat) * uw.READ_BYTES / end,
+        "iops": len(lat) / end,
+        **distribution(lat),
+        "seconds": float(end),
+        "write_utilisation_target": utilisation,
+        "write_utilisation": writes * uw.WRITE_BYTES / end / write_bandwidth,
     }
 
 
@@ -66,10 +127,12 @@ def run_synthetic_probe(
     scratch: dict[str, ScratchConfig] | None = None,
     budget: Budget | None = None,
     sustained: bool = False,
+    under_write: tuple[float, ...] = uw.UTILISATIONS,
 ) -> pa.Table:
     """The probe job set against the generator's device ``storage_type`` (a key of SCRATCH or
     PROBE_ONLY; the records carry the device's storage type), plus the sustained-write jobs
-    (probe/sustained.py) when ``sustained``."""
+    (probe/sustained.py) when ``sustained``, and the reads under throttled writes at each of
+    ``under_write`` (fractions of the stage-in write bandwidth; empty: none)."""
     configs = scratch or {**SCRATCH, **PROBE_ONLY}
     if storage_type not in configs:
         raise ValueError(f"the synthetic site has no {storage_type!r} device; it has {', '.join(sorted(configs))}")
@@ -99,6 +162,23 @@ def run_synthetic_probe(
         }
         for job in JOBS
     ]
+    stagein = next(r for r in rows if r["job_name"] == "stagein_write")["bandwidth_bytes_per_second"]
+    for u in sorted(set(under_write)):
+        figures = run_under_write(cfg, slots, u, stagein)
+        for mode in uw.MODES:
+            job = uw.UnderWriteJob(mode, u)
+            rows.append(
+                {
+                    **common,
+                    "job_name": job.name,
+                    "rw": "randread",
+                    "block_size_bytes": uw.READ_BYTES,
+                    "queue_depth": 1,
+                    "processes": max(slots, 1),
+                    **figures,
+                    "direct_io": mode == "direct",
+                }
+            )
     if sustained:
         result, read = run_sustained(cfg, slots, budget)
         rows += [{**common, **r} for r in sustained_rows(result, read, slots)]
