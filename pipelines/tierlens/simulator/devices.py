@@ -62,6 +62,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.optimize import least_squares
 
+from .under_write import UnderWrite, under_write_from_probe
+
 GB = 1e9
 KIB = 1024
 SMALL, LARGE = 128 * KIB, 1024 * KIB
@@ -106,6 +108,9 @@ class DeviceFigures:
     label: str = ""
     #: the fast-write region and the steady-state rate past it (None: no cliff measured/known)
     write_cache: WriteCache | None = None
+    #: the probe's read latencies under throttled background writes (simulator/under_write.py;
+    #: None: not probed so, or not from a probe)
+    under_write: tuple[UnderWrite, ...] | None = None
 
     def sustained(self, staged_bytes_per_node_hour: float | None = None) -> DeviceFigures:
         """The figures a workload writing ``staged_bytes_per_node_hour`` (stage-in and job writes
@@ -195,6 +200,7 @@ def from_probe(rows: list[dict]) -> DeviceFigures:
         "probe",
         ", ".join(first.get("device_models") or []),
         write_cache_from_probe(by, write_rate),
+        under_write=under_write_from_probe(rows),
     )
 
 
