@@ -729,7 +729,7 @@ def test_incomplete_window_holds_the_watermark(tmp_path, fake_sacct, monkeypatch
     wh = tmp_path / "wh.duckdb"
     base = ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe), "--window-hours", "1"]
     r = CliRunner().invoke(app, [*base, "--first-hours", "3"])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output  # a window that could not be read fails the run (README: exit codes)
     starts = _starttimes(calls())
     assert len(starts) == 3
     state = json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]

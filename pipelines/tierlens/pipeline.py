@@ -7,7 +7,7 @@ through the warehouse's tables.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .records import Batch, RecordKind
+from .records import SPECS, Batch, RecordKind, Reject
 from .warehouse import LoadResult, Warehouse
 from .warehouse.core import ParquetFileBatch
 
@@ -66,8 +66,113 @@ def ingest(
     return summary
 
 
+def failure(
+    summary: IngestSummary, unreadable: Sequence[str] = (), what: str = "ingest", unit: str = "file(s)", then: str = ""
+) -> str | None:
+    """Why an ingest failed, in one line, or None when it did not: a window or file that could not
+    be read (``unreadable``: one description each), or records came in and every one was
+    rejected. Nothing new (no record at all) is not a failure. The CLI prints this line and exits
+    non-zero; the DAG's tasks raise it, so both say the same. ``unit`` names what ``unreadable``
+    counts; ``then`` ends the line (what happens next)."""
+    loaded = sum(summary.rows_loaded.values())
+    rejected = summary.total_rejected
+    counts = f"{loaded:,} record(s) loaded, {rejected:,} rejected"
+    if unreadable:
+        more = f" (and {len(unreadable) - 1} more: see `tierlens rejects`)" if len(unreadable) > 1 else ""
+        return f"{what} failed: {len(unreadable)} {unit} could not be read: {unreadable[0]}{more}; {counts}{then}"
+    if rejected and not loaded:
+        return (
+            f"{what} failed: all {rejected:,} record(s) were rejected, none loaded; `tierlens rejects` "
+            "shows each one's location, field and what to change"
+        )
+    return None
+
+
+def _columns_problem(kind: RecordKind, schema: pa.Schema) -> tuple[str, str] | None:
+    """(field, reason) when a file's columns are not the record's: every missing and every extra
+    field named, and where the record's fields are listed. None when all are there."""
+    want = SPECS[kind].schema.names
+    missing = [n for n in want if n not in schema.names]
+    if not missing:
+        return None
+    extra = [n for n in schema.names if n not in want]
+    reason = f"the file is not a {kind.value} record: missing field(s) {', '.join(missing)}"
+    if extra:
+        reason += f"; field(s) not in the record: {', '.join(extra)}"
+    reason += f". Write the fields `tierlens schema {kind.value}` lists, with their names and types"
+    return ", ".join(missing), reason
+
+
+#: rows cast at a time when looking for the values of a column that do not cast
+_CAST_PROBE = 1024
+
+
+def _bad_rows(column: pa.ChunkedArray, to: pa.DataType) -> list[int]:
+    """Indexes of the values of ``column`` that do not cast to ``to`` (chunks first, then rows)."""
+    errors = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
+    column = column.combine_chunks()
+    bad: list[int] = []
+    for a in range(0, len(column), _CAST_PROBE):
+        piece = column.slice(a, _CAST_PROBE)
+        try:
+            piece.cast(to)
+            continue
+        except errors:
+            pass
+        for i in range(len(piece)):
+            try:
+                piece.slice(i, 1).cast(to)
+            except errors:
+                bad.append(a + i)
+    return bad
+
+
+def _typed_batch(kind: RecordKind, table: pa.Table, source: str, first: int) -> Batch:
+    """A batch of a file's rows in the record's schema; a value that does not cast to its field's
+    type makes its row a reject (field, row, the value and the type wanted), the others load."""
+    schema = SPECS[kind].schema
+    rejects: list[Reject] = []
+    bad: dict[int, tuple[str, str]] = {}
+    for f in schema:
+        column = table[f.name]
+        if column.type == f.type:
+            continue
+        try:
+            column.cast(f.type)
+            continue
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            pass
+        for i in _bad_rows(column, f.type):
+            value = column[i].as_py()
+            bad.setdefault(
+                i,
+                (
+                    f.name,
+                    f"{value!r} is not a {f.type} (the file's column is {column.type}): write {f.name} as "
+                    f"`tierlens schema {kind.value}` gives its type",
+                ),
+            )
+    if not bad:
+        return Batch(kind, table, source, row_offset=first)
+    for i, (name, reason) in sorted(bad.items()):
+        row = {k: v for k, v in table.slice(i, 1).to_pylist()[0].items()}
+        rejects.append(Reject(kind, source, f"{source}:row {first + i}", name, reason, str(row)[:2000]))
+    keep = [i for i in range(table.num_rows) if i not in bad]
+    return Batch(
+        kind,
+        table.take(pa.array(keep, pa.int64())),
+        source,
+        locations=[f"{source}:row {first + i}" for i in keep],
+        rejects=rejects,
+    )
+
+
 def parquet_batches(
-    kind: RecordKind, files: Iterable[Path], rows: int = FILE_BATCH_ROWS, direct: bool = False
+    kind: RecordKind,
+    files: Iterable[Path],
+    rows: int = FILE_BATCH_ROWS,
+    direct: bool = False,
+    unreadable: list[str] | None = None,
 ) -> Iterable[Batch | ParquetFileBatch]:
     """Read Parquet files of one record kind in bounded batches.
 
@@ -75,8 +180,24 @@ def parquet_batches(
     With ``direct``, a file of at most ``rows`` rows in exactly the record's schema is handed
     over whole for DuckDB's Parquet reader to load (no Arrow decoding in Python); consumers that
     look into batches' tables (interval filters) leave it off.
+
+    A file that is not Parquet, or whose columns are not the record's, is one reject at
+    'parquet:FILE:offset 0' (its rows are not read) and is appended, described, to ``unreadable``.
     """
     for path in files:
+        source = f"parquet:{path}"
+        try:
+            schema = pq.read_schema(path)
+        except (OSError, pa.ArrowException) as e:
+            problem: tuple[str, str] | None = ("file", f"not a Parquet file ({e}): write the records as Parquet")
+        else:
+            problem = _columns_problem(kind, schema)
+        if problem is not None:
+            if unreadable is not None:
+                unreadable.append(f"{path}: {problem[1]}")
+            empty = SPECS[kind].schema.empty_table()
+            yield Batch(kind, empty, source, rejects=[Reject(kind, source, f"{source}:offset 0", *problem, "")])
+            continue
         whole = ParquetFileBatch.of(kind, path, rows) if direct else None
         if whole is not None:
             yield whole
@@ -85,7 +206,7 @@ def parquet_batches(
         first = 0
         for rb in pf.iter_batches(batch_size=rows):
             table = pa.Table.from_batches([rb])
-            yield Batch(kind, table, f"parquet:{path}", row_offset=first)
+            yield _typed_batch(kind, table, source, first)
             first += table.num_rows
 
 

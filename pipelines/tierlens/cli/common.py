@@ -31,6 +31,17 @@ CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV instead of a tabl
 
 T = TypeVar("T")
 
+#: Exit codes of the ingest and load commands (README.md and docs/site-admin.md list them).
+#: Nothing new is a success: a quiet hour is normal, and cron, systemd timers and Airflow's
+#: BashOperator treat any other code as a failure that pages someone (BashOperator: 99 as
+#: "skipped"), which teaches people to ignore them. The commands say "nothing new" on stdout.
+EXIT_OK = 0
+#: a window or file could not be read, or every record that came in was rejected; what did load
+#: stays loaded and the watermark waits at the first window that failed
+EXIT_FAILED = 1
+#: a bad option or argument (click's own code): nothing was read
+EXIT_USAGE = 2
+
 
 def warehouse(path: Path | None, p: Paths | None = None) -> Path:
     """The --warehouse given, else the tierlens home's."""
@@ -117,18 +128,51 @@ def print_ingest(summary, wh: Path) -> None:
         )
 
 
-def ingest_and_print(batches: Iterable, wh: Path, what: str | None = None):
-    """Load ``batches`` into ``wh`` (with a progress bar when ``what`` names them), print the summary."""
+#: what reading a source's files raises when one cannot be read (unreadable, not the format it
+#: should be, a compressed file cut short): the command says so in one line, not a traceback
+READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, UnicodeDecodeError)
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    import pyarrow as pa
+
+    return (*READ_ERRORS, pa.ArrowException)
+
+
+def finish(
+    summary, command: str, unreadable: Iterable[str] = (), nothing: str = "", unit: str = "file(s)", then: str = ""
+) -> None:
+    """End an ingest or load command by its outcome: EXIT_FAILED with one line on stderr when a
+    window or file could not be read or every record was rejected; "nothing new" (``nothing``
+    says why) on stdout when no record came in, and EXIT_OK."""
+    from ..pipeline import failure
+
+    why = failure(summary, list(unreadable), command, unit, then)
+    if why is not None:
+        fail(why, EXIT_FAILED)
+    if not sum(summary.rows_in.values()):
+        console.print(f"nothing new{': ' + nothing if nothing else ''}", soft_wrap=True, highlight=False, markup=False)
+
+
+def ingest_and_print(
+    batches: Iterable, wh: Path, what: str | None = None, command: str = "ingest", unreadable: Iterable[str] = ()
+):
+    """Load ``batches`` into ``wh`` (with a progress bar when ``what`` names them), print the
+    summary and end by its outcome (``finish``; ``unreadable`` is filled while the batches are read)."""
     from ..pipeline import ingest
 
     wh.parent.mkdir(parents=True, exist_ok=True)
-    if what is None:
-        summary = ingest(batches, wh)
-    else:
-        with progress() as bar:
-            task = bar.add_task(f"loading {what}", total=None)
-            summary = ingest(batches, wh, on_batch=lambda r: bar.advance(task, r.rows_in))
+    try:
+        if what is None:
+            summary = ingest(batches, wh)
+        else:
+            with progress() as bar:
+                task = bar.add_task(f"loading {what}", total=None)
+                summary = ingest(batches, wh, on_batch=lambda r: bar.advance(task, r.rows_in))
+    except _read_errors() as e:
+        fail(f"{command} failed: could not read {e} (batches before it are loaded)", EXIT_FAILED, e)
     print_ingest(summary, wh)
+    finish(summary, command, unreadable)
     return summary
 
 

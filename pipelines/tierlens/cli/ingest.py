@@ -13,7 +13,18 @@ import typer
 
 from .. import config
 from ..sources import registry
-from .common import WarehouseOpt, console, err, fail, ingest_and_print, parsed, print_ingest, warehouse
+from .common import (
+    EXIT_FAILED,
+    WarehouseOpt,
+    console,
+    err,
+    fail,
+    finish,
+    ingest_and_print,
+    parsed,
+    print_ingest,
+    warehouse,
+)
 
 app = typer.Typer(
     name="ingest", help="Ingest batch-system accounting, plugin spool records and file accesses.", no_args_is_help=True
@@ -113,14 +124,25 @@ def slurm(
             on_batch=marks.on_batch,
         )
     except SacctError as e:
-        fail(str(e), 1, e)
+        fail(f"ingest slurm failed: {e}", EXIT_FAILED, e)
     marks.flush()
     print_ingest(summary, wh)
-    for report in retry:
-        err.print(f"[yellow]incomplete sacct output, asked for again on the next run: {report.describe()}[/yellow]")
     if missing:
         console.print(f"asked sacct by id for {len(missing)} tagged jobs no time window had returned")
     console.print(f"sacct format: {runner.fmt}; watermark file {mark.path}")
+    finish(
+        summary,
+        "ingest slurm",
+        [report.describe() for report in retry],
+        nothing=f"sacct answered with no job or step from {_when(t_start)} to {_when(t_end)}",
+        unit="sacct call(s)",
+        # the watermark waits at the first of them
+        then="; asked for again on the next run",
+    )
+
+
+def _when(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def slurm_spool(
@@ -132,7 +154,7 @@ def slurm_spool(
     """Job tags from the SPANK plugin's spool records (one JSON line per job step)."""
     from ..sources.slurm.spool import spool_batches
 
-    ingest_and_print(spool_batches(dirs), warehouse(warehouse_file))
+    ingest_and_print(spool_batches(dirs), warehouse(warehouse_file), command="ingest slurm-spool")
 
 
 def condor(
@@ -174,7 +196,7 @@ def condor(
             1,
             e,
         )
-    summary = ingest_and_print(source.batches(), warehouse(warehouse_file), what=source.what)
+    summary = ingest_and_print(source.batches(), warehouse(warehouse_file), what=source.what, command="ingest condor")
     source.commit()
     if not summary.batches:
         console.print("no jobs found.")
@@ -196,6 +218,7 @@ def xrootd(
         batches(folder or config.paths().xrootd_spool, direct=True),
         warehouse(warehouse_file),
         what="xrootd collector batches",
+        command="ingest xrootd",
     )
 
 
@@ -211,7 +234,7 @@ def xrootd_osg(
     """Import file-close records of the OSG XRootD monitoring collector as file_access rows."""
     from ..collector.osg import osg_batches
 
-    ingest_and_print(osg_batches(list(files)), warehouse(warehouse_file))
+    ingest_and_print(osg_batches(list(files)), warehouse(warehouse_file), command="ingest xrootd-osg")
 
 
 def attach(group: typer.Typer) -> typer.Typer:

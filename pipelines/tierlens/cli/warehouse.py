@@ -33,10 +33,20 @@ def load(
     files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, help="Parquet files.")],
     warehouse_file: WarehouseOpt = None,
 ) -> None:
-    """Load Parquet files of canonical records into the warehouse, one transaction per batch."""
+    """Load Parquet files of canonical records into the warehouse, one transaction per batch.
+
+    A file whose columns are not the record's (`tierlens schema KIND`) is a reject and the command
+    fails; a value of the wrong type makes its row a reject."""
     from ..pipeline import parquet_batches
 
-    ingest_and_print(parquet_batches(kind, files, direct=True), warehouse(warehouse_file), what=kind.value)
+    unreadable: list[str] = []
+    ingest_and_print(
+        parquet_batches(kind, files, direct=True, unreadable=unreadable),
+        warehouse(warehouse_file),
+        what=kind.value,
+        command=f"load {kind.value}",
+        unreadable=unreadable,
+    )
 
 
 @app.command()

@@ -70,6 +70,11 @@ def _record_interval(
 
 
 # ---- sources ----------------------------------------------------------------------------------
+class IngestFailed(RuntimeError):
+    """An interval a source could not read (a window or file), or whose every record was
+    rejected: the task fails with the line `tierlens ingest` prints (pipeline.failure)."""
+
+
 def _load(
     source: str,
     batches: Iterable[Batch],
@@ -77,13 +82,19 @@ def _load(
     start: datetime,
     end: datetime,
     why_empty: EmptyReason | None = None,
+    unreadable: Callable[[], list[str]] | None = None,
+    unit: str = "file(s)",
+    then: str = "",
 ) -> dict:
     """Load the interval's batches; while another process (a transform) holds the warehouse, land
     them instead (warehouse/landing.py) and return at once: an ingest never waits for a transform.
 
     A source that brought no record for the interval says so, and why, in the task log and in the
-    result (``loaded_nothing``): a green run that loaded nothing must not pass unnoticed."""
-    from ..pipeline import ingest
+    result (``loaded_nothing``): a green run that loaded nothing must not pass unnoticed. One
+    that could not read a part of it (``unreadable()``, asked once the batches are read: one
+    description each, counted in ``unit``) or whose every record was rejected raises
+    IngestFailed after loading what it could, so the scheduler runs the interval again."""
+    from ..pipeline import failure, ingest
     from ..warehouse.landing import drain, is_lock_error, land
 
     warehouse = Path(warehouse)
@@ -111,6 +122,13 @@ def _load(
         "landed_loaded": landed_before[0],
     }
     records = sum(n for kind, n in summary.rows_in.items() if kind in INTERVAL_RECORDS)
+    why_failed = failure(summary, unreadable() if unreadable else (), f"ingest {source}", unit, then)
+    if why_failed is not None:
+        log.error("%s", why_failed)
+        # the warehouse keeps what was read; an interval of which nothing loaded is unreachable
+        kept = sum(n for kind, n in summary.rows_loaded.items() if kind in INTERVAL_RECORDS)
+        _record_interval(warehouse, source, start, end, kept, "loaded" if kept else "unreachable", why_failed[:1000])
+        raise IngestFailed(why_failed)
     if not records:
         reason = (why_empty or _no_records(source))(utc(start), utc(end))
         log.warning("%s loaded nothing for [%s, %s): %s", source, result["start"], result["end"], reason)
@@ -185,7 +203,7 @@ def ingest_slurm(
     """Jobs and steps that ended in [start, end) from sacct (explicit window, no watermark), plus
     the SPANK plugin's spool tags of those jobs; then the jobs the plugin tagged in the
     ``tagged_days`` before the interval that no window returned (``_load_tagged_unaccounted``)."""
-    from ..sources.slurm.sacct import SacctError, SacctRunner, WindowReport
+    from ..sources.slurm.sacct import SacctRunner, WindowReport
     from ..sources.slurm.source import batches
 
     retry: list[WindowReport] = []
@@ -209,10 +227,11 @@ def ingest_slurm(
         start,
         end,
         lambda a, b: f"sacct{where} answered and reported no job or step that ended in {_interval(a, b)}",
-    )
-    if retry:
         # what was complete is loaded; failing the task makes the scheduler run this interval again
-        raise SacctError("incomplete sacct output: " + " | ".join(r.describe() for r in retry))
+        unreadable=lambda: [r.describe() for r in retry],
+        unit="sacct call(s)",
+        then="; asked for again on the next run",  # the CLI's words: the failed task is run again
+    )
     if "landed" in summary:
         # the interval's own jobs are not in the warehouse yet: they would all look unaccounted
         return summary

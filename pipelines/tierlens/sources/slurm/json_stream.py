@@ -93,8 +93,13 @@ def _next_job(st: _Stream, dec: json.JSONDecoder, pos: int) -> tuple[int, Any, i
             # most often the object runs past what has been read so far: read on and retry
             if len(st.buf) - pos < MAX_JOB_CHARS and st.more():
                 continue
+            # one offset in the message and the location: the job's first character, where its
+            # raw text starts; how far into it the decoder stopped is said relative to it
             raise FieldError(
-                "jobs", f"not JSON at offset {st.base + e.pos}: {e.msg}", st.base + pos, st.buf[pos : pos + 2000]
+                "jobs",
+                f"the job at offset {st.base + pos} is cut off or not JSON ({e.msg}, {e.pos - pos} characters into it)",
+                st.base + pos,
+                st.buf[pos : pos + 2000],
             ) from e
         return pos, job, end
 
@@ -207,7 +212,15 @@ def _json_parts(
     except FieldError as e:
         if report is not None:
             report.fail(f"malformed document: {e}")
-        yield Reject(RecordKind.JOB, source, f"{source}:offset {e.offset}", e.field, f"malformed document: {e}", e.raw)
+        yield Reject(
+            RecordKind.JOB,
+            source,
+            f"{source}:offset {e.offset}",
+            e.field,
+            f"malformed document: {e}; sacct's output broke off (slurmdbd or sacct stopped, a timeout, a full "
+            "disk): the jobs before it are loaded and the window is asked for again on the next run",
+            e.raw,
+        )
 
 
 def _generic_parts(f: TextIO, source: str) -> Iterator[Part]:

@@ -38,6 +38,7 @@ holds what one call delivered. The names callers use are imported here.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -75,6 +76,12 @@ class SacctError(RuntimeError):
     pass
 
 
+#: What a sacct without JSON output says when asked for it: an option it does not know (before
+#: 20.11), or no serializer / data_parser plugin to write it. Only then does "auto" fall back to
+#: --parsable2; any other failure of the --json call (slurmdbd unreachable) is an error.
+_NO_JSON = re.compile(r"unrecognized option|invalid option|unknown option|serializer|data.?parser|json|mime", re.I)
+
+
 @dataclass
 class SacctRunner:
     """Runs sacct; `fmt` is 'json', 'parsable2', or 'auto' (json, falling back once).
@@ -93,6 +100,7 @@ class SacctRunner:
         env = dict(self.env if self.env is not None else os.environ)
         env.update(extra_env or {})
         cmd = [self.sacct, "--allusers", *(["--clusters", self.clusters] if self.clusters else []), *args]
+        report.command = " ".join(cmd)
         out = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err:
             try:
@@ -105,17 +113,24 @@ class SacctRunner:
             else:
                 if rc != 0:
                     err.seek(0)
-                    report.fail(f"{' '.join(cmd)} exited {rc}: {err.read(500).strip()}")
+                    said = " / ".join(line.strip() for line in err.read(500).splitlines() if line.strip())
+                    report.said = said
+                    report.fail(f"{self.sacct} exited {rc}: {said}")
         out.seek(0)
         return out
 
-    def _json_works(self, out: TextIO, report: WindowReport) -> bool:
+    def _json_works(self, out: TextIO, report: WindowReport) -> bool | None:
+        """True: the output is JSON; False: this sacct has no JSON output (fall back); None: sacct
+        failed for another reason (slurmdbd down, a bad option), which no other format cures."""
         head = out.read(64).lstrip()
         out.seek(0)
         if head.startswith("{"):
             return True
         if self.fmt == "json":
             report.fail(f"sacct --json printed no JSON: {head[:60]!r}")
+            return False
+        if report.problems and not _NO_JSON.search(report.said):
+            return None
         return False
 
     def rows(self, selection: list[str], report: WindowReport) -> RowStream:
@@ -127,7 +142,13 @@ class SacctRunner:
         if self.fmt in ("auto", "json"):
             source = f"sacct --json {report.label}"
             out = self._run(["--json", *selection], report)
-            if self._json_works(out, report) or self.fmt == "json":
+            works = self._json_works(out, report)
+            if works is None:
+                # an error, not a format: parsable2 would only turn it into rejects of its lines
+                out.close()
+                yield from self._call_rejects(source, report)
+                return
+            if works or self.fmt == "json":
                 self.fmt = "json"
                 with out:
                     yield from iter_json_rows(out, source, report).parts()
@@ -136,6 +157,7 @@ class SacctRunner:
             out.close()
             self.fmt = "parsable2"  # this sacct has no JSON output: stay on the fallback
             report.problems.clear()
+            report.said = ""
         source = f"sacct --parsable2 {report.label}"
         with self._run(
             ["--parsable2", "--noheader", "--noconvert", "-o", ",".join(PARSABLE_FIELDS), *selection],
@@ -150,7 +172,13 @@ class SacctRunner:
         calls = [p for p in report.problems if not p.startswith("malformed document")]
         if calls:
             yield Reject(
-                RecordKind.JOB, source, f"{source}:offset 0", "document", f"incomplete output: {'; '.join(calls)}", ""
+                RecordKind.JOB,
+                source,
+                f"{source}:offset 0",
+                "document",
+                f"incomplete output: {'; '.join(calls)}; the window is asked for again on the next run "
+                "(if sacct keeps failing, run the command in this row's raw text by hand)",
+                report.command,
             )
 
     def query(self, selection: list[str], label: str) -> tuple[list[dict], list[str], list[Reject]]:

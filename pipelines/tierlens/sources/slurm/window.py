@@ -12,6 +12,10 @@ class WindowReport:
     label: str
     start: float | None = None
     problems: list[str] = field(default_factory=list)
+    #: what sacct printed on stderr when it exited non-zero (lines joined by " / ")
+    said: str = ""
+    #: the sacct command line of that call
+    command: str = ""
 
     def fail(self, why: str) -> None:
         self.problems.append(why)

@@ -1,0 +1,279 @@
+"""An admin's bad day: what cron and Airflow see when the input is bad.
+
+A sacct that cannot reach slurmdbd or prints JSON that breaks off, a Parquet file of the wrong
+columns or types, a history ad with a value of the wrong type: every one fails the command with
+exit code 1 (README.md, "Exit codes") and one line on stderr, fails the DAG's task with the same
+line, and leaves rejects that name the field, the location and what to change. A quiet window is
+not a failure (exit 0, "nothing new"). The stand-in sacct is found on PATH, as a site's is."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from test_slurm_sacct import _doc_2411, _job_2411  # the 24.11 layout's builders
+from tierlens.cli import app
+from tierlens.orchestration import tasks
+
+T0 = 1_795_000_000
+START, END = datetime.fromtimestamp(T0, timezone.utc), datetime.fromtimestamp(T0 + 3600, timezone.utc)
+DB_ERROR = "sacct: error: Problem talking to the database: Connection refused"
+
+#: FAKE_SACCT_MODE: "dberror" (slurmdbd down: stderr and exit 1, whatever the format asked),
+#: "cut" (the JSON of $FAKE_SACCT_JSON up to $FAKE_SACCT_CUT characters, exit 0), "ok" (all of it).
+#: --parsable2 always answers with a valid job line, so a fallback to it would load that job.
+FAKE_SACCT = r"""#!PYTHON
+import json, os, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_SACCT_LOG"], "a") as f:
+    f.write(json.dumps(args) + "\n")
+mode = os.environ["FAKE_SACCT_MODE"]
+if "--parsable2" in args:
+    print("77|77|prod|u|a|p|wn1|1795000000|1795000000|1795000100|1|00:01.000|00:00.000|100|COMPLETED|0:0|fs/disk=1|fs/disk=1|1")
+    sys.exit(0)
+if mode == "dberror":
+    print("DB_ERROR", file=sys.stderr)
+    sys.exit(1)
+out = open(os.environ["FAKE_SACCT_JSON"]).read()
+if mode == "cut":
+    out = out[: int(os.environ["FAKE_SACCT_CUT"])]
+sys.stdout.write(out)
+"""
+
+
+@pytest.fixture
+def sacct_on_path(tmp_path, monkeypatch):
+    """A stand-in `sacct` first on PATH; returns (set the mode and JSON, the calls made)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "sacct"
+    exe.write_text(FAKE_SACCT.replace("PYTHON", sys.executable).replace("DB_ERROR", DB_ERROR))
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SACCT_LOG", str(log))
+    monkeypatch.setenv("FAKE_SACCT_JSON", str(tmp_path / "out.json"))
+
+    def setup(mode: str, text: str = "", cut: int | None = None) -> None:
+        monkeypatch.setenv("FAKE_SACCT_MODE", mode)
+        (tmp_path / "out.json").write_text(text)
+        if cut is not None:
+            monkeypatch.setenv("FAKE_SACCT_CUT", str(cut))
+
+    def calls() -> list[list[str]]:
+        return [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+
+    return setup, calls
+
+
+def _q(wh: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def _slurm(wh: Path, *extra: str):
+    return CliRunner().invoke(
+        app, ["ingest", "slurm", "-w", str(wh), "--start", str(T0), "--end", str(T0 + 3600), *extra]
+    )
+
+
+def _one_stderr_line(result) -> str:
+    """The failure line: the last line on stderr, after the summary's reject count."""
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    assert lines, result.output
+    return lines[-1]
+
+
+# ---- sacct ------------------------------------------------------------------------------------
+def test_a_slurmdbd_error_fails_and_never_falls_back_to_parsable2(tmp_path, sacct_on_path):
+    setup, calls = sacct_on_path
+    setup("dberror")
+    wh = tmp_path / "wh.duckdb"
+    r = _slurm(wh)
+    assert r.exit_code == 1, r.output
+    # the --json call failed for a reason no format cures: --parsable2 is never asked, so its job
+    # (which the fake always serves) is not loaded
+    assert all("--parsable2" not in c for c in calls()) and len(calls()) == 1
+    assert _q(wh, "SELECT count(*) FROM raw_job") == [(0,)]
+    line = _one_stderr_line(r)
+    assert line.startswith("ingest slurm failed: 1 sacct call(s) could not be read") and DB_ERROR in line
+    # one reject for the window, naming the error and holding the command to run by hand
+    ((reason, field, raw),) = _q(wh, "SELECT reason, field, raw_record FROM raw_rejects")
+    assert field == "document" and DB_ERROR in reason and "asked for again" in reason
+    assert raw.split()[0].endswith("sacct") and "--json" in raw.split()
+    # the format stays open: the next run asks for JSON again, not the fallback
+    r = _slurm(wh)
+    assert r.exit_code == 1 and "--json" in calls()[-1]
+
+
+def test_a_sacct_without_json_still_falls_back(tmp_path, sacct_on_path, monkeypatch):
+    """The one failure the fallback is for: sacct does not know --json."""
+    setup, calls = sacct_on_path
+    setup("ok")
+    exe = Path(os.environ["PATH"].split(os.pathsep)[0]) / "sacct"
+    exe.write_text(exe.read_text().replace(DB_ERROR, "sacct: unrecognized option '--json'"))
+    monkeypatch.setenv("FAKE_SACCT_MODE", "dberror")
+    wh = tmp_path / "wh.duckdb"
+    r = _slurm(wh)
+    assert r.exit_code == 0, r.output
+    assert "--parsable2" in calls()[-1] and _q(wh, "SELECT job_id FROM raw_job WHERE step_id = ''") == [("77",)]
+
+
+def test_truncated_json_fails_and_the_offsets_agree(tmp_path, sacct_on_path):
+    setup, calls = sacct_on_path
+    text = _doc_2411(_job_2411(901, start=T0 + 10, end=T0 + 100), _job_2411(902, start=T0 + 20, end=T0 + 200))
+    cut = text.index('"job_id": 902') + 5
+    setup("cut", text, cut)
+    wh = tmp_path / "wh.duckdb"
+    r = _slurm(wh)
+    assert r.exit_code == 1, r.output
+    assert "could not be read" in _one_stderr_line(r)
+    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job") == [("901",)]  # the whole job loaded
+    ((location, reason),) = _q(wh, "SELECT location, reason FROM raw_rejects")
+    at = int(location.rsplit(" ", 1)[1])
+    # the reject points at the job that broke off (its first character, where json can read it
+    # from), and the message names that same offset and no other
+    assert text[at] == "{" and at < cut and text.index('"job_id": 901') < at < text.index('"job_id": 902')
+    offsets = {int(w) for w in reason.replace(",", " ").replace(")", " ").split() if w.isdigit()}
+    assert f"offset {at}" in reason and not any(f"offset {n}" in reason for n in offsets - {at})
+    assert f"offset {at}" in _one_stderr_line(r)
+
+
+def test_a_quiet_window_is_nothing_new_and_exit_0(tmp_path, sacct_on_path):
+    setup, _ = sacct_on_path
+    setup("ok", _doc_2411())
+    r = _slurm(tmp_path / "wh.duckdb")
+    assert r.exit_code == 0, r.output
+    assert "nothing new" in r.stdout and not r.stderr.strip()
+
+
+def test_the_process_exit_code_is_what_cron_sees(tmp_path, sacct_on_path):
+    """The installed command, as cron runs it: exit 1 and one line on stderr for slurmdbd down."""
+    setup, _ = sacct_on_path
+    setup("dberror")
+    tierlens = Path(sys.executable).parent / "tierlens"
+    proc = subprocess.run(
+        [str(tierlens), "ingest", "slurm", "-w", str(tmp_path / "wh.duckdb"), "--first-hours", "1"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    failed = [x for x in proc.stderr.splitlines() if "failed" in x]
+    assert len(failed) == 1 and "Problem talking to the database" in failed[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_dag_task_fails_with_the_commands_line(tmp_path, sacct_on_path):
+    setup, _ = sacct_on_path
+    setup("dberror")
+    r = _slurm(tmp_path / "cli.duckdb")
+    assert r.exit_code == 1
+    wh = tmp_path / "task.duckdb"
+    with pytest.raises(tasks.IngestFailed) as failed:
+        tasks.ingest_slurm(wh, START, END)
+    assert str(failed.value) == _one_stderr_line(r)
+    assert DB_ERROR in str(failed.value)
+    # the warehouse keeps that the interval could not be read, with the same line
+    assert _q(wh, "SELECT outcome, reason FROM raw_source_interval") == [("unreachable", str(failed.value))]
+
+    # a truncated document: the complete job loads, and the task still fails
+    text = _doc_2411(_job_2411(911, start=T0 + 10, end=T0 + 100), _job_2411(912, start=T0 + 20, end=T0 + 200))
+    setup("cut", text, text.index('"job_id": 912') + 5)
+    with pytest.raises(tasks.IngestFailed, match="could not be read"):
+        tasks.ingest_slurm(wh, START, END)
+    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job") == [("911",)]
+
+
+# ---- tierlens load ----------------------------------------------------------------------------
+def _job_rows(n: int) -> list[dict]:
+    from tierlens.records import JOB
+
+    return [
+        {f.name: None for f in JOB}
+        | {
+            "batch_system": "slurm",
+            "cluster": "c",
+            "job_id": str(100 + i),
+            "step_id": "",
+            "state": "COMPLETED",
+            "allocated_cores": 2,
+            "start_time": START,
+            "end_time": END,
+            "wall_seconds": 3600.0,
+            "cpu_user_seconds": 3000.0,
+            "cpu_system_seconds": 10.0,
+        }
+        for i in range(n)
+    ]
+
+
+def test_load_of_the_wrong_columns_names_every_one_and_counts_the_file(tmp_path):
+    from tierlens.records import JOB
+
+    rows = _job_rows(3)
+    for r in rows:  # a site's own export: two fields renamed, one added
+        r["cpu_time"] = r.pop("cpu_user_seconds")
+        r["walltime"] = r.pop("wall_seconds")
+        r["site"] = "X"
+    f = tmp_path / "jobs.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), f)
+    wh = tmp_path / "wh.duckdb"
+    r = CliRunner().invoke(app, ["load", "job", str(f), "-w", str(wh)])
+    assert r.exit_code == 1, r.output
+    assert isinstance(r.exception, SystemExit) and "Traceback" not in r.output  # a message, not a crash
+    line = _one_stderr_line(r)
+    assert line.startswith("load job failed: 1 file(s) could not be read")
+    for name in ("cpu_user_seconds", "wall_seconds", "cpu_time", "walltime", "site"):
+        assert name in line, name
+    assert "tierlens schema job" in line
+    assert not any(n in line for n in JOB.names if n not in ("cpu_user_seconds", "wall_seconds"))
+    # the file is one reject, at the file, naming the missing fields
+    assert _q(wh, "SELECT record_kind, location, field FROM raw_rejects") == [
+        ("job", f"parquet:{f}:offset 0", "cpu_user_seconds, wall_seconds")
+    ]
+    assert _q(wh, "SELECT count(*) FROM raw_job") == [(0,)]
+
+
+def test_load_of_a_file_that_is_not_parquet_is_one_line(tmp_path):
+    f = tmp_path / "jobs.parquet"
+    f.write_text("job_id,cpu\n1,2\n")
+    r = CliRunner().invoke(app, ["load", "job", str(f), "-w", str(tmp_path / "wh.duckdb")])
+    assert r.exit_code == 1 and "not a Parquet file" in _one_stderr_line(r)
+    assert _q(tmp_path / "wh.duckdb", "SELECT field FROM raw_rejects") == [("file",)]
+
+
+def test_load_of_wrong_typed_values_rejects_their_rows_only(tmp_path):
+    rows = _job_rows(3)
+    for r, cpu in zip(rows, ["3000", "abc", "12.5"]):
+        r["cpu_user_seconds"] = cpu  # written as text; one of them is not a number
+    f = tmp_path / "jobs.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), f)
+    wh = tmp_path / "wh.duckdb"
+    r = CliRunner().invoke(app, ["load", "job", str(f), "-w", str(wh)])
+    assert r.exit_code == 0, r.output  # two rows loaded: not a failed load
+    assert _q(wh, "SELECT job_id, cpu_user_seconds FROM raw_job ORDER BY job_id") == [("100", 3000.0), ("102", 12.5)]
+    ((location, field, reason),) = _q(wh, "SELECT location, field, reason FROM raw_rejects")
+    assert location == f"parquet:{f}:row 1" and field == "cpu_user_seconds"
+    assert "'abc'" in reason and "double" in reason and "tierlens schema job" in reason
+
+    # every row wrong: nothing loaded, the load fails
+    for r in rows:
+        r["cpu_user_seconds"] = "n/a"
+    pq.write_table(pa.Table.from_pylist(rows), f)
+    r = CliRunner().invoke(app, ["load", "job", str(f), "-w", str(wh)])
+    assert r.exit_code == 1 and "all 3 record(s) were rejected" in _one_stderr_line(r)
