@@ -18,13 +18,23 @@ from tierlens.cli import app
 from tierlens.probe import JOBS
 from tierlens.probe.fio import MARKER, WORKDIR_PREFIX
 from tierlens.probe.sustained import Budget, analyse
+from tierlens.records import Batch
 from tierlens.simulator import devices as dv
 from tierlens.sources.synthetic.probe import run_synthetic_probe
 from tierlens.sources.synthetic.site import CONSUMER_SSD, SCRATCH
 
+
+def _modes(rows: list[dict]) -> tuple[str, ...]:
+    """The reads-under-writes modes a probe runs: direct only where the file system took O_DIRECT
+    (tmpfs does from Linux 6.6; the job set's direct_io says)."""
+    return ("buffered", "direct") if rows[0]["direct_io"] else ("buffered",)
+
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-ARGS = ["--seconds", "7", "--slots", "2", "--file-size", "64MiB", "--node", "testnode", "--sustained-bytes", "0"]
+#: 30 s over the 7 jobs and 8 reads-under-writes points (4 where O_DIRECT is refused): about
+#: 2 s each, enough requests for a 75 % write load to show on this machine's disk
+ARGS = ["--seconds", "30", "--slots", "2", "--file-size", "64MiB", "--node", "testnode", "--sustained-bytes", "0"]
 
 
 def _probe(path: Path, wh: Path, out: Path, *extra: str):
@@ -62,10 +72,13 @@ def test_every_job_ran_and_loaded(probed):
     loaded = con.execute("select storage_type, job_name, bandwidth_bytes_per_second from raw_device_probe").fetchall()
     assert con.execute("select count(*) from raw_rejects").fetchone()[0] == 0
     con.close()
-    assert len(loaded) == 2 * len(JOBS)
+    points = {
+        n: [f"read_under_write_{m}_{p}" for m in _modes(rows) for p in (0, 25, 50, 75)] for n, rows in results.items()
+    }
+    assert len(loaded) == 2 * len(JOBS) + len(points["disk"]) + len(points["tmpfs"])
     assert {r[0] for r in loaded} >= {"tmpfs"}
-    for rows in results.values():
-        assert [r["job_name"] for r in rows] == [j.name for j in JOBS]
+    for name, rows in results.items():
+        assert [r["job_name"] for r in rows] == [j.name for j in JOBS] + points[name]
         assert len({r["probe_id"] for r in rows}) == 1 and rows[0]["tool_version"].startswith("fio-")
         for r, job in zip(rows, JOBS):
             assert r["block_size_bytes"] == job.block_size and r["processes"] == job.processes(2)
@@ -86,12 +99,92 @@ def test_tmpfs_is_faster_than_the_disk_on_every_read_job(probed):
     disk once under load 12). A write job must still have moved data at a measured rate."""
     _, _, results, _ = probed
     disk = {r["job_name"]: r for r in results["disk"]}
-    for r in results["tmpfs"]:
+    for r in results["tmpfs"][: len(JOBS)]:
         ratio = r["bandwidth_bytes_per_second"] / disk[r["job_name"]]["bandwidth_bytes_per_second"]
         if r["rw"] == "write":
             assert r["bandwidth_bytes_per_second"] > 0 and disk[r["job_name"]]["bandwidth_bytes_per_second"] > 0
         else:
             assert ratio > 1.0, r["job_name"]
+
+
+def _under(rows: list[dict]) -> dict[tuple[str, int], dict]:
+    return {
+        ("direct" if r["direct_io"] else "buffered", round(r["write_utilisation_target"] * 100)): r
+        for r in rows
+        if r["job_name"].startswith("read_under_write_")
+    }
+
+
+def test_reads_wait_longer_under_heavier_writes_on_the_disk(probed):
+    """On this machine's disk, every slot reading at random waits longer while a writer streams at
+    75 % of the disk's stage-in bandwidth than with no writer, through the page cache and with
+    O_DIRECT (measured here: buffered 0.57 -> 0.81 ms, direct 0.44 -> 0.84 ms mean). The writer
+    reaches the throttle it was given, as a fraction of the stagein_write job's bandwidth."""
+    _, _, results, _ = probed
+    disk = {r["job_name"]: r for r in results["disk"]}
+    under = _under(results["disk"])
+    for mode in ("buffered", "direct"):
+        assert under[mode, 75]["mean_latency_seconds"] > under[mode, 0]["mean_latency_seconds"], mode
+        assert under[mode, 75]["p99_latency_seconds"] > under[mode, 0]["p99_latency_seconds"], mode
+        assert under[mode, 0]["write_utilisation"] == 0.0
+        for pct in (25, 50):  # a throttled writer well within the disk's rate keeps to its rate
+            assert under[mode, pct]["write_utilisation"] == pytest.approx(pct / 100, abs=0.08), (mode, pct)
+    # with no writer, the direct point is the full-node random-read job run by other code: the same
+    # pattern (128 KiB, one request in flight per slot, O_DIRECT), so the same latency within noise
+    ratio = under["direct", 0]["mean_latency_seconds"] / disk["rand_read_128k_node"]["mean_latency_seconds"]
+    assert 0.5 < ratio < 2.0
+    for r in under.values():
+        assert r["processes"] == 2 and r["block_size_bytes"] == 128 * 1024 and r["rw"] == "randread"
+        assert r["bandwidth_bytes_per_second"] == pytest.approx(r["iops"] * r["block_size_bytes"], rel=0.02)
+        # Little's law: two readers with one request each
+        assert 0 < r["mean_latency_seconds"] <= 1.1 * 2 / r["iops"]
+
+
+def test_latency_percentiles_are_ordered_on_every_job(probed):
+    _, _, results, _ = probed
+    for rows in results.values():
+        for r in rows:
+            p50, p99, p999, top = (r[f"{k}_latency_seconds"] for k in ("p50", "p99", "p999", "max"))
+            assert 0 < p50 <= p99 <= p999 <= top, r["job_name"]
+            assert r["mean_latency_seconds"] <= top, r["job_name"]
+
+
+def test_direct_points_only_where_o_direct_was_accepted(probed):
+    _, _, results, _ = probed
+    assert _modes(results["disk"]) == ("buffered", "direct")
+    for rows in results.values():
+        under = _under(rows)
+        assert set(under) == {(m, p) for m in _modes(rows) for p in (0, 25, 50, 75)}
+
+
+def _findmnt(path: Path, column: str) -> str:
+    return subprocess.run(
+        ["findmnt", "-n", "-o", column, "-T", str(path)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_scheduler_filesystem_and_discard_match_what_util_linux_reports(probed):
+    """The probe reads sysfs and mountinfo itself; findmnt and lsblk (util-linux) read them their own way."""
+    if shutil.which("findmnt") is None or shutil.which("lsblk") is None:
+        pytest.skip("util-linux findmnt/lsblk not installed")
+    base, _, results, _ = probed
+    for name in ("disk", "tmpfs"):
+        path = base / name
+        fs, options = _findmnt(path, "FSTYPE"), _findmnt(path, "OPTIONS").split(",")
+        for r in results[name]:
+            assert r["filesystem"] == fs
+            assert (r["discard"] != "off") == any(o == "discard" or o.startswith("discard=") for o in options)
+    tmpfs = results["tmpfs"][0]
+    assert tmpfs["filesystem"] == "tmpfs" and tmpfs["io_scheduler"] is None and tmpfs["discard_max_bytes"] is None
+    source = _findmnt(base / "disk", "SOURCE")
+    if not source.startswith("/dev/"):
+        pytest.skip(f"the disk directory is on {source}, no block device to compare")
+    sched, disc = subprocess.run(
+        ["lsblk", "-dnb", "-o", "SCHED,DISC-MAX", source], capture_output=True, text=True, check=True
+    ).stdout.split()
+    disk = results["disk"][0]
+    assert disk["io_scheduler"].split(";")[0] == sched
+    assert disk["discard_max_bytes"] == int(disc)
 
 
 def test_not_enough_free_space_is_refused_before_writing(probed):
@@ -277,6 +370,8 @@ def test_fio_sustained_write_on_tmpfs(tmp_path):
                 "30",
                 "--sustained-min",
                 "64MiB",
+                "--under-write",
+                "none",
             ],
         )
         assert r.exit_code == 0, r.output + repr(r.exception)
@@ -289,3 +384,56 @@ def test_fio_sustained_write_on_tmpfs(tmp_path):
     steady = by.get("sustained_write") or by["sustained_write_budget"]
     assert steady["bandwidth_bytes_per_second"] > 0 and by["sustained_write_burst"]["bandwidth_bytes_per_second"] > 0
     assert by["read_under_write"]["iops"] > 0 and by["read_under_write"]["rw"] == "randread"
+    assert not any(n.startswith("read_under_write_") for n in by)  # --under-write none
+
+
+# ----------------------------------------------------------------------------- the warehouse
+
+
+NEW_FIELDS = (
+    "p50_latency_seconds",
+    "p999_latency_seconds",
+    "max_latency_seconds",
+    "write_utilisation_target",
+    "write_utilisation",
+    "io_scheduler",
+    "filesystem",
+    "discard",
+    "discard_max_bytes",
+)
+
+
+def test_a_warehouse_with_probes_upgrades_in_place_and_keeps_every_row(tmp_path):
+    """A warehouse at the version before the latency distributions: raw_device_probe as it was
+    (the table an AddTable of today builds has the new columns: they are dropped to get the old
+    one back), holding an earlier probe's rows; migrating adds the columns, null in those rows,
+    and keeps every row and value."""
+    from tierlens.records import SPECS, RecordKind
+    from tierlens.warehouse import Warehouse, migrations as mig
+
+    path = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(path))
+    mig.migrate(con, path, target=14)
+    for name in NEW_FIELDS:
+        con.execute(f"ALTER TABLE raw_device_probe DROP COLUMN {name}")
+    old = [f.name for f in SPECS[RecordKind.DEVICE_PROBE].schema if f.name not in NEW_FIELDS]
+    before = run_synthetic_probe("ssd", 4, under_write=()).select(old)
+    con.register("before_rows", before)
+    con.execute(f"INSERT INTO raw_device_probe ({', '.join(old)}) SELECT * FROM before_rows")
+    con.unregister("before_rows")
+    con.close()
+    with Warehouse(path) as wh:  # a writing open migrates
+        con = wh.con
+        assert con.execute("SELECT max(version) FROM raw_schema_migrations").fetchone()[0] == mig.LATEST
+        con.register("before_rows", before)
+        cols = ", ".join(old)
+        for a, b in (("before_rows", "raw_device_probe"), ("raw_device_probe", "before_rows")):
+            lost = con.execute(f"SELECT count(*) FROM (SELECT {cols} FROM {a} EXCEPT ALL SELECT {cols} FROM {b})")
+            assert lost.fetchone()[0] == 0, f"rows of {a} not in {b}"
+        assert con.execute("SELECT count(*) FROM raw_device_probe").fetchone()[0] == before.num_rows == len(JOBS)
+        for name in NEW_FIELDS:
+            assert con.execute(f"SELECT count({name}) FROM raw_device_probe").fetchone()[0] == 0, name
+        # and takes a new probe with the fields filled
+        new = run_synthetic_probe("ssd", 4)
+        assert wh.load(Batch(RecordKind.DEVICE_PROBE, new, "after")).rows_loaded == new.num_rows
+        assert con.execute("SELECT count(write_utilisation) FROM raw_device_probe").fetchone()[0] == 8

@@ -112,25 +112,16 @@ def fio_args(
     return args
 
 
-def _seconds(ns) -> float | None:
-    return float(ns) / 1e9 if ns is not None else None
-
-
 def parse(text: str, job: UnderWriteJob, write_bandwidth: float) -> dict:
     """The readers' latency distribution and the writer's measured utilisation from fio's JSON."""
+    from .fio import ProbeJob, parse_fio
+
     report = json.loads(text)
     groups = {j["jobname"]: j for j in report["jobs"]}
-    read = groups["readers"]["read"]
-    pct = read.get("clat_ns", {}).get("percentile", {})
     written = groups["writer"]["write"]["bw_bytes"] if "writer" in groups else 0.0
     return {
-        "bandwidth_bytes_per_second": float(read["bw_bytes"]),
-        "iops": float(read["iops"]),
-        "mean_latency_seconds": float(read["lat_ns"]["mean"]) / 1e9,
-        "p50_latency_seconds": _seconds(pct.get("50.000000")),
-        "p99_latency_seconds": _seconds(pct.get("99.000000")),
-        "p999_latency_seconds": _seconds(pct.get("99.900000")),
-        "max_latency_seconds": _seconds(read["lat_ns"].get("max")),
+        # the readers' group, read side: the same figures as every other job's
+        **parse_fio(text, ProbeJob("readers", "randread", READ_BYTES, True)),
         "write_utilisation_target": job.utilisation,
         "write_utilisation": float(written) / write_bandwidth if write_bandwidth > 0 else None,
     }
