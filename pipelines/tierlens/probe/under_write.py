@@ -13,7 +13,7 @@ flushed in bursts by writeback). None of this follows from a datasheet, so the p
 * ``mode`` ``buffered``: readers and writer go through the page cache, as jobs use the file system
   (the reader's files are dropped from the cache first, fio's ``invalidate``); ``direct``: both
   bypass it with O_DIRECT, which shows the device's own queueing. ``direct`` runs only where the
-  file system accepts O_DIRECT (tmpfs does not).
+  file system accepts O_DIRECT (tmpfs before Linux 6.6 does not).
 
 The readers' files are laid out once and shared by every point (fio reuses files of the right
 size), so the points cost their run time and not a layout each; the writer's file is rewritten in
