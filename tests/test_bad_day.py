@@ -277,3 +277,67 @@ def test_load_of_wrong_typed_values_rejects_their_rows_only(tmp_path):
     pq.write_table(pa.Table.from_pylist(rows), f)
     r = CliRunner().invoke(app, ["load", "job", str(f), "-w", str(wh)])
     assert r.exit_code == 1 and "all 3 record(s) were rejected" in _one_stderr_line(r)
+
+
+# ---- HTCondor history -------------------------------------------------------------------------
+def _ad(n: int, cpu: str = "3000.0", host: str | None = "slot1@wn1.example.org", storage: str | None = None) -> str:
+    """One completed job's history ad and its banner, in the long form the schedd writes."""
+    lines = [
+        f'GlobalJobId = "sched#{n}.0#{T0}"',
+        f"ClusterId = {n}",
+        "ProcId = 0",
+        'Owner = "alice"',
+        "JobStatus = 4",
+        "ExitCode = 0",
+        f"QDate = {T0 - 100}",
+        f"JobCurrentStartDate = {T0 + 10}",
+        f"CompletionDate = {T0 + 1010}",
+        "RequestCpus = 1",
+        f"RemoteUserCpu = {cpu}",
+        "RemoteSysCpu = 5.0",
+        "CommittedTime = 1000",
+    ]
+    if host is not None:
+        lines.append(f'LastRemoteHost = "{host}"')
+    if storage is not None:
+        lines.append(f'MachineAttrTierlensStorageType0 = "{storage}"')
+    return "\n".join(lines) + f'\n*** Offset = 0 ClusterId = {n} ProcId = 0 Owner = "alice"\n'
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_wrong_typed_classad_value_is_a_reject_not_a_null(tmp_path, fast):
+    from tierlens.sources.condor.history import history_batches
+
+    ads = [_ad(1), _ad(2, cpu='"abc"'), _ad(3, host=None, storage="nvme"), _ad(4, storage="ssd")]
+    path = tmp_path / "history"
+    path.write_text("".join(ads))
+    offsets = [sum(len(a) for a in ads[:i]) for i in range(len(ads))]
+    batches = list(history_batches([path], "pool", fast=fast))
+    jobs = {r["job_id"]: r for b in batches if b.kind.value == "job" for r in b.table.to_pylist()}
+    # the ad whose RemoteUserCpu is a string gives no row (not a job with no CPU time)
+    assert sorted(jobs) == [f"sched#{n}.0#{T0}" for n in (1, 3, 4)]
+    assert all(r["cpu_user_seconds"] == 3000.0 for r in jobs.values())
+    job_rejects = [j for b in batches if b.kind.value == "job" for j in b.rejects]
+    assert [(j.location, j.field) for j in job_rejects] == [(f"{path}:offset {offsets[1]}", "RemoteUserCpu")]
+    assert "'abc'" in job_rejects[0].reason and "number" in job_rejects[0].reason
+    assert "cpu_user_seconds" in job_rejects[0].reason
+    # the tagged ad without a host: its job loads, its tag is a reject that names the attribute to add
+    tags = [r["job_id"] for b in batches if b.kind.value == "job_tag" for r in b.table.to_pylist()]
+    assert tags == [f"sched#4.0#{T0}"]
+    tag_rejects = [j for b in batches if b.kind.value == "job_tag" for j in b.rejects]
+    assert [(j.location, j.field) for j in tag_rejects] == [(f"{path}:offset {offsets[2]}", "node")]
+    assert "LastRemoteHost" in tag_rejects[0].reason
+
+
+def test_ingest_condor_of_only_bad_ads_fails(tmp_path):
+    path = tmp_path / "history"
+    path.write_text(_ad(1, cpu='"abc"') + _ad(2, cpu="true"))
+    wh = tmp_path / "wh.duckdb"
+    r = CliRunner().invoke(app, ["ingest", "condor", str(path), "--cluster", "pool", "-w", str(wh)])
+    assert r.exit_code == 1, r.output
+    assert "all 2 record(s) were rejected" in _one_stderr_line(r)
+    assert _q(wh, "SELECT field FROM raw_rejects ORDER BY location") == [("RemoteUserCpu",), ("RemoteUserCpu",)]
+    # a good file loads and exits 0
+    path.write_text(_ad(3))
+    r = CliRunner().invoke(app, ["ingest", "condor", str(path), "--cluster", "pool", "-w", str(wh)])
+    assert r.exit_code == 0, r.output

@@ -973,8 +973,9 @@ def test_scratch_device_lists_as_written(tmp_path):
     """String lists read on the fast path: each ad's devices as written, and as classad2 gives them."""
     lists = ["{}", '{ "" ,"x",\t"y z" }', '{ "sda" }', '{"a","b","c","d"}', '{ "ST2000NM0055-1V4104", "WDC" }']
     data = "".join(
-        f'GlobalJobId = "s#{i}.0#5"\nJobStatus = 4\nMachineAttrTierlensStorageType0 = "ssd"\n'
-        f"MachineAttrTierlensScratchDevices0 = {text}\n*** Offset = 0\n"
+        # a tagged ad names its node (one without goes to classad2, which rejects its tag)
+        f'GlobalJobId = "s#{i}.0#5"\nJobStatus = 4\nLastRemoteHost = "slot1@wn1"\n'
+        f'MachineAttrTierlensStorageType0 = "ssd"\nMachineAttrTierlensScratchDevices0 = {text}\n*** Offset = 0\n'
         for i, text in enumerate(lists)
     )
     path = tmp_path / "history"

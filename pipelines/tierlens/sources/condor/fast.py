@@ -397,8 +397,9 @@ def _kinds(lines: _Lines, sel: np.ndarray, values: pa.Array) -> tuple[np.ndarray
     return kind, number
 
 
-def read_block(data: bytes | bytearray, base: int, needed: tuple[str, ...]) -> Block:
-    """The ads of one block; ``data`` ends after a banner line or at the end of the file."""
+def read_block(data: bytes | bytearray, base: int, needed: tuple[str, ...], numbers: tuple[str, ...] = ()) -> Block:
+    """The ads of one block; ``data`` ends after a banner line or at the end of the file.
+    ``numbers``: the needed attributes the row reads as numbers (any other value: classad2)."""
     size = len(data)
     if not data.endswith(b"\n"):
         data += b"\n"
@@ -419,7 +420,7 @@ def read_block(data: bytes | bytearray, base: int, needed: tuple[str, ...]) -> B
     slow[ad[kind == NOT_LITERAL]] = True
     key = ad * len(needed) + ks
     slow[ad[np.bincount(key, minlength=nseg * len(needed))[key] > 1]] = True  # twice: classad2
-    _demand(slow, nseg, ad, ks, kind, values, value_at, needed)
+    _demand(slow, nseg, ad, ks, kind, values, value_at, needed, numbers)
 
     # ads without lines (two banners in a row, the empty tail) are no ads at all
     fast = ~slow & (seg_lines > 0)
@@ -581,9 +582,12 @@ def _not_utf8(data: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     return out
 
 
-def _demand(slow, nseg, ad, ks, kind, values, value_at, needed) -> None:
+def _demand(slow, nseg, ad, ks, kind, values, value_at, needed, numbers=()) -> None:
     """Ads that need classad2 for what the row makes of a value: no GlobalJobId string, a
-    storage type that is not ASCII (Python's and Arrow's lower() differ), devices as a string."""
+    storage type that is not ASCII (Python's and Arrow's lower() differ), devices as a string; and
+    the ads the slow path rejects or splits: a number attribute (``numbers``) holding anything but
+    a number (a string, a list, a boolean; undefined included, the rare case), a storage type
+    without LastRemoteHost or RemoteHost (the tag would have no node)."""
     gj = (ks == needed.index("GlobalJobId")) & (kind == STRING)
     has = np.zeros(nseg, bool)
     has[ad[gj]] = True  # STRING: not empty
@@ -592,6 +596,13 @@ def _demand(slow, nseg, ad, ks, kind, values, value_at, needed) -> None:
     ascii_ = _np(pc.string_is_ascii(pc.take(values, pa.array(value_at[st]))))
     slow[ad[st[~ascii_]]] = True
     slow[ad[(ks == needed.index("MachineAttrTierlensScratchDevices0")) & (kind == STRING)]] = True
+    number_at = np.array([needed.index(n) for n in numbers if n in needed], np.int64)
+    slow[ad[np.isin(ks, number_at) & (kind != NUMBER)]] = True
+    host = np.zeros(nseg, bool)
+    host[ad[np.isin(ks, [needed.index(n) for n in ("LastRemoteHost", "RemoteHost")]) & (kind == STRING)]] = True
+    tagged = np.zeros(nseg, bool)
+    tagged[ad[st]] = True
+    slow |= tagged & ~host
 
 
 def _columns(values, needed, nads, ad, ks, kind, value_at, number):

@@ -224,10 +224,40 @@ def _get(ad, name: str):
     return v
 
 
+#: The attributes read as numbers, with the job field each one feeds (a reject names both).
+NUMBERS = {
+    "JobCurrentStartDate": "start_time",
+    "JobStartDate": "start_time",
+    "CompletionDate": "end_time",
+    "EnteredCurrentStatus": "end_time",
+    "BlockReadKbytes": "bytes_read",
+    "BlockWriteKbytes": "bytes_written",
+    "ExitCode": "exit_code",
+    "JobStatus": "state",
+    "QDate": "submit_time",
+    "CpusProvisioned": "allocated_cores",
+    "RequestCpus": "allocated_cores",
+    "RemoteUserCpu": "cpu_user_seconds",
+    "RemoteSysCpu": "cpu_system_seconds",
+    "CommittedTime": "wall_seconds",
+    "LastRemoteWallClockTime": "wall_seconds",
+    "RemoteWallClockTime": "wall_seconds",
+}
+
+
 def _num(ad, name: str) -> float | None:
+    """The attribute's number; None when missing or undefined. Any other value (a string, a
+    boolean, a list) is an error in the ad, not a missing value: loading it as NULL would make a
+    job without CPU time look like a storage problem, so the ad is rejected."""
     v = _get(ad, name)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+    if v is None:
         return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise MalformedAd(
+            f"{name} = {v!r} is a {type(v).__name__}, not a number (it gives the job's {NUMBERS.get(name, name)}): "
+            f"correct what writes {name} (a job transform, a submit file's +{name}) to a number",
+            name,
+        )
     return float(v)
 
 
@@ -361,6 +391,7 @@ class _Pending:
     tags: list[dict] = field(default_factory=list)
     tag_locations: list[str] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
+    tag_rejects: list[Reject] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.jobs) + len(self.rejects)
@@ -378,7 +409,11 @@ class _Pending:
             return
         self.jobs.append(job)
         self.job_locations.append(location)
-        if tag is not None:
+        if tag is not None and not tag["node"]:
+            self.tag_rejects.append(
+                Reject(RecordKind.JOB_TAG, self.source, location, "node", NO_NODE, str(item)[:4000])
+            )
+        elif tag is not None:
             self.tags.append(tag)
             self.tag_locations.append(location)
 
@@ -387,8 +422,21 @@ class _Pending:
             yield Batch(
                 RecordKind.JOB, _table(self.jobs, JOB), self.source, locations=self.job_locations, rejects=self.rejects
             )
-        if self.tags:
-            yield Batch(RecordKind.JOB_TAG, _table(self.tags, JOB_TAG), self.source, locations=self.tag_locations)
+        if self.tags or self.tag_rejects:
+            yield Batch(
+                RecordKind.JOB_TAG,
+                _table(self.tags, JOB_TAG),
+                self.source,
+                locations=self.tag_locations,
+                rejects=self.tag_rejects,
+            )
+
+
+#: Why a tagged ad gives no job_tag row: the tag says which node's storage the job ran on.
+NO_NODE = (
+    "the ad has MachineAttrTierlensStorageType0 but neither LastRemoteHost nor RemoteHost, so the tag "
+    "has no node: keep LastRemoteHost in the ads given (e.g. add it to a condor_history -af export)"
+)
 
 
 def _table(rows: list[dict], schema: pa.Schema) -> pa.Table:
@@ -470,16 +518,14 @@ class _Piece:
         return head, tail
 
     def batches(self, source: str, path: str) -> Iterator[Batch]:
-        if len(self):
+        job_rejects = [r for _, r in self.rejects if r.kind is RecordKind.JOB]
+        tag_rejects = [r for _, r in self.rejects if r.kind is RecordKind.JOB_TAG]
+        if self.jobs.num_rows or job_rejects:
+            yield Batch(RecordKind.JOB, self.jobs, source, locations=_locations(path, self.job_at), rejects=job_rejects)
+        if self.tags.num_rows or tag_rejects:
             yield Batch(
-                RecordKind.JOB,
-                self.jobs,
-                source,
-                locations=_locations(path, self.job_at),
-                rejects=[r for _, r in self.rejects],
+                RecordKind.JOB_TAG, self.tags, source, locations=_locations(path, self.tag_at), rejects=tag_rejects
             )
-        if self.tags.num_rows:
-            yield Batch(RecordKind.JOB_TAG, self.tags, source, locations=_locations(path, self.tag_at))
 
 
 def _locations(path: str, offsets: np.ndarray) -> list[str]:
@@ -511,7 +557,7 @@ def _block_piece(block: _fast.Block, path: Path, source: str, cluster: str) -> _
     tags, tag_at = _by_offset(
         pa.concat_tables([tags, _table(slow.tags, JOB_TAG)]), np.r_[tag_at, offsets(slow.tag_locations)]
     )
-    rejects = [(int(r.location.rsplit(" ", 1)[1]), r) for r in slow.rejects]
+    rejects = [(int(r.location.rsplit(" ", 1)[1]), r) for r in slow.rejects + slow.tag_rejects]
     return _Piece(jobs, job_at, tags, tag_at, rejects)
 
 
@@ -519,7 +565,7 @@ def _fast_batches(path: Path, source: str, cluster: str, batch_ads: int) -> Iter
     pending: list[_Piece] = []
     count = 0
     for base, data in _fast.blocks(path):
-        piece = _block_piece(_fast.read_block(data, base, NEEDED), path, source, cluster)
+        piece = _block_piece(_fast.read_block(data, base, NEEDED, tuple(NUMBERS)), path, source, cluster)
         pending.append(piece)
         count += len(piece)
         while count >= batch_ads:
