@@ -161,7 +161,9 @@ def print_efficiency_checks(run, console: Console) -> None:
     print_efficiency(run, None, console)
     g = whatif.glasgow_ordering(run, GLASGOW_TABLE1)
     console.print(
-        f"Glasgow Table 1 ordering ({g.name}, no cache): Kendall tau {g.kendall_tau:+.2f}; "
+        f"This site's own analysis jobs, predicted {g.name} without a cache, ranked against Glasgow "
+        f"Table 1's order (its values differ: its jobs and devices are not this site's): Kendall tau "
+        f"{g.kendall_tau:+.2f}; "
         + ", ".join(
             f"{k} {g.predicted[k]:.0%} (seed {g.reference[k]:.0%})" for k in sorted(g.predicted, key=g.predicted.get)
         )
@@ -249,7 +251,8 @@ def _print_node_tests(console: Console) -> None:
         seed = GLASGOW_TABLE1.get(st)
         rows.append([st, _pct(run_node_test(st).mean_job_efficiency), _pct(seed) if seed else None])
     print_rows(
-        "HammerCloud-style test: 8 analysis jobs on one 8-core node (Glasgow Table 1)",
-        ["storage type", "mean job efficiency, model (%)", "Glasgow seed (%)"],
+        "The demo generator's devices under a HammerCloud-style test: 8 identical jobs on one 8-core node, "
+        "as Glasgow's Table 1 measured its own (the seed scoreboard, bench/seeds.md, predicts Glasgow's hardware)",
+        ["storage type", "mean job efficiency, demo devices (%)", "Glasgow Table 1, its devices (%)"],
         rows,
     )
