@@ -341,3 +341,18 @@ def test_ingest_condor_of_only_bad_ads_fails(tmp_path):
     path.write_text(_ad(3))
     r = CliRunner().invoke(app, ["ingest", "condor", str(path), "--cluster", "pool", "-w", str(wh)])
     assert r.exit_code == 0, r.output
+
+
+def test_the_exit_codes_are_the_documented_ones():
+    from tierlens.cli import common
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("### Exit codes of `tierlens ingest …` and `tierlens load`", 1)[1].split("\n\n")[1]
+    documented = {line.split("|")[1].strip(): line.split("|")[2] for line in table.splitlines()[2:]}
+    assert documented.keys() == {"0", "1", "2"}
+    assert "nothing new" in documented[str(common.EXIT_OK)] and "failed" in documented[str(common.EXIT_FAILED)]
+    assert "bad option" in documented[str(common.EXIT_USAGE)]
+    admin = (Path(__file__).resolve().parents[1] / "docs" / "site-admin.md").read_text()
+    assert "| every record rejected | exit 1" in admin and "IngestFailed" in admin
+    r = CliRunner().invoke(app, ["ingest", "slurm", "--format", "xml"])
+    assert r.exit_code == 2, r.output  # a usage error: nothing read
