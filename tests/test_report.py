@@ -623,6 +623,8 @@ HARDWARE = [
 ]
 
 
+#: the probe's read p99 under half-bandwidth writes, shown beside the probed configuration only
+UNDER_WRITE_P99_MS = 3.25
 WRITE_WARNING = "writes 45 MB/s (probe: steady state past a 12 GB fast region), below the 83 MB/s a full node stages in"
 
 
@@ -637,11 +639,12 @@ def test_hardware_section_prices_whole_nodes_with_both_figures(tmp_path: Path):
             price_per_throughput DOUBLE, price_per_core_hour DOUBLE, price_per_core_hour_low DOUBLE,
             price_per_core_hour_high DOUBLE, interval_driver VARCHAR, ssd_lifetime_years DOUBLE,
             structural_error DOUBLE, staged_gb_per_node_hour DOUBLE, write_warning VARCHAR,
-            generator_structural_error DOUBLE, published_structural_error DOUBLE, structural_error_source VARCHAR)""")
+            generator_structural_error DOUBLE, published_structural_error DOUBLE, structural_error_source VARCHAR,
+            under_write_read_p99_ms DOUBLE)""")
         for i, (name, st, ev, n, e, elo, ehi, p, plo, phi) in enumerate(sorted(HARDWARE, key=lambda h: h[7])):
             con.execute(
                 "INSERT INTO marts.hardware_options VALUES (?, ?, ?, ?, ?, ?, 'none', 'GBP', '8-core worker', "
-                "1.0, 1900, 40, 0.08, 0.05, ?, ?, ?, ?, 5.0, ?, ?, ?, 'efficiency', NULL, ?, 300, ?, ?, ?, ?)",
+                "1.0, 1900, 40, 0.08, 0.05, ?, ?, ?, ?, 5.0, ?, ?, ?, 'efficiency', NULL, ?, 300, ?, ?, ?, ?, ?)",
                 [
                     "analysis",
                     i + 1,
@@ -657,7 +660,7 @@ def test_hardware_section_prices_whole_nodes_with_both_figures(tmp_path: Path):
                     plo,
                     phi,
                     *(
-                        (0.03, None, None, None, None)
+                        (0.03, None, None, None, None, None)
                         if ev == "measured"
                         else (
                             0.112,
@@ -665,6 +668,7 @@ def test_hardware_section_prices_whole_nodes_with_both_figures(tmp_path: Path):
                             0.021 if ev == "probe" else 0.2,
                             0.112,
                             "published figures" if ev == "probe" else "generator",
+                            UNDER_WRITE_P99_MS if ev == "probe" else None,
                         )
                     ),
                 ],
@@ -688,6 +692,11 @@ def test_hardware_section_prices_whole_nodes_with_both_figures(tmp_path: Path):
         assert float(r["price_per_1000_core_hours_low"]) == pytest.approx(1000 * h[8])
         assert r["node_config"] == "8-core worker" and float(r["whole_node_price"]) == 1900
         assert (r["write_warning"] == WRITE_WARNING) == (r["config_name"] == "Consumer SSD")
+        probed = r["evidence"] == "probe"
+        assert (r["under_write_read_p99_ms"] and float(r["under_write_read_p99_ms"])) == (
+            UNDER_WRITE_P99_MS if probed else ""
+        )
+    assert "read p99 under 50 % writes (ms)" in section
     # the flagged device is listed again on its own, with its evidence, where a purchaser reads
     assert "cannot keep up" in section and section.count(WRITE_WARNING) == 2
     # both structural errors of a derived row are shown, with the one its interval carries

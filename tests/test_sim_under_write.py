@@ -104,3 +104,35 @@ def test_from_probe_carries_the_points_and_older_probes_have_none():
     assert extra_read_wait(fig.under_write, 0.5, "direct") > 0
     older = [r for r in rows if not r["job_name"].startswith("read_under_write_")]
     assert dv.from_probe(older).under_write is None
+
+
+def test_the_buying_guide_shows_the_probes_read_p99_under_half_writes():
+    from tierlens.simulator import hardware as hw
+
+    rows = run_synthetic_probe("ssd_consumer", 8).to_pylist()
+    half = next(r for r in rows if r["job_name"] == "read_under_write_buffered_50")
+    devices = hw.Devices({"ssd": dv.from_probe(rows)}, {}, [], {"ssd": rows})
+    catalog = {
+        "config_name": "Consumer SSD",
+        "storage_type": "ssd",
+        "device_model": rows[0]["device_models"][0],
+        "devices_per_node": 1,
+        "raid_level": None,
+        "unit_price": 100.0,
+        "currency": "GBP",
+        "capacity_bytes": 1e12,
+    }
+    perf = hw.Performance(0.7, 0.6, 0.8, jobs_per_node=8)
+    fig = hw.candidate_figures(catalog, devices)
+    r = hw.guide_row(hw.candidate(catalog, "probe"), perf, fig=fig)
+    assert r["under_write_read_p99_ms"] == pytest.approx(half["p99_latency_seconds"] * 1e3)
+    assert r["under_write_read_p99_ms"] > 0
+    assert set(r) <= set(hw.GUIDE_SCHEMA.names)
+    # a member's probe composed into an array is not the array's evidence; no figures, no evidence
+    pair = dict(
+        catalog, config_name="2x Consumer SSD RAID0", storage_type="raid0", devices_per_node=2, raid_level="raid0"
+    )
+    composed = hw.candidate_figures(pair, devices)
+    assert composed.evidence == "probe" and composed.under_write is None
+    assert hw.guide_row(hw.candidate(pair, "probe"), perf, fig=composed)["under_write_read_p99_ms"] is None
+    assert hw.guide_row(hw.candidate(catalog, "datasheet"), perf)["under_write_read_p99_ms"] is None

@@ -10,7 +10,9 @@ validated by leaving whole storage types out, and the buying guide.
 * :func:`guide_row` prices a candidate configuration (catalog row x jobs per node x cache) per
   delivered CPU core-hour of the whole node (node, storage, power), and per unit of throughput of
   its storage alone (Glasgow Table 4), with the interval of what drives each price carried in, and
-  SSD lifetime from the predicted writes against the rated endurance.
+  SSD lifetime from the predicted writes against the rated endurance, and, as evidence beside
+  it, the p99 read latency the configuration's probe measured under background writes at half its
+  stage-in bandwidth (probe/under_write.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pyarrow.csv as pacsv
 from ..config import DBT_PROJECT_DIR
 from ..records import STORAGE_CATALOG
 from . import devices as dv, efficiency as ef
+from .under_write import GUIDE_UTILISATION, read_p99_at
 
 #: Hours a node's storage is written off over when pricing a delivered core-hour (5 years).
 SERVICE_YEARS = 5.0
@@ -401,6 +404,7 @@ GUIDE_SCHEMA = pa.schema(
         ("write_warning", pa.string()),
         ("published_structural_error", pa.float64()),
         ("structural_error_source", pa.string()),
+        ("under_write_read_p99_ms", pa.float64()),
     ]
 )
 
@@ -525,7 +529,13 @@ def guide_row(
             if fig is not None and staged_bytes_per_node_hour
             else None
         ),
+        # evidence, not an input of the efficiency: what the probe saw reads wait for beside writes
+        "under_write_read_p99_ms": _ms(read_p99_at(fig.under_write if fig is not None else None, GUIDE_UTILISATION)),
     }
+
+
+def _ms(seconds: float | None) -> float | None:
+    return seconds * 1e3 if seconds is not None else None
 
 
 def rank(rows: list[dict]) -> pa.Table:
@@ -545,7 +555,12 @@ def candidate_figures(row: dict, devices: Devices) -> dv.DeviceFigures | None:
         members = [m.strip().lower() for m in (rows[0].get("device_models") or [])]
         if model and members == [model]:
             fig = dv.from_probe(rows)
-            return replace(fig.composed(row.get("raid_level"), row.get("devices_per_node") or 1), storage_type=st)
+            # one member's reads under writes are not the array's: not shown as its evidence
+            return replace(
+                fig.composed(row.get("raid_level"), row.get("devices_per_node") or 1),
+                storage_type=st,
+                under_write=None,
+            )
     return dv.from_datasheet(row)
 
 

@@ -79,7 +79,7 @@ DDL = {
         ssd_lifetime_years DOUBLE, rank INTEGER, cores_per_job DOUBLE, node_config VARCHAR, node_cores INTEGER,
         node_price DOUBLE, whole_node_price DOUBLE, power_watts DOUBLE, power_price_per_node_hour DOUBLE,
         interval_driver VARCHAR, staged_gb_per_node_hour DOUBLE, write_warning VARCHAR,
-        published_structural_error DOUBLE, structural_error_source VARCHAR,
+        published_structural_error DOUBLE, structural_error_source VARCHAR, under_write_read_p99_ms DOUBLE,
         PRIMARY KEY (run_id, config_name, jobs_per_node, cache))""",
 }
 
@@ -174,6 +174,7 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         "published_structural_error": "Probe- and datasheet-derived rows: the leave-one-configuration-out RMS error of the device layer on Glasgow's published figures (simulator/seeds.py); null for measured rows and rows before schema version 11. Unit: fraction.",
         "structural_error_source": "Which leave-one-out error the row's interval carries, the larger of the two: 'generator' (this site's leave-one-type-out RMS, sim_efficiency_type_loo) or 'published figures'; null for measured rows.",
         "write_warning": "Why this device's writes cannot keep up with staged_gb_per_node_hour, with the figures and what they rest on (probe, budget-limited probe, datasheet): a steady-state write rate below the node's stage-in rate, or a fast-write region the node fills within the hour; null when neither holds or the configuration has no device figures.",
+        "under_write_read_p99_ms": "Evidence beside the prediction: the p99 latency of 128 KiB random reads (one reader per job slot, through the page cache) the configuration's probe measured while a writer streamed at half its stage-in write bandwidth (probe job read_under_write_buffered_50); null without such a probe, for datasheet rows and for arrays composed from a member's probe. Unit: ms.",
     },
     EFF_TYPE_LOO: {
         "run_id": "Run that validated the device layer.",

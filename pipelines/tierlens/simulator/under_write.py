@@ -89,3 +89,23 @@ def extra_read_wait(
     at = float(np.interp(write_utilisation, u, mean))  # holds the end values outside [u0, u_last]
     zero = base[0].mean_seconds if base else float(mean[0])
     return max(at - zero, 0.0)
+
+
+#: The write load the buying guide shows read latency at: half the device's stage-in bandwidth,
+#: a node staging in while its jobs read, well short of saturating the device.
+GUIDE_UTILISATION = 0.5
+
+
+def read_p99_at(
+    points: tuple[UnderWrite, ...] | None, target: float = GUIDE_UTILISATION, mode: str = "buffered"
+) -> float | None:
+    """p99 read latency (seconds) of the point the probe ran at ``target`` in ``mode``; None when
+    it ran none. A measured point, not an interpolation: the buying guide shows it as evidence."""
+    for p in points or ():
+        if (
+            p.mode == mode
+            and p.write_utilisation_target is not None
+            and abs(p.write_utilisation_target - target) < 1e-9
+        ):
+            return p.p99_seconds
+    return None

@@ -450,6 +450,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             ),
         ),
     ),
+    Migration(
+        16,
+        "buying guide: the probe's p99 read latency under background writes at half the stage-in bandwidth",
+        (AddColumns("sim_hardware_options", "under_write_read_p99_ms"),),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

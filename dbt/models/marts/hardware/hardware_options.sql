@@ -6,7 +6,8 @@
 -- leave-one-type-out RMS on this site (generator_structural_error) and the one on Glasgow's
 -- published figures (published_structural_error); for measured rows the run's
 -- leave-one-configuration-out error. write_warning flags a device whose
--- steady-state writes cannot take what a full node of this site's jobs stages in, with the figures.
+-- steady-state writes cannot take what a full node of this site's jobs stages in, with the figures;
+-- under_write_read_p99_ms shows, as evidence, how long the probe saw reads wait beside writes.
 with runs as (
     select
         run_id,
@@ -66,6 +67,7 @@ select
     options.interval_driver,
     options.staged_gb_per_node_hour,
     options.write_warning,
+    options.under_write_read_p99_ms,
     case when options.evidence = 'measured' then latest.structural_error
          when options.structural_error_source = 'published figures' then options.published_structural_error
          else type_errors.structural_error end as structural_error,

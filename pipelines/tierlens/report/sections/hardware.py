@@ -19,6 +19,7 @@ def body(wh: MartReader, s: SectionOut) -> None:
                price_per_core_hour_low * 1000 AS price_per_1000_core_hours_low,
                price_per_core_hour_high * 1000 AS price_per_1000_core_hours_high,
                interval_driver, ssd_lifetime_years, structural_error, staged_gb_per_node_hour, write_warning,
+               under_write_read_p99_ms,
                generator_structural_error, published_structural_error, structural_error_source
         FROM marts.hardware_options ORDER BY job_class, price_rank
     """)
@@ -131,6 +132,7 @@ SPEC = SectionSpec(
                 Column("structural_error", "structural error", "pct", csv_only=True),
                 Column("staged_gb_per_node_hour", "scratch GB written / node-h", "num", csv_only=True),
                 Column("write_warning", "write warning"),
+                Column("under_write_read_p99_ms", "read p99 under 50 % writes (ms)", "num"),
             ),
         ),
         TableSpec(
