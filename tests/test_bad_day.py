@@ -356,3 +356,52 @@ def test_the_exit_codes_are_the_documented_ones():
     assert "| every record rejected | exit 1" in admin and "IngestFailed" in admin
     r = CliRunner().invoke(app, ["ingest", "slurm", "--format", "xml"])
     assert r.exit_code == 2, r.output  # a usage error: nothing read
+
+
+# ---- XRootD: the OSG collector's records and the collector's batches ---------------------------
+def _osg(**over) -> str:
+    rec = {"start_time": T0 * 1000, "end_time": (T0 + 60) * 1000, "filename": "/store/f.root", "read": 1000}
+    rec["server_hostname"] = "xrootd01.example.org"
+    return json.dumps(rec | over)
+
+
+def test_osg_records_of_the_wrong_type_are_rejects_naming_the_field_and_line(tmp_path):
+    f = tmp_path / "closes.jsonl"
+    f.write_text("\n".join([_osg(), _osg(read="lots"), _osg(filesize=[1]), "{not json"]) + "\n")
+    wh = tmp_path / "wh.duckdb"
+    r = CliRunner().invoke(app, ["ingest", "xrootd-osg", str(f), "-w", str(wh)])
+    assert r.exit_code == 0, r.output  # one record loaded
+    rejects = _q(wh, "SELECT location, field, reason FROM raw_rejects ORDER BY location")
+    assert [(loc, field) for loc, field, _ in rejects] == [
+        (f"{f}:line 2", "read"),
+        (f"{f}:line 3", "filesize"),
+        (f"{f}:line 4", "record"),
+    ]
+    assert "'lots' is not a number" in rejects[0][2] and "one JSON object a line" in rejects[2][2]
+
+    broken = tmp_path / "array.json"
+    broken.write_text("[" + _osg() + ", {")
+    r = CliRunner().invoke(app, ["ingest", "xrootd-osg", str(broken), "-w", str(wh)])
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert "all 1 record(s) were rejected" in _one_stderr_line(r)
+    assert _q(wh, f"SELECT field FROM raw_rejects WHERE location LIKE '{broken}:%'") == [("document",)]
+
+
+def test_a_collector_batch_that_is_not_parquet_fails_the_command_and_the_task(tmp_path):
+    folder = tmp_path / "xrootd"
+    folder.mkdir()
+    (folder / "file_access-g1.parquet").write_bytes(b"PAR1 cut short")
+    r = CliRunner().invoke(app, ["ingest", "xrootd", str(folder), "-w", str(tmp_path / "cli.duckdb")])
+    assert r.exit_code == 1, r.output
+    line = _one_stderr_line(r)
+    assert "file_access-g1.parquet" in line and "not a Parquet file" in line
+    with pytest.raises(tasks.IngestFailed) as failed:
+        tasks.ingest_xrootd(tmp_path / "task.duckdb", START, END, folder)
+    assert str(failed.value) == line
+
+
+def test_the_condor_task_fails_when_every_ad_is_rejected(tmp_path):
+    path = tmp_path / "history"
+    path.write_text(_ad(1, cpu='"abc"'))
+    with pytest.raises(tasks.IngestFailed, match="all 1 record"):
+        tasks.ingest_condor(tmp_path / "wh.duckdb", START, END, [path], "pool")

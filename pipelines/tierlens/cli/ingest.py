@@ -214,11 +214,13 @@ def xrootd(
     """File accesses from the Parquet batches `tierlens collect xrootd` committed (loading one again changes nothing)."""
     from ..collector.batches import batches
 
+    unreadable: list[str] = []
     ingest_and_print(
-        batches(folder or config.paths().xrootd_spool, direct=True),
+        batches(folder or config.paths().xrootd_spool, direct=True, unreadable=unreadable),
         warehouse(warehouse_file),
         what="xrootd collector batches",
         command="ingest xrootd",
+        unreadable=unreadable,
     )
 
 

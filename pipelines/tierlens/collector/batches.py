@@ -17,8 +17,9 @@ def batch_files(folder: Path) -> list[Path]:
     return sorted(Path(folder).glob("file_access-*.parquet"))
 
 
-def batches(folder: Path, direct: bool = False) -> Iterable[Batch]:
-    """file_access batches of every committed file in ``folder`` (``direct``: see parquet_batches)."""
+def batches(folder: Path, direct: bool = False, unreadable: list[str] | None = None) -> Iterable[Batch]:
+    """file_access batches of every committed file in ``folder`` (``direct``, ``unreadable``: see
+    parquet_batches)."""
     from ..pipeline import parquet_batches
 
-    return parquet_batches(RecordKind.FILE_ACCESS, batch_files(folder), direct=direct)
+    return parquet_batches(RecordKind.FILE_ACCESS, batch_files(folder), direct=direct, unreadable=unreadable)

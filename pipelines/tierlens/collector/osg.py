@@ -21,23 +21,42 @@ from .rows import COLUMNS
 from .writer import rows_to_table
 
 
-def _int(v):
-    if v is None or v == "":
-        return None
-    return int(v)
+class BadField(ValueError):
+    """A field of an OSG record whose value is not of its type; names the OSG field."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
 
 
-def _float(v):
+def _number(rec: dict, key: str, cast):
+    v = rec.get(key)
     if v is None or v == "":
         return None
-    return float(v)
+    try:
+        if isinstance(v, (bool, list, dict)):
+            raise TypeError(type(v).__name__)
+        return cast(v)
+    except (ValueError, TypeError) as e:
+        raise BadField(
+            key,
+            f"{key} = {v!r} is not a number: the OSG collector writes it as one; correct the record or its producer",
+        ) from e
+
+
+def _int(rec: dict, key: str):
+    return _number(rec, key, int)
+
+
+def _float(rec: dict, key: str):
+    return _number(rec, key, float)
 
 
 def osg_fields(rec: dict) -> dict[str, object]:
     """One OSG close record -> file_access fields by name (the fields it lacks stay null)."""
     server = rec.get("server_hostname") or rec.get("server") or rec.get("server_ip")
-    start_ms, end_ms = _float(rec.get("start_time")), _float(rec.get("end_time"))
-    read, readv, write = _int(rec.get("read")), _int(rec.get("readv")), _int(rec.get("write"))
+    start_ms, end_ms = _float(rec, "start_time"), _float(rec, "end_time")
+    read, readv, write = _int(rec, "read"), _int(rec, "readv"), _int(rec, "write")
     uid = rec.get("unique_id") or rec.get("uuid")
     if not uid:
         key = json.dumps(
@@ -55,9 +74,9 @@ def osg_fields(rec: dict) -> dict[str, object]:
             ]
         )
         uid = "osg-" + hashlib.sha1(key.encode()).hexdigest()[:20]
-    size = _int(rec.get("filesize"))
+    size = _int(rec, "filesize")
     start = start_ms / 1000.0 if start_ms is not None else None
-    read_at_close = _int(rec.get("read_bytes_at_close"))
+    read_at_close = _int(rec, "read_bytes_at_close")
     if read_at_close is None and read is not None:
         read_at_close = read + (readv or 0)
     closed = rec.get("HasFileCloseMsg")
@@ -68,19 +87,19 @@ def osg_fields(rec: dict) -> dict[str, object]:
         "file_size_bytes": size if size is None or size >= 0 else None,
         "start_time": start,
         "end_time": end_ms / 1000.0 if end_ms is not None else start,
-        "read_single_average_bytes": _float(rec.get("read_single_average")),
-        "read_vector_average_bytes": _float(rec.get("read_vector_average")),
-        "write_average_bytes": _float(rec.get("write_average")),
+        "read_single_average_bytes": _float(rec, "read_single_average"),
+        "read_vector_average_bytes": _float(rec, "read_vector_average"),
+        "write_average_bytes": _float(rec, "write_average"),
         "read_bytes_at_close": read_at_close,
         "write_bytes_at_close": (
-            _int(rec.get("write_bytes_at_close")) if rec.get("write_bytes_at_close") is not None else write
+            _int(rec, "write_bytes_at_close") if rec.get("write_bytes_at_close") is not None else write
         ),
         "read_bytes": read,
         "readv_bytes": readv,
         "write_bytes": write,
-        "read_ops": _int(rec.get("read_single_operations")),
-        "readv_ops": _int(rec.get("read_vector_operations")),
-        "write_ops": _int(rec.get("write_operations")),
+        "read_ops": _int(rec, "read_single_operations"),
+        "readv_ops": _int(rec, "read_vector_operations"),
+        "write_ops": _int(rec, "write_operations"),
         "client_host": rec.get("host"),
         "app_name": rec.get("appinfo") if isinstance(rec.get("appinfo"), str) else None,
         "close_seen": bool(closed) if closed is not None else True,
@@ -104,6 +123,8 @@ def osg_row(rec: dict) -> list:
 
 
 def _records(path: Path) -> Iterator[tuple[int, str]]:
+    """(line or array element number, record text); a JSON array that does not parse raises
+    json.JSONDecodeError (the whole file is then one reject)."""
     text = path.read_text()
     stripped = text.lstrip()
     if stripped.startswith("["):
@@ -119,18 +140,29 @@ def osg_batches(files: list[Path], rows_per_batch: int = 100_000) -> Iterator[Ba
     """One or more Batches per file; unparseable lines become Rejects with their line number."""
     for path in files:
         rows, locs, rejects = [], [], []
-        for lineno, line in _records(path):
+        try:
+            records = list(_records(path))  # the file is read whole either way
+        except json.JSONDecodeError as e:
+            reason = f"not JSON at offset {e.pos} ({e.msg}): write one JSON array of records, or one record a line"
+            doc = Reject(RecordKind.FILE_ACCESS, f"osg-json:{path}", f"{path}:offset {e.pos}", "document", reason, "")
+            yield Batch(RecordKind.FILE_ACCESS, rows_to_table([]), f"osg-json:{path}", [], [doc])
+            continue
+        for lineno, line in records:
             loc = f"{path}:line {lineno}"
             try:
-                rec = json.loads(line)
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise BadField("record", f"not JSON ({e.msg}): write one JSON object a line") from e
                 if not isinstance(rec, dict):
-                    raise ValueError("not a JSON object")
+                    raise BadField("record", "not a JSON object: write one JSON object a line")
                 fields = osg_fields(rec)
                 if fields["start_time"] is None:
-                    raise ValueError("no start_time")
+                    raise BadField("start_time", "no start_time: the record needs the open time (milliseconds)")
                 row = in_schema_order(fields)
             except (ValueError, TypeError) as e:
-                rejects.append(Reject(RecordKind.FILE_ACCESS, f"osg-json:{path}", loc, "", str(e), line[:2000]))
+                field = getattr(e, "field", "record")
+                rejects.append(Reject(RecordKind.FILE_ACCESS, f"osg-json:{path}", loc, field, str(e), line[:2000]))
                 continue
             rows.append(row)
             locs.append(loc)

@@ -329,13 +329,15 @@ def ingest_xrootd(warehouse: Path, start: datetime, end: datetime, batch_dir: Pa
     """File accesses that ended in [start, end) from the collector's Parquet batches."""
     from ..collector.batches import batches
 
+    unreadable: list[str] = []
     return _load(
         "xrootd",
-        batches(batch_dir),
+        batches(batch_dir, unreadable=unreadable),
         warehouse,
         start,
         end,
         folder_empty_reason("the collector (tierlens collect xrootd)", Path(batch_dir), "file_access-*.parquet"),
+        unreadable=lambda: unreadable,
     )
 
 
