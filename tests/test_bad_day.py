@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from test_slurm_sacct import _doc_2411, _job_2411  # the 24.11 layout's builders
+from test_slurm_sacct import _doc_2411, _job_2411, _spool_rec  # the 24.11 layout's, a spool record
 from tierlens.cli import app
 from tierlens.orchestration import tasks
 
@@ -405,3 +405,36 @@ def test_the_condor_task_fails_when_every_ad_is_rejected(tmp_path):
     path.write_text(_ad(1, cpu='"abc"'))
     with pytest.raises(tasks.IngestFailed, match="all 1 record"):
         tasks.ingest_condor(tmp_path / "wh.duckdb", START, END, [path], "pool")
+
+
+# ---- every reject says what to change ---------------------------------------------------------
+def test_a_wrong_typed_sacct_value_is_a_reject_at_its_jobs_offset(tmp_path, sacct_on_path):
+    setup, _ = sacct_on_path
+    bad = _job_2411(922, start=T0 + 20, end=T0 + 200)
+    bad["time"]["start"] = "yesterday"
+    text = _doc_2411(_job_2411(921, start=T0 + 10, end=T0 + 100), bad)
+    setup("ok", text)
+    wh = tmp_path / "wh.duckdb"
+    r = _slurm(wh)
+    assert r.exit_code == 0, r.output  # job 921 loaded
+    ((location, field, reason),) = _q(wh, "SELECT location, field, reason FROM raw_rejects")
+    at = int(location.rsplit(" ", 1)[1])
+    assert field == "start_time" and json.JSONDecoder().raw_decode(text, at)[0]["job_id"] == 922
+    assert "'yesterday'" in reason and "by hand" in reason
+
+
+def test_spool_rejects_say_what_to_change(tmp_path):
+    from tierlens.records import STORAGE_TYPES
+
+    sp = tmp_path / "spool"
+    sp.mkdir()
+    (sp / "1.0.wn01.json").write_text(_spool_rec("1", "0", storage_type="floppy"))
+    (sp / "2.0.wn01.json").write_text(_spool_rec("2", "0", job_id=7))
+    (sp / "3.0.wn01.json").write_text(_spool_rec("3", "0"))
+    wh = tmp_path / "wh.duckdb"
+    r = CliRunner().invoke(app, ["ingest", "slurm-spool", str(sp), "-w", str(wh)])
+    assert r.exit_code == 0, r.output
+    reasons = dict(_q(wh, "SELECT field, reason FROM raw_rejects"))
+    assert reasons.keys() == {"storage_type", "job_id"}
+    assert all(t in reasons["storage_type"] for t in STORAGE_TYPES)
+    assert "make -C plugins/slurm install" in reasons["job_id"]

@@ -17,7 +17,7 @@ from .json_job import FieldError, json_job
 from .jsonscan import Stop, char_offsets, scan_array
 from .rows import JobBlock, Part, RowStream
 from .values import JOB_INDEX
-from .window import WindowReport
+from .window import SACCT_VALUE, WindowReport
 
 _STEP_ID = JOB_INDEX["step_id"]
 
@@ -129,7 +129,14 @@ def _job_items(job: Any, offset: int, source: str) -> Iterator[tuple[dict, str] 
         job_rows = list(json_job(job))
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         field = getattr(e, "field", None) or (e.args[0] if isinstance(e, KeyError) else "job")
-        yield Reject(RecordKind.JOB, source, where, str(field), f"malformed: {e}", json.dumps(job, default=str)[:2000])
+        yield Reject(
+            RecordKind.JOB,
+            source,
+            where,
+            str(field),
+            f"malformed: {e}: {SACCT_VALUE}",
+            json.dumps(job, default=str)[:2000],
+        )
         return
     for _k, r in job_rows:
         yield r, (where if not r["step_id"] else f"{where} step {r['step_id']}")

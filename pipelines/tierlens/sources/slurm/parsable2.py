@@ -12,7 +12,7 @@ from typing import TextIO
 from ...records import RecordKind, Reject, job_identity
 from .rows import job_row
 from .values import SENTINELS, first_node
-from .window import WindowReport
+from .window import SACCT_VALUE, WindowReport
 
 PARSABLE_FIELDS = (
     "JobIDRaw",
@@ -90,7 +90,7 @@ def parse_parsable2(lines: list[str], source: str, first_line: int = 1) -> tuple
                     source,
                     where,
                     "line",
-                    f"{len(cols)} fields, expected {len(PARSABLE_FIELDS)}",
+                    f"{len(cols)} fields, expected {len(PARSABLE_FIELDS)}: {SACCT_VALUE}",
                     line[:2000],
                 )
             )
@@ -126,7 +126,7 @@ def parse_parsable2(lines: list[str], source: str, first_line: int = 1) -> tuple
                 vals["wall_seconds"] = 0.0
                 vals["allocated_cores"] = vals["allocated_cores"] or _count(c["ReqCPUS"])
         except (ValueError, TypeError) as e:
-            rejects.append(Reject(RecordKind.JOB, source, where, field, f"malformed: {e}", line[:2000]))
+            rejects.append(Reject(RecordKind.JOB, source, where, field, f"malformed: {e}: {SACCT_VALUE}", line[:2000]))
             continue
         cluster = c["Cluster"]
         if step:
@@ -192,7 +192,8 @@ def iter_parsable2_rows(
             source,
             f"{source}:line {n}",
             "line",
-            "malformed document: output ends inside the line",
+            "malformed document: output ends inside the line: sacct's output broke off; the window is asked "
+            "for again on the next run",
             last[:2000],
         )
         block.pop()

@@ -36,6 +36,21 @@ def arm_for_job(job_id: str, arms: list[str]) -> str:
     return arms[h % len(arms)]
 
 
+_NOT_A_SPOOL_FILE = "the SPANK plugin writes a few hundred bytes a step; keep other files out of the spool folders"
+
+
+def _fix(field: str) -> str:
+    """What to change for a spool record whose ``field`` is wrong: the SPANK plugin wrote it."""
+    if field == "storage_type":
+        return f"the plugin writes one of {', '.join(STORAGE_TYPES)}: install the plugin of this tierlens"
+    if field == "record":
+        return "the plugin writes one JSON object a line: keep other files out of the spool folders"
+    return (
+        f"the SPANK plugin writes {field} in every record: install the plugin of this tierlens "
+        "(make -C plugins/slurm install), and fix or delete a record written by hand"
+    )
+
+
 class _Bad(ValueError):
     def __init__(self, field: str, reason: str) -> None:
         super().__init__(reason)
@@ -108,14 +123,15 @@ def read_spool(files: Iterable[Path], source: str = "spool") -> tuple[list[dict]
                         source,
                         f"{path}:offset 0",
                         "record",
-                        f"file of {size} bytes is too large for spool records",
+                        f"file of {size} bytes is too large for spool records: {_NOT_A_SPOOL_FILE}",
                         "",
                     )
                 )
                 continue
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError as e:
-            rejects.append(Reject(RecordKind.JOB_TAG, source, f"{path}:line 1", "file", str(e), ""))
+            reason = f"{e}: give the ingest read access to the spool files (regular files, not links)"
+            rejects.append(Reject(RecordKind.JOB_TAG, source, f"{path}:line 1", "file", reason, ""))
             continue
         for n, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -128,7 +144,7 @@ def read_spool(files: Iterable[Path], source: str = "spool") -> tuple[list[dict]
                         source,
                         where,
                         "record",
-                        f"longer than {MAX_RECORD_BYTES} bytes",
+                        f"longer than {MAX_RECORD_BYTES} bytes: {_NOT_A_SPOOL_FILE}",
                         line[:2000],
                     )
                 )
@@ -143,12 +159,14 @@ def read_spool(files: Iterable[Path], source: str = "spool") -> tuple[list[dict]
                         source,
                         f"{where}",
                         "record",
-                        f"not JSON: {e.msg} at column {e.colno}",
+                        f"not JSON: {e.msg} at column {e.colno}: the plugin writes one JSON object a line; "
+                        "a cut line comes from a full disk or a copy made while it wrote: fix or delete the file",
                         line[:2000],
                     )
                 )
             except _Bad as e:
-                rejects.append(Reject(RecordKind.JOB_TAG, source, where, e.field, str(e), line[:2000]))
+                reason = f"{e}: {_fix(e.field)}"
+                rejects.append(Reject(RecordKind.JOB_TAG, source, where, e.field, reason, line[:2000]))
     return rows, locs, rejects
 
 

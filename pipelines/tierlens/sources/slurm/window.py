@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+#: What to do about a line or job of sacct's own output that tierlens cannot read (a reject's reason).
+SACCT_VALUE = (
+    "run the sacct command of this reject's source by hand for the job; if sacct prints it so, "
+    "report the Slurm version and the line (raw_record) to tierlens"
+)
+
 
 @dataclass
 class WindowReport:
