@@ -258,6 +258,30 @@ def test_synthetic_probe_measures_the_generators_devices():
     )
 
 
+def test_synthetic_reads_wait_behind_the_generators_writes():
+    """On the demo's Kingston SSD (one queue): 8 readers alone each wait for the 7 reads ahead of
+    theirs, 8 x (access + 128 KiB / read rate); with a writer, a read arriving behind an 8 MiB write
+    waits for it (access + 8 MiB / write rate = 0.30 s) and the reads queued before it, no more."""
+    d = SCRATCH["ssd"].device
+    read = d.access_seconds + 128 * 1024 / d.read_bytes_per_second
+    write = d.access_seconds + 8 * 1024 * 1024 / d.write_bytes_per_second
+    rows = run_synthetic_probe("ssd", 8).to_pylist()
+    under = _under(rows)
+    assert under["direct", 0]["p50_latency_seconds"] == pytest.approx(8 * read, rel=1e-6)
+    for pct in (25, 50, 75):
+        r = under["direct", pct]
+        assert r["write_utilisation"] == pytest.approx(pct / 100, abs=0.03)  # the throttle holds
+        assert write <= r["max_latency_seconds"] <= write + 8 * read + 1e-9
+        assert r["p50_latency_seconds"] <= r["p99_latency_seconds"] <= r["p999_latency_seconds"]
+    means = [under["direct", p]["mean_latency_seconds"] for p in (0, 25, 50, 75)]
+    assert means == sorted(means) and means[-1] > 2 * means[0]
+    # no page cache in the generator: the buffered rows are the same simulation
+    assert all(
+        under["buffered", p]["mean_latency_seconds"] == under["direct", p]["mean_latency_seconds"]
+        for p in (0, 25, 50, 75)
+    )
+
+
 def test_synthetic_probe_cli_loads(tmp_path):
     wh = tmp_path / "w.duckdb"
     r = CliRunner().invoke(app, ["probe", "storage", "--synthetic", "nvme", "-w", str(wh)])

@@ -39,6 +39,24 @@ def print_probe(table) -> None:
             f"{r['seconds']:.1f}",
         )
     console.print(t)
+    under = [r for r in rows if r.get("write_utilisation_target") is not None]
+    if under:
+        # the latency distributions side by side: the tail is where writes show first
+        u = Table(
+            title=f"reads under writes ({under[0]['processes']} readers, {under[0]['block_size_bytes'] // 1024} KiB; "
+            f"{first['filesystem'] or '?'}, scheduler {first['io_scheduler'] or 'n/a'}, discard {first['discard'] or '?'})"
+        )
+        for c in ("mode", "writes target", "writes", "mean ms", "p50 ms", "p99 ms", "p99.9 ms", "max ms"):
+            u.add_column(c, justify="left" if c == "mode" else "right")
+        for r in under:
+            ms = [r[f"{k}_latency_seconds"] for k in ("mean", "p50", "p99", "p999", "max")]
+            u.add_row(
+                "direct" if r["direct_io"] else "buffered",
+                f"{r['write_utilisation_target']:.0%}",
+                f"{r['write_utilisation']:.0%}" if r["write_utilisation"] is not None else "",
+                *(f"{x * 1e3:.2f}" if x is not None else "" for x in ms),
+            )
+        console.print(u)
 
 
 @app.command("storage")

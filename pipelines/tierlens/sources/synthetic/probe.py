@@ -163,9 +163,9 @@ def run_synthetic_probe(
         for job in JOBS
     ]
     stagein = next(r for r in rows if r["job_name"] == "stagein_write")["bandwidth_bytes_per_second"]
-    for u in sorted(set(under_write)):
-        figures = run_under_write(cfg, slots, u, stagein)
-        for mode in uw.MODES:
+    figures = {u: run_under_write(cfg, slots, u, stagein) for u in sorted(set(under_write))}
+    for mode in uw.MODES:  # in the order fio's probe runs them (probe/under_write.py jobs)
+        for u in figures:
             job = uw.UnderWriteJob(mode, u)
             rows.append(
                 {
@@ -175,7 +175,7 @@ def run_synthetic_probe(
                     "block_size_bytes": uw.READ_BYTES,
                     "queue_depth": 1,
                     "processes": max(slots, 1),
-                    **figures,
+                    **figures[u],
                     "direct_io": mode == "direct",
                 }
             )
