@@ -461,3 +461,46 @@ def test_a_warehouse_with_probes_upgrades_in_place_and_keeps_every_row(tmp_path)
         new = run_synthetic_probe("ssd", 4)
         assert wh.load(Batch(RecordKind.DEVICE_PROBE, new, "after")).rows_loaded == new.num_rows
         assert con.execute("SELECT count(write_utilisation) FROM raw_device_probe").fetchone()[0] == 8
+
+
+def test_device_settings_of_a_stacked_device_name_each_members_scheduler(tmp_path):
+    """A fake sysfs and mountinfo: an md RAID1 of two partitions, the file system mounted with
+    btrfs's discard=async; the scheduler string lists the array's and each member disk's."""
+    from tierlens.probe.under_write import device_settings
+
+    path = tmp_path / "scratch"
+    path.mkdir()
+    st = os.stat(path)
+    sys_root = tmp_path / "sys"
+    devices = sys_root / "devices" / "virtual" / "block"
+    md = devices / "md0"
+    (md / "queue").mkdir(parents=True)
+    (md / "queue" / "scheduler").write_text("none\n")
+    (md / "queue" / "discard_max_bytes").write_text("0\n")
+    (md / "slaves").mkdir()
+    for disk, sched in (("sda", "mq-deadline"), ("sdb", "[bfq] none")):
+        d = sys_root / "devices" / "pci" / disk
+        (d / "queue").mkdir(parents=True)
+        (d / "queue" / "scheduler").write_text(f"none [{sched}] kyber\n" if sched == "mq-deadline" else sched)
+        (d / f"{disk}1").mkdir()
+        (md / "slaves" / f"{disk}1").symlink_to(d / f"{disk}1")
+    (sys_root / "dev" / "block").mkdir(parents=True)
+    (sys_root / "dev" / "block" / f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}").symlink_to(md)
+    mountinfo = (
+        "22 1 0:21 / / rw,relatime - ext4 /dev/vda rw\n"
+        f"40 22 9:0 / {tmp_path} rw,noatime - btrfs /dev/md0 rw,ssd,discard=async,space_cache=v2\n"
+    )
+    got = device_settings(path, sys_root, mountinfo)
+    assert got == {
+        "filesystem": "btrfs",
+        "discard": "discard=async",
+        "io_scheduler": "none; sda: mq-deadline; sdb: bfq",
+        "discard_max_bytes": 0,
+    }
+    # a path on no block device (tmpfs, overlay): the mount's figures only
+    assert device_settings(path, tmp_path / "nosys", "30 1 0:30 / / rw - tmpfs tmpfs rw,size=1g\n") == {
+        "filesystem": "tmpfs",
+        "discard": "off",
+        "io_scheduler": None,
+        "discard_max_bytes": None,
+    }
