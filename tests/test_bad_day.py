@@ -92,10 +92,10 @@ def _slurm(wh: Path, *extra: str):
 
 
 def _one_stderr_line(result) -> str:
-    """The failure line: the last line on stderr, after the summary's reject count."""
+    """The failure line: the one line on stderr (what cron mails when stdout goes to /dev/null)."""
     lines = [x for x in result.stderr.splitlines() if x.strip()]
-    assert lines, result.output
-    return lines[-1]
+    assert len(lines) == 1, result.output
+    return lines[0]
 
 
 # ---- sacct ------------------------------------------------------------------------------------
@@ -173,8 +173,8 @@ def test_the_process_exit_code_is_what_cron_sees(tmp_path, sacct_on_path):
         env={**os.environ, "COLUMNS": "100"},
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    failed = [x for x in proc.stderr.splitlines() if "failed" in x]
-    assert len(failed) == 1 and "Problem talking to the database" in failed[0]
+    said = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert len(said) == 1 and "failed" in said[0] and "Problem talking to the database" in said[0]
     assert "Traceback" not in proc.stderr
 
 
@@ -438,3 +438,17 @@ def test_spool_rejects_say_what_to_change(tmp_path):
     assert reasons.keys() == {"storage_type", "job_id"}
     assert all(t in reasons["storage_type"] for t in STORAGE_TYPES)
     assert "make -C plugins/slurm install" in reasons["job_id"]
+
+
+def test_a_rotated_history_file_cut_short_is_one_line_naming_it(tmp_path):
+    import gzip
+
+    good, cut = tmp_path / "history.20261001T000000", tmp_path / "history.20261002T000000.gz"
+    good.write_text(_ad(1))
+    cut.write_bytes(gzip.compress(_ad(2).encode())[:-12])  # a copy taken while it was written
+    wh = tmp_path / "wh.duckdb"
+    r = CliRunner().invoke(app, ["ingest", "condor", str(tmp_path), "--cluster", "pool", "-w", str(wh)])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    line = _one_stderr_line(r)
+    assert line.startswith("ingest condor failed: could not read") and str(cut) in line
+    assert _q(wh, "SELECT job_id FROM raw_job") == [(f"sched#1.0#{T0}",)]  # the file before it loaded

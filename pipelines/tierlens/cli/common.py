@@ -3,6 +3,7 @@ summary, CSV output and the way a bad value becomes a usage error. Imports nothi
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, NoReturn, Optional, TypeVar
@@ -109,8 +110,9 @@ def parsed(parse: Callable[[str], T], text: str, option: str) -> T:
         raise typer.BadParameter(str(e), param_hint=option) from e
 
 
-def print_ingest(summary, wh: Path) -> None:
-    """Rows in, loaded and rejected per record kind, and where the rejects are."""
+def print_ingest(summary, wh: Path, note_rejects: bool = True) -> None:
+    """Rows in, loaded and rejected per record kind, and where the rejects are (on stderr, unless
+    ``note_rejects`` is off: a failed command's one line counts them instead)."""
     t = Table(title=f"ingest into {wh}")
     for col in ("record", "rows in", "loaded", "rejected"):
         t.add_column(col, justify="right" if col != "record" else "left")
@@ -121,7 +123,7 @@ def print_ingest(summary, wh: Path) -> None:
     console.print(t)
     if summary.already_loaded:
         console.print(f"{summary.already_loaded} batch(es) were already loaded and changed nothing.")
-    if summary.total_rejected:
+    if summary.total_rejected and note_rejects:
         err.print(
             f"[yellow]{summary.total_rejected:,} record(s) rejected: see `tierlens rejects` "
             f"(table raw_rejects).[/yellow]"
@@ -130,7 +132,7 @@ def print_ingest(summary, wh: Path) -> None:
 
 #: what reading a source's files raises when one cannot be read (unreadable, not the format it
 #: should be, a compressed file cut short): the command says so in one line, not a traceback
-READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, UnicodeDecodeError)
+READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, UnicodeDecodeError, zlib.error)
 
 
 def _read_errors() -> tuple[type[BaseException], ...]:
@@ -140,14 +142,25 @@ def _read_errors() -> tuple[type[BaseException], ...]:
 
 
 def finish(
-    summary, command: str, unreadable: Iterable[str] = (), nothing: str = "", unit: str = "file(s)", then: str = ""
+    summary,
+    wh: Path,
+    command: str,
+    unreadable: Iterable[str] = (),
+    nothing: str = "",
+    unit: str = "file(s)",
+    then: str = "",
+    before_verdict: Callable[[], None] | None = None,
 ) -> None:
-    """End an ingest or load command by its outcome: EXIT_FAILED with one line on stderr when a
-    window or file could not be read or every record was rejected; "nothing new" (``nothing``
-    says why) on stdout when no record came in, and EXIT_OK."""
+    """End an ingest or load command by its outcome: EXIT_FAILED with one line on stderr (and
+    nothing else there) when a window or file could not be read or every record was rejected;
+    "nothing new" (``nothing`` says why) on stdout when no record came in, and EXIT_OK. The
+    summary table (``wh``) is printed first."""
     from ..pipeline import failure
 
     why = failure(summary, list(unreadable), command, unit, then)
+    print_ingest(summary, wh, note_rejects=why is None)
+    if before_verdict is not None:
+        before_verdict()
     if why is not None:
         fail(why, EXIT_FAILED)
     if not sum(summary.rows_in.values()):
@@ -171,8 +184,7 @@ def ingest_and_print(
                 summary = ingest(batches, wh, on_batch=lambda r: bar.advance(task, r.rows_in))
     except _read_errors() as e:
         fail(f"{command} failed: could not read {e} (batches before it are loaded)", EXIT_FAILED, e)
-    print_ingest(summary, wh)
-    finish(summary, command, unreadable)
+    finish(summary, wh, command, unreadable)
     return summary
 
 

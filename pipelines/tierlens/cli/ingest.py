@@ -22,7 +22,6 @@ from .common import (
     finish,
     ingest_and_print,
     parsed,
-    print_ingest,
     warehouse,
 )
 
@@ -126,18 +125,22 @@ def slurm(
     except SacctError as e:
         fail(f"ingest slurm failed: {e}", EXIT_FAILED, e)
     marks.flush()
-    print_ingest(summary, wh)
-    if missing:
-        console.print(f"asked sacct by id for {len(missing)} tagged jobs no time window had returned")
-    console.print(f"sacct format: {runner.fmt}; watermark file {mark.path}")
+
+    def notes() -> None:
+        if missing:
+            console.print(f"asked sacct by id for {len(missing)} tagged jobs no time window had returned")
+        console.print(f"sacct format: {runner.fmt}; watermark file {mark.path}")
+
     finish(
         summary,
+        wh,
         "ingest slurm",
         [report.describe() for report in retry],
         nothing=f"sacct answered with no job or step from {_when(t_start)} to {_when(t_end)}",
         unit="sacct call(s)",
         # the watermark waits at the first of them
         then="; asked for again on the next run",
+        before_verdict=notes,
     )
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 import gzip
 import logging
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -588,7 +589,11 @@ def history_batches(
     """
     for path in history_files(paths):
         source = f"condor-history:{path}"
-        if fast:
-            yield from _fast_batches(path, source, cluster, batch_ads)
-        else:
-            yield from ads_to_batches(_parsed(path), source, cluster, batch_ads)
+        try:
+            if fast:
+                yield from _fast_batches(path, source, cluster, batch_ads)
+            else:
+                yield from ads_to_batches(_parsed(path), source, cluster, batch_ads)
+        except (OSError, EOFError, zlib.error) as e:
+            # unreadable, or a rotated .gz cut short: the file's name is what the admin needs
+            raise OSError(f"{path}: {e}") from e
