@@ -452,3 +452,29 @@ def test_a_rotated_history_file_cut_short_is_one_line_naming_it(tmp_path):
     line = _one_stderr_line(r)
     assert line.startswith("ingest condor failed: could not read") and str(cut) in line
     assert _q(wh, "SELECT job_id FROM raw_job") == [(f"sched#1.0#{T0}",)]  # the file before it loaded
+
+
+def test_the_ingest_dags_slurm_task_fails_as_the_dag_calls_it(tmp_path, sacct_on_path):
+    """What dags/tierlens_ingest.py runs: the registry's task with the Airflow Variables lookup."""
+    from tierlens.sources import registry
+
+    setup, _ = sacct_on_path
+    setup("dberror")
+    variables = {"tierlens_slurm_sacct": "sacct", "tierlens_slurm_tagged_days": "0"}
+    with pytest.raises(tasks.IngestFailed, match="Problem talking to the database"):
+        registry.source("slurm").load()(tmp_path / "wh.duckdb", START, END, variables.get)
+
+
+def test_tierlens_rejects_says_what_to_change_for_a_records_rule(tmp_path):
+    rows = _job_rows(2)
+    rows[1]["allocated_cores"] = 0  # the job record's rule: at least 1 core
+    f = tmp_path / "jobs.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), f)
+    wh = tmp_path / "wh.duckdb"
+    assert CliRunner().invoke(app, ["load", "job", str(f), "-w", str(wh)]).exit_code == 0
+    ((stored,),) = _q(wh, "SELECT reason FROM raw_rejects")
+    shown = CliRunner().invoke(app, ["rejects", "-w", str(wh), "--format", "json"])
+    assert shown.exit_code == 0, shown.output
+    (row,) = json.loads(shown.stdout)
+    assert row["field"] == "allocated_cores" and row["reason"].startswith(stored)
+    assert "tierlens schema job" in row["reason"] and len(row["reason"]) > len(stored)

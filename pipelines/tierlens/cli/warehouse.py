@@ -157,10 +157,27 @@ def rejects(
     print_rows(
         f"{total:,} rejected record(s)",
         ("record", "source", "location", "field", "reason"),
-        rows,
+        [(kind, source, where, field, with_fix(kind, field, reason)) for kind, source, where, field, reason in rows],
         output_format(fmt, csv),
         empty_reason="Every record loaded so far was accepted.",
     )
+
+
+def with_fix(kind: str, field: str | None, reason: str) -> str:
+    """A reject's reason, and what to change when it is a bare rule of the record (records.py
+    states the rule, "missing or below 1 core"; the sources' own rejects say what to change)."""
+    from ..records import STORAGE_TYPES
+    from ..warehouse.sql import _rules
+
+    try:
+        record = RecordKind(kind)
+    except ValueError:
+        return reason
+    if not field or not any(r.field == field and r.reason == reason for r in _rules(record)):
+        return reason
+    if field == "storage_type":
+        return f"{reason}: use one of {', '.join(STORAGE_TYPES)}"
+    return f"{reason}: set {field} as `tierlens schema {kind}` describes it (its unit and meaning)"
 
 
 @app.command()
