@@ -657,6 +657,20 @@ def test_buying_guide_shows_a_probe_prediction_beside_measured_types_at_whole_no
     with (Paths(demo_home).reports / "hardware_options.csv").open() as f:
         shown = list(__import__("csv").DictReader(f))
     assert any(r["evidence"] == "probe" for r in shown) and any(r["evidence"] == "measured" for r in shown)
+    # beside the consumer SSD nobody ran: the read p99 its probe measured under half-bandwidth writes,
+    # the same figure the probe's own row holds
+    ((probe_p99,),) = _mart(
+        demo_home,
+        "SELECT p99_latency_seconds * 1000 FROM raw_device_probe "
+        f"WHERE storage_type = '{LEFT_OUT}' AND job_name = 'read_under_write_buffered_50'",
+    )
+    guide = _mart(
+        demo_home,
+        f"SELECT DISTINCT under_write_read_p99_ms FROM marts.hardware_options WHERE storage_type = '{LEFT_OUT}'",
+    )
+    assert guide == [(pytest.approx(probe_p99),)] and probe_p99 > 0
+    ssd = [r for r in shown if r["storage_type"] == LEFT_OUT]
+    assert ssd and all(float(r["under_write_read_p99_ms"]) == pytest.approx(probe_p99, rel=1e-9) for r in ssd)
 
 
 def test_demo_tables_fit_a_narrow_terminal_in_the_sql_consoles_number_format(monkeypatch):

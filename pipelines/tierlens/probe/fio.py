@@ -4,7 +4,8 @@ Never hurt a site: the probe refuses a directory holding anything it did not cre
 free space it needs before writing, writes only inside a fresh directory of its own (created
 with ``mkdir``, so an existing path or symlink makes it stop), and removes that directory
 whatever happens. fio deletes each job's files as the job ends (``unlink=1``), so at most one
-job's files exist at a time.
+job's files exist at a time (the reads-under-writes points share one job's worth, removed after
+the last point).
 """
 
 from __future__ import annotations
