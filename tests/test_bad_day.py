@@ -30,7 +30,8 @@ T0 = 1_795_000_000
 START, END = datetime.fromtimestamp(T0, timezone.utc), datetime.fromtimestamp(T0 + 3600, timezone.utc)
 DB_ERROR = "sacct: error: Problem talking to the database: Connection refused"
 
-#: FAKE_SACCT_MODE: "dberror" (slurmdbd down: stderr and exit 1, whatever the format asked),
+#: FAKE_SACCT_MODE: "dberror" (slurmdbd down: stderr and exit 1, whatever the format asked), "silent"
+#: (nothing at all, exit 0),
 #: "cut" (the JSON of $FAKE_SACCT_JSON up to $FAKE_SACCT_CUT characters, exit 0), "ok" (all of it).
 #: --parsable2 always answers with a valid job line, so a fallback to it would load that job.
 FAKE_SACCT = r"""#!PYTHON
@@ -45,6 +46,8 @@ if "--parsable2" in args:
 if mode == "dberror":
     print("DB_ERROR", file=sys.stderr)
     sys.exit(1)
+if mode == "silent":
+    sys.exit(0)
 out = open(os.environ["FAKE_SACCT_JSON"]).read()
 if mode == "cut":
     out = out[: int(os.environ["FAKE_SACCT_CUT"])]
@@ -478,3 +481,12 @@ def test_tierlens_rejects_says_what_to_change_for_a_records_rule(tmp_path):
     (row,) = json.loads(shown.stdout)
     assert row["field"] == "allocated_cores" and row["reason"].startswith(stored)
     assert "tierlens schema job" in row["reason"] and len(row["reason"]) > len(stored)
+
+
+def test_a_sacct_that_prints_nothing_is_an_error_not_a_fallback(tmp_path, sacct_on_path):
+    setup, calls = sacct_on_path
+    setup("silent")
+    wh = tmp_path / "wh.duckdb"
+    r = _slurm(wh)
+    assert r.exit_code == 1, r.output
+    assert "printed nothing" in _one_stderr_line(r) and all("--parsable2" not in c for c in calls())

@@ -131,6 +131,11 @@ class SacctRunner:
             return False
         if report.problems and not _NO_JSON.search(report.said):
             return None
+        if not head and not report.problems:
+            # a sacct with JSON prints a document even for no jobs; nothing at all is a wrapper or
+            # a sacct that failed quietly, and parsable2 would read its silence as "no jobs"
+            report.fail("sacct --json printed nothing and exited 0")
+            return None
         return False
 
     def rows(self, selection: list[str], report: WindowReport) -> RowStream:
