@@ -47,9 +47,15 @@ class IngestSummary:
 
 
 def ingest(
-    batches: Iterable[Batch], warehouse: Path, on_batch: Callable[[LoadResult], None] | None = None
+    batches: Iterable[Batch],
+    warehouse: Path,
+    on_batch: Callable[[LoadResult], None] | None = None,
+    wait: float | None = None,
 ) -> IngestSummary:
     """Load batches one transaction each; a failure leaves earlier batches loaded, none half-loaded.
+
+    Holds the warehouse's writer lock (warehouse/lock.py), waiting up to ``wait`` seconds for a
+    transform or another load to finish (None: the default wait); WarehouseLocked names the holder.
 
     The source produces its next batch on a thread while DuckDB loads the current one (sources
     never touch the warehouse connection), so parsing or simulating overlaps loading.
@@ -61,7 +67,9 @@ def ingest(
         if on_batch:
             on_batch(result)
 
-    with Warehouse(warehouse) as wh:
+    from .warehouse.lock import warehouse_lock
+
+    with warehouse_lock(warehouse, "load", wait), Warehouse(warehouse) as wh:
         wh.load_many(batches, prefetch=True, on_result=record)
     return summary
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -29,6 +30,20 @@ class TransformResult:
     tests: int = 0
     seeds: int = 0
     failures: list[str] = field(default_factory=list)
+
+
+def _holding_lock(run: Callable) -> Callable:
+    """``run(warehouse, ...)`` holding the warehouse's writer lock (warehouse/lock.py) from start to
+    end: its dbt invocations and the Python steps between them are one writer's work."""
+
+    @functools.wraps(run)
+    def locked(warehouse, *args, **kwargs):
+        from .warehouse.lock import warehouse_lock
+
+        with warehouse_lock(warehouse, "transform"):
+            return run(warehouse, *args, **kwargs)
+
+    return locked
 
 
 def _dbt_executable() -> list[str]:
@@ -161,6 +176,7 @@ EFFICIENCY_MODELS = (
 )
 
 
+@_holding_lock
 def refresh_efficiency_marts(warehouse: Path, state_dir: Path) -> None:
     """Rebuild (and test) the models over the simulator's efficiency tables after a new run, so
     the marts comparing measured and predicted show it without a whole dbt build."""
@@ -246,6 +262,7 @@ def scope_of_tests(all_tests_passed_at: str | None, every_hours: float, now: dat
     return "all" if since >= timedelta(hours=every_hours) - _SCOPE_SLACK else "core"
 
 
+@_holding_lock
 def run_incremental(
     warehouse: Path,
     state_dir: Path,
@@ -264,6 +281,7 @@ def run_incremental(
     return _finish(warehouse, record, [result], retention_months)
 
 
+@_holding_lock
 def run_range(
     warehouse: Path,
     state_dir: Path,

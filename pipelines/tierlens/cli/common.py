@@ -173,6 +173,7 @@ def ingest_and_print(
     """Load ``batches`` into ``wh`` (with a progress bar when ``what`` names them), print the
     summary and end by its outcome (``finish``; ``unreadable`` is filled while the batches are read)."""
     from ..pipeline import ingest
+    from ..warehouse.landing import WarehouseBusy
 
     wh.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -184,6 +185,8 @@ def ingest_and_print(
                 summary = ingest(batches, wh, on_batch=lambda r: bar.advance(task, r.rows_in))
     except _read_errors() as e:
         fail(f"{command} failed: could not read {e} (batches before it are loaded)", EXIT_FAILED, e)
+    except WarehouseBusy as e:  # nothing was loaded: the lock is taken before the first batch
+        fail(f"{command} failed: {e}", EXIT_FAILED, e)
     finish(summary, wh, command, unreadable)
     return summary
 

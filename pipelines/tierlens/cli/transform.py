@@ -72,6 +72,14 @@ def transform(
             "$TIERLENS_ALL_TESTS_EVERY_HOURS hours, default 24; back-fills always do).",
         ),
     ] = False,
+    wait: Annotated[
+        Optional[float],
+        typer.Option(
+            min=0,
+            help="Seconds to wait while another transform or load holds the warehouse, then refuse "
+            "naming it; 0: refuse at once \\[default: $TIERLENS_LOCK_WAIT_SECONDS, else 600].",
+        ),
+    ] = None,
 ) -> None:
     """Build the dbt project (staging → intermediate → marts) and run its tests.
 
@@ -109,7 +117,13 @@ def transform(
         all_tests_every_hours=every_hours,
     )
     run_transform(
-        warehouse(warehouse_file), paths().dbt_state, target=target, lake=lake, project_dir=project_dir, history=history
+        warehouse(warehouse_file),
+        paths().dbt_state,
+        target=target,
+        lake=lake,
+        project_dir=project_dir,
+        history=history,
+        wait=wait,
     )
 
 
@@ -132,8 +146,36 @@ def run_transform(
     lake: Path | None = None,
     project_dir: Path | None = None,
     history: HistoryOptions | None = None,
+    wait: float | None = None,
 ) -> None:
-    """dbt build with a status line, its failures printed; publishes the snapshot readers open."""
+    """dbt build with a status line, its failures printed; publishes the snapshot readers open.
+
+    On DuckDB, holds the warehouse's writer lock from the build to the publish, waiting up to
+    ``wait`` seconds for another writer (None: the default wait), else refuses naming it."""
+    if target not in (None, "duckdb") or lake is not None:
+        _run_transform(wh, state, target, lake, project_dir, history)
+        return
+    from ..warehouse.lock import LockFileUnusable, WarehouseLocked, default_wait, warehouse_lock
+
+    try:
+        limit = default_wait() if wait is None else wait
+    except ValueError as e:
+        fail(str(e), 2, e)
+    try:
+        with warehouse_lock(wh, "transform", limit, say=lambda line: err.print(line, soft_wrap=True, markup=False)):
+            _run_transform(wh, state, target, lake, project_dir, history)
+    except (WarehouseLocked, LockFileUnusable) as e:
+        fail(str(e), 1, e)
+
+
+def _run_transform(
+    wh: Path,
+    state: Path,
+    target: str | None,
+    lake: Path | None,
+    project_dir: Path | None,
+    history: HistoryOptions | None,
+) -> None:
     if target not in (None, "duckdb") or lake is not None:
         record = None
         result = _run_other_engine(wh, state, target, lake, project_dir)

@@ -102,8 +102,9 @@ def _load(
     head = {"source": source, "start": utc(start).isoformat(), "end": utc(end).isoformat()}
     selected = interval_batches(batches, start, end)
     try:
-        landed_before = drain(warehouse)  # what an earlier ingest landed goes in first, in order
-        summary = ingest(selected, warehouse)
+        # wait=0: a busy warehouse (its writer lock held) lands the batches instead of waiting
+        landed_before = drain(warehouse, wait=0)  # what an earlier ingest landed goes in first, in order
+        summary = ingest(selected, warehouse, wait=0)
     except Exception as e:
         if not is_lock_error(e):
             try:  # the task fails with e; the warehouse keeps that the interval could not be read
@@ -284,7 +285,7 @@ def _load_tagged_unaccounted(
     incomplete: list[WindowReport] = []
     selected = ended_batches(asked_by_id(runner, missing, spool, incomplete), ended)
     try:
-        summary = ingest(selected, warehouse)
+        summary = ingest(selected, warehouse, wait=0)
     except Exception as e:
         if not is_lock_error(e):
             raise

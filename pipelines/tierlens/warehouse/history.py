@@ -197,6 +197,13 @@ def apply_retention(warehouse: str | Path, months: int) -> Retention:
     record it. ``months`` 0 keeps everything. Call only after a successful transform."""
     if months < 0:
         raise ValueError(f"raw retention must be 0 (keep everything) or a number of months, not {months}")
+    from .lock import warehouse_lock
+
+    with warehouse_lock(warehouse, "retention"):  # a transform that applies it holds it already
+        return _apply_retention(warehouse, months)
+
+
+def _apply_retention(warehouse: str | Path, months: int) -> Retention:
     history = load_history(warehouse)
     r = history.retention
     r.months = months

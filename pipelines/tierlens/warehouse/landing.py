@@ -43,7 +43,8 @@ def landing_dir(warehouse: str | Path) -> Path:
 
 
 def is_lock_error(e: BaseException) -> bool:
-    return isinstance(e, duckdb.IOException) and "lock" in str(e).lower()
+    """Another writer holds the warehouse: tierlens' writer lock (warehouse/lock.py), or DuckDB's own."""
+    return isinstance(e, WarehouseBusy) or (isinstance(e, duckdb.IOException) and "lock" in str(e).lower())
 
 
 def land(batches: Iterable[Batch], warehouse: str | Path) -> int:
@@ -101,16 +102,19 @@ def _read(path: Path) -> Batch:
     )
 
 
-def drain(warehouse: str | Path) -> tuple[int, int]:
+def drain(warehouse: str | Path, wait: float | None = None) -> tuple[int, int]:
     """Load every landed batch into ``warehouse`` (the caller must not hold it open), oldest first,
-    deleting each file once its load has committed; returns (files, rows loaded)."""
+    deleting each file once its load has committed; returns (files, rows loaded). Holds the writer
+    lock, waiting up to ``wait`` seconds for it (warehouse/lock.py)."""
     from tierlens.warehouse.core import Warehouse
+    from tierlens.warehouse.lock import warehouse_lock
 
     files = landed_files(warehouse)
     if not files:
         return 0, 0
     rows = 0
-    with Warehouse(warehouse) as wh:
+    with warehouse_lock(warehouse, "load", wait), Warehouse(warehouse) as wh:
+        files = landed_files(warehouse)  # another drain may have loaded some while this one waited
         for path in files:
             result = wh.load(_read(path))
             rows += result.rows_loaded

@@ -154,13 +154,20 @@ def publish_with_stats(warehouse: str | Path, *, clone: bool = True) -> tuple[Pa
     """:func:`publish`, also returning what it wrote; ``clone=False`` diffs blocks even where the
     filesystem could clone.
 
-    Holds a writing connection on ``warehouse`` throughout, so no other process can change it
-    mid-copy (a writer meets the lock, as with any other task), after a checkpoint has put every
-    committed change in the file itself.
+    Holds the writer lock (warehouse/lock.py; a transform that publishes holds it already) and a
+    writing connection on ``warehouse`` throughout, so no other process can change it mid-copy,
+    after a checkpoint has put every committed change in the file itself.
     """
+    from .lock import warehouse_lock
+
     source = Path(warehouse)
     if not source.is_file():
         raise FileNotFoundError(f"no warehouse at {source} to publish")
+    with warehouse_lock(source, "publish"):
+        return _publish_with_stats(source, clone)
+
+
+def _publish_with_stats(source: Path, clone: bool) -> tuple[Path, PublishStats]:
     target = published_path(source)
     _make_folder(target.parent)
     slots = target.parent / SLOTS_DIR
