@@ -1,0 +1,227 @@
+"""Fault soak: the hourly cycle with SIGKILLs at random points, against the same cycle left alone.
+
+    .venv/bin/python bench/fault_soak.py                       # 2 days + 6 hours, up to 2 kills an hour
+    .venv/bin/python bench/fault_soak.py --hours 48 --kills 5  # hundreds of kill points (hours)
+
+A small site from the scale bench's generator (``tierlens.sources.synthetic.bulk``) is built twice
+in two tierlens homes, record for record the same: a back-fill of ``--days`` days, then ``--hours``
+hourly runs, each loading the hour's Parquet files (``tierlens load``) and running ``tierlens
+transform`` (which publishes). The reference runs every command once. The faulted copy starts each
+load and each transform as a child process and SIGKILLs its whole process group (dbt included)
+after a delay drawn from a seeded generator between 0 and the reference's time for that step, up to
+``--kills`` times, then runs it to completion. Afterwards every table of the intermediate and marts
+schemas must be equal in both warehouses (floats to 9 significant digits; the run logs excepted),
+and every raw table must hold each natural key once.
+
+Prints and writes bench/faults/<label>.json: kill points tried, how many hit a running step (a
+kill after the step ended counts as tried, not landed), recoveries, and the differing rows per
+table, with the seconds, the largest process's peak memory and the load average. Not part of `make test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "pipelines"))
+RESULTS = Path(__file__).resolve().parent / "faults"
+TIERLENS = [str(Path(sys.executable).parent / "tierlens")]
+#: run logs: one row per dbt invocation, so a killed-and-rerun cycle has more of them by design
+RUN_LOGS = {"int_incremental_window"}
+
+
+def _env(home: Path) -> dict[str, str]:
+    return dict(os.environ, TIERLENS_HOME=str(home))
+
+
+def _write_hour(site, t0: datetime, t1: datetime, folder: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tierlens.sources.synthetic.bulk import arriving
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tables: dict[str, list] = {}
+    for batch in arriving(site, t0, t1):
+        tables.setdefault(batch.kind.value, []).append(batch.table)
+    for kind, parts in tables.items():
+        pq.write_table(pa.concat_tables(parts), folder / f"{kind}.parquet")
+
+
+def _steps(folder: Path | None, warehouse: Path, backfill: tuple[str, str] | None) -> list[list[str]]:
+    """The commands of one cycle: a load per file of the hour, then the transform."""
+    steps = (
+        [[*TIERLENS, "load", path.stem, str(path), "-w", str(warehouse)] for path in sorted(folder.glob("*.parquet"))]
+        if folder
+        else []
+    )
+    transform = [*TIERLENS, "transform", "-w", str(warehouse)]
+    if backfill:
+        transform += ["--backfill", backfill[0], backfill[1], "--days", "7"]
+    return [*steps, transform]
+
+
+def _run(argv: list[str], env: dict[str, str], kill_after: float | None = None) -> tuple[str, float]:
+    """Run ``argv`` in its own process group; SIGKILL the group after ``kill_after`` seconds.
+    Returns ("ok" | "killed" | "finished-before-kill" | "failed: ...", seconds)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=kill_after)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return "killed", time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        return f"failed ({proc.returncode}): {out.decode(errors='replace')[-2000:]}", seconds
+    return ("finished-before-kill" if kill_after is not None else "ok"), seconds
+
+
+def _compare(a: Path, b: Path) -> dict[str, int]:
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{a}' AS a (READ_ONLY)")
+    con.execute(f"ATTACH '{b}' AS b (READ_ONLY)")
+    diffs: dict[str, int] = {}
+    tables = con.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'a' "
+        "AND schema_name IN ('intermediate', 'marts') ORDER BY ALL"
+    ).fetchall()
+    for schema, name in tables:
+        if name in RUN_LOGS:
+            continue
+        cols = con.execute(
+            "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = 'a' "
+            "AND schema_name = ? AND table_name = ? ORDER BY column_index",
+            [schema, name],
+        ).fetchall()
+        sel = ", ".join(
+            f'format(\'{{:.9g}}\', "{c}") AS "{c}"' if t in ("DOUBLE", "FLOAT", "REAL") else f'"{c}"' for c, t in cols
+        )
+        try:
+            n = con.execute(
+                f"SELECT (SELECT count(*) FROM (SELECT {sel} FROM a.{schema}.{name} EXCEPT ALL "
+                f"SELECT {sel} FROM b.{schema}.{name})) + (SELECT count(*) FROM (SELECT {sel} FROM "
+                f"b.{schema}.{name} EXCEPT ALL SELECT {sel} FROM a.{schema}.{name}))"
+            ).fetchone()[0]
+        except duckdb.Error as e:  # a table missing on one side
+            n = -1
+            print(f"{schema}.{name}: {e}", flush=True)
+        diffs[f"{schema}.{name}"] = int(n)
+    return diffs
+
+
+def _duplicates(warehouse: Path) -> dict[str, int]:
+    import duckdb
+
+    from tierlens.records import SPECS
+
+    con = duckdb.connect(str(warehouse), read_only=True)
+    out = {}
+    for spec in SPECS.values():
+        key = ", ".join(spec.natural_key)
+        out[spec.kind.table] = con.execute(
+            f"SELECT count(*) FROM (SELECT {key} FROM {spec.kind.table} GROUP BY ALL HAVING count(*) > 1)"
+        ).fetchone()[0]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--days", type=int, default=2)
+    ap.add_argument("--hours", type=int, default=6)
+    ap.add_argument("--kills", type=int, default=2, help="kill points per step at most")
+    ap.add_argument("--jobs-per-day", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--work", type=Path, default=Path("/var/tmp/tierlens-fault-soak"))
+    ap.add_argument("--label", default="dev")
+    args = ap.parse_args()
+
+    from tierlens.pipeline import ingest
+    from tierlens.sources.synthetic.bulk import BulkSite, arriving
+
+    shutil.rmtree(args.work, ignore_errors=True)
+    homes = {name: args.work / name for name in ("reference", "faulted")}
+    rng = np.random.default_rng(args.seed)
+    site = BulkSite(jobs_per_day=args.jobs_per_day)
+    start = site.start
+    t_hist = start + timedelta(days=args.days)
+    tally = {"kill_points": 0, "landed": 0, "finished_before_kill": 0, "recoveries": 0, "failures": []}
+    landed_by_step: dict[str, int] = {}
+    load_before = os.getloadavg()[0]
+    t0_all = time.perf_counter()
+    # the history, loaded the same way in both (the back-fill's transform is a step like any)
+    for home in homes.values():
+        home.mkdir(parents=True)
+        ingest(arriving(site, start, t_hist, with_nodes=True), home / "warehouse.duckdb")
+    backfill = ((start - timedelta(days=1)).date().isoformat(), (t_hist.date() + timedelta(days=1)).isoformat())
+    cycles = [(None, backfill)]
+    for h in range(args.hours):
+        folder = args.work / "hours" / f"{h:03d}"
+        _write_hour(site, t_hist + timedelta(hours=h), t_hist + timedelta(hours=h + 1), folder)
+        cycles.append((folder, None))
+    for folder, bf in cycles:
+        ref_steps = _steps(folder, homes["reference"] / "warehouse.duckdb", bf)
+        fault_steps = _steps(folder, homes["faulted"] / "warehouse.duckdb", bf)
+        for ref, faulted in zip(ref_steps, fault_steps):
+            status, seconds = _run(ref, _env(homes["reference"]))
+            if status != "ok":
+                raise SystemExit(f"reference step failed: {' '.join(ref)}: {status}")
+            for _ in range(int(rng.integers(0, args.kills + 1))):
+                delay = float(rng.uniform(0.0, seconds))
+                tally["kill_points"] += 1
+                status, _ = _run(faulted, _env(homes["faulted"]), kill_after=delay)
+                if status == "killed":
+                    tally["landed"] += 1
+                    landed_by_step[faulted[1]] = landed_by_step.get(faulted[1], 0) + 1
+                elif status == "finished-before-kill":
+                    tally["finished_before_kill"] += 1
+                else:
+                    tally["failures"].append({"step": " ".join(faulted[1:3]), "status": status[:500]})
+            status, _ = _run(faulted, _env(homes["faulted"]))
+            if status != "ok":
+                tally["failures"].append({"step": " ".join(faulted[1:3]), "recovery": status[:2000]})
+            else:
+                tally["recoveries"] += 1
+        print(f"cycle {folder.name if folder else 'back-fill'}: {tally}", flush=True)
+    diffs = _compare(homes["reference"] / "warehouse.duckdb", homes["faulted"] / "warehouse.duckdb")
+    dups = _duplicates(homes["faulted"] / "warehouse.duckdb")
+    result = {
+        "label": args.label,
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "args": {k: str(v) for k, v in vars(args).items()},
+        **tally,
+        "landed_by_command": landed_by_step,
+        "differing_rows": {k: v for k, v in diffs.items() if v},
+        "tables_compared": len(diffs),
+        "raw_duplicate_keys": {k: v for k, v in dups.items() if v},
+        "seconds": round(time.perf_counter() - t0_all, 1),
+        # the largest single process (dbt's, usually), not the sum of a tree
+        "peak_mib": round(
+            max(resource.getrusage(r).ru_maxrss for r in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
+        ),
+        "load": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.label}.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    if result["differing_rows"] or result["raw_duplicate_keys"] or tally["failures"]:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
