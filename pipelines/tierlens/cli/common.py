@@ -173,6 +173,7 @@ def ingest_and_print(
     """Load ``batches`` into ``wh`` (with a progress bar when ``what`` names them), print the
     summary and end by its outcome (``finish``; ``unreadable`` is filled while the batches are read)."""
     from ..pipeline import ingest
+    from ..warehouse.core import DiskFull
     from ..warehouse.landing import WarehouseBusy
 
     wh.parent.mkdir(parents=True, exist_ok=True)
@@ -183,6 +184,8 @@ def ingest_and_print(
             with progress() as bar:
                 task = bar.add_task(f"loading {what}", total=None)
                 summary = ingest(batches, wh, on_batch=lambda r: bar.advance(task, r.rows_in))
+    except DiskFull as e:
+        fail(f"{command} failed: {e}", EXIT_FAILED, e)
     except _read_errors() as e:
         fail(f"{command} failed: could not read {e} (batches before it are loaded)", EXIT_FAILED, e)
     except WarehouseBusy as e:  # nothing was loaded: the lock is taken before the first batch

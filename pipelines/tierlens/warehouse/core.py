@@ -115,6 +115,19 @@ class _Probe:
     distinct_key_hashes: int
 
 
+class DiskFull(RuntimeError):
+    """A load that ran out of disk: it was rolled back whole (earlier batches stay loaded)."""
+
+
+def is_disk_full(e: BaseException) -> bool:
+    """DuckDB's write errors are not OSErrors: their text carries the system's."""
+    import errno
+
+    if isinstance(e, OSError):
+        return e.errno == errno.ENOSPC
+    return isinstance(e, duckdb.Error) and "no space left on device" in str(e).lower()
+
+
 class Warehouse:
     """A DuckDB file holding the raw tables. Use as a context manager or call ``close()``.
 
@@ -241,7 +254,20 @@ class Warehouse:
     # ------------------------------------------------------------------ loading
 
     def load(self, batch: Batch | ParquetFileBatch) -> LoadResult:
-        """Validate and upsert one batch in one transaction; a no-op if it was loaded before."""
+        """Validate and upsert one batch in one transaction; a no-op if it was loaded before.
+        Raises DiskFull, naming the file and the batch, when the disk fills up mid-load."""
+        try:
+            return self._load(batch)
+        except Exception as e:
+            if not is_disk_full(e):
+                raise
+            raise DiskFull(
+                f"the disk is full: {e} (while loading {batch.kind.value} batch {batch.source} into "
+                f"{self.path}); nothing of this batch was loaded, the batches before it were. Free space "
+                "on that filesystem and run it again: loading a batch twice changes nothing"
+            ) from e
+
+    def _load(self, batch: Batch | ParquetFileBatch) -> LoadResult:
         sql = kind_sql(batch.kind)
         rows = self._register_batch(batch)
         try:

@@ -123,8 +123,12 @@ def save_history(warehouse: str | Path, history: History) -> None:
     path = state_path(warehouse)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w") as out:
-        out.write(json.dumps(asdict(history), indent=1))
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(asdict(history), indent=1))
+    except OSError as e:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+        raise OSError(e.errno, f"could not write the transform history {path}: {e.strerror}") from e
     os.replace(tmp, path)
 
 

@@ -135,7 +135,12 @@ def _write_record(fd: int, purpose: str) -> None:
         "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(record).encode(), 0)
+    try:
+        os.pwrite(fd, json.dumps(record).encode(), 0)
+    except OSError:
+        # a full disk: the lock is held all the same, only unnamed (waiters say so); the writer
+        # that needed the space then fails with what it could not write
+        os.ftruncate(fd, 0)
 
 
 def _say(line: str) -> None:

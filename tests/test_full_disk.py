@@ -1,0 +1,120 @@
+"""A full disk under a load: on a size-limited tmpfs mounted by the test, `tierlens load` fails with
+one line naming the file it could not write and the batch it was loading, leaves nothing of that
+batch in the warehouse and no half-written file beside it, and the same command run again once
+space is back loads it whole. The transform's history file, written at the end of every transform,
+fails the same way: its path named, the previous file whole, no temporary left.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tierlens.records import NODE
+
+TIERLENS = Path(sys.executable).parent / "tierlens"
+ROWS = 100_000
+
+
+@pytest.fixture()
+def small_disk(tmp_path: Path):
+    """A 64 MiB tmpfs (tests run as root), unmounted after the test."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {r.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(disk: Path, leave: int = 1 << 20) -> Path:
+    """Fill ``disk`` up but ``leave`` bytes; returns the filler to delete."""
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as f:
+        for size in (1 << 20, 4096, 1):  # to the last byte
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError:
+                pass
+    os.truncate(filler, max(0, filler.stat().st_size - leave))
+    return filler
+
+
+def _rows(wh: Path, table: str) -> int:
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_a_load_on_a_full_disk_names_the_file_loads_nothing_and_the_next_run_completes(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    from tierlens.warehouse import Warehouse
+
+    wh = small_disk / "home" / "warehouse.duckdb"
+    Warehouse(wh).close()
+    nodes = tmp_path / "nodes.parquet"  # the input is on another disk: only the warehouse fills
+    models = ["Samsung PM9A3 3.84TB"] * 4
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "cluster": "c1",
+                    "node": f"wn{i:07d}",
+                    "storage_type": "nvme",
+                    "job_slots": 64,
+                    "device_models": models,
+                }
+                for i in range(ROWS)
+            ],
+            schema=NODE,
+        ),
+        nodes,
+    )
+    filler = _fill(small_disk)
+    load = [str(TIERLENS), "load", "node", str(nodes), "-w", str(wh)]
+    r = subprocess.run(load, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    said = " ".join(r.stderr.split())
+    assert "Traceback" not in r.stderr and "disk is full" in said, r.stderr
+    assert str(wh) in said and f"node batch parquet:{nodes}" in said  # the file and what was written
+    assert "nothing of this batch was loaded" in said and "run it again" in said
+    filler.unlink()
+    assert _rows(wh, "raw_node") == 0 and _rows(wh, "raw_batches") == 0  # no half-loaded batch
+    leftovers = {p.name for p in wh.parent.iterdir()} - {wh.name, wh.name + ".lock", wh.name + ".wal"}
+    assert not leftovers  # nothing half-written beside it
+    r = subprocess.run(load, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _rows(wh, "raw_node") == ROWS and _rows(wh, "raw_batches") == 1
+
+
+def test_the_transform_history_on_a_full_disk_names_its_file_and_keeps_the_previous_one(small_disk: Path) -> None:
+    from tierlens.warehouse.history import RunRecord, load_history, save_history, state_path
+
+    wh = small_disk / "warehouse.duckdb"
+    history = load_history(wh)
+    history.last_run = RunRecord(kind="hourly", started_at="2026-10-01T00:00:00+00:00")
+    save_history(wh, history)
+    before = state_path(wh).read_bytes()
+    filler = _fill(small_disk, leave=0)
+    history.last_run = RunRecord(kind="hourly", started_at="2026-10-01T01:00:00+00:00", failures=["x" * 100_000])
+    with pytest.raises(OSError, match=f"could not write the transform history {state_path(wh)}"):
+        save_history(wh, history)
+    assert state_path(wh).read_bytes() == before
+    assert sorted(p.name for p in small_disk.iterdir()) == sorted([filler.name, state_path(wh).name])
+    filler.unlink()
+    save_history(wh, history)
+    assert load_history(wh).last_run.started_at == "2026-10-01T01:00:00+00:00"
