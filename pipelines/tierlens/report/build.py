@@ -17,7 +17,7 @@ import datetime as dt
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import jinja2
@@ -86,7 +86,16 @@ def _render(title: str, warehouse: Path, sections: list[Section], period: Report
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
         sections=sections,
+        # section numbers follow page order, the answers first
+        number={s.id: i for i, s in enumerate(sections, 1)},
     )
+
+
+def _drop_dead_links(sections: Sequence[Section]) -> None:
+    """A fact links to its section only when that section is in this report."""
+    ids = {s.id for s in sections}
+    for section in sections:
+        section.facts = [f if f.link is None or f.link in ids else replace(f, link=None) for f in section.facts]
 
 
 def build_report(
@@ -112,6 +121,7 @@ def build_report(
     with con:
         wh = MartReader(con)
         sections = [run_section(spec, wh, period) for spec in registry.shown_sections(wh, specs)]
+    _drop_dead_links(sections)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_paths: list[Path] = []

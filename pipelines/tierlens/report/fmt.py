@@ -49,6 +49,19 @@ gb = _measure("{:,.1f}")
 #: which would read as a relative change).
 points = _measure("{:+.1f} pt", lambda n: n * 100)
 money = _measure("{:,.2f}")
+#: A size of a difference of shares (an RMS error), in percentage points without a sign: '1.7 pt'.
+points_size = _measure("{:.1f} pt", lambda n: n * 100)
+
+
+def interval(low: Any, high: Any, kind: str) -> str:
+    """A 95 % interval in one phrase, its unit once: '+2.9 to +3.8 pt', '71.0 to 74.2 %'."""
+    lo, hi = FORMATTERS[kind](low), FORMATTERS[kind](high)
+    if MISSING in (lo, hi):
+        return MISSING
+    for unit in (" pt", " %"):
+        if lo.endswith(unit) and hi.endswith(unit):
+            return f"{lo[: -len(unit)]} to {hi}"
+    return f"{lo} to {hi}"
 
 
 def number(value: Any) -> str:
@@ -96,6 +109,7 @@ FORMATTERS = {
     "int": integer,
     "pct": pct,
     "points": points,
+    "points_size": points_size,
     "hours": hours,
     "ratio": ratio,
     "gb": gb,

@@ -13,6 +13,18 @@ from typing import Any
 
 from . import fmt
 
+#: Row key of a dict {column key: format kind} overriding the column's format for that row only.
+KINDS_KEY = "_kinds"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One line of facts: a label and its value, and the id of the section that has the detail."""
+
+    label: str
+    value: str
+    link: str | None = None
+
 
 @dataclass(frozen=True)
 class Column:
@@ -24,12 +36,17 @@ class Column:
     suffix_key: str | None = None
     #: Written to the CSV file only, not shown in the HTML table.
     csv_only: bool = False
+    #: Shown in HTML on a details line under its row (label: value) instead of in a column of its
+    #: own, so the key columns of a wide table stay within a laptop's width; the CSV keeps it as a column.
+    detail: bool = False
 
     def cell(self, row: dict[str, Any]) -> str:
         value = row.get(self.key)
         if value is None and self.kind != "flag":
             return self.null_text
-        text = fmt.FORMATTERS[self.kind](value)
+        # a row may show one of its values in another unit (B − A under two efficiencies is in points)
+        kind = row.get(KINDS_KEY, {}).get(self.key, self.kind)
+        text = fmt.FORMATTERS[kind](value)
         if self.suffix_key and row.get(self.suffix_key):
             text = f"{text} {row[self.suffix_key]}"
         return text
@@ -43,6 +60,10 @@ class Column:
         if row.get(self.key) is None and self.kind != "flag":
             classes.append("missing")
         return " ".join(classes)
+
+    def detailed(self) -> Column:
+        """This column on the details line."""
+        return replace(self, detail=True)
 
     def labelled(self, **fields: Any) -> Column:
         """This column with ``{field}`` placeholders of its label filled in."""
@@ -66,7 +87,11 @@ class Table:
 
     @property
     def html_columns(self) -> list[Column]:
-        return [c for c in self.columns if not c.csv_only]
+        return [c for c in self.columns if not c.csv_only and not c.detail]
+
+    @property
+    def detail_columns(self) -> list[Column]:
+        return [c for c in self.columns if c.detail and not c.csv_only]
 
     def html_rows(self) -> list[dict[str, Any]]:
         return [
@@ -74,6 +99,10 @@ class Table:
                 "flagged": bool(self.flag_key and row.get(self.flag_key)),
                 "total": bool(row.get("_total")),
                 "cells": [(c.cell(row), c.css_class(row)) for c in self.html_columns],
+                # a value that says nothing (no warning, no flag) is left off the details line
+                "details": [
+                    (c.label, c.cell(row)) for c in self.detail_columns if row.get(c.key) not in (None, "", False)
+                ],
             }
             for row in self.rows
         ]
@@ -101,7 +130,9 @@ class Section:
     title: str
     intro: str = ""
     no_data: list[str] = field(default_factory=list)
-    facts: list[tuple[str, str]] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    #: Shown before the table of contents: the section that answers the reader's questions.
+    lead: bool = False
     figures: list[FigureBlock] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

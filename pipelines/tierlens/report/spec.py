@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Any
 
 from ..warehouse import QUERY_ERRORS
-from .page import Column, FigureBlock, Section, Table
+from .page import Column, Fact, FigureBlock, Section, Table
 from .period import ReportPeriod, clip_data
 from .reader import MartReader
 
@@ -82,6 +82,8 @@ class SectionSpec:
     tables: tuple[TableSpec, ...] = ()
     plots: tuple[PlotSpec, ...] = ()
     group: Group = CORE
+    #: Shown before the table of contents, as the page's first screen (the answers).
+    lead: bool = False
 
     @property
     def csv_names(self) -> tuple[str, ...]:
@@ -139,8 +141,10 @@ class SectionOut:
         data = tuple(clip_data(self.period, d) for d in data)
         self.section.figures.append(FigureBlock(p.draw(*data), p.alt, p.caption, f"{p.data}.csv"))
 
-    def fact(self, label: str, shown: str) -> None:
-        self.section.facts.append((label, shown))
+    def fact(self, label: str, shown: str, link: str | None = None) -> None:
+        """A line of facts; ``link``: the id of the section with its detail (dropped when that
+        section is not in the report)."""
+        self.section.facts.append(Fact(label, shown, link))
 
     def note(self, text: str) -> None:
         self.section.notes.append(text)
@@ -152,7 +156,7 @@ class SectionOut:
 def run_section(spec: SectionSpec, wh: MartReader, period: ReportPeriod | None = None) -> Section:
     """The section of ``spec``: "no data" with the reason when a mart it needs is missing, empty
     or unreadable; otherwise whatever its body found, tables in the order the spec declares them."""
-    section = Section(spec.id, spec.title, spec.intro)
+    section = Section(spec.id, spec.title, spec.intro, lead=spec.lead)
     try:
         for mart in spec.marts:
             why = wh.mart_missing(mart, spec.empty_hint)
@@ -161,7 +165,9 @@ def run_section(spec: SectionSpec, wh: MartReader, period: ReportPeriod | None =
                 return section
         spec.body(wh, SectionOut(spec, section, period))
     except QUERY_ERRORS as exc:  # a mart of the wrong shape, a view over missing files, ...
-        return Section(spec.id, spec.title, no_data=[f"The warehouse could not be read: {_first_line(exc)}"])
+        return Section(
+            spec.id, spec.title, no_data=[f"The warehouse could not be read: {_first_line(exc)}"], lead=spec.lead
+        )
     order = {t.name: i for i, t in enumerate(spec.tables)}
     section.tables.sort(key=lambda t: order[t.name])
     return section

@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Any
 
 from .. import columns as col, fmt, plots
-from ..page import Column
+from ..page import KINDS_KEY, Column
 from ..reader import MartReader
 from ..spec import PlotSpec, SectionOut, SectionSpec, TableSpec
 
@@ -46,6 +46,8 @@ def _overall_rows(overall: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "period": period,
                 "group": "B − A",
                 "_total": True,
+                # a difference of two efficiencies is in points, not a percentage
+                KINDS_KEY: {"efficiency": "points"},
                 "cpu_per_wall": _diff(b["cpu_per_wall"], a["cpu_per_wall"]),
                 "efficiency": _diff(b["efficiency"], a["efficiency"]),
             }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import columns as col, fmt, plots
+from .. import bounds, columns as col, fmt, plots
 from ..page import Column
 from ..reader import MartReader
 from ..spec import ANALYSIS, PlotSpec, SectionOut, SectionSpec, TableSpec
@@ -37,10 +37,14 @@ def body(wh: MartReader, s: SectionOut) -> None:
         WHERE period_grain = 'all'
         ORDER BY subset, grouping <> 'site', grouping, group_value
     """)
+    for rows in (days, overall):
+        bounds.clip_interval(
+            rows, "efficiency_ci_low", "efficiency_ci_high", bounds.EFFICIENCY_DIFFERENCE, "efficiency_difference"
+        )
     site = next((r for r in overall if r["subset"] == "all" and r["grouping"] == "site"), None)
     if site is not None:
         s.fact("Whole period, site: efficiency B − A", fmt.points(site["efficiency_difference"]))
-        s.fact("95 % interval", f"{fmt.points(site['efficiency_ci_low'])} to {fmt.points(site['efficiency_ci_high'])}")
+        s.fact("95 % interval", fmt.interval(site["efficiency_ci_low"], site["efficiency_ci_high"], "points"))
         s.fact("Permutation p-value", fmt.number(site["efficiency_p_value"]))
         s.fact("Conclusion", f"{site['conclusion']}" + (f" ({site['warning']})" if site["warning"] else ""))
     if days:

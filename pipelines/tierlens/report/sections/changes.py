@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import plots
+from .. import bounds, plots
 from ..columns import interval
 from ..page import Column
 from ..reader import MartReader
@@ -35,6 +35,11 @@ def body(wh: MartReader, s: SectionOut) -> None:
                  OR overlapping_changes IS NOT NULL AS weak, warning
         FROM marts.change_effects WHERE row_kind = 'change' ORDER BY changed_at, change_id
     """)
+    for lo, hi, point in (
+        ("effect_ci_low", "effect_ci_high", "effect"),
+        ("effect_unstratified_ci_low", "effect_unstratified_ci_high", "effect_unstratified"),
+    ):
+        bounds.clip_interval(changes, lo, hi, bounds.EFFICIENCY_DIFFERENCE, point)
     _daily_efficiency(wh, s, changes)
     s.table("change_effects", changes)
     strata = wh.rows("""
@@ -78,27 +83,29 @@ SPEC = SectionSpec(
         TableSpec(
             "change_effects",
             "Before and after each change (in scope; control where there is one)",
+            # the effect, its interval and the conclusion in the row, within a laptop's width; the
+            # counts, the control and the unstratified figure on the details line under it
             (
                 Column("changed_at", "changed at"),
                 Column("description", "change"),
-                Column("scope", "scope"),
-                Column("comparison", "comparison"),
-                Column("jobs_scope_before", "jobs before", "int"),
-                Column("jobs_scope_after", "jobs after", "int"),
-                Column("core_hours_behind", "core-hours behind", "hours"),
                 Column("efficiency_scope_before", "before", "pct"),
                 Column("efficiency_scope_after", "after", "pct"),
-                Column("efficiency_control_before", "control before", "pct"),
-                Column("efficiency_control_after", "control after", "pct"),
-                Column("effect", "effect (stratified)", "pct"),
-                *interval("effect_ci", "pct"),
-                Column("effect_unstratified", "unstratified", "pct"),
-                *interval("effect_unstratified_ci", "pct", "unstrat.", csv_only=True),
-                Column("strata_core_hours_share", "share in strata", "pct", csv_only=True),
+                Column("effect", "effect (stratified)", "points"),
+                *interval("effect_ci", "points"),
                 Column("conclusion", "conclusion"),
-                Column("conclusion_unstratified", "unstratified says", csv_only=True),
                 Column("weak", "caveat", "flag"),
-                Column("warning", "why"),
+                Column("scope", "scope", detail=True),
+                Column("comparison", "comparison", detail=True),
+                Column("jobs_scope_before", "jobs before", "int", detail=True),
+                Column("jobs_scope_after", "jobs after", "int", detail=True),
+                Column("core_hours_behind", "core-hours behind", "hours", detail=True),
+                Column("efficiency_control_before", "control before", "pct", detail=True),
+                Column("efficiency_control_after", "control after", "pct", detail=True),
+                Column("effect_unstratified", "unstratified effect", "points", detail=True),
+                *interval("effect_unstratified_ci", "points", "unstrat.", csv_only=True),
+                Column("strata_core_hours_share", "share in strata", "pct", csv_only=True),
+                Column("conclusion_unstratified", "unstratified says", csv_only=True),
+                Column("warning", "why", detail=True),
                 Column("change_id", "id", csv_only=True),
             ),
             flag_key="weak",

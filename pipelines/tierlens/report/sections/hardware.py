@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .. import buying_plots
+from .. import bounds, buying_plots
 from ..columns import CURRENCY, interval, priced
 from ..page import Column
 from ..reader import MartReader
@@ -23,6 +23,14 @@ def body(wh: MartReader, s: SectionOut) -> None:
                generator_structural_error, published_structural_error, structural_error_source
         FROM marts.hardware_options ORDER BY job_class, price_rank
     """)
+    bounds.clip_interval(options, "efficiency_low", "efficiency_high", bounds.EFFICIENCY, "efficiency")
+    bounds.clip_interval(
+        options,
+        "price_per_1000_core_hours_low",
+        "price_per_1000_core_hours_high",
+        bounds.PRICE,
+        "price_per_1000_core_hours",
+    )
     # the plot shows one job class and one cache (the first of the run): 20-odd points, not 60
     first = options[0] if options else None
     shown = [
@@ -106,6 +114,9 @@ SPEC = SectionSpec(
         TableSpec(
             "hardware_options",
             "Candidate configurations, cheapest delivered core-hour first",
+            # what a purchaser compares (configuration, efficiency, price per 1000 core-hours, each
+            # with its interval) in the row, within a laptop's width; the node, the storage's own
+            # prices, the SSD's life and the write figures on the details line under it
             (
                 Column("job_class", "job class"),
                 Column("price_rank", "rank", "int"),
@@ -114,25 +125,25 @@ SPEC = SectionSpec(
                 Column("evidence", "evidence"),
                 Column("jobs_per_node", "jobs / node", "num"),
                 Column("cache", "cache"),
-                Column("node_config", "node"),
-                Column("cores_per_job", "cores / job", "num", csv_only=True),
-                priced("whole_node_price", "node + storage"),
-                CURRENCY,
-                Column("price_per_node", "storage / node", "money"),
-                Column("price_per_gb", "storage / GB", "money"),
-                Column("power_price_per_node_hour", "power / node-h", "money", csv_only=True),
                 Column("efficiency", "efficiency", "pct"),
                 *interval("efficiency", "pct"),
-                Column("node_throughput", "core-h / node-h", "num"),
-                Column("price_per_throughput", "storage / throughput", "money"),
-                Column("price_per_1000_core_hours", "whole node per 1000 core-h", "money"),
+                priced("price_per_1000_core_hours", "whole node per 1000 core-h"),
                 *interval("price_per_1000_core_hours", "money"),
+                Column("node_config", "node", detail=True),
+                Column("cores_per_job", "cores / job", "num", csv_only=True),
+                priced("whole_node_price", "node + storage").detailed(),
+                CURRENCY,
+                Column("price_per_node", "storage / node", "money", detail=True),
+                Column("price_per_gb", "storage / GB", "money", detail=True),
+                Column("power_price_per_node_hour", "power / node-h", "money", csv_only=True),
+                Column("node_throughput", "core-h / node-h", "num", detail=True),
+                Column("price_per_throughput", "storage / throughput", "money", detail=True),
                 Column("interval_driver", "interval from", csv_only=True),
-                Column("ssd_lifetime_years", "SSD life", "lifetime"),
-                Column("structural_error", "structural error", "pct", csv_only=True),
+                Column("ssd_lifetime_years", "SSD life", "lifetime", detail=True),
+                Column("structural_error", "structural error", "points_size", csv_only=True),
                 Column("staged_gb_per_node_hour", "scratch GB written / node-h", "num", csv_only=True),
-                Column("write_warning", "write warning"),
-                Column("under_write_read_p99_ms", "read p99 under 50 % writes (ms)", "num"),
+                Column("write_warning", "write warning", detail=True),
+                Column("under_write_read_p99_ms", "read p99 under 50 % writes (ms)", "num", detail=True),
             ),
         ),
         TableSpec(
@@ -141,9 +152,9 @@ SPEC = SectionSpec(
             (
                 Column("job_class", "job class"),
                 Column("evidence", "predicted from"),
-                Column("generator_structural_error", "this site (types left out)", "pct"),
-                Column("published_structural_error", "published figures (Glasgow)", "pct"),
-                Column("structural_error", "carried", "pct"),
+                Column("generator_structural_error", "this site (types left out)", "points_size"),
+                Column("published_structural_error", "published figures (Glasgow)", "points_size"),
+                Column("structural_error", "carried", "points_size"),
                 Column("structural_error_source", "from"),
             ),
         ),
@@ -169,7 +180,7 @@ SPEC = SectionSpec(
                 Column("jobs", "jobs", "int"),
                 Column("measured_efficiency", "measured", "pct"),
                 Column("predicted_efficiency", "predicted", "pct"),
-                Column("error", "error", "pct"),
+                Column("error", "error", "points"),
             ),
         ),
         TableSpec(
