@@ -2,7 +2,9 @@
 one line naming the file it could not write and the batch it was loading, leaves nothing of that
 batch in the warehouse and no half-written file beside it, and the same command run again once
 space is back loads it whole. The transform's history file, written at the end of every transform,
-fails the same way: its path named, the previous file whole, no temporary left.
+fails the same way: its path named, the previous file whole, no temporary left. A transform on a
+full disk fails in one line naming what it could not write, records no run, and the next one
+completes (a one-model dbt project keeps the test to seconds).
 """
 
 from __future__ import annotations
@@ -118,3 +120,43 @@ def test_the_transform_history_on_a_full_disk_names_its_file_and_keeps_the_previ
     filler.unlink()
     save_history(wh, history)
     assert load_history(wh).last_run.started_at == "2026-10-01T01:00:00+00:00"
+
+
+TINY_PROJECT = {
+    "dbt_project.yml": 'name: tiny\nversion: "1.0"\nconfig-version: 2\nprofile: tiny\n',
+    "profiles.yml": (
+        "tiny:\n  target: duckdb\n  outputs:\n    duckdb:\n      type: duckdb\n"
+        "      path: \"{{ env_var('TIERLENS_WAREHOUSE') }}\"\n      schema: main\n      threads: 1\n"
+    ),
+    "models/one.sql": "select 1 as x\n",
+}
+
+
+def test_a_transform_on_a_full_disk_names_what_it_could_not_write_and_the_next_run_completes(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    from tierlens.warehouse import Warehouse
+    from tierlens.warehouse.history import load_history, state_path
+
+    project = tmp_path / "tiny"
+    for name, text in TINY_PROJECT.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    home = small_disk / "home"
+    wh = home / "warehouse.duckdb"
+    Warehouse(wh).close()
+    env = {**os.environ, "TIERLENS_HOME": str(home)}
+    transform = [str(TIERLENS), "transform", "-w", str(wh), "--project-dir", str(project), "--wait", "5"]
+    filler = _fill(small_disk, leave=0)
+    r = subprocess.run(transform, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    said = " ".join(r.stderr.split())
+    assert "Traceback" not in r.stderr and "transform failed: the disk is full: could not write" in said, r.stderr
+    assert str(home) in said and "run the transform again" in said
+    assert not [p for p in home.rglob("*") if p.name.endswith(".tmp")]  # nothing half-written left
+    assert not state_path(wh).exists()  # no run recorded as done
+    filler.unlink()
+    r = subprocess.run(transform, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "dbt build: 1 models" in r.stdout
+    assert load_history(wh).last_success is not None

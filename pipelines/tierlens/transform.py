@@ -148,8 +148,12 @@ def _forget_parse_of_another_project(target: Path, project_dir: Path) -> None:
     tmp.unlink(missing_ok=True)
     # root writes here in a site's setup: never through a symlink someone left in the folder
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w") as out:
-        json.dump(wanted, out)
+    try:
+        with os.fdopen(fd, "w") as out:
+            json.dump(wanted, out)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+        raise OSError(e.errno, e.strerror, str(marker)) from e
     os.replace(tmp, marker)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -166,6 +167,19 @@ def run_transform(
             _run_transform(wh, state, target, lake, project_dir, history)
     except (WarehouseLocked, LockFileUnusable) as e:
         fail(str(e), 1, e)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        written = f"could not write {e.filename}" if e.filename else e.strerror
+        fail(f"transform failed: the disk is full: {written}. {_AFTER_DISK_FULL}", 1, e)
+
+
+#: What to do after a transform that ran out of disk: nothing it did counts until it finishes.
+_AFTER_DISK_FULL = (
+    "Free space on that filesystem and run the transform again: the run is not recorded as done, "
+    "so the next one redoes its work."
+)
+_DISK_FULL = "no space left on device"
 
 
 def _run_transform(
@@ -185,6 +199,12 @@ def _run_transform(
         record = _run_duckdb(wh, state, project_dir, history or HistoryOptions())
         failures, models, tests, success = record.failures, record.models, record.tests, record.success
     if not success:
+        if any(_DISK_FULL in f.lower() for f in failures):
+            err.print(
+                f"transform failed: the disk is full (dbt's messages below name the file). {_AFTER_DISK_FULL}",
+                soft_wrap=True,
+                markup=False,
+            )
         for f in failures:
             err.print(f"[red]{f}[/red]")
         err.print(f"dbt logs: {state / 'logs'}")
