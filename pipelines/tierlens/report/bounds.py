@@ -25,15 +25,16 @@ def clip_interval(
     low: str,
     high: str,
     allowed: tuple[float | None, float | None],
-    estimate: str | None = None,
+    *estimates: str,
 ) -> None:
     """Cut ``row[low]`` and ``row[high]`` of each row to ``allowed``, in place; the range is
-    widened to ``row[estimate]`` when the estimate lies outside it."""
+    widened to hold each of ``row[estimate]`` (the estimate, a measurement set beside the
+    interval) when it lies outside it."""
     floor, ceiling = allowed
     for row in rows:
-        point = row.get(estimate) if estimate else None
-        lo_limit = floor if floor is None or point is None else min(floor, float(point))
-        hi_limit = ceiling if ceiling is None or point is None else max(ceiling, float(point))
+        points = [float(row[e]) for e in estimates if row.get(e) is not None]
+        lo_limit = None if floor is None else min([floor, *points])
+        hi_limit = None if ceiling is None else max([ceiling, *points])
         if row.get(low) is not None and lo_limit is not None:
             row[low] = max(float(row[low]), lo_limit)
         if row.get(high) is not None and hi_limit is not None:

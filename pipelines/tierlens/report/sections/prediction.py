@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import plots
+from .. import bounds, plots
 from ..columns import interval
 from ..page import Column
 from ..reader import MartReader
@@ -16,6 +16,9 @@ def body(wh: MartReader, s: SectionOut) -> None:
                NOT measured_within_interval AS outside, mean_concurrent_jobs, model_version
         FROM marts.efficiency_measured_vs_predicted ORDER BY job_class, storage_type, ab_arm
     """)
+    bounds.clip_interval(
+        rows, "efficiency_low", "efficiency_high", bounds.EFFICIENCY, "predicted_efficiency", "measured_efficiency"
+    )
     s.figure("measured_vs_predicted", rows)
     s.table("efficiency_measured_vs_predicted", rows)
     grid = wh.rows("""
@@ -23,6 +26,7 @@ def body(wh: MartReader, s: SectionOut) -> None:
                efficiency_high, jobs_per_node_hour, extrapolated
         FROM marts.efficiency_what_if ORDER BY job_class, cache, jobs_per_node, predicted_efficiency DESC
     """)
+    bounds.clip_interval(grid, "efficiency_low", "efficiency_high", bounds.EFFICIENCY, "predicted_efficiency")
     if grid:
         s.table("efficiency_what_if", grid)
     s.note(
@@ -61,7 +65,7 @@ SPEC = SectionSpec(
                 Column("predicted_efficiency", "predicted", "pct"),
                 *interval("efficiency", "pct"),
                 Column("loo_predicted_efficiency", "left out of fit", "pct"),
-                Column("loo_prediction_error", "left out − measured", "pct"),
+                Column("loo_prediction_error", "left out − measured", "points"),
                 Column("outside", "outside interval", "flag"),
                 Column("model_version", "model", csv_only=True),
             ),
