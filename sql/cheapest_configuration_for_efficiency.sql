@@ -1,14 +1,16 @@
 -- Question: What is the cheapest storage configuration that reaches a target CPU efficiency?
 -- From the newest buying guide (marts.hardware_options, written by `tierlens simulate efficiency
--- --candidates`): the configurations whose predicted efficiency reaches the target (change 0.75
--- below) even at the low end of its 95 % interval, cheapest delivered core-hour of the whole node
+-- --candidates`): the configurations whose predicted efficiency reaches the target even at the
+-- low end of its 95 % interval, cheapest delivered core-hour of the whole node
 -- first (node price over its service life + storage over its life + power, per core-hour the
 -- node delivers; node rows and tariff from `simulate efficiency --node-catalog/--power-price`). evidence
 -- says what each prediction rests on (measured jobs, a device probe, a datasheet) and
 -- structural_error how far that kind of prediction has been off when checked. write_warning, when
 -- set, says the device's steady-state writes fall short of what a full node stages in (with the figures).
+-- Parameter: target = 0.75  the CPU efficiency to reach, a fraction (tierlens sql ... --param target=0.8)
 with target as (
-    select 0.75 as efficiency
+    -- the plain DuckDB CLI sets no variable: the default above, repeated
+    select coalesce(getvariable('target'), 0.75) as efficiency
 )
 
 select

@@ -350,8 +350,14 @@ def test_buying_guide_orders_prices_as_the_generators_measured_throughput_does(d
         assert evidence == ("probe" if name == "Enterprise NVMe" else "measured")
 
 
-#: the shipped query's target, which its users edit
-SHIPPED_TARGET = "select 0.75 as efficiency"
+#: the shipped query's target parameter, as its header declares it (`tierlens sql --param target=...`)
+SHIPPED_TARGET = "-- Parameter: target = 0.75"
+
+
+def _answer(con, query: str, target: float) -> list[tuple]:
+    """The query's rows for ``target``, set as `tierlens sql --param target=...` sets it."""
+    con.execute("SET VARIABLE target = ?", [target])
+    return con.execute(query).fetchall()
 
 
 def _target_between(options: list[tuple]) -> float:
@@ -413,9 +419,7 @@ def test_mart_report_section_and_cheapest_configuration_query(without_nvme, tmp_
     query = (Path(__file__).resolve().parents[1] / "sql" / "cheapest_configuration_for_efficiency.sql").read_text()
     assert SHIPPED_TARGET in query
     target = _target_between(options)
-    answers = {
-        t: con.execute(query.replace(SHIPPED_TARGET, f"select {t!r} as efficiency")).fetchall() for t in (0.75, target)
-    }
+    answers = {t: _answer(con, query, t) for t in (0.75, target)}
     con.close()
     assert len(mart) == len(options)
     assert sorted(r[2] for r in mart) == list(range(1, len(mart) + 1))

@@ -55,21 +55,37 @@ def sql(
     warehouse_file: WarehouseOpt = None,
     csv: CsvOpt = False,
     fmt: FormatOpt = None,
-    list_queries: Annotated[bool, typer.Option("--list", help="List the bundled queries and their questions.")] = False,
+    param: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--param",
+            "-p",
+            metavar="NAME=VALUE",
+            help="Set one of the query's parameters (repeatable); --list shows each query's, with its default.",
+        ),
+    ] = None,
+    list_queries: Annotated[
+        bool, typer.Option("--list", help="List the bundled queries, their questions and parameters.")
+    ] = False,
 ) -> None:
-    """Run a bundled query, or a SQL file, against the warehouse's published snapshot (read-only)."""
+    """Run a bundled query, or a SQL file, against the warehouse's published snapshot (read-only).
+
+    A query's parameters are declared in its header (`-- Parameter: target = 0.75 ...`) and set
+    with --param NAME=VALUE, e.g. `tierlens sql cheapest_configuration_for_efficiency --param target=0.8`."""
     import duckdb
 
     from ..resources import bundled_queries, find_query, question_of
     from ..warehouse import QUERY_ERRORS
     from ..warehouse.publish import reader_path
+    from .queries import bind, closest, parameters_of
 
     out = output_format(fmt, csv)
     if list_queries:
+        queries = bundled_queries()
         print_rows(
-            "bundled queries: tierlens sql NAME",
-            ("name", "question"),
-            ((q.name, q.question) for q in bundled_queries()),
+            "bundled queries: tierlens sql NAME [--param NAME=VALUE]",
+            ("name", "question", "parameters"),
+            ((q.name, q.question, ", ".join(map(str, parameters_of(q.path.read_text())))) for q in queries),
             out,
         )
         return
@@ -78,21 +94,36 @@ def sql(
     try:
         file = find_query(name)
     except FileNotFoundError as e:
-        fail(str(e), 2, e)
+        # a near name is far more likely than a missing file: name it rather than list every query
+        near = closest(name, [q.name for q in bundled_queries()])
+        if near:
+            fail(
+                f"no bundled query {name!r}: did you mean {' or '.join(near)}? (`tierlens sql --list` shows all)", 2, e
+            )
+        fail(f"no file {name!r} and no bundled query of that name (`tierlens sql --list` shows them)", 2, e)
     query = file.read_text()
+    try:
+        values = bind(parameters_of(query), param or [])
+    except ValueError as e:
+        fail(f"{file.name}: {e}", 2, e)
     wh = readable_warehouse(warehouse_file)
     try:
         con = duckdb.connect(str(reader_path(wh)), read_only=True)
     except QUERY_ERRORS as e:
         fail(f"cannot open {wh}: {e}", 1, e)
     try:
+        for key, value in values.items():
+            con.execute(f"SET VARIABLE {key} = ?", [value])
         cur = con.execute(query)
         if cur.description is None:
             return
         columns = [d[0] for d in cur.description]
         rows = cur.fetchall()
         why = "" if rows or out is not OutputFormat.TABLE else why_empty(con, file)
-        print_rows(question_of(query) or file.name, columns, rows, out, empty_reason=why)
+        title = question_of(query) or file.name
+        if param:
+            title += " (" + ", ".join(f"{k}={v}" for k, v in values.items()) + ")"
+        print_rows(title, columns, rows, out, empty_reason=why)
     except QUERY_ERRORS as e:
         fail(f"{file}: {e}", 1, e)
     finally:

@@ -1,0 +1,100 @@
+"""`tierlens sql`: parameters of the bundled queries, a mistyped name, where a read command finds the
+demo's warehouse, and results that fit a 100-column terminal. Fast: a small warehouse of marts
+(tests/support), no dbt."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from support.report_marts import HARDWARE, add_answer_marts
+from tierlens.cli import app
+from tierlens.warehouse import Warehouse
+
+runner = CliRunner()
+REPO = Path(__file__).resolve().parents[1]
+CHEAPEST = "cheapest_configuration_for_efficiency"
+
+
+@pytest.fixture
+def wh(tmp_path) -> Path:
+    path = tmp_path / "w.duckdb"
+    Warehouse(path).close()
+    return add_answer_marts(path)
+
+
+def _csv(r) -> list[dict]:
+    assert r.exit_code == 0, r.output
+    return list(csv.DictReader(io.StringIO(r.stdout)))
+
+
+# ---- named parameters ----------------------------------------------------------------------------
+
+
+def test_a_parameter_changes_the_answer_and_its_default_is_the_shipped_one(wh):
+    lows = {name: low for name, *_, low, _high, _p, _plo, _phi in HARDWARE}
+    reaching = lambda t: sorted(n for n, low in lows.items() if low >= t)  # noqa: E731
+    default = _csv(runner.invoke(app, ["sql", CHEAPEST, "-w", str(wh), "--csv"]))
+    assert sorted(r["config_name"] for r in default) == reaching(0.75)
+    higher = _csv(runner.invoke(app, ["sql", CHEAPEST, "-w", str(wh), "--csv", "--param", "target=0.84"]))
+    assert sorted(r["config_name"] for r in higher) == reaching(0.84) and len(higher) < len(default)
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--param", "tagret=0.8"], ["unknown parameter 'tagret'", "did you mean target?", "target=0.75"]),
+        (["--param", "target"], ["NAME=VALUE", "target=0.75"]),
+        (["-p", "target=0.8", "-p", "target=0.9"], ["given twice"]),
+    ],
+)
+def test_a_bad_parameter_is_one_line_naming_the_known_ones(wh, argv, words):
+    r = runner.invoke(app, ["sql", CHEAPEST, "-w", str(wh), *argv], terminal_width=400)
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert all(w in r.output for w in words), r.output
+
+
+def test_a_query_without_parameters_refuses_one(wh):
+    r = runner.invoke(app, ["sql", "ab_summary", "-w", str(wh), "-p", "x=1"], terminal_width=400)
+    assert r.exit_code == 2 and "takes: none" in r.output, r.output
+
+
+def test_list_and_help_show_the_parameters():
+    listed = runner.invoke(app, ["sql", "--list", "--csv"])
+    rows = {r["name"]: r["parameters"] for r in _csv(listed)}
+    assert rows[CHEAPEST] == "target=0.75" and rows["ab_summary"] == ""
+    help_text = " ".join(runner.invoke(app, ["sql", "--help"], terminal_width=120).stdout.split())
+    assert "--param" in help_text and "NAME=VALUE" in help_text
+
+
+def test_every_bundled_parameter_has_its_default_in_the_sql_for_the_plain_duckdb_cli():
+    """The plain DuckDB CLI sets no variable: each declared default must be the SQL's own."""
+    from tierlens.cli.queries import parameters_of
+
+    for file in sorted((REPO / "sql").glob("*.sql")):
+        text = file.read_text()
+        for p in parameters_of(text):
+            assert f"coalesce(getvariable('{p.name}'), {p.default})" in text, (file.name, p)
+
+
+def test_the_plain_sql_text_runs_on_its_defaults(wh):
+    """bench/scale_bench.py and `duckdb < sql/NAME.sql` run the text as it is."""
+    with duckdb.connect(str(wh), read_only=True) as con:
+        plain = con.execute((REPO / "sql" / f"{CHEAPEST}.sql").read_text()).fetchall()
+    assert sorted(r[1] for r in plain) == sorted(n for n, *_, low, _h, _p, _pl, _ph in HARDWARE if low >= 0.75)
+
+
+# ---- a mistyped name ---------------------------------------------------------------------------
+
+
+def test_a_mistyped_name_suggests_the_near_one_not_every_name(wh):
+    r = runner.invoke(app, ["sql", "ab_sumary", "-w", str(wh)], terminal_width=400)
+    assert r.exit_code == 2 and "did you mean ab_summary?" in r.output, r.output
+    assert "worst_groups_this_week" not in r.output and len(r.output.strip().splitlines()) == 1
+    r = runner.invoke(app, ["sql", "zzzz", "-w", str(wh)], terminal_width=400)
+    assert r.exit_code == 2 and "--list" in r.output and "did you mean" not in r.output, r.output
