@@ -98,3 +98,50 @@ def test_a_mistyped_name_suggests_the_near_one_not_every_name(wh):
     assert "worst_groups_this_week" not in r.output and len(r.output.strip().splitlines()) == 1
     r = runner.invoke(app, ["sql", "zzzz", "-w", str(wh)], terminal_width=400)
     assert r.exit_code == 2 and "--list" in r.output and "did you mean" not in r.output, r.output
+
+
+# ---- the demo's warehouse, found after `make demo` -------------------------------------------------
+
+
+@pytest.fixture
+def clone(tmp_path, monkeypatch) -> Path:
+    """A clone where `make demo` ran: its Makefile's TIERLENS_HOME is <clone>/.tierlens, the demo's
+    warehouse <clone>/.tierlens/demo/warehouse.duckdb; the shell that reads has no TIERLENS_HOME."""
+    from tierlens import config
+
+    root = tmp_path / "clone"
+    (root / "pipelines" / "tierlens").mkdir(parents=True)
+    (root / "Makefile").write_text("export TIERLENS_HOME ?= $(CURDIR)/.tierlens\n")
+    demo = root / ".tierlens" / "demo" / "warehouse.duckdb"
+    demo.parent.mkdir(parents=True)
+    Warehouse(demo).close()
+    add_answer_marts(demo)
+    monkeypatch.setattr(config, "REPO_ROOT", root)
+    monkeypatch.delenv("TIERLENS_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    return root
+
+
+def test_a_read_command_finds_the_demo_of_the_clone_without_an_export(clone):
+    r = runner.invoke(app, ["sql", "ab_with_confidence", "--csv"], terminal_width=400)
+    assert r.exit_code == 0, r.output
+    demo = clone / ".tierlens" / "demo" / "warehouse.duckdb"
+    assert f"reading the demo's at {demo}" in " ".join(r.stderr.split()), r.stderr
+    assert "site" in r.stdout
+
+
+def test_a_set_tierlens_home_is_not_overridden_by_the_clone(clone, tmp_path, monkeypatch):
+    """A site (or a test) that chose its home gets that home's answer, not the clone's demo."""
+    monkeypatch.setenv("TIERLENS_HOME", str(tmp_path / "site"))
+    r = runner.invoke(app, ["sql", "ab_summary"], terminal_width=400)
+    assert r.exit_code == 1 and "no warehouse at" in r.output, r.output
+
+
+def test_a_mistyped_warehouse_suggests_a_warehouse_that_exists(tmp_path, monkeypatch, wh):
+    # the README's own export: the home is the demo's folder itself
+    monkeypatch.setenv("TIERLENS_HOME", str(wh.parent))
+    wh.rename(wh.parent / "warehouse.duckdb")
+    r = runner.invoke(app, ["sql", "ab_summary", "-w", str(tmp_path / "typo.duckdb")], terminal_width=400)
+    assert r.exit_code == 1, r.output
+    said = " ".join(r.output.split())
+    assert str(wh.parent / "warehouse.duckdb") in said and "demo/demo" not in said, said

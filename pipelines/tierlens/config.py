@@ -62,3 +62,22 @@ class Paths:
 
 def paths() -> Paths:
     return Paths(home())
+
+
+def in_clone() -> bool:
+    """Whether tierlens runs from a source checkout (an editable install), not an installed package."""
+    return (REPO_ROOT / "Makefile").is_file() and (REPO_ROOT / "pipelines" / "tierlens").is_dir()
+
+
+def demo_warehouses(p: Paths) -> list[Path]:
+    """Where a read command looks for the demo's warehouse when the home holds none, in order:
+    ``tierlens demo``'s default under the home, then, in a clone and only while no TIERLENS_HOME
+    is set, the one ``make demo`` writes (the Makefile sets TIERLENS_HOME to <clone>/.tierlens,
+    which the shell that reads afterwards does not have). A site's install is no clone, and a
+    home someone chose is never read past for a clone's demo."""
+    found = [Paths(p.home / "demo").warehouse]
+    if in_clone() and not os.environ.get("TIERLENS_HOME"):
+        made = Paths(REPO_ROOT / ".tierlens" / "demo").warehouse
+        if made not in found:
+            found.append(made)
+    return found

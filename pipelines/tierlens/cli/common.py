@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from .. import __version__
-from ..config import Paths, paths
+from ..config import Paths, demo_warehouses, paths
 from ..console import OutputFormat, console, number_text, print_rows  # noqa: F401  (the commands' imports)
 
 err = Console(stderr=True)
@@ -25,7 +25,8 @@ WarehouseOpt = Annotated[
         "--warehouse",
         "-w",
         help="DuckDB warehouse file \\[default: $TIERLENS_HOME/warehouse.duckdb; commands that "
-        "only read fall back to the demo's, $TIERLENS_HOME/demo/warehouse.duckdb].",
+        "only read fall back to the demo's, $TIERLENS_HOME/demo/warehouse.duckdb, or in a clone "
+        "without TIERLENS_HOME the one `make demo` wrote, .tierlens/demo/warehouse.duckdb].",
     ),
 ]
 CsvOpt = Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table (the same as --format csv).")]
@@ -51,23 +52,29 @@ def warehouse(path: Path | None, p: Paths | None = None) -> Path:
 
 def readable_warehouse(path: Path | None, p: Paths | None = None) -> Path:
     """The warehouse a read command should open: the --warehouse given, else the tierlens home's,
-    else (nothing there yet) the demo's under ``$TIERLENS_HOME/demo``, saying so on stderr.
+    else (nothing there yet) the demo's (``config.demo_warehouses``), saying so on stderr.
 
     Leaves with a usage message naming the path it tried, and how to point at the demo, when
     there is none: a missing file is the user's to fix, not a traceback."""
     p = p or paths()
+    demos = demo_warehouses(p)
     if path is not None:
         if not path.is_file():
+            there = next((w for w in (p.warehouse, *demos) if w.is_file()), None)
             fail(
-                f"no warehouse at {path} (given with --warehouse): check the path, or run `tierlens demo` "
-                f"and pass --warehouse {Paths(p.home / 'demo').warehouse}",
+                f"no warehouse at {path} (given with --warehouse): check the path, or "
+                + (
+                    f"pass --warehouse {there}"
+                    if there is not None
+                    else f"run `tierlens demo` and pass --warehouse {demos[0]}"
+                ),
                 1,
             )
         return path
     if p.warehouse.is_file():
         return p.warehouse
-    demo = Paths(p.home / "demo").warehouse
-    if demo.is_file():
+    demo = next((w for w in demos if w.is_file()), None)
+    if demo is not None:
         err.print(
             f"no warehouse at {p.warehouse}; reading the demo's at {demo} "
             f"(export TIERLENS_HOME={demo.parent} or pass --warehouse to choose)",
@@ -78,8 +85,8 @@ def readable_warehouse(path: Path | None, p: Paths | None = None) -> Path:
         return demo
     fail(
         f"no warehouse at {p.warehouse} (the tierlens home is {p.home}: $TIERLENS_HOME, else "
-        f"$XDG_DATA_HOME/tierlens). Run `tierlens demo` (it writes {demo}), or load your own data; "
-        f"then export TIERLENS_HOME={demo.parent} or pass --warehouse FILE.",
+        f"$XDG_DATA_HOME/tierlens). Run `tierlens demo` (it writes {demos[0]}), or load your own data; "
+        f"then export TIERLENS_HOME={demos[0].parent} or pass --warehouse FILE.",
         1,
     )
 
