@@ -99,10 +99,8 @@ class Table:
                 "flagged": bool(self.flag_key and row.get(self.flag_key)),
                 "total": bool(row.get("_total")),
                 "cells": [(c.cell(row), c.css_class(row)) for c in self.html_columns],
-                # a value that says nothing (no warning, no flag) is left off the details line
-                "details": [
-                    (c.label, c.cell(row)) for c in self.detail_columns if row.get(c.key) not in (None, "", False)
-                ],
+                # a value that says nothing (no warning, no flag) is left off the details line; a 0 stays
+                "details": [(c.label, c.cell(row)) for c in self.detail_columns if _says_something(row.get(c.key))],
             }
             for row in self.rows
         ]
@@ -114,6 +112,10 @@ class Table:
         for row in self.rows:
             writer.writerow([fmt.csv_value(row.get(c.key)) for c in self.columns])
         return buf.getvalue()
+
+
+def _says_something(value: Any) -> bool:
+    return not (value is None or value is False or value == "")
 
 
 @dataclass
