@@ -25,4 +25,5 @@ select
     warning
 from marts.ab_uncertainty
 where period_grain in ('all', 'week')
-order by subset, grouping, group_value, period_grain <> 'all', period_start;
+-- the answer first: the whole site, over the whole trial, then its weeks, then the groupings
+order by subset <> 'all', subset, grouping <> 'site', grouping, group_value, period_grain <> 'all', period_start;

@@ -145,3 +145,34 @@ def test_a_mistyped_warehouse_suggests_a_warehouse_that_exists(tmp_path, monkeyp
     assert r.exit_code == 1, r.output
     said = " ".join(r.output.split())
     assert str(wh.parent / "warehouse.duckdb") in said and "demo/demo" not in said, said
+
+
+# ---- the site-wide row first, and tables that fit 100 columns ------------------------------------
+
+
+def _with_more_groupings(wh: Path) -> Path:
+    """Groupings that sort before 'site' by name, and a week of the site, as the real mart has."""
+    with duckdb.connect(str(wh)) as con:
+        for grouping, value, grain in (("account", "atlas-prod", "all"), ("job_class", "analysis", "all")) + (
+            ("site", "all jobs", "week"),
+        ):
+            con.execute(
+                "INSERT INTO marts.ab_uncertainty SELECT * REPLACE (? AS grouping, ? AS group_value, ? AS period_grain) "
+                "FROM marts.ab_uncertainty WHERE grouping = 'site'",
+                [grouping, value, grain],
+            )
+        # the high cache-hit subset sorts after 'all' by name, and so should stay after it
+        con.execute(
+            "INSERT INTO marts.ab_uncertainty SELECT * REPLACE ('high_hit_ratio' AS subset) "
+            "FROM marts.ab_uncertainty WHERE grouping = 'site' AND period_grain = 'all'"
+        )
+    return wh
+
+
+def test_the_site_wide_row_comes_first(wh):
+    rows = _csv(runner.invoke(app, ["sql", "ab_with_confidence", "-w", str(_with_more_groupings(wh)), "--csv"]))
+    assert [(r["subset"], r["grouping"], r["period_grain"]) for r in rows[:2]] == [
+        ("all", "site", "all"),
+        ("all", "site", "week"),
+    ]
+    assert rows[-1]["subset"] == "high_hit_ratio"
