@@ -242,3 +242,49 @@ def test_the_lock_file_is_never_created_through_a_symlink(wh: Path, tmp_path: Pa
     assert r.returncode != 0
     assert "symlink" in r.stderr
     assert victim.read_text() == "precious\n"
+
+
+def _children(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of the processes whose parent is ``pid``."""
+    out = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                cmdline = (stat_file.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                out.append((int(stat_file.parent.name), cmdline))
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def test_a_transform_killed_alone_keeps_the_lock_while_its_dbt_runs(wh: Path, tmp_path: Path) -> None:
+    from tierlens.warehouse.lock import warehouse_lock
+
+    first = subprocess.Popen(
+        [str(TIERLENS), "transform", "-w", str(wh), "--wait", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while not (dbt := [c for c in _children(first.pid) if "dbt" in c[1]]) and time.monotonic() < deadline:
+            assert first.poll() is None, "the transform ended before its dbt started"
+            time.sleep(0.1)
+        assert dbt, "no dbt child within 90 s"
+        first.send_signal(signal.SIGKILL)  # the transform alone: its dbt keeps running
+        first.wait(timeout=20)
+        r = _tierlens("transform", "-w", str(wh), "--wait", "0")
+        said = " ".join(r.stderr.split())
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert f"pid {first.pid} has ended, but a process it started (its dbt) still runs" in said
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid, _ in dbt) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    said: list[str] = []
+    with warehouse_lock(wh, "transform", wait=10, say=said.append):
+        pass  # free once that dbt has ended, and taken over from the killed transform
+    assert len(said) == 1 and f"pid {first.pid}" in said[0]

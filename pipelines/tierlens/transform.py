@@ -103,7 +103,11 @@ def run_dbt(
         env["TIERLENS_LAKE"] = str(_lake_dir(lake))
     if spark_warehouse is not None:
         env["TIERLENS_SPARK_WAREHOUSE"] = str(Path(spark_warehouse).resolve())
-    proc = subprocess.run(args, env=env, capture_output=True, text=True)
+    from .warehouse.lock import held_fds
+
+    # dbt holds the writer lock with this process: a transform killed alone leaves its dbt running,
+    # and the warehouse stays locked until that dbt has ended too
+    proc = subprocess.run(args, env=env, capture_output=True, text=True, pass_fds=held_fds(warehouse))
     result = TransformResult(success=proc.returncode == 0)
     run_results = target / "run_results.json"
     if run_results.exists():

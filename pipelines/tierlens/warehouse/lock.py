@@ -14,9 +14,9 @@ emptied when it is released: a waiting process names who it waits for, and a pro
 lock and still finds a record knows its holder ended without releasing it, and says so in one line.
 
 The lock is re-entrant within a process: the transform holds it and its publish, retention and the
-landed batches it loads take it again at no cost. It is not passed to child processes (dbt):
-a transform killed alone would leave its dbt child running, which DuckDB's own lock still stops a
-second writer from meeting.
+landed batches it loads take it again at no cost. A transform passes it to its dbt (the only child
+that writes): killed alone, the transform leaves its dbt running, and the lock stays held, naming
+the ended transform, until that dbt ends too.
 """
 
 from __future__ import annotations
@@ -70,6 +70,8 @@ class WarehouseLocked(WarehouseBusy):
     def __init__(self, lock: Path, holder: Holder | None, waited: float, purpose: str) -> None:
         self.lock, self.holder, self.waited = lock, holder, waited
         who = holder.describe() if holder else "a process that has not written its record yet"
+        if holder and _gone(holder):
+            who += f"; pid {holder.pid} has ended, but a process it started (its dbt) still runs and holds the lock"
         super().__init__(
             f"the warehouse is busy: {lock} is held by {who}; this {purpose} waited {waited:.0f} s. "
             "Run it again once that one has finished (give --wait SECONDS to wait longer), or, if "
@@ -215,3 +217,24 @@ def holds_lock(warehouse: str | Path) -> bool:
     """Whether this process holds the writer lock of ``warehouse``."""
     with _guard:
         return str(lock_path(warehouse).absolute()) in _held
+
+
+def held_fds(warehouse: str | Path) -> tuple[int, ...]:
+    """The descriptor of the writer lock this process holds on ``warehouse`` (none when it holds
+    none), for a child that writes the warehouse to hold the lock too (``pass_fds``)."""
+    with _guard:
+        mine = _held.get(str(lock_path(warehouse).absolute()))
+        return (mine[0],) if mine else ()
+
+
+def _gone(holder: Holder) -> bool:
+    """Whether the holder named by the record is a process of this host that no longer runs."""
+    if holder.host != socket.gethostname():
+        return False
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
