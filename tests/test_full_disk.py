@@ -21,6 +21,8 @@ import pytest
 
 from tierlens.records import NODE
 
+pytestmark = pytest.mark.integration
+
 TIERLENS = Path(sys.executable).parent / "tierlens"
 ROWS = 100_000
 

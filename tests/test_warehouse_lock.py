@@ -27,6 +27,8 @@ import pytest
 
 from tierlens.records import NODE
 
+pytestmark = pytest.mark.integration
+
 TIERLENS = Path(sys.executable).parent / "tierlens"
 
 HOLDER = textwrap.dedent(
