@@ -140,6 +140,29 @@ def _duplicates(warehouse: Path) -> dict[str, int]:
     return out
 
 
+def finish(args: argparse.Namespace) -> None:
+    """Bring both warehouses of an interrupted soak to the same point, unkilled: every hour's files
+    loaded (a no-op for what had landed) and one transform each, then compare."""
+    homes = {name: args.work / name for name in ("reference", "faulted")}
+    hours = sorted((args.work / "hours").iterdir())
+    for home in homes.values():
+        wh = home / "warehouse.duckdb"
+        steps = [s for folder in hours for s in _steps(folder, wh, None)[:-1]] + [_steps(None, wh, None)[-1]]
+        for step in steps:
+            status, _ = _run(step, _env(home))
+            if status != "ok":
+                raise SystemExit(f"{' '.join(step)}: {status}")
+    diffs = _compare(homes["reference"] / "warehouse.duckdb", homes["faulted"] / "warehouse.duckdb")
+    dups = _duplicates(homes["faulted"] / "warehouse.duckdb")
+    result = {
+        "finished_through_hour": hours[-1].name,
+        "tables_compared": len(diffs),
+        "differing_rows": {k: v for k, v in diffs.items() if v},
+        "raw_duplicate_keys": {k: v for k, v in dups.items() if v},
+    }
+    print(json.dumps(result, indent=2))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--days", type=int, default=2)
@@ -149,7 +172,16 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--work", type=Path, default=Path("/var/tmp/tierlens-fault-soak"))
     ap.add_argument("--label", default="dev")
+    ap.add_argument("--minutes", type=float, default=None, help="start no cycle after this many minutes")
+    ap.add_argument(
+        "--finish",
+        action="store_true",
+        help="an interrupted soak in --work: run the last hour's steps on both warehouses unkilled, then compare",
+    )
     args = ap.parse_args()
+    if args.finish:
+        finish(args)
+        return
 
     from tierlens.pipeline import ingest
     from tierlens.sources.synthetic.bulk import BulkSite, arriving
@@ -175,6 +207,8 @@ def main() -> None:
         _write_hour(site, t_hist + timedelta(hours=h), t_hist + timedelta(hours=h + 1), folder)
         cycles.append((folder, None))
     for folder, bf in cycles:
+        if args.minutes is not None and time.perf_counter() - t0_all > args.minutes * 60:
+            break
         ref_steps = _steps(folder, homes["reference"] / "warehouse.duckdb", bf)
         fault_steps = _steps(folder, homes["faulted"] / "warehouse.duckdb", bf)
         for ref, faulted in zip(ref_steps, fault_steps):
