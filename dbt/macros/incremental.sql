@@ -156,6 +156,40 @@
 {%- endmacro %}
 
 
+{#- A back-fill's chunk writes only its days, but the jobs running across its end are part of them
+    (node occupancy of its last hours, the node sharing of its last jobs): jobs that end after the
+    chunk are not built yet (the walk goes oldest first) or lie outside its window, so they are
+    read from staging, which holds every record whatever was built. A job running across the end
+    ends at most max_wall_days after it. SQL: the finished jobs on a node that started before the
+    window's end and end after it (stg_job: its relation, ref'd by the model), with the columns a
+    run's shape needs; none outside a back-fill
+    (the window has no end then, so the model's own input holds them). -#}
+{% macro jobs_across_window_end(stg_job) -%}
+    {%- set stop = window_end_day() -%}
+    {%- if stop is none -%}{{ return(none) }}{%- endif -%}
+    {%- set reach = stop + modules.datetime.timedelta(days=(var('max_wall_days', 7) | int) + 1) -%}
+    {%- set sql -%}
+    select
+        batch_system,
+        cluster,
+        job_id,
+        step_id,
+        node,
+        allocated_cores,
+        wall_seconds,
+        coalesce(cpu_user_seconds, 0) + coalesce(cpu_system_seconds, 0) as cpu_seconds,
+        start_time,
+        end_time
+    from {{ stg_job }}
+    where node is not null
+      and start_time < {{ day_start_instant(stop) }}
+      and end_time >= {{ day_start_instant(stop) }}
+      and end_time < {{ day_start_instant(reach) }}
+    {%- endset -%}
+    {{ return(sql) }}
+{%- endmacro %}
+
+
 {% macro date_literal(day) -%}cast('{{ day.isoformat() }}' as date){%- endmacro %}
 
 {% macro day_start_instant(day) -%}{{ return(adapter.dispatch('day_start_instant', 'tierlens')(day)) }}{%- endmacro %}

@@ -8,10 +8,14 @@
 -- Incremental by day (UTC day of hour), lookback max_wall_days + job_lateness_days: a job whose
 -- record arrives late adds to the hours it ran, up to max_wall_days before it ended. The
 -- window's hours are rebuilt from the jobs that ran in them; a node's first and last hour come
--- from all its jobs (job grain, not hours).
+-- from all its jobs (job grain, not hours). A back-fill's chunk also reads the jobs running
+-- across its end from staging (they end in a later chunk), so its last hours are whole whatever
+-- the chunk size.
 {%- set lookback = job_match_lookback_days() %}
 {%- set first_day = window_first_day(lookback) %}
 {%- set stop_day = window_end_day() %}
+{#- a back-fill's chunk: the jobs running across its end, not built yet (macros/incremental.sql) -#}
+{%- set across_end = jobs_across_window_end(ref('stg_job')) %}
 {{ config(**incremental_by_day('day', lookback)) }}
 -- Jobs on a node that ran for some time. Read twice below, each time with its own filter, not
 -- as one CTE of every job: DuckDB materialises a CTE used twice, with its columns, for all of
@@ -36,7 +40,22 @@ with jobs as (
       and {{ instant_after_window('end_time', lookback) }}
       {%- if stop_day is not none %}
       and start_time < {{ day_start_instant(stop_day) }}
+      and {{ instant_before_window_end('end_time') }}
       {%- endif %}
+    {%- if across_end is not none %}
+    union all
+    select
+        cluster,
+        node,
+        allocated_cores,
+        cpu_seconds,
+        start_time,
+        end_time,
+        {{ utc('start_time') }} as start_utc,
+        {{ utc('end_time') }}   as end_utc
+    from ({{ across_end }}) as across_end
+    where {{ ran_on_a_node }}
+    {%- endif %}
 ),
 
 job_hours as (
@@ -80,8 +99,15 @@ node_span as (
         node,
         date_trunc('hour', {{ utc('min(start_time)') }})                        as first_hour,
         date_trunc('hour', {{ utc('max(end_time)') }} - interval 1 microsecond) as last_hour
-    from {{ ref('int_job_tagged') }}
-    where {{ ran_on_a_node }}
+    from (
+        select cluster, node, start_time, end_time from {{ ref('int_job_tagged') }}
+        where {{ ran_on_a_node }}
+        {%- if across_end is not none %}
+        union all
+        select cluster, node, start_time, end_time from ({{ across_end }}) as across_end
+        where {{ ran_on_a_node }}
+        {%- endif %}
+    ) as ran
     group by cluster, node
 ),
 

@@ -21,11 +21,16 @@
 -- build, so its row stays. The sweep then reads only the jobs of the rebuilt jobs' nodes that
 -- overlap their span there: a job outside it adds nothing to the sharing of any rebuilt job.
 -- A gone job yields a row with only its key (no day), which replace_days reads as "delete".
+-- A back-fill's chunk counts, besides its jobs and the max_wall_days before them, the jobs that
+-- ran beside its last jobs but end after it (from staging: a later chunk builds them), so a
+-- job's sharing is the same whatever the chunk size.
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
 {{ config(**incremental_by_day('day', lookback)) }}
 {{ config(rebuilt_by_job=true) }}
 {%- set by_job = job_io_by_job() %}
+{#- a back-fill's chunk: the jobs running across its end, not built yet (macros/incremental.sql) -#}
+{%- set across_end = jobs_across_window_end(ref('stg_job')) %}
 {%- set remote_columns = ['remote_bytes', 'stage_in_bytes', 'direct_read_bytes', 'origin_bytes', 'cache_hit_bytes',
                           'cache_miss_bytes', 'stage_origin_bytes', 'stage_cache_hit_bytes', 'stage_cache_miss_bytes',
                           'direct_origin_bytes', 'direct_cache_hit_bytes', 'direct_cache_miss_bytes'] %}
@@ -180,7 +185,13 @@ sharing_jobs as (
 ),
 
 sweep_jobs as (
-    select * from context_jobs
+    select cluster, node, start_time, end_time, allocated_cores from context_jobs
+    {%- if across_end is not none %}
+    union all
+    -- a back-fill's chunk: the jobs that ran beside its last jobs but end in a later chunk
+    select cluster, node, start_time, end_time, allocated_cores from ({{ across_end }}) as across_end
+    where coalesce(wall_seconds, 0) > 0
+    {%- endif %}
 ),
 {%- endif %}
 
