@@ -45,14 +45,14 @@ with jobs as (
     {%- if across_end is not none %}
     union all
     select
-        cluster,
-        node,
-        allocated_cores,
-        cpu_seconds,
-        start_time,
-        end_time,
-        {{ utc('start_time') }} as start_utc,
-        {{ utc('end_time') }}   as end_utc
+        across_end.cluster,
+        across_end.node,
+        across_end.allocated_cores,
+        across_end.cpu_seconds,
+        across_end.start_time,
+        across_end.end_time,
+        {{ utc('across_end.start_time') }} as start_utc,
+        {{ utc('across_end.end_time') }}   as end_utc
     from ({{ across_end }}) as across_end
     where {{ ran_on_a_node }}
     {%- endif %}
