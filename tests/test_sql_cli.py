@@ -75,7 +75,7 @@ def test_list_and_help_show_the_parameters():
 
 def test_every_bundled_parameter_has_its_default_in_the_sql_for_the_plain_duckdb_cli():
     """The plain DuckDB CLI sets no variable: each declared default must be the SQL's own."""
-    from tierlens.cli.queries import parameters_of
+    from tierlens.queries import parameters_of
 
     for file in sorted((REPO / "sql").glob("*.sql")):
         text = file.read_text()

@@ -82,10 +82,10 @@ def sql(
     with --param NAME=VALUE, e.g. `tierlens sql cheapest_configuration_for_efficiency --param target=0.8`."""
     import duckdb
 
+    from ..queries import bind, closest, parameters_of
     from ..resources import bundled_queries, find_query, question_of
     from ..warehouse import QUERY_ERRORS
     from ..warehouse.publish import reader_path
-    from .queries import bind, closest, parameters_of
 
     out = output_format(fmt, csv)
     if list_queries:
