@@ -179,4 +179,4 @@ def test_sql_list_and_sql_by_name_in_the_clone(tmp_path):
     r = runner.invoke(app, ["sql", str(own), "--csv", "-w", str(wh)])
     assert r.stdout.split() == ["answer", "42"]
     r = runner.invoke(app, ["sql", "no_such_query", "-w", str(wh)])
-    assert r.exit_code == 2 and "worst_groups_this_week" in r.output
+    assert r.exit_code == 2 and "tierlens sql --list" in r.output  # a name near none gets the list command
