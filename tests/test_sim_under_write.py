@@ -3,10 +3,13 @@ interpolated between them; numbers worked out by hand below."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pytest
 
 from tierlens.simulator import devices as dv
-from tierlens.simulator.under_write import UnderWrite, extra_read_wait, under_write_from_probe
+from tierlens.simulator.under_write import UnderWrite, extra_read_wait, starved_read_wait, under_write_from_probe
 from tierlens.sources.synthetic.probe import run_synthetic_probe
 
 MS = 1e-3
@@ -136,3 +139,48 @@ def test_the_buying_guide_shows_the_probes_read_p99_under_half_writes():
     assert composed.evidence == "probe" and composed.under_write is None
     assert hw.guide_row(hw.candidate(pair, "probe"), perf, fig=composed)["under_write_read_p99_ms"] is None
     assert hw.guide_row(hw.candidate(catalog, "datasheet"), perf)["under_write_read_p99_ms"] is None
+
+
+def test_starved_wait_is_what_reads_lose_beyond_their_share_of_the_device():
+    pts = under_write_from_probe(ROWS)
+    # buffered, 1 ms without writes: at 0.24 the readers' share of the device makes 1/0.76 ms,
+    # 2 ms measured; at 0.52 1/0.48 ms against 4; at 0.70 1/0.30 ms against 7
+    excess = {0.24: 2 - 1 / 0.76, 0.52: 4 - 1 / 0.48, 0.70: 7 - 1 / 0.30}
+    for u, ms in excess.items():
+        assert starved_read_wait(pts, u) == pytest.approx(ms * MS)
+    assert starved_read_wait(pts, 0.38) == pytest.approx((excess[0.24] + excess[0.52]) / 2 * MS)
+    assert starved_read_wait(pts, 0.0) == 0.0
+    # a device serving reads exactly their share (first come, first served, readers keeping it busy)
+    fair = under_write_from_probe([_row("direct", u, u, 2.0 / (1 - u)) for u in (0.0, 0.25, 0.5, 0.75)])
+    assert starved_read_wait(fair, 0.6, "direct") == pytest.approx(0.0, abs=1e-12)
+
+
+def test_service_times_charge_the_starved_wait_per_read_of_the_mix():
+    pts = under_write_from_probe(ROWS)
+    fig = dv.DeviceFigures("ssd", 1e-4, 500e6, 100e6, under_write=pts)
+    theta = np.array([3000.0, 0.5, 1.0])
+    plain_read, plain_write = dv.service_times(fig, theta)
+    # 52 MB/s written on a device that takes 100 MB/s: the 0.52 point, 3000 reads per GB
+    read, write = dv.service_times(fig, theta, node_write_bytes_per_second=52e6)
+    assert read - plain_read == pytest.approx(3000 * (4 - 1 / 0.48) * MS)
+    assert write == plain_write
+    # no points (a datasheet, an older probe), or no write load: nothing added
+    assert dv.service_times(fig.__class__("ssd", 1e-4, 500e6, 100e6), theta, None, 52e6)[0] == plain_read
+    assert dv.service_times(fig, theta, None, None)[0] == plain_read
+
+
+def test_the_mapping_fitted_with_measured_waits_recovers_its_parameters_and_predicts_the_wait():
+    theta = np.array([3500.0, 0.6, 1.0])
+    figs = {st: dv.from_probe(run_synthetic_probe(st, slots=8).to_pylist()) for st in ("hdd", "ssd", "nvme", "raid1")}
+    starving = under_write_from_probe(ROWS)
+    figs["ssd"] = dataclasses.replace(figs["ssd"], under_write=starving)
+    rates = dv.WriteRates(40e6, {"hdd": 45e6, "ssd": 0.52 * figs["ssd"].write_bytes_per_second})
+    targets = {st: (*dv.service_times(f, theta, None, rates.of(st)), 0.01) for st, f in figs.items()}
+    m = dv.fit_mapping(figs, targets, 0.6, rates)
+    assert m.theta == pytest.approx(theta, rel=1e-3)
+    assert m.node_write_bytes_per_second == 40e6
+    # a device predicted at the site's rate gets its own probe's wait back
+    new = dataclasses.replace(figs["nvme"], write_bytes_per_second=80e6, under_write=starving)
+    read, _ = m.times(new)
+    bare, _ = dv.service_times(dataclasses.replace(new, under_write=None), m.theta)
+    assert read - bare == pytest.approx(m.theta[0] * starved_read_wait(starving, 0.5), rel=1e-6)

@@ -57,12 +57,12 @@ only as good as a review's steady-state number given beside it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.optimize import least_squares
 
-from .under_write import UnderWrite, under_write_from_probe
+from .under_write import UnderWrite, starved_read_wait, under_write_from_probe
 
 GB = 1e9
 KIB = 1024
@@ -248,16 +248,40 @@ def from_datasheet(row: dict) -> DeviceFigures | None:
 # ----------------------------------------------------------------------------- the mapping
 
 
+def under_write_read_seconds_per_gb(
+    fig: DeviceFigures, node_write_bytes_per_second: float | None, reads_per_gb: float
+) -> float:
+    """Seconds per GB read that a job's reads lose behind the node's stage-in writes beyond their
+    share of the device's time (under_write.starved_read_wait), measured by the probe at the
+    utilisation the node's writes put on this device, times the job mix's reads per GB (the
+    mapping's ``seeks_per_gb``). The share itself is the queueing core's: writes are part of a
+    job's demand at the device. 0 without the probe's under-write points (a datasheet, an older
+    probe) or without a write rate."""
+    points = fig.under_write
+    if not points or not node_write_bytes_per_second or fig.write_bytes_per_second <= 0:
+        return 0.0
+    utilisation = node_write_bytes_per_second / fig.write_bytes_per_second
+    return starved_read_wait(points, utilisation) * reads_per_gb
+
+
 def service_times(
-    fig: DeviceFigures, theta: np.ndarray, staged_bytes_per_node_hour: float | None = None
+    fig: DeviceFigures,
+    theta: np.ndarray,
+    staged_bytes_per_node_hour: float | None = None,
+    node_write_bytes_per_second: float | None = None,
 ) -> tuple[float, float]:
     """(read, write) seconds per GB of the job mix for ``fig`` under mapping ``theta``; a device
-    with a write cliff writes at its steady-state rate where the workload reaches it."""
+    with a write cliff writes at its steady-state rate where the workload reaches it. With the
+    node's write rate, reads also pay what the probe measured them losing behind writes at that
+    rate beyond their share of the device (:func:`under_write_read_seconds_per_gb`): behaviour of
+    the kernel and the drive that the mapping's three parameters cannot describe, taken from the
+    device itself."""
     seeks, sharing, write_factor = theta
+    behind_writes = under_write_read_seconds_per_gb(fig, node_write_bytes_per_second, seeks)
     fig = fig.sustained(staged_bytes_per_node_hour)
     read = (seeks * fig.access_seconds + GB / fig.read_bytes_per_second) / fig.read_channels**sharing
     write = write_factor * GB / fig.write_bytes_per_second / fig.write_channels**sharing
-    return read, write
+    return read + behind_writes, write
 
 
 @dataclass
@@ -268,16 +292,22 @@ class Mapping:
     rms_log_error: float  # of the composite times it was fitted on
     #: stage-in and job writes per node-hour at full occupancy (None: assume a write cliff is reached)
     staged_bytes_per_node_hour: float | None = None
+    #: what a node of the site's jobs writes to scratch per second, at their measured pace and
+    #: concurrency: the write load under which a predicted device's reads wait (None: no such wait)
+    node_write_bytes_per_second: float | None = None
 
     def times(self, fig: DeviceFigures) -> tuple[float, float]:
-        return service_times(fig, self.theta, self.staged_bytes_per_node_hour)
+        return service_times(fig, self.theta, self.staged_bytes_per_node_hour, self.node_write_bytes_per_second)
 
     def as_dict(self) -> dict[str, float]:
         return dict(zip(MAPPING_NAMES, self.theta.tolist()))
 
 
 def fit_mapping(
-    figures: dict[str, DeviceFigures], fitted: dict[str, tuple[float, float, float]], read_fraction: float
+    figures: dict[str, DeviceFigures],
+    fitted: dict[str, tuple[float, float, float]],
+    read_fraction: float,
+    write_rates: WriteRates | None = None,
 ) -> Mapping:
     """Fit the mapping on the types with both figures and job-fitted times.
 
@@ -285,6 +315,11 @@ def fit_mapping(
     composite). The composite ``read * f + write`` (f = bytes read per byte staged) is what the
     accounting pins down, so it carries the fit; the separate read and write times, which a job's
     reads and writes growing together leave loosely determined, pull only weakly.
+
+    ``write_rates``: the node write rate each measured type's jobs ran under and the site's (for
+    predictions). A fitted type's read time includes what its reads waited behind its own node's
+    writes; with its probe's under-write points that wait is taken out of what the three
+    parameters must explain, and a predicted type gets its own probe's wait back at the site's rate.
     """
     types = tuple(sorted(set(figures) & set(fitted)))
     if len(types) < 2:
@@ -293,11 +328,12 @@ def fit_mapping(
             f"(or datasheet); have {', '.join(types) or 'none'}"
         )
     f = read_fraction
+    rates = write_rates or WriteRates()
 
     def residuals(theta: np.ndarray) -> np.ndarray:
         out = []
         for st in types:
-            r, w = service_times(figures[st], theta)
+            r, w = service_times(figures[st], theta, node_write_bytes_per_second=rates.of(st))
             tr, tw, rel = fitted[st]
             sigma = max(rel, MIN_RELATIVE_ERROR)
             out.append(np.log((r * f + w) / (tr * f + tw)) / sigma)
@@ -310,10 +346,25 @@ def fit_mapping(
 
     sol = least_squares(residuals, MAPPING_START, bounds=MAPPING_BOUNDS, x_scale=[1000.0, 0.3, 0.5])
     comp = [
-        np.log(sum(np.array(service_times(figures[st], sol.x)) * [f, 1]) / (fitted[st][0] * f + fitted[st][1]))
+        np.log(
+            sum(np.array(service_times(figures[st], sol.x, node_write_bytes_per_second=rates.of(st))) * [f, 1])
+            / (fitted[st][0] * f + fitted[st][1])
+        )
         for st in types
     ]
-    return Mapping(sol.x, types, f, float(np.sqrt(np.mean(np.square(comp)))))
+    return Mapping(sol.x, types, f, float(np.sqrt(np.mean(np.square(comp)))), node_write_bytes_per_second=rates.site)
+
+
+@dataclass(frozen=True)
+class WriteRates:
+    """Bytes per second a full node writes to its scratch device (stage-in copies and the jobs'
+    own writes): per measured storage type as its jobs ran, and site-wide for a prediction."""
+
+    site: float | None = None
+    by_type: dict[str, float] = field(default_factory=dict)
+
+    def of(self, storage_type: str) -> float | None:
+        return self.by_type.get(storage_type, self.site)
 
 
 def write_warning(fig: DeviceFigures, staged_bytes_per_node_hour: float) -> str | None:

@@ -45,7 +45,8 @@ from numba import njit
 from scipy.optimize import least_squares
 
 #: mva-2: the device layer (devices.py) derives times for storage types without measured jobs.
-MODEL_VERSION = "tierlens-mva-2"
+#: mva-3: a derived type's reads also pay what its probe measured them losing behind writes.
+MODEL_VERSION = "tierlens-mva-3"
 ROUTES = (
     "stage_origin",
     "stage_cache_hit",

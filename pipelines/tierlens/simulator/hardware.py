@@ -129,6 +129,28 @@ def fitted_targets(cal: ef.Calibration, exclude: str | None = None) -> dict[str,
     return out
 
 
+def staged_bytes_per_job_second(prof: ef.JobProfiles) -> float:
+    """Bytes a running job of the mix writes to its scratch device per second of its wall time
+    (stage-in copies and its own writes), at the pace the site's jobs were measured to run. Times
+    the jobs on a node, this is the write rate a full node asks of its scratch device. The pace is
+    the measured one, not a candidate's predicted one: a device that cannot keep up slows its jobs
+    until their demand fits it, which would hide exactly the shortfall the guide must show."""
+    wall = float(prof.wall.sum())
+    return float((prof.stage_in + prof.scratch_write).sum() / wall) if wall > 0 else 0.0
+
+
+def write_rates(prof: ef.JobProfiles) -> dv.WriteRates:
+    """The write load on a node's scratch device: each measured type's jobs' write rate times the
+    jobs they shared their node with (the conditions their fitted read times were measured under),
+    and the site's, at its measured pace and concurrency, for a type it has not run."""
+
+    def rate(p: ef.JobProfiles) -> float:
+        return staged_bytes_per_job_second(p) * float(np.mean(p.concurrent)) if len(p) else 0.0
+
+    by_type = {str(st): rate(prof.take(prof.storage_type == st)) for st in sorted(set(prof.storage_type))}
+    return dv.WriteRates(rate(prof), by_type)
+
+
 @dataclass
 class TypeHeldOut:
     storage_type: str
@@ -161,13 +183,16 @@ def validate_types(
         if held.sum() < ef.MIN_JOBS or not sources:
             continue
         cal = ef.calibrate(prof.take(~held), job_class, types, max_jobs, seed)
+        # the held-out type is predicted at the write load of the site without it
+        rates = write_rates(prof)
+        rates = dv.WriteRates(write_rates(prof.take(~held)).site, rates.by_type)
         targets = fitted_targets(cal, exclude=st)
         test = prof.take(held)
         for evidence, figs in sources:
             others = {k: v for k, v in figs.items() if k != st}
             if len(set(others) & set(targets)) < 2:
                 continue
-            mapping = dv.fit_mapping(others, targets, read_fraction)
+            mapping = dv.fit_mapping(others, targets, read_fraction, rates)
             read, write = mapping.times(figs[st])
             lt = cal.log_times.copy()
             i = types.index(st)

@@ -91,6 +91,34 @@ def extra_read_wait(
     return max(at - zero, 0.0)
 
 
+#: Highest write utilisation a capacity share is computed at (1 / (1 - u) grows without bound).
+MAX_SHARED_UTILISATION = 0.95
+
+
+def starved_read_wait(
+    points: tuple[UnderWrite, ...] | list[UnderWrite], write_utilisation: float, mode: str = "buffered"
+) -> float:
+    """Seconds a read waits beyond its share of the device's time at ``write_utilisation``: the
+    mean read latency measured there minus the latency without writes scaled by ``1 / (1 - u)``,
+    never negative, interpolated between the measured points as :func:`extra_read_wait` is.
+
+    Writes that take a fraction ``u`` of the device's time leave readers that keep it busy
+    ``1 - u`` of it: that share the efficiency model's queueing core already charges (a job's writes
+    are part of its demand at the device). What it cannot see is a kernel or a drive that serves
+    reads worse than their share while writes are queued: writeback flushing the page cache in
+    bursts, a drive stalling on its own garbage collection. That excess is what this returns; a
+    device serving reads and writes first come first served, as the synthetic site's do, has none."""
+    pts = sorted((p for p in points if p.mode == mode), key=lambda p: p.write_utilisation)
+    if not pts:
+        raise ValueError(f"no {mode} under-write points (have {', '.join(sorted({p.mode for p in points})) or 'none'})")
+    base = [p for p in pts if p.write_utilisation_target == 0.0 or p.write_utilisation == 0.0]
+    zero = base[0].mean_seconds if base else pts[0].mean_seconds
+    u = np.array([p.write_utilisation for p in pts])
+    share = zero / (1.0 - np.minimum(u, MAX_SHARED_UTILISATION))
+    excess = np.maximum(np.array([p.mean_seconds for p in pts]) - share, 0.0)
+    return float(np.interp(write_utilisation, u, excess))
+
+
 #: The write load the buying guide shows read latency at: half the device's stage-in bandwidth,
 #: a node staging in while its jobs read, well short of saturating the device.
 GUIDE_UTILISATION = 0.5

@@ -219,7 +219,9 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
     # one on the published figures: a probe is no more trustworthy than the model on real devices
     carried = {r["evidence"]: r for r in seeds.structural_error_rows(hw.type_errors(type_held))}
     type_error = {evidence: r["structural_error"] for evidence, r in carried.items()}
-    cal, mappings = _derive_types(cal, devices, frac, [t for t in grid_types if t not in measured_types])
+    cal, mappings = _derive_types(
+        cal, devices, frac, hw.write_rates(prof), [t for t in grid_types if t not in measured_types]
+    )
     rows: list[dict] = []
     step("back-filling measured configurations")
     loo = {(h.storage_type, h.arm): h for h in held}
@@ -248,7 +250,7 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
     guide: list[dict] = []
     candidates = _candidates(cal, devices, frac, mappings, measured_types) if options.candidates else []
     writes = scratch_writes_per_core_hour(prof)
-    staged_rate = staged_bytes_per_job_second(prof)
+    staged_rate = hw.staged_bytes_per_job_second(prof)
     for cache in options.caches:
         step(f"cache {cache.label}")
         remote = remote_under_cache(prof, replayed, cache)
@@ -290,14 +292,14 @@ def run(con, options: EfficiencyOptions, progress=None) -> EfficiencyRun:
 
 
 def _derive_types(
-    cal: ef.Calibration, devices: hw.Devices, frac: float, types: list[str]
+    cal: ef.Calibration, devices: hw.Devices, frac: float, rates: dv.WriteRates, types: list[str]
 ) -> tuple[ef.Calibration, dict[str, dv.Mapping]]:
     """Times for storage types without jobs: from their probe, else their datasheet, each through
     the mapping fitted on the measured types with the same kind of figures."""
     mappings: dict[str, dv.Mapping] = {}
     for evidence, figs in (("probe", devices.probe), ("datasheet", devices.datasheet)):
         try:
-            mappings[evidence] = dv.fit_mapping(figs, hw.fitted_targets(cal), frac)
+            mappings[evidence] = dv.fit_mapping(figs, hw.fitted_targets(cal), frac, rates)
         except ValueError:
             continue
     derived = {}
@@ -359,16 +361,6 @@ def _structural_columns(carried: dict | None) -> dict:
     if carried is None:
         return {"published_structural_error": None, "structural_error_source": None}
     return {"published_structural_error": carried["published_rms"], "structural_error_source": carried["source"]}
-
-
-def staged_bytes_per_job_second(prof: ef.JobProfiles) -> float:
-    """Bytes a running job of the mix writes to its scratch device per second of its wall time
-    (stage-in copies and its own writes), at the pace the site's jobs were measured to run. Times
-    the jobs on a node, this is the write rate a full node asks of its scratch device. The pace is
-    the measured one, not a candidate's predicted one: a device that cannot keep up slows its jobs
-    until their demand fits it, which would hide exactly the shortfall the guide must show."""
-    wall = float(prof.wall.sum())
-    return float((prof.stage_in + prof.scratch_write).sum() / wall) if wall > 0 else 0.0
 
 
 def _performance(
