@@ -25,8 +25,6 @@ import json
 import os
 import resource
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from datetime import datetime, timedelta, timezone
@@ -36,14 +34,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "pipelines"))
+sys.path.insert(0, str(ROOT / "tests"))
+from support.faults import TIERLENS, raw_duplicates, run_step, tierlens_env  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "faults"
-TIERLENS = [str(Path(sys.executable).parent / "tierlens")]
 #: run logs: one row per dbt invocation, so a killed-and-rerun cycle has more of them by design
 RUN_LOGS = {"int_incremental_window"}
-
-
-def _env(home: Path) -> dict[str, str]:
-    return dict(os.environ, TIERLENS_HOME=str(home))
 
 
 def _write_hour(site, t0: datetime, t1: datetime, folder: Path) -> None:
@@ -71,23 +67,6 @@ def _steps(folder: Path | None, warehouse: Path, backfill: tuple[str, str] | Non
     if backfill:
         transform += ["--backfill", backfill[0], backfill[1], "--days", "7"]
     return [*steps, transform]
-
-
-def _run(argv: list[str], env: dict[str, str], kill_after: float | None = None) -> tuple[str, float]:
-    """Run ``argv`` in its own process group; SIGKILL the group after ``kill_after`` seconds.
-    Returns ("ok" | "killed" | "finished-before-kill" | "failed: ...", seconds)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=kill_after)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return "killed", time.perf_counter() - start
-    seconds = time.perf_counter() - start
-    if proc.returncode != 0:
-        return f"failed ({proc.returncode}): {out.decode(errors='replace')[-2000:]}", seconds
-    return ("finished-before-kill" if kill_after is not None else "ok"), seconds
 
 
 def _compare(a: Path, b: Path) -> dict[str, int]:
@@ -125,21 +104,6 @@ def _compare(a: Path, b: Path) -> dict[str, int]:
     return diffs
 
 
-def _duplicates(warehouse: Path) -> dict[str, int]:
-    import duckdb
-
-    from tierlens.records import SPECS
-
-    con = duckdb.connect(str(warehouse), read_only=True)
-    out = {}
-    for spec in SPECS.values():
-        key = ", ".join(spec.natural_key)
-        out[spec.kind.table] = con.execute(
-            f"SELECT count(*) FROM (SELECT {key} FROM {spec.kind.table} GROUP BY ALL HAVING count(*) > 1)"
-        ).fetchone()[0]
-    return out
-
-
 def finish(args: argparse.Namespace) -> None:
     """Bring both warehouses of an interrupted soak to the same point, unkilled: every hour's files
     loaded (a no-op for what had landed) and one transform each, then compare."""
@@ -149,11 +113,11 @@ def finish(args: argparse.Namespace) -> None:
         wh = home / "warehouse.duckdb"
         steps = [s for folder in hours for s in _steps(folder, wh, None)[:-1]] + [_steps(None, wh, None)[-1]]
         for step in steps:
-            status, _ = _run(step, _env(home))
+            status, _ = run_step(step, tierlens_env(home))
             if status != "ok":
                 raise SystemExit(f"{' '.join(step)}: {status}")
     diffs = _compare(homes["reference"] / "warehouse.duckdb", homes["faulted"] / "warehouse.duckdb")
-    dups = _duplicates(homes["faulted"] / "warehouse.duckdb")
+    dups = raw_duplicates(homes["faulted"] / "warehouse.duckdb")
     result = {
         "finished_through_hour": hours[-1].name,
         "tables_compared": len(diffs),
@@ -212,13 +176,13 @@ def main() -> None:
         ref_steps = _steps(folder, homes["reference"] / "warehouse.duckdb", bf)
         fault_steps = _steps(folder, homes["faulted"] / "warehouse.duckdb", bf)
         for ref, faulted in zip(ref_steps, fault_steps):
-            status, seconds = _run(ref, _env(homes["reference"]))
+            status, seconds = run_step(ref, tierlens_env(homes["reference"]))
             if status != "ok":
                 raise SystemExit(f"reference step failed: {' '.join(ref)}: {status}")
             for _ in range(int(rng.integers(0, args.kills + 1))):
                 delay = float(rng.uniform(0.0, seconds))
                 tally["kill_points"] += 1
-                status, _ = _run(faulted, _env(homes["faulted"]), kill_after=delay)
+                status, _ = run_step(faulted, tierlens_env(homes["faulted"]), kill_after=delay)
                 if status == "killed":
                     tally["landed"] += 1
                     landed_by_step[faulted[1]] = landed_by_step.get(faulted[1], 0) + 1
@@ -226,14 +190,14 @@ def main() -> None:
                     tally["finished_before_kill"] += 1
                 else:
                     tally["failures"].append({"step": " ".join(faulted[1:3]), "status": status[:500]})
-            status, _ = _run(faulted, _env(homes["faulted"]))
+            status, _ = run_step(faulted, tierlens_env(homes["faulted"]))
             if status != "ok":
                 tally["failures"].append({"step": " ".join(faulted[1:3]), "recovery": status[:2000]})
             else:
                 tally["recoveries"] += 1
         print(f"cycle {folder.name if folder else 'back-fill'}: {tally}", flush=True)
     diffs = _compare(homes["reference"] / "warehouse.duckdb", homes["faulted"] / "warehouse.duckdb")
-    dups = _duplicates(homes["faulted"] / "warehouse.duckdb")
+    dups = raw_duplicates(homes["faulted"] / "warehouse.duckdb")
     result = {
         "label": args.label,
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),

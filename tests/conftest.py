@@ -31,7 +31,8 @@ with contextlib.suppress(ImportError):
     import libcachesim  # noqa: F401
 
 # The Slurm cluster fixtures, shared by every module that needs the real cluster.
-pytest_plugins = ["slurm_fixtures"]
+# The equivalence fixture (one small site, one full refresh, every other build compared to it).
+pytest_plugins = ["slurm_fixtures", "support.equivalence"]
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -46,6 +47,10 @@ SHARED_UNITS = {
     "tests/test_matrix_namespaces.py": "slurm",
     "tests/test_slurm_sacct.py": "slurm",  # its test on a real sacct uses the session's cluster
     "tests/test_slurm_private_tmp.py": "slurm",  # its own cluster, and a tmpfs mounted below /srv
+    # the session's equivalence fixture, built once for the three
+    "tests/test_incremental_equivalence.py": "equivalence",
+    "tests/test_chunk_edges.py": "equivalence",
+    "tests/test_faults.py": "equivalence",
 }
 
 # Seconds each unit took in a serial `make test` (--durations, setup included, rounded): the order
@@ -53,7 +58,7 @@ SHARED_UNITS = {
 LONGEST_FIRST = {
     "tests/test_spark_equivalence.py": 650,
     "slurm": 600,
-    "tests/test_incremental_equivalence.py": 370,
+    "equivalence": 370,
     "tests/test_airflow_standalone.py": 350,
     "tests/test_completeness.py": 330,
     "tests/test_cli_history.py": 270,

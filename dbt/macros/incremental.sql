@@ -114,13 +114,14 @@
 
 
 {#- SQL: the day expression (a date) lies in this run's window, extended context_days before
-    its first day; 'true' in full mode. -#}
-{% macro in_window(day_expr, lookback_days, context_days=0) -%}
+    its first day and (a back-fill's window has an end) context_days_after past its end; 'true'
+    in full mode. -#}
+{% macro in_window(day_expr, lookback_days, context_days=0, context_days_after=0) -%}
     {%- set first = window_first_day(lookback_days) -%}
     {%- set stop = window_end_day() -%}
     {%- if first is none -%}true
     {%- else -%}({{ day_expr }} >= {{ date_literal(first - modules.datetime.timedelta(days=context_days | int)) }}
-        {%- if stop is not none %} and {{ day_expr }} < {{ date_literal(stop) }}{% endif %})
+        {%- if stop is not none %} and {{ day_expr }} < {{ date_literal(stop + modules.datetime.timedelta(days=context_days_after | int)) }}{% endif %})
     {%- endif -%}
 {%- endmacro %}
 

@@ -18,6 +18,11 @@
 -- their rows, whatever their day, are replaced by their sums over their accesses (a job's
 -- accesses lie within its run, at most max_wall_days + 1 UTC days); a job left without a
 -- matched access loses its row. The rows of every other job are what a rebuild would give.
+-- A back-fill's window has an end: a job with accesses after it is rebuilt by the window holding
+-- its last access, so the accesses up to max_wall_days + 1 days after the end are read as context
+-- and a job whose last access lies after the end is not written (the having clause): a back-fill
+-- of a stretch in the middle of history leaves such a job's row, summed over all its accesses, as
+-- it was.
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
 {{ config(**incremental_by_day('last_access_day', lookback, row_key=job_key_names(),
@@ -56,7 +61,8 @@ with accesses as (
                         ~ job_key_join('changed', ref('int_file_access_by_job')) ~ ')' %}
     {%- endif %}
     from ({{ dated_rows(ref('int_file_access_by_job'), 'day',
-                        in_window('day', lookback, wall_days + (1 if by_key else 0)), where=where) }}) as window_rows
+                        in_window('day', lookback, wall_days + (1 if by_key else 0), wall_days + 1),
+                        where=where) }}) as window_rows
 ),
 
 routed as (
