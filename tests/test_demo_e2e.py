@@ -682,7 +682,8 @@ def test_demo_tables_fit_a_narrow_terminal_in_the_sql_consoles_number_format(mon
     s = DemoSummary(
         jobs=12345,
         efficiency=0.81234,
-        arm_cpu_per_wall={"A": 0.7712345, "B": 0.80123},
+        arm_efficiency={"A": 0.7712345, "B": 0.80123},
+        arm_cpu_per_wall={"A": 0.9112345, "B": 1.0234567},
         storage_efficiency={},
         cache_hit_ratio_bytes=0.5,
         rejects=1043,
@@ -692,10 +693,12 @@ def test_demo_tables_fit_a_narrow_terminal_in_the_sql_consoles_number_format(mon
         print_summary(s, common.console)
     out = cap.get()
     assert "…" not in out and "e+" not in out, out
-    for v in (0.7712345 * 1, 0.80123):
+    for v in (77.12345, 80.123, 0.9112345, 1.0234567):  # efficiency in %, CPU/wall as a ratio
         assert common.number_text(v) in out, (v, out)
     assert "12,345 jobs" in out and "1,043" in out and common.number_text(81.234) + " %" in out, out
     assert "No analysis job carried a storage tag" in " ".join(out.split()), out
-    # every column name shows whole (the A/B table goes to blocks at this width)
-    for name in ("A/B arm", "CPU/wall (tierlens)", "CPU/wall (SLAC seed)"):
+    # every column name shows whole, or is named as not shown, with a row a line
+    said = " ".join(out.split())
+    assert "row 1 of" not in out and "3 of 4 columns fit 40 characters; not shown: CPU/wall, SLAC seed." in said, out
+    for name in ("arm", "efficiency (%)", "CPU/wall"):
         assert name in out, out

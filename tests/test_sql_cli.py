@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import duckdb
@@ -176,3 +177,63 @@ def test_the_site_wide_row_comes_first(wh):
         ("all", "site", "week"),
     ]
     assert rows[-1]["subset"] == "high_hit_ratio"
+
+
+def _header(stdout: str, first: str) -> list[str]:
+    """The column names of a table whose first column is ``first`` (the title above may wrap)."""
+    return next(ln.split() for ln in stdout.splitlines() if ln.split()[:1] == [first])
+
+
+def _lines_of_rows(stdout: str, first_words: list[str]) -> list[str]:
+    return [ln for ln in stdout.splitlines() if ln.split()[:1] and ln.split()[0] in first_words]
+
+
+def test_a_wide_result_prints_a_row_per_line_with_the_columns_that_fit_and_names_the_rest(wh):
+    wh = _with_more_groupings(wh)
+    r = runner.invoke(app, ["sql", "ab_with_confidence", "-w", str(wh)], env={"COLUMNS": "100"})
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert max(len(ln) for ln in lines) <= 100 and "…" not in r.stdout
+    assert "row 1 of" not in r.stdout  # no block per row
+    rows = _lines_of_rows(r.stdout, ["all", "high_hit_ratio"])
+    assert len(rows) == 6, r.stdout  # every row on one line
+    said = " ".join(r.stdout.split())
+    shown = _header(r.stdout, "subset")
+    assert shown[:3] == ["subset", "grouping", "group_value"]
+    hidden = [c for c in ("efficiency_b_minus_a", "ci_high", "conclusion", "warning") if c not in shown]
+    assert hidden and re.search(r"\d+ of 17 columns fit 100 characters; not shown: ", said), said
+    assert all(c in said.split("not shown:", 1)[1] for c in hidden) and "--columns" in said and "--csv" in said
+
+
+def test_columns_chooses_what_a_narrow_terminal_shows(wh):
+    argv = ["sql", "ab_with_confidence", "-w", str(wh), "--columns", "group_value,efficiency_b_minus_a,conclusion"]
+    r = runner.invoke(app, argv, env={"COLUMNS": "100"})
+    assert r.exit_code == 0, r.output
+    assert _header(r.stdout, "group_value") == ["group_value", "efficiency_b_minus_a", "conclusion"]
+    assert "not shown" not in r.stdout and "0.0624" in r.stdout
+    as_csv = _csv(runner.invoke(app, [*argv, "--csv"]))
+    assert list(as_csv[0]) == ["group_value", "efficiency_b_minus_a", "conclusion"]
+    bad = runner.invoke(
+        app, ["sql", "ab_with_confidence", "-w", str(wh), "--columns", "efficency"], env={"COLUMNS": "400"}
+    )
+    assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1 and "efficiency_a" in bad.output, bad.output
+
+
+def test_without_a_terminal_tables_are_laid_out_for_100_columns(wh):
+    """`make demo` under CI or piped to a file: rich alone would cut its tables at 80."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    script = (
+        "from tierlens.console import print_rows\n"
+        "print_rows('t', [f'column_{i}' for i in range(8)], [[f'v{i}' for i in range(8)]])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    widths = [len(ln) for ln in out.stdout.splitlines()]
+    assert 80 < max(widths) <= 100 and "not shown" not in out.stdout, out.stdout
+    assert _header(out.stdout, "column_0") == [f"column_{i}" for i in range(8)], out.stdout

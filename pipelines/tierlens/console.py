@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Iterable, Sequence
@@ -18,11 +19,44 @@ from decimal import Decimal
 from enum import Enum
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.table import Table
 from rich.text import Text
 
-console = Console()
+#: The width tables are laid out for when there is no terminal to measure (output to a file or a
+#: pipe, `make demo` under CI) and no COLUMNS: rich's own 80 cuts the demo's buying guide.
+NO_TERMINAL_WIDTH = 100
+
+
+def _has_terminal() -> bool:
+    for fd in (1, 0, 2):
+        try:
+            if os.get_terminal_size(fd).columns:
+                return True
+        except (AttributeError, ValueError, OSError):
+            continue
+    return False
+
+
+class SiteConsole(Console):
+    """rich's console, NO_TERMINAL_WIDTH wide when nothing says how wide to be (no terminal, no
+    COLUMNS, no width set). One console for every command and the demo: a width set on it (a test,
+    the demo's caller) holds for every table printed through it."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        told = self._width is not None or str(self._environ.get("COLUMNS", "")).isdigit()
+        if told or self.is_dumb_terminal or _has_terminal():
+            return size
+        return ConsoleDimensions(NO_TERMINAL_WIDTH, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+
+console = SiteConsole()
 
 
 class OutputFormat(str, Enum):
@@ -64,11 +98,14 @@ def print_rows(
     rows: Iterable[Sequence],
     out: OutputFormat | bool = OutputFormat.TABLE,
     empty_reason: str = "",
+    more: str = "--format csv or json gives every column.",
 ) -> None:
     """``rows`` on the console as a table that fits the terminal, or as CSV or JSON on stdout.
 
-    A table wider than the terminal is printed one row per block (column: value), so no column name
-    or value is cut; an empty result says why (``empty_reason``) instead of printing headers only."""
+    A table too wide for the terminal keeps one row per line with the columns that fit, in the
+    query's order (the first ones are the keys), and names the others with how to see them
+    (``more``); no column name or value is cut. An empty result says why (``empty_reason``)
+    instead of printing headers only."""
     fmt = OutputFormat.CSV if out is True else (OutputFormat.TABLE if out is False else out)
     rows = list(rows)
     if fmt is OutputFormat.CSV:
@@ -82,47 +119,58 @@ def print_rows(
     if not rows:
         console.print(f"{title}: no rows. {empty_reason}".rstrip(), highlight=False, markup=False)
         return
+    width = console.width
     text = [[number_text(v, c) for v, c in zip(row, columns)] for row in rows]
+    full = [max([len(c), *(len(row[i]) for row in text)]) for i, c in enumerate(columns)]
+    if _needed(full) <= width or _needed(_widest_words(columns, text)) <= width:
+        shown = list(range(len(columns)))
+    else:
+        shown = _columns_that_fit(full, width)
+    one_line = len(shown) < len(columns)
     table = Table(
         title=title, caption=f"{len(rows):,} row(s)", caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
     )
-    for i, c in enumerate(columns):
+    for i in shown:
         numbers = all(isinstance(r[i], (int, float, Decimal)) for r in rows if r[i] is not None)
-        table.add_column(c, overflow="fold", min_width=len(c), justify="right" if numbers else "left")
-    for row in text:
-        table.add_row(*(Text(v) for v in row))
-    if _fits(columns, text):
-        console.print(table)
-    else:
-        _print_blocks(title, columns, text)
-
-
-def _fits(columns: Sequence[str], text: list[list[str]]) -> bool:
-    """Whether a table of ``text`` can show every column name and every value word whole in this
-    terminal: the widest word of each column, plus three characters between columns and the edges."""
-    widest = [max([len(c), *(len(w) for row in text for w in row[i].split())]) for i, c in enumerate(columns)]
-    return sum(widest) + 3 * len(columns) + 1 <= console.width
-
-
-def _print_blocks(title: str, columns: Sequence[str], text: list[list[str]]) -> None:
-    """One block per row, a line per column: what psql calls expanded display."""
-    console.print(title, style="bold", highlight=False, markup=False)
-    name_width = max(len(c) for c in columns)
-    for n, row in enumerate(text, 1):
-        block = Table(
-            show_header=False, box=None, padding=(0, 1), title=f"row {n:,} of {len(text):,}", title_justify="left"
+        table.add_column(
+            columns[i],
+            overflow="fold",
+            no_wrap=one_line,
+            min_width=len(columns[i]),
+            justify="right" if numbers else "left",
         )
-        block.add_column(width=name_width, no_wrap=True, style="cyan")
-        block.add_column(overflow="fold")
-        for c, v in zip(columns, row):
-            block.add_row(Text(c), Text(v))
-        console.print(block)
-    console.print(
-        f"{len(text):,} row(s), one per block: the table is wider than this terminal "
-        "(--format csv or json for the whole table on a line per row)",
-        style="dim",
-        highlight=False,
-    )
+    for row in text:
+        table.add_row(*(Text(row[i]) for i in shown))
+    console.print(table)
+    if one_line:
+        hidden = [c for i, c in enumerate(columns) if i not in shown]
+        console.print(
+            f"{len(shown)} of {len(columns)} columns fit {width} characters; not shown: {', '.join(hidden)}. {more}",
+            style="dim",
+            highlight=False,
+            markup=False,
+        )
+
+
+def _needed(widths: Sequence[int]) -> int:
+    """The characters a table of columns this wide takes: three between columns and at the edges."""
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def _widest_words(columns: Sequence[str], text: list[list[str]]) -> list[int]:
+    """Each column's narrowest width that keeps its name and every word of its values whole."""
+    return [max([len(c), *(len(w) for row in text for w in row[i].split())]) for i, c in enumerate(columns)]
+
+
+def _columns_that_fit(full: Sequence[int], width: int) -> list[int]:
+    """The columns, in order, that fit ``width`` on one line each row (a column too wide is passed
+    over for narrower ones after it); the first column always, folded if it must be."""
+    kept, used = [0], _needed([full[0]])
+    for i in range(1, len(full)):
+        if used + full[i] + 3 <= width:
+            kept.append(i)
+            used += full[i] + 3
+    return kept
 
 
 def _json_value(v: object) -> object:

@@ -204,7 +204,9 @@ def ingest_and_print(
 FormatOpt = Annotated[
     Optional[OutputFormat],
     typer.Option(
-        "--format", help="table (fits the terminal; one row per block when too wide), csv or json \\[default: table]."
+        "--format",
+        help="table (a row a line, with the columns that fit the terminal, 100 characters without one), csv or "
+        "json (every column) \\[default: table].",
     ),
 ]
 

@@ -67,6 +67,14 @@ def sql(
     list_queries: Annotated[
         bool, typer.Option("--list", help="List the bundled queries, their questions and parameters.")
     ] = False,
+    only: Annotated[
+        Optional[str],
+        typer.Option(
+            "--columns",
+            metavar="NAME,...",
+            help="Show these result columns, in this order (a table too wide for the terminal shows those that fit).",
+        ),
+    ] = None,
 ) -> None:
     """Run a bundled query, or a SQL file, against the warehouse's published snapshot (read-only).
 
@@ -119,11 +127,27 @@ def sql(
             return
         columns = [d[0] for d in cur.description]
         rows = cur.fetchall()
+        if only:
+            wanted = [c.strip() for c in only.split(",") if c.strip()]
+            unknown = [c for c in wanted if c not in columns]
+            if unknown or not wanted:
+                fail(f"--columns: no column {', '.join(unknown)!r}; the result has: {', '.join(columns)}", 2)
+            picked = [columns.index(c) for c in wanted]
+            columns, rows = wanted, [tuple(r[i] for i in picked) for r in rows]
         why = "" if rows or out is not OutputFormat.TABLE else why_empty(con, file)
         title = question_of(query) or file.name
         if param:
             title += " (" + ", ".join(f"{k}={v}" for k, v in values.items()) + ")"
-        print_rows(title, columns, rows, out, empty_reason=why)
+        print_rows(
+            title,
+            columns,
+            rows,
+            out,
+            empty_reason=why,
+            more="--columns NAME,... chooses the columns; --csv or --format json gives all of them.",
+        )
+    except typer.Exit:  # a bad --columns: click's Exit is a RuntimeError, which QUERY_ERRORS holds
+        raise
     except QUERY_ERRORS as e:
         fail(f"{file}: {e}", 1, e)
     finally:

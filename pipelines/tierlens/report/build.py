@@ -23,7 +23,7 @@ from pathlib import Path
 import jinja2
 
 from . import registry
-from .page import Section
+from .page import Fact, Section
 from .period import ReportPeriod, period_connection
 from .reader import MartReader
 from .spec import ANALYSIS, CORE, SectionSpec, run_section
@@ -50,6 +50,9 @@ class ReportResult:
     sections: list[str]
     #: Ids of the sections that said "no data" (their mart missing, empty or unreadable).
     no_data: list[str] = field(default_factory=list)
+    #: The answers the page opens with (the lead sections' facts), for the demo to print the same
+    #: figures, formatted once, in the terminal.
+    answers: list[Fact] = field(default_factory=list)
 
 
 def _atomic_write(path: Path, data: str) -> None:
@@ -122,6 +125,7 @@ def build_report(
         wh = MartReader(con)
         sections = [run_section(spec, wh, period) for spec in registry.shown_sections(wh, specs)]
     _drop_dead_links(sections)
+    lead = {spec.id for spec in specs if spec.lead}
 
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_paths: list[Path] = []
@@ -142,4 +146,5 @@ def build_report(
         csv_paths=csv_paths,
         sections=[s.id for s in sections],
         no_data=[s.id for s in sections if not s.has_data],
+        answers=[f for s in sections if s.id in lead for f in s.facts],
     )
