@@ -117,7 +117,7 @@ def print_rows(
         sys.stdout.write(json.dumps([dict(zip(columns, r)) for r in rows], indent=1, default=_json_value) + "\n")
         return
     if not rows:
-        console.print(f"{title}: no rows. {empty_reason}".rstrip(), highlight=False, markup=False)
+        console.print(f"{title}: no rows. {empty_reason}".rstrip(), highlight=False, markup=False, soft_wrap=True)
         return
     width = console.width
     text = [[number_text(v, c) for v, c in zip(row, columns)] for row in rows]
