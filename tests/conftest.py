@@ -56,9 +56,9 @@ SHARED_UNITS = {
 # Seconds each unit took in a serial `make test` (--durations, setup included, rounded): the order
 # the two workers take them in. A unit not named here is short and goes after these, in file order.
 LONGEST_FIRST = {
+    "equivalence": 880,
     "tests/test_spark_equivalence.py": 650,
     "slurm": 600,
-    "equivalence": 370,
     "tests/test_airflow_standalone.py": 350,
     "tests/test_completeness.py": 330,
     "tests/test_cli_history.py": 270,
