@@ -32,7 +32,7 @@ with contextlib.suppress(ImportError):
 
 # The Slurm cluster fixtures, shared by every module that needs the real cluster.
 # The equivalence fixture (one small site, one full refresh, every other build compared to it).
-pytest_plugins = ["slurm_fixtures", "support.equivalence"]
+pytest_plugins = ["slurm_fixtures", "support.equivalence", "support.demo"]
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -51,6 +51,9 @@ SHARED_UNITS = {
     "tests/test_incremental_equivalence.py": "equivalence",
     "tests/test_chunk_edges.py": "equivalence",
     "tests/test_faults.py": "equivalence",
+    # the session's demo fixture (tests/support/demo.py), built once for the two
+    "tests/test_demo_e2e.py": "demo",
+    "tests/test_figure_agreement.py": "demo",
 }
 
 # Seconds each unit took in a serial `make test` (--durations, setup included, rounded): the order
@@ -62,7 +65,7 @@ LONGEST_FIRST = {
     "tests/test_airflow_standalone.py": 350,
     "tests/test_completeness.py": 330,
     "tests/test_cli_history.py": 270,
-    "tests/test_demo_e2e.py": 240,
+    "demo": 260,
     "tests/test_airflow_dags.py": 200,
     "tests/test_install_wheel.py": 185,
     "tests/test_change_effects.py": 175,

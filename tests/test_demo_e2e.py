@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from support.demo import DAYS, DEMO_ARGS, NODES_PER_TYPE, SEED
 from tierlens.cli import app
 from tierlens.config import Paths
 from tierlens.demo import LEFT_OUT, demo_options
@@ -22,13 +23,7 @@ from tierlens.sources.synthetic import SyntheticOptions, generate
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-DAYS = 3.0
-SEED = 11
-NODES_PER_TYPE = 1
-#: What the fixture runs: `make demo`'s command (test_make_demo_runs_what_the_fixture_runs) with a
-#: smaller site, and its own home in place of $TIERLENS_HOME/demo.
 SIZE_OPTIONS = ("--days", "--seed", "--nodes-per-type")
-DEMO_ARGS = ["demo", "--days", str(DAYS), "--seed", str(SEED), "--nodes-per-type", str(NODES_PER_TYPE)]
 
 
 def _options() -> SyntheticOptions:
@@ -38,11 +33,9 @@ def _options() -> SyntheticOptions:
 
 
 @pytest.fixture(scope="module")
-def demo_home(tmp_path_factory) -> Path:
-    home = tmp_path_factory.mktemp("demo")
-    result = CliRunner().invoke(app, [*DEMO_ARGS, "--home", str(home)])
-    assert result.exit_code == 0, result.output + repr(result.exception)
-    return home
+def demo_home(demo_run) -> Path:
+    """The session's demo (tests/support/demo.py)."""
+    return demo_run.home
 
 
 @pytest.fixture(scope="module")
