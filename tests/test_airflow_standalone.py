@@ -233,26 +233,36 @@ README_CHECKOUT = "cd /opt/tierlens\n"
 README_TRIAL_HOME = "export TIERLENS_HOME=/srv/tierlens-trial\n"
 
 
-def trial_block() -> str:
-    """deploy/airflow/README.md's block that tries the small-site set-up on the synthetic site."""
+def readme_block(holding: str) -> str:
+    """The one shell block of deploy/airflow/README.md that holds ``holding``."""
     text = (REPO / "deploy" / "airflow" / "README.md").read_text()
-    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, re.S) if "TIERLENS_SOURCES=synthetic" in b]
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, re.S) if holding in b]
     assert len(blocks) == 1, blocks
     return blocks[0]
 
 
+def trial_block() -> str:
+    """deploy/airflow/README.md's block that tries the small-site set-up on the synthetic site."""
+    return readme_block("TIERLENS_SOURCES=synthetic")
+
+
+def in_test_paths(block: str, home: Path) -> str:
+    """``block`` with the test's checkout and tierlens home in place of the README's."""
+    assert block.startswith(README_CHECKOUT) and README_TRIAL_HOME in block, block
+    return block.replace(README_CHECKOUT, f"cd {shlex.quote(str(REPO))}\n").replace(
+        README_TRIAL_HOME, f"export TIERLENS_HOME={shlex.quote(str(home))}\n"
+    )
+
+
 def trial_script(home: Path) -> str:
     block = trial_block()
-    assert block.startswith(README_CHECKOUT) and README_TRIAL_HOME in block, block
     # what the README has the reader set: nothing of the synthetic site's own settings
     exported = re.findall(r"^export (TIERLENS_\w+)=", block, re.M)
     assert sorted(exported) == ["TIERLENS_HOME", "TIERLENS_SOURCES", "TIERLENS_START_DATE"], block
     assert "export TIERLENS_START_DATE=$(date -u +%F)" in block and block.rstrip().endswith(
         "deploy/airflow/standalone.sh"
     ), block
-    return block.replace(README_CHECKOUT, f"cd {shlex.quote(str(REPO))}\n").replace(
-        README_TRIAL_HOME, f"export TIERLENS_HOME={shlex.quote(str(home))}\n"
-    )
+    return in_test_paths(block, home)
 
 
 def started_setting(root: int, name: str) -> str | None:
