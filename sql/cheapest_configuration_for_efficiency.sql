@@ -5,7 +5,9 @@
 -- first (node price over its service life + storage over its life + power, per core-hour the
 -- node delivers; node rows and tariff from `simulate efficiency --node-catalog/--power-price`). evidence
 -- says what each prediction rests on (measured jobs, a device probe, a datasheet) and
--- structural_error how far that kind of prediction has been off when checked. write_warning, when
+-- structural_error how far that kind of prediction has been off when checked (a fraction: 0.017 is
+-- 1.7 pt): for measured rows each measured configuration left out of the fit, for derived rows the
+-- larger of this site's (its measured storage types left out) and the published figures'. write_warning, when
 -- set, says the device's steady-state writes fall short of what a full node stages in (with the figures).
 -- Parameter: target = 0.75  the CPU efficiency to reach, a fraction (tierlens sql ... --param target=0.8)
 with target as (
@@ -21,8 +23,13 @@ select
     options.cache,
     options.evidence,
     round(options.efficiency, 3)            as efficiency,
-    round(options.efficiency_low, 3)        as efficiency_low,
+    -- an efficiency cannot be below 0: the interval is cut there, as the report and terminal cut it
+    round(greatest(options.efficiency_low, 0), 3) as efficiency_low,
     round(options.structural_error, 3)      as structural_error,
+    -- probe- and datasheet-derived rows: the two errors the carried one is the larger of, named as
+    -- the report's structural-error table names them (null for measured rows)
+    round(options.generator_structural_error, 3) as structural_error_this_site,
+    round(options.published_structural_error, 3) as structural_error_published,
     options.currency,
     options.node_config,
     options.cores_per_job,
@@ -39,5 +46,5 @@ select
     options.write_warning
 from marts.hardware_options as options
 cross join target
-where options.efficiency_low >= target.efficiency
+where greatest(options.efficiency_low, 0) >= target.efficiency
 order by options.price_per_core_hour, options.price_per_gb

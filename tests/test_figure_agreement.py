@@ -9,6 +9,7 @@ to half a unit of the query's own rounding (both round the same unrounded number
 
 from __future__ import annotations
 
+import datetime
 import html
 import json
 import re
@@ -35,9 +36,11 @@ def _report_text(home: Path) -> str:
     return _words(html.unescape(re.sub(r"<[^>]+>", " ", page)))
 
 
-def _sql(home: Path, name: str) -> list[dict]:
+def _sql(home: Path, name: str, *params: str) -> list[dict]:
+    """``tierlens sql NAME --format json`` in its own process, with ``--param`` for each of ``params``."""
     r = subprocess.run(
-        [str(TIERLENS), "sql", name, "-w", str(home / "warehouse.duckdb"), "--format", "json"],
+        [str(TIERLENS), "sql", name, "-w", str(home / "warehouse.duckdb"), "--format", "json"]
+        + [a for p in params for a in ("--param", p)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -146,3 +149,227 @@ def test_points_are_pt_everywhere_the_answers_print_a_difference(figures):
         answers = text[text.index("A/B trial") : text.index("How much of the data")]
         assert " points" not in answers and "pp" not in answers.split(), (source, answers)
         assert answers.count(" pt") >= 4, (source, answers)
+
+
+# ---- the period, the best buy, the structural error, completeness ---------------------------------
+def _warehouse(home: Path, sql: str) -> list[tuple]:
+    """Rows read straight from the demo's warehouse: the independent side of a comparison."""
+    import duckdb
+
+    con = duckdb.connect(str(home / "warehouse.duckdb"), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_a_period_reads_first_day_to_last_day_included_in_terminal_report_and_sql(demo_run, figures):
+    # independently: the first and last UTC day on which a job of either arm ended
+    ((first, last),) = _warehouse(
+        demo_run.home, "SELECT min(day), max(day) FROM marts.job_efficiency WHERE ab_arm IN ('A', 'B')"
+    )
+    days = f"{first.isoformat()} to {last.isoformat()}"
+    whole = figures["ab_summary"]
+    # the SQL names the last day, not the exclusive end the mart keeps for arithmetic
+    assert (whole["period_start"], whole["period_last_day"]) == (first.isoformat(), last.isoformat()), whole
+    assert "period_end" not in whole, whole
+    rows = _sql(demo_run.home, "ab_summary")
+    for week in (r for r in rows if r["period_grain"] == "week"):
+        start, end = (datetime.date.fromisoformat(week[k]) for k in ("period_start", "period_last_day"))
+        assert (end - start).days == 6 and start.weekday() == 0, week
+    # the terminal's A/B table and the report's whole-period table and header say the same days
+    assert f"A/B arms, {days} (" in figures["terminal"], figures["terminal"][:3000]
+    slac = figures["report"].split("SLAC-style", 1)[1]
+    assert f"{days} arm A " in slac[:800], slac[:800]
+    assert f"Period: {days} (" in figures["report"], figures["report"][:1000]
+    weekly = figures["report"].split("Per week", 1)[1][:300]
+    assert "last day" in weekly and "week end" not in weekly, weekly
+
+
+def _best_buy_row(home: Path) -> dict:
+    """The cheapest delivered core-hour of the newest buying guide, from the table the efficiency
+    run wrote (main.sim_hardware_options), not the mart the answer reads."""
+    cols = ["config_name", "jobs_per_node", "cache", "currency", "efficiency", "price", "low", "high", "evidence"]
+    (row,) = _warehouse(
+        home,
+        "SELECT config_name, jobs_per_node, cache, currency, efficiency, 1000 * price_per_core_hour, "
+        "1000 * price_per_core_hour_low, 1000 * price_per_core_hour_high, evidence FROM main.sim_hardware_options "
+        "WHERE run_id = (SELECT run_id FROM main.sim_efficiency_runs ORDER BY created_at DESC LIMIT 1) "
+        "ORDER BY price_per_core_hour, price_per_gb LIMIT 1",
+    )
+    return dict(zip(cols, row))
+
+
+def test_the_best_buy_is_the_same_in_terminal_report_and_sql(demo_run, figures):
+    best = _best_buy_row(demo_run.home)
+    title = "Best configuration to buy"
+    terminal, report = _answer(figures["terminal"], title), _answer(figures["report"], title)
+    assert terminal == report
+    m = re.fullmatch(
+        rf"(.+), {NUMBER} jobs per node, cache (\S+): {NUMBER} (\w+) per 1000 core-hours "
+        rf"\(95 %: {NUMBER} to {NUMBER}\), efficiency {NUMBER} % \((\w+)\)",
+        terminal,
+    )
+    assert m, terminal
+    name, per_node, cache, price, currency, low, high, efficiency, evidence = m.groups()
+    assert (name, float(per_node), cache, currency, evidence) == (
+        best["config_name"],
+        best["jobs_per_node"],
+        best["cache"],
+        best["currency"],
+        best["evidence"],
+    )
+    for printed, key in ((price, "price"), (low, "low"), (high, "high")):
+        assert _agrees(printed, best[key], scale=1.0, query_step=0.0), (printed, key, best)
+    assert _agrees(efficiency, best["efficiency"], query_step=0.0), (efficiency, best)
+    # the SQL's cheapest option (every option: target 0), at its own rounding
+    (first, *_) = _sql(demo_run.home, "cheapest_configuration_for_efficiency", "target=0")
+    assert (first["config_name"], first["jobs_per_node"], first["cache"]) == (name, float(per_node), cache)
+    for printed, key in (
+        (price, "price_per_core_hour"),
+        (low, "price_per_core_hour_low"),
+        (high, "price_per_core_hour_high"),
+    ):
+        assert _agrees(printed, first[key], scale=1000.0, query_step=1e-6), (printed, key, first)
+    assert _agrees(efficiency, first["efficiency"]), (efficiency, first)
+    # the demo's buying guide table: its first row is that option, price and efficiency as the answer
+    guide = figures["terminal"].split("Hardware you could buy", 1)[1]
+    row = re.search(
+        rf"{re.escape(name)} {re.escape(cache)} {per_node} {re.escape(price)} \({re.escape(low)}-{re.escape(high)}\) "
+        rf"{re.escape(efficiency)} \({NUMBER}-{NUMBER}\) {evidence}",
+        guide,
+    )
+    assert row and guide.index(row.group(0)) < guide.index(" row(s)"), guide[:1500]
+
+
+def test_efficiency_intervals_never_pass_100_percent_nor_prices_0(demo_run, figures):
+    guide = figures["terminal"].split("Hardware you could buy", 1)[1].split(" row(s)", 1)[0]
+    intervals = re.findall(rf"{NUMBER} \({NUMBER}-{NUMBER}\) {NUMBER} \({NUMBER}-{NUMBER}\)", guide)
+    assert intervals, guide
+    for price, p_low, p_high, eff, e_low, e_high in intervals:
+        assert 0 <= float(p_low) <= float(price) <= float(p_high), (price, p_low, p_high)
+        assert 0 <= float(e_low) <= float(eff) <= float(e_high) <= 100, (eff, e_low, e_high)
+    # the raw predictions do reach past 100 % or below 0 somewhere, or the check above proves little
+    ((above, below),) = _warehouse(
+        demo_run.home, "SELECT max(efficiency_high), min(efficiency_low) FROM main.sim_hardware_options"
+    )
+    assert above > 1 or below < 0, (above, below)
+    # target 0 lists every option of the newest guide (as the terminal's note says), a low end
+    # below 0 cut to 0 rather than the option left out
+    ((options,),) = _warehouse(
+        demo_run.home,
+        "SELECT count(*) FROM main.sim_hardware_options "
+        "WHERE run_id = (SELECT run_id FROM main.sim_efficiency_runs ORDER BY created_at DESC LIMIT 1)",
+    )
+    listed = _sql(demo_run.home, "cheapest_configuration_for_efficiency", "target=0")
+    assert len(listed) == options, (len(listed), options)
+    for r in listed:
+        assert 0 <= r["efficiency_low"] <= r["efficiency"] <= 1, r
+
+
+def test_the_structural_error_is_one_value_under_one_name(demo_run, figures):
+    from tierlens.simulator.seeds import published_loo_rms
+
+    # independently: this site's error for probe-derived predictions is the RMS of the newest run's
+    # leave-one-type-out errors; the published figures' is the device layer's on Glasgow's table
+    ((site,),) = _warehouse(
+        demo_run.home,
+        "SELECT sqrt(avg(error * error)) FROM main.sim_efficiency_type_loo WHERE evidence = 'probe' "
+        "AND run_id = (SELECT run_id FROM main.sim_efficiency_runs ORDER BY created_at DESC LIMIT 1)",
+    )
+    published = published_loo_rms()
+    carried, source = (site, "generator") if site >= published else (published, "published figures")
+    # terminal: "probe 17.1 pt from the published figures (this site, types left out, 2.0 pt; published figures 17.1 pt)"
+    m = re.search(
+        rf"probe {NUMBER} pt from the ([a-z ]+?) \(this site, types left out, {NUMBER} pt; published figures {NUMBER} pt\)",
+        figures["terminal"],
+    )
+    assert m, figures["terminal"]
+    t_carried, t_source, t_site, t_published = m.groups()
+    assert t_source == source
+    # report, "The structural error derived predictions carry": job class, predicted from, this
+    # site (types left out), published figures (Glasgow), carried, from
+    r = re.search(rf"analysis probe {NUMBER} pt {NUMBER} pt {NUMBER} pt ([a-z ]+?) CSV", figures["report"])
+    assert r, figures["report"]
+    r_site, r_published, r_carried, r_source = r.groups()
+    assert r_source == source
+    assert (t_site, t_published, t_carried) == (r_site, r_published, r_carried)
+    for printed, value in ((t_site, site), (t_published, published), (t_carried, carried)):
+        assert _agrees(printed, value, query_step=0.0), (printed, value)
+    # SQL: the same three beside every probe-derived option
+    probed = [
+        r for r in _sql(demo_run.home, "cheapest_configuration_for_efficiency", "target=0") if r["evidence"] == "probe"
+    ]
+    assert probed
+    for row in probed:
+        for printed, key in (
+            (t_site, "structural_error_this_site"),
+            (t_published, "structural_error_published"),
+            (t_carried, "structural_error"),
+        ):
+            assert _agrees(printed, row[key]), (printed, key, row)
+    # points everywhere: no "points" left beside a structural error in the terminal
+    assert not re.search(r"structural error[^.]*\bpoints\b", figures["terminal"]), figures["terminal"]
+
+
+def test_completeness_is_the_same_in_terminal_report_and_sql(demo_run, figures):
+    title = "How much of the data is behind these figures"
+    sentence = re.compile(
+        rf"{NUMBER} % of CPU hours tagged, {NUMBER} % of bytes joined to jobs"
+        r"(, [\d,]+ datagrams dropped by the kernel)?(, [\d,]+ records rejected)?"
+        r"( \(provisional: jobs still running may add to it\))?"
+    )
+    said = {}
+    for source in ("terminal", "report"):
+        text = figures[source]
+        said[source] = sentence.match(text[text.index(title) + len(title) :].lstrip(" :"))
+        assert said[source], (source, text[text.index(title) :][:300])
+    m = said["terminal"]
+    terminal = m.group(0)
+    assert terminal == said["report"].group(0)
+    (row,) = _sql(demo_run.home, "how_complete_is_the_data")
+    ((first, last),) = _warehouse(demo_run.home, "SELECT min(day), max(day) FROM marts.job_efficiency")
+    assert (row["first_day"], row["last_day"]) == (first.isoformat(), last.isoformat())
+    assert _agrees(m.group(1), row["cpu_hours_tagged"], query_step=1e-4), (m.group(1), row)
+    assert _agrees(m.group(2), row["bytes_joined"], query_step=1e-4), (m.group(2), row)
+    assert ("provisional" in terminal) == row["provisional"], (terminal, row)
+    assert ("records rejected" in terminal) == bool(row["rejected_records"]), (terminal, row)
+    # independently: the tagged share of CPU hours over the report's days, from the jobs themselves
+    ((tagged,),) = _warehouse(
+        demo_run.home,
+        "SELECT sum(cpu_seconds) FILTER (WHERE storage_type IS NOT NULL) / sum(cpu_seconds) FROM marts.job_efficiency",
+    )
+    assert _agrees(m.group(1), tagged, query_step=0.0), (m.group(1), tagged)
+
+
+def test_the_demos_own_tables_keep_the_columns_that_fit_and_name_the_rest(demo_run):
+    """At 100 columns (no terminal) no name or value of the demo's tables is cut: each keeps the
+    columns that fit, a row a line, and a note names the others with where to see them."""
+    out = demo_run.output
+    assert "…" not in out, [ln for ln in out.splitlines() if "…" in ln]
+    lines = out.splitlines()
+    columns = [
+        "configuration",
+        "cache",
+        "jobs/node",
+        "per 1000 core-hours",
+        "efficiency (%)",
+        "evidence",
+        "node",
+        "node + storage",
+        "SSD life (y)",
+        "rank",
+    ]
+    header = next(ln for ln in lines if ln.split()[:1] == ["configuration"])
+    shown = [c for c in columns if re.search(rf"(^|\s){re.escape(c)}(\s|$)", header)]
+    # the key columns first, each whole; the others named under the table
+    assert shown[:4] == ["configuration", "cache", "jobs/node", "per 1000 core-hours"], header
+    note = _words(out).split("Hardware you could buy", 1)[1]
+    m = re.search(r"(\d+) of (\d+) columns fit 100 characters; not shown: (.+?)\. A wider terminal", note)
+    assert m, note[:3000]
+    hidden = m.group(3).split(", ")
+    assert int(m.group(1)) == len(shown) and int(m.group(2)) == len(columns), (m.groups(), shown)
+    assert shown + hidden == columns, (shown, hidden)
+    # a column is left out only when it would not fit beside the ones shown (the widest value or name)
+    rows = lines[lines.index(header) + 2 : next(i for i, ln in enumerate(lines) if re.match(r"\d+ row\(s\)", ln))]
+    assert all(len(ln) <= 100 for ln in rows) and len(header.rstrip()) + 3 + len(hidden[0]) > 100 - 3, header

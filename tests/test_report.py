@@ -48,11 +48,12 @@ def _failures(group: tuple) -> tuple[int, int]:
 
 # ab_comparison: (grain, start, end, jobs_a, cpu_a, wall_a, core_wall_a, jobs_b, cpu_b, wall_b, core_wall_b)
 AB_ROWS = [
-    ("day", D(2024, 5, 6), D(2024, 5, 6), 10, 60.0, 40.0, 80.0, 12, 70.0, 40.0, 80.0),
-    ("day", D(2024, 5, 7), D(2024, 5, 7), 8, 40.0, 30.0, 60.0, 9, 50.0, 30.0, 60.0),
-    ("day", D(2024, 5, 8), D(2024, 5, 8), 0, None, None, None, 5, 20.0, 10.0, 20.0),
-    ("week", D(2024, 5, 6), D(2024, 5, 12), 18, 100.0, 70.0, 140.0, 26, 140.0, 80.0, 160.0),
-    # SLAC's whole-period numbers, on the days of the jobs below (the end exclusive, as in the mart)
+    # the end exclusive, as in the mart (period_last_day is the day before it)
+    ("day", D(2024, 5, 6), D(2024, 5, 7), 10, 60.0, 40.0, 80.0, 12, 70.0, 40.0, 80.0),
+    ("day", D(2024, 5, 7), D(2024, 5, 8), 8, 40.0, 30.0, 60.0, 9, 50.0, 30.0, 60.0),
+    ("day", D(2024, 5, 8), D(2024, 5, 9), 0, None, None, None, 5, 20.0, 10.0, 20.0),
+    ("week", D(2024, 5, 6), D(2024, 5, 13), 18, 100.0, 70.0, 140.0, 26, 140.0, 80.0, 160.0),
+    # SLAC's whole-period numbers, on the days of the jobs below
     ("all", D(2024, 5, 6), D(2024, 5, 14), 1200, 25776.9, 34143.3, 34143.3, 1300, 28508.6, 35258.7, 35258.7),
 ]
 
@@ -127,7 +128,7 @@ def _create_marts(con: duckdb.DuckDBPyConnection) -> None:
             )
     con.execute("""
         CREATE TABLE marts.ab_comparison (
-            period_grain VARCHAR, period_start DATE, period_end DATE,
+            period_grain VARCHAR, period_start DATE, period_end DATE, period_last_day DATE,
             jobs_a BIGINT, cpu_hours_a DOUBLE, wall_hours_a DOUBLE, core_wall_hours_a DOUBLE,
             cpu_per_wall_a DOUBLE, efficiency_a DOUBLE,
             jobs_b BIGINT, cpu_hours_b DOUBLE, wall_hours_b DOUBLE, core_wall_hours_b DOUBLE,
@@ -140,11 +141,12 @@ def _create_marts(con: duckdb.DuckDBPyConnection) -> None:
         ra = None if ca is None else ca / wa
         rb = cb / wb
         con.execute(
-            "INSERT INTO marts.ab_comparison VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO marts.ab_comparison VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [
                 grain,
                 start,
                 end,
+                end - dt.timedelta(days=1),
                 ja,
                 ca,
                 wa,
@@ -389,6 +391,13 @@ def test_ab_tables(full_report):
         assert f(row["efficiency_a"]) == (None if d[4] is None else pytest.approx(d[4] / d[6]))
     weekly = read_csv(out / "ab_weekly.csv")
     assert len(weekly) == 1 and f(weekly[0]["efficiency_b_minus_a"]) == pytest.approx(140 / 160 - 100 / 140)
+    # a week is shown by its first and last day, both included (Monday to Sunday)
+    week = next(r for r in AB_ROWS if r[0] == "week")
+    assert (weekly[0]["period_start"], weekly[0]["period_last_day"]) == (
+        week[1].isoformat(),
+        (week[1] + dt.timedelta(days=6)).isoformat(),
+    )
+    assert "period_end" not in weekly[0]
 
 
 def test_cache_numbers(full_report):
@@ -747,6 +756,9 @@ def dates_outside(out: Path, first: dt.date, last: dt.date) -> dict[str, list[st
                     when = when.astimezone(dt.timezone.utc)
                 day = when.date()
                 # a week or a whole-run row may start before the first day if it reaches into it
+                last_day = row.get("period_last_day") or ""
+                if key == "period_start" and last_day and dt.date.fromisoformat(last_day[:10]) >= first:
+                    continue
                 ends = row.get("period_end") or ""
                 if key == "period_start" and ends and dt.date.fromisoformat(ends[:10]) > first:
                     continue

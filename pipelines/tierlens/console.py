@@ -99,13 +99,15 @@ def print_rows(
     out: OutputFormat | bool = OutputFormat.TABLE,
     empty_reason: str = "",
     more: str = "--format csv or json gives every column.",
+    on: Console | None = None,
 ) -> None:
     """``rows`` on the console as a table that fits the terminal, or as CSV or JSON on stdout.
 
     A table too wide for the terminal keeps one row per line with the columns that fit, in the
     query's order (the first ones are the keys), and names the others with how to see them
     (``more``); no column name or value is cut. An empty result says why (``empty_reason``)
-    instead of printing headers only."""
+    instead of printing headers only. ``on``: the console to print on (default: the one console)."""
+    out_console = on or console
     fmt = OutputFormat.CSV if out is True else (OutputFormat.TABLE if out is False else out)
     rows = list(rows)
     if fmt is OutputFormat.CSV:
@@ -117,9 +119,9 @@ def print_rows(
         sys.stdout.write(json.dumps([dict(zip(columns, r)) for r in rows], indent=1, default=_json_value) + "\n")
         return
     if not rows:
-        console.print(f"{title}: no rows. {empty_reason}".rstrip(), highlight=False, markup=False, soft_wrap=True)
+        out_console.print(f"{title}: no rows. {empty_reason}".rstrip(), highlight=False, markup=False, soft_wrap=True)
         return
-    width = console.width
+    width = out_console.width
     text = [[number_text(v, c) for v, c in zip(row, columns)] for row in rows]
     full = [max([len(c), *(len(row[i]) for row in text)]) for i, c in enumerate(columns)]
     if _needed(full) <= width or _needed(_widest_words(columns, text)) <= width:
@@ -141,10 +143,10 @@ def print_rows(
         )
     for row in text:
         table.add_row(*(Text(row[i]) for i in shown))
-    console.print(table)
+    out_console.print(table)
     if one_line:
         hidden = [c for i, c in enumerate(columns) if i not in shown]
-        console.print(
+        out_console.print(
             f"{len(shown)} of {len(columns)} columns fit {width} characters; not shown: {', '.join(hidden)}. {more}",
             style="dim",
             highlight=False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -67,6 +68,8 @@ class DemoSummary:
     storage_efficiency: dict[str, float]  # analysis jobs, Σcpu/Σcore-wall by storage type
     cache_hit_ratio_bytes: float | None
     rejects: int
+    #: the A/B trial's first and last day, both included (marts.ab_comparison's period_last_day)
+    ab_period: tuple[dt.date, dt.date] | None = None
 
 
 def run_demo(
@@ -195,6 +198,9 @@ def summarize(warehouse: Path) -> DemoSummary:
         jobs, eff = con.execute(
             "SELECT count(*), sum(cpu_seconds) / sum(core_wall_seconds) FROM marts.job_efficiency"
         ).fetchone()
+        period = con.execute(
+            "SELECT period_start, period_last_day FROM marts.ab_comparison WHERE period_grain = 'all'"
+        ).fetchone()
         arms = con.execute(
             "SELECT 'A', efficiency_a, cpu_per_wall_a FROM marts.ab_comparison WHERE period_grain = 'all' "
             "UNION ALL SELECT 'B', efficiency_b, cpu_per_wall_b FROM marts.ab_comparison "
@@ -214,7 +220,20 @@ def summarize(warehouse: Path) -> DemoSummary:
         rejects = con.execute("SELECT count(*) FROM main.raw_rejects").fetchone()[0]
     finally:
         con.close()
-    return DemoSummary(jobs, eff, {a: e for a, e, _ in arms}, {a: c for a, _, c in arms}, storage, hit, rejects)
+    return DemoSummary(
+        jobs,
+        eff,
+        {a: e for a, e, _ in arms},
+        {a: c for a, _, c in arms},
+        storage,
+        hit,
+        rejects,
+        tuple(period) if period else None,
+    )
+
+
+#: What a demo table too wide for the terminal says about the columns it leaves out.
+DEMO_MORE = "A wider terminal (COLUMNS=160) shows them; the report's CSV files have every column."
 
 
 def _pct(share: float | None) -> float | None:
@@ -226,17 +245,23 @@ def print_summary(s: DemoSummary, console: Console) -> None:
     """The demo's answers as the `tierlens sql` console prints tables: one number format, fitted
     to the terminal (a row per block when too wide), a sentence when a table is empty."""
     console.print(f"{s.jobs:,} jobs, site CPU efficiency {number_text(_pct(s.efficiency))} %", highlight=False)
+    # the period as the report and sql/ab_summary.sql show it: first and last day, both included
+    period = f", {s.ab_period[0].isoformat()} to {s.ab_period[1].isoformat()}" if s.ab_period else ""
     print_rows(
-        "A/B arms (A skips the SSD cache, B tries it): efficiency = Σcpu / Σ(wall × cores); "
+        f"A/B arms{period} (A skips the SSD cache, B tries it): efficiency = Σcpu / Σ(wall × cores); "
         "CPU/wall = Σcpu / Σwall, as the SLAC tables (above 1 for multi-core jobs)",
         ["arm", "efficiency (%)", "CPU/wall", "CPU/wall, SLAC seed"],
         [[arm, _pct(s.arm_efficiency.get(arm)), s.arm_cpu_per_wall.get(arm), SLAC_CPU_PER_WALL[arm]] for arm in "AB"],
+        more=DEMO_MORE,
+        on=console,
     )
     print_rows(
         "analysis jobs: CPU efficiency by scratch storage type",
         ["storage type", "efficiency (%)"],
         [[st, _pct(e)] for st, e in s.storage_efficiency.items()],
         empty_reason="No analysis job carried a storage tag (marts.efficiency_by_group).",
+        more=DEMO_MORE,
+        on=console,
     )
     if s.cache_hit_ratio_bytes is not None:
         console.print(f"SSD cache byte hit ratio: {number_text(_pct(s.cache_hit_ratio_bytes))} %", highlight=False)
@@ -260,4 +285,6 @@ def _print_node_tests(console: Console) -> None:
         "as Glasgow's Table 1 measured its own (the seed scoreboard, bench/seeds.md, predicts Glasgow's hardware)",
         ["storage type", "mean job efficiency, demo devices (%)", "Glasgow Table 1, its devices (%)"],
         rows,
+        more=DEMO_MORE,
+        on=console,
     )

@@ -4,6 +4,7 @@ them on one worker)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +26,22 @@ class DemoRun:
     output: str
 
 
+#: A folder to keep the run in and take it from when it is there (home/ and output.txt): while
+#: working on the report or a query, the tests reread one demo instead of running it each time.
+#: Unset (make test): a fresh run in a temporary folder.
+KEEP = "TIERLENS_TEST_DEMO_KEEP"
+
+
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory) -> DemoRun:
     from tierlens.cli import app
 
-    home = tmp_path_factory.mktemp("demo")
+    keep = Path(os.environ[KEEP]) if os.environ.get(KEEP) else None
+    if keep is not None and (keep / "output.txt").is_file():
+        return DemoRun(keep / "home", (keep / "output.txt").read_text())
+    home = keep / "home" if keep is not None else tmp_path_factory.mktemp("demo")
     result = CliRunner().invoke(app, [*DEMO_ARGS, "--home", str(home)], env={"COLUMNS": "100"})
     assert result.exit_code == 0, result.output + repr(result.exception)
+    if keep is not None:
+        (keep / "output.txt").write_text(result.stdout)
     return DemoRun(home, result.stdout)

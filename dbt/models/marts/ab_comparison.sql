@@ -48,6 +48,9 @@ final as (
         period_grain,
         period_start,
         period_end,
+        -- the last day inside the period: what a reader is shown ("2026-10-01 to 2026-10-03"),
+        -- while period_end stays exclusive for arithmetic on periods
+        cast(period_end - 1 as date) as period_last_day,
 {%- for suffix in ['a', 'b'] %}
         jobs_{{ suffix }},
         cpu_hours_{{ suffix }},

@@ -3,60 +3,62 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
+from ..console import print_rows
 from .hardware import type_errors
+
+#: Where a table too wide for the terminal has the columns it leaves out.
+WIDER = "A wider terminal (COLUMNS=160) shows them"
 
 
 def print_efficiency(run, run_id: str | None, console: Console) -> None:
     """Measured against predicted efficiency per configuration, then the what-if grid."""
     cal = run.calibration
-    t = Table(
-        title=f"{cal.job_class} jobs: measured vs predicted CPU efficiency "
-        f"({len(run.profiles):,} jobs, model fitted on {cal.jobs:,})"
-    )
-    for c in ("storage type", "arm", "jobs", "jobs/node", "measured", "predicted", "left out"):
-        t.add_column(c, justify="left" if c in ("storage type", "arm") else "right")
     pred = run.predictions.to_pylist()
-    for r in (r for r in pred if r["scenario"] == "measured"):
-        loo = r["loo_predicted_efficiency"]
-        t.add_row(
-            r["storage_type"],
-            r["ab_arm"] or "",
-            f"{r['jobs']:,}",
-            f"{r['mean_concurrent_jobs']:.1f}",
-            f"{r['measured_efficiency']:.1%}",
-            f"{r['predicted_efficiency']:.1%}",
-            f"{loo:.1%}" if loo is not None else "",
-        )
-    console.print(t)
+    print_rows(
+        f"{cal.job_class} jobs: measured vs predicted CPU efficiency "
+        f"({len(run.profiles):,} jobs, model fitted on {cal.jobs:,})",
+        ["storage type", "arm", "measured (%)", "predicted (%)", "left out (%)", "jobs", "jobs/node"],
+        [
+            [
+                r["storage_type"],
+                r["ab_arm"] or "",
+                _pct(r["measured_efficiency"]),
+                _pct(r["predicted_efficiency"]),
+                _pct(r["loo_predicted_efficiency"]),
+                r["jobs"],
+                f"{r['mean_concurrent_jobs']:.1f}",
+            ]
+            for r in pred
+            if r["scenario"] == "measured"
+        ],
+        more=f"{WIDER}; marts.efficiency_measured_vs_predicted has every column.",
+        on=console,
+    )
     if cal.structural_error is not None:
-        console.print(f"leave-one-out error (RMS over configurations): {cal.structural_error * 100:.1f} points")
+        console.print(
+            f"each measured configuration left out of the fit in turn: RMS error {cal.structural_error * 100:.1f} pt",
+            highlight=False,
+        )
     what_if = [r for r in pred if r["scenario"] == "what-if"]
     per_node = sorted({r["jobs_per_node"] for r in what_if})
-    t = Table(title="what if: predicted efficiency (jobs per node-hour) by jobs per node")
-    t.add_column("cache")
-    t.add_column("storage type")
-    for n in per_node:
-        t.add_column(f"{n:g} / node", justify="right")
     cell = {(r["cache"], r["storage_type"], r["jobs_per_node"]): r for r in what_if}
-    for cache, st in dict.fromkeys((r["cache"], r["storage_type"]) for r in what_if):
-        row = []
-        for n in per_node:
-            r = cell.get((cache, st, n))
-            row.append(
-                ""
-                if r is None
-                else f"{r['predicted_efficiency']:.1%} ({r['jobs_per_node_hour']:.1f})"
-                + (" *" if r["extrapolated"] else "")
-            )
-        t.add_row(cache, st, *row)
-    console.print(t)
+    print_rows(
+        "what if: predicted efficiency in % by jobs per node (in brackets: jobs per node-hour)",
+        ["cache", "storage type", *(f"{n:g} / node" for n in per_node)],
+        [
+            [cache, st, *(_what_if_cell(cell.get((cache, st, n))) for n in per_node)]
+            for cache, st in dict.fromkeys((r["cache"], r["storage_type"]) for r in what_if)
+        ],
+        more=f"{WIDER}; marts.efficiency_what_if has every cell.",
+        on=console,
+    )
     sd = [r["efficiency_sd"] for r in what_if]
     if sd:
         console.print(
-            f"95 % intervals: ± {196 * min(sd):.1f} to ± {196 * max(sd):.1f} points "
-            "(sim_efficiency_predictions, marts.efficiency_what_if)"
+            f"the grid's predictions have 95 % intervals of ± {196 * min(sd):.1f} to ± {196 * max(sd):.1f} pt "
+            "(sim_efficiency_predictions, marts.efficiency_what_if)",
+            highlight=False,
         )
     if any(r["extrapolated"] for r in pred):
         console.print("* uses a service time the measured jobs did not determine (extrapolated)")
@@ -67,48 +69,41 @@ def print_efficiency(run, run_id: str | None, console: Console) -> None:
 def print_hardware(run, console: Console, limit: int = 30) -> None:
     """The device layer's validation and the buying guide, when the run has them."""
     if run.type_held_out:
-        t = Table(title="storage types left out entirely, predicted from their probe or datasheet")
-        for c in ("storage type", "from", "jobs", "measured", "predicted", "error"):
-            t.add_column(c, justify="left" if c in ("storage type", "from") else "right")
-        for h in run.type_held_out:
-            t.add_row(
-                h.storage_type,
-                h.evidence,
-                f"{h.jobs:,}",
-                f"{h.measured:.1%}",
-                f"{h.predicted:.1%}",
-                f"{h.error * 100:+.1f}",
-            )
-        console.print(t)
+        print_rows(
+            "storage types left out entirely, predicted from their probe or datasheet",
+            ["storage type", "from", "measured (%)", "predicted (%)", "error (pt)", "jobs"],
+            [
+                [
+                    h.storage_type,
+                    h.evidence,
+                    _pct(h.measured),
+                    _pct(h.predicted),
+                    f"{h.error * 100:+.1f}",
+                    h.jobs,
+                ]
+                for h in run.type_held_out
+            ],
+            more=f"{WIDER}; staging.stg_sim_efficiency_type_loo has every column.",
+            on=console,
+        )
         from .seeds import structural_error_rows
 
         carried = structural_error_rows(type_errors(run.type_held_out))
+        # the same names and unit as the report's structural-error table: this site's error (its
+        # measured types left out), the published figures' and the larger, carried
         console.print(
             "structural error of derived predictions (RMS leave-one-out), the larger carried: "
             + "; ".join(
-                f"{r['evidence']} {r['structural_error'] * 100:.1f} points from the "
-                f"{r['source']} (this site {_points(r['generator_rms'])}, published figures "
+                f"{r['evidence']} {_points(r['structural_error'])} from the "
+                f"{r['source']} (this site, types left out, {_points(r['generator_rms'])}; published figures "
                 f"{_points(r['published_rms'])})"
                 for r in carried
-            )
+            ),
+            highlight=False,
         )
     guide = run.hardware_options
     if guide is None or guide.num_rows == 0:
         return
-    t = Table(title="Hardware you could buy: whole-node price per delivered CPU core-hour (95 % interval)")
-    for c in (
-        "#",
-        "configuration",
-        "evidence",
-        "jobs/node",
-        "cache",
-        "efficiency",
-        "node",
-        "node + storage",
-        "per 1000 core-hours",
-        "SSD life",
-    ):
-        t.add_column(c, justify="left" if c in ("configuration", "evidence", "cache", "node") else "right")
     rows = guide.to_pylist()
     shown = rows[:limit]
     # a derived option below the cut is the one a newcomer looks for: its cheapest row too
@@ -117,23 +112,59 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
         if r["evidence"] != "measured" and r["config_name"] not in names:
             shown.append(r)
             names.add(r["config_name"])
-    for r in shown:
-        cur = r["currency"] or ""
-        life = r["ssd_lifetime_years"]
-        t.add_row(
-            str(r["rank"]),
-            r["config_name"],
-            r["evidence"],
-            f"{r['jobs_per_node']:g}",
-            r["cache"],
-            f"{r['efficiency']:.1%} ({r['efficiency_low']:.1%}-{r['efficiency_high']:.1%})",
-            r["node_config"] or "",
-            f"{r['whole_node_price']:,.0f} {cur}",
-            f"{1000 * r['price_per_core_hour']:.2f} ({1000 * r['price_per_core_hour_low']:.2f}-"
-            f"{1000 * r['price_per_core_hour_high']:.2f})",
-            f"{life:.1f} y" if life else "",
+    currency = next((r["currency"] for r in rows if r["currency"]), "")
+    # what a purchaser compares first (the configuration, its cache and jobs per node, the price,
+    # the efficiency, what it rests on), then the rest: a narrow terminal keeps the first columns
+    # that fit (all six at 100 characters) and names the others
+    print_rows(
+        f"Hardware you could buy: whole-node price per 1000 delivered CPU core-hours ({currency or 'price'}, "
+        "95 % interval), cheapest first",
+        [
+            "configuration",
+            "cache",
+            "jobs/node",
+            "per 1000 core-hours",
+            "efficiency (%)",
+            "evidence",
+            "node",
+            "node + storage",
+            "SSD life (y)",
+            "rank",
+        ],
+        [
+            [
+                r["config_name"],
+                r["cache"],
+                r["jobs_per_node"],
+                _interval(
+                    1000 * r["price_per_core_hour"],
+                    1000 * r["price_per_core_hour_low"],
+                    1000 * r["price_per_core_hour_high"],
+                    (0.0, None),
+                    "{:.2f}",
+                ),
+                _interval(
+                    100 * r["efficiency"], 100 * r["efficiency_low"], 100 * r["efficiency_high"], (0.0, 100.0), "{:.1f}"
+                ),
+                r["evidence"],
+                r["node_config"] or "",
+                f"{r['whole_node_price']:,.0f}",
+                f"{r['ssd_lifetime_years']:.1f}" if r["ssd_lifetime_years"] else "",
+                r["rank"],
+            ]
+            for r in shown
+        ],
+        more=f"{WIDER}; `tierlens sql cheapest_configuration_for_efficiency --param target=0` lists every "
+        "option with every column.",
+        on=console,
+    )
+    below = shown[limit:]
+    if below:
+        console.print(
+            f"the first {limit} of {len(rows)} options, then the cheapest of each kind not measured here: "
+            + ", ".join(f"{r['config_name']} (rank {r['rank']})" for r in below),
+            highlight=False,
         )
-    console.print(t)
     first_cache = rows[0]["cache"]
     for r in sorted(
         (r for r in rows if r["write_warning"] and r["cache"] == first_cache),
@@ -150,4 +181,34 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
 
 
 def _points(value: float | None) -> str:
-    return f"{value * 100:.1f}" if value is not None else "not measured"
+    """An error in percentage points, as the report prints it."""
+    return f"{value * 100:.1f} pt" if value is not None else "not measured"
+
+
+def _pct(share: float | None) -> float | None:
+    """A share as a percentage number, rounded as the report prints it (one decimal)."""
+    return None if share is None else round(share * 100, 1)
+
+
+def _what_if_cell(r: dict | None) -> str:
+    if r is None:
+        return ""
+    return f"{r['predicted_efficiency'] * 100:.1f} ({r['jobs_per_node_hour']:.1f})" + (
+        " *" if r["extrapolated"] else ""
+    )
+
+
+def _interval(
+    value: float, low: float | None, high: float | None, allowed: tuple[float | None, float | None], form: str
+) -> str:
+    """``value (low-high)``, the interval cut to what the quantity allows (an efficiency never
+    above 100 %, a price never below 0) but always holding the value itself, as the report does
+    (report/bounds.py; not imported: the report package takes seconds to import)."""
+    floor, ceiling = allowed
+    if low is not None and floor is not None:
+        low = max(low, min(floor, value))
+    if high is not None and ceiling is not None:
+        high = min(high, max(ceiling, value))
+    if low is None or high is None:
+        return form.format(value)
+    return f"{form.format(value)} ({form.format(low)}-{form.format(high)})"

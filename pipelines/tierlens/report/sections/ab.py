@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from .. import columns as col, fmt, plots
@@ -15,18 +14,16 @@ def _diff(b: Any, a: Any) -> float | None:
     return None if a is None or b is None else float(b) - float(a)
 
 
-def _days(start: Any, end: Any) -> str:
-    """A period as its first and last day, as the summary writes it (the mart's end is exclusive)."""
-    if isinstance(start, dt.date) and isinstance(end, dt.date) and end > start:
-        end = end - dt.timedelta(days=1)
-    return f"{fmt.text(start)} to {fmt.text(end)}"
+def _days(start: Any, last: Any) -> str:
+    """A period as its first and last day, both included (the mart's period_last_day)."""
+    return f"{fmt.text(start)} to {fmt.text(last)}"
 
 
 def _overall_rows(overall: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The SLAC table: one row per arm and period, then B − A computed here from the two."""
     table_rows: list[dict[str, Any]] = []
     for o in overall:
-        period = _days(o.get("period_start"), o.get("period_end"))
+        period = _days(o.get("period_start"), o.get("period_last_day"))
         for arm in ("a", "b"):
             table_rows.append(
                 {
@@ -66,7 +63,7 @@ def body(wh: MartReader, s: SectionOut) -> None:
         FROM marts.ab_comparison WHERE period_grain = 'day' ORDER BY period_start
     """)
     weeks = wh.rows("""
-        SELECT period_start, period_end, jobs_a, efficiency_a, cpu_per_wall_a,
+        SELECT period_start, period_last_day, jobs_a, efficiency_a, cpu_per_wall_a,
                jobs_b, efficiency_b, cpu_per_wall_b, efficiency_b - efficiency_a AS efficiency_b_minus_a
         FROM marts.ab_comparison WHERE period_grain = 'week' ORDER BY period_start
     """)
@@ -132,7 +129,7 @@ SPEC = SectionSpec(
             "Per week",
             (
                 Column("period_start", "week start"),
-                Column("period_end", "week end"),
+                Column("period_last_day", "last day"),
                 *col.arm("a", *_WEEKLY_MEASURES),
                 *col.arm("b", *_WEEKLY_MEASURES),
                 col.EFFICIENCY_B_MINUS_A,
