@@ -202,3 +202,33 @@ def test_help_shows_flags_without_a_value_type():
     r = runner.invoke(app, ["sql", "--help"], terminal_width=120)
     assert "<bool>" not in r.stdout and "<path>" in r.stdout
     assert runner.invoke(app, ["--version"]).stdout.startswith("tierlens ")
+
+
+def _doc_paragraph(path: Path, phrase: str) -> str:
+    """The paragraph of ``path`` holding ``phrase``, its line breaks made spaces."""
+    for block in path.read_text().split("\n\n"):
+        if phrase in block:
+            return " ".join(block.split())
+    raise AssertionError(f"{path.name}: no paragraph with {phrase!r}")
+
+
+def test_the_docs_describe_the_layout_the_terminal_prints(tmp_path):
+    """README.md and docs/site-manager.md say what a wide result looks like: read from what
+    `tierlens sql` prints for one, without a terminal (100 characters), not from the docs."""
+    wh, q = _wide_warehouse(tmp_path)
+    r = runner.invoke(app, ["sql", str(q), "-w", str(wh)])
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.stdout.split())
+    note = re.search(r"(\d+) of (\d+) columns fit (\d+) characters; not shown: [^.]+\. (.+)", said)
+    assert note and note.group(3) == "100", said
+    # every way the note gives to see the rest, as the docs must name them
+    ways = re.findall(r"--[a-z]+(?: [A-Z,.]+| json)?", note.group(4))
+    assert {"--columns NAME,...", "--csv", "--format json"} <= set(ways), note.group(4)
+    repo = Path(__file__).resolve().parents[1]
+    for doc in (repo / "README.md", repo / "docs" / "site-manager.md"):
+        text = _doc_paragraph(doc, "wider than the terminal")
+        assert "block per row" not in text and "one block" not in text, (doc.name, text)
+        assert "a row a line with the columns that fit" in text, (doc.name, text)
+        assert f"{note.group(3)} characters wide when there is no terminal" in text, (doc.name, text)
+        assert "--columns NAME,..." in text.replace("`--columns NAME,...`", "--columns NAME,..."), (doc.name, text)
+        assert "--format json" in text, (doc.name, text)

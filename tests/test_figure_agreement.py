@@ -373,3 +373,28 @@ def test_the_demos_own_tables_keep_the_columns_that_fit_and_name_the_rest(demo_r
     # a column is left out only when it would not fit beside the ones shown (the widest value or name)
     rows = lines[lines.index(header) + 2 : next(i for i, ln in enumerate(lines) if re.match(r"\d+ row\(s\)", ln))]
     assert all(len(ln) <= 100 for ln in rows) and len(header.rstrip()) + 3 + len(hidden[0]) > 100 - 3, header
+
+
+def test_the_docs_give_this_sites_structural_error_one_value_under_the_terminals_name(figures):
+    """README.md and docs/site-manager.md quote the demo month's structural errors (seed 42, not
+    this fixture's run): this site's own for probe-derived predictions is one value in both, under
+    the name the terminal and the report print, and the error of measured configurations is named
+    apart, as the demo prints it."""
+    repo = Path(__file__).resolve().parents[1]
+    readme = _words((repo / "README.md").read_text())
+    manager = _words((repo / "docs" / "site-manager.md").read_text())
+    # the names the terminal and the report give the two errors
+    assert "this site, types left out," in figures["terminal"]
+    assert "this site (types left out)" in figures["report"]
+    assert "each measured configuration left out of the fit in turn: RMS error" in figures["terminal"]
+    own = re.findall(r"this site's own, types left out, ([\d.]+) pt", readme)
+    assert own, "README.md: no 'this site's own, types left out, N pt'"
+    probe = re.findall(r"this site's own, types left out, ([\d.]+) pt for probe-derived", manager)
+    assert probe, "docs/site-manager.md: no 'this site's own, types left out, N pt for probe-derived'"
+    assert set(own) == set(probe) and len(set(own)) == 1, (own, probe)
+    # the error of measured configurations, named as the demo prints it, and its RMS one value
+    printed = re.findall(r"each measured configuration left out of the fit in turn: RMS error ([\d.]+) pt", manager)
+    stated = re.findall(r"left-out errors are [\d.]+–[\d.]+ pt, RMS ([\d.]+) pt", manager)
+    assert printed and printed == stated, (printed, stated)
+    for text in (readme, manager):
+        assert "site's own 1." not in text and "points RMS on the demo site" not in text
