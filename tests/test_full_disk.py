@@ -162,3 +162,81 @@ def test_a_transform_on_a_full_disk_names_what_it_could_not_write_and_the_next_r
     assert r.returncode == 0, r.stdout + r.stderr
     assert "dbt build: 1 models" in r.stdout
     assert load_history(wh).last_success is not None
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _grow(wh: Path, rows: int) -> None:
+    """``rows`` more rows of random doubles in the working file (8 bytes each: random, they do not compress)."""
+    con = duckdb.connect(str(wh))
+    try:
+        con.execute("CREATE TABLE IF NOT EXISTS filler (x DOUBLE)")
+        con.execute(f"INSERT INTO filler SELECT random() FROM range({rows})")
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+
+
+def test_a_publish_on_a_full_disk_names_the_snapshot_keeps_the_previous_one_and_the_next_completes(
+    small_disk: Path,
+) -> None:
+    from tierlens.warehouse import Warehouse
+    from tierlens.warehouse.publish import publish, published_path
+
+    wh = small_disk / "warehouse.duckdb"
+    Warehouse(wh).close()
+    _grow(wh, 1_000_000)
+    snapshot = publish(wh)
+    before, slots = _sha(snapshot), snapshot.parent / ".slots"
+    slots_before = sorted(p.name for p in slots.iterdir())
+    _grow(wh, 1_000_000)  # the next publish has ~16 MB to write: a new slot, the old one being published
+    filler = _fill(small_disk, leave=2 << 20)
+    with pytest.raises(OSError) as failed:
+        publish(wh)
+    said = str(failed.value)
+    assert failed.value.errno == 28 and "could not write the snapshot" in said, said
+    assert str(slots) in said and f"a copy of {wh}" in said  # the file, and what was being written
+    assert _sha(published_path(wh)) == before  # readers keep the previous snapshot
+    assert sorted(p.name for p in slots.iterdir()) == slots_before  # no half-written slot or index left
+    assert not [p for p in small_disk.rglob("*") if p.name.endswith(".tmp")]
+    filler.unlink()
+    publish(wh)
+    assert _sha(published_path(wh)) == _sha(wh)  # the next one completes: the working file, byte for byte
+
+
+def test_the_collector_journal_on_a_full_disk_names_its_segment_keeps_what_it_holds_and_goes_on(
+    small_disk: Path,
+) -> None:
+    from tierlens.collector import journal as jr
+
+    folder = small_disk / "journal" / "w0"
+    folder.mkdir(parents=True)
+    filler = _fill(small_disk, leave=6 << 20)
+    writer = jr.JournalWriter(folder, worker=0, segment_bytes=4 << 20)  # its first 4 MiB fit
+    payloads = [bytes([i % 251]) * 1000 for i in range(10_000)]
+    written = 0
+    with pytest.raises(OSError) as failed:
+        for p in payloads:
+            writer.append(p, 1_700_000_000.0 + written, ("192.0.2.7", 1094))
+            written += 1
+    said = str(failed.value)
+    second = jr.segment_path(folder, 2)
+    assert failed.value.errno == 28 and f"could not make the collector journal's next segment {second}" in said, said
+    assert 3_000 < written < len(payloads)  # it failed at the rotation, not before
+    assert [p.name for p in folder.iterdir()] == [jr.segment_path(folder, 1).name]  # no half-made segment
+    filler.unlink()
+    for p in payloads[written:]:  # the receiver goes on with the datagram it could not write
+        writer.append(p, 1_700_000_000.0 + written, ("192.0.2.7", 1094))
+        written += 1
+    writer.close()
+    got, torn = [], []
+    for _, path in jr.segments(folder):
+        for batch, _, messages in jr.read_file(path):
+            got += [bytes(d) for _, _, d in batch]
+            torn += messages
+    assert [n for n, _ in jr.segments(folder)][:2] == [1, 2]  # numbered on, no gap
+    assert torn == [] and got == payloads  # every datagram once, in order, none torn

@@ -146,20 +146,28 @@ class JournalWriter:
     def _open_next(self) -> None:
         """Create the next segment under a hidden name, header written, then rename it into
         place: a reader never sees a segment without its header."""
-        self.number += 1
-        path = segment_path(self.folder, self.number)
+        number = self.number + 1  # taken only once the segment exists: a retry reuses it
+        path = segment_path(self.folder, number)
         tmp = path.with_name(f".{path.name}.new")
         # O_EXCL|O_NOFOLLOW: a collector running as root never writes through a planted symlink.
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640)
         try:
             os.posix_fallocate(fd, 0, self.segment_bytes)
-            os.pwrite(fd, SEG_HEADER.pack(MAGIC, VERSION, self.worker, self.number, time.time()), 0)
+            os.pwrite(fd, SEG_HEADER.pack(MAGIC, VERSION, self.worker, number, time.time()), 0)
             self._map = mmap.mmap(fd, self.segment_bytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             os.rename(tmp, path)
-        except BaseException:
+        except BaseException as e:
             os.close(fd)
             os.unlink(tmp)
+            if isinstance(e, OSError):  # a full disk: say which file, not only "No space left"
+                raise OSError(
+                    e.errno,
+                    f"could not make the collector journal's next segment {path} "
+                    f"({self.segment_bytes:,} bytes preallocated): {e.strerror or e}",
+                    str(path),
+                ) from e
             raise
+        self.number = number
         self._fd = fd
         self._view = memoryview(self._map)
         self.pos = SEG_HEADER.size

@@ -139,10 +139,13 @@ def last_publish(warehouse: str | Path) -> PublishStats | None:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
+        return None  # truncated or corrupted: the next publish writes it whole again
+    if not isinstance(data, dict) or data.get("format_version") != STATE_FORMAT_VERSION:
         return None
-    if data.get("format_version") != STATE_FORMAT_VERSION:
-        return None
-    return PublishStats(**{k: data[k] for k in PublishStats.__dataclass_fields__})
+    try:
+        return PublishStats(**{k: data[k] for k in PublishStats.__dataclass_fields__})
+    except KeyError:
+        return None  # a field missing: damaged, as above
 
 
 def publish(warehouse: str | Path) -> Path:
@@ -187,7 +190,7 @@ def _publish_with_stats(source: Path, clone: bool) -> tuple[Path, PublishStats]:
             if cloned is not None:
                 sync = _Synced(0, 0, os.fstat(fd).st_size, "clone", 0)
             else:
-                sync = _sync_blocks(source, fd, _index_path(slot))
+                sync = _slot_written(source, slot, fd)
             _link_atomically(slot, target)
         finally:
             os.close(fd)  # releases the lock: the slot is now the published one
@@ -211,6 +214,20 @@ def _publish_with_stats(source: Path, clone: bool) -> tuple[Path, PublishStats]:
     )
     _write_state(slots / STATE_FILE, stats)
     return target, stats
+
+
+def _slot_written(source: Path, slot: Path, fd: int) -> _Synced:
+    """:func:`_sync_blocks`; a slot it could not finish (a full disk) is removed, index and all: it
+    is not the published one, so readers keep the previous snapshot, and the next publish writes
+    a fresh slot."""
+    try:
+        return _sync_blocks(source, fd, _index_path(slot))
+    except OSError as e:
+        _index_path(slot).unlink(missing_ok=True)
+        slot.unlink(missing_ok=True)
+        raise OSError(
+            e.errno, f"could not write the snapshot {slot} (a copy of {source}): {e.strerror or e}", str(slot)
+        ) from e
 
 
 def _make_folder(folder: Path) -> None:
@@ -377,13 +394,7 @@ def _write_index(index: Path, fd: int, digests: list[bytes]) -> None:
         "slot": _stamp(fd),
     }
     os.fsync(fd)
-    tmp = index.with_name(f".{index.name}.{uuid.uuid4().hex[:12]}.tmp")
-    out_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(out_fd, "wb") as out:
-        out.write(json.dumps(header, sort_keys=True).encode() + b"\n" + body)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, index)
+    _write_aside(index, json.dumps(header, sort_keys=True).encode() + b"\n" + body, "block index")
 
 
 def _read_index(index: Path, fd: int) -> list[bytes] | None:
@@ -444,10 +455,22 @@ def _drop_old_slots(slots: Path, name: str, keep: set[str]) -> None:
 
 
 def _write_state(path: Path, stats: PublishStats) -> None:
+    _write_aside(path, json.dumps(asdict(stats), indent=1).encode(), "publish record")
+
+
+def _write_aside(path: Path, data: bytes, what: str) -> None:
+    """``data`` written beside ``path`` and renamed over it: never half a file, and a temporary
+    that could not be written whole (a full disk) is removed."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w") as out:
-        out.write(json.dumps(asdict(stats), indent=1))
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise OSError(e.errno, f"could not write the snapshot's {what} {path}: {e.strerror or e}", str(path)) from e
     os.replace(tmp, path)
 
 
