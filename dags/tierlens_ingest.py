@@ -25,7 +25,9 @@ def load_source(source: str, start, end) -> dict:
     enabled = cfg.settings_list("sources", var)
     if source not in enabled:
         raise AirflowSkipException(f"source {source!r} is not in the sources setting {enabled}")
-    return registry.source(source).load()(cfg.warehouse_path(var), start, end, var)
+    entry = registry.source(source)
+    # the source's options from its settings, then its interval load (ingest/<source>.py)
+    return entry.interval_load()(cfg.warehouse_path(var), start, end, cfg.source_options(entry, var))
 
 
 @dag(**af.dag_kwargs("tierlens_ingest", "ingest_schedule"), doc_md=__doc__)

@@ -24,7 +24,8 @@ from typer.testing import CliRunner
 
 from test_slurm_sacct import _doc_2411, _job_2411, _spool_rec  # the 24.11 layout's, a spool record
 from tierlens.cli import app
-from tierlens.orchestration import tasks
+from tierlens.ingest import condor, slurm, xrootd
+from tierlens.ingest.interval import IngestFailed
 
 T0 = 1_795_000_000
 START, END = datetime.fromtimestamp(T0, timezone.utc), datetime.fromtimestamp(T0 + 3600, timezone.utc)
@@ -187,8 +188,8 @@ def test_the_dag_task_fails_with_the_commands_line(tmp_path, sacct_on_path):
     r = _slurm(tmp_path / "cli.duckdb")
     assert r.exit_code == 1
     wh = tmp_path / "task.duckdb"
-    with pytest.raises(tasks.IngestFailed) as failed:
-        tasks.ingest_slurm(wh, START, END)
+    with pytest.raises(IngestFailed) as failed:
+        slurm.load_interval(wh, START, END, slurm.SlurmOptions())
     assert str(failed.value) == _one_stderr_line(r)
     assert DB_ERROR in str(failed.value)
     # the warehouse keeps that the interval could not be read, with the same line
@@ -197,8 +198,8 @@ def test_the_dag_task_fails_with_the_commands_line(tmp_path, sacct_on_path):
     # a truncated document: the complete job loads, and the task still fails
     text = _doc_2411(_job_2411(911, start=T0 + 10, end=T0 + 100), _job_2411(912, start=T0 + 20, end=T0 + 200))
     setup("cut", text, text.index('"job_id": 912') + 5)
-    with pytest.raises(tasks.IngestFailed, match="could not be read"):
-        tasks.ingest_slurm(wh, START, END)
+    with pytest.raises(IngestFailed, match="could not be read"):
+        slurm.load_interval(wh, START, END, slurm.SlurmOptions())
     assert _q(wh, "SELECT DISTINCT job_id FROM raw_job") == [("911",)]
 
 
@@ -398,16 +399,16 @@ def test_a_collector_batch_that_is_not_parquet_fails_the_command_and_the_task(tm
     assert r.exit_code == 1, r.output
     line = _one_stderr_line(r)
     assert "file_access-g1.parquet" in line and "not a Parquet file" in line
-    with pytest.raises(tasks.IngestFailed) as failed:
-        tasks.ingest_xrootd(tmp_path / "task.duckdb", START, END, folder)
+    with pytest.raises(IngestFailed) as failed:
+        xrootd.load_interval(tmp_path / "task.duckdb", START, END, xrootd.XrootdOptions(str(folder)))
     assert str(failed.value) == line
 
 
 def test_the_condor_task_fails_when_every_ad_is_rejected(tmp_path):
     path = tmp_path / "history"
     path.write_text(_ad(1, cpu='"abc"'))
-    with pytest.raises(tasks.IngestFailed, match="all 1 record"):
-        tasks.ingest_condor(tmp_path / "wh.duckdb", START, END, [path], "pool")
+    with pytest.raises(IngestFailed, match="all 1 record"):
+        condor.load_interval(tmp_path / "wh.duckdb", START, END, condor.CondorOptions((str(path),), "pool"))
 
 
 # ---- every reject says what to change ---------------------------------------------------------
@@ -458,14 +459,17 @@ def test_a_rotated_history_file_cut_short_is_one_line_naming_it(tmp_path):
 
 
 def test_the_ingest_dags_slurm_task_fails_as_the_dag_calls_it(tmp_path, sacct_on_path):
-    """What dags/tierlens_ingest.py runs: the registry's task with the Airflow Variables lookup."""
+    """What dags/tierlens_ingest.py runs: the registry's interval load with the options from the
+    Airflow Variables lookup."""
+    from tierlens.orchestration.settings import source_options
     from tierlens.sources import registry
 
     setup, _ = sacct_on_path
     setup("dberror")
     variables = {"tierlens_slurm_sacct": "sacct", "tierlens_slurm_tagged_days": "0"}
-    with pytest.raises(tasks.IngestFailed, match="Problem talking to the database"):
-        registry.source("slurm").load()(tmp_path / "wh.duckdb", START, END, variables.get)
+    with pytest.raises(IngestFailed, match="Problem talking to the database"):
+        entry = registry.source("slurm")
+        entry.interval_load()(tmp_path / "wh.duckdb", START, END, source_options(entry, variables.get))
 
 
 def test_tierlens_rejects_says_what_to_change_for_a_records_rule(tmp_path):

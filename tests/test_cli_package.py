@@ -137,7 +137,7 @@ def _accesses(ends: list[datetime], first: int = 0) -> pa.Table:
 
 
 def test_collector_batches_are_one_source_for_the_command_and_the_dag(tmp_path):
-    from tierlens.orchestration.tasks import ingest_xrootd
+    from tierlens.ingest.xrootd import XrootdOptions, load_interval
 
     t0 = datetime(2026, 10, 1, 12, tzinfo=timezone.utc)
     ends = [t0 + timedelta(minutes=m) for m in (-30, 5, 59, 61, 125)]
@@ -157,6 +157,6 @@ def test_collector_batches_are_one_source_for_the_command_and_the_dag(tmp_path):
     assert con.execute("SELECT count(*) FROM raw_rejects").fetchone()[0] == 0
     con.close()
 
-    summary = ingest_xrootd(tmp_path / "dag.duckdb", t0, t0 + timedelta(hours=1), out)
+    summary = load_interval(tmp_path / "dag.duckdb", t0, t0 + timedelta(hours=1), XrootdOptions(str(out)))
     in_hour = sum(t0 <= e < t0 + timedelta(hours=1) for e in ends)
     assert summary["rows_loaded"] == {"file_access": in_hour} and summary["rows_rejected"] == {"file_access": 0}

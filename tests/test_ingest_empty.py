@@ -3,6 +3,7 @@ synthetic site starts where the schedule does, so the deploy README's example lo
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import datetime, timedelta, timezone
 
@@ -11,7 +12,7 @@ import pyarrow.compute as pc
 import pytest
 
 from test_dbt_project import run_dbt  # the shared dbt runner
-from tierlens.orchestration import tasks
+from tierlens.ingest import slurm, synthetic, xrootd
 from tierlens.orchestration.settings import setting
 from tierlens.sources.synthetic.generate import generate
 from tierlens.sources.synthetic.stored import synthetic_options
@@ -22,6 +23,10 @@ DAY = datetime(2026, 11, 20, tzinfo=timezone.utc)
 @pytest.fixture(scope="module")
 def options():
     return synthetic_options(DAY.date().isoformat(), days=1, seed=3, nodes_per_type=1)
+
+
+#: the same simulation as the interval load's options
+SOURCE = synthetic.SyntheticSourceOptions(DAY.date().isoformat(), days=1, seed=3, nodes_per_type=1)
 
 
 def _jobs_ending(options, start: datetime, end: datetime) -> int:
@@ -50,7 +55,8 @@ def test_the_first_hour_of_the_synthetic_site_loads_and_an_hour_outside_says_why
     wh, cache = tmp_path / "warehouse.duckdb", tmp_path / "synthetic"
     first = (DAY, DAY + timedelta(hours=1))
     caplog.set_level(logging.INFO, logger="tierlens.ingest")
-    loaded = tasks.ingest_synthetic(wh, *first, options, cache)
+    source = dataclasses.replace(SOURCE, cache_dir=str(cache))
+    loaded = synthetic.load_interval(wh, *first, source)
     expected = _jobs_ending(options, *first)
     assert expected > 0 and loaded["rows_loaded"]["job"] == expected and "loaded_nothing" not in loaded
     con = duckdb.connect(str(wh), read_only=True)
@@ -58,7 +64,7 @@ def test_the_first_hour_of_the_synthetic_site_loads_and_an_hour_outside_says_why
     con.close()
 
     before = (DAY - timedelta(days=2), DAY - timedelta(days=2) + timedelta(hours=1))
-    empty = tasks.ingest_synthetic(wh, *before, options, cache)
+    empty = synthetic.load_interval(wh, *before, source)
     assert "outside its window" in empty["loaded_nothing"] and "2026-11-20 00:00" in empty["loaded_nothing"]
     warned = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warned) == 1 and "synthetic loaded nothing" in warned[0].getMessage()
@@ -88,10 +94,10 @@ def test_the_first_hour_of_the_synthetic_site_loads_and_an_hour_outside_says_why
 def test_an_xrootd_folder_missing_or_empty_is_named(tmp_path):
     wh = tmp_path / "warehouse.duckdb"
     folder = tmp_path / "batches"
-    missing = tasks.ingest_xrootd(wh, DAY, DAY + timedelta(hours=1), folder)
+    missing = xrootd.load_interval(wh, DAY, DAY + timedelta(hours=1), xrootd.XrootdOptions(str(folder)))
     assert f"no folder {folder}" in missing["loaded_nothing"]
     folder.mkdir()
-    empty = tasks.ingest_xrootd(wh, DAY, DAY + timedelta(hours=1), folder)
+    empty = xrootd.load_interval(wh, DAY, DAY + timedelta(hours=1), xrootd.XrootdOptions(str(folder)))
     assert "no file_access-*.parquet files" in empty["loaded_nothing"] and str(folder) in empty["loaded_nothing"]
     con = duckdb.connect(str(wh), read_only=True)
     assert con.execute("SELECT source, outcome, reason FROM raw_source_interval").fetchall() == [
@@ -103,7 +109,8 @@ def test_an_xrootd_folder_missing_or_empty_is_named(tmp_path):
 def test_a_source_that_cannot_be_read_is_recorded_unreachable_and_fails(tmp_path):
     wh = tmp_path / "warehouse.duckdb"
     with pytest.raises(Exception) as failed:
-        tasks.ingest_slurm(wh, DAY, DAY + timedelta(hours=1), sacct=str(tmp_path / "no-such-sacct"))
+        options = slurm.SlurmOptions(sacct=str(tmp_path / "no-such-sacct"))
+        slurm.load_interval(wh, DAY, DAY + timedelta(hours=1), options)
     con = duckdb.connect(str(wh), read_only=True)
     kept = con.execute("SELECT source, records, outcome, reason FROM raw_source_interval").fetchall()
     con.close()

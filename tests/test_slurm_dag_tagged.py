@@ -21,7 +21,7 @@ from test_slurm_sacct import (
     _spool_rec,
     fake_sacct as fake_sacct,  # noqa: F401 - the stand-in's set-up, answers replaced here
 )
-from tierlens.orchestration import tasks
+from tierlens.ingest.slurm import SlurmOptions, load_interval
 from tierlens.records import JOB, JOB_TAG
 
 DAY = 86400
@@ -110,9 +110,8 @@ def test_jobs_tagged_but_missed_by_every_window_are_asked_for_by_id(tmp_path, sa
     wh = tmp_path / "wh.duckdb"
 
     def run(start: float, tagged_days: float = 8.0) -> dict:
-        return tasks.ingest_slurm(
-            wh, _at(start), _at(start + 3600), sacct=str(exe), spool_dirs=[spool], tagged_days=tagged_days
-        )
+        options = SlurmOptions(sacct=str(exe), spool=(str(spool),), tagged_days=tagged_days)
+        return load_interval(wh, _at(start), _at(start + 3600), options)
 
     first = run(START - DAY, tagged_days=0)  # switched off: only the interval's job
     assert asked_by_id() == [] and "tagged_asked_by_id" not in first
@@ -165,9 +164,8 @@ def test_the_same_rows_as_the_window_of_the_interval_the_job_ended_in(tmp_path, 
 
     def ingest(wh: Path, start: float, in_windows: list[int], tagged_days: float = 8.0) -> dict:
         know([job, other], in_windows)
-        return tasks.ingest_slurm(
-            wh, _at(start), _at(start + 3600), sacct=str(exe), spool_dirs=[spool], tagged_days=tagged_days
-        )
+        options = SlurmOptions(sacct=str(exe), spool=(str(spool),), tagged_days=tagged_days)
+        return load_interval(wh, _at(start), _at(start + 3600), options)
 
     windows, by_id = tmp_path / "windows.duckdb", tmp_path / "by-id.duckdb"
     hour = (START - 2 * DAY) // 3600 * 3600

@@ -390,9 +390,11 @@ def test_watermark_windows_and_unfinished_jobs(tmp_path, fake_sacct):
 
 
 def test_tagged_jobs_no_window_returned_are_asked_for_by_id(tmp_path, fake_sacct):
-    """slurmdbd can list a finished job in time-window queries later than the overlap: the spool's
-    tags name it, so the next run asks sacct for it by id, within --tagged-days, for the clusters
-    the warehouse holds jobs of, and never follows an id sacct does not know."""
+    """slurmdbd can list a finished job in time-window queries later than the overlap: once the
+    window is loaded, the jobs the spool tagged in --tagged-days before it (up to an hour before
+    it) with no job row are asked for by id, for the clusters the warehouse holds jobs of, in the
+    same run (the rule the ingest DAG follows, ingest/tagged.py), and an id sacct does not know
+    is asked for again until it ages out."""
     exe, calls = fake_sacct
     now = int(time.time())
     sp = tmp_path / "spool"
@@ -403,20 +405,22 @@ def test_tagged_jobs_no_window_returned_are_asked_for_by_id(tmp_path, fake_sacct
     (sp / "98.0.wn01.json").write_text(_spool_rec("98", "0", **recent))  # sacct never knows it
     (sp / "94.0.wn01.json").write_text(_spool_rec("94", "0", start_time=now - 20 * 86400))  # too old
     (sp / "97.0.wn01.json").write_text(_spool_rec("97", "0", cluster="c2", **recent))  # not this cluster's
+    (sp / "99.0.wn01.json").write_text(_spool_rec("99", "0", start_time=now - 3000))  # left to the windows
     wh = tmp_path / "wh.duckdb"
     base = ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe), "--spool", str(sp)]
     (tmp_path / "out.json").write_text(_doc(_new_layout_job(96, end=now - 3600)))
     r = CliRunner().invoke(app, [*base, "--first-hours", "1", "--window-hours", "1"])
     assert r.exit_code == 0, r.output
-    assert not any("--jobs" in c for c in calls())  # nothing tagged before this run
+    first = calls()
+    assert "--jobs" not in first[0]  # the window first
+    assert [c[c.index("--jobs") + 1] for c in first if "--jobs" in c] == ["95,98"]
+    assert "for 2 tagged jobs" in r.output
     assert _q(wh, "SELECT DISTINCT job_id FROM raw_job ORDER BY 1") == [("96",)]
 
     (tmp_path / "out.json").write_text(_doc(_new_layout_job(95, end=now - 3600)))
     r = CliRunner().invoke(app, base)
     assert r.exit_code == 0, r.output
-    second = calls()
-    by_id = [c[c.index("--jobs") + 1] for c in second if "--jobs" in c]
-    assert by_id == ["95,98"] and "for 2 tagged jobs" in r.output
+    assert [c[c.index("--jobs") + 1] for c in calls() if "--jobs" in c] == ["98"]  # 95 has its row now
     assert _q(wh, "SELECT DISTINCT job_id FROM raw_job ORDER BY 1") == [("95",), ("96",)]
     assert json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]["unfinished"] == []
 
@@ -820,6 +824,48 @@ def test_watermark_never_passes_a_batch_that_failed_to_load(tmp_path, fake_sacct
     starts = _starttimes(calls())
     state = json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]
     assert abs(state["watermark"] - starts[1]) < 1  # the end of the one window that loaded
+
+
+#: holds the warehouse's writer lock as a transform would, until its stdin closes
+HOLD_LOCK = """
+import sys
+from tierlens.warehouse.lock import warehouse_lock
+with warehouse_lock(sys.argv[1], "transform", wait=0):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_a_held_warehouse_or_a_full_disk_is_one_line_and_exit_1(tmp_path, fake_sacct, monkeypatch):
+    """`tierlens ingest slurm` ends as the other ingest commands do when it cannot write: one line
+    on stderr, exit 1, no traceback, and the watermark not moved."""
+    import errno
+
+    from tierlens.warehouse import Warehouse, core
+
+    exe, _calls = fake_sacct
+    (tmp_path / "out.json").write_text(_doc_2411(_job_2411(841)))
+    wh = tmp_path / "wh.duckdb"
+    Warehouse(wh).close()
+    cmd = ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe), "--first-hours", "1"]
+    monkeypatch.setenv("TIERLENS_LOCK_WAIT_SECONDS", "0")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(wh)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        busy = CliRunner().invoke(app, cmd)
+    finally:
+        holder.communicate(timeout=30)
+    full_disk = OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(core.Warehouse, "_load", lambda self, batch: (_ for _ in ()).throw(full_disk))
+    full = CliRunner().invoke(app, cmd)
+    for r, said in ((busy, f"pid {holder.pid}"), (full, "the disk is full")):
+        assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+        lines = [x for x in r.output.splitlines() if x.strip()]
+        assert lines[0].startswith("ingest slurm failed: ") and said in " ".join(r.output.split()), r.output
+        assert "Traceback" not in r.output
+    assert not (tmp_path / "wh.slurm-state.json").exists()
 
 
 # ---- the fast path (block scan + typed decode) against the generic one, row for row -----------

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -18,20 +19,27 @@ from tierlens.sources import registry
 REPO = Path(__file__).resolve().parents[1]
 AIRFLOW_PY = Path(os.environ.get("TIERLENS_AIRFLOW_VENV", REPO / ".venv-airflow")) / "bin" / "python"
 
-#: the one module of the throw-away source: its DAG task and its command (the DAG imports it, so
-#: it imports no tierlens.cli module at the top: that would attach the commands while it loads)
+#: the one module of the throw-away source: its options, its interval load and its command (the
+#: settings import it as Airflow parses the DAG, so it imports nothing heavy at its top, and no
+#: tierlens.cli module: that would attach the commands while it loads)
 MODULE = '''
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from tierlens.orchestration import tasks
+
+@dataclass(frozen=True)
+class Options:
+    dir: str = field(default="/nowhere", metadata={"meaning": "the throw-away source's folder"})
 
 
-def load(wh: Path, start, end, lookup=None) -> dict:
-    out = tasks._load("throwaway", iter(()), wh, start, end, lambda a, b: "a throw-away source")
-    return out | {"folder": tasks.setting("throwaway_dir", lookup)}
+def load(wh: Path, start, end, options: Options) -> dict:
+    from tierlens.ingest.interval import load_interval
+
+    out = load_interval("throwaway", iter(()), wh, start, end, lambda a, b: "a throw-away source")
+    return out | {"folder": options.dir}
 
 
 def command(warehouse_file: Annotated[Optional[Path], typer.Option("--warehouse")] = None) -> None:
@@ -44,9 +52,8 @@ REGISTER = """
 import sys
 sys.path.insert(0, {folder!r})
 from tierlens.sources import registry
-registry.register(registry.Source("throwaway", "throwaway_source:load",
-                                  commands={{"throwaway": "throwaway_source:command"}},
-                                  settings={{"throwaway_dir": ("/nowhere", "the throw-away source's folder")}}))
+registry.register(registry.Source("throwaway", "throwaway_source:load", "throwaway_source:Options",
+                                  commands={{"throwaway": "throwaway_source:command"}}))
 """
 
 MAIN_SIDE = """
@@ -103,15 +110,22 @@ def test_the_built_in_sources_are_the_registrys():
     commands = sorted(c.name for c in app.registered_commands)
     assert commands == sorted(n for s in registry.sources() for n in s.commands)
     for s in registry.sources():
-        assert callable(s.load())
+        assert callable(s.interval_load())
         assert all(settings.SETTINGS[k] == v for k, v in s.settings.items())
+
+
+@dataclass(frozen=True)
+class DaysOptions:
+    """Options whose setting, under the source name slurm_tagged, is slurm's slurm_tagged_days."""
+
+    days: float = field(default=1.0, metadata={"meaning": "a setting another source has"})
 
 
 def test_a_name_or_setting_taken_twice_is_refused():
     with pytest.raises(ValueError, match="registered already"):
-        registry.register(registry.Source("condor", "x:y"))
-    with pytest.raises(ValueError, match="condor_cluster"):
-        registry.register(registry.Source("condor2", "x:y", settings={"condor_cluster": ("", "")}))
+        registry.register(registry.Source("condor", "x:y", "tierlens.ingest.condor:CondorOptions"))
+    with pytest.raises(ValueError, match="slurm_tagged_days"):
+        registry.register(registry.Source("slurm_tagged", "x:y", f"{__name__}:DaysOptions"))
     assert [s.name for s in registry.sources()] == ["synthetic", "slurm", "condor", "xrootd"]
 
 

@@ -576,7 +576,7 @@ def test_an_ingest_lands_its_batches_while_another_process_writes_and_the_next_w
     import subprocess
     import sys
 
-    from tierlens.orchestration.tasks import _load
+    from tierlens.ingest.interval import load_interval
     from tierlens.warehouse.landing import landed_files
 
     path = tmp_path / "warehouse.duckdb"
@@ -594,14 +594,14 @@ def test_an_ingest_lands_its_batches_while_another_process_writes_and_the_next_w
     )
     try:
         assert holder.stdout.readline().strip() == "holding"
-        busy = _load("test", [batch], path, start, end)  # returns at once, nothing waited for
+        busy = load_interval("test", [batch], path, start, end)  # returns at once, nothing waited for
         # the rows, and the parse rejects in a batch of their own (intervals.interval_batches)
         assert busy["landed"] == 2 and "lock" in busy["warehouse_busy"].lower()
     finally:
         holder.communicate("done\n", timeout=60)
     assert len(landed_files(path)) == 2
     # the next writer (here the next ingest, with nothing new) loads what landed first
-    after = _load("test", [], path, start, end)
+    after = load_interval("test", [], path, start, end)
     assert after["landed_loaded"] == 2 and landed_files(path) == []
     with Warehouse(path, read_only=True) as w:
         # stored in end_time order whatever order the source gave (clustered by time)

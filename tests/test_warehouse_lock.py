@@ -196,6 +196,7 @@ def test_a_load_beside_a_transform_waits_or_refuses_and_loads_nothing(wh: Path, 
 def test_the_airflow_load_lands_its_batches_while_a_transform_holds_the_warehouse(wh: Path, tmp_path: Path) -> None:
     from datetime import datetime, timezone
 
+    from tierlens.ingest.interval import load_interval
     from tierlens.orchestration import tasks
     from tierlens.pipeline import parquet_batches
     from tierlens.records import RecordKind
@@ -205,7 +206,7 @@ def test_the_airflow_load_lands_its_batches_while_a_transform_holds_the_warehous
     holder = Holder(wh, tmp_path)
     try:
         started = time.monotonic()
-        result = tasks._load("nodes", parquet_batches(RecordKind.NODE, [_nodes(tmp_path)]), wh, start, end)
+        result = load_interval("nodes", parquet_batches(RecordKind.NODE, [_nodes(tmp_path)]), wh, start, end)
         assert time.monotonic() - started < 10  # it did not wait for the transform
         assert result["landed"] == 1 and "busy" in result["warehouse_busy"]
         assert len(landed_files(wh)) == 1 and _rows(wh, "raw_node") == 0

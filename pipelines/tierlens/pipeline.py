@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,8 +20,6 @@ from .warehouse.core import ParquetFileBatch
 
 #: Rows per batch read from a file: bounds memory whatever the file's size.
 FILE_BATCH_ROWS = 500_000
-#: The most tagged-but-unaccounted jobs asked for in one run (500 per sacct call); the rest wait.
-MAX_MISSING = 2000
 
 
 @dataclass
@@ -40,6 +37,14 @@ class IngestSummary:
         self.rows_loaded[kind] += result.rows_loaded
         self.rows_rejected[kind] += result.rows_rejected
         self.already_loaded += int(result.already_loaded)
+
+    def merge(self, other: IngestSummary) -> None:
+        """Add a second load's counts (the tagged jobs asked for by id after a window's)."""
+        self.batches += other.batches
+        self.rows_in.update(other.rows_in)
+        self.rows_loaded.update(other.rows_loaded)
+        self.rows_rejected.update(other.rows_rejected)
+        self.already_loaded += other.already_loaded
 
     @property
     def total_rejected(self) -> int:
@@ -216,39 +221,3 @@ def parquet_batches(
             table = pa.Table.from_batches([rb])
             yield _typed_batch(kind, table, source, first)
             first += table.num_rows
-
-
-def tagged_not_accounted(
-    warehouse: Path,
-    batch_system: str,
-    clusters: str | None,
-    since: float,
-    until: float,
-    warn: Callable[[str], object] = print,
-    tags: pa.Table | None = None,
-) -> list[str]:
-    """Jobs the plugin tagged in [since, until) (epoch seconds) that have no job row yet, lowest ids
-    first, at most ``MAX_MISSING``: the ones the batch system's time windows have not returned.
-    The tags are the warehouse's, or ``tags`` (job_tag rows, e.g. from the plugin's spool).
-    Nothing (and a warning) while a transform holds the warehouse or its schema is behind."""
-    import duckdb
-
-    from .warehouse.migrations import SchemaError
-
-    if not Path(warehouse).is_file() or since >= until:
-        return []
-    try:
-        with Warehouse(warehouse, read_only=True) as w:
-            ids = w.tagged_without_accounting(
-                batch_system,
-                datetime.fromtimestamp(since, tz=timezone.utc),
-                datetime.fromtimestamp(until, tz=timezone.utc),
-                [c.strip() for c in clusters.split(",") if c.strip()] if clusters else None,
-                tags,
-            )
-    except (duckdb.Error, SchemaError) as e:
-        warn(f"tagged jobs not checked against accounting this run ({warehouse}): {e}")
-        return []
-    if len(ids) > MAX_MISSING:
-        warn(f"{len(ids)} tagged jobs have no accounting record: asking for {MAX_MISSING} this run")
-    return ids[:MAX_MISSING]

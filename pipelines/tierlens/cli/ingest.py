@@ -1,6 +1,8 @@
 """`tierlens ingest slurm | slurm-spool | condor | xrootd | xrootd-osg`: batch-system accounting, plugin
-spool records and file accesses into the warehouse. Each calls its source's one ``batches()`` entry,
-as the ingest DAG does. The commands are the ones sources/registry.py names, attached in its order."""
+spool records and file accesses into the warehouse. Each turns its options into a call of the
+source's reader (sources/) or its ingest (ingest/), as the ingest DAG does; the defaults the DAG
+shares are the source's options'. The commands are the ones sources/registry.py names, attached in
+its order."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import config
+from ..ingest.slurm import SlurmOptions
 from ..sources import registry
 from .common import (
     EXIT_FAILED,
@@ -51,91 +54,70 @@ def slurm(
     ] = 10.0,
     window_hours: Annotated[
         float, typer.Option(help="Longest time window per sacct call, so slurmdbd is never asked for too much.")
-    ] = 6.0,
+    ] = SlurmOptions.window_hours,
     fmt: Annotated[str, typer.Option("--format", help="auto (json, then parsable2), json or parsable2.")] = "auto",
     clusters: Annotated[Optional[str], typer.Option(help="sacct --clusters.")] = None,
-    sacct: Annotated[str, typer.Option(help="sacct command.")] = "sacct",
+    sacct: Annotated[str, typer.Option(help="sacct command.")] = SlurmOptions.sacct,
     tagged_days: Annotated[
         float,
         typer.Option(
-            help="Ask sacct by id for the jobs the plugin tagged in this many days that no time "
-            "window returned (slurmdbd can list a job in windows later than the overlap); the site's "
-            "maximum wall time plus a day. Spool files written longer ago than this before the window "
-            "are not read. 0: never ask by id, read every spool file."
+            help="Ask sacct by id for the jobs the plugin tagged in this many days before the window (up to "
+            "an hour before it) that no time window returned (slurmdbd can list a job in windows later than "
+            "the overlap); the site's maximum wall time plus a day. Spool files written longer ago than this "
+            "before the window are not read. 0: never ask by id, read every spool file."
         ),
-    ] = 8.0,
+    ] = SlurmOptions.tagged_days,
 ) -> None:
     """Jobs and steps from `sacct` since the last run (watermark), joined with spool tags."""
-    from ..pipeline import ingest, tagged_not_accounted
-    from ..sources.slurm.sacct import SacctError, SacctRunner, WindowReport
-    from ..sources.slurm.source import Checkpoints, batches, parse_when, watermark
+    from ..ingest.slurm import first_window, load_since_watermark
+    from ..sources.slurm.sacct import SacctError
+    from ..sources.slurm.source import parse_when
+    from ..warehouse.core import DiskFull
+    from ..warehouse.landing import WarehouseBusy
 
     if fmt not in ("auto", "json", "parsable2"):
         raise typer.BadParameter("--format is auto, json or parsable2")
+    options = SlurmOptions(
+        sacct=sacct,
+        clusters=clusters or "",
+        spool=tuple(str(d) for d in spool or ()),
+        window_hours=window_hours,
+        tagged_days=tagged_days,
+    )
     t_end = parsed(parse_when, end, "--end") if end is not None else time.time()
     wh = warehouse(warehouse_file)
     wh.parent.mkdir(parents=True, exist_ok=True)
-    mark = watermark(wh, clusters)
-    state = mark.read()
-    if start is not None:
-        t_start = parsed(parse_when, start, "--start")
-    elif state.get("watermark"):
-        t_start = state["watermark"] - overlap_minutes * 60
-    else:
-        t_start = t_end - first_hours * 3600
-    if t_start >= t_end and not state.get("unfinished"):
+    t_start = first_window(
+        wh,
+        options,
+        parsed(parse_when, start, "--start") if start is not None else None,
+        t_end,
+        first_hours,
+        overlap_minutes,
+    )
+    if t_start is None:
         console.print("nothing to do: the watermark is at the window end")
         return
-    runner = SacctRunner(sacct=sacct, fmt=fmt, clusters=clusters)
-    missing = (
-        tagged_not_accounted(wh, "slurm", clusters, t_end - tagged_days * 86400, t_start, warn=err.print)
-        if tagged_days > 0
-        else []
-    )
-
-    def save(at: float, unfinished: list[str]) -> None:
-        if end is None or start is None:  # an explicit window does not move the watermark
-            # a window held for retry may start in the overlap before the old watermark
-            at = max(at, state.get("watermark") or at)
-            mark.write({"watermark": at, "unfinished": unfinished, "format": runner.fmt})
-
-    marks = Checkpoints(save)
-    retry: list[WindowReport] = []
     try:
-        summary = ingest(
-            marks.count(
-                batches(
-                    runner,
-                    t_start,
-                    t_end,
-                    window_hours=window_hours,
-                    spool=spool or (),
-                    unfinished=state.get("unfinished", []),
-                    on_window=marks.on_window,
-                    retry=retry,
-                    missing=missing,
-                    spool_since=datetime.fromtimestamp(t_start - tagged_days * 86400, tz=timezone.utc)
-                    if tagged_days > 0
-                    else None,
-                )
-            ),
-            wh,
-            on_batch=marks.on_batch,
-        )
-    except SacctError as e:
+        # an explicit window does not move the watermark
+        run = load_since_watermark(wh, options, t_start, t_end, end is None or start is None, fmt, warn=err.print)
+    except (SacctError, DiskFull, WarehouseBusy) as e:
+        # the lock is taken before the first batch: a busy warehouse loaded nothing
         fail(f"ingest slurm failed: {e}", EXIT_FAILED, e)
-    marks.flush()
 
     def notes() -> None:
-        if missing:
-            console.print(f"asked sacct by id for {len(missing)} tagged jobs no time window had returned")
-        console.print(f"sacct format: {runner.fmt}; watermark file {mark.path}")
+        if run.recovered is not None and run.recovered.asked:
+            console.print(
+                f"asked sacct by id for {run.recovered.asked} tagged jobs no time window had returned; "
+                f"{run.recovered.came_back} came back ended"
+            )
+        console.print(f"sacct format: {run.fmt}; watermark file {run.watermark_file}")
 
     finish(
-        summary,
+        run.summary,
         wh,
         "ingest slurm",
-        [report.describe() for report in retry],
+        run.retry,
         nothing=f"sacct answered with no job or step from {_when(t_start)} to {_when(t_end)}",
         unit="sacct call(s)",
         # the watermark waits at the first of them
@@ -215,7 +197,7 @@ def xrootd(
     warehouse_file: WarehouseOpt = None,
 ) -> None:
     """File accesses from the Parquet batches `tierlens collect xrootd` committed (loading one again changes nothing)."""
-    from ..collector.batches import batches
+    from ..sources.xrootd import batches
 
     unreadable: list[str] = []
     ingest_and_print(

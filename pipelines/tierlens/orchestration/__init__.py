@@ -2,8 +2,8 @@
 
     settings      the DAG settings (Variable, else TIERLENS_<NAME>, else default) and the paths,
                   dbt environment and cache configurations they resolve to, on top of config.Paths
-    intervals     selecting one data interval's rows (what makes every task idempotent)
-    tasks         one function per task: each source's batches() cut to the interval, publish,
+    intervals     one report folder per data interval
+    tasks         one function per task after the loads (the loads are ingest/'s): publish,
                   report, alerts, the simulator
     airflow_glue  Variables, the raw Asset, timetables and default args for the DAG files
 
@@ -17,25 +17,15 @@ from importlib import import_module
 _HOME = {
     "synthetic_options": "..sources.synthetic.stored",
     "synthetic_site_files": "..sources.synthetic.stored",
-    "interval_batches": ".intervals",
+    "interval_batches": "..ingest.intervals",
     "interval_folder": ".intervals",
     "SETTINGS": ".settings",
     "SOURCES": ".settings",
     "setting": ".settings",
     "settings_list": ".settings",
     "warehouse_path": ".settings",
-    **{
-        name: ".tasks"
-        for name in (
-            "build_report",
-            "ingest_condor",
-            "ingest_slurm",
-            "ingest_synthetic",
-            "ingest_xrootd",
-            "predict_efficiency",
-            "simulate_caches",
-        )
-    },
+    "source_options": ".settings",
+    **{name: ".tasks" for name in ("build_report", "predict_efficiency", "simulate_caches")},
 }
 
 __all__ = sorted(_HOME)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Optional
 
@@ -129,6 +130,37 @@ def setting(name: str, lookup: Lookup = None) -> str:
 
 def settings_list(name: str, lookup: Lookup = None) -> list[str]:
     return [s.strip() for s in setting(name, lookup).split(",") if s.strip()]
+
+
+def source_options(source: registry.Source, lookup: Lookup = None):
+    """A source's options dataclass from its settings (``<source>_<field>``), each read as the
+    type of the field's default: a tuple comma-separated, a number as a number. A field whose
+    metadata names ``or_setting`` falls back to that setting when empty; one naming a
+    ``home_folder`` is that folder of the configured home (config.Paths)."""
+    cls = source.options_class()
+    values: dict[str, object] = {}
+    for f in fields(cls):
+        if "home_folder" in f.metadata:
+            values[f.name] = str(getattr(paths(lookup), f.metadata["home_folder"]))
+        if "meaning" not in f.metadata:
+            continue
+        name = f"{source.name}_{f.name}"
+        text = setting(name, lookup) or (
+            setting(f.metadata["or_setting"], lookup) if "or_setting" in f.metadata else ""
+        )
+        values[f.name] = _typed(text, f.default, name)
+    return cls(**values)
+
+
+def _typed(text: str, default: object, name: str) -> object:
+    if isinstance(default, tuple):
+        return tuple(s.strip() for s in text.split(",") if s.strip())
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        try:
+            return type(default)(text or 0)
+        except ValueError as e:
+            raise ValueError(f"setting {name} must be a number, not {text!r}") from e
+    return text
 
 
 def _path(name: str, default: Path, lookup: Lookup) -> Path:

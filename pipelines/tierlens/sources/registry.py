@@ -1,58 +1,81 @@
-"""Every source tierlens ingests, one entry each: its name, its `tierlens ingest` commands, its
-settings and the ingest DAG's task.
+"""Every source tierlens ingests, one entry each: its name, its interval load, its options (hence
+its settings) and its `tierlens ingest` commands.
 
 The command line (cli/ingest.py), the settings (orchestration/settings.py: ``SOURCES`` and
 ``SETTINGS``) and the ingest DAG (dags/tierlens_ingest.py: one task ``ingest_<name>``) are all
-built from this list, so adding a source is one module (its ``batches()`` and what the entry
-names) and one entry here. Entries name their functions as ``"module:function"`` and are resolved
-when used: the settings and the DAG file import this module without importing any source. The
-DAG imports a task's module, so that module must not import ``tierlens.cli`` at its top (the CLI
-attaches every command as it loads; built-in tasks live in orchestration/tasks.py, commands in
-cli/ingest.py).
+built from this list, so adding a source is one module (its options dataclass and its interval
+load, as in ingest/) and one entry here. Entries name their functions and classes as
+``"module:name"``, resolved when used, but the options class is resolved as the settings are
+built, while Airflow parses every DAG file: the module holding it must import nothing heavy at
+its top (the built-in ones import only dataclasses; pyarrow alone takes about a second). For the
+same reason a command's module is only imported by the command line.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Optional
 
-#: A source's DAG task: load the records of [start, end) into the warehouse and return the
-#: XCom; the last argument looks up Airflow Variables (orchestration.settings.Lookup).
-IntervalLoad = Callable[[Path, datetime, datetime, Optional[Callable[[str], Optional[str]]]], dict]
+#: A source's interval load: the records of [start, end) into the warehouse, by the options;
+#: returns the DAG task's XCom (ingest/interval.py: load_interval says what it holds).
+IntervalLoad = Callable[[Path, datetime, datetime, object], dict]
 
 
 @dataclass(frozen=True)
 class Source:
-    """One source: ``tierlens ingest`` commands, ingest DAG task ``ingest_<name>``, settings."""
+    """One source: interval load, options, ``tierlens ingest`` commands (the DAG task is ``ingest_<name>``)."""
 
     name: str
-    #: the DAG task, ``"module:function"`` of an IntervalLoad
-    task: str
+    #: ``"module:function"`` of its IntervalLoad
+    load: str
+    #: ``"module:Class"`` of its options dataclass: a field whose metadata has a ``meaning`` is the
+    #: setting ``<name>_<field>`` (default the field's); see orchestration/settings.py: source_options
+    options: str
     #: `tierlens ingest COMMAND` -> ``"module:function"`` of a Typer command function
     commands: Mapping[str, str] = field(default_factory=dict)
-    #: its settings (name -> (default, meaning)), listed with the others in dags/README.md
-    settings: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
-    def load(self) -> IntervalLoad:
-        return resolve(self.task)
+    def interval_load(self) -> IntervalLoad:
+        return resolve(self.load)
+
+    def options_class(self) -> type:
+        return resolve(self.options)
+
+    @property
+    def settings(self) -> dict[str, tuple[str, str]]:
+        """Its settings (name -> (default, meaning)), listed with the others in dags/README.md."""
+        return {
+            f"{self.name}_{f.name}": (setting_text(f.default), f.metadata["meaning"])
+            for f in fields(self.options_class())
+            if "meaning" in f.metadata
+        }
 
     def command_functions(self) -> dict[str, Callable]:
         return {name: resolve(ref) for name, ref in self.commands.items()}
 
 
+def setting_text(value: object) -> str:
+    """An option's default as a setting's text: a tuple comma-separated, 8.0 as 8."""
+    if value is MISSING:
+        raise ValueError("a source's options need a default for each setting")
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
 def resolve(ref: str) -> Callable:
-    """``"package.module:function"`` -> the function (ValueError naming a bad reference)."""
+    """``"package.module:name"`` -> the object (ValueError naming a bad reference)."""
     module, _, name = ref.partition(":")
     if not module or not name:
-        raise ValueError(f"source registry: {ref!r} is not 'module:function'")
+        raise ValueError(f"source registry: {ref!r} is not 'module:name'")
     return getattr(importlib.import_module(module), name)
 
 
-_TASKS = "tierlens.orchestration.tasks"
+_INGEST = "tierlens.ingest"
 _CLI = "tierlens.cli.ingest"
 
 _SOURCES: dict[str, Source] = {}
@@ -81,50 +104,21 @@ def source(name: str) -> Source:
         raise KeyError(f"unknown source {name!r}; known: {', '.join(_SOURCES)}") from None
 
 
-def _builtin(name: str, commands: tuple[str, ...] = (), **settings: tuple[str, str]) -> Source:
-    """A built-in source: its task is orchestration/tasks.py's ``load_<name>``, its commands are
-    cli/ingest.py's functions of the same names (a dash in the command, an underscore in the function)."""
+def _builtin(name: str, options: str, commands: tuple[str, ...] = ()) -> Source:
+    """A built-in source: its interval load and options are ingest/<name>.py's ``load_interval``
+    and ``options``, its commands cli/ingest.py's functions of the same names (a dash in the
+    command, an underscore in the function)."""
     return register(
         Source(
             name,
-            f"{_TASKS}:load_{name}",
+            f"{_INGEST}.{name}:load_interval",
+            f"{_INGEST}.{name}:{options}",
             commands={c: f"{_CLI}:{c.replace('-', '_')}" for c in commands},
-            settings=settings,
         )
     )
 
 
-_builtin(
-    "synthetic",
-    synthetic_start=(
-        "",
-        "synthetic site: first simulated day (UTC); default start_date, so the first scheduled hours have data",
-    ),
-    # a week (the report's period): simulated by the first ingest task, ~3 s per node and day
-    synthetic_days=("7", "synthetic site: days simulated (after 3 days of warm-up)"),
-    synthetic_seed=("42", "synthetic site: seed"),
-    synthetic_nodes_per_type=("2", "synthetic site: worker nodes per storage type"),
-)
-_builtin(
-    "slurm",
-    ("slurm", "slurm-spool"),
-    slurm_sacct=("sacct", "sacct command"),
-    slurm_clusters=("", "sacct --clusters"),
-    slurm_spool=("", "comma-separated spool folders of the SPANK plugin (job tags)"),
-    slurm_tagged_days=(
-        "8",
-        "days before each interval whose spool-tagged jobs without a job row are asked for by id "
-        "(the maximum wall time plus a day); 0: never",
-    ),
-)
-_builtin(
-    "condor",
-    ("condor",),
-    condor_history=("", "comma-separated HTCondor history files or SPOOL folders"),
-    condor_cluster=("htcondor", "pool name for ads without TierlensCluster"),
-)
-_builtin(
-    "xrootd",
-    ("xrootd", "xrootd-osg"),
-    xrootd_dir=("", "folder where `tierlens collect xrootd` writes file_access Parquet batches"),
-)
+_builtin("synthetic", "SyntheticSourceOptions")
+_builtin("slurm", "SlurmOptions", ("slurm", "slurm-spool"))
+_builtin("condor", "CondorOptions", ("condor",))
+_builtin("xrootd", "XrootdOptions", ("xrootd", "xrootd-osg"))

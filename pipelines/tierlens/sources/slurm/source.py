@@ -2,7 +2,8 @@
 
 ``tierlens ingest slurm`` runs from a watermark (``watermark()``, advanced through
 ``Checkpoints`` only once what came before it is loaded); the DAG asks for its data interval and
-keeps no watermark. Both read sacct in bounded windows, then the SPANK plugin's spool tags.
+keeps no watermark (ingest/slurm.py runs both). Both read sacct in bounded windows, then the
+SPANK plugin's spool tags.
 """
 
 from __future__ import annotations
@@ -29,19 +30,18 @@ def batches(
     unfinished: Iterable[str] = (),
     on_window: Callable[[float, list[str]], None] | None = None,
     retry: list[WindowReport] | None = None,
-    missing: Sequence[str] = (),
     spool_since: datetime | None = None,
 ) -> Iterator[Batch]:
     """Jobs and steps of [start, end) (epoch seconds) from sacct in windows of ``window_hours``,
-    plus the jobs still ``unfinished`` last time and the ``missing`` ones (tagged by the plugin,
-    never returned by a window), then the spool tags of ``spool`` folders.
+    plus the jobs still ``unfinished`` last time, then the spool tags of ``spool`` folders (the
+    tagged jobs no window returned are asked for afterwards: ingest/tagged.py).
 
     ``on_window`` and ``retry`` are sacct_batches': a window's watermark once it is handed on, and
     the windows whose output was incomplete (asked for again next time). ``spool_since``: read
     only spool files written since then (spool_files), the earliest a job of the window can have
     been tagged."""
     out: Iterator[Batch] = sacct_batches(
-        runner, start, end, window_hours * 3600, list(unfinished), on_window, retry=retry, missing=missing
+        runner, start, end, window_hours * 3600, list(unfinished), on_window, retry=retry
     )
     dirs = [Path(d) for d in spool]
     return chain(out, spool_batches(dirs, modified_since=spool_since)) if dirs else out

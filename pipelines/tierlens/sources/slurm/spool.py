@@ -263,17 +263,10 @@ def spool_batches(
         yield Batch(RecordKind.JOB_TAG, table, source, locations=locs, rejects=rejects)
 
 
-def tagged_jobs(dirs: Iterable[Path], since: datetime, until: datetime) -> pa.Table:
-    """The whole-job tags (step '') of the jobs the plugin tagged in [since, until), as job_tag
-    rows: what the spool says ran, to be checked against what accounting delivered. Read a
-    chunk of files at a time, keeping one row per job, so a week of spool fits in little memory."""
-    kept = [
-        b.table.filter(_whole_job_tagged_in(b.table, since, until)) for b in spool_batches(dirs, modified_since=since)
-    ]
-    return pa.concat_tables(kept) if kept else JOB_TAG.empty_table()
-
-
-def _whole_job_tagged_in(table: pa.Table, since: datetime, until: datetime) -> pa.Array:
+def whole_job_tags(table: pa.Table, since: datetime, until: datetime) -> pa.Table:
+    """The whole-job tags (step '') of ``table`` (job_tag rows) tagged in [since, until): what the
+    spool says ran, to be checked against what accounting delivered; one row per job, so a week
+    of spool fits in little memory."""
     at = table.column("tagged_at")
     in_range = pc.and_(pc.greater_equal(at, pa.scalar(since, at.type)), pc.less(at, pa.scalar(until, at.type)))
-    return pc.fill_null(pc.and_(pc.equal(table.column("step_id"), ""), in_range), False)
+    return table.filter(pc.fill_null(pc.and_(pc.equal(table.column("step_id"), ""), in_range), False))
