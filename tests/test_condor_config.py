@@ -17,8 +17,8 @@ import pytest
 htcondor2 = pytest.importorskip("htcondor2")
 classad2 = pytest.importorskip("classad2")
 
+from tierlens.probe.detect import cron  # noqa: E402
 from tierlens.records import job_identity  # noqa: E402
-from tierlens.sources.condor.detect import cron  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "deploy" / "htcondor" / "50-tierlens.conf"

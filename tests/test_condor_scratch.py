@@ -23,7 +23,7 @@ import pytest
 
 htcondor2 = pytest.importorskip("htcondor2")
 
-from tierlens.sources.condor.detect import (  # noqa: E402
+from tierlens.probe.detect import (  # noqa: E402
     CRON_SCRIPT,
     cron,
     detect,

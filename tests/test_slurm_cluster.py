@@ -230,7 +230,7 @@ def test_job_environment(cluster, jobs, build):
 
 def test_detector_agrees_with_the_python_detector(jobs, build):
     """The C detector in the job and the HTCondor side's Python detector on the live node."""
-    from tierlens.sources.condor.detect import detect
+    from tierlens.probe.detect import detect
 
     for name in ("srun", "batch"):
         assert detect(jobs[name]["scratch"], "/").storage_type == _detect(build, jobs[name]["scratch"])["storage_type"]
@@ -381,7 +381,7 @@ def test_the_ingest_dag_asks_by_id_for_tagged_jobs_no_window_returned(cluster, j
     tags a window ingest gives; a rerun of the interval changes nothing."""
     from datetime import datetime, timedelta, timezone
 
-    from tierlens.orchestration import tasks
+    from tierlens.ingest.slurm import SlurmOptions, load_interval
 
     for name, value in cluster.client_env.items():
         monkeypatch.setenv(name, value)
@@ -390,9 +390,8 @@ def test_the_ingest_dag_asks_by_id_for_tagged_jobs_no_window_returned(cluster, j
     start = datetime.fromtimestamp(last_end + 3601, tz=timezone.utc)  # every tag an hour before it
 
     def run() -> dict:
-        return tasks.ingest_slurm(
-            wh, start, start + timedelta(minutes=1), clusters=cluster.cluster_name, spool_dirs=[cluster.spool]
-        )
+        options = SlurmOptions(clusters=cluster.cluster_name, spool=(str(cluster.spool),))
+        return load_interval(wh, start, start + timedelta(minutes=1), options)
 
     ids = sorted(_all_ids(jobs))
     result = run()

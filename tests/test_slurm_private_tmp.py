@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tierlens.sources.condor.detect import detect
+from tierlens.probe.detect import detect
 from tierlens.sources.slurm.localcluster import LocalCluster
 
 REPO = Path(__file__).resolve().parents[1]

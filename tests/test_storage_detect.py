@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tierlens.probe.detect import CRON_SCRIPT, Detection, detect
 from tierlens.records import STORAGE_TYPES
-from tierlens.sources.condor.detect import CRON_SCRIPT, Detection, detect
 
 VECTORS = Path(__file__).parent / "vectors"
 CASES = sorted(p.name for p in VECTORS.iterdir() if (p / "case.json").is_file())
@@ -65,7 +65,7 @@ def test_live_system_gives_a_known_type():
 
 
 def test_statfs_fallback_reads_the_live_magic():
-    from tierlens.sources.condor.detect import cron
+    from tierlens.probe.detect import cron
 
     # /proc is procfs (0x9fa0): not a scratch type, so 'other'; /dev/shm is usually tmpfs.
     assert cron._statfs_type("/proc") == "other"
@@ -114,7 +114,7 @@ def test_cron_script_runs_with_the_standard_library_only(tmp_path):
 def test_cron_script_output_survives_odd_strings():
     import classad2
 
-    from tierlens.sources.condor.detect import classad_lines
+    from tierlens.probe.detect import classad_lines
 
     d = Detection("ssd", ['Odd "model" \\ with ü\n'], "xfs", "/dev/sdb")
     lines = classad_lines(d, "/scr atch", None, None, 4)

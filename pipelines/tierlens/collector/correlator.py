@@ -29,13 +29,13 @@ import struct
 import zlib
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
 from . import fstream as fs, rows as rowlib, snapshot
 from .datagrams import DatagramBatch
+from .state import Pending, Seq, Server, User
 from .wire import (
     CODE_FSTREAM,
     CODE_GSTREAM,
@@ -85,81 +85,6 @@ _ERRORS = {
 }
 
 
-@dataclass
-class User:
-    protocol: str
-    name: str
-    pid: int | None
-    host: str
-    app: str | None = None
-    job_identity: str | None = None
-    info: str | None = None
-    userid: str = ""
-
-
-@dataclass
-class Seq:
-    last: int
-    missing: set[int] = field(default_factory=set)
-    #: (sequence number, CRC-32 of the payload) of the last 128 packets. pseq has 8 bits, so after
-    #: a burst of loss a new packet often carries a number seen recently: only the same number with
-    #: the same bytes is a duplicate; a new packet is never thrown away.
-    seen: deque = field(default_factory=lambda: deque(maxlen=128))
-
-
-@dataclass
-class Server:
-    """One server instance: (sender IP, sid, start time). Dictionaries live here."""
-
-    ip: str
-    sid: int
-    stod: int
-    slot: int
-    host: str | None = None
-    port: int | None = None
-    pid: int | None = None
-    inst: str | None = None
-    site: str | None = None
-    is_cache: bool = False
-    retired: bool = False
-    users: dict[int, User] = field(default_factory=dict)
-    users_by_id: dict[str, User] = field(default_factory=dict)
-    paths: dict[int, tuple[str, str]] = field(default_factory=dict)
-    #: lfn -> accesses closed on this cache but not yet emitted (a file_close event may still come)
-    waiting: dict[str, list[dict]] = field(default_factory=dict)
-    #: lfn -> file_close events not yet matched to an access: [deadline, PfcFileClose]
-    pfc_pending: dict[str, list[list]] = field(default_factory=dict)
-    seqs: dict[str, Seq] = field(default_factory=dict)
-    #: user dictid -> arrival time of its disconnect; forgotten a while later
-    disconnected: dict[int, float] = field(default_factory=dict)
-    #: what newer servers send that this collector does not decode, by kind (see unknown_counts)
-    unknown: Counter = field(default_factory=Counter)
-    lost: int = 0
-    duplicates: int = 0
-    reordered: int = 0
-    packets: int = 0
-    last_time: float = 0.0
-
-    @property
-    def name(self) -> str:
-        if self.host is not None:
-            return f"{self.host}:{self.port}" if self.port else self.host
-        return self.ip
-
-    @property
-    def role(self) -> str:
-        return "cache" if self.is_cache else "origin"
-
-
-@dataclass
-class _Pending:
-    """Accesses of non-cache servers waiting out the cache grace (a server is known to be a cache
-    only once its first g-stream event arrives)."""
-
-    deadline: float
-    chunk: rowlib.Chunk
-
-
 class Correlator:
     """Datagrams in, ``emit(pa.Table)`` out (records.FILE_ACCESS schema).
 
@@ -183,7 +108,7 @@ class Correlator:
         self._last_tod = np.zeros(16, dtype=np.float64)
         self._by_addr: dict[tuple, Server] = {}
         self._open = fs.OpenFiles()
-        self._pending: deque[_Pending] = deque()
+        self._pending: deque[Pending] = deque()
         self._cache_queue: deque = deque()  # (deadline, server, row dict) waiting for a pfc event
         self.stats: Counter = Counter()
         self.quarantined: Counter = Counter()
@@ -654,7 +579,7 @@ class Correlator:
                 self._to_cache_wait(ch.select(cache), deadline)
                 ch = ch.select(~cache)
         if len(ch):
-            self._pending.append(_Pending(deadline, ch))
+            self._pending.append(Pending(deadline, ch))
 
     def _path_lfns(self, rows: np.ndarray, no_lfn: np.ndarray, users: tuple, reason: str | None):
         """Opens without an lfn (monitoring without ``lfn``): the name (and user) of a ``d`` path map."""

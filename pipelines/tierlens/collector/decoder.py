@@ -8,8 +8,9 @@ an Arrow table in records.FILE_ACCESS's schema.
 
 from __future__ import annotations
 
-from .correlator import Correlator, Seq, Server, User
+from .correlator import Correlator
 from .rows import COLUMNS
+from .state import Seq, Server, User
 from .wire import (
     FREC,
     GSH,

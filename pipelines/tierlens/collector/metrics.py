@@ -12,7 +12,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from .service import parse_listen
+from .listen import parse_listen
 
 P = "tierlens_collector_"
 

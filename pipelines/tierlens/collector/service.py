@@ -34,6 +34,7 @@ from ..records import COLLECTOR_STATS, Batch, RecordKind
 from . import journal as jr
 from .datagrams import DatagramBatch
 from .decoder import Decoder
+from .listen import parse_listen
 from .replay import batches as pcap_batches
 from .snapshot import SnapshotError
 from .writer import BatchWriter, write_atomic, write_text_atomic
@@ -410,13 +411,6 @@ def replay(path: Path, opts: Options, port: int | None = None) -> RunResult:
 
 
 # ---- live ---------------------------------------------------------------------------------
-
-
-def parse_listen(spec: str) -> tuple[str, int]:
-    host, _, port = spec.rpartition(":")
-    if not port.isdigit():
-        raise ValueError(f"--listen wants HOST:PORT, got {spec!r}")
-    return (host.strip("[]") or "127.0.0.1"), int(port)
 
 
 class Live:

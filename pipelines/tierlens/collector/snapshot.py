@@ -48,6 +48,7 @@ import numpy as np
 
 from ..records import FILE_ACCESS
 from . import fstream as fs, rows as rowlib
+from .state import Pending, Seq, Server, User
 from .wire import PfcFileClose
 
 if TYPE_CHECKING:
@@ -213,8 +214,6 @@ def load(data: bytes, c: Correlator) -> int:
 
 
 def _load_v1(doc: dict, c: Correlator) -> None:
-    from .correlator import Seq, Server, User, _Pending
-
     users = [User(**u) for u in doc["users"]]
     c.servers, c._slots = {}, []
     for slot, d in enumerate(doc["servers"]):
@@ -263,7 +262,7 @@ def _load_v1(doc: dict, c: Correlator) -> None:
         }
     )
     c._pending = deque(
-        _Pending(
+        Pending(
             p["deadline"],
             rowlib.Chunk(
                 _unarray(p["ints"]),
@@ -316,9 +315,7 @@ def _load_pickle(data: bytes, c: Correlator) -> None:
         c.servers, c._slots, c._last_tod = servers, slots, st["last_tod"]
         c._by_addr = st["by_addr"]
         c._open = fs.OpenFiles.from_state(st["open"])
-        from .correlator import _Pending
-
-        c._pending = deque(_Pending(*p) for p in st["pending"])
+        c._pending = deque(Pending(*p) for p in st["pending"])
         c._cache_queue = deque(st["cache_queue"])
         c.stats, c.quarantined, c._last_sweep = st["stats"], st["quarantined"], st["last_sweep"]
         c.unknown_senders = Counter()

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from ..records import DEVICE_PROBE
 from . import under_write
-from .jobs import JOBS, ProbeJob
+from .jobs import JOBS, ProbeJob, parse_fio
 from .sustained import BLOCK_BYTES, Budget, analyse, rows as sustained_rows
 
 WORKDIR_PREFIX = ".tierlens-probe-"
@@ -146,36 +146,10 @@ def fio_args(
     return args
 
 
-def parse_fio(text: str, job: ProbeJob) -> dict:
-    """Bandwidth, IOPS and latencies of one fio job from its JSON output (group reported)."""
-    report = json.loads(text)
-    (res,) = [j for j in report["jobs"] if j["jobname"] == job.name]
-    side = res["write" if job.rw == "write" else "read"]
-    pct = side.get("clat_ns", {}).get("percentile", {})
-    top = side["lat_ns"].get("max")
-
-    def seconds(ns) -> float | None:
-        # fio reports a percentile as its histogram bin's value (within about 1.6 %), which can
-        # pass the exact maximum: no percentile is above the longest request seen
-        if ns is None:
-            return None
-        return float(min(ns, top) if top else ns) / 1e9
-
-    return {
-        "bandwidth_bytes_per_second": float(side["bw_bytes"]),
-        "iops": float(side["iops"]),
-        "mean_latency_seconds": float(side["lat_ns"]["mean"]) / 1e9,
-        "p50_latency_seconds": seconds(pct.get("50.000000")),
-        "p99_latency_seconds": seconds(pct.get("99.000000")),
-        "p999_latency_seconds": seconds(pct.get("99.900000")),
-        "max_latency_seconds": float(top) / 1e9 if top is not None else None,
-    }
-
-
 def run_probe(options: ProbeOptions, detect=None) -> pa.Table:
     """Run every job of :data:`JOBS` in a directory of our own under ``options.path``; the records."""
     if detect is None:
-        from ..sources.condor.detect import detect
+        from .detect import detect
     path = options.path.resolve() if not options.path.is_symlink() else options.path
     leftovers = check_path(path)
     version = fio_version(options.fio)

@@ -15,6 +15,7 @@ The set is part of the ``device_probe`` contract: the device layer reads these n
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 KIB = 1024
@@ -41,3 +42,29 @@ JOBS: tuple[ProbeJob, ...] = (
     ProbeJob("rand_read_128k_node", "randread", 128 * KIB, True),
     ProbeJob("rand_read_1m", "randread", MIB, False),
 )
+
+
+def parse_fio(text: str, job: ProbeJob) -> dict:
+    """Bandwidth, IOPS and latencies of one fio job from its JSON output (group reported)."""
+    report = json.loads(text)
+    (res,) = [j for j in report["jobs"] if j["jobname"] == job.name]
+    side = res["write" if job.rw == "write" else "read"]
+    pct = side.get("clat_ns", {}).get("percentile", {})
+    top = side["lat_ns"].get("max")
+
+    def seconds(ns) -> float | None:
+        # fio reports a percentile as its histogram bin's value (within about 1.6 %), which can
+        # pass the exact maximum: no percentile is above the longest request seen
+        if ns is None:
+            return None
+        return float(min(ns, top) if top else ns) / 1e9
+
+    return {
+        "bandwidth_bytes_per_second": float(side["bw_bytes"]),
+        "iops": float(side["iops"]),
+        "mean_latency_seconds": float(side["lat_ns"]["mean"]) / 1e9,
+        "p50_latency_seconds": seconds(pct.get("50.000000")),
+        "p99_latency_seconds": seconds(pct.get("99.000000")),
+        "p999_latency_seconds": seconds(pct.get("99.900000")),
+        "max_latency_seconds": float(top) / 1e9 if top is not None else None,
+    }

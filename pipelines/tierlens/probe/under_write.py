@@ -34,6 +34,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .jobs import ProbeJob, parse_fio
+
 KIB = 1024
 MIB = 1024 * KIB
 READ_BYTES = 128 * KIB
@@ -114,8 +116,6 @@ def fio_args(
 
 def parse(text: str, job: UnderWriteJob, write_bandwidth: float) -> dict:
     """The readers' latency distribution and the writer's measured utilisation from fio's JSON."""
-    from .fio import ProbeJob, parse_fio
-
     report = json.loads(text)
     groups = {j["jobname"]: j for j in report["jobs"]}
     written = groups["writer"]["write"]["bw_bytes"] if "writer" in groups else 0.0

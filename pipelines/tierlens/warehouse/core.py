@@ -193,7 +193,7 @@ class Warehouse:
                 "WHERE schema_name = 'main' AND database_name = current_database()"
             ).fetchall()
         }
-        from ..simulator.store import COMMENTS as SIMULATION_COMMENTS
+        from ..records import SIMULATOR_COMMENTS as SIMULATION_COMMENTS
 
         for table, comment in SIMULATION_COMMENTS.items():
             if have_tables.get(table) != comment:

@@ -75,7 +75,7 @@ def _write_tables(wh: Warehouse, target: Path) -> dict[str, int]:
 
 def _simulation_tables() -> tuple[str, ...]:
     """The simulator's result tables (dbt source 'simulator'): single files, like raw_node."""
-    from tierlens.simulator.store import DDL
+    from tierlens.records import SIMULATOR_DDL as DDL
 
     return tuple(DDL)
 

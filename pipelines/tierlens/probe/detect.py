@@ -3,6 +3,8 @@
 There is one implementation: ``plugins/htcondor/tierlens_startd_cron.py`` (standard library only,
 so it runs on any EP). This module loads it from the clone, or from the copy
 a wheel bundles (resources.py), so the package and its tests use exactly the code that is deployed.
+It lives with the probe, which names the storage under the path it measures; nothing here
+imports a source.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import importlib.util
 import sys
 from types import ModuleType
 
-from ...resources import shipped
+from ..resources import shipped
 
 CRON_SCRIPT = shipped("plugins/htcondor/tierlens_startd_cron.py")
 _MODULE_NAME = "tierlens_startd_cron"
