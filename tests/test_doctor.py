@@ -192,7 +192,7 @@ def test_airflow_variables_through_an_airflow_command(tmp_path, monkeypatch):
 def _no_slurm_here(tmp_path: Path, monkeypatch) -> None:
     """This test host has Slurm installed; doctor's default slurm.conf is pointed where there is none."""
     monkeypatch.delenv("SLURM_CONF", raising=False)
-    monkeypatch.setattr(doctor, "DEFAULT_SLURM_CONF", tmp_path / "no-slurm" / "slurm.conf")
+    monkeypatch.setattr(doctor.slurm, "DEFAULT_SLURM_CONF", tmp_path / "no-slurm" / "slurm.conf")
 
 
 def test_cli_exit_status_and_json(tmp_path, monkeypatch):
@@ -389,13 +389,13 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-AIRFLOW_VENV_EXE = REPO / ".venv-airflow" / "bin" / "airflow"
+#: the Airflow virtualenv, as the other Airflow tests find it (TIERLENS_AIRFLOW_VENV, else the checkout's)
+AIRFLOW_VENV_EXE = Path(os.environ.get("TIERLENS_AIRFLOW_VENV", REPO / ".venv-airflow")) / "bin" / "airflow"
 
 
 def _airflow_exe() -> Path:
-    for candidate in (AIRFLOW_VENV_EXE, Path("/work/main/.venv-airflow/bin/airflow")):
-        if candidate.exists():
-            return candidate
+    if AIRFLOW_VENV_EXE.exists():
+        return AIRFLOW_VENV_EXE
     pytest.skip("no Airflow virtualenv (make airflow-venv)")
 
 
