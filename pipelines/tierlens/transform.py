@@ -284,6 +284,7 @@ def run_incremental(
     days, :data:`CORE_SCOPE_VARS`), then retention of raw file accesses;
     recorded in the warehouse's history file."""
     record = _start(warehouse, "hourly", all_tests_every_hours)
+    record.failures += _recovered_state(warehouse, state_dir, plain=True)
     extra = [] if record.test_scope == "all" else core_tests_only()
     result = run_dbt(warehouse, state_dir, "build", extra, project_dir=project_dir)
     return _finish(warehouse, record, [result], retention_months)
@@ -336,6 +337,7 @@ def run_range(
     )
     if warning:
         record.failures.append("warning: " + warning)
+    record.failures += _recovered_state(warehouse, state_dir, plain=False)
     if full_refresh:
         _drop_dbt_schemas(warehouse)
     runs: list[list[str]] = [backfill_args(s, e) for s, e in chunks]
@@ -363,6 +365,64 @@ def _drop_dbt_schemas(warehouse: Path) -> None:
         con.execute("CHECKPOINT")
     finally:
         con.close()
+
+
+#: State tables one dbt model writes and a later run reads, outside dbt's ref() graph
+#: (dbt/macros/incremental.sql), and what a plain run does when one is missing while the model
+#: that reads it holds rows: the macros fall back to rebuilding by day, as after a full refresh.
+STATE_TABLES = {
+    ("intermediate", "int_job_match_state"): (
+        "int_file_access_by_job",
+        "int_file_access_by_job rebuilt its window's days instead of the changed keys",
+    ),
+    ("intermediate", "int_job_match_changes"): (
+        "int_job_remote_bytes",
+        "int_job_remote_bytes rebuilt every job of its window",
+    ),
+}
+#: "recovered: …" lines go into the run's record (RunRecord.failures, beside "warning: …"): the
+#: run passed, and the history says what it had to rebuild.
+RECOVERED = "recovered: "
+
+
+def _recovered_state(warehouse: Path, state_dir: Path, *, plain: bool) -> list[str]:
+    """What this run finds damaged or missing in the state earlier runs left, and rebuilds."""
+    found = _damaged_saved_parse(state_dir / "target" / "partial_parse.msgpack")
+    return found + (_missing_state_tables(warehouse) if plain else [])
+
+
+def _damaged_saved_parse(path: Path) -> list[str]:
+    """dbt's saved parse, removed when it cannot be unpacked (truncated, corrupted): dbt would parse
+    the whole project again anyway, saying so only in its log; here the history records it."""
+    import msgpack
+
+    try:
+        msgpack.unpackb(path.read_bytes(), strict_map_key=False)
+    except FileNotFoundError:
+        return []
+    except Exception as e:  # msgpack's errors for a damaged file have no common base but Exception
+        path.unlink(missing_ok=True)
+        return [
+            f"{RECOVERED}dbt's saved parse {path} was damaged ({type(e).__name__}: {str(e)[:100]}): removed, dbt parsed the project again"
+        ]
+    return []
+
+
+def _missing_state_tables(warehouse: Path) -> list[str]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        built = set(
+            con.execute(
+                "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database()"
+            ).fetchall()
+        )
+    finally:
+        con.close()
+    out = []
+    for (schema, table), (reader, rebuilt) in STATE_TABLES.items():
+        if (schema, reader) in built and (schema, table) not in built:
+            out.append(f"{RECOVERED}the state table {schema}.{table} was missing: {rebuilt}")
+    return out
 
 
 def _start(warehouse: Path, kind: str, all_tests_every_hours: float = 0) -> RunRecord:

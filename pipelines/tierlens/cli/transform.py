@@ -179,6 +179,11 @@ _AFTER_DISK_FULL = (
     "Free space on that filesystem and run the transform again: the run is not recorded as done, "
     "so the next one redoes its work."
 )
+#: What to do after a publish that ran out of disk (the run before it is recorded as done).
+_AFTER_PUBLISH_DISK_FULL = (
+    "The run is recorded and readers keep the previous snapshot; free space on that filesystem "
+    "and run the transform again, which publishes."
+)
 _DISK_FULL = "no space left on device"
 
 
@@ -218,7 +223,13 @@ def _run_transform(
     if target in (None, "duckdb"):
         from ..warehouse.publish import publish_with_stats
 
-        published, stats = publish_with_stats(wh)
+        try:
+            published, stats = publish_with_stats(wh)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+            # the run is recorded as done by now: only the snapshot is behind
+            fail(f"publish failed: the disk is full: {e.strerror}. {_AFTER_PUBLISH_DISK_FULL}", 1, e)
         console.print(
             f"published for readers: {published} ({stats.bytes_written / 1e6:,.1f} of "
             f"{stats.file_bytes / 1e6:,.1f} MB written, {stats.seconds:.1f} s)",

@@ -92,30 +92,60 @@ def state_path(warehouse: str | Path) -> Path:
 def load_history(warehouse: str | Path) -> History:
     """The state beside ``warehouse``; an empty one if there is none yet.
 
-    Raises ValueError for a file of another format version (never silently forget a pruning)."""
+    Raises ValueError for a file of another format version (never silently forget a pruning), and
+    :class:`HistoryDamaged` for one that cannot be read as a history (truncated, corrupted)."""
     path = state_path(warehouse)
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         return History()
     except ValueError as e:
-        raise ValueError(f"{path}: not JSON ({e}); move it aside to start a new history") from e
+        raise HistoryDamaged(path, f"not JSON: {e}") from e
+    if not isinstance(data, dict):
+        raise HistoryDamaged(path, f"a JSON {type(data).__name__}, not an object")
     if data.get("format_version") not in READABLE_VERSIONS:
         raise ValueError(
             f"{path}: format version {data.get('format_version')!r}, this tierlens reads "
             f"{', '.join(map(str, READABLE_VERSIONS))}; upgrade tierlens"
         )
-    last_success = RunRecord(**data["last_success"]) if data.get("last_success") else None
+    try:
+        return _history_of(data)
+    except (TypeError, ValueError, AttributeError) as e:  # a field missing, unknown or of another type
+        raise HistoryDamaged(path, f"not a transform history: {e}") from e
+
+
+def _history_of(data: dict) -> History:
+    last_success = _run_of(data.get("last_success"))
     passed_at = data.get("all_tests_passed_at")
     if data["format_version"] == 1 and last_success is not None:
         passed_at = last_success.started_at  # before version 2 every run ran every test
-    return History(
-        FORMAT_VERSION,
-        RunRecord(**data["last_run"]) if data.get("last_run") else None,
-        last_success,
-        Retention(**data.get("retention") or {}),
-        passed_at,
-    )
+    retention = Retention(**(data.get("retention") or {}))
+    if retention.pruned_before is not None:
+        datetime.fromisoformat(retention.pruned_before)  # a refusal of a rebuild compares it
+    return History(FORMAT_VERSION, _run_of(data.get("last_run")), last_success, retention, passed_at)
+
+
+def _run_of(data: object) -> RunRecord | None:
+    if not data:
+        return None
+    record = RunRecord(**data)  # type: ignore[arg-type]
+    if not isinstance(record.started_at, str) or not isinstance(record.failures, list):
+        raise TypeError(f"a run record's started_at or failures of the wrong type: {data!r}"[:300])
+    return record
+
+
+class HistoryDamaged(ValueError):
+    """The history file cannot be read. It is not replaced on its own: it holds what raw retention
+    deleted (``retention.pruned_before``), which a new, empty history would forget, and a full
+    refresh after that would replace the marts' history with what raw has left."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        self.path = path
+        super().__init__(
+            f"the transform history {path} is damaged ({why[:200]}); nothing was run. Move it aside "
+            f"(mv {path} {path}.damaged) and run the transform again; if raw retention is on, read "
+            f"retention.pruned_before in the damaged file first and back-fill nothing before it"
+        )
 
 
 def save_history(warehouse: str | Path, history: History) -> None:
