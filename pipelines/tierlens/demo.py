@@ -174,7 +174,8 @@ def print_efficiency_checks(run, console: Console) -> None:
         f"Table 1's order (its values differ: its jobs and devices are not this site's): Kendall tau "
         f"{g.kendall_tau:+.2f}; "
         + ", ".join(
-            f"{k} {g.predicted[k]:.0%} (seed {g.reference[k]:.0%})" for k in sorted(g.predicted, key=g.predicted.get)
+            f"{k} {g.predicted[k] * 100:.0f} % (seed {g.reference[k] * 100:.0f} %)"
+            for k in sorted(g.predicted, key=g.predicted.get)
         )
     )
     arms = whatif.arm_differences(run)
