@@ -3,8 +3,11 @@
     settings      the DAG settings (Variable, else TIERLENS_<NAME>, else default) and the paths,
                   dbt environment and cache configurations they resolve to, on top of config.Paths
     intervals     one report folder per data interval
-    tasks         one function per task after the loads (the loads are ingest/'s): publish,
-                  report, alerts, the simulator
+    publish       the warehouse after the loads and around the transform, the published snapshot
+    alerts        dbt's run results and the completeness alerts of the transform DAG
+    report        the report DAG's task
+    simulate      the simulate DAG's tasks
+    tasks         every task function of the four above in one place (the loads are ingest/'s)
     airflow_glue  Variables, the raw Asset, timetables and default args for the DAG files
 
 The names below are the ones scripts and tests reach for; the DAG files import the modules.
@@ -25,7 +28,9 @@ _HOME = {
     "settings_list": ".settings",
     "warehouse_path": ".settings",
     "source_options": ".settings",
-    **{name: ".tasks" for name in ("build_report", "predict_efficiency", "simulate_caches")},
+    "build_report": ".report",
+    "predict_efficiency": ".simulate",
+    "simulate_caches": ".simulate",
 }
 
 __all__ = sorted(_HOME)
