@@ -25,7 +25,7 @@ def batches(
     start: float,
     end: float,
     *,
-    window_hours: float = 6.0,
+    window_hours: float,
     spool: Iterable[Path] = (),
     unfinished: Iterable[str] = (),
     on_window: Callable[[float, list[str]], None] | None = None,
