@@ -1,4 +1,4 @@
-"""Incremental dbt builds, fed the demo month as it would arrive (with faults), equal a full refresh.
+"""Incremental dbt builds, fed twelve demo days as they would arrive (with faults), equal a full refresh.
 
 The replay and its planted late records and kills are tests/support/equivalence.py's; every table
 of the intermediate and marts schemas must equal the full refresh of the same raw records,
@@ -59,13 +59,13 @@ def test_the_builds_were_incremental(replayed):
         for r in con.execute("select run_mode from intermediate.int_incremental_window order by built_at").fetchall()
     ]
     con.close()
-    # six builds, and the SIGKILLed transform before build 5 logged one more if it got that far
-    assert modes[0] == "full" and set(modes[1:]) == {"incremental"} and len(modes) in (6, 7)
+    # five builds, and the SIGKILLed transform before build 4 logged one more if it got that far
+    assert modes[0] == "full" and set(modes[1:]) == {"incremental"} and len(modes) in (5, 6)
 
 
 def test_incremental_builds_leave_no_working_tables_and_clear_old_ones(replayed):
-    """Five incremental builds of the Python models (ab_uncertainty, int_ab_totals,
-    change_effects) left none of their working tables, and the sixth dropped the leftovers planted
+    """Four incremental builds of the Python models (ab_uncertainty, int_ab_totals,
+    change_effects) left none of their working tables, and the fifth dropped the leftovers planted
     before it, but not a table of the site's whose name only resembles one."""
     before, after = replayed["working_tables"]
     assert before == []
@@ -98,7 +98,7 @@ def test_a_late_cache_event_replaces_the_access_figures(replayed):
 
 
 def test_replay_has_a_job_taking_accesses_from_an_older_one_and_a_late_access(replayed):
-    """The cases a rebuild by key must find: accesses inferred to one job at build 4 and to another
+    """The cases a rebuild by key must find: accesses inferred to one job at build 3 and to another
     (a job whose record came later) at the end; an access that arrived after its job's record."""
     con = duckdb.connect(str(replayed["incremental"]), read_only=True)
     now = {
@@ -118,13 +118,13 @@ def test_replay_has_a_job_taking_accesses_from_an_older_one_and_a_late_access(re
     con.close()
     before = {k: v for k, v in replayed["matched_before"].items() if isinstance(k, tuple)}
     taken = [k for k, job in before.items() if k in now and now[k] != job]
-    assert taken, "no access changed its inferred job between build 4 and the end"
+    assert taken, "no access changed its inferred job between build 3 and the end"
     assert late == [("inferred",)]
 
 
 def test_replay_has_a_job_that_changed_node_and_one_that_stopped_having_run(replayed):
-    """The revised jobs of the last day: built by build 4 in their first form (one on another
-    node, one that ran) and replaced by their true records before build 5: the first on its true
+    """The revised jobs of the last day: built by build 3 in their first form (one on another
+    node, one that ran) and replaced by their true records before build 4: the first on its true
     node, the second a launch failure, in neither job_efficiency nor job_io_profile."""
     revised = replayed["replay"].revised
     before = replayed["revised_before"]
@@ -140,7 +140,7 @@ def test_replay_has_a_job_that_changed_node_and_one_that_stopped_having_run(repl
 
 
 def test_job_io_profile_was_rebuilt_by_job(replayed):
-    """Build 6 rebuilt job_io_profile by job, not its window's days: the row planted off by 1,000
-    after build 5, of a job no record of build 6 can touch, came through it unchanged."""
+    """Build 5 rebuilt job_io_profile by job, not its window's days: the row planted off by 1,000
+    after build 4, of a job no record of build 5 can touch, came through it unchanged."""
     planted, after = replayed["io_profile_planted"]
     assert after == [(planted,)]

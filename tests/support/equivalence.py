@@ -1,19 +1,20 @@
 """The equivalence fixture: one small generated site, one full refresh, everything else compared to it.
 
-Built once a session (tests/test_incremental_equivalence.py and tests/test_chunk_edges.py share it,
-and make test runs them on one worker). The synthetic demo month (with a site change) is generated
-once and loaded in the order a site would see it: every record at the time it arrives (an
-accounting record when its job ends, a file access at its close, a tag when its job starts, a site
-change when it is recorded), in daily batches for 29 days and hourly ones for the last day. Between
-loads plain `dbt run` / `dbt build` builds the incremental models (dbt/README.md, "Invocation
-contract"): six invocations in all, several days of loads caught up by one of them. Among the loads:
+Built once a session (tests/test_incremental_equivalence.py, tests/test_chunk_edges.py and
+tests/test_faults.py share it, and make test runs them on one worker). Twelve synthetic days of
+the smallest demo site (with a site change, across a month's end) are generated once and loaded
+in the order a site would see them: every record at the time it arrives (an accounting record
+when its job ends, a file access at its close, a tag when its job starts, a site change when it
+is recorded), in daily batches for 11 days and hourly ones for the last day. Between loads plain
+`dbt run` / `dbt build` builds the incremental models (dbt/README.md, "Invocation contract"):
+five invocations in all, several days of loads caught up by one of them. Among the loads:
 
 * a job whose accounting record arrives 8 hours after its file accesses (twice: once across a
   daily build, once across an hourly one): its accesses are unmatched until it arrives;
 * a batch loaded twice (the warehouse's no-op);
 * a late cache event: a cache access first loaded without the g-stream's figures, which arrive
   6 hours later and replace the row (twice, as above);
-* a site change recorded 8 days after its date;
+* a site change recorded 3 days after its date;
 * two jobs whose first record is replaced 6 hours later (across an hourly build): one first filed
   on another node (the node sharing of both nodes' jobs changes), one whose true record is a
   launch failure (it leaves the marts of jobs that ran);
@@ -24,13 +25,15 @@ Then the same raw records are built again, each build compared with the incremen
 tests/support/warehouse_compare.py:
 
 * the reference: `tierlens transform --full-refresh` with the whole history in one chunk (so also
-  what `--days 30` gives: the history is 30 days and its margins);
+  what `--days 30` gives: the history is 12 days and its margins);
 * `--full-refresh --days 7`, SIGKILLed once at a seeded point, then run to the end;
 * `--backfill` of three days in the middle of history, `--days 1`, on a copy of the reference,
   SIGKILLed once, then run to the end;
 * the publish of the incremental warehouse SIGKILLed, then published again: the snapshot readers
   open;
-* retention SIGKILLed, then applied again, against the same retention left alone.
+* retention SIGKILLed, then applied again, against the same retention left alone and the same
+  retention applied to a copy of the full refresh: a month's retention, cutting at the month
+  boundary inside the history (the newest access moved to December 1st).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import shutil
 import sys
 import time
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +61,20 @@ from tierlens.sources.synthetic.generate import SyntheticChange
 from tierlens.transform import run_dbt, run_range
 from tierlens.warehouse.publish import reader_path
 
-DAYS = 30
+#: twelve days, long enough for every lookback (max_wall_days 7 + lateness 2) to fall inside
+#: history and for a site change with days before and after it; not a month, which cost the
+#: fixture its time in generation and in every build
+DAYS = 12
+#: the history runs across a month's end (Oct 24 to Nov 4), so chunks, monthly rows and
+#: retention meet a month boundary inside it
+START = datetime(2026, 10, 24, tzinfo=timezone.utc)
 SEED = 42
-NODES_PER_TYPE = 2
-CHANGE = SyntheticChange(day=14, read_speedup=1.3, storage_type="hdd", description="hdd read-ahead 4 MB")
-CHANGE_RECORDED_AFTER = timedelta(days=8)
+#: the smallest demo site with every storage type on both arms (12 nodes), 4 job slots a node:
+#: jobs still share nodes and run across every day's edge
+NODES_PER_TYPE = 1
+SLOTS = 4
+CHANGE = SyntheticChange(day=6, read_speedup=1.3, storage_type="hdd", description="hdd read-ahead 4 MB")
+CHANGE_RECORDED_AFTER = timedelta(days=3)
 SACCT_DELAY = timedelta(hours=8)
 GSTREAM_DELAY = timedelta(hours=6)
 ACCESS_DELAY = timedelta(hours=5)
@@ -85,16 +97,26 @@ SOURCE = "replay"
 #: the kill points' generator
 KILL_SEED = 37
 #: the middle stretch back-filled one day per dbt run: days after the first
-MIDDLE_BACKFILL = (12, 15)
-#: how far ahead of the others the access planted before retention ends, so retention deletes
-#: (a month of history holds nothing older than a month)
-RETENTION_PLANT_AHEAD = timedelta(days=40)
+MIDDLE_BACKFILL = (5, 8)
+#: where the newest raw access is moved before retention (the history holds less than a month,
+#: so nothing would be old enough): a month's retention then cuts at the month boundary inside
+#: the history, RETENTION_CUTOFF, which is stated here, not computed by the code under test
+RETENTION_NEWEST = datetime(2026, 12, 1, 6, tzinfo=timezone.utc)
 RETENTION_MONTHS = 1
+RETENTION_CUTOFF = datetime(2026, 11, 1, tzinfo=timezone.utc)
+#: the day whose job batch is loaded a second time (the warehouse's no-op)
+TWICE_DAY = 6
+#: the build that catches up on days 8-10 and the last day's first hours
+LAST_DAY_FIRST_BUILD = "build 3 (days 8-10, last day hours 0-5)"
 
 
 def _options() -> SyntheticOptions:
     return SyntheticOptions(
-        days=float(DAYS), seed=SEED, site=demo_site(nodes_per_type=NODES_PER_TYPE), changes=(CHANGE,)
+        days=float(DAYS),
+        seed=SEED,
+        start=START,
+        site=demo_site(nodes_per_type=NODES_PER_TYPE, slots=SLOTS),
+        changes=(CHANGE,),
     )
 
 
@@ -400,60 +422,65 @@ def _load_by_command(
 def _replay(root: Path, rng: random.Random, kills: KillTally) -> dict[str, Any]:
     options = _options()
     start = options.start
+    t = time.monotonic()
     replay = Replay(_generated(), start)
     day = timedelta(days=1)
     hour = timedelta(hours=1)
     last = start + (DAYS - 1) * day
-    replay.delay_job(start + 19 * day + 17 * hour, start + 19 * day + 22 * hour)  # arrives on day 20
+    replay.delay_job(start + 7 * day + 17 * hour, start + 7 * day + 22 * hour)  # arrives on day 8
     replay.delay_job(last + 1 * hour, last + 2 * hour)
-    replay.delay_gstream(start + 19 * day + 20 * hour, start + 20 * day)
+    replay.delay_gstream(start + 7 * day + 20 * hour, start + 8 * day)
     replay.delay_gstream(last + 3 * hour, last + 4 * hour)
     replay.delay_access(last + 2 * hour, last + 4 * hour)
-    # built in their first form by build 4 (hours 0-5), in their true one by build 5 (hours 6-11)
+    # built in their first form by build 3 (to hour 5), in their true one by build 4 (hours 6-11)
     replay.revise_job(last + 1 * hour, last + 5 * hour, "node")
     replay.revise_job(last + 1 * hour, last + 5 * hour, "ran")
     # filed by faulty nodes: one in the daily batches, one whose clock puts it in the day after the last
-    replay.skew_job(start + 20 * day, start + 21 * day, "ends_before_start")
-    replay.skew_job(last + 22 * hour, last + day, "clock_ahead")
+    replay.skew_job(start + 8 * day, start + 9 * day, "ends_before_start")
+    replay.skew_job(last + 21 * hour, last + day, "clock_ahead")
 
     warehouse = root / "incremental.duckdb"
     state = root / "dbt-incremental"
-    timings: dict[str, float] = {}
-    # identity -> (accesses, exact) after build 2; (server_host, unique_id) -> job_id inferred after build 4
+    timings: dict[str, float] = {"generate and plant": time.monotonic() - t}
+    # identity -> (accesses, exact) after build 2; (server_host, unique_id) -> job_id inferred after build 3
     matched_before: dict[Any, Any] = {}
     twice = None
 
     def load(since: datetime | None, until: datetime | None) -> None:
         nonlocal twice
+        t = time.monotonic()
         batches = replay.batches(since, until)
         ingest(iter(batches), warehouse)
-        if since is not None and since == start + 15 * day:
+        timings["loads (in process)"] = timings.get("loads (in process)", 0.0) + time.monotonic() - t
+        if since is not None and since == start + TWICE_DAY * day:
             twice = [b for b in batches if b.kind is RecordKind.JOB]
 
-    # Daily batches; the first build (full: nothing is built yet) after day 10, then two
-    # incremental builds that each catch up on several days of loads.
+    # Daily batches; the first build (full: nothing is built yet) after day 4, then two
+    # incremental builds that each catch up on several days of loads (the second on three days
+    # and the last day's first six hourly batches).
     load(None, start + day)
-    for d in range(1, 10):
+    for d in range(1, 5):
         load(start + d * day, start + (d + 1) * day)
+    t = time.monotonic()
     _dbt(warehouse, state, "seed")
-    timings["build 1 (first, days 0-9)"] = _dbt(warehouse, state, "run")
-    for d in range(10, 20):
+    timings["seed"] = time.monotonic() - t
+    timings["build 1 (first, days 0-4)"] = _dbt(warehouse, state, "run")
+    for d in range(5, 8):
         load(start + d * day, start + (d + 1) * day)
-    timings["build 2 (days 10-19)"] = _dbt(warehouse, state, "run")
+    timings["build 2 (days 5-7)"] = _dbt(warehouse, state, "run")
     con = duckdb.connect(str(warehouse), read_only=True)
     for identity in replay.late_jobs[:1]:
         matched_before[identity] = identity_matches(con, identity)
     con.close()
-    for d in range(20, DAYS - 1):
+    for d in range(8, DAYS - 1):
         load(start + d * day, start + (d + 1) * day)
-    assert twice, "the day-15 job batch to load twice"
+    assert twice, f"the day-{TWICE_DAY} job batch to load twice"
     again = ingest(iter(twice), warehouse)
     assert again.already_loaded == len(twice)
-    timings["build 3 (days 20-28)"] = _dbt(warehouse, state, "run")
     # The last day in hourly batches, built three times.
     for h in range(0, 6):
         load(last + h * hour, last + (h + 1) * hour)
-    timings["build 4 (last day, hours 0-5)"] = _dbt(warehouse, state, "run")
+    timings[LAST_DAY_FIRST_BUILD] = _dbt(warehouse, state, "run")
     con = duckdb.connect(str(warehouse), read_only=True)
     revised_before = {how: job_rows(con, key) for how, (key, _, _) in replay.revised.items()}
     matched_before.update(
@@ -466,28 +493,30 @@ def _replay(root: Path, rng: random.Random, kills: KillTally) -> dict[str, Any]:
         }
     )
     con.close()
-    # faults among build 5's loads: hour 7 loaded by command times a load, hour 8's loads are
+    # faults among build 4's loads: hour 7 loaded by command times a load, hour 8's loads are
     # SIGKILLed at random points, then run again
     load_seconds = 0.0
     for h in range(6, 12):
         if h in (7, 8):
             batches = replay.batches(last + h * hour, last + (h + 1) * hour)
             kill = (rng, kills, load_seconds) if h == 8 else None
+            t = time.monotonic()
             load_seconds = _load_by_command(batches, warehouse, root / f"hour-{h}", kill)
+            timings[f"hour {h} by command"] = time.monotonic() - t
         else:
             load(last + h * hour, last + (h + 1) * hour)
-    # a plain `tierlens transform` SIGKILLed before build 5, somewhere in a build's time (its
+    # a plain `tierlens transform` SIGKILLed before build 4, somewhere in a build's time (its
     # build and publish, or its lock)
     argv = [*TIERLENS, "transform", "-w", str(warehouse)]
     kills.kill(
         "transform",
         argv,
         tierlens_env(root / "home-hourly"),
-        rng.uniform(0.0, timings["build 4 (last day, hours 0-5)"]),
+        rng.uniform(0.0, timings[LAST_DAY_FIRST_BUILD]),
     )
-    timings["build 5 (hours 6-11)"] = _dbt(warehouse, state, "run")
+    timings["build 4 (hours 6-11)"] = _dbt(warehouse, state, "run")
     # A job_io_profile row no later record can reach (its job ended 8 days before the newest day,
-    # more than max_wall_days before any job still to come could start), in build 6's window: a
+    # more than max_wall_days before any job still to come could start), in build 5's window: a
     # rebuild by job keeps it as it is, a rebuild of the window's days would compute it again. Its
     # concurrent_jobs is planted off by 1,000 (still within its range test) and put back after.
     con = duckdb.connect(str(warehouse))
@@ -510,7 +539,7 @@ def _replay(root: Path, rng: random.Random, kills: KillTally) -> dict[str, Any]:
     for h in range(12, 24):
         load(last + h * hour, last + (h + 1) * hour)
     load(last + day, None)
-    timings["build 6 (hours 12-23, dbt build)"] = _dbt(warehouse, state, "build")
+    timings["build 5 (hours 12-23, dbt build)"] = _dbt(warehouse, state, "build")
     con = duckdb.connect(str(warehouse))
     planted_after = con.execute(
         f"select concurrent_jobs from marts.job_io_profile where {keyed}", list(untouched[:4])
@@ -577,18 +606,21 @@ def _publish_killed_then_run(root: Path, warehouse: Path, rng: random.Random, ki
     return reader_path(warehouse)
 
 
-def _retention_killed_then_run(root: Path, warehouse: Path, rng: random.Random, kills: KillTally) -> dict[str, Path]:
-    """Two copies of the warehouse with one access planted RETENTION_PLANT_AHEAD ahead (so a month's
-    retention deletes the rest): retention applied to one unkilled, to the other SIGKILLed once at
-    a random point within the unkilled one's time, then applied again."""
-    copies = {name: root / f"retention-{name}.duckdb" for name in ("reference", "faulted")}
-    for copy in copies.values():
-        shutil.copyfile(warehouse, copy)
+def _retention_killed_then_run(
+    root: Path, warehouse: Path, full: Path, rng: random.Random, kills: KillTally
+) -> dict[str, Path]:
+    """Copies of the incremental warehouse (reference, faulted) and of the full refresh (full),
+    the newest access of each moved to RETENTION_NEWEST, so a month's retention cuts at the month
+    boundary inside the history: retention applied to the reference and the full refresh
+    unkilled, to the faulted copy SIGKILLed once at a random point within the unkilled one's
+    time, then applied again."""
+    copies = {name: root / f"retention-{name}.duckdb" for name in ("reference", "faulted", "full")}
+    for name, copy in copies.items():
+        shutil.copyfile(full if name == "full" else warehouse, copy)
         con = duckdb.connect(str(copy))
         con.execute(
-            "update raw_file_access set end_time = end_time + ? "
-            "where end_time = (select max(end_time) from raw_file_access)",
-            [RETENTION_PLANT_AHEAD],
+            "update raw_file_access set end_time = ? where end_time = (select max(end_time) from raw_file_access)",
+            [RETENTION_NEWEST],
         )
         con.close()
     env = tierlens_env(root / "home-retention")
@@ -600,6 +632,8 @@ def _retention_killed_then_run(root: Path, warehouse: Path, rng: random.Random, 
 
     status, seconds = run_step(retention(copies["reference"]), env)
     assert status == "ok", status
+    status, _ = run_step(retention(copies["full"]), env)
+    assert status == "ok", status
     kills.kill("retention", retention(copies["faulted"]), env, rng.uniform(0.0, seconds))
     status, _ = run_step(retention(copies["faulted"]), env)
     assert status == "ok", status
@@ -608,6 +642,7 @@ def _retention_killed_then_run(root: Path, warehouse: Path, rng: random.Random, 
 
 @pytest.fixture(scope="session")
 def equivalence(tmp_path_factory) -> dict[str, Any]:
+    began = time.monotonic()
     root = tmp_path_factory.mktemp("equivalence")
     rng = random.Random(KILL_SEED)
     kills = KillTally()
@@ -627,9 +662,11 @@ def equivalence(tmp_path_factory) -> dict[str, Any]:
     )
     t = time.monotonic()
     out["published"] = _publish_killed_then_run(root, incremental, rng, kills)
-    out["retention"] = _retention_killed_then_run(root, incremental, rng, kills)
+    out["retention"] = _retention_killed_then_run(root, incremental, out["full"], rng, kills)
     timings["publish and retention faults"] = time.monotonic() - t
     out["kills"] = kills
+    timings.update({f"killed {name} (included above)": s for name, s in kills.seconds.items()})
+    timings["whole fixture"] = time.monotonic() - began
     print("\n".join(f"{k}: {v:.1f} s" for k, v in timings.items()))
     print(f"kill points: {kills}")
     return out

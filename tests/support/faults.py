@@ -53,11 +53,14 @@ class KillTally:
     landed: dict[str, int] = field(default_factory=dict)
     finished_before_kill: int = 0
     failures: list[str] = field(default_factory=list)
+    #: seconds spent in the killed runs, per step name (what the faults cost the fixture)
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def kill(self, name: str, argv: list[str], env: dict[str, str], after: float) -> None:
         """One kill point: ``argv`` SIGKILLed ``after`` seconds in (a failure is recorded, not raised)."""
         self.tried += 1
-        status, _ = run_step(argv, env, kill_after=after)
+        status, took = run_step(argv, env, kill_after=after)
+        self.seconds[name] = self.seconds.get(name, 0.0) + took
         if status == "killed":
             self.landed[name] = self.landed.get(name, 0) + 1
         elif status == "finished-before-kill":
