@@ -240,3 +240,39 @@ def test_the_collector_journal_on_a_full_disk_names_its_segment_keeps_what_it_ho
             torn += messages
     assert [n for n, _ in jr.segments(folder)][:2] == [1, 2]  # numbered on, no gap
     assert torn == [] and got == payloads  # every datagram once, in order, none torn
+
+
+def test_a_transform_whose_publish_finds_the_disk_full_says_the_run_is_recorded_and_the_next_publishes(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    from tierlens.warehouse import Warehouse
+    from tierlens.warehouse.history import load_history
+    from tierlens.warehouse.publish import published_path
+
+    project = tmp_path / "tiny"
+    for name, text in TINY_PROJECT.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    home = small_disk / "home"
+    wh = home / "warehouse.duckdb"
+    Warehouse(wh).close()
+    _grow(wh, 1_000_000)
+    env = {**os.environ, "TIERLENS_HOME": str(home)}
+    transform = [str(TIERLENS), "transform", "-w", str(wh), "--project-dir", str(project), "--wait", "5"]
+    r = subprocess.run(transform, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    before = _sha(published_path(wh))
+    _grow(wh, 1_000_000)  # ~16 MB to publish next, the build itself a few kB
+    filler = _fill(small_disk, leave=6 << 20)
+    r = subprocess.run(transform, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    said = " ".join(r.stderr.split())
+    assert "Traceback" not in r.stderr and "publish failed: the disk is full: could not write the snapshot" in said
+    assert str(published_path(wh).parent) in said and "The run is recorded" in said, said
+    assert "dbt build: 1 models" in r.stdout and load_history(wh).last_run.success  # the run itself was done
+    assert _sha(published_path(wh)) == before
+    assert not [p for p in small_disk.rglob("*") if p.name.endswith(".tmp")]
+    filler.unlink()
+    r = subprocess.run(transform, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _sha(published_path(wh)) == _sha(wh)
