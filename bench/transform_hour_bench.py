@@ -54,13 +54,8 @@ def free_port() -> int:
 def load_hour(home: Path, site: dict, start: datetime, end: datetime) -> dict:
     """[start, end) of the synthetic site into ``home``'s warehouse, as the ingest DAG loads it."""
     warehouse, cache = home / "warehouse.duckdb", home.parent / "synthetic"
-    try:
-        from tierlens.ingest.synthetic import SyntheticSourceOptions, load_interval
-    except ImportError:  # before the ingest layer had a package of its own
-        from tierlens.orchestration.tasks import ingest_synthetic
-        from tierlens.sources.synthetic.stored import synthetic_options
+    from tierlens.ingest.synthetic import SyntheticSourceOptions, load_interval
 
-        return ingest_synthetic(warehouse, start, end, synthetic_options(**site), cache)
     return load_interval(warehouse, start, end, SyntheticSourceOptions(**site, cache_dir=str(cache)))
 
 
