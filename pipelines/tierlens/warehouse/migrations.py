@@ -310,7 +310,35 @@ class ModelOutdated:
         return [f"DROP TABLE {quote(self.schema)}.{quote(self.table)}"]
 
 
-Step = Baseline | AddTable | AddColumns | Backfill | Sql | ModelColumn | ModelOutdated
+#: The model in which every incremental build records the days it rebuilds; it came with the first
+#: incremental models, so intermediate tables built without it were built by a release before them.
+_INCREMENTAL_MARKER = ("intermediate", "int_incremental_window")
+
+
+@dataclass(frozen=True)
+class BuiltWhole:
+    """The intermediate and marts tables of a release whose models were all rebuilt whole on every
+    run (its intermediate schema holds tables, none of them ``int_incremental_window``): dropped, so
+    the next transform builds them whole from raw. An incremental run would otherwise build on
+    tables made by older definitions (failing where they lack its window's ``day`` column, keeping
+    their rows beside its new days where not). No history is lost: such a release rebuilt every
+    table from raw on each run, so raw holds all they held. Nothing in any other warehouse."""
+
+    def statements(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        intermediate = con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND schema_name = 'intermediate'"
+        ).fetchone()[0]
+        if not intermediate or _built_columns(con, *_INCREMENTAL_MARKER):
+            return []
+        tables = con.execute(
+            "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND schema_name IN ('intermediate', 'marts') ORDER BY ALL"
+        ).fetchall()
+        return [f"DROP TABLE {quote(schema)}.{quote(table)}" for schema, table in tables]
+
+
+Step = Baseline | AddTable | AddColumns | Backfill | Sql | ModelColumn | ModelOutdated | BuiltWhole
 
 
 @dataclass(frozen=True)
@@ -454,6 +482,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         16,
         "buying guide: the probe's p99 read latency under background writes at half the stage-in bandwidth",
         (AddColumns("sim_hardware_options", "under_write_read_p99_ms"),),
+    ),
+    Migration(
+        17,
+        "dbt tables of a release before the incremental models, and a storage_catalog seed before its "
+        "datasheet columns: dropped, so the next transform builds them whole (a seed cannot gain columns "
+        "in place)",
+        (BuiltWhole(), ModelOutdated("seeds", "storage_catalog", "raid_level")),
     ),
 )
 
