@@ -20,9 +20,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pipelines" / "tierlens"
 KNOWN_CIRCLES: set[frozenset[str]] = {frozenset({"tierlens.warehouse.landing", "tierlens.warehouse.lock"})}
 
 
-#: Arrows up known and not yet turned: migrations.py still reads the simulator's DDL through
-#: simulator/store.py (which takes it from records.py); the line moves with the next edit there.
-KNOWN_ARROWS: set[tuple[str, str]] = {("tierlens.warehouse.migrations", "tierlens.simulator.store")}
+#: Arrows up known and not yet turned (none now).
+KNOWN_ARROWS: set[tuple[str, str]] = set()
 
 
 def _modules() -> dict[str, Path]:

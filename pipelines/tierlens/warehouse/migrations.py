@@ -75,7 +75,7 @@ def _table_name(target: Target) -> str:
 @lru_cache(maxsize=1)
 def _simulation_columns() -> dict[str, tuple[list[Column], tuple[str, ...]]]:
     """The simulator's tables as its DDL defines them, read back from an in-memory DuckDB."""
-    from tierlens.simulator.store import DDL
+    from tierlens.records import SIMULATOR_DDL as DDL
 
     con = duckdb.connect()
     try:
