@@ -307,11 +307,12 @@
 {%- endmacro %}
 
 
-{#- The relation int_job_match_state, or none when it has not been built. Not a ref(): it is
-    built after int_file_access_by_job (it says what that build saw), which reads its previous
-    contents. -#}
+{#- The relation int_job_match_state, or none when it has not been built. The source
+    state.int_job_match_state, not a ref(): the model is built after int_file_access_by_job (it
+    says what that build saw), which reads its previous contents. -#}
 {% macro job_match_state() -%}
-    {{ return(adapter.get_relation(database=this.database, schema=this.schema, identifier='int_job_match_state')) }}
+    {%- set state = source('state', 'int_job_match_state') -%}
+    {{ return(adapter.get_relation(database=state.database, schema=state.schema, identifier=state.identifier)) }}
 {%- endmacro %}
 
 
@@ -366,10 +367,10 @@
     that gained, lost or changed an access); rebuilt by day (first build, full refresh, back-fill,
     a run without int_job_match_state), one row with every_job true, since it then may have
     changed any job of its window. int_job_remote_bytes empties it after each build, whatever its
-    mode: what it holds is what the next build must take up. Not a ref(), like
-    int_job_match_state: written by one model's run and read by a later one. -#}
+    mode: what it holds is what the next build must take up. The source state.int_job_match_changes,
+    not a model: written by one model's run and read by a later one. -#}
 {% macro job_match_changes() -%}
-    {{ return(api.Relation.create(database=this.database, schema=this.schema, identifier='int_job_match_changes')) }}
+    {{ return(source('state', 'int_job_match_changes')) }}
 {%- endmacro %}
 
 

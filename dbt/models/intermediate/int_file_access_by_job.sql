@@ -38,6 +38,8 @@
 -- build, so its row stays; the rebuilt ones are matched exactly as in a full build.
 -- Such a run records the jobs of the rows it replaces and inserts in int_job_match_changes (a
 -- rebuild by day marks every job), so int_job_remote_bytes rebuilds those jobs only.
+-- The state it reads (the job rows of its last build) and writes (the changed jobs):
+-- depends_on: {{ source('state', 'int_job_match_state') }} {{ source('state', 'int_job_match_changes') }}
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
 {{ config(**incremental_by_day('day', lookback)) }}

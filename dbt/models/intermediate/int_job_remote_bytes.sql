@@ -23,6 +23,8 @@
 -- and a job whose last access lies after the end is not written (the having clause): a back-fill
 -- of a stretch in the middle of history leaves such a job's row, summed over all its accesses, as
 -- it was.
+-- The changed jobs int_file_access_by_job recorded:
+-- depends_on: {{ source('state', 'int_job_match_changes') }}
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
 {{ config(**incremental_by_day('last_access_day', lookback, row_key=job_key_names(),
