@@ -152,7 +152,13 @@ def mark_run(run_id: str, build: dict[str, Any], ti: Any) -> dict[str, Any]:
 tierlens_transform = DbtDag(
     **af.dag_kwargs("tierlens_transform", schedule=[af.raw_asset()], catchup=False),
     doc_md=__doc__,
-    project_config=ProjectConfig(dbt_project_path=_project, env_vars=_env),
+    # dbt_vars: the render's `dbt ls` saves dbt's parse of the project (Cosmos hands it to the
+    # build), and dbt parses the whole project again (about a minute on two cores) when a build's
+    # vars differ from that parse's. Rendered with the vars of the hourly build (the core tests),
+    # the first hourly build after a deployment or a change of the project parses only what
+    # changed. Only the producer's build takes them, and only when it runs the core tests
+    # (test_scope_from, watch_node_build).
+    project_config=ProjectConfig(dbt_project_path=_project, env_vars=_env, dbt_vars=af.render_vars()),
     profile_config=ProfileConfig(
         profile_name="tierlens", target_name=_target, profiles_yml_filepath=_project / "profiles.yml"
     ),

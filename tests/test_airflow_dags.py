@@ -311,6 +311,51 @@ def test_dagbag_loads_without_import_errors(airflow):
     assert upstream["publish_snapshot"] == sorted([*started, "load_landed"]), upstream["publish_snapshot"]
 
 
+def test_the_render_saves_the_parse_the_hourly_build_reuses(airflow, tmp_path):
+    """Cosmos' render (`dbt ls`) saves dbt's parse of the project in its cache, and the build
+    starts from it: an hourly build (core tests, transform.core_tests_only's vars) must find its
+    own vars there, or dbt parses the whole project again (a minute on two cores). dbt says so
+    itself: the vars hash it saved, and its log of the next parse."""
+    from tierlens.orchestration import settings
+    from tierlens.transform import core_tests_only
+
+    saved = airflow["env"]["AIRFLOW__COSMOS__CACHE_DIR"] + "/tierlens_transform/target/partial_parse.msgpack"
+    if not Path(saved).exists():  # run alone: render the whole project first
+        assert drive(airflow, TIERLENS_DBT_SELECT="")["import_errors"] == {}
+    project = tmp_path / "dbt"
+    shutil.copytree(REPO / "dbt", project, ignore=shutil.ignore_patterns("target", "logs", ".user.yml"))
+    # into the copy as Cosmos hands it to a build (its own function: it rewrites the saved paths)
+    put = "import sys; from pathlib import Path; from cosmos.cache import _copy_partial_parse_to_project as c; c(*map(Path, sys.argv[1:]))"
+    r = subprocess.run([str(AIRFLOW_PY), "-c", put, saved, str(project)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rendered = vars_hash(project / "target" / "partial_parse.msgpack")
+    # the producer's command line: Cosmos' profile flags, the build's vars, the DAG's dbt environment
+    env = {k: v for k, v in airflow["env"].items() if not k.startswith(("AIRFLOW", "TIERLENS_"))}
+    env |= settings.dbt_env() | {"TIERLENS_WAREHOUSE": str(airflow["warehouse"])}
+    flags = ["--profiles-dir", str(project), "--profile", "tierlens", "--target", "duckdb"]
+    r = subprocess.run(
+        [str(DBT), "parse", "--project-dir", str(project), *flags, *core_tests_only()[-2:]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=project,
+    )
+    log = (project / "logs" / "dbt.log").read_text()
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "Unable to do partial parsing" not in log, [x for x in log.splitlines() if "partial pars" in x.lower()]
+    assert "Partial parsing enabled" in log
+    assert vars_hash(project / "target" / "partial_parse.msgpack") == rendered
+
+
+def vars_hash(partial_parse: Path) -> str:
+    """The vars hash dbt keeps in its saved parse (``state_check.vars_hash``)."""
+    import msgpack
+
+    saved = msgpack.unpackb(partial_parse.read_bytes(), strict_map_key=False)
+    return saved["state_check"]["vars_hash"]["checksum"]
+
+
 # ---- 2. ingest: two hours, then the first again -----------------------------------------------
 def test_ingest_hours_load_what_they_should_and_reruns_change_nothing(airflow, synthetic_site):
     intervals = [(h - timedelta(hours=1), h) for h in HOURS]
