@@ -2,7 +2,8 @@
   file_reads, incremental by file (dbt/README.md, "Incremental models").
 
   file_reads adds up int_file_reads_day_partials by file. A plain run re-adds only the files whose
-  sums can have changed since its last build and replaces their rows (strategy 'replace_files'):
+  sums can have changed since its last build and replaces their rows (replace_days with
+  rebuild_by 'file', incremental_by_day):
 
     - the files with a partial row on or after the first day the partials can have rebuilt since
       then, or a partial row without a day (the partials rebuild those every run);
@@ -18,20 +19,6 @@
   On Spark file_reads stays a table rebuilt whole: insert_overwrite replaces partitions, and a
   file's row has no day of its own to partition by that its next version would share.
 -#}
-{% macro file_reads_by_file(day_column, lookback_days) -%}
-    {%- if target.type == 'spark' -%}
-        {{ return({'materialized': 'table'}) }}
-    {%- endif -%}
-    {{ return({
-        'materialized': 'incremental',
-        'incremental_strategy': 'replace_files',
-        'unique_key': day_column,
-        'lookback_days': lookback_days,
-        'on_schema_change': 'append_new_columns',
-    }) }}
-{%- endmacro %}
-
-
 {#- The first partial day (a datetime.date) whose files this run re-adds, or none for every file
     (the model's first build, a full refresh, a table without last_access_day values yet). -#}
 {% macro file_reads_first_day(lookback_days) -%}
@@ -44,14 +31,10 @@
 {%- endmacro %}
 
 
-{#- Strategy 'replace_files': the held rows of the re-added files go (those with a rebuilt row, and
+{#- replace_days by file: the held rows of the re-added files go (those with a rebuilt row, and
     those the selection took for their last_access_day), and the rebuilt rows come in. Without a
     first day every row is replaced. -#}
-{% macro get_incremental_replace_files_sql(arg_dict) -%}
-    {%- set target_relation = arg_dict['target_relation'] -%}
-    {%- set temp_relation = arg_dict['temp_relation'] -%}
-    {%- set day_column = arg_dict['unique_key'] -%}
-    {%- set columns = arg_dict['dest_columns'] | map(attribute='quoted') | join(', ') -%}
+{% macro replace_rebuilt_files(target_relation, temp_relation, day_column, columns) -%}
     {%- set first = file_reads_first_day(config.get('lookback_days')) -%}
     delete from {{ target_relation }}
     {%- if first is not none %}

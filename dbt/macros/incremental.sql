@@ -1,10 +1,10 @@
 {#-
   Incremental models, rebuilt by UTC event day (dbt/README.md, "Invocation contract").
 
-  A model that grows with time names its event-day column and its lookback (days before the
-  newest day of data that a late record can still change) and calls
-      {{ config(**incremental_by_day('day', lookback_days)) }}
-  Its SQL filters its inputs with window_start() / in_window() so that an hourly run reads only
+  A model that grows with time declares its event-day column, its lookback (days before the
+  newest day of data that a late record can still change), its event time and its grain:
+      {{ config(**incremental_by_day('day', lookback_days, event_time='end_time', grain=[...])) }}
+  Its SQL filters its inputs with window_first_day() / in_window() so that an hourly run reads only
   the window and the context the window's rows need. The strategy 'replace_days' then deletes the
   target's rows of the window's days (and rows without a day) and inserts the new ones: a late
   record reaches the right day, and a row that a rebuilt day no longer produces disappears.
@@ -16,27 +16,62 @@
     backfill     vars backfill_start / backfill_end (dates, end exclusive): exactly those days.
 -#}
 
-{#- row_key (optional, a list of columns): for models whose event day moves as more of a row's
-    inputs arrive (a job's last access day). A row rebuilt on a later day then also replaces its
-    earlier version, which lies outside the window when a back-fill walks history chunk by chunk.
-    row_moves_days (optional, with row_key): at most how many days before the window that earlier
-    version can lie. Given, the replacement reads only the target's rows from then on (DuckDB
-    skips older row groups); omitted, it compares the keys of every row of history. -#}
-{#- first_day_rule (optional): 'provisional' for data_completeness, whose window is not counted
-    back from its newest day (macros/completeness_window.sql). -#}
-{% macro incremental_by_day(day_column, lookback_days, row_key=none, first_day_rule=none, row_moves_days=none) -%}
+{#- The contract every incremental model declares (one call, its whole incremental config):
+      day_column     the UTC event day the strategy replaces by (dbt's unique_key);
+      lookback_days  days before the newest day it holds that a late record can still change;
+      event_time     the column (an instant, or the day itself) whose UTC day is day_column;
+      grain          the columns that identify a row (its uniqueness test's key).
+    Options, each a rule of how its rows move or are found, never a model's name:
+      row_key (a list of columns): for models whose event day moves as more of a row's inputs
+          arrive (a job's last access day). A row rebuilt on a later day then also replaces its
+          earlier version, which lies outside the window when a back-fill walks history chunk by
+          chunk. row_moves_days (with row_key): at most how many days before the window that
+          earlier version can lie. Given, the replacement reads only the target's rows from then on
+          (DuckDB skips older row groups); omitted, it compares the keys of every row of history.
+      rebuild_by: what a plain DuckDB run with state replaces, when it can (else the days):
+          'day'          the window's days (the default; every other mode falls back to it);
+          'key'          the rebuilt rows' rebuild_key (access_match_by_key), recording the jobs it
+                         touches in the state table when records_job_changes;
+          'job_changes'  every row of the jobs recorded in the state table (job_changes_by_key);
+          'job'          the window's rows of the rebuilt jobs (job_io_by_job);
+          'file'         every row of the re-added files (file_reads_first_day): a row whose day is
+                         its newest input's, so on Spark a table rebuilt whole, like row_key.
+      first_day_rule: 'provisional' for a window that starts at the earliest day the model holds a
+          provisional row for, not at its newest day minus the lookback (completeness_window.sql).
+      on_schema_change: dbt's; 'fail' unless a model adds columns to tables an older release built.
+    The strategy (replace_days here, insert_overwrite on Spark: incremental_spark.sql) reads these
+    from the config. -#}
+{% macro incremental_by_day(day_column, lookback_days, event_time=none, grain=none, row_key=none, row_moves_days=none,
+                            rebuild_by='day', rebuild_key=none, records_job_changes=false, first_day_rule=none,
+                            on_schema_change='fail') -%}
+    {%- if event_time is none or not grain -%}
+        {{ exceptions.raise_compiler_error("incremental_by_day: model " ~ this ~ " must declare its event_time and grain") }}
+    {%- endif -%}
+    {%- if rebuild_by not in ('day', 'key', 'job_changes', 'job', 'file') -%}
+        {{ exceptions.raise_compiler_error("incremental_by_day: model " ~ this ~ " has rebuild_by '" ~ rebuild_by
+                                           ~ "', not one of day, key, job_changes, job, file") }}
+    {%- endif -%}
+    {%- if rebuild_by == 'key' and not rebuild_key -%}
+        {{ exceptions.raise_compiler_error("incremental_by_day: model " ~ this ~ " rebuilds by key but declares no rebuild_key") }}
+    {%- endif -%}
     {%- if target.type == 'spark' -%}
-        {{ return(spark_incremental_by_day(day_column, lookback_days, row_key)) }}
+        {{ return(spark_incremental_by_day(day_column, lookback_days, event_time, grain,
+                                           row_moved=row_key or rebuild_by == 'file')) }}
     {%- endif -%}
     {{ return({
         'materialized': 'incremental',
         'incremental_strategy': 'replace_days',
         'unique_key': day_column,
         'lookback_days': lookback_days,
+        'event_time': event_time,
+        'grain': grain,
         'row_key': row_key,
         'row_moves_days': row_moves_days,
+        'rebuild_by': rebuild_by,
+        'rebuild_key': rebuild_key,
+        'records_job_changes': records_job_changes,
         'first_day_rule': first_day_rule,
-        'on_schema_change': 'fail',
+        'on_schema_change': on_schema_change,
     }) }}
 {%- endmacro %}
 
@@ -199,8 +234,10 @@
 {% macro spark__day_start_instant(day) -%}cast('{{ day.isoformat() }} 00:00:00' as timestamp){%- endmacro %}
 
 
-{#- The incremental strategy 'replace_days': delete the window's days (and rows with no day)
-    from the target, then insert the rebuilt rows of those days. One transaction (dbt's). -#}
+{#- The incremental strategy 'replace_days', the one strategy of every incremental model on DuckDB:
+    delete the window's days (and rows with no day) from the target, then insert the rebuilt rows
+    of those days; or, as the model's rebuild_by declares (incremental_by_day), the rows of the
+    rebuilt keys, jobs or files. One transaction (dbt's). -#}
 {% macro get_incremental_replace_days_sql(arg_dict) -%}
     {%- set target_relation = arg_dict['target_relation'] -%}
     {%- set temp_relation = arg_dict['temp_relation'] -%}
@@ -209,9 +246,12 @@
     {%- set window = in_window(day_column, config.get('lookback_days')) -%}
     {%- set row_key = config.get('row_key') %}
     {%- set rebuild_key = config.get('rebuild_key') %}
-    {%- if config.get('rebuilt_by_job') and job_io_by_job() %}
+    {%- set rebuild_by = config.get('rebuild_by') or 'day' %}
+    {%- if rebuild_by == 'file' %}
+    {{ replace_rebuilt_files(target_relation, temp_relation, day_column, columns) }}
+    {%- elif rebuild_by == 'job' and job_io_by_job() %}
     {{ replace_rebuilt_jobs(target_relation, temp_relation, day_column, columns) }}
-    {%- elif config.get('rebuilt_from_job_changes') and job_changes_by_key() %}
+    {%- elif rebuild_by == 'job_changes' and job_changes_by_key() %}
     {#- rebuilt by job (job_changes_by_key): every row of a changed job goes, whatever its day (a
         job that lost its last access has no rebuilt row), and the rebuilt rows come in -#}
     delete from {{ target_relation }}
@@ -221,7 +261,7 @@
 
     insert into {{ target_relation }} ({{ columns }})
     select {{ columns }} from {{ temp_relation }}
-    {%- elif rebuild_key and access_match_by_key() %}
+    {%- elif rebuild_by == 'key' and access_match_by_key() %}
     {#- rebuilt by key (access_match_by_key): the rebuilt rows replace their keys' rows, and the
         rows without a day, which every run rebuilds -#}
     {#- two statements, so that each condition on the day column is one DuckDB skips row groups

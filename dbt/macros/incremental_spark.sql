@@ -18,14 +18,15 @@
   Spark writes a partition column last: on Spark these tables hold the day column after the
   others (readers select columns by name).
 
-  Models with row_key (a row whose day moves as its inputs arrive) stay tables on Spark: a moved
-  row's earlier version can lie in a partition outside the window, and removing it means
-  rewriting that partition from itself minus the rebuilt keys. They are job grain and read the
-  matched accesses of the whole history on every run.
+  Models whose row's day moves as its inputs arrive (row_moved: a row_key, or rebuild_by 'file')
+  stay tables on Spark: a moved row's earlier version can lie in a partition outside the window,
+  and removing it means rewriting that partition from itself minus the rebuilt keys. They are job
+  or file grain and read the matched accesses (or the file partials) of the whole history on every
+  run. event_time and grain are declared for the graph only: insert_overwrite reads neither.
 -#}
-{% macro spark_incremental_by_day(day_column, lookback_days, row_key=none) -%}
-    {%- if row_key -%}
-        {{ return({'materialized': 'table'}) }}
+{% macro spark_incremental_by_day(day_column, lookback_days, event_time, grain, row_moved=false) -%}
+    {%- if row_moved -%}
+        {{ return({'materialized': 'table', 'event_time': event_time, 'grain': grain}) }}
     {%- endif -%}
     {{ return({
         'materialized': 'incremental',
@@ -33,6 +34,8 @@
         'partition_by': [day_column],
         'unique_key': day_column,
         'lookback_days': lookback_days,
+        'event_time': event_time,
+        'grain': grain,
         'on_schema_change': 'fail',
     }) }}
 {%- endmacro %}

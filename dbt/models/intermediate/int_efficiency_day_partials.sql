@@ -11,7 +11,8 @@
 -- Incremental by day (UTC day of end_time) with job_efficiency's lookback: a day's rows change
 -- while its jobs can still arrive or change.
 {%- set lookback = job_match_lookback_days() %}
-{{ config(**incremental_by_day('day', lookback)) }}
+{{ config(**incremental_by_day('day', lookback, event_time='day',
+                               grain=['day', 'storage_type', 'ab_arm', 'account', 'job_class'])) }}
 with jobs as (
     select
         day,

@@ -42,9 +42,9 @@
 -- depends_on: {{ source('state', 'int_job_match_state') }} {{ source('state', 'int_job_match_changes') }}
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
-{{ config(**incremental_by_day('day', lookback)) }}
-{{ config(rebuild_key=['server_host', 'unique_id'], records_job_changes=true,
-          pre_hook="{{ job_match_changes_before_match() }}") }}
+{{ config(**incremental_by_day('day', lookback, event_time='start_time', grain=['server_host', 'unique_id'],
+                               rebuild_by='key', rebuild_key=['server_host', 'unique_id'], records_job_changes=true)) }}
+{{ config(pre_hook="{{ job_match_changes_before_match() }}") }}
 {%- set by_key = access_match_by_key() %}
 with
 window_accesses as (

@@ -43,7 +43,7 @@
 {%- set lookback = access_lookback_days() %}
 {%- set report_days = var('cache_previous_report_days', 7) | int %}
 {%- set first = window_first_day(lookback) %}
-{{ config(**incremental_by_day('day', lookback)) }}
+{{ config(**incremental_by_day('day', lookback, event_time='start_time', grain=['server_host', 'unique_id'])) }}
 with accesses as (
     select
         *,

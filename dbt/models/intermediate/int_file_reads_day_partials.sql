@@ -14,7 +14,7 @@
 -- an access's job changes while a late accounting record can still match it.
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
-{{ config(**incremental_by_day('day', lookback)) }}
+{{ config(**incremental_by_day('day', lookback, event_time='day', grain=['file_lfn', 'day'])) }}
 with accesses as (
     select
         file_lfn,

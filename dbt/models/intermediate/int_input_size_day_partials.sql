@@ -8,7 +8,8 @@
 -- Incremental by day (UTC day of end_time) with job_efficiency's lookback: a job's bin follows
 -- its matched remote bytes, which change while its accesses can still be matched anew.
 {%- set lookback = job_match_lookback_days() %}
-{{ config(**incremental_by_day('day', lookback)) }}
+{{ config(**incremental_by_day('day', lookback, event_time='day',
+                               grain=['day', 'storage_type', 'ab_arm', 'job_class', 'bytes_read_bin'])) }}
 with jobs as (
     select
         day,

@@ -27,9 +27,9 @@
 -- depends_on: {{ source('state', 'int_job_match_changes') }}
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
-{{ config(**incremental_by_day('last_access_day', lookback, row_key=job_key_names(),
-                               row_moves_days=wall_days + 1)) }}
-{{ config(rebuilt_from_job_changes=true, post_hook="{{ job_match_changes_taken_up() }}") }}
+{{ config(**incremental_by_day('last_access_day', lookback, event_time='last_access_day', grain=job_key_names(),
+                               row_key=job_key_names(), row_moves_days=wall_days + 1, rebuild_by='job_changes')) }}
+{{ config(post_hook="{{ job_match_changes_taken_up() }}") }}
 {%- set by_key = job_changes_by_key() %}
 with accesses as (
     select

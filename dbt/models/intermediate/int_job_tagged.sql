@@ -14,7 +14,7 @@
 -- built only on a --full-refresh (dbt/README.md).
 {%- set failed_states = var('failed_states') %}
 {%- set lookback = job_lookback_days() %}
-{{ config(**incremental_by_day('day', lookback)) }}
+{{ config(**incremental_by_day('day', lookback, event_time='end_time', grain=['batch_system', 'cluster', 'job_id', 'step_id'])) }}
 with jobs as (
     select
         *,

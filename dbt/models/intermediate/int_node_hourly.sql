@@ -16,7 +16,7 @@
 {%- set stop_day = window_end_day() %}
 {#- a back-fill's chunk: the jobs running across its end, not built yet (macros/incremental.sql) -#}
 {%- set across_end = jobs_across_window_end(ref('stg_job')) %}
-{{ config(**incremental_by_day('day', lookback)) }}
+{{ config(**incremental_by_day('day', lookback, event_time='hour', grain=['cluster', 'node', 'hour'])) }}
 -- Jobs on a node that ran for some time. Read twice below, each time with its own filter, not
 -- as one CTE of every job: DuckDB materialises a CTE used twice, with its columns, for all of
 -- history (seconds an hour at a year of a large site's jobs).

@@ -8,7 +8,7 @@
 -- Incremental by day (UTC day of end_time) with job_efficiency's lookback: a job's xrdcp bytes
 -- change while its accesses can still be matched anew.
 {%- set lookback = job_match_lookback_days() %}
-{{ config(**incremental_by_day('day', lookback)) }}
+{{ config(**incremental_by_day('day', lookback, event_time='day', grain=['day', 'cluster', 'node'])) }}
 with jobs as (
     select * from {{ ref('job_efficiency') }}
     where {{ in_window('day', lookback) }}

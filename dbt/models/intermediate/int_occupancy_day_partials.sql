@@ -7,7 +7,8 @@
 --
 -- Incremental by day (UTC day of the hour) with node_occupancy_hourly's lookback.
 {%- set lookback = job_match_lookback_days() %}
-{{ config(**incremental_by_day('day', lookback)) }}
+{{ config(**incremental_by_day('day', lookback, event_time='day',
+                               grain=['day', 'cluster', 'node', 'storage_type', 'scope'])) }}
 with hours as (
     select
         day,

@@ -8,7 +8,7 @@
 -- int_file_access_reconciled); an access open longer than max_wall_days is not looked back to.
 {%- set lookback = access_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
-{{ config(**incremental_by_day('day', lookback)) }}
+{{ config(**incremental_by_day('day', lookback, event_time='hour', grain=['hour', 'server_host'])) }}
 with accesses as (
     select
         server_host,

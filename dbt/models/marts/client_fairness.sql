@@ -11,7 +11,7 @@
 -- accesses opened in them (a window crossing midnight belongs to the day it starts: its accesses
 -- all open on or after that day's start, and a back-fill reads one day past its end for it).
 {%- set lookback = access_open_lookback_days() %}
-{{ config(**incremental_by_day('day', lookback)) }}
+{{ config(**incremental_by_day('day', lookback, event_time='window_start', grain=['server_host', 'window_start'])) }}
 with accesses as (
     select
         server_host,

@@ -11,7 +11,8 @@
 -- Incremental by file (macros/file_reads_window.sql): a plain run re-adds every day of the files
 -- whose partials its window can have changed, so its cost follows those files, not history.
 {%- set lookback = job_match_lookback_days() %}
-{{ config(**file_reads_by_file('last_access_day', lookback)) }}
+{{ config(**incremental_by_day('last_access_day', lookback, event_time='last_access_day', grain=['file_lfn'],
+                               rebuild_by='file', on_schema_change='append_new_columns')) }}
 {%- set first = file_reads_first_day(lookback) %}
 with
 {%- if first is not none %}

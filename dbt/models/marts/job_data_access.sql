@@ -7,7 +7,8 @@
 {%- set lookback = job_match_lookback_days() %}
 {#- a job's accesses lie within its run, so its row's earlier last_access_day is at most
     max_wall_days + 1 days before the window -#}
-{{ config(**incremental_by_day('last_access_day', lookback, row_key=job_key_names(),
+{{ config(**incremental_by_day('last_access_day', lookback, event_time='last_access_day', grain=job_key_names(),
+                               row_key=job_key_names(),
                                row_moves_days=(var('max_wall_days', 7) | int) + 1)) }}
 select
     {{ job_key() }},

@@ -7,7 +7,7 @@
 -- Incremental by day, with int_job_remote_bytes' lookback: a job's remote bytes change while its
 -- accesses can still be matched anew (max_wall_days + job_lateness_days).
 {%- set lookback = job_match_lookback_days() %}
-{{ config(**incremental_by_day('day', lookback)) }}
+{{ config(**incremental_by_day('day', lookback, event_time='end_time', grain=['batch_system', 'cluster', 'job_id', 'step_id'])) }}
 with jobs as (
     select * from {{ ref('int_job_tagged') }}
     where ran and {{ in_window('day', lookback) }}

@@ -26,8 +26,7 @@
 -- job's sharing is the same whatever the chunk size.
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
-{{ config(**incremental_by_day('day', lookback)) }}
-{{ config(rebuilt_by_job=true) }}
+{{ config(**incremental_by_day('day', lookback, event_time='end_time', grain=['batch_system', 'cluster', 'job_id', 'step_id'], rebuild_by='job')) }}
 {%- set by_job = job_io_by_job() %}
 {#- a back-fill's chunk: the jobs running across its end, not built yet (macros/incremental.sql) -#}
 {%- set across_end = jobs_across_window_end(ref('stg_job')) %}

@@ -5,7 +5,7 @@
 -- (intermediate.int_node_hourly does the split). Incremental by day (UTC day of hour), as
 -- int_node_hourly.
 {%- set lookback = job_match_lookback_days() %}
-{{ config(**incremental_by_day('day', lookback)) }}
+{{ config(**incremental_by_day('day', lookback, event_time='hour', grain=['cluster', 'node', 'hour'])) }}
 select
     cluster,
     node,

@@ -31,7 +31,8 @@
 -- above): a plain run rebuilds the days that can still change, from the earliest day it holds a
 -- provisional row for, or the horizon's day minus the longest days-to-final if earlier
 -- (macros/completeness_window.sql); closed days are never recomputed. A back-fill rebuilds its days.
-{{ config(**incremental_by_day('day', 0, first_day_rule='provisional')) }}
+{{ config(**incremental_by_day('day', 0, event_time='day', grain=['day', 'grain', 'subject', 'measure', 'detail'],
+                               first_day_rule='provisional')) }}
 {%- set max_wall = var('max_wall_days', 7) | int %}
 {%- set days_to_final = completeness_days_to_final_sql('u.grain') %}
 {%- set first = window_first_day(0) %}
