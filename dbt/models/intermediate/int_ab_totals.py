@@ -16,7 +16,7 @@ replaces its rows wherever their old rebuild_day lies (row_key month): a back-fi
 rebuilds the month of its day while the month's rows of the chunk before lie outside its window.
 """
 
-from tierlens.analysis.dbt_window import rebuild_window, setting, utc_instant
+from tierlens.analysis.dbt_window import model_window, params_from_config, utc_instant
 from tierlens.analysis.uncertainty import CACHE_COLUMNS, JOB_COLUMNS, ABParams, ab_totals, months_to_rebuild
 
 
@@ -27,23 +27,9 @@ def model(dbt, session):
         unique_key="rebuild_day",
         row_key=["month"],
     )
-    # dbt.config.get takes literals only (dbt parses them), hence one call per parameter.
-    params = ABParams(
-        arm_a=setting(dbt.config.get("arm_a"), "A", str),
-        arm_b=setting(dbt.config.get("arm_b"), "B", str),
-        block=setting(dbt.config.get("ab_block"), "hour", str),
-        seed=setting(dbt.config.get("ab_seed"), 42, int),
-        high_hit_ratio=setting(dbt.config.get("high_hit_ratio"), 0.8, float),
-    )
-    days_from, days_until = rebuild_window(
-        dbt.config.get("backfill_start"),
-        dbt.config.get("backfill_end"),
-        dbt.config.get("lookback_days"),
-        dbt.is_incremental,
-        f'"{dbt.this.schema}"."{dbt.this.identifier}"',
-        session,
-        "rebuild_day",
-    )
+    # dbt hands a Python model only the config keys its source names literally (dbt_window.py)
+    params = params_from_config(ABParams, dbt.config.get("ab_params"), "ab_params")
+    days_from, days_until = model_window(dbt, session, dbt.config.get("incremental_window"), "rebuild_day")
     job_efficiency = dbt.ref("job_efficiency")
     # the newest month's rebuild_day is the newest job day of all of job_efficiency, in any mode
     newest = job_efficiency.query("j", "select max(day) from j").fetchone()[0]

@@ -16,7 +16,7 @@ and day rows of the window are computed from the jobs of their weeks alone.
 
 import datetime as dt
 
-from tierlens.analysis.dbt_window import rebuild_window, setting, utc_instant
+from tierlens.analysis.dbt_window import model_window, params_from_config, utc_instant
 from tierlens.analysis.uncertainty import CACHE_COLUMNS, JOB_COLUMNS, ABParams, ab_uncertainty
 
 #: The day a row is rebuilt by (macros/incremental.sql, strategy replace_days): a week or day row
@@ -32,26 +32,9 @@ def model(dbt, session):
         incremental_strategy="replace_days",
         unique_key="(case when period_grain = 'all' then null else period_end - 1 end)",
     )
-    # dbt.config.get takes literals only (dbt parses them), hence one call per parameter.
-    params = ABParams(
-        arm_a=setting(dbt.config.get("arm_a"), "A", str),
-        arm_b=setting(dbt.config.get("arm_b"), "B", str),
-        block=setting(dbt.config.get("ab_block"), "hour", str),
-        seed=setting(dbt.config.get("ab_seed"), 42, int),
-        min_jobs=setting(dbt.config.get("ab_min_jobs"), 30, int),
-        min_core_hours=setting(dbt.config.get("ab_min_core_hours"), 20.0, float),
-        min_blocks=setting(dbt.config.get("ab_min_blocks"), 10, int),
-        high_hit_ratio=setting(dbt.config.get("high_hit_ratio"), 0.8, float),
-    )
-    periods_from, periods_until = rebuild_window(
-        dbt.config.get("backfill_start"),
-        dbt.config.get("backfill_end"),
-        dbt.config.get("lookback_days"),
-        dbt.is_incremental,
-        f'"{dbt.this.schema}"."{dbt.this.identifier}"',
-        session,
-        PERIOD_LAST_DAY,
-    )
+    # dbt hands a Python model only the config keys its source names literally (dbt_window.py)
+    params = params_from_config(ABParams, dbt.config.get("ab_params"), "ab_params")
+    periods_from, periods_until = model_window(dbt, session, dbt.config.get("incremental_window"), PERIOD_LAST_DAY)
     # The window's week and day rows need the jobs of their weeks (a week row by its last day):
     # from the Monday of the window's first day on. Only the columns the statistics read, and
     # only the trial's arms, cross into Python.
