@@ -80,6 +80,11 @@ def warehouse(tmp_path: Path) -> Warehouse:
         yield wh
 
 
+def listing(folder: Path) -> list[str]:
+    """What an engine lists in a folder: names starting with _ or . are the lake's own."""
+    return sorted(p.name for p in folder.iterdir() if not p.name.startswith(("_", ".")))
+
+
 def read(path: Path, query: str = "SELECT * FROM t") -> list[tuple[Any, ...]]:
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
@@ -95,7 +100,7 @@ def test_partitions_by_utc_day(warehouse: Warehouse, tmp_path: Path) -> None:
     assert counts["raw_job"] == len(STARTS)
     got = read(lake / "raw_job" / "*" / "*" / "*.parquet", "SELECT CAST(day AS VARCHAR), count(*) FROM t GROUP BY ALL")
     assert Counter({day: n for day, n in got}) == want
-    folders = sorted(p.name for p in (lake / "raw_job").iterdir())
+    folders = listing(lake / "raw_job")
     assert folders == sorted(["day=2024-05-01", "day=2024-05-02", "day=2024-05-03", "day=__HIVE_DEFAULT_PARTITION__"])
     assert sorted(p.name for p in (lake / "raw_job" / "day=2024-05-01").iterdir()) == ["site=t2test"]
     # Each row sits in the folder of its own UTC day and its own site.
@@ -143,12 +148,12 @@ def test_tables_without_a_day_and_bookkeeping_are_single_files(warehouse: Wareho
     assert counts["raw_node"] == 3 and counts["raw_rejects"] == 1 and counts["raw_batches"] == 2
     assert counts["raw_job_tag"] == 0 and counts["raw_file_access"] == 0
     for table, n in (("raw_node", 3), ("raw_rejects", 1), ("raw_batches", 2), ("raw_storage_catalog", 0)):
-        assert [p.name for p in (lake / table).iterdir()] == ["data_0.parquet"]
+        assert listing(lake / table) == ["data_0.parquet"]
         assert read(lake / table / "data_0.parquet", "SELECT count(*) FROM t") == [(n,)]
     assert read(lake / "raw_rejects" / "data_0.parquet", "SELECT location, field FROM t") == [
         ("sacct.json:row 7", "allocated_cores")
     ]
-    assert list((lake / "raw_job_tag").iterdir()) == []  # empty partitioned table: folder only
+    assert listing(lake / "raw_job_tag") == []  # empty partitioned table: folder (and manifest) only
 
 
 def test_export_from_a_path(tmp_path: Path) -> None:
@@ -280,58 +285,229 @@ def test_exchange_swaps_two_directories_atomically(tmp_path: Path) -> None:
     assert [p.name for p in b.iterdir()] == ["from_a"]
 
 
-# --- compaction ----------------------------------------------------------------------------------
+# --- appends, compaction --------------------------------------------------------------------------
 
 
-def _split_partition(folder: Path, parts: int) -> None:
-    """Make one partition folder of many small files, as incremental writers leave it."""
-    import pyarrow.parquet as pq
-
-    (only,) = list(folder.glob("*.parquet"))
-    table = pq.read_table(only)
-    only.unlink()
-    step = max(1, -(-table.num_rows // parts))
-    for n, start in enumerate(range(0, table.num_rows, step)):
-        pq.write_table(table.slice(start, step), folder / f"part_{n}.parquet")
+def load_jobs(wh: Warehouse, rows: list[dict[str, Any]], source: str) -> None:
+    wh.load(Batch(RecordKind.JOB, pa.Table.from_pylist(rows, schema=JOB), source))
 
 
-def test_compact_merges_small_files_and_keeps_every_row(warehouse: Warehouse, tmp_path: Path) -> None:
+def differences(lake: Path, reference: Path, table: str) -> tuple[int, int, int]:
+    """Rows of a table in ``lake`` and not in ``reference``, the other way round, and rows in all,
+    each engine's way of reading it: every Parquet file below the table folder."""
+    con = duckdb.connect()
+    with_files = [r for r in (lake, reference) if list((r / table).rglob("*.parquet"))]
+    if not with_files:
+        return 0, 0, 0
+
+    def rows(root: Path) -> str:
+        where = "" if root in with_files else " LIMIT 0"  # no file: no rows, the other's columns
+        return f"(SELECT * FROM read_parquet('{(root if where == '' else with_files[0]) / table}/**/*.parquet', hive_partitioning = false){where})"
+
+    extra = con.execute(f"SELECT count(*) FROM ({rows(lake)} EXCEPT ALL {rows(reference)})").fetchall()[0][0]
+    missing = con.execute(f"SELECT count(*) FROM ({rows(reference)} EXCEPT ALL {rows(lake)})").fetchall()[0][0]
+    total = con.execute(f"SELECT count(*) FROM {rows(lake)}").fetchall()[0][0]
+    return extra, missing, total
+
+
+def assert_equals_full_export(wh: Warehouse, lake: Path, tmp_path: Path) -> None:
+    fresh = tmp_path / f"fresh-{len(list(tmp_path.glob('fresh-*')))}"
+    counts = export_lake(wh, fresh)
+    for table, n in counts.items():
+        assert differences(lake, fresh, table) == (0, 0, n), table
+
+
+def files(lake: Path) -> list[str]:
+    return sorted(str(p.relative_to(lake)) for p in lake.rglob("*") if p.is_file() and p.name != "_lake.lock")
+
+
+def hour(n: int) -> datetime:
+    return datetime(2024, 5, 3, 10, 0, tzinfo=UTC) + timedelta(hours=n)
+
+
+def test_hourly_appends_equal_a_full_export(warehouse: Warehouse, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    assert lake_module.append_lake(warehouse, lake) is None  # no lake yet: the first append exports it
+    day3 = lake / "raw_job" / "day=2024-05-03" / "site=t2test"
+    assert listing(day3) == ["data_0.parquet"]
+
+    # Hour 1: new jobs on two days and a second site (a batch spanning several partitions).
+    load_jobs(warehouse, [job("h1a", hour(1)), job("h1b", hour(-40)), job("h1c", hour(1), cluster="gla")], "h1")
+    done = lake_module.append_lake(warehouse, lake)
+    assert done is not None and done["raw_job"].appended_partitions == 3
+    assert done["raw_job"].rewritten_partitions == 0 and done["raw_job"].rows_written == 3
+    assert not done["raw_node"].scanned  # no node batch and no row count change: not even read
+    assert listing(day3) == ["data_0.parquet", "part-000001.parquet"]
+    assert_equals_full_export(warehouse, lake, tmp_path)
+
+    # Hour 2: a record re-sent with changed values (the job ended), and the pending job "6" that
+    # started: it leaves the null-day partition for day 2024-05-03.
+    load_jobs(
+        warehouse,
+        [job("h1a", hour(1), end_time=hour(2), state="COMPLETED", wall_seconds=3600.0), job("6", hour(2))],
+        "h2",
+    )
+    done = lake_module.append_lake(warehouse, lake)
+    assert done is not None
+    assert (done["raw_job"].rewritten_partitions, done["raw_job"].removed_partitions) == (1, 1)
+    assert not (lake / "raw_job" / "day=__HIVE_DEFAULT_PARTITION__").exists()
+    assert listing(day3) == ["part-000002.parquet"]
+    assert_equals_full_export(warehouse, lake, tmp_path)
+
+    # The same batch again, and an append with nothing new: the lake does not change at all.
+    before = files(lake)
+    load_jobs(
+        warehouse,
+        [job("h1a", hour(1), end_time=hour(2), state="COMPLETED", wall_seconds=3600.0), job("6", hour(2))],
+        "h2",
+    )
+    done = lake_module.append_lake(warehouse, lake)
+    assert done is not None and not any(t.committed for t in done.values())
+    assert files(lake) == before
+
+
+def test_reader_between_the_writes_and_the_switch_sees_the_last_commit(
+    warehouse: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake, old = tmp_path / "lake", tmp_path / "old"
+    export_lake(warehouse, lake)
+    export_lake(warehouse, old)
+    # One batch over three days: a reader must see all of it or none of it.
+    load_jobs(warehouse, [job(f"m{i}", hour(-24 * i)) for i in range(3)], "multi-day")
+    seen: list[tuple[int, int, int]] = []
+    real_switch = lake_module.lake_commit._switch
+
+    def read_then_switch(gen: Any, manifest: Any) -> None:
+        if gen.table == "raw_job":
+            assert len(list(gen.folder.rglob("part-*.parquet"))) == 3  # written, not switched in
+            seen.append(differences(lake, old, "raw_job"))
+        real_switch(gen, manifest)
+
+    monkeypatch.setattr(lake_module.lake_commit, "_switch", read_then_switch)
+    lake_module.append_lake(warehouse, lake)
+    assert seen == [(0, 0, len(STARTS))]  # the old lake exactly
+    assert differences(lake, old, "raw_job") == (3, 0, len(STARTS) + 3)  # after the switch: all three
+
+
+def test_an_append_killed_before_its_switch_changes_nothing_and_reruns(
+    warehouse: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lake = tmp_path / "lake"
     export_lake(warehouse, lake)
-    before = sorted(read(lake / "raw_job" / "*" / "*" / "*.parquet", "SELECT job_id, day FROM t"))
-    day = lake / "raw_job" / "day=2024-05-01" / "site=t2test"
-    _split_partition(day, 3)
-    assert len(list(day.glob("*.parquet"))) == 3
+    before = files(lake)
+    load_jobs(warehouse, [job("k1", hour(1)), job("k2", hour(-30))], "killed")
 
+    def killed(gen: Any, manifest: Any) -> None:
+        raise KeyboardInterrupt  # as a SIGINT between the file writes and the exchange
+
+    monkeypatch.setattr(lake_module.lake_commit, "_switch", killed)
+    with pytest.raises(KeyboardInterrupt):
+        lake_module.append_lake(warehouse, lake)
+    assert files(lake) == before
+    monkeypatch.undo()
+    # A kill -9 leaves its hidden folder behind: the next append removes it.
+    (lake / ".raw_job.next-deadbeef0000" / "day=2024-05-03").mkdir(parents=True)
+    lake_module.append_lake(warehouse, lake)
+    assert not [p for p in lake.iterdir() if p.name.startswith(".")]
+    assert_equals_full_export(warehouse, lake, tmp_path)
+
+
+def test_retention_removes_whole_partitions(warehouse: Warehouse, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    export_lake(warehouse, lake)
+    # What apply_retention does to raw_file_access, here to jobs: a delete of old rows.
+    warehouse.con.execute("DELETE FROM raw_job WHERE start_time < TIMESTAMPTZ '2024-05-02 00:00:00+00'")
+    done = lake_module.append_lake(warehouse, lake)
+    assert done is not None and done["raw_job"].removed_partitions == 1
+    assert listing(lake / "raw_job") == ["day=2024-05-02", "day=2024-05-03", "day=__HIVE_DEFAULT_PARTITION__"]
+    assert_equals_full_export(warehouse, lake, tmp_path)
+
+
+def test_a_lake_without_manifests_is_exported_and_a_foreign_one_refused(warehouse: Warehouse, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    export_lake(warehouse, lake)
+    (lake / "raw_job" / "_lake_manifest.json").unlink()  # as an older tierlens left it
+    assert lake_module.append_lake(warehouse, lake) is None
+    manifest = lake / "raw_node" / "_lake_manifest.json"
+    manifest.write_text(manifest.read_text().replace('"format_version": 1', '"format_version": 9'))
+    with pytest.raises(ValueError, match="format_version is 9"):
+        lake_module.append_lake(warehouse, lake)
+    manifest.write_text("{")
+    with pytest.raises(ValueError, match="unreadable lake manifest"):
+        lake_module.append_lake(warehouse, lake)
+
+
+def appended_lake(warehouse: Warehouse, tmp_path: Path, hours: int) -> Path:
+    """A lake whose day 2024-05-03 partition got one file per hourly append."""
+    lake = tmp_path / "lake"
+    export_lake(warehouse, lake)
+    for n in range(hours):
+        load_jobs(warehouse, [job(f"c{n}", hour(n))], f"hour-{n}")
+        lake_module.append_lake(warehouse, lake)
+    return lake
+
+
+def test_compact_merges_small_files_and_keeps_every_row(
+    warehouse: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake = appended_lake(warehouse, tmp_path, 3)
+    day = lake / "raw_job" / "day=2024-05-03" / "site=t2test"
+    assert len(listing(day)) == 4
+    seen = []
+    real_switch = lake_module.lake_commit._switch
+
+    def read_then_switch(gen: Any, manifest: Any) -> None:
+        seen.append(sorted(listing(day)))
+        real_switch(gen, manifest)
+
+    monkeypatch.setattr(lake_module.lake_commit, "_switch", read_then_switch)
     done = lake_module.compact_lake(lake)
 
-    assert done["raw_job"] == 1 and done["raw_node"] == 0
-    assert [p.name for p in day.glob("*.parquet")] == ["data_0.parquet"]
-    assert sorted(read(lake / "raw_job" / "*" / "*" / "*.parquet", "SELECT job_id, day FROM t")) == before
+    assert done["raw_job"] == 1 and done["raw_node"] == 0 and done["raw_batches"] == 1
+    assert seen[0] == ["data_0.parquet", "part-000001.parquet", "part-000002.parquet", "part-000003.parquet"]
+    assert listing(day) == ["part-000004-0.parquet"]
+    assert_equals_full_export(warehouse, lake, tmp_path)
     assert not [p for p in lake.iterdir() if p.name.startswith(".")]  # no staging left behind
+    load_jobs(warehouse, [job("after", hour(5))], "after-compaction")
+    lake_module.append_lake(warehouse, lake)  # appends go on from the compacted manifest
+    assert_equals_full_export(warehouse, lake, tmp_path)
 
 
 def test_compact_splits_by_rows_per_file(warehouse: Warehouse, tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
-    export_lake(warehouse, lake)
-    day = lake / "raw_job" / "day=2024-05-01" / "site=t2test"
+    lake = appended_lake(warehouse, tmp_path, 3)
+    day = lake / "raw_job" / "day=2024-05-03" / "site=t2test"
     rows = len(read(day / "*.parquet"))
-    _split_partition(day, rows)
     lake_module.compact_lake(lake, rows_per_file=2)
-    assert len(list(day.glob("*.parquet"))) == -(-rows // 2)
+    assert len(listing(day)) == -(-rows // 2)
     assert len(read(day / "*.parquet")) == rows
 
 
-def test_compact_refuses_symlinks_and_bad_sizes(warehouse: Warehouse, tmp_path: Path) -> None:
+def test_compact_of_a_lake_without_manifest_merges_folders(warehouse: Warehouse, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
     lake = tmp_path / "lake"
     export_lake(warehouse, lake)
+    (lake / "raw_job" / "_lake_manifest.json").unlink()  # as an older tierlens left it
+    day = lake / "raw_job" / "day=2024-05-01" / "site=t2test"
+    table = pq.read_table(day / "data_0.parquet")
+    (day / "data_0.parquet").unlink()
+    for n in range(table.num_rows):
+        pq.write_table(table.slice(n, 1), day / f"part_{n}.parquet")
+    assert lake_module.compact_lake(lake)["raw_job"] == 1
+    assert listing(day) == ["data_0.parquet"] and len(read(day / "*.parquet")) == table.num_rows
+
+
+def test_compact_refuses_symlinks_and_bad_sizes(warehouse: Warehouse, tmp_path: Path) -> None:
+    lake = appended_lake(warehouse, tmp_path, 2)
     with pytest.raises(ValueError, match="rows_per_file"):
         lake_module.compact_lake(lake, rows_per_file=0)
     elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (lake / "raw_job" / "day=2099-01-01").symlink_to(elsewhere)
+    day = lake / "raw_job" / "day=2024-05-03"
+    day.rename(elsewhere)
+    day.symlink_to(elsewhere)
     with pytest.raises(ValueError, match="not a real directory"):
         lake_module.compact_lake(lake)
+    assert len(list((elsewhere / "site=t2test").iterdir())) == 3  # nothing done through the link
     link = tmp_path / "lake-link"
     link.symlink_to(lake)
     with pytest.raises(ValueError, match="not a real directory"):
@@ -340,14 +516,19 @@ def test_compact_refuses_symlinks_and_bad_sizes(warehouse: Warehouse, tmp_path: 
         lake_module.compact_lake(tmp_path / "missing")
 
 
-def test_compact_command(warehouse: Warehouse, tmp_path: Path) -> None:
+def test_append_and_compact_commands(warehouse: Warehouse, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from tierlens.cli import app
 
     lake = tmp_path / "lake"
+    path = warehouse.path
     export_lake(warehouse, lake)
-    _split_partition(lake / "raw_job" / "day=2024-05-01" / "site=t2test", 2)
+    load_jobs(warehouse, [job("cli", hour(1))], "cli")
+    warehouse.close()
+    result = CliRunner().invoke(app, ["lake", "append", "--warehouse", str(path), "--out", str(lake)])
+    assert result.exit_code == 0, result.output
+    assert "raw_job: 1 partition(s) appended, 0 rewritten, 0 removed, 1 row(s)" in result.output
     result = CliRunner().invoke(app, ["lake", "compact", "--lake", str(lake)])
     assert result.exit_code == 0, result.output
     assert "raw_job 1" in result.output

@@ -17,14 +17,15 @@ def counts(warehouse: Path) -> dict[str, int]:
 
 
 def publish(warehouse: Path, lookup: Lookup = None) -> dict:
-    """Rows per raw table; with a Spark dbt target, the lake is exported for it first. While a
+    """Rows per raw table; with a Spark dbt target, the interval's changes are appended to the lake first. While a
     transform holds the warehouse: the number of landed files waiting instead (never waits)."""
     from ..warehouse.landing import is_lock_error, landed_files
 
     if dbt_target(lookup) != "duckdb":
-        from ..warehouse import export_lake
+        # Only what the interval changed; the first publish (no lake yet) exports it in full.
+        from ..warehouse.lake import append_lake
 
-        export_lake(warehouse, lake_path(lookup))
+        append_lake(warehouse, lake_path(lookup))
     try:
         return counts(warehouse)
     except Exception as e:

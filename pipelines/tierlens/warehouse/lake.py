@@ -12,8 +12,14 @@ Layout (hive style, what ``read_parquet(..., hive_partitioning = true)``, Spark 
                                                                simulator's sim_* results)
 
 Day first: most reads want a range of days, over every site. The partition columns are not
-repeated inside the files. A table with no rows and a day_column leaves an empty folder.
-``compact_lake`` rewrites partitions that collected many small files into few.
+repeated inside the files. A table with no rows and a day_column leaves an empty folder. Each
+table folder also holds ``_lake_manifest.json``, the files committed and a fingerprint per partition.
+
+``export_lake`` writes the whole lake (the first export, or a repair). ``append_lake`` is the
+hourly path: it writes only the partitions the warehouse changed since the last commit, as new
+files switched in with the table's manifest in one atomic exchange (lake_commit.py says how and
+why plain Parquet rather than a table format). ``compact_lake`` merges partitions that collected
+many small files, switched in the same way.
 """
 
 from __future__ import annotations
@@ -25,13 +31,10 @@ import stat
 import uuid
 from pathlib import Path
 
-from tierlens.records import SPECS, RecordKind
+from tierlens.warehouse import lake_commit
 from tierlens.warehouse.core import Warehouse, fetch_one
 from tierlens.warehouse.ddl import all_tables, literal, quote
-
-_DAY_COLUMNS: dict[str, str | None] = {kind.table: SPECS[kind].day_column for kind in RecordKind}
-#: The site of a row, second partition key of the day-partitioned tables that carry one.
-_SITE_COLUMNS: dict[str, str] = {"raw_job": "cluster", "raw_job_tag": "cluster"}
+from tierlens.warehouse.lake_commit import SITE_COLUMNS as _SITE_COLUMNS, day_column as _day_column
 
 
 def export_lake(warehouse: Warehouse | str | Path, lake_dir: str | Path) -> dict[str, int]:
@@ -45,6 +48,39 @@ def export_lake(warehouse: Warehouse | str | Path, lake_dir: str | Path) -> dict
         return _export(warehouse, lake)
     with Warehouse(warehouse, read_only=True) as wh:
         return _export(wh, lake)
+
+
+def append_lake(warehouse: Warehouse | str | Path, lake_dir: str | Path) -> dict[str, lake_commit.TableAppend] | None:
+    """Bring the lake up to the warehouse by writing only what changed since its last commit;
+    returns what each table got. A lake without manifests (none yet, or written by an older
+    tierlens) gets a full export instead, and None is returned."""
+    lake = Path(lake_dir)
+    if isinstance(warehouse, Warehouse):
+        return _append(warehouse, lake)
+    with Warehouse(warehouse, read_only=True) as wh:
+        return _append(wh, lake)
+
+
+def _append(wh: Warehouse, lake: Path) -> dict[str, lake_commit.TableAppend] | None:
+    tables = _lake_tables()
+    if not _has_manifests(lake, tables):
+        _export(wh, lake)
+        return None
+    with lake_commit.lake_lock(lake):
+        lake_commit.remove_leftovers(lake)
+        wh.con.execute("BEGIN TRANSACTION")  # every table from one snapshot, as the export does
+        try:
+            batches = lake_commit.kind_batch_counts(wh)
+            return {t: lake_commit.append_table(wh, lake, t, batches) for t in lake_commit.table_order(tables)}
+        finally:
+            wh.con.execute("COMMIT")
+
+
+def _has_manifests(lake: Path, tables: list[str]) -> bool:
+    if not os.path.lexists(lake):
+        return False
+    lake_commit.check_real_dir(lake, "lake")
+    return all(os.path.lexists(lake / t / lake_commit.MANIFEST) for t in tables)
 
 
 def _export(wh: Warehouse, lake: Path) -> dict[str, int]:
@@ -66,11 +102,17 @@ def _write_tables(wh: Warehouse, target: Path) -> dict[str, int]:
     # One read transaction: the tables are exported from the same snapshot.
     wh.con.execute("BEGIN TRANSACTION")
     try:
-        for table in (*all_tables(), *_simulation_tables()):
+        batches = lake_commit.kind_batch_counts(wh)
+        for table in _lake_tables():
             counts[table] = _write_table(wh, table, target)
+            lake_commit.manifest_for_export(wh, target / table, table, batches)
     finally:
         wh.con.execute("COMMIT")
     return counts
+
+
+def _lake_tables() -> list[str]:
+    return [*all_tables(), *_simulation_tables()]
 
 
 def _simulation_tables() -> tuple[str, ...]:
@@ -81,7 +123,7 @@ def _simulation_tables() -> tuple[str, ...]:
 
 
 def _write_table(wh: Warehouse, table: str, target: Path) -> int:
-    day_column = _DAY_COLUMNS.get(table)
+    day_column = _day_column(table)
     folder = target / table
     if day_column is None:
         folder.mkdir()
@@ -179,21 +221,21 @@ def compact_lake(lake_dir: str | Path, rows_per_file: int = DEFAULT_ROWS_PER_FIL
     lake = Path(lake_dir)
     _check_real_dir(lake, "lake")
     compacted: dict[str, int] = {}
-    for table_dir in sorted(p for p in lake.iterdir() if not p.name.startswith((".", "_"))):
-        _check_real_dir(table_dir, "table folder")
-        compacted[table_dir.name] = sum(
-            _compact_folder(lake, folder, rows_per_file) for folder in _data_folders(table_dir)
-        )
+    with lake_commit.lake_lock(lake):
+        lake_commit.remove_leftovers(lake)
+        for table_dir in sorted(p for p in lake.iterdir() if not p.name.startswith((".", "_"))):
+            _check_real_dir(table_dir, "table folder")
+            if lake_commit.read_manifest(table_dir) is not None:
+                # The manifest names the files: merge them and switch the manifest with them.
+                compacted[table_dir.name] = lake_commit.compact_table(lake, table_dir.name, rows_per_file)
+                continue
+            compacted[table_dir.name] = sum(
+                _compact_folder(lake, folder, rows_per_file) for folder in _data_folders(table_dir)
+            )
     return compacted
 
 
-def _check_real_dir(path: Path, what: str) -> None:
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no {what} at {path}") from None
-    if not stat.S_ISDIR(mode):
-        raise ValueError(f"{what} {path} is not a real directory (a symlink or a file); refusing to touch it")
+_check_real_dir = lake_commit.check_real_dir
 
 
 def _data_folders(table_dir: Path) -> list[Path]:
