@@ -28,11 +28,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "pipelines"))
+sys.path.insert(0, str(REPO / "tests"))
 OUT = REPO / "bench" / "out"
 
 
 def bench_steps(steps: int, rounds: int) -> dict:
-    from tierlens.sources.slurm.localcluster import LocalCluster
+    from support.localcluster import LocalCluster
 
     work = Path(tempfile.mkdtemp(prefix="tierlens-slurm-bench-", dir="/tmp"))
     os.chmod(work, 0o755)
@@ -184,14 +185,13 @@ def _write_document_2411(path: Path, n: int) -> int:
     """A `sacct --json` document as 24.11 prints it (data_parser v0.0.42, two-space indents,
     {set, infinite, number} wrappers, state lists), n finished jobs with a batch step each; one
     in 50 is a launch failure (start NO_VAL, no steps). The job layout is the tests' own."""
-    sys.path.insert(0, str(REPO / "tests"))
-    from test_slurm_sacct import NO_VAL, T0, _job_2411
+    from support.sacct import NO_VAL, T0, job_2411
 
     with open(path, "w") as f:
         f.write('{\n  "jobs": [\n')
         for i in range(n):
             start = NO_VAL if i % 50 == 49 else T0 + i
-            job = _job_2411(
+            job = job_2411(
                 1000 + i,
                 start=start,
                 end=T0 + i + 60 + i % 3600,

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tierlens.sources.slurm.localcluster import HOST, HostRoot, LocalCluster, TreeRoot
+from support.localcluster import HOST, HostRoot, LocalCluster, TreeRoot
 
 REPO = Path(__file__).resolve().parents[1]
 MATRIX = REPO / "tests" / "matrix"

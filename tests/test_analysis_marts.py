@@ -23,7 +23,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from test_dbt_project import create_raw_tables, insert, rows, run_dbt  # the shared set-up
+from support.dbt import CATALOG_KEYS, NODE_KEYS, create_raw_tables, dict_rows, insert, rows, run_dbt
 from tierlens import records
 from tierlens.records import RecordKind
 
@@ -273,7 +273,7 @@ def popularity_accesses() -> list[dict]:
 
 
 def node_rows() -> list[dict]:
-    keys = ("cluster", "node", "storage_type", "device_models", "device_count", "job_slots", "nic_gbps", "ab_arm")
+    keys = NODE_KEYS
     out = [dict(zip(keys, ("seed", f"slac-{a.lower()}", "hdd", ["HDD"], 1, 8, 1.0, a))) for a in ("A", "B")]
     for node, st, model, _ in GLA_NODES:
         devices = 2 if st == "raid0" else 1
@@ -282,17 +282,7 @@ def node_rows() -> list[dict]:
 
 
 def catalog_rows() -> list[dict]:
-    keys = (
-        "config_name",
-        "storage_type",
-        "device_model",
-        "devices_per_node",
-        "unit_price",
-        "currency",
-        "capacity_bytes",
-        "endurance_tbw",
-    )
-    return [dict(zip(keys, (n, st, m, d, p, "GBP", gb * GB, tbw))) for n, st, m, d, p, gb, tbw in GLA_CATALOG]
+    return dict_rows(CATALOG_KEYS, [(n, st, m, d, p, "GBP", gb * GB, tbw) for n, st, m, d, p, gb, tbw in GLA_CATALOG])
 
 
 @pytest.fixture(scope="module")

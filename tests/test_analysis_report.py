@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from test_report import make_warehouse
+from support.report_warehouse import make_warehouse
 from tierlens.report import SECTION_IDS, build_report
 from tierlens.report.build import ANALYSIS_CSV_NAMES, ANALYSIS_SECTION_IDS
 

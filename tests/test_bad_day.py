@@ -16,13 +16,13 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from test_slurm_sacct import _doc_2411, _job_2411, _spool_rec  # the 24.11 layout's, a spool record
+from support.rows import wh_rows
+from support.sacct import doc_2411, job_2411, spool_record
 from tierlens.cli import app
 from tierlens.ingest import condor, slurm, xrootd
 from tierlens.ingest.interval import IngestFailed
@@ -81,14 +81,6 @@ def sacct_on_path(tmp_path, monkeypatch):
     return setup, calls
 
 
-def _q(wh: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(wh), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def _slurm(wh: Path, *extra: str):
     return CliRunner().invoke(
         app, ["ingest", "slurm", "-w", str(wh), "--start", str(T0), "--end", str(T0 + 3600), *extra]
@@ -112,11 +104,11 @@ def test_a_slurmdbd_error_fails_and_never_falls_back_to_parsable2(tmp_path, sacc
     # the --json call failed for a reason no format cures: --parsable2 is never asked, so its job
     # (which the fake always serves) is not loaded
     assert all("--parsable2" not in c for c in calls()) and len(calls()) == 1
-    assert _q(wh, "SELECT count(*) FROM raw_job") == [(0,)]
+    assert wh_rows(wh, "SELECT count(*) FROM raw_job") == [(0,)]
     line = _one_stderr_line(r)
     assert line.startswith("ingest slurm failed: 1 sacct call(s) could not be read") and DB_ERROR in line
     # one reject for the window, naming the error and holding the command to run by hand
-    ((reason, field, raw),) = _q(wh, "SELECT reason, field, raw_record FROM raw_rejects")
+    ((reason, field, raw),) = wh_rows(wh, "SELECT reason, field, raw_record FROM raw_rejects")
     assert field == "document" and DB_ERROR in reason and "asked for again" in reason
     assert raw.split()[0].endswith("sacct") and "--json" in raw.split()
     # the format stays open: the next run asks for JSON again, not the fallback
@@ -134,20 +126,20 @@ def test_a_sacct_without_json_still_falls_back(tmp_path, sacct_on_path, monkeypa
     wh = tmp_path / "wh.duckdb"
     r = _slurm(wh)
     assert r.exit_code == 0, r.output
-    assert "--parsable2" in calls()[-1] and _q(wh, "SELECT job_id FROM raw_job WHERE step_id = ''") == [("77",)]
+    assert "--parsable2" in calls()[-1] and wh_rows(wh, "SELECT job_id FROM raw_job WHERE step_id = ''") == [("77",)]
 
 
 def test_truncated_json_fails_and_the_offsets_agree(tmp_path, sacct_on_path):
     setup, calls = sacct_on_path
-    text = _doc_2411(_job_2411(901, start=T0 + 10, end=T0 + 100), _job_2411(902, start=T0 + 20, end=T0 + 200))
+    text = doc_2411(job_2411(901, start=T0 + 10, end=T0 + 100), job_2411(902, start=T0 + 20, end=T0 + 200))
     cut = text.index('"job_id": 902') + 5
     setup("cut", text, cut)
     wh = tmp_path / "wh.duckdb"
     r = _slurm(wh)
     assert r.exit_code == 1, r.output
     assert "could not be read" in _one_stderr_line(r)
-    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job") == [("901",)]  # the whole job loaded
-    ((location, reason),) = _q(wh, "SELECT location, reason FROM raw_rejects")
+    assert wh_rows(wh, "SELECT DISTINCT job_id FROM raw_job") == [("901",)]  # the whole job loaded
+    ((location, reason),) = wh_rows(wh, "SELECT location, reason FROM raw_rejects")
     at = int(location.rsplit(" ", 1)[1])
     # the reject points at the job that broke off (its first character, where json can read it
     # from), and the message names that same offset and no other
@@ -159,7 +151,7 @@ def test_truncated_json_fails_and_the_offsets_agree(tmp_path, sacct_on_path):
 
 def test_a_quiet_window_is_nothing_new_and_exit_0(tmp_path, sacct_on_path):
     setup, _ = sacct_on_path
-    setup("ok", _doc_2411())
+    setup("ok", doc_2411())
     r = _slurm(tmp_path / "wh.duckdb")
     assert r.exit_code == 0, r.output
     assert "nothing new" in r.stdout and not r.stderr.strip()
@@ -193,14 +185,14 @@ def test_the_dag_task_fails_with_the_commands_line(tmp_path, sacct_on_path):
     assert str(failed.value) == _one_stderr_line(r)
     assert DB_ERROR in str(failed.value)
     # the warehouse keeps that the interval could not be read, with the same line
-    assert _q(wh, "SELECT outcome, reason FROM raw_source_interval") == [("unreachable", str(failed.value))]
+    assert wh_rows(wh, "SELECT outcome, reason FROM raw_source_interval") == [("unreachable", str(failed.value))]
 
     # a truncated document: the complete job loads, and the task still fails
-    text = _doc_2411(_job_2411(911, start=T0 + 10, end=T0 + 100), _job_2411(912, start=T0 + 20, end=T0 + 200))
+    text = doc_2411(job_2411(911, start=T0 + 10, end=T0 + 100), job_2411(912, start=T0 + 20, end=T0 + 200))
     setup("cut", text, text.index('"job_id": 912') + 5)
     with pytest.raises(IngestFailed, match="could not be read"):
         slurm.load_interval(wh, START, END, slurm.SlurmOptions())
-    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job") == [("911",)]
+    assert wh_rows(wh, "SELECT DISTINCT job_id FROM raw_job") == [("911",)]
 
 
 # ---- tierlens load ----------------------------------------------------------------------------
@@ -247,10 +239,10 @@ def test_load_of_the_wrong_columns_names_every_one_and_counts_the_file(tmp_path)
     assert "tierlens schema job" in line
     assert not any(n in line for n in JOB.names if n not in ("cpu_user_seconds", "wall_seconds"))
     # the file is one reject, at the file, naming the missing fields
-    assert _q(wh, "SELECT record_kind, location, field FROM raw_rejects") == [
+    assert wh_rows(wh, "SELECT record_kind, location, field FROM raw_rejects") == [
         ("job", f"parquet:{f}:offset 0", "cpu_user_seconds, wall_seconds")
     ]
-    assert _q(wh, "SELECT count(*) FROM raw_job") == [(0,)]
+    assert wh_rows(wh, "SELECT count(*) FROM raw_job") == [(0,)]
 
 
 def test_load_of_a_file_that_is_not_parquet_is_one_line(tmp_path):
@@ -258,7 +250,7 @@ def test_load_of_a_file_that_is_not_parquet_is_one_line(tmp_path):
     f.write_text("job_id,cpu\n1,2\n")
     r = CliRunner().invoke(app, ["load", "job", str(f), "-w", str(tmp_path / "wh.duckdb")])
     assert r.exit_code == 1 and "not a Parquet file" in _one_stderr_line(r)
-    assert _q(tmp_path / "wh.duckdb", "SELECT field FROM raw_rejects") == [("file",)]
+    assert wh_rows(tmp_path / "wh.duckdb", "SELECT field FROM raw_rejects") == [("file",)]
 
 
 def test_load_of_wrong_typed_values_rejects_their_rows_only(tmp_path):
@@ -270,8 +262,11 @@ def test_load_of_wrong_typed_values_rejects_their_rows_only(tmp_path):
     wh = tmp_path / "wh.duckdb"
     r = CliRunner().invoke(app, ["load", "job", str(f), "-w", str(wh)])
     assert r.exit_code == 0, r.output  # two rows loaded: not a failed load
-    assert _q(wh, "SELECT job_id, cpu_user_seconds FROM raw_job ORDER BY job_id") == [("100", 3000.0), ("102", 12.5)]
-    ((location, field, reason),) = _q(wh, "SELECT location, field, reason FROM raw_rejects")
+    assert wh_rows(wh, "SELECT job_id, cpu_user_seconds FROM raw_job ORDER BY job_id") == [
+        ("100", 3000.0),
+        ("102", 12.5),
+    ]
+    ((location, field, reason),) = wh_rows(wh, "SELECT location, field, reason FROM raw_rejects")
     assert location == f"parquet:{f}:row 1" and field == "cpu_user_seconds"
     assert "'abc'" in reason and "double" in reason and "tierlens schema job" in reason
 
@@ -340,7 +335,7 @@ def test_ingest_condor_of_only_bad_ads_fails(tmp_path):
     r = CliRunner().invoke(app, ["ingest", "condor", str(path), "--cluster", "pool", "-w", str(wh)])
     assert r.exit_code == 1, r.output
     assert "all 2 record(s) were rejected" in _one_stderr_line(r)
-    assert _q(wh, "SELECT field FROM raw_rejects ORDER BY location") == [("RemoteUserCpu",), ("RemoteUserCpu",)]
+    assert wh_rows(wh, "SELECT field FROM raw_rejects ORDER BY location") == [("RemoteUserCpu",), ("RemoteUserCpu",)]
     # a good file loads and exits 0
     path.write_text(_ad(3))
     r = CliRunner().invoke(app, ["ingest", "condor", str(path), "--cluster", "pool", "-w", str(wh)])
@@ -375,7 +370,7 @@ def test_osg_records_of_the_wrong_type_are_rejects_naming_the_field_and_line(tmp
     wh = tmp_path / "wh.duckdb"
     r = CliRunner().invoke(app, ["ingest", "xrootd-osg", str(f), "-w", str(wh)])
     assert r.exit_code == 0, r.output  # one record loaded
-    rejects = _q(wh, "SELECT location, field, reason FROM raw_rejects ORDER BY location")
+    rejects = wh_rows(wh, "SELECT location, field, reason FROM raw_rejects ORDER BY location")
     assert [(loc, field) for loc, field, _ in rejects] == [
         (f"{f}:line 2", "read"),
         (f"{f}:line 3", "filesize"),
@@ -388,7 +383,7 @@ def test_osg_records_of_the_wrong_type_are_rejects_naming_the_field_and_line(tmp
     r = CliRunner().invoke(app, ["ingest", "xrootd-osg", str(broken), "-w", str(wh)])
     assert r.exit_code == 1 and "Traceback" not in r.output, r.output
     assert "all 1 record(s) were rejected" in _one_stderr_line(r)
-    assert _q(wh, f"SELECT field FROM raw_rejects WHERE location LIKE '{broken}:%'") == [("document",)]
+    assert wh_rows(wh, f"SELECT field FROM raw_rejects WHERE location LIKE '{broken}:%'") == [("document",)]
 
 
 def test_a_collector_batch_that_is_not_parquet_fails_the_command_and_the_task(tmp_path):
@@ -414,14 +409,14 @@ def test_the_condor_task_fails_when_every_ad_is_rejected(tmp_path):
 # ---- every reject says what to change ---------------------------------------------------------
 def test_a_wrong_typed_sacct_value_is_a_reject_at_its_jobs_offset(tmp_path, sacct_on_path):
     setup, _ = sacct_on_path
-    bad = _job_2411(922, start=T0 + 20, end=T0 + 200)
+    bad = job_2411(922, start=T0 + 20, end=T0 + 200)
     bad["time"]["start"] = "yesterday"
-    text = _doc_2411(_job_2411(921, start=T0 + 10, end=T0 + 100), bad)
+    text = doc_2411(job_2411(921, start=T0 + 10, end=T0 + 100), bad)
     setup("ok", text)
     wh = tmp_path / "wh.duckdb"
     r = _slurm(wh)
     assert r.exit_code == 0, r.output  # job 921 loaded
-    ((location, field, reason),) = _q(wh, "SELECT location, field, reason FROM raw_rejects")
+    ((location, field, reason),) = wh_rows(wh, "SELECT location, field, reason FROM raw_rejects")
     at = int(location.rsplit(" ", 1)[1])
     assert field == "start_time" and json.JSONDecoder().raw_decode(text, at)[0]["job_id"] == 922
     assert "'yesterday'" in reason and "by hand" in reason
@@ -432,13 +427,13 @@ def test_spool_rejects_say_what_to_change(tmp_path):
 
     sp = tmp_path / "spool"
     sp.mkdir()
-    (sp / "1.0.wn01.json").write_text(_spool_rec("1", "0", storage_type="floppy"))
-    (sp / "2.0.wn01.json").write_text(_spool_rec("2", "0", job_id=7))
-    (sp / "3.0.wn01.json").write_text(_spool_rec("3", "0"))
+    (sp / "1.0.wn01.json").write_text(spool_record("1", "0", storage_type="floppy"))
+    (sp / "2.0.wn01.json").write_text(spool_record("2", "0", job_id=7))
+    (sp / "3.0.wn01.json").write_text(spool_record("3", "0"))
     wh = tmp_path / "wh.duckdb"
     r = CliRunner().invoke(app, ["ingest", "slurm-spool", str(sp), "-w", str(wh)])
     assert r.exit_code == 0, r.output
-    reasons = dict(_q(wh, "SELECT field, reason FROM raw_rejects"))
+    reasons = dict(wh_rows(wh, "SELECT field, reason FROM raw_rejects"))
     assert reasons.keys() == {"storage_type", "job_id"}
     assert all(t in reasons["storage_type"] for t in STORAGE_TYPES)
     assert "make -C plugins/slurm install" in reasons["job_id"]
@@ -455,7 +450,7 @@ def test_a_rotated_history_file_cut_short_is_one_line_naming_it(tmp_path):
     assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
     line = _one_stderr_line(r)
     assert line.startswith("ingest condor failed: could not read") and str(cut) in line
-    assert _q(wh, "SELECT job_id FROM raw_job") == [(f"sched#1.0#{T0}",)]  # the file before it loaded
+    assert wh_rows(wh, "SELECT job_id FROM raw_job") == [(f"sched#1.0#{T0}",)]  # the file before it loaded
 
 
 def test_the_ingest_dags_slurm_task_fails_as_the_dag_calls_it(tmp_path, sacct_on_path):
@@ -479,7 +474,7 @@ def test_tierlens_rejects_says_what_to_change_for_a_records_rule(tmp_path):
     pq.write_table(pa.Table.from_pylist(rows), f)
     wh = tmp_path / "wh.duckdb"
     assert CliRunner().invoke(app, ["load", "job", str(f), "-w", str(wh)]).exit_code == 0
-    ((stored,),) = _q(wh, "SELECT reason FROM raw_rejects")
+    ((stored,),) = wh_rows(wh, "SELECT reason FROM raw_rejects")
     shown = CliRunner().invoke(app, ["rejects", "-w", str(wh), "--format", "json"])
     assert shown.exit_code == 0, shown.output
     (row,) = json.loads(shown.stdout)

@@ -342,7 +342,7 @@ def test_an_incremental_build_reads_only_the_rebuilt_changes_windows_and_gives_t
 import dataclasses  # noqa: E402
 from datetime import timedelta  # noqa: E402
 
-from test_dbt_project import run_dbt  # noqa: E402  (the shared dbt runner)
+from support.dbt import REPO, run_dbt  # noqa: E402
 from tierlens.pipeline import ingest  # noqa: E402
 from tierlens.records import RecordKind  # noqa: E402
 from tierlens.sources.synthetic import MixShift, SyntheticChange, SyntheticOptions, demo_site, generate  # noqa: E402
@@ -563,8 +563,6 @@ def test_synthetic_change_option_parses_and_refuses_bad_text():
 @pytest.mark.integration
 @pytest.mark.timeout(900)
 def test_sql_did_last_weeks_change_help(synthetic_build):
-    from test_dbt_project import REPO
-
     wh = synthetic_build[0]
     con = duckdb.connect(str(wh), read_only=True)
     try:

@@ -9,34 +9,20 @@ them. A real collector process, a paced stream over loopback, two kills.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from support.collectors import TIERLENS, collector_stats, running_collector, start_collector, udp_socket, wait_until
 from tierlens.collector.synth import SimServer, close_record, open_record
-
-TIERLENS = str(Path(sys.executable).parent / "tierlens")
-
-
-def _socket(rcvbuf: int) -> socket.socket:
-    if os.geteuid() != 0:
-        pytest.skip("needs root: a receive buffer above net.core.rmem_max (SO_RCVBUFFORCE)")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.setsockopt(socket.SOL_SOCKET, 33, rcvbuf)  # SO_RCVBUFFORCE (Linux)
-    sock.bind(("127.0.0.1", 0))
-    return sock
 
 
 def _proc_drops(sock: socket.socket) -> int:
@@ -46,51 +32,6 @@ def _proc_drops(sock: socket.socket) -> int:
         if f[9] == inode:
             return int(f[12])
     raise AssertionError("socket not in /proc/net/udp")
-
-
-def _start(sock: socket.socket, out: Path, *extra: str) -> subprocess.Popen:
-    """The collector with ``sock`` as fd 3 and LISTEN_PID set to its own pid (exec keeps it)."""
-    fd = sock.fileno()
-    cmd = (
-        f'exec 3<&{fd} {fd}<&-; LISTEN_FDS=1 LISTEN_PID=$$ exec "$0" collect xrootd --out "$1" '
-        f'--max-seconds 0.5 --cache-grace 1 "${{@:2}}"'
-    )
-    return subprocess.Popen(
-        ["bash", "-c", cmd, TIERLENS, str(out), *extra],
-        pass_fds=(fd,),
-        stdout=subprocess.DEVNULL,
-        stderr=open(out.parent / "collector.log", "a"),
-    )
-
-
-@contextmanager
-def _collector(proc: subprocess.Popen, sock: socket.socket | None = None) -> Iterator[subprocess.Popen]:
-    """The running collector; at the end it is stopped as systemd stops the unit (SIGTERM), and
-    must drain and exit 0. Killed instead if the test failed first."""
-    try:
-        yield proc
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0, "the collector did not exit cleanly on SIGTERM"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if sock is not None:
-            sock.close()
-
-
-def _stats(out: Path) -> dict:
-    try:
-        return json.loads((out / "collector-stats.json").read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}
-
-
-def _wait(cond, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def _send(port: int, accesses: int, rate: float, sent: list[int]) -> None:
@@ -118,22 +59,22 @@ def _send(port: int, accesses: int, rate: float, sent: list[int]) -> None:
 def test_sigkill_and_restart_lose_nothing_and_write_nothing_twice(tmp_path):
     out = tmp_path / "out"
     # What ReceiveBuffer= in the socket unit does: room for the datagrams sent during a restart.
-    sock = _socket(32 << 20)
+    sock = udp_socket(32 << 20)
     port = sock.getsockname()[1]
     accesses, rate = 8000, 1000.0
     sent = [0]
     procs: list[subprocess.Popen] = []
     try:
-        procs.append(_start(sock, out, "--journal-retention", "0"))
-        _wait(lambda: _stats(out).get("state") == "listening", "the collector to listen")
+        procs.append(start_collector(sock, out, "--journal-retention", "0"))
+        wait_until(lambda: collector_stats(out).get("state") == "listening", "the collector to listen")
         sender = threading.Thread(target=_send, args=(port, accesses, rate, sent))
         sender.start()
         started = time.time()
         for kill_at in (1500, 3500):
             # killed while it is decoding the stream (its own stats say so), mid-interval
-            _wait(
+            wait_until(
                 lambda k=kill_at, t=started: (
-                    _stats(out).get("packets", 0) >= k and _stats(out).get("updated_at", 0) > t
+                    collector_stats(out).get("packets", 0) >= k and collector_stats(out).get("updated_at", 0) > t
                 ),
                 f"{kill_at} datagrams decoded",
             )
@@ -141,14 +82,14 @@ def test_sigkill_and_restart_lose_nothing_and_write_nothing_twice(tmp_path):
             procs[-1].send_signal(signal.SIGKILL)
             procs[-1].wait()
             started = time.time()
-            procs.append(_start(sock, out, "--journal-retention", "0"))
+            procs.append(start_collector(sock, out, "--journal-retention", "0"))
         sender.join()
         # the last collector's own stats (the killed one's may already count every datagram)
-        _wait(
+        wait_until(
             lambda t=started: (
-                _stats(out).get("packets", 0) >= accesses + 2
-                and _stats(out).get("state") == "listening"
-                and _stats(out).get("updated_at", 0) > t
+                collector_stats(out).get("packets", 0) >= accesses + 2
+                and collector_stats(out).get("state") == "listening"
+                and collector_stats(out).get("updated_at", 0) > t
             ),
             "every datagram decoded",
             timeout=90,
@@ -166,7 +107,7 @@ def test_sigkill_and_restart_lose_nothing_and_write_nothing_twice(tmp_path):
     assert len(keys) == len(set(keys)), "a row was written twice"
     assert sorted(r["file_lfn"] for r in rows) == sorted(f"/crash/{k}.root" for k in range(accesses))
     assert all(r["close_seen"] and r["read_bytes_at_close"] == int(r["file_lfn"][7:-5]) for r in rows)
-    stats = _stats(out)
+    stats = collector_stats(out)
     # A segment per start; with --journal-retention 0 the decoded ones are gone.
     assert [p.name for p in (out / "journal" / "w0").glob("seg-*.tlj")] == ["seg-000000000003.tlj"]
     assert stats["state"] == "finished" and stats["kernel_drops"] == 0 and stats["lost_packets"] == 0
@@ -185,18 +126,18 @@ def test_kernel_drops_are_counted_exactly_and_the_run_is_not_called_lossless(tmp
     independently from /proc/net/udp, and received + dropped must be what was sent."""
     out = tmp_path / "out"
     wh = tmp_path / "wh.duckdb"
-    sock = _socket(256 << 10)
+    sock = udp_socket(256 << 10)
     port = sock.getsockname()[1]
     s = SimServer("loss.example.org", 1094, sid=99, stod=1_700_000_000)
     uid, login = s.login(5, "wn02.example.org", "app", "slurm.loss.1")
     burst = 3000
-    with _collector(_start(sock, out, "--load", "--warehouse", str(wh)), sock):
-        _wait(lambda: _stats(out).get("state") == "listening", "the collector to listen")
+    with running_collector(start_collector(sock, out, "--load", "--warehouse", str(wh)), sock):
+        wait_until(lambda: collector_stats(out).get("state") == "listening", "the collector to listen")
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as snd:
             for p in (s.ident(), login):
                 snd.sendto(p, ("127.0.0.1", port))
-            _wait(lambda: _stats(out).get("packets", 0) >= 2, "the identity and the login")
-            receiver = int(_stats(out)["receivers"]["0"])
+            wait_until(lambda: collector_stats(out).get("packets", 0) >= 2, "the identity and the login")
+            receiver = int(collector_stats(out)["receivers"]["0"])
             os.kill(receiver, signal.SIGSTOP)
             try:
                 for k in range(burst):
@@ -213,11 +154,14 @@ def test_kernel_drops_are_counted_exactly_and_the_run_is_not_called_lossless(tmp
             finally:
                 os.kill(receiver, signal.SIGCONT)
         assert 0 < dropped < burst
-        _wait(
-            lambda: _stats(out).get("packets", 0) == 2 + burst - dropped and _stats(out).get("kernel_drops") == dropped,
+        wait_until(
+            lambda: (
+                collector_stats(out).get("packets", 0) == 2 + burst - dropped
+                and collector_stats(out).get("kernel_drops") == dropped
+            ),
             "the rest decoded and the drops counted",
         )
-    stats = _stats(out)
+    stats = collector_stats(out)
     assert (stats["kernel_drops"], stats["rows_written"], stats["lossless"]) == (dropped, burst - dropped, False)
     assert stats["lost_packets"] <= dropped  # pseq gaps: a lower bound only (8 bits wrap)
     assert "not lossless" in (tmp_path / "collector.log").read_text().replace("\n", " ")
@@ -273,8 +217,8 @@ def two_workers(tmp_path_factory):
         stderr=subprocess.STDOUT,
     )
     servers, per_server, outsider = 16, 200, 37
-    with _collector(proc):
-        _wait(lambda: _stats(out).get("state") == "listening", "the collector to listen")
+    with running_collector(proc):
+        wait_until(lambda: collector_stats(out).get("state") == "listening", "the collector to listen")
         socks = []
         for i in range(servers):
             s = SimServer(f"xrd{i:02d}.example.org", 1094, sid=500 + i, stod=1_700_000_000)
@@ -288,7 +232,7 @@ def two_workers(tmp_path_factory):
             if k == per_server // 2:
                 # A receiver that exits is restarted by the collector on the same socket, whose
                 # queue keeps what arrives meanwhile.
-                os.kill(int(_stats(out)["receivers"]["0"]), signal.SIGTERM)
+                os.kill(int(collector_stats(out)["receivers"]["0"]), signal.SIGTERM)
             for i, (s, snd, uid) in enumerate(socks):
                 fid = s.new_file()
                 snd.send(
@@ -306,16 +250,16 @@ def two_workers(tmp_path_factory):
         for _, snd, _ in socks:
             snd.close()
         sent = servers * (per_server + 2)
-        _wait(
+        wait_until(
             lambda: (
-                _stats(out).get("packets", 0) >= sent
-                and _stats(out).get("disallowed", 0) >= outsider
-                and _stats(out).get("rows_written", 0) >= servers * per_server
+                collector_stats(out).get("packets", 0) >= sent
+                and collector_stats(out).get("disallowed", 0) >= outsider
+                and collector_stats(out).get("rows_written", 0) >= servers * per_server
             ),
             "every datagram decoded, every row written and the outsider counted",
         )
         time.sleep(1.2)  # one more stats tick: the metrics read the latest stats
-        running = _stats(out)
+        running = collector_stats(out)
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as resp:
             metrics = resp.read().decode()
     yield {
@@ -334,7 +278,7 @@ def two_workers(tmp_path_factory):
 @pytest.mark.timeout(120)
 def test_two_workers_share_the_port_each_with_its_journal(two_workers):
     out, sent = two_workers["out"], two_workers["sent"]
-    stats = _stats(out)
+    stats = collector_stats(out)
     assert stats["workers"] == 2 and stats["packets"] == sent and stats["kernel_drops"] == 0
     assert stats["receiver_restarts"] == 1
     rows = [r for p in sorted(out.glob("file_access-*.parquet")) for r in pq.read_table(p).to_pylist()]
@@ -360,7 +304,7 @@ def test_two_workers_share_the_port_each_with_its_journal(two_workers):
 @pytest.mark.timeout(120)
 def test_senders_outside_allow_are_counted_and_never_journaled(two_workers):
     out = two_workers["out"]
-    stats = _stats(out)
+    stats = collector_stats(out)
     assert stats["disallowed"] == two_workers["outsider"] and stats["quarantined"] == {}
     cs = [r for p in out.glob("collector_stats-*.parquet") for r in pq.read_table(p).to_pylist()]
     assert sum(r["disallowed"] for r in cs) == two_workers["outsider"]

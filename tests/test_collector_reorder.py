@@ -9,36 +9,12 @@ import itertools
 
 import pytest
 
+from support.udp_streams import cache_access, key_rows, mixed_stream
 from tierlens.collector.datagrams import DatagramBatch
 from tierlens.collector.decoder import Decoder
-from tierlens.collector.synth import SimServer, close_record, disc_record, open_record
+from tierlens.collector.synth import SimServer, close_record, open_record
 
 CACHE = ("10.0.0.9", 40009)
-
-
-def _cache_access(s: SimServer, k: int, t: int):
-    """(open packet, close packet, pfc packet, expected cache bytes) of one access of /f<k>."""
-    uid, login = s.login(100 + k, "wn01.example.org", "cmsRun", f"slurm.c.{k}")
-    fid = s.new_file()
-    lfn = f"/store/f{k}.root"
-    hit, miss = 1000 * k, 7 + k
-    ev = {
-        "event": "file_close",
-        "lfn": lfn,
-        "size": hit + miss,
-        "attach_t": t,
-        "detach_t": t + 2,
-        "access_cnt": 2,
-        "remotes": [],
-        "n_blks": 3,
-        "n_blks_done": 3,
-        "b_hit": hit,
-        "b_miss": miss,
-        "b_bypass": 0,
-    }
-    opened = s.fpacket(t, t + 1, [open_record(fid, hit + miss, uid, lfn)])
-    closed = s.fpacket(t + 1, t + 2, [close_record(fid, hit + miss, 0, 0), disc_record(uid)])
-    return login, opened, closed, s.pfc(t + 2, t + 2, [ev]), (lfn, hit, miss)
 
 
 def _run(order: list[int], per_batch: int) -> tuple[list[dict], Decoder]:
@@ -48,7 +24,7 @@ def _run(order: list[int], per_batch: int) -> tuple[list[dict], Decoder]:
     items = [(0.0, CACHE, s.ident())]
     expected = []
     for k in range(3):
-        login, opened, closed, pfc, exp = _cache_access(s, k + 1, 1_700_000_100 + 10 * k)
+        login, opened, closed, pfc, exp = cache_access(s, k + 1, 1_700_000_100 + 10 * k)
         parts = [opened, closed, pfc]
         items.append((0.0, CACHE, login))
         items += [(0.0, CACHE, parts[i]) for i in order]
@@ -78,7 +54,7 @@ def test_unmatched_events_and_accesses_are_counted_on_both_sides():
     rows: list[dict] = []
     d = Decoder(lambda t: rows.extend(t.to_pylist()), cache_grace=5.0)
     s = SimServer("xcache.example.org", 1094, sid=9)
-    login, opened, closed, _, _ = _cache_access(s, 1, 1_700_000_100)
+    login, opened, closed, _, _ = cache_access(s, 1, 1_700_000_100)
     stray = s.pfc(
         1_700_000_500,
         1_700_000_500,
@@ -92,36 +68,9 @@ def test_unmatched_events_and_accesses_are_counted_on_both_sides():
     assert [(r["file_lfn"], r["cache_hit_bytes"]) for r in rows] == [("/store/f1.root", None)]
 
 
-def _mixed_stream() -> list[tuple[float, tuple, bytes]]:
-    """An origin and a cache: opens that stay open across any cut, a close before its open, a
-    disconnect, transfers, a pfc event before its access."""
-    o = SimServer("origin.example.org", 1094, sid=1)
-    c = SimServer("xcache.example.org", 1094, sid=2)
-    out = [(o, o.ident()), (c, c.ident())]
-    uid, login = o.login(11, "wn01", "app", "slurm.c.1")
-    out.append((o, login))
-    f = [o.new_file() for _ in range(6)]
-    out.append((o, o.fpacket(100, 101, [open_record(f[0], 10, uid, "/a"), open_record(f[1], 20, uid, "/b")])))
-    out.append((o, o.fpacket(102, 103, [close_record(f[2], 5, 0, 0)])))  # before its open
-    out.append((o, o.fpacket(101, 102, [open_record(f[2], 5, uid, "/c"), close_record(f[0], 10, 0, 0)])))
-    login_c, opened, closed, pfc, _ = _cache_access(c, 4, 110)
-    out += [(c, login_c), (c, pfc), (c, opened)]
-    out.append((o, o.fpacket(104, 105, [open_record(f[3], 30, uid, "/d"), disc_record(uid)])))
-    out.append((c, closed))
-    uid2, login2 = o.login(12, "wn02", "app", "slurm.c.2")
-    out.append((o, login2))
-    out.append((o, o.fpacket(106, 107, [open_record(f[4], 40, uid2, "/e")])))
-    addr = {id(o): ("10.0.0.1", 1), id(c): ("10.0.0.2", 1)}
-    return [(float(n), addr[id(s)], p) for n, (s, p) in enumerate(out)]
-
-
-def _key_rows(rows):
-    return sorted((tuple(sorted(r.items(), key=lambda kv: kv[0])) for r in rows), key=str)
-
-
 @pytest.mark.parametrize("cut", range(1, 13))
 def test_snapshot_and_restore_anywhere_gives_the_rows_of_an_uninterrupted_run(cut):
-    items = _mixed_stream()
+    items = mixed_stream()
     whole: list[dict] = []
     d = Decoder(lambda t: whole.extend(t.to_pylist()), cache_grace=3.0)
     for it in items:
@@ -140,7 +89,7 @@ def test_snapshot_and_restore_anywhere_gives_the_rows_of_an_uninterrupted_run(cu
         b.feed_batch(DatagramBatch.pack([it], "s"))
     b.finish(100.0)
     assert len(whole) == 6
-    assert _key_rows(before + after) == _key_rows(whole)
+    assert key_rows(before + after) == key_rows(whole)
     assert b.stats["rows"] == d.stats["rows"] and b.lost == d.lost
 
 

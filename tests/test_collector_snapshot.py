@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from test_collector_reorder import _key_rows, _mixed_stream
+from support.udp_streams import key_rows, mixed_stream
 from tierlens.collector.datagrams import DatagramBatch
 from tierlens.collector.decoder import Decoder
 from tierlens.collector.snapshot import FORMAT, VERSION, SnapshotError
@@ -40,19 +40,19 @@ def _before(items, cut):
 
 
 def test_there_is_a_legacy_snapshot_at_every_cut():
-    assert CUTS == list(range(1, len(_mixed_stream())))
+    assert CUTS == list(range(1, len(mixed_stream())))
 
 
 @pytest.mark.parametrize("cut", CUTS)
 def test_a_pickle_snapshot_of_the_previous_collector_is_resumed_losing_and_duplicating_nothing(cut):
-    items = _mixed_stream()
+    items = mixed_stream()
     whole, d = _rows_of(items)
     before, _ = _before(items, cut)  # what the previous collector had written by the cut
     state = (LEGACY / f"cut-{cut:02d}.pickle").read_bytes()
     assert state[:1] == b"\x80"
     after, b = _rows_of(items[cut:], state)
     assert b.restored_format == 0
-    assert _key_rows(before + after) == _key_rows(whole)
+    assert key_rows(before + after) == key_rows(whole)
     assert b.stats["rows"] == d.stats["rows"] and b.lost == d.lost
     # and the resumed decoder's own snapshot is format 1
     doc = json.loads(b.snapshot())
@@ -61,7 +61,7 @@ def test_a_pickle_snapshot_of_the_previous_collector_is_resumed_losing_and_dupli
 
 @pytest.mark.parametrize("cut", [3, 6, 9])
 def test_format_1_is_json_of_plain_records_and_restores_to_the_same_document(cut):
-    items = _mixed_stream()
+    items = mixed_stream()
     _, a = _before(items, cut)
     state = a.snapshot()
     doc = json.loads(state)  # plain JSON: no pickle anywhere
@@ -79,7 +79,7 @@ def test_format_1_is_json_of_plain_records_and_restores_to_the_same_document(cut
 
 
 def test_a_newer_format_is_refused_with_a_clear_message():
-    _, a = _before(_mixed_stream(), 6)
+    _, a = _before(mixed_stream(), 6)
     doc = json.loads(a.snapshot())
     doc["version"] = VERSION + 1
     with pytest.raises(SnapshotError, match=r"format version 2 is newer than this tierlens reads \(1\).*checkpoint"):

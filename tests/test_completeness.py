@@ -23,7 +23,8 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
-from test_dbt_project import run_dbt  # the shared dbt runner
+from support.airflow import AIRFLOW_PY, DRIVER, REPO, airflow_env
+from support.dbt import run_dbt
 from tierlens.cli import app
 from tierlens.pipeline import ingest
 from tierlens.records import COLLECTOR_STATS, JOB, JOB_TAG, Batch, RecordKind
@@ -128,7 +129,7 @@ def built(tmp_path_factory):
 
 def _slurm_job_without_plugin(root: Path, wh: Path) -> dict:
     """A real one-node Slurm cluster with no plugin in plugstack.conf: its job has no tag."""
-    from tierlens.sources.slurm.localcluster import LocalCluster
+    from support.localcluster import LocalCluster
 
     why = LocalCluster.available()
     if why:
@@ -292,8 +293,6 @@ def test_a_real_slurm_job_without_the_plugin_is_untagged(built):
 
 
 def _airflow_env(base: Path) -> dict:
-    from test_airflow_dags import airflow_env
-
     af_home = base / "airflow-home"
     af_home.mkdir()
     # the DAG runs the mart and its tests; its parents are built beforehand (_parents_built)
@@ -301,8 +300,6 @@ def _airflow_env(base: Path) -> dict:
 
 
 def _transform(env: dict, home: Path, warehouse: Path, **settings: str) -> dict:
-    from test_airflow_dags import AIRFLOW_PY, DRIVER, REPO
-
     plan = {"dags": str(REPO / "dags"), "runs": [{"dag": "tierlens_transform"}]}
     run_env = {
         **env,
@@ -617,8 +614,6 @@ def test_report_opens_with_the_verdict_per_week(built, tmp_path):
 
 
 def _sql(wh: Path, name: str) -> list[dict]:
-    from test_dbt_project import REPO
-
     con = duckdb.connect(str(wh), read_only=True)
     try:
         cur = con.execute((REPO / "sql" / name).read_text())

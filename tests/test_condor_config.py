@@ -17,11 +17,11 @@ import pytest
 htcondor2 = pytest.importorskip("htcondor2")
 classad2 = pytest.importorskip("classad2")
 
+from support.condor import CONF, apply  # noqa: E402
 from tierlens.probe.detect import cron  # noqa: E402
 from tierlens.records import job_identity  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-CONF = REPO / "deploy" / "htcondor" / "50-tierlens.conf"
 GJID = "ap01.t2.example.org#4242.7#1763800000"
 
 
@@ -42,32 +42,6 @@ def param(tmp_path, monkeypatch):
         return htcondor2.param
 
     return load  # the test pool's configuration stays loaded afterwards: nothing else reads it
-
-
-def transform(p, name: str) -> classad2.ClassAd:
-    return classad2.ClassAd(p[f"JOB_TRANSFORM_{name}"])
-
-
-def apply(p, job: classad2.ClassAd, names=None) -> list[str]:
-    """Apply the configured transforms in JOB_TRANSFORM_NAMES order; returns those that applied."""
-    applied = []
-    for name in names or p["JOB_TRANSFORM_NAMES"].replace(",", " ").split():
-        xf = transform(p, name)
-        req = xf.lookup("Requirements") if "Requirements" in xf else None
-        if req is not None and req.eval(scope=job) is not True:
-            continue
-        keys = list(xf.keys())
-        for key in keys:
-            if key.lower().startswith("copy_"):
-                job[xf[key]] = job.lookup(key[5:])
-        for key in keys:
-            if key.lower().startswith("set_"):
-                job[key[4:]] = xf.lookup(key)
-        for key in keys:
-            if key.lower().startswith("eval_set_"):
-                job[key[9:]] = xf.lookup(key).eval(scope=job)
-        applied.append(name)
-    return applied
 
 
 def job_ad(**attrs) -> classad2.ClassAd:

@@ -381,7 +381,7 @@ def test_gzipped_rotated_file(tmp_path):
 def test_identity_matches_what_the_config_gives_the_job(spool, tmp_path, monkeypatch):
     """The job row's identity is the XRD_MONINFO the shipped transform computes for that job."""
     htcondor2 = pytest.importorskip("htcondor2")
-    from test_condor_config import CONF, apply
+    from support.condor import CONF, apply
 
     cfg = tmp_path / "condor_config"
     cfg.write_text(f"TIERLENS_CLUSTER = {CLUSTER}\ninclude : {CONF}\n")  # set before: kept

@@ -8,25 +8,20 @@ marts against values computed here independently.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from collections import defaultdict
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 import pytest
 
+from support.dbt import CATALOG_KEYS, NODE_KEYS, REPO, create_raw_tables, dict_rows, insert, rows, run_dbt
 from tierlens import records
 from tierlens.records import RecordKind
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
-REPO = Path(__file__).resolve().parents[1]
-DBT_DIR = REPO / "dbt"
 UTC = timezone.utc
 HDD = "Seagate ST500DM002"
 SSD = "Kingston SV300S37A120G"
@@ -267,62 +262,11 @@ def fill_rows() -> list[dict]:
 
 
 def node_rows() -> list[dict]:
-    keys = ("cluster", "node", "storage_type", "device_models", "device_count", "job_slots", "nic_gbps", "ab_arm")
-    return [dict(zip(keys, n)) for n in NODES]
+    return dict_rows(NODE_KEYS, NODES)
 
 
 def catalog_rows() -> list[dict]:
-    keys = (
-        "config_name",
-        "storage_type",
-        "device_model",
-        "devices_per_node",
-        "unit_price",
-        "currency",
-        "capacity_bytes",
-        "endurance_tbw",
-    )
-    return [dict(zip(keys, c)) for c in RAW_CATALOG]
-
-
-RAW_REJECTS_DDL = """CREATE TABLE IF NOT EXISTS raw_rejects (batch_id VARCHAR, record_kind VARCHAR,
-    source VARCHAR, location VARCHAR, field VARCHAR, reason VARCHAR, raw_record VARCHAR,
-    rejected_at TIMESTAMPTZ)"""
-RAW_BATCHES_DDL = """CREATE TABLE IF NOT EXISTS raw_batches (batch_id VARCHAR, record_kind VARCHAR,
-    source VARCHAR, content_hash VARCHAR, rows_in BIGINT, rows_loaded BIGINT, rows_rejected BIGINT,
-    loaded_at TIMESTAMPTZ)"""
-
-
-def create_raw_tables(path: Path) -> None:
-    """The loader's Warehouse when it exists, else the tables straight from records.SPECS."""
-    try:
-        from tierlens.warehouse import Warehouse  # type: ignore[attr-defined]
-    except ImportError:
-        Warehouse = None
-    if Warehouse is not None:
-        Warehouse(path).close()  # creates the raw tables (ensure_schema)
-    con = duckdb.connect(str(path))
-    try:
-        existing = {
-            r[0]
-            for r in con.execute(
-                "select table_name from information_schema.tables where table_schema = 'main'"
-            ).fetchall()
-        }
-        for kind in RecordKind:
-            if kind.table not in existing:
-                con.from_arrow(records.SPECS[kind].schema.empty_table()).create(kind.table)
-        con.execute(RAW_REJECTS_DDL)
-        con.execute(RAW_BATCHES_DDL)
-    finally:
-        con.close()
-
-
-def insert(con: duckdb.DuckDBPyConnection, kind: RecordKind, rows: list[dict]) -> None:
-    tbl = pa.Table.from_pylist(rows, schema=records.SPECS[kind].schema)
-    con.register("incoming", tbl)
-    con.execute(f"INSERT INTO {kind.table} BY NAME SELECT * FROM incoming")
-    con.unregister("incoming")
+    return dict_rows(CATALOG_KEYS, RAW_CATALOG)
 
 
 def build_warehouse(path: Path) -> None:
@@ -342,33 +286,6 @@ def build_warehouse(path: Path) -> None:
         con.close()
 
 
-def dbt_executable() -> str:
-    candidate = Path(sys.executable).parent / "dbt"
-    if candidate.exists():
-        return str(candidate)
-    found = shutil.which("dbt")
-    if not found:
-        pytest.skip("dbt is not installed")
-    return found
-
-
-def run_dbt(warehouse: Path, state: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, TIERLENS_WAREHOUSE=str(warehouse), DBT_SEND_ANONYMOUS_USAGE_STATS="False", DO_NOT_TRACK="1")
-    cmd = [
-        dbt_executable(),
-        *args,
-        "--project-dir",
-        str(DBT_DIR),
-        "--profiles-dir",
-        str(DBT_DIR),
-        "--target-path",
-        str(state / "target"),
-        "--log-path",
-        str(state / "logs"),
-    ]
-    return subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("dbt_project")
@@ -386,12 +303,6 @@ def con(built):
     c.execute("SET TimeZone = 'UTC'")
     yield c
     c.close()
-
-
-def rows(con, sql: str) -> list[dict]:
-    cur = con.execute(sql)
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
 # --- independent computations ---------------------------------------------------------------

@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from slurm_fixtures import install_package, plugstack_as, plugstack_line, remove_package
+from support.airflow import AIRFLOW_EXE
 from tierlens import doctor
 from tierlens.cli import app
 from tierlens.doctor import Options, Status
@@ -389,13 +390,9 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-#: the Airflow virtualenv, as the other Airflow tests find it (TIERLENS_AIRFLOW_VENV, else the checkout's)
-AIRFLOW_VENV_EXE = Path(os.environ.get("TIERLENS_AIRFLOW_VENV", REPO / ".venv-airflow")) / "bin" / "airflow"
-
-
 def _airflow_exe() -> Path:
-    if AIRFLOW_VENV_EXE.exists():
-        return AIRFLOW_VENV_EXE
+    if AIRFLOW_EXE.exists():
+        return AIRFLOW_EXE
     pytest.skip("no Airflow virtualenv (make airflow-venv)")
 
 

@@ -11,7 +11,7 @@ import duckdb
 import pyarrow.compute as pc
 import pytest
 
-from test_dbt_project import run_dbt  # the shared dbt runner
+from support.dbt import run_dbt
 from tierlens.ingest import slurm, synthetic, xrootd
 from tierlens.orchestration.settings import setting
 from tierlens.sources.synthetic.generate import generate

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from slurm_fixtures import GENERATIONS, REPO, db_root_for, enter_generation, install_package, plugstack_line
-from tierlens.sources.slurm.localcluster import LocalCluster
+from support.localcluster import LocalCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -22,8 +22,8 @@ import pytest
 from typer.testing import CliRunner
 
 from slurm_fixtures import BROKEN_OPTIONS, plugstack_as, plugstack_line, spool_on_a_symlink
+from support.localcluster import wait_array, wait_for
 from tierlens.cli import app
-from tierlens.sources.slurm.localcluster import _wait_for
 from tierlens.sources.slurm.sacct import parse_json_document
 
 REPO = Path(__file__).resolve().parents[1]
@@ -110,7 +110,7 @@ def shaped_jobs(cluster, work) -> dict[str, list[str]]:
     r = cluster.run(["srun", "-n1", "-J", "tl-launch-failure", "/nonexistent/tierlens-no-such-program"], check=False)
     assert r.returncode != 0
     # slurmdbd may learn of the job a moment after srun returns
-    launch = _wait_for(
+    launch = wait_for(
         "the launch failure in sacct",
         lambda: cluster.run(
             ["sacct", "-X", "-n", "-P", "-o", "JobIDRaw", "-S", "now-10minutes", "--name", "tl-launch-failure"]
@@ -131,9 +131,7 @@ def shaped_jobs(cluster, work) -> dict[str, list[str]]:
     for jid in (failed, multi):
         cluster.wait_accounted(jid)
     cluster.wait_accounted(launch[-1])
-    from test_slurm_cluster import _wait_array
-
-    ids["array"] = _wait_array(cluster, array, 3)
+    ids["array"] = wait_array(cluster, array, 3)
     return ids
 
 

@@ -148,3 +148,26 @@ def test_equal_to_libcachesim_with_files_larger_than_cache(tmp_path):
     for policy in ("lru", "fifo"):
         ours = simulate(back, CacheParams(policy, 4 * 2**20, whole_object=True))
         assert (ours.hits, ours.bytes_from_cache) == _cachesim(path, policy, 4 * 2**20, back)
+
+
+def test_the_kernels_compile_cache_follows_every_module_of_their_folder(tmp_path):
+    """numba stamps a cached compile with its own file only; a policy compiles skeleton.py's steps
+    into itself, so the kernels' stamp carries the digest of the whole folder: an edit of
+    skeleton.py changes it and numba recompiles instead of loading the old steps."""
+    import shutil
+    from pathlib import Path
+
+    from tierlens.simulator import kernels
+    from tierlens.simulator.kernels import _cache
+
+    folder = Path(_cache.__file__).parent
+    copy = tmp_path / "kernels"
+    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = _cache.sources_digest(copy)
+    skeleton = copy / "skeleton.py"
+    skeleton.write_text(skeleton.read_text().replace("out[1, h] += nbytes", "out[1, h] += 2 * nbytes"))
+    assert _cache.sources_digest(copy) != before
+    for kernel in (kernels.lru_kernel, kernels.belady_kernel, kernels.slac_kernel):
+        locator = kernel._cache._impl._locator  # the one numba chose when the kernel was decorated
+        assert isinstance(locator, _cache._FolderStamped)
+        assert locator.get_source_stamp()[1] == _cache.sources_digest(folder) == before

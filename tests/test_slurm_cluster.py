@@ -33,9 +33,9 @@ import pytest
 from typer.testing import CliRunner
 
 from slurm_fixtures import ARMS, BROKEN_OPTIONS, PROXY, plugstack_as, plugstack_line, spool_on_a_symlink
+from support.localcluster import LocalCluster, wait_array
 from tierlens.cli import app
 from tierlens.records import job_identity
-from tierlens.sources.slurm.localcluster import LocalCluster
 from tierlens.sources.slurm.spool import arm_for_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -116,7 +116,7 @@ def jobs(cluster, work):
         array_id = r.stdout.strip().split(";")[0]
         for jid in (srun_job, batch_id):
             cluster.wait_accounted(jid)
-        tasks = _wait_array(cluster, array_id, 2)
+        tasks = wait_array(cluster, array_id, 2)
         out["batch"] = {
             "id": batch_id,
             "env": _env(batch_out.read_text()),
@@ -131,24 +131,6 @@ def jobs(cluster, work):
         yield out
     finally:
         shutil.rmtree(shm, ignore_errors=True)
-
-
-def _wait_array(cluster: LocalCluster, array_id: str, n: int) -> list[str]:
-    """Raw job ids of an array's tasks (by task id), once slurmdbd has them all finished."""
-
-    def done():
-        r = cluster.run(["sacct", "-X", "-P", "-n", "-j", array_id, "-o", "JobIDRaw,JobID,State"], check=False)
-        rows = [line.split("|") for line in r.stdout.split()]
-        if len(rows) == n and all(s not in ("PENDING", "RUNNING") for _, _, s in rows):
-            return [raw for raw, _, _ in sorted(rows, key=lambda x: int(x[1].split("_")[1]))]
-        return None
-
-    from tierlens.sources.slurm.localcluster import _wait_for
-
-    tasks = _wait_for(f"array {array_id}", done, 120, interval=1.0)
-    for t in tasks:
-        cluster.wait_accounted(t)
-    return tasks
 
 
 def _sacct_p2(cluster: LocalCluster, ids: list[str]) -> dict[tuple[str, str], dict[str, str]]:

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from test_slurm_sacct import (
+from support.sacct import (
     T0,
-    _doc,
-    _new_layout_job,
-    _q,
-    _spool_rec,
     fake_sacct as fake_sacct,  # noqa: F401 - the stand-in's set-up, answers replaced here
+    new_layout_job,
+    sacct_doc,
+    spool_record,
+    wh_rows,
 )
 from tierlens.ingest.slurm import SlurmOptions, load_interval
 from tierlens.records import JOB, JOB_TAG
@@ -61,7 +61,7 @@ def sacct(tmp_path, monkeypatch, fake_sacct):
     monkeypatch.setenv("FAKE_SACCT_DB", str(db))
 
     def know(jobs: list[dict], in_windows: list[int]) -> None:
-        json.loads(_doc(*jobs))  # the stand-in answers the layout _doc writes
+        json.loads(sacct_doc(*jobs))  # the stand-in answers the layout sacct_doc writes
         db.write_text(
             json.dumps({"jobs": {str(j["job_id"]): j for j in jobs}, "in_windows": list(map(str, in_windows))})
         )
@@ -79,17 +79,19 @@ def _at(t: float) -> datetime:
 
 
 def _tag(spool: Path, job: int, step: str, tagged_at: float) -> None:
-    (spool / f"{job}.{step}.wn01.json").write_text(_spool_rec(str(job), step, start_time=tagged_at, end_time=tagged_at))
+    (spool / f"{job}.{step}.wn01.json").write_text(
+        spool_record(str(job), step, start_time=tagged_at, end_time=tagged_at)
+    )
 
 
 def _state(wh: Path) -> tuple:
     """What the warehouse holds of jobs and tags: counts and sums, and the batches loaded (but the
     interval's own record, which a rerun replaces with its time)."""
     return (
-        _q(wh, "SELECT count(*), sum(cpu_user_seconds), sum(wall_seconds), sum(allocated_cores) FROM raw_job"),
-        _q(wh, "SELECT count(*), count(DISTINCT job_id) FROM raw_job_tag"),
-        _q(wh, "SELECT count(*) FROM raw_batches WHERE record_kind <> 'source_interval'"),
-        _q(wh, "SELECT job_id, step_id, end_time FROM raw_job ORDER BY ALL"),
+        wh_rows(wh, "SELECT count(*), sum(cpu_user_seconds), sum(wall_seconds), sum(allocated_cores) FROM raw_job"),
+        wh_rows(wh, "SELECT count(*), count(DISTINCT job_id) FROM raw_job_tag"),
+        wh_rows(wh, "SELECT count(*) FROM raw_batches WHERE record_kind <> 'source_interval'"),
+        wh_rows(wh, "SELECT job_id, step_id, end_time FROM raw_job ORDER BY ALL"),
     )
 
 
@@ -97,10 +99,10 @@ def test_jobs_tagged_but_missed_by_every_window_are_asked_for_by_id(tmp_path, sa
     exe, know, asked_by_id = sacct
     spool = tmp_path / "spool"
     spool.mkdir()
-    missed = _new_layout_job(95, end=START - 2 * DAY)  # ended before the interval; no window lists it
-    loaded = _new_layout_job(96, end=START - DAY + 60)  # loaded by its own interval's run
-    in_interval = _new_layout_job(97, end=START + 600)  # a long job that ends in the interval
-    running = _new_layout_job(98, end=0, state="RUNNING")
+    missed = new_layout_job(95, end=START - 2 * DAY)  # ended before the interval; no window lists it
+    loaded = new_layout_job(96, end=START - DAY + 60)  # loaded by its own interval's run
+    in_interval = new_layout_job(97, end=START + 600)  # a long job that ends in the interval
+    running = new_layout_job(98, end=0, state="RUNNING")
     know([missed, loaded, in_interval, running], in_windows=[96, 97, 98])
     for job, tagged in [(95, T0 + 60), (96, T0 + 60), (97, START - 3 * 3600), (98, T0 + 60), (100, T0 + 60)]:
         _tag(spool, job, "batch", tagged)  # 100: a job sacct does not know
@@ -115,17 +117,17 @@ def test_jobs_tagged_but_missed_by_every_window_are_asked_for_by_id(tmp_path, sa
 
     first = run(START - DAY, tagged_days=0)  # switched off: only the interval's job
     assert asked_by_id() == [] and "tagged_asked_by_id" not in first
-    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job") == [("96",)]
+    assert wh_rows(wh, "SELECT DISTINCT job_id FROM raw_job") == [("96",)]
 
     result = run(START)
     # 96 has its row, 97 came with the interval, 93 and 99 lie outside [START - 8 d, START - 1 h)
     assert asked_by_id() == ["95,98,100"]
     assert result["tagged_asked_by_id"] == 3 and result["tagged_came_back"] == 1
-    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job ORDER BY 1") == [("95",), ("96",), ("97",)]
+    assert wh_rows(wh, "SELECT DISTINCT job_id FROM raw_job ORDER BY 1") == [("95",), ("96",), ("97",)]
     # the missed job whole, as sacct describes it: its job row and its one step, uncut
     step = missed["steps"][0]
     user = step["time"]["user"]["seconds"] + step["time"]["user"]["microseconds"] / 1e6
-    assert _q(
+    assert wh_rows(
         wh,
         "SELECT step_id, cpu_user_seconds, wall_seconds, allocated_cores, epoch(end_time) FROM raw_job "
         "WHERE job_id = '95' ORDER BY step_id",
@@ -134,21 +136,25 @@ def test_jobs_tagged_but_missed_by_every_window_are_asked_for_by_id(tmp_path, sa
         ("batch", user, step["time"]["elapsed"], 8, START - 2 * DAY),
     ]
     # and its tags: one per step the spool has, and the whole job's
-    assert _q(wh, "SELECT step_id, storage_type FROM raw_job_tag WHERE job_id = '95' ORDER BY 1") == [
+    assert wh_rows(wh, "SELECT step_id, storage_type FROM raw_job_tag WHERE job_id = '95' ORDER BY 1") == [
         ("", "raid0"),
         ("0", "raid0"),
         ("batch", "raid0"),
     ]
-    assert _q(wh, "SELECT count(*) FROM raw_job_tag WHERE job_id IN ('98', '100', '93', '99')") == [(0,)]
+    assert wh_rows(wh, "SELECT count(*) FROM raw_job_tag WHERE job_id IN ('98', '100', '93', '99')") == [(0,)]
     # the interval's own record counts only the interval's rows (job 97: job, step, tags)
-    assert _q(wh, f"SELECT records FROM raw_source_interval WHERE interval_start = to_timestamp({START})") == [(2 + 2,)]
+    assert wh_rows(wh, f"SELECT records FROM raw_source_interval WHERE interval_start = to_timestamp({START})") == [
+        (2 + 2,)
+    ]
 
     before = _state(wh)
     again = run(START)
     assert asked_by_id() == ["98,100"]  # the running one and the unknown one, until they age out
     assert again["tagged_came_back"] == 0
     assert _state(wh) == before
-    assert _q(wh, f"SELECT records FROM raw_source_interval WHERE interval_start = to_timestamp({START})") == [(4,)]
+    assert wh_rows(wh, f"SELECT records FROM raw_source_interval WHERE interval_start = to_timestamp({START})") == [
+        (4,)
+    ]
 
 
 def test_the_same_rows_as_the_window_of_the_interval_the_job_ended_in(tmp_path, sacct):
@@ -156,9 +162,9 @@ def test_the_same_rows_as_the_window_of_the_interval_the_job_ended_in(tmp_path, 
     exe, know, asked_by_id = sacct
     spool = tmp_path / "spool"
     spool.mkdir()
-    job = _new_layout_job(95, end=START - 2 * DAY)
+    job = new_layout_job(95, end=START - 2 * DAY)
     _tag(spool, 95, "batch", T0 + 60)
-    other = _new_layout_job(96, end=START - DAY)  # gives the warehouse its cluster
+    other = new_layout_job(96, end=START - DAY)  # gives the warehouse its cluster
     rows = f"SELECT {', '.join(JOB.names)} FROM raw_job WHERE job_id = '95' ORDER BY step_id"
     tags = f"SELECT {', '.join(JOB_TAG.names)} FROM raw_job_tag WHERE job_id = '95' ORDER BY step_id"
 
@@ -173,5 +179,5 @@ def test_the_same_rows_as_the_window_of_the_interval_the_job_ended_in(tmp_path, 
     ingest(by_id, START - DAY - 600, [96], tagged_days=0)
     asked_by_id()
     assert ingest(by_id, START, [96])["tagged_came_back"] == 1 and asked_by_id() == ["95"]
-    assert _q(by_id, rows) == _q(windows, rows) and len(_q(windows, rows)) == 2
-    assert _q(by_id, tags) == _q(windows, tags) and len(_q(windows, tags)) == 2
+    assert wh_rows(by_id, rows) == wh_rows(windows, rows) and len(wh_rows(windows, rows)) == 2
+    assert wh_rows(by_id, tags) == wh_rows(windows, tags) and len(wh_rows(windows, tags)) == 2

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from support.localcluster import LocalCluster
 from tierlens.probe.detect import detect
-from tierlens.sources.slurm.localcluster import LocalCluster
 
 REPO = Path(__file__).resolve().parents[1]
 

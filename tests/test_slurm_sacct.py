@@ -22,6 +22,21 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
+from support.rows import wh_rows
+from support.sacct import (
+    INFINITE,
+    INFINITE64,
+    NO_VAL,
+    NO_VAL64,
+    T0,
+    doc_2411,
+    fake_sacct as fake_sacct,  # noqa: F401 - the stand-in sacct, a fixture
+    job_2411,
+    new_layout_job,
+    sacct_doc,
+    spool_record,
+    wrapped,
+)
 from tierlens.cli import app
 from tierlens.pipeline import ingest
 from tierlens.records import JOB, job_identity
@@ -37,15 +52,6 @@ from tierlens.sources.slurm.spool import arm_for_job, spool_batches
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURE = REPO / "plugins" / "slurm" / "tests" / "data" / "sacct-22.05-dbv0.0.38.json"
-T0 = 1_795_000_000
-
-
-def _q(wh: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(wh), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def _by_key(rows: list[dict]) -> dict[tuple[str, str], dict]:
@@ -85,68 +91,8 @@ def test_json_2205_capture():
     assert locs[0].startswith("cap:offset ") and text[int(locs[0].split()[-1])] == "{"
 
 
-def _new_layout_job(job_id: int, end: int = T0 + 100, state: str = "COMPLETED") -> dict:
-    """A job as 23.02+ print it (data_parser v0.0.39 / v0.0.40): wrapped numbers, state lists."""
-
-    def n(v):
-        return {"set": True, "infinite": False, "number": v}
-
-    return {
-        "job_id": job_id,
-        "cluster": "c1",
-        "user": "alice",
-        "account": "atlas",
-        "partition": "prod",
-        "nodes": "wn[07-08]",
-        "array": {"job_id": 40, "task_id": n(3)},
-        "state": {"current": [state], "reason": "None"},
-        "exit_code": {"status": ["SUCCESS"], "return_code": n(0)},
-        "time": {
-            "submission": T0 - 10,
-            "start": T0,
-            "end": end,
-            "elapsed": max(end - T0, 50),
-            "user": {"seconds": 0, "microseconds": 0},
-            "system": {"seconds": 0, "microseconds": 0},
-        },
-        "tres": {"allocated": [{"type": "cpu", "name": "", "id": 1, "count": 8}]},
-        "steps": [
-            {
-                "step": {"id": f"{job_id}.batch", "name": "batch"},
-                "nodes": {"count": 1, "range": "wn07", "list": ["wn07"]},
-                "state": [state],
-                "exit_code": {"status": ["SUCCESS"], "return_code": n(0)},
-                "time": {
-                    "start": n(T0),
-                    "end": n(end),
-                    "elapsed": max(end - T0, 50),
-                    "user": {"seconds": 500, "microseconds": 250000},
-                    "system": {"seconds": 20, "microseconds": 0},
-                },
-                "tres": {
-                    "allocated": [{"type": "cpu", "name": "", "id": 1, "count": 8}],
-                    "requested": {"total": [{"type": "fs", "name": "disk", "id": 6, "count": 1000}]},
-                    "consumed": {"total": [{"type": "fs", "name": "disk", "id": 6, "count": 300}]},
-                },
-            }
-        ],
-    }
-
-
-def _doc(*jobs: dict) -> str:
-    return json.dumps(
-        {
-            "meta": {"plugin": {"type": "openapi/slurmdbd", "data_parser": "v0.0.40"}},
-            "errors": [],
-            "warnings": [],
-            "jobs": list(jobs),
-        },
-        indent=1,
-    )
-
-
 def test_json_later_layout_and_arrays():
-    rows, _, rejects = parse_json_document(_doc(_new_layout_job(43)), "new")
+    rows, _, rejects = parse_json_document(sacct_doc(new_layout_job(43)), "new")
     assert rejects == []
     got = _by_key(rows)
     whole, batch = got[("43", "")], got[("43", "batch")]
@@ -159,14 +105,14 @@ def test_json_later_layout_and_arrays():
 
 
 def test_pending_jobs_are_left_for_later_and_bad_jobs_rejected():
-    pending = _new_layout_job(50, end=0, state="PENDING")
+    pending = new_layout_job(50, end=0, state="PENDING")
     pending["time"]["start"] = 0
     pending["steps"] = []
-    bad_time = _new_layout_job(51)
+    bad_time = new_layout_job(51)
     bad_time["steps"][0]["time"]["user"] = {"seconds": "lots", "microseconds": 0}
-    no_id = _new_layout_job(52)
+    no_id = new_layout_job(52)
     del no_id["job_id"]
-    text = _doc(pending, bad_time, no_id, _new_layout_job(53))
+    text = sacct_doc(pending, bad_time, no_id, new_layout_job(53))
     rows, locs, rejects = parse_json_document(text, "w")
     assert {r["job_id"] for r in rows} == {"53"}
     assert [r.field for r in rejects] == ["steps[0].cpu_user_seconds", "job_id"]
@@ -182,10 +128,10 @@ def test_pending_jobs_are_left_for_later_and_bad_jobs_rejected():
 def test_running_job_is_loaded_again_when_it_finishes_not_duplicated(tmp_path):
     wh = tmp_path / "w.duckdb"
     for end, state in ((0, "RUNNING"), (T0 + 100, "COMPLETED")):
-        job = _new_layout_job(60, end=end, state=state)
-        rows, locs, rejects = parse_json_document(_doc(job), f"s{state}")
+        job = new_layout_job(60, end=end, state=state)
+        rows, locs, rejects = parse_json_document(sacct_doc(job), f"s{state}")
         ingest(to_batches(rows, locs, rejects, f"s{state}"), wh)
-    got = _q(wh, "SELECT step_id, state, end_time IS NULL FROM raw_job WHERE job_id = '60' ORDER BY step_id")
+    got = wh_rows(wh, "SELECT step_id, state, end_time IS NULL FROM raw_job WHERE job_id = '60' ORDER BY step_id")
     assert got == [("", "COMPLETED", False), ("batch", "COMPLETED", False)]
 
 
@@ -254,39 +200,17 @@ def test_cpu_time_and_hostlists():
 
 
 # ---- spool ----------------------------------------------------------------------------------
-def _spool_rec(job: str, step: str, node: str = "wn01", **kw) -> str:
-    rec = {
-        "v": 1,
-        "tagger": "slurm-spank",
-        "cluster": "c1",
-        "job_id": job,
-        "step_id": step,
-        "node": node,
-        "job_identity": f"slurm.c1.{job}",
-        "storage_type": "raid0",
-        "scratch_path": "/scratch",
-        "ab_arm": "B",
-        "cache_route": "cache:x:1094",
-        "start_time": T0,
-        "end_time": T0 + 5,
-        "device_models": ["ST1", "ST2"],
-        "task_pids": [1],
-    }
-    rec.update(kw)
-    return json.dumps(rec) + "\n"
-
-
 def test_spool_records_to_job_tags_with_rejects(tmp_path):
     sp = tmp_path / "spool"
     sp.mkdir()
-    (sp / "80.batch.wn01.json").write_text(_spool_rec("80", "batch"))
-    (sp / "80.0.wn02.json").write_text(_spool_rec("80", "0", "wn02", storage_type="ssd"))
-    (sp / "80.0.wn01.json").write_text(_spool_rec("80", "0", "wn01"))
-    (sp / "81.0.wn01.json").write_text(_spool_rec("81", "0", ab_arm=None))
-    (sp / "81.extern.wn01.json").write_text(_spool_rec("81", "extern"))
+    (sp / "80.batch.wn01.json").write_text(spool_record("80", "batch"))
+    (sp / "80.0.wn02.json").write_text(spool_record("80", "0", "wn02", storage_type="ssd"))
+    (sp / "80.0.wn01.json").write_text(spool_record("80", "0", "wn01"))
+    (sp / "81.0.wn01.json").write_text(spool_record("81", "0", ab_arm=None))
+    (sp / "81.extern.wn01.json").write_text(spool_record("81", "extern"))
     (sp / "82.0.wn01.json").write_text('{"job_id": "82", broken\n')
-    (sp / "83.0.wn01.json").write_text(_spool_rec("83", "0", storage_type="floppy"))
-    (sp / "84.0.wn01.json").write_text(_spool_rec("84", "0", device_models="ST1"))
+    (sp / "83.0.wn01.json").write_text(spool_record("83", "0", storage_type="floppy"))
+    (sp / "84.0.wn01.json").write_text(spool_record("84", "0", device_models="ST1"))
     (sp / ".tmp.123.85.0.wn01.json").write_text("half")  # the plugin's temporary: skipped
     (sp / "86.0.wn01.json").symlink_to(sp / "80.0.wn01.json")  # not a plugin record: rejected
     batches = list(spool_batches([sp]))
@@ -307,10 +231,10 @@ def test_spool_records_to_job_tags_with_rejects(tmp_path):
     wh = tmp_path / "w.duckdb"
     summary = ingest(batches, wh)
     assert summary.rows_loaded["job_tag"] == 6
-    assert _q(wh, "SELECT count(*) FROM raw_rejects WHERE record_kind = 'job_tag'") == [(4,)]
+    assert wh_rows(wh, "SELECT count(*) FROM raw_rejects WHERE record_kind = 'job_tag'") == [(4,)]
     # the same spool again changes nothing
     ingest(spool_batches([sp]), wh)
-    assert _q(wh, "SELECT count(*) FROM raw_job_tag") == [(6,)]
+    assert wh_rows(wh, "SELECT count(*) FROM raw_job_tag") == [(6,)]
 
 
 def test_arm_for_job_splits_jobs():
@@ -319,54 +243,10 @@ def test_arm_for_job_splits_jobs():
 
 
 # ---- the command: windows, watermark, unfinished jobs, fallback -------------------------------
-FAKE_SACCT = r"""#!PYTHON
-import json, os, sys
-args = sys.argv[1:]
-with open(os.environ["FAKE_SACCT_LOG"], "a") as f:
-    f.write(json.dumps(args) + "\n")
-with open(os.environ["FAKE_SACCT_LOG"]) as f:
-    call = sum(1 for _ in f)
-# FAKE_SACCT_BREAK="N:cut" prints call N's output up to FAKE_SACCT_CUT characters and exits 0;
-# "N:exit" prints all of it and exits 2
-broken, _, how = os.environ.get("FAKE_SACCT_BREAK", "0:").partition(":")
-if "--json" in args:
-    if os.environ.get("FAKE_SACCT_NO_JSON"):
-        print("sacct: unrecognized option '--json'", file=sys.stderr)
-        sys.exit(1)
-    out = open(os.environ["FAKE_SACCT_JSON"]).read()
-else:
-    out = open(os.environ["FAKE_SACCT_P2"]).read()
-if call == int(broken) and how == "cut":
-    out = out[:int(os.environ["FAKE_SACCT_CUT"])]
-sys.stdout.write(out)
-if call == int(broken) and how == "exit":
-    print("sacct: error: Problem talking to the database: Connection refused", file=sys.stderr)
-    sys.exit(2)
-"""
-
-
-@pytest.fixture
-def fake_sacct(tmp_path, monkeypatch):
-    exe = tmp_path / "sacct"
-    exe.write_text(FAKE_SACCT.replace("PYTHON", sys.executable))
-    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
-    log = tmp_path / "calls.log"
-    monkeypatch.setenv("FAKE_SACCT_LOG", str(log))
-    monkeypatch.setenv("FAKE_SACCT_JSON", str(tmp_path / "out.json"))
-    monkeypatch.setenv("FAKE_SACCT_P2", str(tmp_path / "out.p2"))
-
-    def calls() -> list[list[str]]:
-        out = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
-        log.unlink(missing_ok=True)
-        return out
-
-    return exe, calls
-
-
 def test_watermark_windows_and_unfinished_jobs(tmp_path, fake_sacct):
     exe, calls = fake_sacct
     wh = tmp_path / "wh.duckdb"
-    (tmp_path / "out.json").write_text(_doc(_new_layout_job(90, end=0, state="RUNNING"), _new_layout_job(91)))
+    (tmp_path / "out.json").write_text(sacct_doc(new_layout_job(90, end=0, state="RUNNING"), new_layout_job(91)))
     base = ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe)]
     r = CliRunner().invoke(app, [*base, "--first-hours", "3", "--window-hours", "1"])
     assert r.exit_code == 0, r.output
@@ -375,10 +255,10 @@ def test_watermark_windows_and_unfinished_jobs(tmp_path, fake_sacct):
     state = json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]
     assert state["unfinished"] == ["90"] and state["format"] == "json"
     wm = state["watermark"]
-    assert _q(wh, "SELECT state FROM raw_job WHERE job_id = '90' AND step_id = ''") == [("RUNNING",)]
+    assert wh_rows(wh, "SELECT state FROM raw_job WHERE job_id = '90' AND step_id = ''") == [("RUNNING",)]
 
     # next run: job 90 is asked for by id, and the window starts at the watermark
-    (tmp_path / "out.json").write_text(_doc(_new_layout_job(90)))
+    (tmp_path / "out.json").write_text(sacct_doc(new_layout_job(90)))
     r = CliRunner().invoke(app, [*base])
     assert r.exit_code == 0, r.output
     second = calls()
@@ -386,7 +266,7 @@ def test_watermark_windows_and_unfinished_jobs(tmp_path, fake_sacct):
     start_arg = second[1][second[1].index("--starttime") + 1]
     assert abs(datetime.fromisoformat(start_arg).timestamp() - (wm - 600)) < 1  # 10 min overlap
     assert json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]["unfinished"] == []
-    assert _q(wh, "SELECT count(*), min(state) FROM raw_job WHERE job_id = '90'") == [(2, "COMPLETED")]
+    assert wh_rows(wh, "SELECT count(*), min(state) FROM raw_job WHERE job_id = '90'") == [(2, "COMPLETED")]
 
 
 def test_tagged_jobs_no_window_returned_are_asked_for_by_id(tmp_path, fake_sacct):
@@ -400,28 +280,28 @@ def test_tagged_jobs_no_window_returned_are_asked_for_by_id(tmp_path, fake_sacct
     sp = tmp_path / "spool"
     sp.mkdir()
     recent = {"start_time": now - 7200, "end_time": now - 7100}
-    (sp / "95.0.wn01.json").write_text(_spool_rec("95", "0", **recent))  # the job windows missed
-    (sp / "96.0.wn01.json").write_text(_spool_rec("96", "0", **recent))  # returned by its window
-    (sp / "98.0.wn01.json").write_text(_spool_rec("98", "0", **recent))  # sacct never knows it
-    (sp / "94.0.wn01.json").write_text(_spool_rec("94", "0", start_time=now - 20 * 86400))  # too old
-    (sp / "97.0.wn01.json").write_text(_spool_rec("97", "0", cluster="c2", **recent))  # not this cluster's
-    (sp / "99.0.wn01.json").write_text(_spool_rec("99", "0", start_time=now - 3000))  # left to the windows
+    (sp / "95.0.wn01.json").write_text(spool_record("95", "0", **recent))  # the job windows missed
+    (sp / "96.0.wn01.json").write_text(spool_record("96", "0", **recent))  # returned by its window
+    (sp / "98.0.wn01.json").write_text(spool_record("98", "0", **recent))  # sacct never knows it
+    (sp / "94.0.wn01.json").write_text(spool_record("94", "0", start_time=now - 20 * 86400))  # too old
+    (sp / "97.0.wn01.json").write_text(spool_record("97", "0", cluster="c2", **recent))  # not this cluster's
+    (sp / "99.0.wn01.json").write_text(spool_record("99", "0", start_time=now - 3000))  # left to the windows
     wh = tmp_path / "wh.duckdb"
     base = ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe), "--spool", str(sp)]
-    (tmp_path / "out.json").write_text(_doc(_new_layout_job(96, end=now - 3600)))
+    (tmp_path / "out.json").write_text(sacct_doc(new_layout_job(96, end=now - 3600)))
     r = CliRunner().invoke(app, [*base, "--first-hours", "1", "--window-hours", "1"])
     assert r.exit_code == 0, r.output
     first = calls()
     assert "--jobs" not in first[0]  # the window first
     assert [c[c.index("--jobs") + 1] for c in first if "--jobs" in c] == ["95,98"]
     assert "for 2 tagged jobs" in r.output
-    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job ORDER BY 1") == [("96",)]
+    assert wh_rows(wh, "SELECT DISTINCT job_id FROM raw_job ORDER BY 1") == [("96",)]
 
-    (tmp_path / "out.json").write_text(_doc(_new_layout_job(95, end=now - 3600)))
+    (tmp_path / "out.json").write_text(sacct_doc(new_layout_job(95, end=now - 3600)))
     r = CliRunner().invoke(app, base)
     assert r.exit_code == 0, r.output
     assert [c[c.index("--jobs") + 1] for c in calls() if "--jobs" in c] == ["98"]  # 95 has its row now
-    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job ORDER BY 1") == [("95",), ("96",)]
+    assert wh_rows(wh, "SELECT DISTINCT job_id FROM raw_job ORDER BY 1") == [("95",), ("96",)]
     assert json.loads((tmp_path / "wh.slurm-state.json").read_text())["default"]["unfinished"] == []
 
     r = CliRunner().invoke(app, [*base, "--tagged-days", "0"])
@@ -442,9 +322,9 @@ def test_spool_files_written_before_the_tagged_days_are_not_read(tmp_path, fake_
     written_days_ago = {"60": 0, "61": 8.5, "62": 9.5, "63": 20}
     for job, days in written_days_ago.items():
         f = sp / f"{job}.0.wn01.json"
-        f.write_text(_spool_rec(job, "0", start_time=int(now - days * 86400)))
+        f.write_text(spool_record(job, "0", start_time=int(now - days * 86400)))
         os.utime(f, (now - days * 86400, now - days * 86400))
-    (tmp_path / "out.json").write_text(_doc())
+    (tmp_path / "out.json").write_text(sacct_doc())
     wh = tmp_path / "wh.duckdb"
     base = ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe), "--spool", str(sp), "--first-hours", "1"]
     r = CliRunner().invoke(app, base)
@@ -452,10 +332,10 @@ def test_spool_files_written_before_the_tagged_days_are_not_read(tmp_path, fake_
     # the window starts an hour ago: files from 8 days + 1 day of margin before it are read
     read = [job for job, days in written_days_ago.items() if days * 24 <= 1 + 9 * 24]
     assert read == ["60", "61"]
-    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job_tag ORDER BY 1") == [(j,) for j in read]
+    assert wh_rows(wh, "SELECT DISTINCT job_id FROM raw_job_tag ORDER BY 1") == [(j,) for j in read]
     r = CliRunner().invoke(app, [*base, "--tagged-days", "0"])
     assert r.exit_code == 0, r.output
-    assert _q(wh, "SELECT DISTINCT job_id FROM raw_job_tag ORDER BY 1") == [(j,) for j in sorted(written_days_ago)]
+    assert wh_rows(wh, "SELECT DISTINCT job_id FROM raw_job_tag ORDER BY 1") == [(j,) for j in sorted(written_days_ago)]
 
 
 def test_falls_back_to_parsable2(tmp_path, fake_sacct, monkeypatch):
@@ -467,11 +347,11 @@ def test_falls_back_to_parsable2(tmp_path, fake_sacct, monkeypatch):
     assert r.exit_code == 0, r.output
     c = calls()
     assert "--json" in c[0] and "--parsable2" in c[1] and "--noconvert" in c[1]
-    assert _q(wh, "SELECT step_id, allocated_cores, cpu_user_seconds FROM raw_job ORDER BY step_id") == [
+    assert wh_rows(wh, "SELECT step_id, allocated_cores, cpu_user_seconds FROM raw_job ORDER BY step_id") == [
         ("", 4, 62.5),
         ("0", 4, 62.5),
     ]
-    assert _q(wh, "SELECT field FROM raw_rejects") == [("line",)]
+    assert wh_rows(wh, "SELECT field FROM raw_rejects") == [("line",)]
     assert "parsable2" in r.output
 
 
@@ -483,167 +363,10 @@ def test_missing_sacct_is_an_error_not_a_traceback(tmp_path):
 
 
 # ---- Slurm 24.11 (data_parser v0.0.42): sentinels and launch failures ------------------------
-NO_VAL, INFINITE, NO_VAL64, INFINITE64 = 0xFFFFFFFE, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF
-
-
-def _w(v: int | None, infinite: bool = False) -> dict:
-    return {"set": v is not None, "infinite": infinite, "number": 0 if v is None else v}
-
-
-def _job_2411(
-    job_id: int,
-    *,
-    start: int = T0,
-    end: int = T0 + 100,
-    state: str = "COMPLETED",
-    steps: bool = True,
-    cluster: str = "prod",
-) -> dict:
-    """A job in the layout `sacct --json` of 24.11 prints (openapi/slurmdbd, data_parser v0.0.42):
-    job times are plain epochs, limits and codes are {set, infinite, number} wrappers."""
-    elapsed = max(end - start, 0) if start and start != NO_VAL and end else 0
-    step = {
-        "time": {
-            "elapsed": elapsed,
-            "end": _w(end),
-            "start": _w(start),
-            "suspended": 0,
-            "system": {"seconds": 3, "microseconds": 500000},
-            "limit": _w(None, infinite=True),
-            "total": {"seconds": 83, "microseconds": 500000},
-            "user": {"seconds": 80, "microseconds": 0},
-        },
-        "exit_code": {"status": ["SUCCESS"], "return_code": _w(0), "signal": {"id": _w(None), "name": ""}},
-        "nodes": {"count": 1, "range": "wn12", "list": ["wn12"]},
-        "tasks": {"count": 1},
-        "pid": "",
-        "CPU": {"requested_frequency": {"min": _w(None), "max": _w(None)}, "governor": ""},
-        "kill_request_user": "",
-        "state": [state],
-        "statistics": {"CPU": {"actual_frequency": 0}, "energy": {"consumed": _w(NO_VAL64)}},
-        "step": {"id": f"{job_id}.batch", "name": "batch"},
-        "task": {"distribution": "Cyclic"},
-        "tres": {
-            "requested": {
-                "max": [],
-                "min": [],
-                "average": [],
-                "total": [{"type": "fs", "name": "disk", "id": 6, "count": 4096}],
-            },
-            "consumed": {
-                "max": [],
-                "min": [],
-                "average": [],
-                "total": [
-                    {"type": "fs", "name": "disk", "id": 6, "count": 1024},
-                    {"type": "energy", "name": "", "id": 3, "count": NO_VAL64},
-                ],
-            },
-            "allocated": [{"type": "cpu", "name": "", "id": 1, "count": 4}],
-        },
-    }
-    return {
-        "account": "atlas",
-        "comment": {"administrator": "", "job": "", "system": ""},
-        "allocation_nodes": 1,
-        "array": {"job_id": 0, "limits": {"max": {"running": {"tasks": 0}}}, "task_id": _w(None), "task": ""},
-        "association": {"account": "atlas", "cluster": cluster, "partition": "", "user": "prdatl", "id": 77},
-        "block": "",
-        "cluster": cluster,
-        "constraints": "",
-        "container": "",
-        "derived_exit_code": {"status": ["SUCCESS"], "return_code": _w(0), "signal": {"id": _w(None), "name": ""}},
-        "time": {
-            "elapsed": elapsed,
-            "eligible": T0 - 5,
-            "end": end,
-            "planned": _w(5),
-            "start": start,
-            "submission": T0 - 10,
-            "suspended": 0,
-            "system": {"seconds": 0, "microseconds": 0},
-            "limit": _w(2880),
-            "total": {"seconds": 0, "microseconds": 0},
-            "user": {"seconds": 0, "microseconds": 0},
-        },
-        "exit_code": {
-            "status": ["FAILED" if state == "FAILED" else "SUCCESS"],
-            "return_code": _w(1 if state == "FAILED" else 0),
-            "signal": {"id": _w(None), "name": ""},
-        },
-        "extra": "",
-        "failed_node": "",
-        "flags": ["STARTED_ON_BACKFILL"] if steps else [],
-        "group": "atlas",
-        "het": {"job_id": 0, "job_offset": _w(None)},
-        "job_id": job_id,
-        "name": "pilot",
-        "licenses": "",
-        "mcs": {"label": ""},
-        "nodes": "wn12" if steps else "None assigned",
-        "partition": "grid",
-        "hold": False,
-        "priority": _w(INFINITE, infinite=False) if not steps else _w(1000),
-        "qos": "normal",
-        "qosreq": "",
-        "required": {"CPUs": 4, "memory_per_cpu": _w(None), "memory_per_node": _w(8000)},
-        "kill_request_user": "",
-        "restart_cnt": 0,
-        "reservation": {"id": 0, "name": ""},
-        "script": "",
-        "stdin_expanded": "",
-        "stdout_expanded": "",
-        "stderr_expanded": "",
-        "stdout": "",
-        "stderr": "",
-        "stdin": "",
-        "state": {"current": [state], "reason": "None" if steps else "launch failed requeued held"},
-        "steps": [step] if steps else [],
-        "submit_line": "sbatch pilot.sh",
-        "tres": {
-            "allocated": [{"type": "cpu", "name": "", "id": 1, "count": 4}] if steps else [],
-            "requested": [
-                {"type": "cpu", "name": "", "id": 1, "count": 4},
-                {"type": "mem", "name": "", "id": 2, "count": 8000},
-            ],
-        },
-        "used_gres": "",
-        "user": "prdatl",
-        "wckey": {"wckey": "", "flags": []},
-        "working_directory": "/home/prdatl",
-    }
-
-
-def _doc_2411(*jobs: dict) -> str:
-    return json.dumps(
-        {
-            "jobs": list(jobs),
-            "meta": {
-                "plugin": {
-                    "type": "openapi/slurmdbd",
-                    "name": "Slurm OpenAPI slurmdbd",
-                    "data_parser": "data_parser/v0.0.42",
-                    "accounting_storage": "accounting_storage/slurmdbd",
-                },
-                "client": {"source": "/dev/pts/0", "user": "root", "group": "root"},
-                "command": ["sacct", "--json"],
-                "slurm": {
-                    "version": {"major": "24", "micro": "5", "minor": "11"},
-                    "release": "24.11.5",
-                    "cluster": "prod",
-                },
-            },
-            "errors": [],
-            "warnings": [],
-        },
-        indent=2,
-    )
-
-
 def test_launch_failure_loads_with_no_start_and_its_state(tmp_path):
-    failed = _job_2411(700, start=NO_VAL, end=T0 + 30, state="FAILED", steps=False)
+    failed = job_2411(700, start=NO_VAL, end=T0 + 30, state="FAILED", steps=False)
     assert failed["time"]["elapsed"] == 0
-    text = _doc_2411(_job_2411(699), failed)
+    text = doc_2411(job_2411(699), failed)
     rows, locs, rejects = parse_json_document(text, "p")
     assert rejects == []
     got = _by_key(rows)
@@ -656,24 +379,34 @@ def test_launch_failure_loads_with_no_start_and_its_state(tmp_path):
     assert ok["bytes_read"] == 4096 and ok["bytes_written"] == 1024
     wh = tmp_path / "w.duckdb"
     ingest(to_batches(rows, locs, rejects, "p"), wh)
-    assert _q(wh, "SELECT count(*) FROM raw_rejects") == [(0,)]
-    assert _q(wh, "SELECT state, start_time IS NULL, wall_seconds FROM raw_job WHERE job_id = '700'") == [
+    assert wh_rows(wh, "SELECT count(*) FROM raw_rejects") == [(0,)]
+    assert wh_rows(wh, "SELECT state, start_time IS NULL, wall_seconds FROM raw_job WHERE job_id = '700'") == [
         ("FAILED", True, 0.0)
     ]
     # a job that ran but lost its start is still rejected: wall time needs a start
-    ran = _job_2411(701, start=NO_VAL, end=T0 + 30)
+    ran = job_2411(701, start=NO_VAL, end=T0 + 30)
     ran["time"]["elapsed"] = 30
-    rows2, locs2, rej2 = parse_json_document(_doc_2411(ran), "q")
+    rows2, locs2, rej2 = parse_json_document(doc_2411(ran), "q")
     rows2 = [dict(r, wall_seconds=30.0) if not r["step_id"] else r for r in rows2]
     ingest(to_batches(rows2, locs2, rej2, "q"), wh)
-    assert _q(wh, "SELECT field FROM raw_rejects WHERE location LIKE 'q:%' AND location NOT LIKE '%step%'") == [
+    assert wh_rows(wh, "SELECT field FROM raw_rejects WHERE location LIKE 'q:%' AND location NOT LIKE '%step%'") == [
         ("start_time",)
     ]
 
 
 @pytest.mark.parametrize(
     "value",
-    [NO_VAL, INFINITE, NO_VAL64, INFINITE64, _w(NO_VAL), _w(NO_VAL64), _w(None), _w(7, infinite=True), str(NO_VAL64)],
+    [
+        NO_VAL,
+        INFINITE,
+        NO_VAL64,
+        INFINITE64,
+        wrapped(NO_VAL),
+        wrapped(NO_VAL64),
+        wrapped(None),
+        wrapped(7, infinite=True),
+        str(NO_VAL64),
+    ],
 )
 def test_sentinels_are_null_not_numbers(value):
     from tierlens.sources.slurm.json_job import _num, _ts
@@ -682,11 +415,11 @@ def test_sentinels_are_null_not_numbers(value):
 
 
 def test_sentinels_in_json_fields_and_parsable2():
-    job = _job_2411(710)
+    job = job_2411(710)
     job["steps"][0]["tres"]["consumed"]["total"][0]["count"] = NO_VAL64  # fs/disk never measured
-    job["steps"][0]["time"]["end"] = _w(INFINITE)
+    job["steps"][0]["time"]["end"] = wrapped(INFINITE)
     job["time"]["submission"] = NO_VAL
-    rows, _, rejects = parse_json_document(_doc_2411(job), "s")
+    rows, _, rejects = parse_json_document(doc_2411(job), "s")
     assert rejects == []
     got = _by_key(rows)
     assert got[("710", "batch")]["bytes_written"] is None and got[("710", "batch")]["end_time"] is None
@@ -725,7 +458,7 @@ def _starttimes(calls: list[list[str]]) -> list[float]:
 @pytest.mark.parametrize("how", ["cut", "exit"])
 def test_incomplete_window_holds_the_watermark(tmp_path, fake_sacct, monkeypatch, how):
     exe, calls = fake_sacct
-    text = _doc_2411(_job_2411(801), _job_2411(802), _job_2411(803))
+    text = doc_2411(job_2411(801), job_2411(802), job_2411(803))
     (tmp_path / "out.json").write_text(text)
     cut = text.index('"job_id": 803')  # inside job 803: jobs 801 and 802 are whole
     monkeypatch.setenv("FAKE_SACCT_BREAK", f"2:{how}")
@@ -740,7 +473,7 @@ def test_incomplete_window_holds_the_watermark(tmp_path, fake_sacct, monkeypatch
     assert abs(state["watermark"] - starts[1]) < 1  # held at the broken window's start
     label = f"{datetime.fromtimestamp(starts[1]).strftime('%Y-%m-%dT%H:%M:%S')}.."
     assert "asked for again" in r.output and label in r.output
-    rejects = _q(wh, "SELECT reason, location FROM raw_rejects")
+    rejects = wh_rows(wh, "SELECT reason, location FROM raw_rejects")
     assert len(rejects) == 1
     if how == "cut":
         assert rejects[0][0].startswith("malformed document")
@@ -750,7 +483,7 @@ def test_incomplete_window_holds_the_watermark(tmp_path, fake_sacct, monkeypatch
     else:
         assert "exited 2" in rejects[0][0] and "Problem talking to the database" in rejects[0][0]
     # the complete jobs loaded (all three arrive whole from the other windows)
-    assert _q(wh, "SELECT count(*) FROM raw_job WHERE step_id = ''") == [(3,)]
+    assert wh_rows(wh, "SELECT count(*) FROM raw_job WHERE step_id = ''") == [(3,)]
     # the next run asks for the held window again (with the overlap), and then moves on
     monkeypatch.setenv("FAKE_SACCT_BREAK", "0:")
     r = CliRunner().invoke(app, base)
@@ -761,7 +494,7 @@ def test_incomplete_window_holds_the_watermark(tmp_path, fake_sacct, monkeypatch
 
 
 def test_truncated_document_loads_its_complete_jobs_only(tmp_path):
-    text = _doc_2411(_job_2411(811), _job_2411(812), _job_2411(813))
+    text = doc_2411(job_2411(811), job_2411(812), job_2411(813))
     cut = text.index('"job_id": 813')
     rows, locs, rejects = parse_json_document(text[:cut], "t")
     assert {r["job_id"] for r in rows} == {"811", "812"}
@@ -774,7 +507,7 @@ def test_truncated_document_loads_its_complete_jobs_only(tmp_path):
 def test_timeout_keeps_what_was_printed_and_holds_the_window(tmp_path):
     from tierlens.sources.slurm.sacct import SacctRunner, WindowReport, sacct_batches
 
-    text = _doc_2411(_job_2411(821), _job_2411(822))
+    text = doc_2411(job_2411(821), job_2411(822))
     cut = text.index('"job_id": 822')
     (tmp_path / "part.json").write_text(text[:cut])
     exe = tmp_path / "slow-sacct"
@@ -806,7 +539,7 @@ def test_watermark_never_passes_a_batch_that_failed_to_load(tmp_path, fake_sacct
     from tierlens.warehouse import core
 
     exe, calls = fake_sacct
-    (tmp_path / "out.json").write_text(_doc_2411(_job_2411(831)))
+    (tmp_path / "out.json").write_text(doc_2411(job_2411(831)))
     real_load, loads = core.Warehouse.load, []
 
     def failing_load(self, batch):
@@ -844,7 +577,7 @@ def test_a_held_warehouse_or_a_full_disk_is_one_line_and_exit_1(tmp_path, fake_s
     from tierlens.warehouse import Warehouse, core
 
     exe, _calls = fake_sacct
-    (tmp_path / "out.json").write_text(_doc_2411(_job_2411(841)))
+    (tmp_path / "out.json").write_text(doc_2411(job_2411(841)))
     wh = tmp_path / "wh.duckdb"
     Warehouse(wh).close()
     cmd = ["ingest", "slurm", "-w", str(wh), "--sacct", str(exe), "--first-hours", "1"]
@@ -897,29 +630,29 @@ def _tricky_doc() -> str:
             "tab\tand\nnewline",
         ]
     ):
-        j = _new_layout_job(900 + k)
+        j = new_layout_job(900 + k)
         j["name"] = name
         j["user"] = name if k % 2 else "alice"
         j["comment"] = {"job": "}" * k + "\\" * k + '"' * k}
         jobs.append(j)
-    as_text = _new_layout_job(920)
+    as_text = new_layout_job(920)
     as_text["time"]["start"] = str(T0)  # a number written as a string
-    boolean = _new_layout_job(921)
+    boolean = new_layout_job(921)
     boolean["exit_code"]["return_code"] = True  # not a number: null
-    nested = _new_layout_job(922)
+    nested = new_layout_job(922)
     nested["tres"]["allocated"][0]["count"] = {"set": True, "number": {"number": 8}}  # rejected
-    far = _new_layout_job(923)
+    far = new_layout_job(923)
     far["time"]["end"] = 10**12  # year 33658: rejected
-    frac = _new_layout_job(924)
+    frac = new_layout_job(924)
     frac["time"]["submission"] = T0 - 0.4999995  # fractional epoch
     frac["steps"][0]["step"] = {"name": "extern"}  # an id-less step
-    no_id = _new_layout_job(925)
+    no_id = new_layout_job(925)
     no_id["job_id"] = ""
-    odd_state = _new_layout_job(926)
+    odd_state = new_layout_job(926)
     odd_state["state"] = "completed"
     odd_state["steps"][0]["state"] = {"current": []}
     odd_state["steps"][0]["nodes"] = {"range": "", "list": []}
-    no_steps = _new_layout_job(927)
+    no_steps = new_layout_job(927)
     no_steps["steps"] = None
     no_steps["time"]["user"] = {"seconds": 7, "microseconds": 9}
     elements = [
@@ -936,39 +669,39 @@ def _tricky_doc() -> str:
         no_id,
         odd_state,
         no_steps,
-        _job_2411(930, start=NO_VAL, end=T0 + 9, state="FAILED", steps=False),
+        job_2411(930, start=NO_VAL, end=T0 + 9, state="FAILED", steps=False),
     ]
     body = ",\n".join(json.dumps(e, ensure_ascii=False) for e in elements)
     return '{"meta": {"note": "\\"jobs\\": [ in a string"}, "jobs": [' + body.replace(",\n{", ",,\n{", 1) + "]}"
 
 
 def _2411_sentinel_doc() -> str:
-    job = _job_2411(710)
+    job = job_2411(710)
     job["steps"][0]["tres"]["consumed"]["total"][0]["count"] = NO_VAL64
-    job["steps"][0]["time"]["end"] = _w(INFINITE)
+    job["steps"][0]["time"]["end"] = wrapped(INFINITE)
     job["time"]["submission"] = NO_VAL
-    return _doc_2411(
-        _job_2411(699),
-        _job_2411(700, start=NO_VAL, end=T0 + 30, state="FAILED", steps=False),
+    return doc_2411(
+        job_2411(699),
+        job_2411(700, start=NO_VAL, end=T0 + 30, state="FAILED", steps=False),
         job,
-        _job_2411(711, start=0, end=0, state="PENDING", steps=False),
+        job_2411(711, start=0, end=0, state="PENDING", steps=False),
     )
 
 
 FIXTURES = {
     "22.05 capture": lambda: CAPTURE.read_text(),
-    "23.02+ layout": lambda: _doc(
-        _new_layout_job(43), _new_layout_job(50, end=0, state="RUNNING"), _new_layout_job(44, state="FAILED")
+    "23.02+ layout": lambda: sacct_doc(
+        new_layout_job(43), new_layout_job(50, end=0, state="RUNNING"), new_layout_job(44, state="FAILED")
     ),
     "24.11 sentinels": _2411_sentinel_doc,
     "bench generator": lambda: _bench_doc(300),
     "tricky": _tricky_doc,
     "broken element": lambda: (
-        _doc(_new_layout_job(1), _new_layout_job(2), _new_layout_job(3))
+        sacct_doc(new_layout_job(1), new_layout_job(2), new_layout_job(3))
         .replace('"user": "alice"', '"user": alice"', 2)
         .replace('"user": alice"', '"user": "alice"', 1)
     ),
-    "empty": lambda: _doc(),
+    "empty": lambda: sacct_doc(),
     "no jobs key": lambda: '{"meta": {}, "errors": ["sacct: error"]}',
 }
 
@@ -1053,7 +786,7 @@ def test_tricky_document_rows_and_rejects():
 def test_fast_path_on_every_cut_of_a_document(monkeypatch):
     """A document broken off anywhere: the same complete jobs, the same one reject (its offset
     and message) as the generic path."""
-    text = _doc_2411(_job_2411(1), _job_2411(2, start=NO_VAL, end=T0 + 3, state="FAILED", steps=False))
+    text = doc_2411(job_2411(1), job_2411(2, start=NO_VAL, end=T0 + 3, state="FAILED", steps=False))
     for doc, stride in ((text, 7), (_tricky_doc(), 97)):
         for k, cut in enumerate(range(0, len(doc) + 1, stride)):
             _same(doc[:cut], 4096 if k % 2 else 61, monkeypatch)
@@ -1094,10 +827,10 @@ def test_scanner_finds_the_decoders_element_ends():
 def test_a_job_seen_twice_in_one_output_keeps_its_last_rows():
     from tierlens.sources.slurm.sacct import iter_json_rows, stream_batches
 
-    text = _doc(
-        _new_layout_job(61, end=0, state="RUNNING"),
-        _new_layout_job(62),
-        _new_layout_job(61, end=T0 + 300, state="COMPLETED"),
+    text = sacct_doc(
+        new_layout_job(61, end=0, state="RUNNING"),
+        new_layout_job(62),
+        new_layout_job(61, end=T0 + 300, state="COMPLETED"),
     )
     (batch,) = stream_batches(iter_json_rows(io.StringIO(text), "d"), "d")
     got = {(r["job_id"], r["step_id"]): (r["state"], loc) for r, loc in zip(batch.table.to_pylist(), batch.locations)}
@@ -1160,7 +893,7 @@ def test_fast_path_on_damaged_documents(monkeypatch):
     import random
 
     rng = random.Random(17)
-    base = _doc_2411(_job_2411(1), _job_2411(2, start=NO_VAL, end=T0 + 3, state="FAILED", steps=False), _job_2411(3))
+    base = doc_2411(job_2411(1), job_2411(2, start=NO_VAL, end=T0 + 3, state="FAILED", steps=False), job_2411(3))
     for k in range(400):
         doc = list(base)
         for _ in range(rng.choice((1, 1, 2, 3))):
@@ -1177,13 +910,13 @@ SLUID = "s0J4V2M8ZB3Q1K"  # cluster 0x091 (not the reserved 0): a run id as prin
 
 
 def _job_of(parser: str, job_id: int, sluid: str | None = SLUID, **kw) -> dict:
-    job = _job_2411(job_id, **kw)
+    job = job_2411(job_id, **kw)
     if parser >= "v0.0.43":  # 25.05: reservations requested, segment size; steps' own I/O paths
         job["reservation"]["requested"] = ""
         job["segment_size"] = 0
         for s in job["steps"]:
             s["step"].update(stderr="", stdin="", stdout="", stderr_expanded="", stdin_expanded="", stdout_expanded="")
-            s["time"]["limit"] = _w(None, infinite=True)
+            s["time"]["limit"] = wrapped(None, infinite=True)
     if parser >= "v0.0.45":  # 26.05: the run's SLUID and the first run's; 'pid' gone from steps
         job.update(sluid=sluid, original_sluid=sluid, exclusive="", oversubscribe="")
         for s in job["steps"]:
@@ -1194,7 +927,7 @@ def _job_of(parser: str, job_id: int, sluid: str | None = SLUID, **kw) -> dict:
 def _doc_of(parser: str, *jobs: dict) -> str:
     release = DATA_PARSERS[parser]
     major, minor, micro = release.split(".")
-    doc = json.loads(_doc_2411(*jobs))
+    doc = json.loads(doc_2411(*jobs))
     doc["meta"]["plugin"]["data_parser"] = f"data_parser/{parser}"
     doc["meta"]["slurm"].update(version={"major": major, "micro": micro, "minor": minor}, release=release)
     return json.dumps(doc, indent=2)
@@ -1225,7 +958,7 @@ def test_json_each_data_parser_version(parser, tmp_path, monkeypatch):
         assert r["job_identity"] == (f"slurm.prod.{jid}.{SLUID}" if has_sluid else f"slurm.prod.{jid}")
     wh = tmp_path / "w.duckdb"
     ingest(to_batches(rows, locs, rejects, parser), wh)
-    assert _q(wh, "SELECT job_id, step_id, sluid, job_identity FROM raw_job ORDER BY 1, 2") == [
+    assert wh_rows(wh, "SELECT job_id, step_id, sluid, job_identity FROM raw_job ORDER BY 1, 2") == [
         (j, s, SLUID if has_sluid else None, got[(j, s)]["job_identity"]) for j, s in sorted(got)
     ]
 
@@ -1334,7 +1067,7 @@ def test_typed_rows_follow_a_field_added_to_the_job_record(monkeypatch):
     value at its new position by name, the new field null, and the step sums stay the steps'."""
     from tierlens.sources.slurm import sacct_typed, values
 
-    job = _job_2411(41)
+    job = job_2411(41)
     plain = sacct_typed.job_rows(sacct_typed.decoder.decode(json.dumps(job).encode()))
     edited = list(JOB.names)
     edited.insert(edited.index("node"), "site_tier")

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from support.airflow import AIRFLOW_PY, require_airflow
 from tierlens.sources import registry
 
 REPO = Path(__file__).resolve().parents[1]
-AIRFLOW_PY = Path(os.environ.get("TIERLENS_AIRFLOW_VENV", REPO / ".venv-airflow")) / "bin" / "python"
 
 #: the one module of the throw-away source: its options, its interval load and its command (the
 #: settings import it as Airflow parses the DAG, so it imports nothing heavy at its top, and no
@@ -141,8 +141,7 @@ def test_a_registered_source_reaches_the_cli_and_the_settings(throwaway):
 
 
 def test_a_registered_source_is_a_task_of_the_ingest_dag_that_loads_it(throwaway):
-    if not AIRFLOW_PY.exists():
-        pytest.skip(f"no Airflow virtualenv at {AIRFLOW_PY.parent.parent}: `make airflow-venv` creates it")
+    require_airflow()
     folder, env = throwaway
     env |= {"AIRFLOW_HOME": str(folder / "airflow-home"), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
     code = REGISTER.format(folder=str(folder)) + AIRFLOW_SIDE.format(dags=str(REPO / "dags" / "tierlens_ingest.py"))

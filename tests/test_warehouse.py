@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from support.rows import record_row
 from tierlens.records import FILE_ACCESS, JOB, JOB_TAG, NODE, Batch, RecordKind, Reject
 from tierlens.warehouse import LoadResult, Warehouse, core as warehouse_core
 
@@ -18,8 +19,8 @@ T0 = datetime(2024, 5, 1, 8, 0, tzinfo=timezone.utc)
 
 
 def job(job_id: str, **overrides: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {name: None for name in JOB.names}
-    row.update(
+    row = record_row(
+        JOB,
         batch_system="slurm",
         cluster="t2test",
         job_id=job_id,
@@ -46,8 +47,8 @@ def job(job_id: str, **overrides: Any) -> dict[str, Any]:
 
 
 def tag(job_id: str, storage_type: str = "nvme", **overrides: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {name: None for name in JOB_TAG.names}
-    row.update(
+    row = record_row(
+        JOB_TAG,
         batch_system="slurm",
         cluster="t2test",
         job_id=job_id,
@@ -297,14 +298,14 @@ def test_in_batch_duplicates_keep_the_last(wh: Warehouse) -> None:
 def test_duplicate_across_many_rows_and_kinds(wh: Warehouse) -> None:
     n = 5000
     accesses = [
-        {name: None for name in FILE_ACCESS.names}
-        | {
-            "server_host": "xcache01",
-            "unique_id": str(i % 1000),
-            "file_lfn": f"/store/f{i}",
-            "start_time": T0,
-            "close_seen": True,
-        }
+        record_row(
+            FILE_ACCESS,
+            server_host="xcache01",
+            unique_id=str(i % 1000),
+            file_lfn=f"/store/f{i}",
+            start_time=T0,
+            close_seen=True,
+        )
         for i in range(n)
     ]
     result = wh.load(Batch(RecordKind.FILE_ACCESS, pa.Table.from_pylist(accesses, schema=FILE_ACCESS), "fa"))

@@ -264,6 +264,23 @@ FILE_ACCESS = pa.schema(
     ]
 )
 
+#: FILE_ACCESS's XCache g-stream fields (a cache's pfc file_close event), null until that event is
+#: joined to its access and on an origin's rows. Grouped by the release that appended them, so a
+#: migration step reads the group it added and a new field goes in a new group.
+GSTREAM_BYTES: tuple[str, ...] = ("cache_hit_bytes", "cache_miss_bytes", "cache_bypass_bytes")
+#: appended by the collector v2 (migration 4)
+GSTREAM_V2: tuple[str, ...] = (
+    "cache_attach_time",
+    "cache_detach_time",
+    "cache_access_count",
+    "cache_remotes",
+    "cache_blocks",
+    "cache_blocks_done",
+)
+#: appended for XRootD 5.7.2+ caches (migration 7): null from an older cache
+GSTREAM_572: tuple[str, ...] = ("cache_todisk_bytes", "cache_prefetch_bytes")
+GSTREAM_FIELDS: tuple[str, ...] = GSTREAM_BYTES + GSTREAM_V2 + GSTREAM_572
+
 #: How a file_access ended (FILE_ACCESS.end_reason).
 END_REASONS: tuple[str, ...] = ("close", "disconnect", "timeout", "shutdown", "server_restart")
 

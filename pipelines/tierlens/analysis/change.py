@@ -564,29 +564,20 @@ def _change_row(
     reasons = _enough(before, after, control, p, context)
     if weights is None:
         reasons.append("no stratum has enough jobs in every cell")
-    short, notes = _flags(context, reasons, p, kind)
-    enough = not reasons
-    return dict(
+    return _result_row(
+        before,
+        after,
+        control,
         context,
-        **_describe(before, after, control),
+        _flags(context, reasons, p, kind),
+        not reasons,
         row_kind="change",
         job_class="all",
-        bytes_read_bin="all",
-        effect=strat.value,
-        effect_ci_low=strat.ci_low,
-        effect_ci_high=strat.ci_high,
-        effect_unstratified=unstrat.value,
-        effect_unstratified_ci_low=unstrat.ci_low,
-        effect_unstratified_ci_high=unstrat.ci_high,
+        bin_label="all",
+        effect=strat,
+        unstratified=unstrat,
         strata_used=int(usable.sum()),
-        strata_core_hours_share=share,
-        blocks_before=before.blocks,
-        blocks_after=after.blocks,
-        short_window=short,
-        enough_data=enough,
-        warning="; ".join(notes) or None,
-        conclusion=_conclusion(strat, enough),
-        conclusion_unstratified=_conclusion(unstrat, enough),
+        share=share,
     )
 
 
@@ -609,29 +600,62 @@ def _stratum_row(
         lo, hi = _bootstrap(before, after, None, control, p, rng)
     effect = Effect(value, lo, hi)
     reasons = _enough(before, after, control, p, context)
-    short, notes = _flags(context, reasons, p, kind)
-    enough = not reasons
+    return _result_row(
+        before,
+        after,
+        control,
+        context,
+        _flags(context, reasons, p, kind),
+        not reasons,
+        row_kind="stratum",
+        job_class=job_class,
+        bin_label=bin_label,
+        effect=effect,
+        unstratified=effect,
+        strata_used=1,
+        share=None,
+    )
+
+
+def _result_row(
+    before: Cells,
+    after: Cells,
+    control: bool,
+    context: dict,
+    flags: tuple[bool, list[str]],
+    enough: bool,
+    *,
+    row_kind: str,
+    job_class: str,
+    bin_label: str,
+    effect: Effect,
+    unstratified: Effect,
+    strata_used: int,
+    share: float | None,
+) -> dict:
+    """One row of SCHEMA: a change's (all jobs, standardised over strata) or one stratum's."""
+    short, notes = flags
     return dict(
         context,
         **_describe(before, after, control),
-        row_kind="stratum",
+        row_kind=row_kind,
         job_class=job_class,
         bytes_read_bin=bin_label,
         effect=effect.value,
         effect_ci_low=effect.ci_low,
         effect_ci_high=effect.ci_high,
-        effect_unstratified=effect.value,
-        effect_unstratified_ci_low=effect.ci_low,
-        effect_unstratified_ci_high=effect.ci_high,
-        strata_used=1,
-        strata_core_hours_share=None,
+        effect_unstratified=unstratified.value,
+        effect_unstratified_ci_low=unstratified.ci_low,
+        effect_unstratified_ci_high=unstratified.ci_high,
+        strata_used=strata_used,
+        strata_core_hours_share=share,
         blocks_before=before.blocks,
         blocks_after=after.blocks,
         short_window=short,
         enough_data=enough,
         warning="; ".join(notes) or None,
         conclusion=_conclusion(effect, enough),
-        conclusion_unstratified=_conclusion(effect, enough),
+        conclusion_unstratified=_conclusion(unstratified, enough),
     )
 
 

@@ -80,12 +80,10 @@ def sql(
 
     A query's parameters are declared in its header (`-- Parameter: target = 0.75 ...`) and set
     with --param NAME=VALUE, e.g. `tierlens sql cheapest_configuration_for_efficiency --param target=0.8`."""
-    import duckdb
 
     from ..queries import bind, closest, parameters_of
     from ..resources import bundled_queries, find_query, question_of
     from ..warehouse import QUERY_ERRORS
-    from ..warehouse.publish import reader_path
 
     out = output_format(fmt, csv)
     if list_queries:
@@ -114,11 +112,7 @@ def sql(
         values = bind(parameters_of(query), param or [])
     except ValueError as e:
         fail(f"{file.name}: {e}", 2, e)
-    wh = readable_warehouse(warehouse_file)
-    try:
-        con = duckdb.connect(str(reader_path(wh)), read_only=True)
-    except QUERY_ERRORS as e:
-        fail(f"cannot open {wh}: {e}", 1, e)
+    con = open_snapshot(warehouse_file)
     try:
         for key, value in values.items():
             con.execute(f"SET VARIABLE {key} = ?", [value])
@@ -152,6 +146,21 @@ def sql(
         fail(f"{file}: {e}", 1, e)
     finally:
         con.close()
+
+
+def open_snapshot(warehouse_file: Path | None):
+    """The published snapshot of the warehouse a read command names, open read-only; a warehouse
+    that cannot be opened ends the command with one line naming it."""
+    import duckdb
+
+    from ..warehouse import QUERY_ERRORS
+    from ..warehouse.publish import reader_path
+
+    wh = readable_warehouse(warehouse_file)
+    try:
+        return duckdb.connect(str(reader_path(wh)), read_only=True)
+    except QUERY_ERRORS as e:
+        fail(f"cannot open {wh}: {e}", 1, e)
 
 
 def why_empty(con, file: Path) -> str:
@@ -190,16 +199,8 @@ def rejects(
     fmt: FormatOpt = None,
 ) -> None:
     """Show rejected records: where they came from and why."""
-    import duckdb
 
-    from ..warehouse import QUERY_ERRORS
-    from ..warehouse.publish import reader_path
-
-    wh = readable_warehouse(warehouse_file)
-    try:
-        con = duckdb.connect(str(reader_path(wh)), read_only=True)
-    except QUERY_ERRORS as e:
-        fail(f"cannot open {wh}: {e}", 1, e)
+    con = open_snapshot(warehouse_file)
     try:
         total = con.execute("SELECT count(*) FROM raw_rejects").fetchone()[0]
         rows = con.execute(

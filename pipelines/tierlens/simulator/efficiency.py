@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -186,11 +187,47 @@ def load_profiles(con, job_class: str | None, start: str | None = None, end: str
 # ----------------------------------------------------------------------------- the queueing model
 
 
+class ServiceTimes(NamedTuple):
+    """Seconds per byte of each service, as the compiled loop reads them. Calibration.log_times
+    holds their logarithms (in s/GB) one block after another in this class's field order, each
+    block as long as ``block_sizes`` says: ``of`` cuts the vector by those sizes, so the loop
+    never counts offsets into it."""
+
+    read: np.ndarray  # float64 per storage type: reading the job's scratch device
+    write: np.ndarray  # float64 per storage type: writing it
+    route: np.ndarray  # float64 per route (ROUTES): reading remotely by that route
+
+    @staticmethod
+    def block_sizes(n_types: int) -> dict[str, int]:
+        return {"read": n_types, "write": n_types, "route": len(ROUTES)}
+
+    @classmethod
+    def of(cls, log_times: np.ndarray, n_types: int) -> ServiceTimes:
+        t = np.exp(np.asarray(log_times, np.float64)) / GB
+        sizes = cls.block_sizes(n_types)
+        if len(t) != sum(sizes.values()):
+            raise ValueError(f"{len(t)} service times for {n_types} storage types and {len(ROUTES)} routes")
+        ends = np.cumsum([sizes[name] for name in cls._fields])
+        return cls(*(np.ascontiguousarray(b) for b in np.split(t, ends[:-1])))
+
+
+class WallJobs(NamedTuple):
+    """The jobs whose wall time the compiled loop predicts, one entry per job in every array."""
+
+    type_idx: np.ndarray  # int64 position of the job's storage type in the calibration's
+    node_idx: np.ndarray  # int64 dense node id (the jobs of a node share its device)
+    n_nodes: int
+    scratch_read: np.ndarray  # float64 bytes read from scratch
+    scratch_write: np.ndarray  # float64 bytes written to scratch
+    stage_in: np.ndarray  # float64 bytes copied to scratch before the job reads them
+    remote: np.ndarray  # float64 (len(ROUTES), jobs) bytes read by route
+    compute: np.ndarray  # float64 CPU seconds per allocated core
+    jobs: np.ndarray  # float64 jobs running on the node at once
+
+
 @njit(cache=True, nogil=True)
-def _wall_kernel(
-    times, n_types, type_idx, node_idx, n_nodes, scratch_read, scratch_write, stage_in, remote, compute, jobs
-):
-    """Predicted wall seconds per job (the formula in the module docstring), times in s/byte.
+def _wall_kernel(times: ServiceTimes, w: WallJobs) -> np.ndarray:
+    """Predicted wall seconds per job (the formula in the module docstring).
 
     The jobs sharing a node are not copies of each other (a job reading remotely barely touches
     the scratch device), so the queue a job finds there is built from the other jobs' measured
@@ -198,41 +235,41 @@ def _wall_kernel(
     jobs of the same node spend there on average (Schweitzer's approximation of multi-class MVA),
     solved by fixed-point iteration.
     """
-    n = compute.shape[0]
-    n_routes = remote.shape[0]
+    n = w.compute.shape[0]
+    n_routes = w.remote.shape[0]
     demand = np.empty(n)
     base = np.empty(n)
     for j in range(n):
-        i = type_idx[j]
-        t_write = times[n_types + i]
-        demand[j] = scratch_read[j] * times[i] + scratch_write[j] * t_write
+        i = w.type_idx[j]
+        t_write = times.write[i]
+        demand[j] = w.scratch_read[j] * times.read[i] + w.scratch_write[j] * t_write
         total = 0.0
         staged = 0.0
         for r in range(n_routes):
-            x = remote[r, j] * times[2 * n_types + r]
+            x = w.remote[r, j] * times.route[r]
             total += x
             if r < N_STAGE_ROUTES:
                 staged += x
         # a copy to scratch takes the longer of its network read and its disk write; a rounded
         # min keeps the fit's gradient continuous
-        a = stage_in[j] * t_write
+        a = w.stage_in[j] * t_write
         eps = 0.01 * (a + staged) + 1e-12
         overlap = 0.5 * (a + staged - np.sqrt((a - staged) ** 2 + eps * eps)) + 0.5 * eps
-        base[j] = compute[j] + total - overlap
-    share = np.zeros(n_nodes)
+        base[j] = w.compute[j] + total - overlap
+    share = np.zeros(w.n_nodes)
     wall = base + demand
     for _ in range(FIXED_POINT_ITERATIONS):
-        busy = np.zeros(n_nodes)
-        span = np.zeros(n_nodes)
+        busy = np.zeros(w.n_nodes)
+        span = np.zeros(w.n_nodes)
         for j in range(n):
-            g = node_idx[j]
+            g = w.node_idx[j]
             busy[g] += wall[j] - base[j]
             span[g] += wall[j]
-        for g in range(n_nodes):
+        for g in range(w.n_nodes):
             share[g] = busy[g] / span[g] if span[g] > 0 else 0.0
         for j in range(n):
-            others = max(jobs[j], 1.0) - 1.0
-            wall[j] = base[j] + demand[j] * (1.0 + others * share[node_idx[j]])
+            others = max(w.jobs[j], 1.0) - 1.0
+            wall[j] = base[j] + demand[j] * (1.0 + others * share[w.node_idx[j]])
     return wall
 
 
@@ -304,8 +341,6 @@ def predict_wall(
 ) -> np.ndarray:
     """Predicted wall seconds per job under ``scenario`` (the measured configuration by default)."""
     sc = scenario or Scenario()
-    nt = len(storage_types)
-    t = np.exp(log_times) / GB
     if sc.storage_type is not None:
         idx = np.full(len(prof), storage_types.index(sc.storage_type), np.int64)
     else:
@@ -313,23 +348,20 @@ def predict_wall(
         if (idx < 0).any():
             missing = sorted(set(prof.storage_type[idx < 0]))
             raise ValueError(f"no calibration for storage type(s) {', '.join(missing)}")
-    remote = np.ascontiguousarray(sc.remote if sc.remote is not None else prof.remote, np.float64)
-    compute = prof.cpu / prof.cores
     jobs = prof.concurrent if sc.jobs_per_node is None else np.full(len(prof), float(sc.jobs_per_node))
     node_idx, n_nodes = prof.node_index()
-    return _wall_kernel(
-        t,
-        nt,
-        idx,
-        node_idx,
-        n_nodes,
-        prof.scratch_read,
-        prof.scratch_write,
-        prof.stage_in,
-        remote,
-        compute,
-        np.ascontiguousarray(jobs, np.float64),
+    w = WallJobs(
+        type_idx=idx,
+        node_idx=node_idx,
+        n_nodes=n_nodes,
+        scratch_read=prof.scratch_read,
+        scratch_write=prof.scratch_write,
+        stage_in=prof.stage_in,
+        remote=np.ascontiguousarray(sc.remote if sc.remote is not None else prof.remote, np.float64),
+        compute=prof.cpu / prof.cores,
+        jobs=np.ascontiguousarray(jobs, np.float64),
     )
+    return _wall_kernel(ServiceTimes.of(log_times, len(storage_types)), w)
 
 
 def efficiency_of(prof: JobProfiles, wall: np.ndarray) -> float:

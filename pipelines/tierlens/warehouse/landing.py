@@ -27,15 +27,12 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from tierlens.records import Batch, RecordKind, Reject
+from tierlens.warehouse.lock import WarehouseBusy, warehouse_lock
 
 LANDING_DIR = "landing"
 #: Version of a landed file's layout; a file of another version is left where it is, and named.
 FORMAT_VERSION = "1"
 _LOCATION = "__tierlens_location"
-
-
-class WarehouseBusy(RuntimeError):
-    """Another process holds the warehouse's write lock."""
 
 
 def landing_dir(warehouse: str | Path) -> Path:
@@ -107,7 +104,6 @@ def drain(warehouse: str | Path, wait: float | None = None) -> tuple[int, int]:
     deleting each file once its load has committed; returns (files, rows loaded). Holds the writer
     lock, waiting up to ``wait`` seconds for it (warehouse/lock.py)."""
     from tierlens.warehouse.core import Warehouse
-    from tierlens.warehouse.lock import warehouse_lock
 
     files = landed_files(warehouse)
     if not files:

@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .landing import WarehouseBusy
-
 LOCK_SUFFIX = ".lock"
 #: Version of the holder record in the lock file; a record of another version names no holder.
 FORMAT_VERSION = 1
@@ -62,6 +60,10 @@ class Holder:
 
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host} ({self.purpose}: {self.command}), since {self.since}"
+
+
+class WarehouseBusy(RuntimeError):
+    """Another process holds the warehouse's write lock."""
 
 
 class WarehouseLocked(WarehouseBusy):

@@ -6,7 +6,7 @@ path:
 
     PYTHONPATH=<old checkout>/pipelines python tests/data/collector-upgrade/make_fixture.py OUT
 
-The stream is upgrade_stream() of the test module (the same SimServer calls, so the same ids).
+The stream is upgrade_stream() of tests/support/udp_streams.py (the same SimServer calls, so the same ids).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from test_collector_crash import _socket, _start, _stats, _wait  # noqa: E402
-from test_collector_upgrade import upgrade_stream  # noqa: E402
+from support.collectors import collector_stats, start_collector, udp_socket, wait_until  # noqa: E402
+from support.udp_streams import upgrade_stream  # noqa: E402
 from tierlens.collector import journal as jr  # noqa: E402
 
 
@@ -33,19 +33,21 @@ def main(dest: Path) -> None:
     work.mkdir()
     out = work / "out"
     before, after_checkpoint, _ = upgrade_stream()
-    spare = [open("/dev/null") for _ in range(3)]  # _start moves the socket to fd 3: it must not be 3
-    sock = _socket(4 << 20)
+    spare = [open("/dev/null") for _ in range(3)]  # start_collector moves the socket to fd 3: it must not be 3
+    sock = udp_socket(4 << 20)
     port = sock.getsockname()[1]
-    proc = _start(sock, out, "--max-seconds", "4", "--journal-segment-mb", "1", "--journal-retention", "100000")
+    proc = start_collector(
+        sock, out, "--max-seconds", "4", "--journal-segment-mb", "1", "--journal-retention", "100000"
+    )
     try:
-        _wait(lambda: _stats(out).get("state") == "listening", "listening")
+        wait_until(lambda: collector_stats(out).get("state") == "listening", "listening")
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as snd:
             for p in before:
                 snd.sendto(p, ("127.0.0.1", port))
-            _wait(lambda: _stats(out).get("packets", 0) >= len(before), "the first part decoded")
+            wait_until(lambda: collector_stats(out).get("packets", 0) >= len(before), "the first part decoded")
             t = time.time()
             ck = out / "checkpoint.json"
-            _wait(lambda: ck.exists() and json.loads(ck.read_text())["written_at"] > t, "a checkpoint after it")
+            wait_until(lambda: ck.exists() and json.loads(ck.read_text())["written_at"] > t, "a checkpoint after it")
             for p in after_checkpoint:
                 snd.sendto(p, ("127.0.0.1", port))
             time.sleep(0.5)  # journaled by the receiver, not committed by the decoder

@@ -23,11 +23,13 @@ Adding a policy: a module here with its kernel, written on skeleton.py's steps, 
 and its entry in engine.py.
 
 numba decides whether a cached compile is still good from the file the function is defined in
-only: after editing skeleton.py, remove this folder's __pycache__, or the policy modules keep
-their compiles of the old steps. An installed upgrade rewrites every file, so sites
-are not affected.
+only, and a policy's kernel compiles skeleton.py's steps into itself: _cache.py adds the digest of
+every module of this folder to numba's stamp, so an edit of skeleton.py (or any module here)
+recompiles every kernel of the folder on its next use. It is installed before any kernel module
+is imported.
 """
 
+from . import _cache  # noqa: F401  (first: numba picks a kernel's cache locator when it is decorated)
 from .belady import belady_kernel, next_access_kernel
 from .lfu import lfu_kernel
 from .lru import lru_kernel

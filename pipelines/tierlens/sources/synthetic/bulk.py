@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...records import FILE_ACCESS, JOB, JOB_TAG, NODE, SITE_CHANGE, Batch, RecordKind
+from ...records import FILE_ACCESS, GSTREAM_572, GSTREAM_FIELDS, JOB, JOB_TAG, NODE, SITE_CHANGE, Batch, RecordKind
 
 DAY_US = 86_400 * 1_000_000
 HOUR_US = 3_600 * 1_000_000
@@ -495,8 +495,7 @@ def _user_access_table(site: BulkSite, d: JobDay, sel: np.ndarray) -> pa.Table:
         "cache_blocks": _unless(cache_mask, blocks),
         "cache_blocks_done": _unless(cache_mask, np.minimum(blocks, -(-total // CACHE_BLOCK_BYTES))),
         # the bench site's caches run an XRootD before 5.7.2, whose g-stream has no todisk/prefetch
-        "cache_todisk_bytes": pa.nulls(n, pa.int64()),
-        "cache_prefetch_bytes": pa.nulls(n, pa.int64()),
+        **{name: pa.nulls(n, FILE_ACCESS.field(name).type) for name in GSTREAM_572},
     }
     return pa.table({f.name: cols[f.name] for f in FILE_ACCESS}, schema=FILE_ACCESS)
 
@@ -508,23 +507,7 @@ def _fill_table(site: BulkSite, d: JobDay, sel: np.ndarray) -> pa.Table:
     ops = np.maximum(1, miss // (4 << 20)).astype(np.int64)
     cache = d.a_cache[sel].astype(np.int64)
     origin = d.a_file[sel] % len(site.origins)
-    nulls = {
-        name: pa.nulls(n, FILE_ACCESS.field(name).type)
-        for name in (
-            "job_identity",
-            "cache_hit_bytes",
-            "cache_miss_bytes",
-            "cache_bypass_bytes",
-            "cache_attach_time",
-            "cache_detach_time",
-            "cache_access_count",
-            "cache_remotes",
-            "cache_blocks",
-            "cache_blocks_done",
-            "cache_todisk_bytes",
-            "cache_prefetch_bytes",
-        )
-    }
+    nulls = {name: pa.nulls(n, FILE_ACCESS.field(name).type) for name in ("job_identity", *GSTREAM_FIELDS)}
     cols = _common_access(site, d, sel, miss, np.zeros(n, np.int64), ops, np.zeros(n, np.int64))
     cols |= nulls | {
         "server_host": _take([site.host(o) for o in site.origins], origin),

@@ -37,7 +37,7 @@ class DaemonDied(RuntimeError):
     pass
 
 
-def _wait_for(what: str, check, timeout: float, log: Path | None = None, interval: float = 0.2):
+def wait_for(what: str, check, timeout: float, log: Path | None = None, interval: float = 0.2):
     """Poll `check` until it returns a truthy value; a start-up failure names its log."""
     deadline = time.monotonic() + timeout
     last: object = None
@@ -305,7 +305,7 @@ class LocalCluster:
                 ids = self.run(["squeue", "-h", "-o", "%A"], check=False, timeout=20).stdout.split()
                 if ids:
                     self.run(["scancel", *ids], check=False, timeout=20)
-                    _wait_for(
+                    wait_for(
                         "jobs to end",
                         lambda: not self.run(["squeue", "-h", "-o", "%A"], check=False, timeout=20).stdout.strip(),
                         30,
@@ -380,7 +380,7 @@ class LocalCluster:
             user="munge",
         )
         # the socket's folder must be reachable by every user who submits jobs
-        _wait_for("munged", lambda: self._alive("munged") and self.munge_socket.exists(), 30, m / "munged.log")
+        wait_for("munged", lambda: self._alive("munged") and self.munge_socket.exists(), 30, m / "munged.log")
         os.chmod(m, 0o711)
 
     # ---- MariaDB ----------------------------------------------------------------------------
@@ -432,7 +432,7 @@ class LocalCluster:
             with socket.create_connection(("127.0.0.1", self.db_port), timeout=1):
                 return True
 
-        _wait_for("MariaDB", up, 120, self.workdir / "log" / "mariadb.log")
+        wait_for("MariaDB", up, 120, self.workdir / "log" / "mariadb.log")
 
     # ---- Slurm ------------------------------------------------------------------------------
     def _write_slurm_conf(self) -> None:
@@ -478,11 +478,11 @@ class LocalCluster:
             with socket.create_connection(("127.0.0.1", self.dbd_port), timeout=1):
                 return True
 
-        _wait_for("slurmdbd", up, 120, self.workdir / "log" / "slurmdbd.log")
+        wait_for("slurmdbd", up, 120, self.workdir / "log" / "slurmdbd.log")
 
     def _start_slurmctld(self) -> None:
         self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
-        _wait_for(
+        wait_for(
             "slurmctld",
             lambda: self._alive("slurmctld") and self.run(["scontrol", "ping"], check=False).stdout.count("UP") >= 1,
             120,
@@ -497,7 +497,7 @@ class LocalCluster:
             out = self.run(["sinfo", "-h", "-N", "-o", "%T"], check=False).stdout
             return "idle" in out
 
-        _wait_for("slurmd", idle, 120, self.workdir / "log" / "slurmd.log")
+        wait_for("slurmd", idle, 120, self.workdir / "log" / "slurmd.log")
 
     # ---- clients ----------------------------------------------------------------------------
     def run(
@@ -543,7 +543,7 @@ class LocalCluster:
                     return None
             return found
 
-        return _wait_for(
+        return wait_for(
             f"accounting of job {job_id}", done, timeout, self.workdir / "log" / "slurmdbd.log", interval=1.0
         )
 
@@ -568,3 +568,19 @@ class LocalCluster:
             if not root.which(b)
         ]
         return f"missing {', '.join(missing)}" if missing else None
+
+
+def wait_array(cluster: LocalCluster, array_id: str, n: int) -> list[str]:
+    """Raw job ids of an array's tasks (by task id), once slurmdbd has them all finished."""
+
+    def done():
+        r = cluster.run(["sacct", "-X", "-P", "-n", "-j", array_id, "-o", "JobIDRaw,JobID,State"], check=False)
+        rows = [line.split("|") for line in r.stdout.split()]
+        if len(rows) == n and all(s not in ("PENDING", "RUNNING") for _, _, s in rows):
+            return [raw for raw, _, _ in sorted(rows, key=lambda x: int(x[1].split("_")[1]))]
+        return None
+
+    tasks = wait_for(f"array {array_id}", done, 120, interval=1.0)
+    for t in tasks:
+        cluster.wait_accounted(t)
+    return tasks
