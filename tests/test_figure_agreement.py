@@ -9,6 +9,7 @@ to half a unit of the query's own rounding (both round the same unrounded number
 
 from __future__ import annotations
 
+import csv
 import datetime
 import html
 import json
@@ -184,6 +185,24 @@ def test_a_period_reads_first_day_to_last_day_included_in_terminal_report_and_sq
     assert f"Period: {days} (" in figures["report"], figures["report"][:1000]
     weekly = figures["report"].split("Per week", 1)[1][:300]
     assert "last day" in weekly and "week end" not in weekly, weekly
+    # the uncertainty CSVs beside the report: the same first and last day, not the mart's exclusive end
+    for name in ("ab_uncertainty_overall", "ab_uncertainty_high_hit"):
+        path = demo_run.home / "reports" / f"{name}.csv"
+        if name == "ab_uncertainty_high_hit" and not path.exists():
+            continue  # no hour reached the high hit ratio: no such table
+        with path.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert rows and "period_end" not in rows[0], (name, list(rows[0]))
+        if name == "ab_uncertainty_overall":
+            site = next(r for r in rows if r["grouping"] == "site")
+            assert (site["period_start"], site["period_last_day"]) == (first.isoformat(), last.isoformat()), site
+        for r in rows:  # a group's period lies within the trial's days
+            assert first <= datetime.date.fromisoformat(r["period_start"]), r
+            assert (
+                datetime.date.fromisoformat(r["period_start"])
+                <= datetime.date.fromisoformat(r["period_last_day"])
+                <= last
+            ), r
 
 
 def _best_buy_row(home: Path) -> dict:
@@ -278,10 +297,11 @@ def test_the_structural_error_is_one_value_under_one_name(demo_run, figures):
         "AND run_id = (SELECT run_id FROM main.sim_efficiency_runs ORDER BY created_at DESC LIMIT 1)",
     )
     published = published_loo_rms()
-    carried, source = (site, "generator") if site >= published else (published, "published figures")
+    # named in a site manager's words: this site's own jobs, or the published figures
+    carried, source = (site, "this site") if site >= published else (published, "the published figures")
     # terminal: "probe 17.1 pt from the published figures (this site, types left out, 2.0 pt; published figures 17.1 pt)"
     m = re.search(
-        rf"probe {NUMBER} pt from the ([a-z ]+?) \(this site, types left out, {NUMBER} pt; published figures {NUMBER} pt\)",
+        rf"probe {NUMBER} pt from ([a-z ]+?) \(this site, types left out, {NUMBER} pt; published figures {NUMBER} pt\)",
         figures["terminal"],
     )
     assert m, figures["terminal"]
@@ -310,6 +330,10 @@ def test_the_structural_error_is_one_value_under_one_name(demo_run, figures):
             assert _agrees(printed, row[key]), (printed, key, row)
     # points everywhere: no "points" left beside a structural error in the terminal
     assert not re.search(r"structural error[^.]*\bpoints\b", figures["terminal"]), figures["terminal"]
+    # where a site manager reads the source, it is not named after the code's generator
+    report = figures["report"].split("The structural error derived predictions carry", 1)[1][:600]
+    terminal = figures["terminal"].split("structural error of derived predictions", 1)[1][:600]
+    assert "generator" not in report and "generator" not in terminal, (report, terminal)
 
 
 def test_completeness_is_the_same_in_terminal_report_and_sql(demo_run, figures):

@@ -740,6 +740,16 @@ class StructuralError:
     published: float
 
 
+#: Which error a row carries as a site manager reads it: the stored value "generator" names the
+#: leave-one-type-out run on this site's own jobs (the synthetic generator's in the demo).
+SOURCE_WORDS = {"generator": "this site", "published figures": "the published figures"}
+
+
+def source_in_words(source: str | None) -> str | None:
+    """The stored structural_error_source as the terminal and the report print it."""
+    return SOURCE_WORDS.get(source, source) if source else source
+
+
 def reported_structural_error(generator_rms: float | None, w: SeedWorkload = GLASGOW) -> StructuralError:
     """The structural error hardware_options should carry: the larger of the leave-one-type-out
     RMS on the site's own (synthetic or measured) data and the one on the published figures."""

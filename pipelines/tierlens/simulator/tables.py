@@ -86,7 +86,7 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
             more=f"{WIDER}; staging.stg_sim_efficiency_type_loo has every column.",
             on=console,
         )
-        from .seeds import structural_error_rows
+        from .seeds import source_in_words, structural_error_rows
 
         carried = structural_error_rows(type_errors(run.type_held_out))
         # the same names and unit as the report's structural-error table: this site's error (its
@@ -94,8 +94,8 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
         console.print(
             "structural error of derived predictions (RMS leave-one-out), the larger carried: "
             + "; ".join(
-                f"{r['evidence']} {_points(r['structural_error'])} from the "
-                f"{r['source']} (this site, types left out, {_points(r['generator_rms'])}; published figures "
+                f"{r['evidence']} {_points(r['structural_error'])} from {source_in_words(r['source'])} "
+                f"(this site, types left out, {_points(r['generator_rms'])}; published figures "
                 f"{_points(r['published_rms'])})"
                 for r in carried
             ),

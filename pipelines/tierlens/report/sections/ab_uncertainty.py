@@ -28,7 +28,8 @@ def body(wh: MartReader, s: SectionOut) -> None:
         WHERE subset = 'all' AND grouping = 'site' AND period_grain = 'day' ORDER BY period_start
     """)
     overall = wh.rows("""
-        SELECT subset, grouping, group_value, period_start, period_end, jobs_a, jobs_b,
+        SELECT subset, grouping, group_value, period_start, period_end,
+               CAST(period_end - 1 AS DATE) AS period_last_day, jobs_a, jobs_b,
                core_wall_hours_a, core_wall_hours_b, efficiency_a, efficiency_b, efficiency_difference,
                efficiency_ci_low, efficiency_ci_high, efficiency_p_value,
                cpu_per_wall_a, cpu_per_wall_b, cpu_per_wall_difference, cpu_per_wall_ci_low,
@@ -84,8 +85,10 @@ _WHOLE_PERIOD = (
     Column("conclusion", "conclusion"),
     col.WARNING,
     Column("subset", "subset", csv_only=True),
+    # the last day, included: the period end the rest of the report prints (the mart's period_end,
+    # the day after, stays in the query for the report's own clipping to its period)
     Column("period_start", "from", csv_only=True),
-    Column("period_end", "to (exclusive)", csv_only=True),
+    Column("period_last_day", "last day", csv_only=True),
 )
 
 SPEC = SectionSpec(

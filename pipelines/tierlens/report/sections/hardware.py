@@ -57,7 +57,13 @@ def body(wh: MartReader, s: SectionOut) -> None:
         if r["evidence"] != "measured" and r["structural_error"] is not None
     }
     if errors:
-        s.table("structural_errors", [errors[k] for k in sorted(errors)])
+        from ...simulator.seeds import source_in_words
+
+        rows = [
+            errors[k] | {"structural_error_source": source_in_words(errors[k]["structural_error_source"])}
+            for k in sorted(errors)
+        ]
+        s.table("structural_errors", rows)
     if wh.has("marts", "efficiency_what_if"):
         grid = wh.rows("""
             SELECT storage_type, jobs_per_node, cache, predicted_efficiency
