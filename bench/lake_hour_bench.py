@@ -14,7 +14,7 @@ and the 1-minute load average before and after it:
 4. a full export again at the final size, and a check that the appended lake holds the same rows
    as that fresh export (rows and an order-free hash of every row, per table).
 
-Results go to bench/lake/<label>.json; data stays in --work (default /work/lake-bench-data).
+Results go to bench/lake/<label>.json; data stays in --work (default /tmp/tierlens-lake-bench).
 Not part of `make test`.
 """
 
@@ -157,7 +157,7 @@ def main() -> None:
     ap.add_argument("--jobs-per-day", type=int, default=20_000)
     ap.add_argument("--cores", type=int, default=10_000)
     ap.add_argument("--label", default="full-30d")
-    ap.add_argument("--work", type=Path, default=Path("/work/lake-bench-data"))
+    ap.add_argument("--work", type=Path, default=Path("/tmp/tierlens-lake-bench"))
     ap.add_argument("--child", choices=sorted(CHILDREN))
     for name in ("warehouse", "lake", "reference", "start", "end"):
         ap.add_argument(f"--{name}")

@@ -269,7 +269,7 @@ def test_failed_export_keeps_the_old_lake(
 def test_swap_without_atomic_exchange(warehouse: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lake = tmp_path / "lake"
     export_lake(warehouse, lake)
-    monkeypatch.setattr(lake_module, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(lake_module.lake_commit, "exchange", lambda a, b: False)
     counts = export_lake(warehouse, lake)
     assert read(lake / "raw_node" / "data_0.parquet", "SELECT count(*) FROM t") == [(counts["raw_node"],)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["db", "lake"]
@@ -290,7 +290,7 @@ def test_exchange_swaps_two_directories_atomically(tmp_path: Path) -> None:
     b.mkdir()
     (a / "from_a").touch()
     (b / "from_b").touch()
-    assert lake_module._exchange(a, b) is True
+    assert lake_module.lake_commit.exchange(a, b) is True
     assert [p.name for p in a.iterdir()] == ["from_b"]
     assert [p.name for p in b.iterdir()] == ["from_a"]
 

@@ -24,7 +24,6 @@ many small files, switched in the same way.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import stat
@@ -34,7 +33,7 @@ from pathlib import Path
 from tierlens.warehouse import lake_commit
 from tierlens.warehouse.core import Warehouse, fetch_one
 from tierlens.warehouse.ddl import all_tables, literal, quote
-from tierlens.warehouse.lake_commit import SITE_COLUMNS as _SITE_COLUMNS, day_column as _day_column
+from tierlens.warehouse.lake_commit import remove_tree as _remove_tree, swap_in as _swap_in
 
 
 def export_lake(warehouse: Warehouse | str | Path, lake_dir: str | Path) -> dict[str, int]:
@@ -123,22 +122,19 @@ def _simulation_tables() -> tuple[str, ...]:
 
 
 def _write_table(wh: Warehouse, table: str, target: Path) -> int:
-    day_column = _day_column(table)
+    keys = lake_commit.key_expressions(table)
     folder = target / table
-    if day_column is None:
+    if not keys:
         folder.mkdir()
         query = f"SELECT * FROM {quote(table)}"
         destination, options = folder / "data_0.parquet", "FORMAT parquet, COMPRESSION zstd"
     else:
-        # timezone('UTC', ...) makes the day the UTC day whatever the session zone is.
-        day = f"strftime(timezone('UTC', {quote(day_column)}), '%Y-%m-%d')"
-        site_column = _SITE_COLUMNS.get(table)
-        site = f", {quote(site_column)} AS site" if site_column else ""
-        keys = "day, site" if site_column else "day"
-        query = f"SELECT *, {day} AS day{site} FROM {quote(table)}"
-        destination, options = folder, f"FORMAT parquet, COMPRESSION zstd, PARTITION_BY ({keys})"
+        columns = ", ".join(f"{expr} AS {name}" for name, expr in keys)
+        query = f"SELECT *, {columns} FROM {quote(table)}"
+        names = ", ".join(name for name, _ in keys)
+        destination, options = folder, f"FORMAT parquet, COMPRESSION zstd, PARTITION_BY ({names})"
     row = fetch_one(wh.con, f"COPY ({query}) TO {literal(str(destination))} ({options})")
-    if day_column is not None:
+    if keys:
         folder.mkdir(exist_ok=True)  # an empty table writes no partition, keep the table's folder
     return int(row[0]) if row else 0
 
@@ -154,52 +150,6 @@ def _check_replaceable(lake: Path) -> None:
         raise ValueError(
             f"{lake} exists and is not a real directory (a symlink or a file); point export_lake at a directory"
         )
-
-
-def _swap_in(staging: Path, lake: Path) -> None:
-    if not os.path.lexists(lake):
-        os.rename(staging, lake)
-        return
-    if _exchange(staging, lake):
-        _remove_tree(staging)  # now holds the old lake
-        return
-    # No atomic exchange (not Linux, or a filesystem without it): move the old lake aside first.
-    # Readers may find no lake for the instant between the renames, never a partial one.
-    old = lake.parent / f".{lake.name}.old-{uuid.uuid4().hex[:12]}"
-    os.rename(lake, old)
-    os.rename(staging, lake)
-    _remove_tree(old)
-
-
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths atomically with Linux renameat2(RENAME_EXCHANGE); False if unsupported."""
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (AttributeError, OSError):
-        return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    errno = ctypes.get_errno()
-    if errno in (38, 22, 95):  # ENOSYS, EINVAL, EOPNOTSUPP: fall back to two renames
-        return False
-    raise OSError(errno, os.strerror(errno), str(b))
-
-
-def _remove_tree(path: Path) -> None:
-    """Remove a directory we created, never following a symlink (rmtree unlinks links inside)."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(mode):
-        shutil.rmtree(path)
-    else:
-        os.unlink(path)
 
 
 # --- compaction --------------------------------------------------------------------------------

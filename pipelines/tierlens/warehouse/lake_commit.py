@@ -34,14 +34,16 @@ it was (the hidden folder is removed on the next run), and rerunning does the sa
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import shutil
 import stat
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from urllib.parse import quote as url_quote
+from urllib.parse import quote as url_quote, unquote
 
 from tierlens.records import SPECS, RecordKind
 from tierlens.warehouse.core import Warehouse
@@ -132,10 +134,11 @@ def _columns(wh: Warehouse, table: str) -> list[str]:
     return [d[0] for d in wh.con.execute(f"SELECT * FROM {quote(table)} LIMIT 0").description]
 
 
-def _key_expressions(table: str) -> list[tuple[str, str]]:
+def key_expressions(table: str) -> list[tuple[str, str]]:
     """(partition name, SQL giving its value as text) for the table's partition folders."""
     keys = []
     if (col := day_column(table)) is not None:
+        # timezone('UTC', ...) makes the day the UTC day whatever the session zone is.
         keys.append(("day", f"strftime(timezone('UTC', {quote(col)}), '%Y-%m-%d')"))
         if (site := SITE_COLUMNS.get(table)) is not None:
             keys.append(("site", f"CAST({quote(site)} AS VARCHAR)"))
@@ -149,7 +152,7 @@ def partition_key(names: list[str], values: tuple[str | None, ...]) -> str:
 
 def fingerprints(wh: Warehouse, table: str) -> dict[str, tuple[int, str]]:
     """Rows and an order-free digest of them per partition, from the warehouse."""
-    keys = _key_expressions(table)
+    keys = key_expressions(table)
     row_hash = f"hash({', '.join(quote(c) for c in _columns(wh, table))})"
     select_keys = "".join(f"{expr} AS k{i}, " for i, (_, expr) in enumerate(keys))
     group = ", ".join(f"k{i}" for i in range(len(keys)))
@@ -185,11 +188,58 @@ def _predicate(table: str, key: str) -> tuple[str, list[object]]:
         clauses.append(f"{col} >= ? AND {col} < ?")
         params += [start, start + timedelta(days=1)]
     if "site" in parts:
-        from urllib.parse import unquote
-
         clauses.append(f"{quote(SITE_COLUMNS[table])} = ?")
         params.append(unquote(parts["site"]))
     return " AND ".join(clauses), params
+
+
+# --- file system primitives ---------------------------------------------------------------------------
+
+
+def swap_in(staging: Path, lake: Path) -> None:
+    if not os.path.lexists(lake):
+        os.rename(staging, lake)
+        return
+    if exchange(staging, lake):
+        remove_tree(staging)  # now holds the old lake
+        return
+    # No atomic exchange (not Linux, or a filesystem without it): move the old lake aside first.
+    # Readers may find no lake for the instant between the renames, never a partial one.
+    old = lake.parent / f".{lake.name}.old-{uuid.uuid4().hex[:12]}"
+    os.rename(lake, old)
+    os.rename(staging, lake)
+    remove_tree(old)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically with Linux renameat2(RENAME_EXCHANGE); False if unsupported."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    errno = ctypes.get_errno()
+    if errno in (38, 22, 95):  # ENOSYS, EINVAL, EOPNOTSUPP: fall back to two renames
+        return False
+    raise OSError(errno, os.strerror(errno), str(b))
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a directory we created, never following a symlink (rmtree unlinks links inside)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
 
 
 # --- building and switching a table generation ------------------------------------------------------
@@ -239,20 +289,16 @@ class _Generation:
 
 
 def _switch(gen: _Generation, manifest: TableManifest) -> None:
-    from tierlens.warehouse.lake import _remove_tree, _swap_in
-
     _write_manifest(gen.folder, manifest)
-    _swap_in(gen.folder, gen.lake / gen.table)  # after it, gen.folder holds the old generation
-    _remove_tree(gen.folder)
+    swap_in(gen.folder, gen.lake / gen.table)  # after it, gen.folder holds the old generation
+    remove_tree(gen.folder)
 
 
 def remove_leftovers(lake: Path) -> None:
     """Hidden generations of an append or compaction that was killed before its switch."""
-    from tierlens.warehouse.lake import _remove_tree
-
     for p in lake.iterdir():
         if p.name.startswith(".") and (".next-" in p.name or p.name.startswith(".compact-")):
-            _remove_tree(p)
+            remove_tree(p)
 
 
 # --- append ----------------------------------------------------------------------------------------
@@ -311,9 +357,7 @@ def append_table(wh: Warehouse, lake: Path, table: str, batches: dict[str, int])
                     gen.link(live, key, name)
         _switch(gen, new)
     except BaseException:
-        from tierlens.warehouse.lake import _remove_tree
-
-        _remove_tree(gen.folder)
+        remove_tree(gen.folder)
         raise
     return result
 
@@ -426,9 +470,7 @@ def compact_table(lake: Path, table: str, rows_per_file: int) -> int:
             gen.partition_dir(key)
         _switch(gen, new)
     except BaseException:
-        from tierlens.warehouse.lake import _remove_tree
-
-        _remove_tree(gen.folder)
+        remove_tree(gen.folder)
         raise
     return len(crowded)
 
