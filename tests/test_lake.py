@@ -422,6 +422,28 @@ def test_an_append_killed_before_its_switch_changes_nothing_and_reruns(
     assert_equals_full_export(warehouse, lake, tmp_path)
 
 
+def test_append_on_a_file_system_without_hard_links_copies(
+    warehouse: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    lake = tmp_path / "lake"
+    export_lake(warehouse, lake)
+
+    refused: list[Any] = []
+
+    def no_links(*args: Any, **kw: Any) -> None:
+        refused.append(args)
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(lake_module.lake_commit.os, "link", no_links)
+    load_jobs(warehouse, [job("nolink", hour(1))], "no-links")
+    lake_module.append_lake(warehouse, lake)
+    monkeypatch.undo()
+    assert_equals_full_export(warehouse, lake, tmp_path)
+    assert len(refused) > 3  # every unchanged file of the committed tables was copied instead
+
+
 def test_retention_removes_whole_partitions(warehouse: Warehouse, tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     export_lake(warehouse, lake)

@@ -35,6 +35,7 @@ it was (the hidden folder is removed on the next run), and rerunning does the sa
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import shutil
@@ -224,10 +225,10 @@ def exchange(a: Path, b: Path) -> bool:
     renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
-    errno = ctypes.get_errno()
-    if errno in (38, 22, 95):  # ENOSYS, EINVAL, EOPNOTSUPP: fall back to two renames
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):  # fall back to two renames
         return False
-    raise OSError(errno, os.strerror(errno), str(b))
+    raise OSError(err, os.strerror(err), str(b))
 
 
 def remove_tree(path: Path) -> None:
@@ -285,7 +286,15 @@ class _Generation:
         source = partition_folder(live, key) / name
         if not stat.S_ISREG(os.lstat(source).st_mode):
             raise LakeError(f"{source} is not a regular file (a symlink?); run `tierlens lake export` to repair")
-        os.link(source, self.partition_dir(key) / name, follow_symlinks=False)
+        target = self.partition_dir(key) / name
+        try:
+            os.link(source, target, follow_symlinks=False)
+        except OSError as e:
+            if e.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
+                raise
+            # A file system without hard links (some network mounts): a copy, which costs the
+            # table's size instead of its file count, but keeps the switch atomic.
+            shutil.copy2(source, target, follow_symlinks=False)
 
 
 def _switch(gen: _Generation, manifest: TableManifest) -> None:
