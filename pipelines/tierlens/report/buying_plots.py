@@ -50,12 +50,40 @@ def price_against_efficiency(rows: Sequence[dict[str, Any]]) -> Figure:
                 xytext=(4, 3),
                 textcoords="offset points",
             )
+    _cut_long_intervals(ax, rows)
     ax.xaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
     currency = next((r["currency"] for r in rows if r.get("currency")), "")
     ax.set_xlabel("predicted CPU efficiency")
     ax.set_ylabel(f"whole-node price per 1000 core-hours {currency}".strip())
     ax.legend(loc="upper right", fontsize=8)
     return ax.figure
+
+
+#: The price axis ends at this multiple of the dearest configuration's price: an interval
+#: reaching further (a prediction near 0 % efficiency has a price interval of millions) is cut
+#: there and marked, or it would press every point onto the axis.
+PRICE_AXIS_HEADROOM = 1.6
+
+
+def _cut_long_intervals(ax: Any, rows: Sequence[dict[str, Any]]) -> None:
+    prices = [p for p in (_f(r["price_per_1000_core_hours"]) for r in rows) if not math.isnan(p)]
+    if not prices:
+        return
+    top = PRICE_AXIS_HEADROOM * max(prices)
+    cut = [r for r in rows if _f(r["price_per_1000_core_hours_high"]) > top]
+    if not cut:
+        return
+    ax.set_ylim(0.0, top)
+    for r in cut:
+        ax.annotate(
+            "↑ interval cut",
+            (_f(r["efficiency"]), top),
+            fontsize=7,
+            ha="center",
+            va="top",
+            xytext=(0, -2),
+            textcoords="offset points",
+        )
 
 
 @_png

@@ -84,4 +84,4 @@ def arms(*measures: str, csv_only: bool = False) -> tuple[Column, ...]:
     return tuple(c for m in measures for c in arm("a", m, csv_only=csv_only) + arm("b", m, csv_only=csv_only))
 
 
-EFFICIENCY_B_MINUS_A = Column("efficiency_b_minus_a", "efficiency B − A (points)", "points")
+EFFICIENCY_B_MINUS_A = Column("efficiency_b_minus_a", "efficiency B − A (pt)", "points")

@@ -67,7 +67,7 @@ def body(wh: MartReader, s: SectionOut) -> None:
 
 
 _DIFFERENCE = (
-    Column("efficiency_difference", "B − A (points)", "points"),
+    Column("efficiency_difference", "B − A (pt)", "points"),
     *col.interval("efficiency_ci", "points", "95 % CI"),
     Column("efficiency_p_value", "p-value", "num"),
 )
