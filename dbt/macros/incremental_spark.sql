@@ -81,7 +81,8 @@
         {%- endif -%}
     {%- endfor -%}
     {%- if specs -%}
-        {%- do run_query('alter table ' ~ relation ~ ' drop if exists ' ~ specs | join(', ')) -%}
+        {#- adapter.execute: no result to fetch (the thrift method has none for DDL) -#}
+        {%- do adapter.execute('alter table ' ~ relation ~ ' drop if exists ' ~ specs | join(', ')) -%}
     {%- endif -%}
     {{ log('incremental_by_day: ' ~ relation ~ ' dropped ' ~ specs | length ~ ' partitions before rewriting its window') }}
 {%- endmacro %}

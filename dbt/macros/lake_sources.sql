@@ -14,7 +14,7 @@
         {{ exceptions.raise_compiler_error("lake path must not contain quotes or backslashes: " ~ lake) }}
     {%- endif -%}
     {%- set lake = lake.rstrip('/') -%}
-    {%- do run_query('create schema if not exists main') -%}
+    {%- do adapter.execute('create schema if not exists main') -%}
     {%- for node in graph.sources.values() if node.source_name in ('raw', 'simulator') -%}
         {%- set columns = node.columns.values() | list -%}
         {%- if columns and columns | selectattr('data_type', 'none') | list | length == 0 -%}
@@ -51,9 +51,11 @@
 {% endmacro %}
 
 {# Spark: an external table with the documented schema over the folder (dropping it later
-   leaves the files alone). recursiveFileLookup reads every partition folder's files. #}
+   leaves the files alone). recursiveFileLookup reads every partition folder's files.
+   Statements without a result go through adapter.execute: run_query fetches one, which the
+   thrift method has none of for DDL. #}
 {% macro spark__register_lake_table(name, columns, path) %}
-    {%- do run_query('drop table if exists main.' ~ name) -%}
+    {%- do adapter.execute('drop table if exists main.' ~ name) -%}
     {%- set sql -%}
         create table main.{{ name }} (
         {%- for c in columns %}
@@ -63,5 +65,5 @@
         using parquet
         options (path '{{ path }}', recursiveFileLookup 'true')
     {%- endset -%}
-    {%- do run_query(sql) -%}
+    {%- do adapter.execute(sql) -%}
 {% endmacro %}
