@@ -2,6 +2,7 @@
 
     nice -n 19 .venv/bin/python bench/lake_hour_bench.py                        # full size, 30 days, 3 hours
     nice -n 19 .venv/bin/python bench/lake_hour_bench.py --jobs-per-day 2000 --cores 1000 --label dev
+    ... --reuse --first-hour 3      # the same warehouse again (3 hours loaded already): a new lake
 
 The site's records come from ``tierlens.sources.synthetic.bulk`` as in bench/scale_bench.py (the
 same ``arriving`` order, the same site sizes by default: ~20,000 jobs and ~300,000 file accesses a
@@ -67,6 +68,7 @@ def child_append(args: argparse.Namespace) -> dict:
         "seconds": seconds,
         "rows_written": sum(t.rows_written for t in done.values()),
         "tables_scanned": sorted(t.table for t in done.values() if t.scanned),
+        "tables_digested_whole": sorted(t.table for t in done.values() if t.digested_all),
         "partitions": {
             t.table: [t.appended_partitions, t.rewritten_partitions, t.removed_partitions]
             for t in done.values()
@@ -120,8 +122,9 @@ def _step(args: argparse.Namespace, name: str, step: str, **kw: str) -> dict:
 
 def run(args: argparse.Namespace) -> dict:
     work: Path = args.work
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    if not args.reuse:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
     warehouse, lake = work / "warehouse.duckdb", work / "lake"
     end = START + timedelta(days=args.days)
     results: dict = {
@@ -131,9 +134,11 @@ def run(args: argparse.Namespace) -> dict:
         "cpus": __import__("os").cpu_count(),
     }
     wh = str(warehouse)
-    results["backfill"] = _step(
-        args, "backfill", "load", warehouse=wh, start=START.isoformat(), end=end.isoformat(), with_nodes=""
-    )
+    if not args.reuse:
+        results["backfill"] = _step(
+            args, "backfill", "load", warehouse=wh, start=START.isoformat(), end=end.isoformat(), with_nodes=""
+        )
+    end += timedelta(hours=args.first_hour)
     results["export_first"] = _step(args, "export-first", "export", warehouse=wh, lake=str(lake))
     hours = []
     for h in range(args.hours):
@@ -159,6 +164,10 @@ def main() -> None:
     ap.add_argument("--label", default="full-30d")
     ap.add_argument("--work", type=Path, default=Path("/tmp/tierlens-lake-bench"))
     ap.add_argument("--child", choices=sorted(CHILDREN))
+    ap.add_argument(
+        "--reuse", action="store_true", help="keep --work's warehouse (no back-fill): a rerun after a change"
+    )
+    ap.add_argument("--first-hour", type=int, default=0, help="with --reuse: the hours an earlier run loaded already")
     for name in ("warehouse", "lake", "reference", "start", "end"):
         ap.add_argument(f"--{name}")
     ap.add_argument("--with-nodes", action="store_true")
@@ -166,6 +175,9 @@ def main() -> None:
     if args.child:
         print(json.dumps(CHILDREN[args.child](args)))
         return
+    if args.reuse:
+        shutil.rmtree(args.work / "lake", ignore_errors=True)
+        shutil.rmtree(args.work / "reference", ignore_errors=True)
     results = run(args)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.label}.json").write_text(json.dumps(results, indent=1) + "\n")

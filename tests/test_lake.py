@@ -346,6 +346,7 @@ def test_hourly_appends_equal_a_full_export(warehouse: Warehouse, tmp_path: Path
     done = lake_module.append_lake(warehouse, lake)
     assert done is not None and done["raw_job"].appended_partitions == 3
     assert done["raw_job"].rewritten_partitions == 0 and done["raw_job"].rows_written == 3
+    assert not done["raw_job"].digested_all  # it grew by what the batch loaded: only the grown partitions read
     assert not done["raw_node"].scanned  # no node batch and no row count change: not even read
     assert listing(day3) == ["data_0.parquet", "part-000001.parquet"]
     assert_equals_full_export(warehouse, lake, tmp_path)
@@ -360,6 +361,7 @@ def test_hourly_appends_equal_a_full_export(warehouse: Warehouse, tmp_path: Path
     done = lake_module.append_lake(warehouse, lake)
     assert done is not None
     assert (done["raw_job"].rewritten_partitions, done["raw_job"].removed_partitions) == (1, 1)
+    assert done["raw_job"].digested_all  # two rows replaced: every partition compared
     assert not (lake / "raw_job" / "day=__HIVE_DEFAULT_PARTITION__").exists()
     assert listing(day3) == ["part-000002.parquet"]
     assert_equals_full_export(warehouse, lake, tmp_path)

@@ -84,6 +84,9 @@ class TableManifest:
     sequence: int = 0
     #: Batches of the table's record kind in raw_batches when committed (None: not a record table).
     kind_batches: int | None = None
+    #: Their rows_loaded added up: if the table grew by exactly what batches since loaded, no
+    #: row was replaced or deleted, and the partitions that grew are all that changed.
+    rows_loaded: int | None = None
     partitions: dict[str, Partition] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
 
@@ -116,7 +119,9 @@ def read_manifest(table_dir: Path) -> TableManifest | None:
         parts = {
             k: Partition(int(v["rows"]), str(v["fingerprint"]), list(v["files"])) for k, v in data["partitions"].items()
         }
-        return TableManifest(data["table"], int(data["sequence"]), data["kind_batches"], parts, version)
+        return TableManifest(
+            data["table"], int(data["sequence"]), data["kind_batches"], data.get("rows_loaded"), parts, version
+        )
     except (KeyError, TypeError, ValueError) as e:
         raise LakeError(f"{path}: lake manifest lacks or mangles field {e}; run `tierlens lake export`") from e
 
@@ -151,24 +156,69 @@ def partition_key(names: list[str], values: tuple[str | None, ...]) -> str:
     return "/".join(f"{n}={NULL_PARTITION if v is None else url_quote(v, safe='')}" for n, v in zip(names, values))
 
 
-def fingerprints(wh: Warehouse, table: str) -> dict[str, tuple[int, str]]:
-    """Rows and an order-free digest of them per partition, from the warehouse."""
-    keys = key_expressions(table)
+def _group_expressions(table: str) -> list[str]:
+    """The partition keys as cheap values to group by: the UTC day as days since 1970 (an epoch
+    is UTC, so no time zone conversion per row: ten times faster than strftime), the site as is."""
+    exprs = []
+    if (col := day_column(table)) is not None:
+        exprs.append(f"CAST(floor(epoch_us({quote(col)}) / 86400000000) AS BIGINT)")
+        if (site := SITE_COLUMNS.get(table)) is not None:
+            exprs.append(f"CAST({quote(site)} AS VARCHAR)")
+    return exprs
+
+
+def _key_of(table: str, values: tuple) -> str:
+    names = [n for n, _ in key_expressions(table)]
+    text = [
+        None if v is None else (_EPOCH + timedelta(days=v)).isoformat() if n == "day" else v
+        for n, v in zip(names, values)
+    ]
+    return partition_key(names, tuple(text))
+
+
+_EPOCH = date(1970, 1, 1)
+
+
+def partition_counts(wh: Warehouse, table: str) -> dict[str, int]:
+    """Rows per partition: reads the partition columns only."""
+    exprs = _group_expressions(table)
+    if not exprs:
+        return {"": table_row_count(wh, table)}
+    keys = ", ".join(f"{e} AS k{i}" for i, e in enumerate(exprs))
+    group = ", ".join(f"k{i}" for i in range(len(exprs)))
+    rows = wh.con.execute(f"SELECT {group}, count(*) FROM (SELECT {keys} FROM {quote(table)}) GROUP BY {group}")
+    return {_key_of(table, r[:-1]): int(r[-1]) for r in rows.fetchall()}
+
+
+def fingerprints(wh: Warehouse, table: str, only: list[str] | None = None) -> dict[str, tuple[int, str]]:
+    """Rows and an order-free digest of them per partition, from the warehouse (``only``: just
+    these partitions, each read through its range, which the zone maps keep short)."""
     row_hash = f"hash({', '.join(quote(c) for c in _columns(wh, table))})"
-    select_keys = "".join(f"{expr} AS k{i}, " for i, (_, expr) in enumerate(keys))
-    group = ", ".join(f"k{i}" for i in range(len(keys)))
+    if only is not None:
+        out = {}
+        for key in only:
+            where, params = _predicate(table, key)
+            rows, xor, total = wh.con.execute(
+                f"SELECT count(*), bit_xor(h), sum(h) FROM (SELECT {row_hash} AS h FROM {quote(table)} WHERE {where})",
+                params,
+            ).fetchall()[0]
+            if rows or key == "":
+                out[key] = (int(rows), f"{rows}:{xor}:{total}")
+        return out
+    exprs = _group_expressions(table)
+    keys = "".join(f"{e} AS k{i}, " for i, e in enumerate(exprs))
+    group = ", ".join(f"k{i}" for i in range(len(exprs)))
     query = (
         f"SELECT {group + ', ' if group else ''}count(*), bit_xor(h), sum(h) "
-        f"FROM (SELECT {select_keys}{row_hash} AS h FROM {quote(table)})"
+        f"FROM (SELECT {keys}{row_hash} AS h FROM {quote(table)})"
         f"{' GROUP BY ' + group if group else ''}"
     )
-    names = [n for n, _ in keys]
     out = {}
     for row in wh.con.execute(query).fetchall():
-        values, (rows, xor, total) = row[: len(keys)], row[len(keys) :]
+        values, (rows, xor, total) = row[: len(exprs)], row[len(exprs) :]
         if rows:
-            out[partition_key(names, values)] = (int(rows), f"{rows}:{xor}:{total}")
-    if not keys:
+            out[_key_of(table, values)] = (int(rows), f"{rows}:{xor}:{total}")
+    if not exprs:
         out.setdefault("", (0, "0:None:None"))  # an unpartitioned table always has its file
     return out
 
@@ -319,6 +369,8 @@ class TableAppend:
 
     table: str
     scanned: bool = False
+    #: Every row digested: a row was replaced or deleted since (else only the grown partitions).
+    digested_all: bool = False
     appended_partitions: int = 0
     rewritten_partitions: int = 0
     removed_partitions: int = 0
@@ -329,9 +381,12 @@ class TableAppend:
         return bool(self.appended_partitions or self.rewritten_partitions or self.removed_partitions)
 
 
-def kind_batch_counts(wh: Warehouse) -> dict[str, int]:
-    rows = wh.con.execute(f"SELECT record_kind, count(*) FROM {quote(BATCHES_TABLE)} GROUP BY ALL").fetchall()
-    return {RecordKind(kind).table: int(n) for kind, n in rows}
+def kind_batch_counts(wh: Warehouse) -> dict[str, tuple[int, int]]:
+    """Per record table: batches of its kind in raw_batches, and their rows_loaded added up."""
+    rows = wh.con.execute(
+        f"SELECT record_kind, count(*), coalesce(sum(rows_loaded), 0) FROM {quote(BATCHES_TABLE)} GROUP BY ALL"
+    ).fetchall()
+    return {RecordKind(kind).table: (int(n), int(loaded)) for kind, n, loaded in rows}
 
 
 def table_row_count(wh: Warehouse, table: str) -> int:
@@ -339,7 +394,7 @@ def table_row_count(wh: Warehouse, table: str) -> int:
     return int(row[0][0])
 
 
-def append_table(wh: Warehouse, lake: Path, table: str, batches: dict[str, int]) -> TableAppend:
+def append_table(wh: Warehouse, lake: Path, table: str, batches: dict[str, tuple[int, int]]) -> TableAppend:
     """Bring one table of the lake up to the warehouse's content, touching only what changed."""
     live = lake / table
     check_real_dir(live, "table folder")
@@ -347,19 +402,29 @@ def append_table(wh: Warehouse, lake: Path, table: str, batches: dict[str, int])
     if old is None:
         raise LakeError(f"{live} has no {MANIFEST}; run `tierlens lake export` first")
     result = TableAppend(table)
-    kind_batches = batches.get(table, 0) if table in _KIND_OF_TABLE else None
-    if table in _KIND_OF_TABLE and kind_batches == old.kind_batches and table_row_count(wh, table) == old.rows:
+    kind_batches, loaded = batches.get(table, (0, 0)) if table in _KIND_OF_TABLE else (None, None)
+    count = table_row_count(wh, table)
+    if kind_batches is not None and kind_batches == old.kind_batches and count == old.rows:
         return result  # no batch of its kind since, no retention: nothing can have changed
     result.scanned = True
-    now = fingerprints(wh, table)
-    changed = sorted(k for k in set(now) | set(old.partitions) if now.get(k, (0, None))[1] != _fp(old, k))
+    additions_only = loaded is not None and old.rows_loaded is not None and count - old.rows == loaded - old.rows_loaded
+    counts = partition_counts(wh, table) if additions_only else {}
+    # Every committed partition still there, none smaller: then a shrink elsewhere did not offset a growth.
+    if additions_only and all(counts.get(k, 0) >= p.rows for k, p in old.partitions.items()):
+        # Only the partitions that grew changed: found by counting, digested alone.
+        changed = sorted(k for k, n in counts.items() if n != _rows(old, k))
+        now = fingerprints(wh, table, changed)
+    else:
+        additions_only, result.digested_all = False, True
+        now = fingerprints(wh, table)
+        changed = sorted(k for k in set(now) | set(old.partitions) if now.get(k, (0, None))[1] != _fp(old, k))
     if not changed and kind_batches == old.kind_batches:
         return result
-    new = TableManifest(table, old.sequence + 1, kind_batches, dict(old.partitions))
+    new = TableManifest(table, old.sequence + 1, kind_batches, loaded, dict(old.partitions))
     gen = _Generation(lake, table)
     try:
         for key in changed:
-            _update_partition(wh, live, gen, new, key, now.get(key), result)
+            _update_partition(wh, live, gen, new, key, now.get(key), result, additions_only)
         for key, part in new.partitions.items():
             for name in part.files:
                 if not os.path.lexists(gen.partition_dir(key) / name):
@@ -369,6 +434,11 @@ def append_table(wh: Warehouse, lake: Path, table: str, batches: dict[str, int])
         remove_tree(gen.folder)
         raise
     return result
+
+
+def _rows(manifest: TableManifest, key: str) -> int:
+    part = manifest.partitions.get(key)
+    return part.rows if part else 0
 
 
 def _fp(manifest: TableManifest, key: str) -> str | None:
@@ -384,6 +454,7 @@ def _update_partition(
     key: str,
     now: tuple[int, str] | None,
     result: TableAppend,
+    additions_only: bool,
 ) -> None:
     before = new.partitions.get(key)
     if now is None:  # every row of the partition left the warehouse (retention, a moved record)
@@ -399,7 +470,7 @@ def _update_partition(
     if before is not None and before.files:
         files = ", ".join(literal(str((live / key / f) if key else live / f)) for f in before.files)
         committed = f"SELECT * FROM read_parquet([{files}], hive_partitioning = false)"
-        lost = wh.con.execute(f"SELECT count(*) FROM ({committed} EXCEPT ALL {current})", params).fetchall()[0][0]
+        lost = 0 if additions_only else _count(wh, f"{committed} EXCEPT ALL {current}", params)
         if lost == 0:  # only additions: one new file beside the committed ones
             written = _copy(wh, f"{current} EXCEPT ALL {committed}", params, target)
             new.partitions[key] = Partition(now[0], now[1], [*before.files, name])
@@ -415,6 +486,10 @@ def _update_partition(
     result.rows_written += written
 
 
+def _count(wh: Warehouse, query: str, params: list[object]) -> int:
+    return int(wh.con.execute(f"SELECT count(*) FROM ({query})", params).fetchall()[0][0])
+
+
 def _copy(wh: Warehouse, query: str, params: list[object], target: Path) -> int:
     row = wh.con.execute(
         f"COPY ({query}) TO {literal(str(target))} (FORMAT parquet, COMPRESSION zstd)", params
@@ -425,7 +500,7 @@ def _copy(wh: Warehouse, query: str, params: list[object], target: Path) -> int:
 # --- manifests for a full export --------------------------------------------------------------------
 
 
-def manifest_for_export(wh: Warehouse, folder: Path, table: str, batches: dict[str, int]) -> None:
+def manifest_for_export(wh: Warehouse, folder: Path, table: str, batches: dict[str, tuple[int, int]]) -> None:
     """Write the manifest of a table ``export_lake`` just wrote into ``folder`` (its staging copy)."""
     now = fingerprints(wh, table)
     on_disk: dict[str, list[str]] = {}
@@ -440,8 +515,8 @@ def manifest_for_export(wh: Warehouse, folder: Path, table: str, batches: dict[s
             f"partitions the warehouse holds ({sorted(set(now) - set(on_disk))[:3]}) differ"
         )
     parts = {k: Partition(rows, fp, on_disk[k]) for k, (rows, fp) in now.items()}
-    kind_batches = batches.get(table, 0) if table in _KIND_OF_TABLE else None
-    _write_manifest(folder, TableManifest(table, 0, kind_batches, parts))
+    kind_batches, loaded = batches.get(table, (0, 0)) if table in _KIND_OF_TABLE else (None, None)
+    _write_manifest(folder, TableManifest(table, 0, kind_batches, loaded, parts))
 
 
 # --- compaction ----------------------------------------------------------------------------------
@@ -458,7 +533,7 @@ def compact_table(lake: Path, table: str, rows_per_file: int) -> int:
     crowded = sorted(k for k, p in old.partitions.items() if len(p.files) > 1)
     if not crowded:
         return 0
-    new = TableManifest(table, old.sequence + 1, old.kind_batches, dict(old.partitions))
+    new = TableManifest(table, old.sequence + 1, old.kind_batches, old.rows_loaded, dict(old.partitions))
     gen = _Generation(lake, table)
     try:
         for key in crowded:
