@@ -169,6 +169,16 @@ def test_captured_accesses_join_exactly_on_the_identity_the_client_sent(joined):
     assert [(r["match_quality"], r["job_id"]) for r in fetch] == [("unmatched", None)]
 
 
+def _load_and_reconcile(wh, tmp_path, rows: list[dict], source: str) -> None:
+    """Load file_access rows, then build int_file_access_reconciled and what it reads."""
+    with Warehouse(wh) as w:
+        w.load(Batch(RecordKind.FILE_ACCESS, pa.Table.from_pylist(rows, schema=FILE_ACCESS), source))
+    result = run_dbt(
+        wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled", "--indirect-selection", "cautious"]
+    )
+    assert result.success, result.failures
+
+
 def test_cache_bytes_rest_on_the_origin_record_of_the_cache_own_read(joined):
     """The capture's g-stream calls the first read through the cache all hits (b_miss 0, xrootd
     #2366); the origin recorded the cache fetching the file, so the first access is a miss of the
@@ -224,12 +234,7 @@ def test_without_origin_evidence_the_gstream_is_corrected(tmp_path):
             cache_blocks_done=blocks_done,
         )
         rows.append(r)
-    with Warehouse(wh) as w:
-        w.load(Batch(RecordKind.FILE_ACCESS, pa.Table.from_pylist(rows, schema=FILE_ACCESS), "gstream-only"))
-    result = run_dbt(
-        wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled", "--indirect-selection", "cautious"]
-    )
-    assert result.success, result.failures
+    _load_and_reconcile(wh, tmp_path, rows, "gstream-only")
     con = duckdb.connect(str(wh), read_only=True)
     try:
         got = {
@@ -287,12 +292,7 @@ def test_todisk_comes_after_the_origin_and_before_the_gstream(tmp_path):
         server_host="origin:1094", file_lfn="/t4", read_bytes_at_close=300, read_bytes=300, file_size_bytes=10 * mb
     )
     rows.append(fill)
-    with Warehouse(wh) as w:
-        w.load(Batch(RecordKind.FILE_ACCESS, pa.Table.from_pylist(rows, schema=FILE_ACCESS), "todisk"))
-    result = run_dbt(
-        wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled", "--indirect-selection", "cautious"]
-    )
-    assert result.success, result.failures
+    _load_and_reconcile(wh, tmp_path, rows, "todisk")
     con = duckdb.connect(str(wh), read_only=True)
     try:
         got = {

@@ -131,6 +131,17 @@ def _node_with_hidden_volumes(tmp_path: Path, vg: str = "condor_vg") -> Path:
     return root
 
 
+def _cron(args: list[str], root) -> str:
+    """What the startd cron script prints with ``args`` on the host tree ``root`` (isolated Python)."""
+    return subprocess.run(
+        [sys.executable, "-S", "-I", str(CRON_SCRIPT), *args, f"--root={root}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+
+
 @pytest.mark.parametrize("vg", ["condor_vg", "condor-vg"])
 def test_startd_cron_measures_the_volume_group_when_jobs_get_volumes(param, tmp_path, vg):
     root = _node_with_hidden_volumes(tmp_path, vg)
@@ -142,24 +153,12 @@ def test_startd_cron_measures_the_volume_group_when_jobs_get_volumes(param, tmp_
     p = param(f"STARTD_ENFORCE_DISK_LIMITS = true\nLVM_VOLUME_GROUP_NAME = {vg}\n")
     args = shlex.split(p["STARTD_CRON_TIERLENS_ARGS"])
     assert "--enforce-disk-limits=true" in args and f"--lvm-vg={vg}" in args
-    out = subprocess.run(
-        [sys.executable, "-S", "-I", str(CRON_SCRIPT), *args, f"--root={root}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    out = _cron(args, root)
     assert 'TierlensStorageType = "nvme"' in out and f'TierlensScratchPath = "{EXECUTE}"' in out
     # without enforcement the jobs write to EXECUTE's own storage: the HDD
     args = shlex.split(param(f"LVM_VOLUME_GROUP_NAME = {vg}\n")["STARTD_CRON_TIERLENS_ARGS"])
     assert "--enforce-disk-limits=false" in args
-    out = subprocess.run(
-        [sys.executable, "-S", "-I", str(CRON_SCRIPT), *args, f"--root={root}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    out = _cron(args, root)
     assert 'TierlensStorageType = "hdd"' in out
 
 

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from support.rows import count_rows
 from tierlens.records import NODE
 
 pytestmark = pytest.mark.integration
@@ -55,14 +56,6 @@ def _fill(disk: Path, leave: int = 1 << 20) -> Path:
     return filler
 
 
-def _rows(wh: Path, table: str) -> int:
-    con = duckdb.connect(str(wh), read_only=True)
-    try:
-        return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-    finally:
-        con.close()
-
-
 def test_a_load_on_a_full_disk_names_the_file_loads_nothing_and_the_next_run_completes(
     small_disk: Path, tmp_path: Path
 ) -> None:
@@ -97,12 +90,12 @@ def test_a_load_on_a_full_disk_names_the_file_loads_nothing_and_the_next_run_com
     assert str(wh) in said and f"node batch parquet:{nodes}" in said  # the file and what was written
     assert "nothing of this batch was loaded" in said and "run it again" in said
     filler.unlink()
-    assert _rows(wh, "raw_node") == 0 and _rows(wh, "raw_batches") == 0  # no half-loaded batch
+    assert count_rows(wh, "raw_node") == 0 and count_rows(wh, "raw_batches") == 0  # no half-loaded batch
     leftovers = {p.name for p in wh.parent.iterdir()} - {wh.name, wh.name + ".lock", wh.name + ".wal"}
     assert not leftovers  # nothing half-written beside it
     r = subprocess.run(load, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert _rows(wh, "raw_node") == ROWS and _rows(wh, "raw_batches") == 1
+    assert count_rows(wh, "raw_node") == ROWS and count_rows(wh, "raw_batches") == 1
 
 
 def test_the_transform_history_on_a_full_disk_names_its_file_and_keeps_the_previous_one(small_disk: Path) -> None:
@@ -134,11 +127,9 @@ TINY_PROJECT = {
 }
 
 
-def test_a_transform_on_a_full_disk_names_what_it_could_not_write_and_the_next_run_completes(
-    small_disk: Path, tmp_path: Path
-) -> None:
+def _tiny_project_and_warehouse(small_disk: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The tiny dbt project written out, and a new warehouse in a tierlens home on the small disk."""
     from tierlens.warehouse import Warehouse
-    from tierlens.warehouse.history import load_history, state_path
 
     project = tmp_path / "tiny"
     for name, text in TINY_PROJECT.items():
@@ -147,6 +138,15 @@ def test_a_transform_on_a_full_disk_names_what_it_could_not_write_and_the_next_r
     home = small_disk / "home"
     wh = home / "warehouse.duckdb"
     Warehouse(wh).close()
+    return project, home, wh
+
+
+def test_a_transform_on_a_full_disk_names_what_it_could_not_write_and_the_next_run_completes(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    from tierlens.warehouse.history import load_history, state_path
+
+    project, home, wh = _tiny_project_and_warehouse(small_disk, tmp_path)
     env = {**os.environ, "TIERLENS_HOME": str(home)}
     transform = [str(TIERLENS), "transform", "-w", str(wh), "--project-dir", str(project), "--wait", "5"]
     filler = _fill(small_disk, leave=0)
@@ -245,17 +245,10 @@ def test_the_collector_journal_on_a_full_disk_names_its_segment_keeps_what_it_ho
 def test_a_transform_whose_publish_finds_the_disk_full_says_the_run_is_recorded_and_the_next_publishes(
     small_disk: Path, tmp_path: Path
 ) -> None:
-    from tierlens.warehouse import Warehouse
     from tierlens.warehouse.history import load_history
     from tierlens.warehouse.publish import published_path
 
-    project = tmp_path / "tiny"
-    for name, text in TINY_PROJECT.items():
-        (project / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / name).write_text(text)
-    home = small_disk / "home"
-    wh = home / "warehouse.duckdb"
-    Warehouse(wh).close()
+    project, home, wh = _tiny_project_and_warehouse(small_disk, tmp_path)
     _grow(wh, 1_000_000)
     env = {**os.environ, "TIERLENS_HOME": str(home)}
     transform = [str(TIERLENS), "transform", "-w", str(wh), "--project-dir", str(project), "--wait", "5"]

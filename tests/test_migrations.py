@@ -398,3 +398,22 @@ def test_data_completeness_built_before_it_was_incremental_is_dropped(tmp_path: 
         rows = wh.con.execute("SELECT count(*) FROM marts.data_completeness").fetchone()[0] if left else 0
         assert mig.current_version(wh.con) == mig.LATEST
     assert (left, rows) == ((1, 1) if incremental_already else (0, 0))
+
+
+def test_the_gstream_groups_are_the_columns_their_migrations_added():
+    """records.py groups FILE_ACCESS's g-stream fields by the release that appended them; the
+    migration of each release adds its group, and the groups together are every cache_ field in
+    the schema's order."""
+    from tierlens import records
+    from tierlens.warehouse.migrations import MIGRATIONS, AddColumns
+
+    added = {
+        m.version: [
+            n for s in m.steps if isinstance(s, AddColumns) and s.target == RecordKind.FILE_ACCESS for n in s.names
+        ]
+        for m in MIGRATIONS
+    }
+    assert added[4][-len(records.GSTREAM_V2) :] == list(records.GSTREAM_V2)
+    assert added[7] == list(records.GSTREAM_572)
+    cache_fields = [f.name for f in records.FILE_ACCESS if f.name.startswith("cache_")]
+    assert cache_fields == list(records.GSTREAM_FIELDS)

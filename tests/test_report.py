@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from support.report_marts import HARDWARE_OPTIONS_COLUMNS
 from support.report_warehouse import (
     AB_ROWS,
     CACHE_ROWS,
@@ -458,16 +459,7 @@ WRITE_WARNING = "writes 45 MB/s (probe: steady state past a 12 GB fast region), 
 def test_hardware_section_prices_whole_nodes_with_both_figures(tmp_path: Path):
     warehouse = make_warehouse(tmp_path / "w.duckdb")
     with duckdb.connect(str(warehouse)) as con:
-        con.execute("""CREATE TABLE marts.hardware_options (
-            job_class VARCHAR, price_rank INTEGER, config_name VARCHAR, storage_type VARCHAR, evidence VARCHAR,
-            jobs_per_node DOUBLE, cache VARCHAR, currency VARCHAR, node_config VARCHAR, cores_per_job DOUBLE,
-            whole_node_price DOUBLE, price_per_node DOUBLE, price_per_gb DOUBLE, power_price_per_node_hour DOUBLE,
-            efficiency DOUBLE, efficiency_low DOUBLE, efficiency_high DOUBLE, node_throughput DOUBLE,
-            price_per_throughput DOUBLE, price_per_core_hour DOUBLE, price_per_core_hour_low DOUBLE,
-            price_per_core_hour_high DOUBLE, interval_driver VARCHAR, ssd_lifetime_years DOUBLE,
-            structural_error DOUBLE, staged_gb_per_node_hour DOUBLE, write_warning VARCHAR,
-            generator_structural_error DOUBLE, published_structural_error DOUBLE, structural_error_source VARCHAR,
-            under_write_read_p99_ms DOUBLE)""")
+        con.execute(f"CREATE TABLE marts.hardware_options ({HARDWARE_OPTIONS_COLUMNS})")
         for i, (name, st, ev, n, e, elo, ehi, p, plo, phi) in enumerate(sorted(HARDWARE, key=lambda h: h[7])):
             con.execute(
                 "INSERT INTO marts.hardware_options VALUES (?, ?, ?, ?, ?, ?, 'none', 'GBP', '8-core worker', "

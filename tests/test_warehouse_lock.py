@@ -20,11 +20,11 @@ import textwrap
 import time
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from support.rows import count_rows
 from tierlens.records import NODE
 
 pytestmark = pytest.mark.integration
@@ -91,14 +91,6 @@ def _nodes(tmp_path: Path, n: int = 3) -> Path:
     path = tmp_path / "node.parquet"
     pq.write_table(table, path)
     return path
-
-
-def _rows(wh: Path, table: str) -> int:
-    con = duckdb.connect(str(wh), read_only=True)
-    try:
-        return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-    finally:
-        con.close()
 
 
 @pytest.mark.parametrize(
@@ -176,7 +168,7 @@ def test_a_load_beside_a_transform_waits_or_refuses_and_loads_nothing(wh: Path, 
         r = _tierlens("load", "node", str(nodes), "-w", str(wh), env=_env(TIERLENS_LOCK_WAIT_SECONDS="1"))
         assert r.returncode == 1, r.stdout + r.stderr
         assert f"pid {holder.proc.pid}" in " ".join(r.stderr.split())
-        assert _rows(wh, "raw_node") == 0 and _rows(wh, "raw_batches") == 0
+        assert count_rows(wh, "raw_node") == 0 and count_rows(wh, "raw_batches") == 0
         waiting = subprocess.Popen(
             [str(TIERLENS), "load", "node", str(nodes), "-w", str(wh)],
             env=_env(TIERLENS_LOCK_WAIT_SECONDS="60"),
@@ -190,7 +182,7 @@ def test_a_load_beside_a_transform_waits_or_refuses_and_loads_nothing(wh: Path, 
         holder.release()
     out, errs = waiting.communicate(timeout=60)
     assert waiting.returncode == 0, out + errs
-    assert _rows(wh, "raw_node") == 3
+    assert count_rows(wh, "raw_node") == 3
 
 
 def test_the_airflow_load_lands_its_batches_while_a_transform_holds_the_warehouse(wh: Path, tmp_path: Path) -> None:
@@ -209,11 +201,11 @@ def test_the_airflow_load_lands_its_batches_while_a_transform_holds_the_warehous
         result = load_interval("nodes", parquet_batches(RecordKind.NODE, [_nodes(tmp_path)]), wh, start, end)
         assert time.monotonic() - started < 10  # it did not wait for the transform
         assert result["landed"] == 1 and "busy" in result["warehouse_busy"]
-        assert len(landed_files(wh)) == 1 and _rows(wh, "raw_node") == 0
+        assert len(landed_files(wh)) == 1 and count_rows(wh, "raw_node") == 0
     finally:
         holder.release()
     assert tasks.load_landed(wh) == {"files": 1, "rows_loaded": 3}
-    assert _rows(wh, "raw_node") == 3 and not landed_files(wh)
+    assert count_rows(wh, "raw_node") == 3 and not landed_files(wh)
 
 
 def test_publish_and_retention_wait_for_the_writer_lock(wh: Path, tmp_path: Path, monkeypatch) -> None:

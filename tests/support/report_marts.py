@@ -9,6 +9,18 @@ from pathlib import Path
 
 import duckdb
 
+#: the columns of marts.hardware_options the report reads, as the mart types them
+HARDWARE_OPTIONS_COLUMNS = """
+    job_class VARCHAR, price_rank INTEGER, config_name VARCHAR, storage_type VARCHAR, evidence VARCHAR,
+    jobs_per_node DOUBLE, cache VARCHAR, currency VARCHAR, node_config VARCHAR, cores_per_job DOUBLE,
+    whole_node_price DOUBLE, price_per_node DOUBLE, price_per_gb DOUBLE, power_price_per_node_hour DOUBLE,
+    efficiency DOUBLE, efficiency_low DOUBLE, efficiency_high DOUBLE, node_throughput DOUBLE,
+    price_per_throughput DOUBLE, price_per_core_hour DOUBLE, price_per_core_hour_low DOUBLE,
+    price_per_core_hour_high DOUBLE, interval_driver VARCHAR, ssd_lifetime_years DOUBLE,
+    structural_error DOUBLE, staged_gb_per_node_hour DOUBLE, write_warning VARCHAR,
+    generator_structural_error DOUBLE, published_structural_error DOUBLE, structural_error_source VARCHAR,
+    under_write_read_p99_ms DOUBLE"""
+
 #: (config, storage type, evidence, jobs/node, efficiency, low, high, price/core-h, low, high)
 HARDWARE = (
     ("Enterprise NVMe (Samsung PM9A3 3.84 TB)", "nvme", "measured", 32, 0.872, 0.851, 0.893, 0.0121, 0.0118, 0.0124),
@@ -102,16 +114,7 @@ def add_answer_marts(path: Path) -> Path:
                     warning,
                 ],
             )
-        con.execute("""CREATE OR REPLACE TABLE marts.hardware_options (
-            job_class VARCHAR, price_rank INTEGER, config_name VARCHAR, storage_type VARCHAR, evidence VARCHAR,
-            jobs_per_node DOUBLE, cache VARCHAR, currency VARCHAR, node_config VARCHAR, cores_per_job DOUBLE,
-            whole_node_price DOUBLE, price_per_node DOUBLE, price_per_gb DOUBLE, power_price_per_node_hour DOUBLE,
-            efficiency DOUBLE, efficiency_low DOUBLE, efficiency_high DOUBLE, node_throughput DOUBLE,
-            price_per_throughput DOUBLE, price_per_core_hour DOUBLE, price_per_core_hour_low DOUBLE,
-            price_per_core_hour_high DOUBLE, interval_driver VARCHAR, ssd_lifetime_years DOUBLE,
-            structural_error DOUBLE, staged_gb_per_node_hour DOUBLE, write_warning VARCHAR,
-            generator_structural_error DOUBLE, published_structural_error DOUBLE, structural_error_source VARCHAR,
-            under_write_read_p99_ms DOUBLE)""")
+        con.execute(f"CREATE OR REPLACE TABLE marts.hardware_options ({HARDWARE_OPTIONS_COLUMNS})")
         for i, (name, st, ev, n, e, elo, ehi, p, plo, phi) in enumerate(HARDWARE):
             derived = ev != "measured"
             con.execute(

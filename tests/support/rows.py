@@ -26,3 +26,8 @@ def wh_rows(wh: Path, sql: str) -> list[tuple]:
         return con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def count_rows(wh: Path, table: str) -> int:
+    """How many rows ``table`` of the warehouse file ``wh`` holds."""
+    return wh_rows(wh, f"SELECT count(*) FROM {table}")[0][0]
