@@ -20,16 +20,19 @@ one (linked), unless the commit removed that file (a partition rewrite, compacti
 then it fails with file-not-found and is rerun, it never returns a mix. File names are never
 reused (they carry the table's commit sequence), so a stale listing never reads other rows.
 
-What changed is found by a fingerprint per partition (rows, and an order-free sum and xor of
-row hashes) computed in the warehouse and compared with the manifest. Raw rows carry no batch
-id (the warehouse replaces rows by natural key), so the fingerprint is what tells which
-partitions a batch touched, including the partition an updated record left (a job that got its
-start time moves out of the null-day partition). A touched partition whose old rows are all
-still in the warehouse gets one new file with the added rows; one that lost rows (a record
-re-sent with changed values, retention) is rewritten as one file. A table whose kind had no new
-batch and whose row count did not change is not scanned. A batch loaded twice changes nothing in
-the warehouse, so nothing in the lake; an append killed before its exchange leaves the lake as
-it was (the hidden folder is removed on the next run), and rerunning does the same commit.
+What changed is found from the warehouse and the manifest. Raw rows carry no batch id (the
+warehouse replaces rows by natural key), so the manifest keeps, per table, how many rows its
+kind's batches had loaded, and per partition its rows and a fingerprint (count, sum and xor of
+row hashes). A table whose row count grew by exactly what its new batches loaded lost no row:
+the partitions that grew (counted on the partition columns alone) are all that changed, and
+only they are digested and read. Otherwise (a record re-sent with changed values, retention)
+every partition is digested and compared; that also finds the partition an updated record left
+(a job that got its start time moves out of the null-day partition). A changed partition whose
+committed rows are all still in the warehouse gets one new file with the added rows; one that
+lost rows is rewritten as one file. A table whose kind had no new batch and whose row count did
+not change is not read at all. A batch loaded twice changes nothing in the warehouse, so nothing
+in the lake; an append killed before its exchange leaves the lake as it was (the hidden folder
+is removed on the next run), and rerunning does the same commit.
 """
 
 from __future__ import annotations
@@ -472,7 +475,7 @@ def _update_partition(
         committed = f"SELECT * FROM read_parquet([{files}], hive_partitioning = false)"
         lost = 0 if additions_only else _count(wh, f"{committed} EXCEPT ALL {current}", params)
         if lost == 0:  # only additions: one new file beside the committed ones
-            written = _copy(wh, f"{current} EXCEPT ALL {committed}", params, target)
+            written = _copy(wh, _added(new.table, current, files, committed, additions_only), params, target)
             new.partitions[key] = Partition(now[0], now[1], [*before.files, name])
             result.appended_partitions += 1
             result.rows_written += written
@@ -484,6 +487,19 @@ def _update_partition(
     else:
         result.rewritten_partitions += 1  # it lost rows: replaced by one file of what is left
     result.rows_written += written
+
+
+def _added(table: str, current: str, files: str, committed: str, additions_only: bool) -> str:
+    """The rows of ``current`` the committed files lack. With additions only, every committed row
+    is still in the warehouse unchanged and natural keys are unique there, so a row is new when
+    its key is: only the key columns of the committed files are read."""
+    if not additions_only:
+        return f"{current} EXCEPT ALL {committed}"
+    keys = ", ".join(quote(k) for k in SPECS[_KIND_OF_TABLE[table]].natural_key)
+    return (
+        f"SELECT c.* FROM ({current}) AS c ANTI JOIN "
+        f"(SELECT {keys} FROM read_parquet([{files}], hive_partitioning = false)) AS k USING ({keys})"
+    )
 
 
 def _count(wh: Warehouse, query: str, params: list[object]) -> int:
