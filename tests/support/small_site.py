@@ -37,9 +37,12 @@ class SmallSite:
     reference: Path
 
 
-def tierlens(*args: str, home: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    """``tierlens args…`` with its home (dbt state, history) at ``home``; not checked."""
-    return subprocess.run([*TIERLENS, *args], env=tierlens_env(home), capture_output=True, text=True, timeout=timeout)
+def tierlens(*args: str, home: Path, timeout: float = 900, dbt_tests: bool = False) -> subprocess.CompletedProcess:
+    """``tierlens args…`` with its home (dbt state, history) at ``home``; not checked. Its
+    transforms build without the dbt project's tests unless ``dbt_tests``: what is claimed of these
+    warehouses is their tables (equal to the reference's), which dbt's tests do not change."""
+    env = tierlens_env(home, dbt_tests=dbt_tests)
+    return subprocess.run([*TIERLENS, *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def checked(*args: str, home: Path, timeout: float = 900) -> subprocess.CompletedProcess:
