@@ -11,7 +11,8 @@ and the 1-minute load average before and after it:
 
 1. back-fill: ``--days`` days of arrivals loaded through the warehouse's loader (untimed here);
 2. ``tierlens lake export``: the full export, what the ingest publish did every hour before;
-3. ``--hours`` hours: the hour's arrivals loaded (untimed), then ``append_lake``, timed;
+3. ``--hours`` hours: the hour's arrivals loaded (untimed), then ``append_lake``, timed; then
+   100 job records re-sent with a changed value (replaced by key) and ``append_lake`` again;
 4. a full export again at the final size, and a check that the appended lake holds the same rows
    as that fresh export (rows and an order-free hash of every row, per table).
 
@@ -77,6 +78,26 @@ def child_append(args: argparse.Namespace) -> dict:
     }
 
 
+def child_resend(args: argparse.Namespace) -> dict:
+    """Re-send the accounting records of 100 jobs of the last hour with a changed value (their CPU
+    time), as a batch system re-sends a corrected record: the warehouse replaces them by key."""
+    import pyarrow.compute as pc
+
+    from tierlens.records import JOB, Batch, RecordKind
+    from tierlens.warehouse import Warehouse
+
+    with Warehouse(args.warehouse) as wh:
+        rows = wh.con.execute("SELECT * FROM raw_job ORDER BY end_time DESC NULLS LAST LIMIT 100").to_arrow_table()
+        rows = rows.select(JOB.names).cast(JOB)
+        changed = rows.set_column(
+            rows.schema.get_field_index("cpu_user_seconds"),
+            JOB.field("cpu_user_seconds"),
+            pc.add(pc.fill_null(rows["cpu_user_seconds"], 0.0), 1.0),
+        )
+        result = wh.load(Batch(RecordKind.JOB, changed, "resend"))
+    return {"rows_loaded": result.rows_loaded}
+
+
 def child_compare(args: argparse.Namespace) -> dict:
     """Rows and an order-free hash of the rows of each table, in the appended lake and a fresh export."""
     import duckdb
@@ -97,7 +118,13 @@ def child_compare(args: argparse.Namespace) -> dict:
     return {"tables_differing": differ}
 
 
-CHILDREN = {"load": child_load, "export": child_export, "append": child_append, "compare": child_compare}
+CHILDREN = {
+    "load": child_load,
+    "export": child_export,
+    "append": child_append,
+    "resend": child_resend,
+    "compare": child_compare,
+}
 
 
 def _child(args: argparse.Namespace, step: str, **kw: str) -> list[str]:
@@ -148,6 +175,10 @@ def run(args: argparse.Namespace) -> dict:
         hour["rows_loaded"] = loaded["rows_loaded"]
         hours.append(hour)
     results["hours"] = hours
+    # The hard case: records re-sent with changed values, replaced by key in the warehouse.
+    resent = _step(args, "resend", "resend", warehouse=wh)
+    results["resend"] = _step(args, "append-resend", "append", warehouse=wh, lake=str(lake))
+    results["resend"]["rows_loaded"] = resent["rows_loaded"]
     reference = work / "reference"
     results["export_final"] = _step(args, "export-final", "export", warehouse=wh, lake=str(reference))
     results["compare"] = _step(args, "compare", "compare", lake=str(lake), reference=str(reference))
