@@ -331,9 +331,9 @@ class SparkCluster:
         """The Thrift server application's executors as its REST API gives them (id, hostPort,
         activeTasks, isActive, removeReason, ...), the ones removed included."""
         base = f"http://127.0.0.1:{self.ui_port}/api/v1/applications"
-        with urllib.request.urlopen(base, timeout=5) as r:
+        with urllib.request.urlopen(base, timeout=30) as r:
             app = json.loads(r.read())[0]["id"]
-        with urllib.request.urlopen(f"{base}/{app}/allexecutors", timeout=5) as r:
+        with urllib.request.urlopen(f"{base}/{app}/allexecutors", timeout=30) as r:
             return [e for e in json.loads(r.read()) if e["id"] != "driver"]
 
     def worker_of_executor(self, executor_id: str) -> int:
