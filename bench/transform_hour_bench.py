@@ -12,7 +12,14 @@ resident memory (the whole process tree: for the DAG, all of Airflow while the r
 load average, then the DAG run's phases from the scheduler's task_instance table, and the two
 warehouses' marts are compared (row counts) to show both did the same work.
 
-    nice -n 10 .venv/bin/python bench/transform_hour_bench.py [--hours 2] [--keep DIR]
+    .venv/bin/python bench/transform_hour_bench.py [--hours 2] [--keep DIR]
+
+Not niced: the figure is a ratio of two timings, and a niced run gives the side with more processes
+(Airflow) less of the CPU. Report the load average beside each figure. On a checkout other people
+are editing, run it from a snapshot so their half-made changes stay out of both sides:
+
+    git archive HEAD | tar -x -C SNAP && ln -s $PWD/.venv $PWD/.venv-airflow SNAP/
+    cd SNAP && PYTHONPATH=SNAP/pipelines TIERLENS_AIRFLOW_VENV=SNAP/.venv-airflow .venv/bin/python bench/transform_hour_bench.py
 
 Not part of make test (a figure for bench/README.md, not an assertion).
 """
