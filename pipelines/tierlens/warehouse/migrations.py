@@ -477,7 +477,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "dbt tables of a release before the incremental models, and a storage_catalog seed before its "
         "datasheet columns: dropped, so the next transform builds them whole (a seed cannot gain columns "
         "in place)",
-        (),  # E: guard removed for a test run
+        (BuiltWhole(), ModelOutdated("seeds", "storage_catalog", "raid_level")),
     ),
 )
 
