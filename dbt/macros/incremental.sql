@@ -131,6 +131,11 @@
     {%- elif mode == 'incremental' and config.get('first_day_rule') == 'provisional' -%}
         {{ return(completeness_first_day()) }}
     {%- elif mode == 'incremental' -%}
+        {#- A lookback dbt could not find would read as 0 days: the delete and the rebuilt rows
+            would then cover different days, silently. -#}
+        {%- if lookback_days is none or lookback_days == '' -%}
+            {{ exceptions.raise_compiler_error(this.identifier ~ ": no lookback_days in its config (incremental_by_day, or its YAML for a Python model)") }}
+        {%- endif -%}
         {%- set newest = model_newest_day() -%}
         {%- if newest is none -%}{{ return(none) }}{%- endif -%}
         {{ return(newest - modules.datetime.timedelta(days=lookback_days | int)) }}
