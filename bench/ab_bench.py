@@ -42,7 +42,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LOOKBACK_DAYS = 9
-DEFAULT_WAREHOUSE = "/work/scale-data/dev12m/warehouse.duckdb"
+DEFAULT_WAREHOUSE = "/var/tmp/tierlens-scale-data/dev12m/warehouse.duckdb"
 DEFAULT_OLD_REF = "7c55680"
 DEFAULT_BASE_REF = "800caca"
 

@@ -24,7 +24,7 @@ Every timed step runs in a child process; its peak memory is the largest residen
 whole process tree (the child, dbt, anything dbt starts), sampled every 0.1 s from /proc. The
 1-minute load average is recorded before and after each step: on a shared machine a figure is
 only as good as the load beside it. Results go to bench/scale/<label>.json; big data stays in
---work (default /work/scale-data). Not part of `make test`.
+--work (default /var/tmp/tierlens-scale-data). Not part of `make test`.
 """
 
 from __future__ import annotations
@@ -525,7 +525,7 @@ def main() -> None:
         default=7,
         help="days per dbt run of a back-fill (tierlens transform --days): its memory follows this",
     )
-    ap.add_argument("--work", type=Path, default=Path("/work/scale-data"))
+    ap.add_argument("--work", type=Path, default=Path("/var/tmp/tierlens-scale-data"))
     ap.add_argument("--label", default="scale")
     ap.add_argument(
         "--continue-from",

@@ -233,10 +233,7 @@ ALLOWED_MACHINE_PATHS: dict[tuple[str, str], str] = {
 }
 
 #: Machine paths not yet removed, each left to the owner of the file.
-KNOWN_MACHINE_PATHS: set[tuple[str, str]] = {
-    ("bench/ab_bench.py", "/work/scale-data"),
-    ("bench/scale_bench.py", "/work/scale-data"),
-}
+KNOWN_MACHINE_PATHS: set[tuple[str, str]] = set()
 
 
 def machine_paths(text: str) -> set[str]:
