@@ -1,8 +1,11 @@
-"""The dbt project's own consistency: its sources file is generated from records.py, and its SQL
+"""The dbt project's own consistency: its sources file is generated from records.py, its incremental
+models declare the contract the strategy macros read, and its SQL
 (and sql/'s) passes the project's sqlfluff rules (.sqlfluff)."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -60,3 +63,32 @@ def test_sql_passes_sqlfluff():
     ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+
+
+@pytest.mark.timeout(300)
+def test_every_incremental_model_declares_its_contract(tmp_path):
+    """Each incremental model's config, as dbt resolves it, holds what the strategy macros read:
+    its event time, grain and a lookback. A lookback the delete cannot find reads as 0 days, and
+    the delete and the rebuilt rows then cover different days: a one-shot build (the demo) hides
+    that, only an hourly run shows it."""
+    exe = Path(sys.executable).parent / "dbt"
+    env = {
+        **os.environ,
+        "TIERLENS_WAREHOUSE": str(tmp_path / "parse.duckdb"),
+        "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",
+    }
+    cmd = [str(exe), "parse", "--project-dir", str(REPO / "dbt"), "--profiles-dir", str(REPO / "dbt")]
+    cmd += ["--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=280)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    nodes = json.loads((tmp_path / "target" / "manifest.json").read_text())["nodes"].values()
+    # replace_days: the one strategy of the models that grow with time (the run log only appends)
+    incremental = [
+        n for n in nodes if n["resource_type"] == "model" and n["config"].get("incremental_strategy") == "replace_days"
+    ]
+    assert len(incremental) >= 10, [n["name"] for n in incremental]
+    missing = {
+        n["name"]: [key for key in ("event_time", "grain", "lookback_days") if n["config"].get(key) in (None, "", [])]
+        for n in incremental
+    }
+    assert {name: keys for name, keys in missing.items() if keys} == {}
