@@ -73,7 +73,7 @@ DEFAULT_EDGES_GB: tuple[float, ...] = (1, 3, 10, 30, 100)
 
 @dataclass(frozen=True)
 class ChangeParams:
-    """The dbt vars of marts.change_effects, with the same defaults (dbt_project.yml)."""
+    """marts.change_effects' parameters (config change_params, from the vars): their defaults live here only."""
 
     window_days: float = 7.0
     block: str = "hour"

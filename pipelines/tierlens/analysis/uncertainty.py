@@ -63,7 +63,7 @@ _CPU_PER_WALL = [0, 2, 3, 5]
 
 @dataclass(frozen=True)
 class ABParams:
-    """The dbt vars of the model, with the same defaults (dbt_project.yml, ab_uncertainty.yml)."""
+    """The A/B models' parameters (config ab_params, from the vars): their defaults live here only."""
 
     arm_a: str = "A"
     arm_b: str = "B"
