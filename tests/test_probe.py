@@ -125,7 +125,11 @@ def test_reads_wait_longer_under_heavier_writes_on_the_disk(probed):
     under = _under(results["disk"])
     for mode in ("buffered", "direct"):
         assert under[mode, 75]["mean_latency_seconds"] > under[mode, 0]["mean_latency_seconds"], mode
-        assert under[mode, 75]["p99_latency_seconds"] > under[mode, 0]["p99_latency_seconds"], mode
+        if mode == "buffered":
+            # the tail through the page cache rises with writeback (measured 2.2 -> 26.6 ms); with
+            # O_DIRECT the I/O scheduler (mq-deadline) serves reads ahead of the writes, and the p99
+            # of two readers moves within its noise (6.59 vs 6.39 ms once): only the mean is claimed
+            assert under[mode, 75]["p99_latency_seconds"] > under[mode, 0]["p99_latency_seconds"], mode
         assert under[mode, 0]["write_utilisation"] == 0.0
         for pct in (25, 50):  # a throttled writer well within the disk's rate keeps to its rate
             assert under[mode, pct]["write_utilisation"] == pytest.approx(pct / 100, abs=0.08), (mode, pct)

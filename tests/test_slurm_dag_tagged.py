@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from support.rows import wh_rows
 from support.sacct import (
     T0,
     fake_sacct as fake_sacct,  # noqa: F401 - the stand-in's set-up, answers replaced here
     new_layout_job,
     sacct_doc,
     spool_record,
-    wh_rows,
 )
 from tierlens.ingest.slurm import SlurmOptions, load_interval
 from tierlens.records import JOB, JOB_TAG

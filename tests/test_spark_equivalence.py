@@ -308,17 +308,16 @@ INTERMEDIATE = _sql_models("intermediate")
 
 
 def _incremental_models() -> dict[str, tuple[str, bool]]:
-    """Models built with incremental_by_day: name -> (layer, has a row_key). Those with a row_key
-    stay tables on Spark (dbt/README.md); the others are partitioned by their day there."""
+    """Models built with incremental_by_day: name -> (layer, stays a table on Spark). A model whose
+    rows move between days (a row_key, or rebuilt by file) stays a table on Spark
+    (macros/incremental_spark.sql); the others are partitioned by their day there."""
     found = {}
     for layer in ("intermediate", "marts"):
         for path in sorted((MODELS / layer).glob("*.sql")):
             sql = path.read_text()
             if "config(**incremental_by_day(" in sql:
-                found[path.stem] = (
-                    layer,
-                    "row_key=" in sql.split("config(**incremental_by_day(", 1)[1].split("\n", 1)[0],
-                )
+                call = sql.split("config(**incremental_by_day(", 1)[1].split(")) }}", 1)[0]
+                found[path.stem] = (layer, "row_key=" in call or "rebuild_by='file'" in call)
     return found
 
 
@@ -422,7 +421,9 @@ def replay(builds) -> dict[str, Any]:
     assert first.success, "\n".join(first.failures)
     first_seconds = time.monotonic() - started
     before = {
-        name: _partitions(wh / f"{layer}.db" / name) for name, (layer, row_key) in INCREMENTAL.items() if not row_key
+        name: _partitions(wh / f"{layer}.db" / name)
+        for name, (layer, stays_table) in INCREMENTAL.items()
+        if not stays_table
     }
     started = time.monotonic()
     second = run_dbt(
