@@ -59,7 +59,7 @@ import pytest
 
 from support.faults import TIERLENS, WITHOUT_DBT_TESTS, KillTally, run_step, tierlens_env
 from tierlens.pipeline import ingest
-from tierlens.records import Batch, RecordKind
+from tierlens.records import GSTREAM_BYTES, GSTREAM_V2, Batch, RecordKind
 from tierlens.sources.synthetic import SyntheticOptions, demo_site, generate
 from tierlens.sources.synthetic.generate import SyntheticChange
 from tierlens.transform import run_dbt, run_range
@@ -86,17 +86,7 @@ JOB_REVISION_DELAY = timedelta(hours=6)
 #: how far ahead a faulty node's clock runs
 CLOCK_AHEAD = timedelta(hours=3)
 #: g-stream fields of a cache access: NULL until the cache's pfc event arrives.
-GSTREAM_FIELDS = (
-    "cache_hit_bytes",
-    "cache_miss_bytes",
-    "cache_bypass_bytes",
-    "cache_attach_time",
-    "cache_detach_time",
-    "cache_access_count",
-    "cache_remotes",
-    "cache_blocks",
-    "cache_blocks_done",
-)
+GSTREAM_FIELDS = GSTREAM_BYTES + GSTREAM_V2
 SOURCE = "replay"
 #: the kill points' generator
 KILL_SEED = 37
