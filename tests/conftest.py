@@ -59,14 +59,14 @@ SHARED_UNITS = {
 # Seconds each unit took in a serial `make test` (--durations, setup included, rounded): the order
 # the two workers take them in. A unit not named here is short and goes after these, in file order.
 LONGEST_FIRST = {
-    "equivalence": 600,
-    "tests/test_spark_equivalence.py": 550,
+    "equivalence": 620,
+    "tests/test_spark_equivalence.py": 680,
     "slurm": 510,
     "tests/test_damaged_state.py": 300,
     "tests/test_upgrade_midhistory.py": 200,
-    "tests/test_airflow_standalone.py": 260,
+    "tests/test_airflow_standalone.py": 360,
     "tests/test_completeness.py": 280,
-    "tests/test_cli_history.py": 270,
+    "tests/test_cli_history.py": 400,
     "demo": 260,
     "tests/test_airflow_dags.py": 245,
     "tests/test_install_wheel.py": 185,
