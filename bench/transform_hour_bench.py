@@ -30,7 +30,6 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -42,20 +41,16 @@ from pathlib import Path
 import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from dag_bench import TaskSpan, phases  # noqa: E402  bench/, beside this script
 from proctree import PeakSampler  # noqa: E402
+from support.airflow import AIRFLOW_VENV  # noqa: E402  the tests' Airflow virtualenv
+from support.processes import free_port  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TIERLENS = Path(sys.executable).parent / "tierlens"
-AIRFLOW_VENV = Path(os.environ.get("TIERLENS_AIRFLOW_VENV", REPO / ".venv-airflow"))
 START = datetime(2026, 10, 1, tzinfo=timezone.utc)
 DAG = "tierlens_transform"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def load_hour(home: Path, site: dict, start: datetime, end: datetime) -> dict:

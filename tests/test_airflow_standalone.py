@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -38,49 +36,17 @@ import duckdb
 import pyarrow.compute as pc
 import pytest
 
+from support.airflow import AIRFLOW_VENV, DBT
+from support.processes import free_port, port_open, process_state, started_by, tail
+from support.standalone import paused, trial_script
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
-AIRFLOW_VENV = Path(os.environ.get("TIERLENS_AIRFLOW_VENV", REPO / ".venv-airflow"))
-DBT = Path(sys.executable).parent / "dbt"
 #: Longest wait for the scheduled ingest and the transform it triggers (a busy 2-core host).
 DEADLINE_S = 1500
 #: The units name the checkout /opt/tierlens, as the deploy READMEs install it.
 UNIT_CHECKOUT = "/opt/tierlens"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def port_open(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-# ---- processes ---------------------------------------------------------------------------------
-def _stat(pid: int) -> tuple[int, int] | None:
-    """(parent pid, session id) of a live process, None when it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-    return (int(fields[1]), int(fields[3])) if fields[0] != "Z" else None
-
-
-def started_by(root: int) -> set[int]:
-    """``root`` and every live process below it or in its session (it leads a new session)."""
-    procs = {int(p.name): s for p in Path("/proc").iterdir() if p.name.isdigit() and (s := _stat(int(p.name)))}
-    found = {pid for pid, (_, sid) in procs.items() if sid == root} | ({root} if root in procs else set())
-    grew = True
-    while grew:
-        below = {pid for pid, (ppid, _) in procs.items() if ppid in found} - found
-        found |= below
-        grew = bool(below)
-    return found
 
 
 def stop(proc: subprocess.Popen) -> set[int]:
@@ -97,18 +63,18 @@ def stop(proc: subprocess.Popen) -> set[int]:
     except subprocess.TimeoutExpired:
         pass
     for sig, grace in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
-        left = {p for p in pids | started_by(proc.pid) if _stat(p)}
+        left = {p for p in pids | started_by(proc.pid) if process_state(p)}
         for pid in left:
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
         end = time.monotonic() + grace
-        while time.monotonic() < end and any(_stat(p) for p in left):
+        while time.monotonic() < end and any(process_state(p) for p in left):
             time.sleep(0.5)
     if proc.poll() is None:
         proc.wait(timeout=5)
-    return {p for p in pids if _stat(p)}
+    return {p for p in pids if process_state(p)}
 
 
 LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
@@ -171,19 +137,6 @@ def dag_runs(db: Path) -> list[dict]:
     return [dict(zip(("dag_id", "run_type", "state", "start", "end", "started", "ended", "run_id"), r)) for r in rows]
 
 
-def paused(db: Path, dag_id: str) -> bool | None:
-    """Whether the scheduler has ``dag_id`` paused; None while the DAG processor has not stored it."""
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            rows = con.execute("SELECT is_paused FROM dag WHERE dag_id = ?", [dag_id]).fetchall()
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return None
-    return bool(rows[0][0]) if rows else None
-
-
 def unpause(env: dict[str, str], dag_id: str, log: Path, deadline: float) -> None:
     """``airflow dags unpause`` as the README says, once the DAG processor has stored the DAG
     (before that the command finds nothing to change and still exits 0)."""
@@ -203,10 +156,6 @@ def unpause(env: dict[str, str], dag_id: str, log: Path, deadline: float) -> Non
         time.sleep(10)
 
 
-def tail(log: Path, n: int = 6000) -> str:
-    return log.read_text(errors="replace")[-n:] if log.exists() else ""
-
-
 def _utc(text: str) -> datetime:
     t = datetime.fromisoformat(text)
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t
@@ -224,44 +173,6 @@ def synthetic_ending(options, start: datetime, end: datetime) -> dict[str, int]:
             mask = pc.and_(pc.greater_equal(col, start), pc.less(col, end))
             n[b.kind.value] += pc.sum(pc.fill_null(mask, False).cast("int64")).as_py() or 0
     return n
-
-
-#: Where deploy/airflow/README.md's blocks put the checkout and the trial's home; the test puts
-#: its own in their place and changes nothing else in the block.
-README_CHECKOUT = "cd /opt/tierlens\n"
-README_TRIAL_HOME = "export TIERLENS_HOME=/srv/tierlens-trial\n"
-
-
-def readme_block(holding: str) -> str:
-    """The one shell block of deploy/airflow/README.md that holds ``holding``."""
-    text = (REPO / "deploy" / "airflow" / "README.md").read_text()
-    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, re.S) if holding in b]
-    assert len(blocks) == 1, blocks
-    return blocks[0]
-
-
-def trial_block() -> str:
-    """deploy/airflow/README.md's block that tries the small-site set-up on the synthetic site."""
-    return readme_block("TIERLENS_SOURCES=synthetic")
-
-
-def in_test_paths(block: str, home: Path) -> str:
-    """``block`` with the test's checkout and tierlens home in place of the README's."""
-    assert block.startswith(README_CHECKOUT) and README_TRIAL_HOME in block, block
-    return block.replace(README_CHECKOUT, f"cd {shlex.quote(str(REPO))}\n").replace(
-        README_TRIAL_HOME, f"export TIERLENS_HOME={shlex.quote(str(home))}\n"
-    )
-
-
-def trial_script(home: Path) -> str:
-    block = trial_block()
-    # what the README has the reader set: nothing of the synthetic site's own settings
-    exported = re.findall(r"^export (TIERLENS_\w+)=", block, re.M)
-    assert sorted(exported) == ["TIERLENS_HOME", "TIERLENS_SOURCES", "TIERLENS_START_DATE"], block
-    assert "export TIERLENS_START_DATE=$(date -u +%F)" in block and block.rstrip().endswith(
-        "deploy/airflow/standalone.sh"
-    ), block
-    return in_test_paths(block, home)
 
 
 def started_setting(root: int, name: str) -> str | None:

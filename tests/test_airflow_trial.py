@@ -26,17 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from test_airflow_standalone import (
-    AIRFLOW_VENV,
-    _stat,
-    free_port,
-    in_test_paths,
-    paused,
-    readme_block,
-    started_by,
-    tail,
-    trial_script,
-)
+from support.airflow import AIRFLOW_VENV
+from support.processes import free_port, process_state, started_by, tail
+from support.standalone import in_test_paths, paused, readme_block, trial_script
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -104,7 +96,7 @@ def wait_until_started(db: Path, session: int, log: Path, dags_stored: bool) -> 
 
     deadline = time.monotonic() + STARTED_S
     while not started():
-        assert _stat(session), f"the trial block exited\n{tail(log)}"
+        assert process_state(session), f"the trial block exited\n{tail(log)}"
         assert time.monotonic() < deadline, f"not started after {STARTED_S} s\n{tail(log)}"
         time.sleep(1)
 
@@ -115,9 +107,9 @@ def signal_and_wait(parent: subprocess.Popen, session: int, sig: signal.Signals,
     started = started_by(session)
     os.kill(standalone_pid(session), sig)
     deadline = time.monotonic() + STOPPED_S
-    while time.monotonic() < deadline and any(_stat(p) for p in started):
+    while time.monotonic() < deadline and any(process_state(p) for p in started):
         time.sleep(0.5)
-    left = {p for p in started if _stat(p)}
+    left = {p for p in started if process_state(p)}
     for pid in left:  # not to leave them running when the test fails
         os.kill(pid, signal.SIGKILL)
     parent.wait(timeout=30)

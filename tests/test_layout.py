@@ -178,10 +178,6 @@ def test_the_options_of_each_built_in_source_import_only_dataclasses():
 
 REPO = PACKAGE.parents[1]
 
-#: Test modules that still import another, each left to the helper who owns the file.
-KNOWN_TEST_IMPORTS: set[tuple[str, str]] = {("tests/test_airflow_trial.py", "test_airflow_standalone")}
-
-
 def imported_test_modules(source: str) -> set[str]:
     """The test modules (``test_*``, ``tests.test_*``, conftest) a Python source imports, at its top
     or inside a function."""
@@ -207,7 +203,7 @@ def test_no_test_module_imports_another():
     for path in sorted([*(REPO / "tests").rglob("*.py"), *(REPO / "bench").rglob("*.py")]):
         rel = path.relative_to(REPO).as_posix()
         found |= {(rel, m) for m in imported_test_modules(path.read_text(encoding="utf-8"))}
-    assert sorted(found - KNOWN_TEST_IMPORTS) == []
+    assert sorted(found) == []
 
 
 def test_the_test_import_finder_finds_one():

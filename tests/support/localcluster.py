@@ -24,13 +24,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from support.processes import free_port
+
 CLUSTER_NAME = "tltest"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class DaemonDied(RuntimeError):

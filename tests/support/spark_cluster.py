@@ -27,16 +27,11 @@ from pathlib import Path
 
 import pytest
 
+from support.processes import free_port
+
 #: Bounds of the waits for a JVM to come up: a JVM on a loaded two-core machine takes 10-30 s.
 START_SECONDS = 180.0
 STOP_SECONDS = 30.0
-
-
-def free_port() -> int:
-    """A port nothing listens on now, on loopback (taken by the JVM a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def spark_home() -> Path:
