@@ -152,13 +152,11 @@ def mark_run(run_id: str, build: dict[str, Any], ti: Any) -> dict[str, Any]:
 tierlens_transform = DbtDag(
     **af.dag_kwargs("tierlens_transform", schedule=[af.raw_asset()], catchup=False),
     doc_md=__doc__,
-    # dbt_vars: the render's `dbt ls` saves dbt's parse of the project (Cosmos hands it to the
+    # no dbt_vars: the render's `dbt ls` saves dbt's parse of the project (Cosmos hands it to the
     # build), and dbt parses the whole project again (about a minute on two cores) when a build's
-    # vars differ from that parse's. Rendered with the vars of the hourly build (the core tests),
-    # the first hourly build after a deployment or a change of the project parses only what
-    # changed. Only the producer's build takes them, and only when it runs the core tests
-    # (test_scope_from, watch_node_build).
-    project_config=ProjectConfig(dbt_project_path=_project, env_vars=_env, dbt_vars=af.render_vars()),
+    # vars differ from that parse's; a build's test scope reaches dbt in its environment instead
+    # (test_scope_from, transform.RunParameters)
+    project_config=ProjectConfig(dbt_project_path=_project, env_vars=_env),
     profile_config=ProfileConfig(
         profile_name="tierlens", target_name=_target, profiles_yml_filepath=_project / "profiles.yml"
     ),

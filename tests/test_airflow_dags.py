@@ -229,11 +229,11 @@ def test_dagbag_loads_without_import_errors(airflow):
 
 def test_the_render_saves_the_parse_the_hourly_build_reuses(airflow, tmp_path):
     """Cosmos' render (`dbt ls`) saves dbt's parse of the project in its cache, and the build
-    starts from it: an hourly build (core tests, transform.core_tests_only's vars) must find its
-    own vars there, or dbt parses the whole project again (a minute on two cores). dbt says so
-    itself: the vars hash it saved, and its log of the next parse."""
+    starts from it: an hourly build (core tests: transform.CORE_SCOPE in its environment, the
+    column checks left out) must find it valid, or dbt parses the whole project again (a minute on
+    two cores). dbt says so itself: the vars hash it saved, and its log of the next parse."""
     from tierlens.orchestration import settings
-    from tierlens.transform import core_tests_only
+    from tierlens.transform import CORE_SCOPE
 
     saved = airflow["env"]["AIRFLOW__COSMOS__CACHE_DIR"] + "/tierlens_transform/target/partial_parse.msgpack"
     if not Path(saved).exists():  # run alone: render the whole project first
@@ -245,12 +245,13 @@ def test_the_render_saves_the_parse_the_hourly_build_reuses(airflow, tmp_path):
     r = subprocess.run([str(AIRFLOW_PY), "-c", put, saved, str(project)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     rendered = vars_hash(project / "target" / "partial_parse.msgpack")
-    # the producer's command line: Cosmos' profile flags, the build's vars, the DAG's dbt environment
+    # the producer's parse: Cosmos' profile flags, the DAG's dbt
+    # environment and the build's run parameters
     env = {k: v for k, v in airflow["env"].items() if not k.startswith(("AIRFLOW", "TIERLENS_"))}
-    env |= settings.dbt_env() | {"TIERLENS_WAREHOUSE": str(airflow["warehouse"])}
+    env |= settings.dbt_env() | {"TIERLENS_WAREHOUSE": str(airflow["warehouse"])} | CORE_SCOPE.environment()
     flags = ["--profiles-dir", str(project), "--profile", "tierlens", "--target", "duckdb"]
     r = subprocess.run(
-        [str(DBT), "parse", "--project-dir", str(project), *flags, *core_tests_only()[-2:]],
+        [str(DBT), "parse", "--project-dir", str(project), *flags],
         env=env,
         capture_output=True,
         text=True,

@@ -62,9 +62,19 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
     con = duckdb.connect(str(wh), read_only=True)
     try:
         finished = con.execute("SELECT count(*) FROM marts.job_efficiency").fetchone()[0]
+        logged = con.execute(
+            "SELECT run_mode, backfill_start, backfill_end FROM intermediate.int_incremental_window ORDER BY built_at"
+        ).fetchall()
     finally:
         con.close()
     assert finished > 0
+    # each chunk's days reached dbt (its run log, one row per dbt run), and dbt kept its parse of
+    # the project from one chunk to the next: it parsed the project whole once, for the first
+    days = [first_day + timedelta(days=i) for i in range((end - first_day).days + 1)]
+    assert logged == [("backfill", a, b) for a, b in zip(days, days[1:])]
+    parses = [x for x in (home / "dbt" / "logs" / "dbt.log").read_text().splitlines() if "partial parsing" in x.lower()]
+    assert [x for x in parses if "Unable to do partial parsing" in x] == [parses[0]], parses
+    assert "saved manifest not found" in parses[0]
 
     # three months older copies of 50 accesses: what a 1-month retention must delete, and only them;
     # and of every job with the accesses that name it (their identities too: exact matches), whose

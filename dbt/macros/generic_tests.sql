@@ -101,9 +101,9 @@ where not coalesce(({{ expression }}), false)
                     | map(attribute='dtype') | list -%}
     {%- set is_date = types and (types[0] | lower) == 'date' -%}
     {%- set bound = date_literal if is_date else day_start_instant -%}
-    {%- if var('backfill_start', none) is not none -%}
-        {%- set start = modules.datetime.date.fromisoformat(var('backfill_start') | string) -%}
-        {%- set stop = modules.datetime.date.fromisoformat(var('backfill_end', var('backfill_start')) | string) -%}
+    {%- if run_parameter('backfill_start') is not none -%}
+        {%- set start = modules.datetime.date.fromisoformat(run_parameter('backfill_start') | string) -%}
+        {%- set stop = modules.datetime.date.fromisoformat((run_parameter('backfill_end') or run_parameter('backfill_start')) | string) -%}
         {{ return(column ~ ' is null or (' ~ column ~ ' >= ' ~ bound(start) ~ ' and ' ~ column ~ ' < '
                   ~ bound(stop) ~ ')') }}
     {%- endif -%}

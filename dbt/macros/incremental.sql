@@ -94,7 +94,7 @@
 {#- full / incremental / backfill for the model being built. -#}
 {% macro incremental_mode() -%}
     {%- if flags.FULL_REFRESH -%}{{ return('full') }}{%- endif -%}
-    {%- if var('backfill_start', none) is not none -%}{{ return('backfill') }}{%- endif -%}
+    {%- if run_parameter('backfill_start') is not none -%}{{ return('backfill') }}{%- endif -%}
     {%- if is_incremental() -%}{{ return('incremental') }}{%- endif -%}
     {{ return('full') }}
 {%- endmacro %}
@@ -127,7 +127,7 @@
 {% macro window_first_day(lookback_days) -%}
     {%- set mode = incremental_mode() -%}
     {%- if mode == 'backfill' -%}
-        {{ return(modules.datetime.date.fromisoformat(var('backfill_start') | string)) }}
+        {{ return(modules.datetime.date.fromisoformat(run_parameter('backfill_start') | string)) }}
     {%- elif mode == 'incremental' and config.get('first_day_rule') == 'provisional' -%}
         {{ return(completeness_first_day()) }}
     {%- elif mode == 'incremental' -%}
@@ -146,8 +146,8 @@
 
 {#- The day after the last day this run rebuilds: backfill_end in a backfill, else none. -#}
 {% macro window_end_day() -%}
-    {%- if incremental_mode() == 'backfill' and var('backfill_end', none) is not none -%}
-        {{ return(modules.datetime.date.fromisoformat(var('backfill_end') | string)) }}
+    {%- if incremental_mode() == 'backfill' and run_parameter('backfill_end') is not none -%}
+        {{ return(modules.datetime.date.fromisoformat(run_parameter('backfill_end') | string)) }}
     {%- endif -%}
     {{ return(none) }}
 {%- endmacro %}

@@ -1,7 +1,7 @@
 {#-
   Core-scope tests check what the run rebuilt (dbt/README.md, "Which tests run when").
 
-  The hourly transform leaves the column checks out and passes var test_scope: core. In such a
+  The hourly transform leaves the column checks out and passes run parameter test_scope=core. In such a
   `dbt build` on DuckDB, each incremental model notes, just before it is rebuilt, the first day of
   its window (the same window_first_day its build then uses) and the dbt invocation, as a comment
   on its table (remember_rebuilt_window, a pre-hook of every model in dbt_project.yml). Its tests
@@ -21,12 +21,12 @@
     - anything else, and any model without a note from this invocation (its first build, a table
       rebuilt whole every run, a view, a run on Spark): the whole table.
 
-  Every other run (var test_scope unset: the daily all-tests run, back-fills, full refreshes,
+  Every other run (test_scope unset: the daily all-tests run, back-fills, full refreshes,
   `--all-tests`, a plain `dbt build`) tests whole tables as before.
 -#}
 
 {% macro test_scope_is_core() -%}
-    {{ return(execute and target.type == 'duckdb' and (var('test_scope', 'all') | string) == 'core') }}
+    {{ return(execute and target.type == 'duckdb' and ((run_parameter('test_scope') or 'all') | string) == 'core') }}
 {%- endmacro %}
 
 

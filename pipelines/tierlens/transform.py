@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -57,6 +57,62 @@ def _dbt_executable() -> list[str]:
     raise FileNotFoundError("dbt is not installed beside tierlens: pip install 'dbt-duckdb<1.12'")
 
 
+@dataclass(frozen=True)
+class RunParameters:
+    """The parameters of one dbt run (dbt/README.md, "Invocation contract"): a back-fill's UTC days
+    [backfill_start, backfill_end) and the tests' scope ("core": what the run rebuilt; "all": whole
+    tables). They reach dbt as environment variables (dbt/macros/run_parameters.sql), not --vars:
+    dbt discards its whole saved parse of the project when a run's --vars differ from the last
+    run's, which cost each chunk of a back-fill about 12 s of parsing."""
+
+    backfill_start: date | None = None
+    backfill_end: date | None = None
+    test_scope: str = "all"
+
+    def environment(self) -> dict[str, str]:
+        """The variables dbt reads them from; a parameter left out is one not given."""
+        values = {
+            "backfill_start": self.backfill_start.isoformat() if self.backfill_start else None,
+            "backfill_end": self.backfill_end.isoformat() if self.backfill_end else None,
+            "test_scope": None if self.test_scope == "all" else self.test_scope,
+        }
+        return {parameter_variable(name): v for name, v in values.items() if v is not None}
+
+
+def parameter_variable(name: str) -> str:
+    """The environment variable of a run parameter (dbt/macros/run_parameters.sql: TIERLENS_<NAME>)."""
+    return "TIERLENS_" + name.upper()
+
+
+#: Every run parameter's variable: cleared from the environment dbt inherits, so a value left in a
+#: shell or a service's environment never reaches a run that did not ask for it.
+RUN_PARAMETER_VARIABLES = tuple(parameter_variable(f.name) for f in fields(RunParameters))
+
+
+def backfill(start: date, end: date) -> RunParameters:
+    """The run that rebuilds exactly the UTC days [start, end) of each incremental model."""
+    return RunParameters(backfill_start=start, backfill_end=end)
+
+
+def dbt_environment(
+    warehouse: Path,
+    parameters: RunParameters | None = None,
+    *,
+    lake: Path | None = None,
+    spark_warehouse: Path | None = None,
+) -> dict[str, str]:
+    """The environment of a dbt run: this process's, with the run's own parameters only (none left
+    from a shell), the warehouse, and the lake and Spark folders when given."""
+    env = {k: v for k, v in os.environ.items() if k not in RUN_PARAMETER_VARIABLES}
+    env |= (parameters or RunParameters()).environment()
+    env["TIERLENS_WAREHOUSE"] = str(Path(warehouse).resolve())
+    if lake is not None:
+        env["TIERLENS_LAKE"] = str(_lake_dir(lake))
+    if spark_warehouse is not None:
+        env["TIERLENS_SPARK_WAREHOUSE"] = str(Path(spark_warehouse).resolve())
+    return env
+
+
 def run_dbt(
     warehouse: Path,
     state_dir: Path,
@@ -66,6 +122,7 @@ def run_dbt(
     target: str | None = None,
     lake: Path | None = None,
     spark_warehouse: Path | None = None,
+    parameters: RunParameters | None = None,
 ) -> TransformResult:
     """Run dbt in a child process; the caller must have closed its own connections to ``warehouse``.
 
@@ -77,6 +134,7 @@ def run_dbt(
     ``lake`` makes the raw sources the Parquet lake instead of the warehouse's raw tables (the
     spark targets need one). ``spark_warehouse`` is where the spark session target keeps its tables.
     ``project_dir``: a site's own dbt project; default ``$TIERLENS_DBT_PROJECT_DIR``, else the shipped one.
+    ``parameters``: the run's back-fill range and test scope (none: a plain build, every test).
     """
     project_dir = project_dir or dbt_project_dir()
     target_name = target
@@ -98,11 +156,7 @@ def run_dbt(
     ]
     if target_name:
         args += ["--target", target_name]
-    env = dict(os.environ, TIERLENS_WAREHOUSE=str(Path(warehouse).resolve()))
-    if lake is not None:
-        env["TIERLENS_LAKE"] = str(_lake_dir(lake))
-    if spark_warehouse is not None:
-        env["TIERLENS_SPARK_WAREHOUSE"] = str(Path(spark_warehouse).resolve())
+    env = dbt_environment(warehouse, parameters, lake=lake, spark_warehouse=spark_warehouse)
     from .warehouse.lock import held_fds
 
     # dbt holds the writer lock with this process: a transform killed alone leaves its dbt running,
@@ -199,13 +253,6 @@ def refresh_efficiency_marts(warehouse: Path, state_dir: Path) -> None:
 # ---- incremental runs, back-fills and full refreshes -------------------------------------------
 
 
-def backfill_args(start: date, end: date) -> list[str]:
-    """dbt arguments that limit a build to the UTC days [start, end): the one place a range meets
-    the dbt project's invocation contract (dbt/README.md: vars backfill_start / backfill_end,
-    dates, end exclusive; each incremental model rebuilds exactly those days)."""
-    return ["--vars", json.dumps({"backfill_start": start.isoformat(), "backfill_end": end.isoformat()})]
-
-
 #: The schemas dbt builds (dbt/dbt_project.yml); a chunked full refresh starts them empty.
 DBT_SCHEMAS = ("staging", "intermediate", "marts", "seeds")
 
@@ -238,20 +285,15 @@ COLUMN_CHECKS = ("not_null", "accepted_range", "accepted_values")
 _SCOPE_SLACK = timedelta(minutes=30)
 
 
-#: dbt vars of a build that runs the core tests only: its tests of an incremental model check the
-#: rows of the days the build rebuilt, not the whole table (dbt/macros/test_scope.sql). Every other
-#: build (every test due, a back-fill, a full refresh) tests whole tables.
-CORE_SCOPE_VARS = {"test_scope": "core"}
+#: A build that runs the core tests only: its tests of an incremental model check the rows of the
+#: days the build rebuilt, not the whole table (dbt/macros/test_scope.sql). Every other build
+#: (every test due, a back-fill, a full refresh) tests whole tables.
+CORE_SCOPE = RunParameters(test_scope="core")
 
 
 def column_checks_left_out() -> list[str]:
     """dbt arguments that leave the column checks out of a build."""
     return ["--exclude", *(f"test_name:{name}" for name in COLUMN_CHECKS)]
-
-
-def core_tests_only() -> list[str]:
-    """dbt arguments of a build that runs the core tests only, on what the build rebuilt."""
-    return [*column_checks_left_out(), "--vars", json.dumps(CORE_SCOPE_VARS)]
 
 
 def is_column_check(test_unique_id: str) -> bool:
@@ -281,12 +323,13 @@ def run_incremental(
 ) -> RunRecord:
     """The hourly run: a plain ``dbt build`` (incremental models take only new and late data; the
     column checks only when due, see :data:`COLUMN_CHECKS`; the tests between check the rebuilt
-    days, :data:`CORE_SCOPE_VARS`), then retention of raw file accesses;
+    days, :data:`CORE_SCOPE`), then retention of raw file accesses;
     recorded in the warehouse's history file."""
     record = _start(warehouse, "hourly", all_tests_every_hours)
     record.failures += _recovered_state(warehouse, state_dir, plain=True)
-    extra = [] if record.test_scope == "all" else core_tests_only()
-    result = run_dbt(warehouse, state_dir, "build", extra, project_dir=project_dir)
+    core = record.test_scope != "all"
+    extra, parameters = (column_checks_left_out(), CORE_SCOPE) if core else ([], None)
+    result = run_dbt(warehouse, state_dir, "build", extra, project_dir=project_dir, parameters=parameters)
     return _finish(warehouse, record, [result], retention_months)
 
 
@@ -340,16 +383,18 @@ def run_range(
     record.failures += _recovered_state(warehouse, state_dir, plain=False)
     if full_refresh:
         _drop_dbt_schemas(warehouse)
-    runs: list[list[str]] = [backfill_args(s, e) for s, e in chunks]
+    runs: list[RunParameters | None] = [backfill(s, e) for s, e in chunks]
     if full_refresh:
-        runs.append([])  # the hourly build: the newest days again, with every late record in view
+        runs.append(None)  # the hourly build: the newest days again, with every late record in view
     no_tests = ["--exclude-resource-type", "test", "--exclude-resource-type", "unit_test"]
     results: list[TransformResult] = []
-    for i, extra in enumerate(runs):
+    for i, parameters in enumerate(runs):
         if on_chunk and i < len(chunks):
             on_chunk(i, len(chunks), *chunks[i])
         last = i == len(runs) - 1
-        result = run_dbt(warehouse, state_dir, "build", extra + ([] if last else no_tests), project_dir=project_dir)
+        result = run_dbt(
+            warehouse, state_dir, "build", [] if last else no_tests, project_dir=project_dir, parameters=parameters
+        )
         results.append(result)
         if not result.success:
             break

@@ -6,7 +6,7 @@
 -- (run_mode 'incremental'), every day ('full'), or vars backfill_start .. backfill_end
 -- ('backfill').
 {{ config(materialized='incremental', incremental_strategy='append') }}
-{%- set mode = 'backfill' if var('backfill_start', none) is not none and not flags.FULL_REFRESH
+{%- set mode = 'backfill' if run_parameter('backfill_start') is not none and not flags.FULL_REFRESH
                else ('incremental' if is_incremental() else 'full') %}
 with newest as (
     select max(newest) as newest
@@ -21,8 +21,8 @@ select
     {{ sql_literal(mode) }}                                                    as run_mode,
     cast({{ utc('least(newest, ' ~ current_instant() ~ ')') }} as date)         as newest_day,
     {% if mode == 'backfill' -%}
-    cast({{ sql_literal(var('backfill_start') | string) }} as date)            as backfill_start,
-    cast({{ sql_literal(var('backfill_end', var('backfill_start')) | string) }} as date) as backfill_end,
+    cast({{ sql_literal(run_parameter('backfill_start') | string) }} as date)            as backfill_start,
+    cast({{ sql_literal((run_parameter('backfill_end') or run_parameter('backfill_start')) | string) }} as date) as backfill_end,
     {%- else -%}
     cast(null as date)                                                         as backfill_start,
     cast(null as date)                                                         as backfill_end,

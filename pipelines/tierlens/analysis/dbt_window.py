@@ -3,12 +3,12 @@ SQL models (and the strategy replace_days deletes): the days a run rebuilds.
 
 A model passes its config values and its session; the window is [first, stop) of
 the rows' rebuild day (``day_expr``, SQL over the model's own columns), None for unbounded:
-a back-fill's days (config backfill_start / backfill_end, from the vars), else the newest day the
+a back-fill's days (config backfill_start / backfill_end, the run parameters), else the newest day the
 model holds (never later than today) minus config lookback_days, else every day.
 
 Also the one place the Python models read their config: dbt hands a Python model only the config
 keys its own source names in literal ``dbt.config.get("...")`` calls (it parses them), so each model
-reads two keys, each a mapping its YAML fills from the vars: ``incremental_window`` for
+reads two keys, each a mapping its YAML fills from the vars and run parameters: ``incremental_window`` for
 ``model_window`` and its parameters for ``params_from_config``, whose defaults are the parameter
 dataclass's own (a var left unset reaches the model as none).
 """
@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 P = TypeVar("P")
 
-#: The keys of a Python model's config ``incremental_window`` (its YAML, from the vars).
+#: The keys of a Python model's config ``incremental_window`` (its YAML: the lookback from the vars, the back-fill range from the run parameters).
 WINDOW_KEYS = ("lookback_days", "backfill_start", "backfill_end")
 
 

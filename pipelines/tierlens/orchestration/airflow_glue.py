@@ -365,8 +365,6 @@ def watch_node_build(*, dag: Any, task_group: Any, node: Any, task_args: dict[st
         "select": f"fqn:{'.'.join(node.fqn)}" if node.fqn else node.resource_name,
         **node.operator_kwargs_to_override,
     }
-    # a retry rebuilds the node with every test over whole tables: not the render's core-scope vars
-    args["vars"] = without_render_vars(args.get("vars"))
     context = {
         "dbt_node_config": node.context_dict,
         "dbt_dag_task_group_identifier": dag.dag_id,
@@ -390,44 +388,26 @@ BUILD_OUTCOME_XCOM = "tierlens_build_outcome"
 NODE_PASSED, NODE_SKIPPED, NODE_NOT_PASSED = "passed", "skipped", "not passed"
 
 
-def render_vars() -> dict[str, str]:
-    """The dbt vars the transform DAG renders its project with (Cosmos' ``dbt ls``): those of an
-    hourly build that runs the core tests. dbt saves its parse with the vars it was given and parses
-    the whole project again when the next command's vars differ; Cosmos hands the render's saved
-    parse to the build, so the hourly build must find its own vars there."""
-    from ..transform import CORE_SCOPE_VARS
-
-    return dict(CORE_SCOPE_VARS)
-
-
-def without_render_vars(dbt_vars: dict[str, Any] | None) -> dict[str, Any]:
-    """``dbt_vars`` less the render's own (:func:`render_vars`): a build that runs every test."""
-    rendered = render_vars()
-    return {k: v for k, v in (dbt_vars or {}).items() if rendered.get(k) != v}
-
-
 def test_scope_from(begun_task_id: str) -> Callable[[Any], None]:
     """The producer's on_execute_callback: the run's start (``begun`` in the XCom of
     ``begun_task_id``, tasks.begin_transform) says whether every test is due; when not, the build
-    leaves the column checks out, its other tests check the days it rebuilt (the dbt vars
-    transform.CORE_SCOPE_VARS, merged into the producer's own), and the producer expects no result
-    from the column checks."""
+    leaves the column checks out, its other tests check the days it rebuilt (the run parameters
+    transform.CORE_SCOPE, in the producer's environment), and the producer expects no result from
+    the column checks. A model task's retry is a build of its own with every test over whole tables."""
 
     def apply(context: Any) -> None:
-        from ..transform import CORE_SCOPE_VARS, column_checks_left_out, is_column_check
+        from ..transform import CORE_SCOPE, column_checks_left_out, is_column_check
 
         landed = context["ti"].xcom_pull(task_ids=begun_task_id) or {}
         scope = (landed.get("begun") or {}).get("test_scope", "all")
         producer = context["task"]
         if scope == "core":
             producer.dbt_cmd_flags = [*(producer.dbt_cmd_flags or []), *column_checks_left_out()]
-            producer.vars = {**(getattr(producer, "vars", None) or {}), **CORE_SCOPE_VARS}
+            producer.env = {**(producer.env or {}), **CORE_SCOPE.environment()}
             producer.tests_per_model = {
                 model: [t for t in tests if not is_column_check(t)]
                 for model, tests in (producer.tests_per_model or {}).items()
             }
-        else:  # every test, over whole tables: none of the render's core-scope vars
-            producer.vars = without_render_vars(getattr(producer, "vars", None))
         context["ti"].xcom_push(key=TEST_SCOPE_XCOM, value=scope)
 
     return apply
