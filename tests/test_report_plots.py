@@ -1,16 +1,20 @@
 """The report's figures, drawn and inspected (not compared as images): one test per class of
 defect a reader trips over. Distinct colours per category; share axes from zero; a difference of
-shares labelled and ticked in points; a daily series ticked by day, never by hour."""
+shares labelled and ticked in points; a daily series ticked by day, never by hour; labels that
+overlap each other or the data they name."""
 
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
+from itertools import combinations
 
 import pytest
 from matplotlib.colors import to_hex
-from matplotlib.dates import num2date
+from matplotlib.dates import date2num, num2date
+from matplotlib.path import Path
+from matplotlib.text import Text
 
-from tierlens.report import fmt, plots
+from tierlens.report import buying_plots, fmt, plots
 
 STORAGE_TYPES = ["hdd", "ssd", "nvme", "raid0", "raid1", "nfs"]
 
@@ -72,3 +76,87 @@ def test_a_difference_of_shares_is_in_points_on_the_axis_and_in_tables():
     assert ax.get_ylim()[0] <= 0 <= ax.get_ylim()[1]  # the zero line is in view
     assert fmt.points(0.029) == "+2.9 pt" and fmt.points(-0.0386) == "-3.9 pt" and fmt.points(None) == fmt.MISSING
     assert fmt.FORMATTERS["points"] is fmt.points
+
+
+def _text_boxes(ax):
+    """Each text on ``ax`` and its rendered extent in pixels (the text alone, not its leader line)."""
+    renderer = ax.figure.canvas.get_renderer()
+    return [(t.get_text(), Text.get_window_extent(t, renderer)) for t in ax.texts]
+
+
+#: The demo's crowded corner of the buying guide (seed 11): eleven measured options within 13
+#: points of efficiency and 20 GBP, and probe-derived ones with intervals across the whole plot.
+CLUSTER = [
+    ("Enterprise NVMe", 16, 0.871, 10.75),
+    ("Enterprise NVMe", 8, 0.872, 14.86),
+    ("2xHDD RAID0", 16, 0.599, 12.07),
+    ("2xHDD RAID0", 8, 0.763, 14.33),
+    ("2xHDD RAID1", 8, 0.687, 15.90),
+    ("2xHDD RAID1", 16, 0.450, 16.05),
+    ("1xHDD", 8, 0.591, 18.31),
+    ("1xHDD", 16, 0.348, 20.60),
+    ("Enterprise NVMe", 4, 0.871, 26.90),
+    ("2xHDD RAID0", 4, 0.803, 27.60),
+    ("1xHDD", 4, 0.775, 28.20),
+    ("2xHDD RAID1", 4, 0.733, 29.00),
+    ("Enterprise NVMe", 1, 0.872, 104.5),
+    ("2xHDD RAID0", 1, 0.812, 107.4),
+    ("2xHDD RAID1", 1, 0.818, 106.2),
+    ("1xHDD", 1, 0.795, 108.9),
+]
+
+
+def _option(name, per_node, efficiency, price, evidence="measured", width=0.012):
+    return {
+        "config_name": name,
+        "jobs_per_node": per_node,
+        "evidence": evidence,
+        "currency": "GBP",
+        "efficiency": efficiency,
+        "efficiency_low": efficiency - width,
+        "efficiency_high": efficiency + width,
+        "price_per_1000_core_hours": price,
+        "price_per_1000_core_hours_low": price * 0.97,
+        "price_per_1000_core_hours_high": price * 1.03,
+    }
+
+
+def test_no_two_labels_of_the_buying_guide_overlap():
+    rows = [_option(*c) for c in CLUSTER] + [
+        _option("Consumer SSD", 16, 0.30, 95.0, "probe", 0.3),
+        _option("Consumer SSD", 8, 0.53, 92.0, "probe", 0.33),
+        _option("Consumer SSD", 1, 0.77, 182.0, "probe", 0.3),
+    ]
+    (ax,) = _figure(buying_plots.price_against_efficiency, rows).axes
+    boxes = dict(_text_boxes(ax))
+    names = [f"{r['config_name']} ×{r['jobs_per_node']:g}" for r in rows]
+    assert set(names) <= set(boxes), sorted(boxes)
+    crossing = [(a, b) for (a, box_a), (b, box_b) in combinations(boxes.items(), 2) if box_a.overlaps(box_b)]
+    assert not crossing, crossing
+    frame = ax.get_window_extent()
+    pixels = ax.transData.transform([(r["efficiency"], r["price_per_1000_core_hours"]) for r in rows])
+    for name in names:
+        box = boxes[name]
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1, name
+        # no label on a marker: its own or another's
+        assert not any(box.contains(x, y) for x, y in pixels), name
+    legend = ax.get_legend().get_window_extent()
+    assert not any(box.overlaps(legend) for box in boxes.values())
+
+
+@pytest.mark.parametrize("level", [0.05, 0.5, 0.8, 0.97])
+def test_a_change_is_named_clear_of_the_data_line(level):
+    t0 = datetime(2026, 10, 1, tzinfo=timezone.utc)
+    days = [{"day": t0 + timedelta(days=i), "efficiency": level + 0.02 * (i % 2)} for i in range(3)]
+    changes = [{"changed_at": t0 + timedelta(days=1, hours=12), "label": "synthetic-t2demo-1"}]
+    (ax,) = _figure(plots.efficiency_timeline_with_changes, days, changes).axes
+    ((text, box),) = [(t, b) for t, b in _text_boxes(ax) if t == "synthetic-t2demo-1"]
+    (line,) = [line for line in ax.get_lines() if line.get_label() == "site, per day"]
+    points = ax.transData.transform(line.get_xydata())
+    assert not Path(points).intersects_bbox(box, filled=False), (level, box, points)
+    assert not any(box.contains(x, y) for x, y in points)
+    # beside its change's line, within the figure
+    x = ax.transData.transform((date2num(changes[0]["changed_at"]), 0))[0]
+    assert box.x1 <= x + 1 or box.x0 >= x - 1 or box.y0 >= ax.get_window_extent().y1
+    figure = ax.figure.bbox
+    assert figure.x0 <= box.x0 and box.x1 <= figure.x1 and figure.y0 <= box.y0 and box.y1 <= figure.y1

@@ -14,6 +14,7 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
+from .labels import freeze, label_points
 from .plots import ARM_COLOURS, _axes, _f, _png
 
 #: One colour per kind of evidence, in the order a reader trusts them.
@@ -42,20 +43,23 @@ def price_against_efficiency(rows: Sequence[dict[str, Any]]) -> Figure:
         ax.errorbar(
             xs, ys, xerr=xerr, yerr=yerr, fmt="o", color=colour, capsize=2, elinewidth=1, label=f"{evidence} (95 %)"
         )
-        for x, y, r in zip(xs, ys, pts):
-            ax.annotate(
-                f"{r['config_name']} ×{r['jobs_per_node']:g}",
-                (x, y),
-                fontsize=7,
-                xytext=(4, 3),
-                textcoords="offset points",
-            )
     _cut_long_intervals(ax, rows)
     ax.xaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
     currency = next((r["currency"] for r in rows if r.get("currency")), "")
     ax.set_xlabel("predicted CPU efficiency")
     ax.set_ylabel(f"whole-node price per 1000 core-hours {currency}".strip())
     ax.legend(loc="upper right", fontsize=8)
+    # placed once everything else is drawn, measured against it (labels.py); in the rows' order
+    # (cheapest first), so the options a reader wants most get the places nearest their points
+    drawn = [r for r in rows if r["evidence"] in EVIDENCE_COLOURS]
+    label_points(
+        ax,
+        [_f(r["efficiency"]) for r in drawn],
+        [_f(r["price_per_1000_core_hours"]) for r in drawn],
+        [f"{r['config_name']} ×{r['jobs_per_node']:g}" for r in drawn],
+        freeze(ax),
+        fontsize=7,
+    )
     return ax.figure
 
 

@@ -25,6 +25,8 @@ from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, DateFormatte
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
+from . import labels
+
 # SLAC poster colours: blue = delivered by the cache, green = staged into it.
 BLUE = "#1f5fbf"
 GREEN = "#2e9e44"
@@ -403,14 +405,6 @@ def measured_vs_predicted(rows: Sequence[dict[str, Any]]) -> Figure:
     ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", color=ARM_COLOURS[0], capsize=3, label="predicted (95 %)")
     loo = [_f(r["loo_predicted_efficiency"]) for r in rows]
     ax.scatter(xs, loo, facecolors="none", edgecolors=ARM_COLOURS[1], label="left out of the fit")
-    for x, y, r in zip(xs, ys, rows):
-        ax.annotate(
-            f"{r['storage_type']} {r['ab_arm'] or ''}".strip(),
-            (x, y),
-            fontsize=7,
-            xytext=(4, -10),
-            textcoords="offset points",
-        )
     values = [v for v in xs + ys + loo if not math.isnan(v)]
     a, b = min(values) - 0.03, max(values) + 0.03
     ax.plot([a, b], [a, b], color="grey", linewidth=1, linestyle="--", label="measured = predicted")
@@ -421,6 +415,16 @@ def measured_vs_predicted(rows: Sequence[dict[str, Any]]) -> Figure:
     ax.set_xlabel("measured CPU efficiency")
     ax.set_ylabel("predicted CPU efficiency")
     ax.legend(loc="upper left", fontsize=8)
+    renderer = labels.freeze(ax)
+    labels.label_points(
+        ax,
+        xs,
+        ys,
+        [f"{r['storage_type']} {r['ab_arm'] or ''}".strip() for r in rows],
+        renderer,
+        avoid=labels.marker_boxes(ax, xs, loo),
+        fontsize=7,
+    )
     return ax.figure
 
 
@@ -432,20 +436,43 @@ def efficiency_timeline_with_changes(days: Sequence[dict[str, Any]], changes: Se
     )
     for i, c in enumerate(changes):
         ax.axvline(c["changed_at"], color=LIMIT_COLOUR, linestyle="--", linewidth=1, label="change" if i == 0 else None)
-        ax.annotate(
-            str(c["label"]),
-            (c["changed_at"], 1.0),
-            xycoords=("data", "axes fraction"),
-            rotation=90,
-            va="top",
-            ha="right",
-            fontsize=7,
-            color=LIMIT_COLOUR,
-        )
     _share_from_zero(ax)
     _percent(ax.yaxis, None)
     _legend_above(ax)
+    _name_changes(ax, changes)
     return ax.figure
+
+
+def _name_changes(ax: Axes, changes: Sequence[dict[str, Any]]) -> None:
+    """Each change's name down its line, at a height where it crosses no data line and no other
+    name (measured: labels.py); above the axes, level, when the line leaves no such height."""
+    renderer = labels.freeze(ax)
+    series = [line.get_xydata() for line in ax.get_lines() if line.get_label() != "change"]
+    data = [labels.data_path(ax, xy) for xy in series]
+    taken = [b for xy in series for b in labels.marker_boxes(ax, xy[:, 0], xy[:, 1])]
+    frame = ax.get_window_extent(renderer)
+    style: dict[str, Any] = {"fontsize": 7, "color": LIMIT_COLOUR}
+    for c in changes:
+        name = str(c["label"])
+        x = ax.transData.transform((date2num(c["changed_at"]), 0))[0]
+        if not frame.x0 <= x <= frame.x1:
+            continue  # a change outside the days drawn: its line is not in view either
+        w, h = labels.text_size(ax, renderer, name, **style)
+        box = labels.beside_vertical(ax, x, (h, w), renderer, data, taken)
+        if box is None:
+            ax.annotate(
+                name,
+                (c["changed_at"], 1.0),
+                xycoords=("data", "axes fraction"),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                **style,
+            )
+            continue
+        taken = [*taken, box]
+        ax.annotate(name, (box.x0, box.y0), xycoords="figure pixels", rotation=90, ha="left", va="bottom", **style)
 
 
 @_png
