@@ -422,3 +422,60 @@ def test_the_docs_give_this_sites_structural_error_one_value_under_the_terminals
     assert printed and printed == stated, (printed, stated)
     for text in (readme, manager):
         assert "site's own 1." not in text and "points RMS on the demo site" not in text
+
+
+def test_a_week_cut_by_the_period_shows_the_periods_days_and_says_partial(demo_run, figures):
+    """The demo's 3 days lie in one ISO week: the per-week A/B row ends on the period's last day,
+    not on the Sunday after it, starts on its first, and is flagged partial."""
+    # independently: the report's period is the first and last UTC day a measured job ended
+    ((first, last),) = _warehouse(demo_run.home, "SELECT min(day), max(day) FROM marts.job_efficiency")
+    with (demo_run.home / "reports" / "ab_weekly.csv").open(newline="") as f:
+        weeks = list(csv.DictReader(f))
+    assert weeks
+    for week in weeks:
+        start = datetime.date.fromisoformat(week["period_start"])
+        assert start.weekday() == 0, week
+        want_first, want_last = max(start, first), min(start + datetime.timedelta(days=6), last)
+        days = (want_last - want_first).days + 1
+        assert (week["first_day"], week["last_day"], int(week["days_in_period"]), week["partial_week"]) == (
+            want_first.isoformat(),
+            want_last.isoformat(),
+            days,
+            "true" if days < 7 else "false",
+        ), week
+    # the period's end cuts the last week (three days of the demo cannot fill one)
+    cut = weeks[-1]
+    assert cut["last_day"] == last.isoformat() and cut["partial_week"] == "true", cut
+    # the page: the week's row reads its start, its first and last day in the period, its days, the flag
+    weekly = figures["report"].split("Per week", 1)[1]
+    row = f"{cut['period_start']} {cut['first_day']} {last.isoformat()} {cut['days_in_period']} "
+    assert row in weekly[:800], weekly[:800]
+    after = weekly[weekly.index(row) :]
+    assert "⚑ yes" in after[:300] and "A flagged week is partial" in weekly, weekly[:1500]
+    assert (last + datetime.timedelta(days=1)).isoformat() not in weekly[: weekly.index("CSV:")]
+
+
+#: A zero with a sign in front ("-0.0 pt", "+0.0 %", "-0.00"): what a bound that rounds to zero
+#: must never print as.
+SIGNED_ZERO = re.compile(r"(?<![\w.])[+\-−]0(?:\.0+)?(?![\d.])")
+
+
+def test_no_figure_of_the_report_prints_a_signed_zero(demo_run, figures):
+    assert not SIGNED_ZERO.findall(figures["report"]), [
+        figures["report"][max(0, m.start() - 80) : m.end() + 10] for m in SIGNED_ZERO.finditer(figures["report"])
+    ]
+    # the demo has such a bound (an account's interval that starts a hair below zero), or the
+    # check above proves nothing: it is printed as a plain zero in its row
+    with (demo_run.home / "reports" / "ab_uncertainty_overall.csv").open(newline="") as f:
+        near = [
+            r
+            for r in csv.DictReader(f)
+            if r["subset"] == "all" and r["efficiency_ci_low"] and -0.0005 < float(r["efficiency_ci_low"]) < 0
+        ]
+    assert near, "no interval of the demo starts within 0.05 pt below zero: take another near-zero value"
+    for r in near:
+        shown = re.search(
+            rf"{re.escape(r['group_value'])} {re.escape(r['grouping'])} [\d,]+ [\d,]+ \S+ % \S+ % (\S+ pt) (\S+ pt) (\S+ pt)",
+            figures["report"],
+        )
+        assert shown and shown.group(2) == "0.0 pt", (r, shown and shown.group(0))

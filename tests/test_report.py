@@ -210,12 +210,17 @@ def test_ab_tables(full_report):
         assert f(row["efficiency_a"]) == (None if d[4] is None else pytest.approx(d[4] / d[6]))
     weekly = read_csv(out / "ab_weekly.csv")
     assert len(weekly) == 1 and f(weekly[0]["efficiency_b_minus_a"]) == pytest.approx(140 / 160 - 100 / 140)
-    # a week is shown by its first and last day, both included (Monday to Sunday)
+    # a week is shown by its first and last day, both included: Monday to Sunday, as the jobs'
+    # days (JOBS: the 6th to the 13th) hold all of it
     week = next(r for r in AB_ROWS if r[0] == "week")
-    assert (weekly[0]["period_start"], weekly[0]["period_last_day"]) == (
+    assert min(j[8] for j in JOBS) <= week[1] and week[1] + dt.timedelta(days=6) <= max(j[8] for j in JOBS)
+    assert [weekly[0][k] for k in ("period_start", "first_day", "last_day", "days_in_period", "partial_week")] == [
+        week[1].isoformat(),
         week[1].isoformat(),
         (week[1] + dt.timedelta(days=6)).isoformat(),
-    )
+        "7",
+        "false",
+    ]
     assert "period_end" not in weekly[0]
 
 
@@ -522,6 +527,53 @@ def test_hardware_section_prices_whole_nodes_with_both_figures(tmp_path: Path):
     assert "published figures (Glasgow)" in section and "this site (types left out)" in section
 
 
+def test_a_value_that_rounds_to_zero_prints_without_a_sign():
+    """'-0.0 pt' claims a direction the rounded figure does not have: every format of points,
+    percentages and fractions prints a value that rounds to zero as a plain zero, in intervals too."""
+    from tierlens.report import fmt
+
+    tiny = (-0.0004, -0.0, 0.0, 0.0004)
+    for kind, zero in (("points", "0.0 pt"), ("points_size", "0.0 pt"), ("pct", "0.0 %"), ("ratio", "0.00")):
+        assert {fmt.FORMATTERS[kind](v) for v in tiny} == {zero}, kind
+    assert {fmt.money(v) for v in (-0.004, 0.004)} == {"0.00"}
+    assert {fmt.number(v) for v in (-0.0, 0.0)} == {"0"}
+    # a value that does not round to zero keeps its sign
+    assert (fmt.points(-0.0005), fmt.points(0.0006), fmt.pct(-0.0006), fmt.ratio(-0.006)) == (
+        "-0.1 pt",
+        "+0.1 pt",
+        "-0.1 %",
+        "-0.01",
+    )
+    assert fmt.number(-1e-5) == "-1e-05"
+    assert fmt.interval(-0.0004, 0.0131, "points") == "0.0 to +1.3 pt"
+
+
+def test_a_week_the_period_cuts_shows_the_periods_days():
+    """An ISO week runs Monday to Sunday; one the report's period cuts shows the period's first or
+    last day instead and says it holds fewer than 7 days."""
+    from tierlens.report.period import ReportPeriod
+
+    period = ReportPeriod(D(2026, 10, 1), D(2026, 10, 14))  # a Thursday to the Wednesday two weeks on
+    cut_start, whole, cut_end, after = (period.week(D(2026, 9, 28) + dt.timedelta(days=7 * k)) for k in range(4))
+    assert (cut_start.first, cut_start.last, cut_start.days, cut_start.partial) == (
+        D(2026, 10, 1),
+        D(2026, 10, 4),
+        4,
+        True,
+    )
+    assert (whole.first, whole.last, whole.days, whole.partial) == (D(2026, 10, 5), D(2026, 10, 11), 7, False)
+    # the period's end cuts the third week: its last day is the period's, not the Sunday after
+    assert (cut_end.first, cut_end.last, cut_end.days, cut_end.partial) == (
+        D(2026, 10, 12),
+        D(2026, 10, 14),
+        3,
+        True,
+    )
+    assert after.days == 0 and after.partial
+    short = ReportPeriod(D(2026, 10, 1), D(2026, 10, 3)).week(dt.datetime(2026, 9, 28, tzinfo=dt.timezone.utc))
+    assert (short.first, short.last, short.days) == (D(2026, 10, 1), D(2026, 10, 3), 3)
+
+
 def test_a_lifetime_reads_in_its_own_unit():
     """'0.0802 years' is 29 days: a lifetime is printed in days, months or years, as it reads."""
     from tierlens.report import fmt
@@ -566,7 +618,7 @@ def dates_outside(out: Path, first: dt.date, last: dt.date) -> dict[str, list[st
                     when = when.astimezone(dt.timezone.utc)
                 day = when.date()
                 # a week or a whole-run row may start before the first day if it reaches into it
-                last_day = row.get("period_last_day") or ""
+                last_day = row.get("period_last_day") or row.get("last_day") or ""
                 if key == "period_start" and last_day and dt.date.fromisoformat(last_day[:10]) >= first:
                     continue
                 ends = row.get("period_end") or ""

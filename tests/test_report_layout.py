@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from support.report_marts import AB_SITE, CHANGES, add_answer_marts
+from support.report_marts import AB_SITE, CHANGES, HARDWARE, add_answer_marts
 from tierlens.report import build_report
 
 WIDTH = 1280
@@ -177,3 +177,46 @@ def test_intervals_stay_within_what_the_quantity_allows(report):
     # the mart itself is left as it is
     with duckdb.connect(str(tmp / "w.duckdb"), read_only=True) as con:
         assert con.execute("SELECT max(efficiency_high) FROM marts.hardware_options").fetchone()[0] > 1.0
+
+
+def _table_after(page: str, caption: str) -> tuple[list[str], list[list[str]]]:
+    """The header labels and the main rows' cell texts of the table under ``caption``."""
+    table = page[page.index(caption) :]
+    table = table[: table.index("</table>")]
+    heads = [htmllib.unescape(h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", table, flags=re.S)]
+    rows = re.findall(r'<tr(?![^>]*class="details)[^>]*>(.*?)</tr>', table.split("<tbody>", 1)[1], flags=re.S)
+    return heads, [
+        [htmllib.unescape(c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, flags=re.S)] for r in rows
+    ]
+
+
+def test_a_price_and_its_interval_carry_the_same_currency(report):
+    """The buying guide's price per 1000 core-hours and the two bounds of its 95 % interval are in
+    one unit, written the same way: the row's currency after each figure, as every price of the
+    report has it."""
+    result, tmp = report
+    page = result.html_path.read_text(encoding="utf-8")
+    heads, rows = _table_after(page, "Candidate configurations, cheapest delivered core-hour first")
+    at = heads.index("whole node per 1000 core-h")
+    assert heads[at + 1 : at + 3] == ["95 % low", "95 % high"], heads
+    with (tmp / "out" / "hardware_options.csv").open(newline="") as fh:
+        options = list(csv.DictReader(fh))
+    assert len(rows) == len(options) == len(HARDWARE)
+    for cells, option in zip(rows, options):
+        shown = cells[at : at + 3]
+        for key, cell in zip(("", "_low", "_high"), shown):
+            value = float(option[f"price_per_1000_core_hours{key}"])
+            assert cell == f"{value:,.2f} {option['currency']}", (cells, option)
+
+
+def test_a_cut_efficiency_interval_is_said_to_be_cut(report):
+    result, _ = report
+    page = htmllib.unescape(result.html_path.read_text(encoding="utf-8"))
+    section = page[page.index('<section id="hardware"') :]
+    section = section[: section.index("</section>")]
+    # independently: the fixture's options whose band passes 0 or 100 %
+    cut = sum(1 for h in HARDWARE if h[5] < 0 or h[6] > 1)
+    assert cut == 1
+    assert "1 row's interval was cut where the quantity ends (an efficiency lies between 0 and 100 %)" in section
+    # no price interval was cut (every low bound is above 0): no note about prices
+    assert "a price is never below 0" not in section

@@ -5,6 +5,8 @@ A shared set is written once here, so a label or a format changes in every table
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from . import fmt
 from .page import Column
 
@@ -27,6 +29,13 @@ def interval(prefix: str, kind: str, label: str = "95 %", csv_only: bool = False
         Column(f"{prefix}_low", f"{label} low", kind, csv_only=csv_only),
         Column(f"{prefix}_high", f"{label} high", kind, csv_only=csv_only),
     )
+
+
+def priced_interval(prefix: str, label: str = "95 %") -> tuple[Column, Column]:
+    """The bounds of a price's 95 % interval, each with its row's currency as the price beside it
+    has (a bound without it reads as another unit)."""
+    low, high = interval(prefix, "money", label)
+    return replace(low, suffix_key="currency"), replace(high, suffix_key="currency")
 
 
 #: Sums of a group of jobs (marts.efficiency_by_group summed), after its key columns.

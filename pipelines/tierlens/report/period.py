@@ -41,6 +41,20 @@ def _day(value: Any) -> dt.date | None:
 
 
 @dataclass(frozen=True)
+class WeekInPeriod:
+    """A week's days within the report's period: a week the period's first or last day cuts
+    shows the period's day, not the Monday before or the Sunday after, and says it is partial."""
+
+    first: dt.date
+    last: dt.date
+    days: int
+
+    @property
+    def partial(self) -> bool:
+        return self.days < 7
+
+
+@dataclass(frozen=True)
 class ReportPeriod:
     first: dt.date
     #: The last day, inclusive.
@@ -69,6 +83,15 @@ class ReportPeriod:
         if end is not None and (end < self.first or (end == self.first and (start is None or start < end))):
             return False
         return True
+
+    def week(self, start: dt.date | dt.datetime) -> WeekInPeriod:
+        """The days of the week from ``start`` (seven) that lie in the period."""
+        day = _day(start)
+        if day is None:
+            raise TypeError(f"a week's start must be a date, not {start!r}")
+        end = day + dt.timedelta(days=6)
+        first, last = max(day, self.first), min(end, self.last)
+        return WeekInPeriod(first, last, max(0, (last - first).days + 1))
 
     def clip(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         return [r for r in rows if self.holds(r)]

@@ -38,10 +38,14 @@ def body(wh: MartReader, s: SectionOut) -> None:
         WHERE period_grain = 'all'
         ORDER BY subset, grouping <> 'site', grouping, group_value
     """)
-    for rows in (days, overall):
+    cut = sum(
         bounds.clip_interval(
             rows, "efficiency_ci_low", "efficiency_ci_high", bounds.EFFICIENCY_DIFFERENCE, "efficiency_difference"
         )
+        for rows in (days, overall)
+    )
+    if cut:
+        s.note(bounds.cut_note(cut, bounds.EFFICIENCY_DIFFERENCE))
     site = next((r for r in overall if r["subset"] == "all" and r["grouping"] == "site"), None)
     if site is not None:
         s.fact("Whole period, site: efficiency B − A", fmt.points(site["efficiency_difference"]))

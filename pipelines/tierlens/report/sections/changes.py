@@ -35,11 +35,15 @@ def body(wh: MartReader, s: SectionOut) -> None:
                  OR overlapping_changes IS NOT NULL AS weak, warning
         FROM marts.change_effects WHERE row_kind = 'change' ORDER BY changed_at, change_id
     """)
-    for lo, hi, point in (
-        ("effect_ci_low", "effect_ci_high", "effect"),
-        ("effect_unstratified_ci_low", "effect_unstratified_ci_high", "effect_unstratified"),
-    ):
+    cut = sum(
         bounds.clip_interval(changes, lo, hi, bounds.EFFICIENCY_DIFFERENCE, point)
+        for lo, hi, point in (
+            ("effect_ci_low", "effect_ci_high", "effect"),
+            ("effect_unstratified_ci_low", "effect_unstratified_ci_high", "effect_unstratified"),
+        )
+    )
+    if cut:
+        s.note(bounds.cut_note(cut, bounds.EFFICIENCY_DIFFERENCE))
     _daily_efficiency(wh, s, changes)
     s.table("change_effects", changes)
     strata = wh.rows("""

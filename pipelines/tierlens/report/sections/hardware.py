@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from .. import bounds, buying_plots
-from ..columns import CURRENCY, interval, priced
+from ..columns import CURRENCY, interval, priced, priced_interval
 from ..page import Column
 from ..reader import MartReader
 from ..spec import HARDWARE, PlotSpec, SectionOut, SectionSpec, TableSpec
@@ -23,8 +23,8 @@ def body(wh: MartReader, s: SectionOut) -> None:
                generator_structural_error, published_structural_error, structural_error_source
         FROM marts.hardware_options ORDER BY job_class, price_rank
     """)
-    bounds.clip_interval(options, "efficiency_low", "efficiency_high", bounds.EFFICIENCY, "efficiency")
-    bounds.clip_interval(
+    cut_efficiency = bounds.clip_interval(options, "efficiency_low", "efficiency_high", bounds.EFFICIENCY, "efficiency")
+    cut_price = bounds.clip_interval(
         options,
         "price_per_1000_core_hours_low",
         "price_per_1000_core_hours_high",
@@ -103,6 +103,9 @@ def body(wh: MartReader, s: SectionOut) -> None:
         "efficiency then rests on the steady-state rate, not the datasheet's burst. "
         "Source: marts.hardware_options."
     )
+    for count, allowed in ((cut_efficiency, bounds.EFFICIENCY), (cut_price, bounds.PRICE)):
+        if count:
+            s.note(bounds.cut_note(count, allowed))
 
 
 SPEC = SectionSpec(
@@ -134,16 +137,16 @@ SPEC = SectionSpec(
                 Column("efficiency", "efficiency", "pct"),
                 *interval("efficiency", "pct"),
                 priced("price_per_1000_core_hours", "whole node per 1000 core-h"),
-                *interval("price_per_1000_core_hours", "money"),
+                *priced_interval("price_per_1000_core_hours"),
                 Column("node_config", "node", detail=True),
                 Column("cores_per_job", "cores / job", "num", csv_only=True),
                 priced("whole_node_price", "node + storage").detailed(),
                 CURRENCY,
-                Column("price_per_node", "storage / node", "money", detail=True),
-                Column("price_per_gb", "storage / GB", "money", detail=True),
+                priced("price_per_node", "storage / node").detailed(),
+                priced("price_per_gb", "storage / GB").detailed(),
                 Column("power_price_per_node_hour", "power / node-h", "money", csv_only=True),
                 Column("node_throughput", "core-h / node-h", "num", detail=True),
-                Column("price_per_throughput", "storage / throughput", "money", detail=True),
+                priced("price_per_throughput", "storage / throughput").detailed(),
                 Column("interval_driver", "interval from", csv_only=True),
                 Column("ssd_lifetime_years", "SSD life", "lifetime", detail=True),
                 Column("structural_error", "structural error", "points_size", csv_only=True),

@@ -16,7 +16,7 @@ def body(wh: MartReader, s: SectionOut) -> None:
                NOT measured_within_interval AS outside, mean_concurrent_jobs, model_version
         FROM marts.efficiency_measured_vs_predicted ORDER BY job_class, storage_type, ab_arm
     """)
-    bounds.clip_interval(
+    cut = bounds.clip_interval(
         rows, "efficiency_low", "efficiency_high", bounds.EFFICIENCY, "predicted_efficiency", "measured_efficiency"
     )
     s.figure("measured_vs_predicted", rows)
@@ -26,7 +26,7 @@ def body(wh: MartReader, s: SectionOut) -> None:
                efficiency_high, jobs_per_node_hour, extrapolated
         FROM marts.efficiency_what_if ORDER BY job_class, cache, jobs_per_node, predicted_efficiency DESC
     """)
-    bounds.clip_interval(grid, "efficiency_low", "efficiency_high", bounds.EFFICIENCY, "predicted_efficiency")
+    cut += bounds.clip_interval(grid, "efficiency_low", "efficiency_high", bounds.EFFICIENCY, "predicted_efficiency")
     if grid:
         s.table("efficiency_what_if", grid)
     s.note(
@@ -35,6 +35,8 @@ def body(wh: MartReader, s: SectionOut) -> None:
         "byte by route. Fitted per storage type from marts.job_io_profile; cache what-ifs replay the "
         "jobs' own file accesses. Sources: marts.efficiency_measured_vs_predicted, marts.efficiency_what_if."
     )
+    if cut:
+        s.note(bounds.cut_note(cut, bounds.EFFICIENCY))
 
 
 _JOB_CLASS = Column("job_class", "job class")
