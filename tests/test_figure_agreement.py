@@ -425,24 +425,26 @@ def test_the_docs_give_this_sites_structural_error_one_value_under_the_terminals
 
 
 def test_a_week_cut_by_the_period_shows_the_periods_days_and_says_partial(demo_run, figures):
-    """The demo's 3 days lie in one ISO week: the per-week A/B row ends on the period's last day,
-    not on the Sunday after it, starts on its first, and is flagged partial."""
+    """The demo's 3 days lie in one ISO week: the per-week rows (the A/B table's, the answers'
+    completeness) end on the period's last day, not on the Sunday after it, start on its first,
+    and are flagged partial."""
     # independently: the report's period is the first and last UTC day a measured job ended
     ((first, last),) = _warehouse(demo_run.home, "SELECT min(day), max(day) FROM marts.job_efficiency")
-    with (demo_run.home / "reports" / "ab_weekly.csv").open(newline="") as f:
-        weeks = list(csv.DictReader(f))
-    assert weeks
-    for week in weeks:
-        start = datetime.date.fromisoformat(week["period_start"])
-        assert start.weekday() == 0, week
-        want_first, want_last = max(start, first), min(start + datetime.timedelta(days=6), last)
-        days = (want_last - want_first).days + 1
-        assert (week["first_day"], week["last_day"], int(week["days_in_period"]), week["partial_week"]) == (
-            want_first.isoformat(),
-            want_last.isoformat(),
-            days,
-            "true" if days < 7 else "false",
-        ), week
+    for name, key in (("verdict", "week_start"), ("ab_weekly", "period_start")):
+        with (demo_run.home / "reports" / f"{name}.csv").open(newline="") as f:
+            weeks = list(csv.DictReader(f))
+        assert weeks, name
+        for week in weeks:
+            start = datetime.date.fromisoformat(week[key])
+            assert start.weekday() == 0, week
+            want_first, want_last = max(start, first), min(start + datetime.timedelta(days=6), last)
+            days = (want_last - want_first).days + 1
+            assert (week["first_day"], week["last_day"], int(week["days_in_period"]), week["partial_week"]) == (
+                want_first.isoformat(),
+                want_last.isoformat(),
+                days,
+                "true" if days < 7 else "false",
+            ), (name, week)
     # the period's end cuts the last week (three days of the demo cannot fill one)
     cut = weeks[-1]
     assert cut["last_day"] == last.isoformat() and cut["partial_week"] == "true", cut

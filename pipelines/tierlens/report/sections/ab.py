@@ -6,9 +6,9 @@ from typing import Any
 
 from .. import columns as col, fmt, plots
 from ..page import KINDS_KEY, Column
-from ..period import ReportPeriod
 from ..reader import MartReader
 from ..spec import PlotSpec, SectionOut, SectionSpec, TableSpec
+from .common import PARTIAL_WEEK, PARTIAL_WEEK_NOTE, WEEK_DAYS, weeks_in_period
 
 
 def _diff(b: Any, a: Any) -> float | None:
@@ -53,18 +53,6 @@ def _overall_rows(overall: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return table_rows
 
 
-def _weeks_in_period(weeks: list[dict[str, Any]], period: ReportPeriod | None) -> list[dict[str, Any]]:
-    """Each week row with the days of it the report covers: an ISO week runs Monday to Sunday, but
-    a week the period's end cuts must not claim the Sunday after it (nor the Monday before its start)."""
-    for w in weeks:
-        if period is None:  # no job days to cut by: the mart's week as it is
-            w.update(first_day=w["period_start"], last_day=w["period_last_day"], days_in_period=7, partial_week=False)
-            continue
-        cut = period.week(w["period_start"])
-        w.update(first_day=cut.first, last_day=cut.last, days_in_period=cut.days, partial_week=cut.partial)
-    return weeks
-
-
 def body(wh: MartReader, s: SectionOut) -> None:
     overall = wh.rows("""
         SELECT * FROM marts.ab_comparison WHERE period_grain = 'all' ORDER BY period_start
@@ -94,12 +82,9 @@ def body(wh: MartReader, s: SectionOut) -> None:
     else:
         s.note("No 'all' row in marts.ab_comparison: no whole-period table.")
     if weeks:
-        s.table("ab_weekly", _weeks_in_period(weeks, s.period))
+        s.table("ab_weekly", weeks_in_period(weeks, "period_start", s.period))
         if any(w["partial_week"] for w in weeks):
-            s.note(
-                "A flagged week is partial: the report's period cuts it, so its first or last day is the "
-                "period's and it holds fewer than 7 days."
-            )
+            s.note(PARTIAL_WEEK_NOTE)
     if not (days or overall or weeks):
         s.no_data("marts.ab_comparison has no rows of grain 'day', 'week' or 'all'.")
 
@@ -147,13 +132,11 @@ SPEC = SectionSpec(
             "Per week",
             (
                 Column("period_start", "week start"),
-                Column("first_day", "first day"),
-                Column("last_day", "last day"),
-                Column("days_in_period", "days", "int"),
+                *WEEK_DAYS,
                 *col.arm("a", *_WEEKLY_MEASURES),
                 *col.arm("b", *_WEEKLY_MEASURES),
                 col.EFFICIENCY_B_MINUS_A,
-                Column("partial_week", "partial week", "flag"),
+                PARTIAL_WEEK,
             ),
             flag_key="partial_week",
         ),

@@ -8,7 +8,7 @@ from .. import bounds, fmt
 from ..page import Column
 from ..reader import MartReader
 from ..spec import OPERATIONS, SectionOut, SectionSpec, TableSpec
-from .common import share_sql
+from .common import PARTIAL_WEEK, PARTIAL_WEEK_NOTE, WEEK_DAYS, share_sql, weeks_in_period
 
 #: The answer's label for completeness; the weekly table's caption repeats it.
 COMPLETENESS_LABEL = "How much of the data is behind these figures"
@@ -135,13 +135,15 @@ def body(wh: MartReader, s: SectionOut) -> None:
         )
         for r in weeks:
             r["verdict"] = _completeness(r)
-        s.table("verdict", weeks)
+        s.table("verdict", weeks_in_period(weeks, "week_start", s.period))
         s.note(
             "Per ISO week (UTC): the share of CPU hours from jobs a plugin tagged with their storage and "
             "arm, and of the bytes read from XRootD servers that joined to a job (exactly or by inference). "
             "What is missing is missing from every figure. Source: marts.data_completeness (section Data "
             "completeness has the detail)."
         )
+        if any(w["partial_week"] for w in weeks):
+            s.note(PARTIAL_WEEK_NOTE)
     if not s.section.facts:
         s.no_data(
             "No answer yet: no A/B trial (marts.ab_uncertainty, marts.ab_comparison), no recorded change "
@@ -165,6 +167,7 @@ SPEC = SectionSpec(
             f"{COMPLETENESS_LABEL}, per week",
             (
                 Column("week_start", "week starting"),
+                *WEEK_DAYS,
                 Column("cpu_hours_tagged", "CPU hours tagged", "pct"),
                 Column("cpu_hours", "CPU hours", "hours"),
                 Column("bytes_joined", "bytes joined", "pct"),
@@ -172,7 +175,9 @@ SPEC = SectionSpec(
                 Column("rejected_records", "rejected", "int"),
                 Column("provisional", "provisional"),
                 Column("verdict", "in words"),
+                PARTIAL_WEEK,
             ),
+            flag_key="partial_week",
         ),
     ),
 )
