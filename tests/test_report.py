@@ -273,9 +273,13 @@ def test_price_performance(full_report):
     html = result.html_path.read_text(encoding="utf-8")
     row = re.search(r"<tr><td>intel-x25</td>.*?</tr>", html).group(0)
     assert row.count("not measured") == 5
-    assert "245.00 GBP" in row and "1.53" in row
+    assert "245.00 GBP" in row and "1.53 GBP" in row
     kingston = re.search(r"<tr><td>kingston-ssd</td>.*?</tr>", html).group(0)
-    assert "81.0 %" in kingston and f"{155.0 / 4.5:.2f}" in kingston
+    assert "81.0 %" in kingston
+    # every price of the row in the row's currency, as the unit price: per node, per GB, per throughput
+    assert kingston.count("155.00 GBP") == 2, kingston
+    for value in (155.0 / 128.0, 155.0 / 4.5):
+        assert f"{value:.2f} GBP" in kingston, kingston
 
 
 def test_csv_paths_are_the_tables_written(full_report):

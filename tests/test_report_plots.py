@@ -160,3 +160,18 @@ def test_a_change_is_named_clear_of_the_data_line(level):
     assert box.x1 <= x + 1 or box.x0 >= x - 1 or box.y0 >= ax.get_window_extent().y1
     figure = ax.figure.bbox
     assert figure.x0 <= box.x0 and box.x1 <= figure.x1 and figure.y0 <= box.y0 and box.y1 <= figure.y1
+
+
+def test_an_hourly_axis_names_no_day_after_the_last_hour():
+    """Hours to 23:00 on the 3rd: neither a tick nor the offset beside the axis may read the 4th
+    (the axis is the data's, with half an hour's margin)."""
+    t0 = datetime(2026, 10, 1, tzinfo=timezone.utc)
+    hours = [
+        {"hour": t0 + timedelta(hours=h), "gb_delivered_from_cache": 100.0 + h % 7, "gb_staged_in": 50.0}
+        for h in range(72)
+    ]
+    (ax,) = _figure(plots.cache_gb_per_hour, hours).axes
+    right = num2date(ax.get_xlim()[1])
+    assert right < datetime(2026, 10, 4, tzinfo=timezone.utc), right
+    shown = [t.get_text() for t in ax.get_xticklabels()] + [ax.xaxis.get_offset_text().get_text()]
+    assert shown and not any("Oct-04" in s or "10-04" in s for s in shown), shown

@@ -122,7 +122,21 @@ def _date_axis(ax: Axes, xs: Sequence[Any] = ()) -> None:
         return
     locator = AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+    # the year alone beside the axis: its default offset names the last tick's day, which the
+    # margin puts after the data (hours to 23:00 on the 3rd read '2026-Oct-04')
+    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator, offset_formats=["", "%Y", "%Y", "%Y", "%Y", "%Y"]))
+    _within_the_data(ax, xs)
+
+
+def _within_the_data(ax: Axes, xs: Sequence[Any]) -> None:
+    """The axis from the first time to the last with half a step's margin (never a tick at the
+    midnight after the last hour, which would show a day the data do not reach)."""
+    times = sorted(date2num(x) for x in xs if x is not None)
+    if len(times) < 2:
+        return
+    step = min(b - a for a, b in zip(times, times[1:]) if b > a) if times[-1] > times[0] else 0.0
+    if step:
+        ax.set_xlim(times[0] - step / 2, times[-1] + step / 2)
 
 
 def _share_from_zero(ax: Axes) -> None:
