@@ -481,3 +481,12 @@ def test_no_figure_of_the_report_prints_a_signed_zero(demo_run, figures):
             figures["report"],
         )
         assert shown and shown.group(2) == "0.0 pt", (r, shown and shown.group(0))
+
+
+def test_the_input_size_table_reads_whole_period_then_before_then_after(demo_run):
+    with (demo_run.home / "reports" / "efficiency_by_input_size.csv").open(newline="") as f:
+        periods = [r["period"] for r in csv.DictReader(f)]
+    # the order a reader compares them in, not the alphabet's ('after …' first)
+    blocks = list(dict.fromkeys(p.split(" ", 1)[0] for p in periods))
+    assert blocks == ["all", "before", "after"], blocks
+    assert periods == sorted(periods, key=lambda p: ["all", "before", "after"].index(p.split(" ", 1)[0]))

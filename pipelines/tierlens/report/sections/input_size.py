@@ -16,8 +16,11 @@ def body(wh: MartReader, s: SectionOut) -> None:
                sum(cpu_hours) / nullif(sum(core_wall_hours), 0) AS efficiency
         FROM marts.efficiency_by_input_size
         WHERE period = 'all' OR in_change_scope
-        GROUP BY ALL ORDER BY period, storage_type, bin_order
+        GROUP BY ALL ORDER BY storage_type, bin_order
     """)
+    # the whole period first, then each change's jobs before it and after it, in the order a reader
+    # compares them (the alphabet puts 'after …' first)
+    rows.sort(key=lambda r: (r["period"] != "all", str(r["change_id"]), r["change_window"] == "after"))
     overall = [dict(r, series=r["storage_type"], bin=r["bytes_read_bin"]) for r in rows if r["period"] == "all"]
     overall.sort(key=lambda r: r["bin_order"])
     if overall:
