@@ -2,7 +2,10 @@
 -- loaded nothing, by why (outcome, the row's detail), against the intervals the source ran that
 -- UTC day (day of the interval's start). Ephemeral: a readable part of the mart's one query, over
 -- the mart's window (completeness_window).
-{{ config(materialized='ephemeral') }}
+-- Built where data_completeness is: on DuckDB only (dbt_project.yml, marts/operations).
+{{ config(materialized='ephemeral', enabled=target.type != 'spark') }}
+-- The mart's window reads the newest data loaded (completeness_horizon_sql) in a plain run:
+-- depends_on: {{ ref('stg_job') }} {{ ref('stg_file_access') }}
 {%- set first, stop = completeness_window() %}
 with intervals as (
     select * from (

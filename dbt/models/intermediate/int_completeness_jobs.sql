@@ -3,8 +3,11 @@
 -- accesses matched exactly, only by inference, or none. A job is its whole-job row (step_id ''),
 -- else its first step, as in int_file_access_by_job. Ephemeral: a readable part of the mart's
 -- one query, over the mart's window (completeness_window).
-{{ config(materialized='ephemeral') }}
+-- Built where data_completeness is: on DuckDB only (dbt_project.yml, marts/operations).
+{{ config(materialized='ephemeral', enabled=target.type != 'spark') }}
 {%- set max_wall = var('max_wall_days', 7) | int %}
+-- The mart's window reads the newest data loaded (completeness_horizon_sql) in a plain run:
+-- depends_on: {{ ref('stg_job') }} {{ ref('stg_file_access') }}
 {%- set first, stop = completeness_window() %}
 with job_rows as (
     -- jobs that ran: a launch failure has no CPU hours and is counted in efficiency_by_group.

@@ -2,7 +2,10 @@
 -- job accounting never delivered (a tag of a job or step not in stg_job), by the UTC day the tag
 -- was written (a tag without a time: its job's start). Ephemeral: a readable part of the mart's
 -- one query, over the mart's window (completeness_window).
-{{ config(materialized='ephemeral') }}
+-- Built where data_completeness is: on DuckDB only (dbt_project.yml, marts/operations).
+{{ config(materialized='ephemeral', enabled=target.type != 'spark') }}
+-- The mart's window reads the newest data loaded (completeness_horizon_sql) in a plain run:
+-- depends_on: {{ ref('stg_job') }} {{ ref('stg_file_access') }}
 {%- set first, stop = completeness_window() %}
 with window_tags as (
     -- tags written in the window, and those without a time (dated by their job's start)
