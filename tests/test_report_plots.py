@@ -175,3 +175,20 @@ def test_an_hourly_axis_names_no_day_after_the_last_hour():
     assert right < datetime(2026, 10, 4, tzinfo=timezone.utc), right
     shown = [t.get_text() for t in ax.get_xticklabels()] + [ax.xaxis.get_offset_text().get_text()]
     assert shown and not any("Oct-04" in s or "10-04" in s for s in shown), shown
+
+
+def test_two_changes_an_hour_apart_are_named_apart_and_clear_of_the_data():
+    t0 = datetime(2026, 10, 1, tzinfo=timezone.utc)
+    days = [{"day": t0 + timedelta(days=i), "efficiency": 0.8} for i in range(3)]
+    names = ("nfs-read-ahead-4MiB", "xcache-disk-swap")
+    changes = [{"changed_at": t0 + timedelta(hours=36 + i), "label": n} for i, n in enumerate(names)]
+    (ax,) = _figure(plots.efficiency_timeline_with_changes, days, changes).axes
+    boxes = dict(_text_boxes(ax))
+    assert set(names) <= set(boxes), boxes
+    assert not boxes[names[0]].overlaps(boxes[names[1]]), boxes
+    (line,) = [line for line in ax.get_lines() if line.get_label() == "site, per day"]
+    path = Path(ax.transData.transform(line.get_xydata()))
+    assert not any(path.intersects_bbox(boxes[n], filled=False) for n in names), boxes
+    # both stay down their lines, within the axes (neither pushed above them)
+    frame = ax.get_window_extent()
+    assert all(frame.y0 <= boxes[n].y0 and boxes[n].y1 <= frame.y1 for n in names), boxes

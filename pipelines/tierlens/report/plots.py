@@ -23,6 +23,7 @@ from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, DateFormatter, DayLocator, date2num
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
 from . import labels
@@ -448,20 +449,21 @@ def efficiency_timeline_with_changes(days: Sequence[dict[str, Any]], changes: Se
     ax = _lines_over_time(
         days, "day", (_Line("efficiency", "site, per day", BLUE),), ylabel="CPU efficiency", markersize=4
     )
+    data_lines = list(ax.get_lines())
     for i, c in enumerate(changes):
         ax.axvline(c["changed_at"], color=LIMIT_COLOUR, linestyle="--", linewidth=1, label="change" if i == 0 else None)
     _share_from_zero(ax)
     _percent(ax.yaxis, None)
     _legend_above(ax)
-    _name_changes(ax, changes)
+    _name_changes(ax, changes, data_lines)
     return ax.figure
 
 
-def _name_changes(ax: Axes, changes: Sequence[dict[str, Any]]) -> None:
-    """Each change's name down its line, at a height where it crosses no data line and no other
-    name (measured: labels.py); above the axes, level, when the line leaves no such height."""
+def _name_changes(ax: Axes, changes: Sequence[dict[str, Any]], data_lines: Sequence[Line2D]) -> None:
+    """Each change's name down its line, at a height where it crosses none of ``data_lines`` and no
+    other name (measured: labels.py); above the axes, level, when the line leaves no such height."""
     renderer = labels.freeze(ax)
-    series = [line.get_xydata() for line in ax.get_lines() if line.get_label() != "change"]
+    series = [line.get_xydata() for line in data_lines]
     data = [labels.data_path(ax, xy) for xy in series]
     taken = [b for xy in series for b in labels.marker_boxes(ax, xy[:, 0], xy[:, 1])]
     frame = ax.get_window_extent(renderer)
