@@ -226,7 +226,7 @@ def test_the_best_buy_is_the_same_in_terminal_report_and_sql(demo_run, figures):
     assert terminal == report
     m = re.fullmatch(
         rf"(.+), {NUMBER} jobs per node, cache (\S+): {NUMBER} (\w+) per 1000 core-hours "
-        rf"\(95 %: {NUMBER} to {NUMBER}\), efficiency {NUMBER} % \((\w+)\)",
+        rf"\(95 %: {NUMBER} to {NUMBER} \5\), efficiency {NUMBER} % \((\w+)\)",
         terminal,
     )
     assert m, terminal

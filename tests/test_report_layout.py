@@ -158,7 +158,7 @@ def test_answers_say_the_figures_in_points_with_their_intervals(report):
         ) in lead
     # the first-ranked option, with its price per 1000 core-hours and interval
     assert "Enterprise NVMe (Samsung PM9A3 3.84 TB), 32 jobs per node, cache none: 12.10 GBP per 1000" in lead
-    assert "(95 %: 11.80 to 12.40)" in lead
+    assert "(95 %: 11.80 to 12.40 GBP)" in lead
     assert "of CPU hours tagged" in lead
     # the changes table shows the effect in points
     changes = page[page.index('<section id="changes"') :]

@@ -116,7 +116,8 @@ def _best_buy(wh: MartReader, s: SectionOut) -> None:
             "Best configuration to buy" + (f" ({r['job_class']} jobs)" if len(rows) > 1 else ""),
             f"{r['config_name']}, {fmt.number(r['jobs_per_node'])} jobs per node, cache {r['cache']}: "
             f"{fmt.money(r['price'])}{currency} per 1000 core-hours "
-            f"(95 %: {fmt.interval(r['price_low'], r['price_high'], 'money')}), "
+            # the interval in the price's unit, as an efficiency's interval ends in 'pt'
+            f"(95 %: {fmt.interval(r['price_low'], r['price_high'], 'money')}{currency}), "
             f"efficiency {fmt.pct(r['efficiency'])} ({r['evidence']})",
             "hardware",
         )
