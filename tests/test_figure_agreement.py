@@ -481,6 +481,21 @@ def test_no_figure_of_the_report_prints_a_signed_zero(demo_run, figures):
             figures["report"],
         )
         assert shown and shown.group(2) == "0.0 pt", (r, shown and shown.group(0))
+    # and the section says how many such zeros hide a sign that may decide a conclusion, counted
+    # here from the CSVs of the section's tables
+    hidden = 0
+    for name in ("ab_uncertainty_daily", "ab_uncertainty_overall", "ab_uncertainty_high_hit"):
+        path = demo_run.home / "reports" / f"{name}.csv"
+        if path.exists():
+            with path.open(newline="") as f:
+                hidden += sum(
+                    1
+                    for r in csv.DictReader(f)
+                    for k in ("efficiency_ci_low", "efficiency_ci_high")
+                    if r[k] and 0 < abs(float(r[k])) < 0.0005
+                )
+    assert hidden >= len(near)
+    assert f"{hidden} interval bound{'s' if hidden != 1 else ''} shown as 0.0 pt" in figures["report"]
 
 
 def test_the_input_size_table_reads_whole_period_then_before_then_after(demo_run):

@@ -550,6 +550,15 @@ def test_a_value_that_rounds_to_zero_prints_without_a_sign():
     )
     assert fmt.number(-1e-5) == "-1e-05"
     assert fmt.interval(-0.0004, 0.0131, "points") == "0.0 to +1.3 pt"
+    # what the page says beside such a bound: it hid a sign (not a true zero, not a shown digit)
+    assert [fmt.hides_its_sign(v, "points") for v in (-0.0004, 0.0004, 0.0, None, -0.0005, 0.02)] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
 
 
 def test_a_week_the_period_cuts_shows_the_periods_days():

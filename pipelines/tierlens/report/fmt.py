@@ -63,6 +63,13 @@ money = _measure("{:,.2f}")
 points_size = _measure("{:.1f} pt", lambda n: n * 100)
 
 
+def hides_its_sign(value: Any, kind: str) -> bool:
+    """Whether ``value`` is not zero but prints as a zero of ``kind`` (its sign dropped): a
+    conclusion that follows the sign of such a bound needs saying."""
+    num = _num(value)
+    return bool(num) and not any(c in "123456789" for c in FORMATTERS[kind](num))
+
+
 def interval(low: Any, high: Any, kind: str) -> str:
     """A 95 % interval in one phrase, its unit once: '+2.9 to +3.8 pt', '71.0 to 74.2 %'."""
     lo, hi = FORMATTERS[kind](low), FORMATTERS[kind](high)

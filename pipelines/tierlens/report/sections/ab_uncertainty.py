@@ -46,6 +46,15 @@ def body(wh: MartReader, s: SectionOut) -> None:
     )
     if cut:
         s.note(bounds.cut_note(cut, bounds.EFFICIENCY_DIFFERENCE))
+    near_zero = sum(
+        fmt.hides_its_sign(r[k], "points") for r in days + overall for k in ("efficiency_ci_low", "efficiency_ci_high")
+    )
+    if near_zero:
+        s.note(
+            f"{near_zero} interval bound{'s' if near_zero != 1 else ''} shown as 0.0 pt "
+            f"{'lie' if near_zero != 1 else 'lies'} within 0.05 pt of zero, on one side or the other: a "
+            "conclusion follows the bound's sign, which the CSV holds at full precision."
+        )
     site = next((r for r in overall if r["subset"] == "all" and r["grouping"] == "site"), None)
     if site is not None:
         s.fact("Whole period, site: efficiency B − A", fmt.points(site["efficiency_difference"]))
