@@ -31,33 +31,41 @@ static int failures;
 
 #define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); failures++; } } while (0)
 
+/* Ends the JSON object both commands print with the storage they found and prints it: the
+ * Python tests read the same three keys from either. */
+static int put_storage(struct tl_json *j, const struct tl_storage *st, const char *err)
+{
+	int i;
+
+	tl_json_key(j, "device_models", 0);
+	tl_json_raw(j, "[");
+	for (i = 0; i < st->nmodels; i++) {
+		if (i)
+			tl_json_raw(j, ",");
+		tl_json_str(j, st->models[i]);
+	}
+	tl_json_raw(j, "]");
+	tl_json_key(j, "error", 0);
+	tl_json_str(j, err[0] ? err : NULL);
+	tl_json_raw(j, "}");
+	if (j->overflow)
+		return 2;
+	puts(j->buf);
+	return 0;
+}
+
 static int detect(const char *root, const char *scratch)
 {
 	struct tl_storage st;
 	char buf[8192];
 	struct tl_json j;
-	int i;
 
 	tl_detect(scratch, root, &st);
 	tl_json_init(&j, buf, sizeof buf);
 	tl_json_raw(&j, "{");
 	tl_json_key(&j, "storage_type", 1);
 	tl_json_str(&j, st.type);
-	tl_json_key(&j, "device_models", 0);
-	tl_json_raw(&j, "[");
-	for (i = 0; i < st.nmodels; i++) {
-		if (i)
-			tl_json_raw(&j, ",");
-		tl_json_str(&j, st.models[i]);
-	}
-	tl_json_raw(&j, "]");
-	tl_json_key(&j, "error", 0);
-	tl_json_str(&j, st.err[0] ? st.err : NULL);
-	tl_json_raw(&j, "}");
-	if (j.overflow)
-		return 2;
-	puts(buf);
-	return 0;
+	return put_storage(&j, &st, st.err);
 }
 
 static void test_moninfo(void)
@@ -164,7 +172,7 @@ static int private_cmd(const char *root, const char *confdir, const char *scratc
 	struct tl_storage st;
 	char backing[TL_PATH_LEN] = "", err[TL_ERR_LEN] = "", buf[8192];
 	struct tl_json j;
-	int kind = 0, i;
+	int kind = 0;
 
 	if (tl_private_load(confdir, root, &p, err, sizeof err) >= 0)
 		kind = tl_private_backing(&p, root, scratch, (unsigned int) strtoul(job, NULL, 10), node,
@@ -183,21 +191,7 @@ static int private_cmd(const char *root, const char *confdir, const char *scratc
 	tl_json_str(&j, kind == 2 ? backing : NULL);
 	tl_json_key(&j, "storage_type", 0);
 	tl_json_str(&j, st.type);
-	tl_json_key(&j, "device_models", 0);
-	tl_json_raw(&j, "[");
-	for (i = 0; i < st.nmodels; i++) {
-		if (i)
-			tl_json_raw(&j, ",");
-		tl_json_str(&j, st.models[i]);
-	}
-	tl_json_raw(&j, "]");
-	tl_json_key(&j, "error", 0);
-	tl_json_str(&j, err[0] ? err : NULL);
-	tl_json_raw(&j, "}");
-	if (j.overflow)
-		return 2;
-	puts(buf);
-	return 0;
+	return put_storage(&j, &st, err);
 }
 
 static void no_log(const char *fmt, ...)
