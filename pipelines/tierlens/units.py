@@ -1,8 +1,9 @@
-"""Sizes as people write them (11TB, 500GiB, 1e12) and as tierlens prints them.
+"""Sizes as people write them (11TB, 500GiB, 1e12) and as tierlens prints them, and signed figures
+as tierlens prints them.
 
-Used wherever a capacity or a file size is given as text: cache configurations (the simulator,
-the Airflow settings) and the device probe. Errors are ValueError; the command line turns them
-into a usage error, orchestration lets them fail the task.
+Sizes are used wherever a capacity or a file size is given as text: cache configurations (the
+simulator, the Airflow settings) and the device probe. Errors are ValueError; the command line
+turns them into a usage error, orchestration lets them fail the task.
 """
 
 from __future__ import annotations
@@ -46,3 +47,13 @@ def format_bytes(n: float) -> str:
             return f"{n:,.1f} {unit}" if unit != "B" else f"{n:,.0f} B"
         n /= 1000.0
     return str(n)
+
+
+def unsigned_zero(shown: str) -> str:
+    """``shown`` without its sign when every digit it shows is 0: a bound of -0.0004 reads '0.0 pt',
+    not '-0.0 pt' (a sign on a zero claims a direction the rounded figure does not have). The
+    report's and the terminal's tables print signed figures through it."""
+    digits = [c for c in shown if c.isdigit()]
+    if shown[:1] in "+-" and digits and set(digits) == {"0"}:
+        return shown[1:]
+    return shown

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from ..units import unsigned_zero
+
 MISSING = "—"
 NOT_MEASURED = "not measured"
 
@@ -28,22 +30,13 @@ def _num(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
-def _unsigned_zero(shown: str) -> str:
-    """``shown`` without its sign when every digit it shows is 0: a bound of -0.0004 reads '0.0 pt',
-    not '-0.0 pt' (a sign on a zero claims a direction the rounded figure does not have)."""
-    digits = [c for c in shown if c.isdigit()]
-    if shown[:1] in "+-" and digits and set(digits) == {"0"}:
-        return shown[1:]
-    return shown
-
-
 def _measure(template: str, scale: Callable[[float], Any] = lambda n: n) -> Callable[[Any], str]:
     """A formatter of one measured quantity: ``template`` applied to ``scale(value)``, MISSING for
     NULL/NaN, a value that rounds to zero without a sign."""
 
     def formatter(value: Any) -> str:
         num = _num(value)
-        return MISSING if num is None else _unsigned_zero(template.format(scale(num)))
+        return MISSING if num is None else unsigned_zero(template.format(scale(num)))
 
     return formatter
 
@@ -88,7 +81,7 @@ def number(value: Any) -> str:
         return MISSING
     if abs(num) >= 100:
         return f"{num:,.1f}"
-    return _unsigned_zero(f"{num:.3g}")
+    return unsigned_zero(f"{num:.3g}")
 
 
 def lifetime(years: Any) -> str:

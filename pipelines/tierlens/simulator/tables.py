@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from ..console import print_rows
+from ..units import unsigned_zero
 from .hardware import type_errors
 
 #: Where a table too wide for the terminal has the columns it leaves out.
@@ -78,7 +79,7 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
                     h.evidence,
                     _pct(h.measured),
                     _pct(h.predicted),
-                    f"{h.error * 100:+.1f}",
+                    _signed_points(h.error),
                     h.jobs,
                 ]
                 for h in run.type_held_out
@@ -183,6 +184,11 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
 def _points(value: float | None) -> str:
     """An error in percentage points, as the report prints it."""
     return f"{value * 100:.1f} pt" if value is not None else "not measured"
+
+
+def _signed_points(error: float) -> str:
+    """An error in percentage points with its sign, none on a figure that rounds to zero."""
+    return unsigned_zero(f"{error * 100:+.1f}")
 
 
 def _pct(share: float | None) -> float | None:
