@@ -31,26 +31,29 @@ def _rows(wh, sql):
 # --- 1. the record and the command ------------------------------------------------------------
 
 
-def test_change_add_records_scope_time_and_category(tmp_path):
-    wh = tmp_path / "w.duckdb"
-    r = runner.invoke(
+def _add_pagepool_change(wh, at: str, nodes: str, *extra: str):
+    return runner.invoke(
         app,
         [
             "change",
             "add",
             "GPFS pagepool 512MB -> 1GB",
             "--at",
-            "2026-10-14T09:00Z",
+            at,
             "--nodes",
-            "wn01, wn02",
+            nodes,
             "--category",
             "filesystem",
-            "--by",
-            "ifca",
+            *extra,
             "--warehouse",
             str(wh),
         ],
     )
+
+
+def test_change_add_records_scope_time_and_category(tmp_path):
+    wh = tmp_path / "w.duckdb"
+    r = _add_pagepool_change(wh, "2026-10-14T09:00Z", "wn01, wn02", "--by", "ifca")
     assert r.exit_code == 0, r.output
     got = _rows(
         wh,
@@ -62,22 +65,7 @@ def test_change_add_records_scope_time_and_category(tmp_path):
     assert at == datetime(2026, 10, 14, 9, 0, tzinfo=UTC)
     assert (text, cat, nodes, st, by) == ("GPFS pagepool 512MB -> 1GB", "filesystem", ["wn01", "wn02"], None, "ifca")
     # the same change again is the same row (derived id), not a second one
-    r = runner.invoke(
-        app,
-        [
-            "change",
-            "add",
-            "GPFS pagepool 512MB -> 1GB",
-            "--at",
-            "2026-10-14T10:00+01:00",
-            "--nodes",
-            "wn01,wn02",
-            "--category",
-            "filesystem",
-            "--warehouse",
-            str(wh),
-        ],
-    )
+    r = _add_pagepool_change(wh, "2026-10-14T10:00+01:00", "wn01,wn02")
     assert r.exit_code == 0, r.output
     assert _rows(wh, "select count(*), min(change_id) from raw_site_change") == [(1, cid)]
     listed = runner.invoke(app, ["change", "list", "--csv", "--warehouse", str(wh)])
