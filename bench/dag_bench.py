@@ -6,7 +6,7 @@ node per type; the scheduled ingest, then the transform its Asset triggers) unde
 whole process tree's resident memory. That test times the DAG run from the scheduler's own record
 and then `tierlens transform` on a copy of the same raw warehouse. This script prints the two, their
 ratio, the peak RSS, the load average, and where the DAG run's time went, read from the
-scheduler's task_instance table: the task count, each phase (load_landed, the one dbt build, the
+scheduler's task_instance table: the task count, each phase (until the build, the one dbt build, the
 watching tasks after it, publish_snapshot), the median task duration, and how many watching tasks
 a worker ran (the others started and ended in the triggerer).
 
@@ -79,7 +79,6 @@ def phases(spans: list[TaskSpan]) -> dict[str, float]:
     watchers = [s for s in spans if s.task_id.endswith("_build")]
     out = {
         "tasks": float(len(spans)),
-        "load_landed_s": by_id["load_landed"].seconds,
         "until_build_s": (build.start - first).total_seconds(),
         "dbt_build_s": build.seconds,
     }

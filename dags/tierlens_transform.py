@@ -5,10 +5,10 @@ it, incremental models taking only new and late data, and every model (and seed)
 of its own that shows its status and its tests' as dbt reported them, once the build is over. Such
 a task starts in the triggerer and, when its node passed, ends there (no worker process); a failed
 node's task goes to a worker and fails there, and retrying it rebuilds that model alone. Scheduled by the ``tierlens_raw`` Asset that tierlens_ingest
-updates. ``load_landed`` first loads what an ingest landed while the warehouse was busy; the
-last task records the run in the warehouse's history, applies raw retention and publishes the
-snapshot that readers open. Only load_landed and the dbt build take the warehouse pool (one
-writer); the model tasks watch, they do not write. The dbt target (engine) comes from the ``dbt_target`` setting: duckdb (default),
+updates. The producer first loads what an ingest landed while the warehouse was busy (its
+pre_execute, begin_landed_build); the last task records the run in the warehouse's history,
+applies raw retention and publishes the snapshot that readers open. Only the producer and the
+publish take the warehouse pool (one writer); the model tasks watch, they do not write. The dbt target (engine) comes from the ``dbt_target`` setting: duckdb (default),
 spark or spark_thrift. dbt runs as a subprocess of the dbt in tierlens' own virtualenv
 (``dbt_executable`` setting), so Airflow's and dbt's pins never meet.
 Completeness thresholds (tests on marts.data_completeness): a warning marks the run
@@ -55,6 +55,15 @@ _dbt = cfg.dbt_executable(var)
 _target = cfg.dbt_target(var)
 _env = cfg.dbt_env(var)
 _pool = af.dag_setting("pool")
+
+
+def begin_landed_build() -> dict:
+    """What an ingest landed while the warehouse was busy, loaded, and the run's start recorded
+    (the test scope, the publish's baseline): the producer's first step (af.begin_build)."""
+    from tierlens.orchestration import tasks
+
+    wh = cfg.warehouse_path(var)
+    return tasks.load_landed(wh) | {"begun": tasks.begin_transform(wh, var) if wh.exists() else None}
 
 
 # The producer's XCom that hands the build's warned tests to the completeness_alert task
@@ -170,8 +179,9 @@ tierlens_transform = DbtDag(
             "pool": _pool,
             "retries": 0,
             "callback": hand_over_warnings,
-            # the column checks only when every test is due (the run's start, load_landed)
-            "on_execute_callback": af.test_scope_from("load_landed"),
+            # the landed files loaded and the run begun in the producer's own process; the column
+            # checks only when every test is due (the run's start)
+            "pre_execute": af.begin_build(begin_landed_build),
         },
     ),
     # One task per model (and seed) reporting the model and its tests as the build ran them, not a
@@ -194,23 +204,19 @@ tierlens_transform = DbtDag(
 # Readers (tierlens sql, the report, duckdb -readonly) open a published snapshot, never the file the
 # pipeline writes: brought up to date once every model and test of this run has passed.
 with tierlens_transform:
-
-    @task(task_id="load_landed", pool=_pool)
-    def load_landed() -> dict:
-        from tierlens.orchestration import tasks
-
-        wh = cfg.warehouse_path(var)
-        return tasks.load_landed(wh) | {"begun": tasks.begin_transform(wh, var) if wh.exists() else None}
+    _producer = tierlens_transform.task_dict[PRODUCER_WATCHER_TASK_ID]
 
     @task(task_id="publish_snapshot", pool=_pool)
-    def publish_snapshot(landed: dict) -> dict:
+    def publish_snapshot() -> dict:
         if _target != "duckdb":
             raise AirflowSkipException(f"dbt target {_target}: the DuckDB warehouse did not change")
         from tierlens.orchestration import tasks
 
+        landed = get_current_context()["ti"].xcom_pull(task_ids=_producer.task_id, key=af.LANDED_XCOM)
+        if not landed:
+            raise ValueError(f"{_producer.task_id} left no {af.LANDED_XCOM} XCom: the run's start is unknown")
         return tasks.finish_transform(cfg.warehouse_path(var), landed["begun"], var)
 
-    _producer = tierlens_transform.task_dict[PRODUCER_WATCHER_TASK_ID]
     _dbt_tasks = [t for t in tierlens_transform.tasks if t is not _producer]  # a task per model and seed
     af.watch_in_one_wave(_dbt_tasks)
     af.build_with_tests(_producer)  # the one build runs the tests too
@@ -240,7 +246,9 @@ with tierlens_transform:
         # every run passes here, warned or not: a condition that cleared must be forgotten
         return {"run_results": True} | mark_run(str(ctx["run_id"]), build, ctx["ti"])
 
-    _landed = load_landed()
-    _landed >> _producer
     _producer >> completeness_alert()
-    _dbt_tasks >> publish_snapshot(_landed)
+    # after every model's task, not after the build alone: a model that failed in the build is
+    # published only once its task's retry rebuilt it, and trigger rules cannot say "after the
+    # build when it passed, else after the retries" without a second task (a process more)
+    # (the producer is no upstream: a build that failed leaves the publish to the retries)
+    _dbt_tasks >> publish_snapshot()

@@ -196,8 +196,7 @@ def test_dagbag_loads_without_import_errors(airflow):
     tasks = set(dags["tierlens_transform"]["tasks"])
     assert (
         seeds
-        and {f"{n}_build" for n in models | seeds}
-        | {"load_landed", "dbt_producer_watcher", "completeness_alert", "publish_snapshot"}
+        and {f"{n}_build" for n in models | seeds} | {"dbt_producer_watcher", "completeness_alert", "publish_snapshot"}
         == tasks
     )
     assert dags["tierlens_transform"]["timetable"] == "AssetTriggeredTimetable"
@@ -224,7 +223,7 @@ def test_dagbag_loads_without_import_errors(airflow):
     assert all(upstream[task] == ["dbt_producer_watcher"] for task in started), {
         task: upstream[task] for task in started if upstream[task] != ["dbt_producer_watcher"]
     }
-    assert upstream["publish_snapshot"] == sorted([*started, "load_landed"]), upstream["publish_snapshot"]
+    assert upstream["publish_snapshot"] == sorted(started), upstream["publish_snapshot"]
 
 
 def test_the_render_saves_the_parse_the_hourly_build_reuses(airflow, tmp_path):

@@ -388,17 +388,28 @@ BUILD_OUTCOME_XCOM = "tierlens_build_outcome"
 NODE_PASSED, NODE_SKIPPED, NODE_NOT_PASSED = "passed", "skipped", "not passed"
 
 
-def test_scope_from(begun_task_id: str) -> Callable[[Any], None]:
-    """The producer's on_execute_callback: the run's start (``begun`` in the XCom of
-    ``begun_task_id``, tasks.begin_transform) says whether every test is due; when not, the build
-    leaves the column checks out, its other tests check the days it rebuilt (the run parameters
+#: The producer's XCom with what its pre_execute loaded and the run's start (begin_build)
+LANDED_XCOM = "tierlens_landed"
+
+
+def begin_build(begin: Callable[[], dict]) -> Callable[[Any], None]:
+    """The producer's pre_execute, before ``dbt build`` and in the same task process (a task of
+    its own cost a process start, ~15 s on a busy small host): ``begin()`` loads what an ingest
+    landed while the warehouse was busy and records the run's start (tasks.load_landed,
+    tasks.begin_transform); its dict goes to the producer's XCom LANDED_XCOM for the publish.
+    pre_execute, not on_execute_callback: Airflow logs a callback's exception and carries on, and
+    a load that failed must fail the producer before dbt runs. Like the build, it is never retried.
+
+    The run's start (``begun``) also says whether every test is due; when not, the build leaves
+    the column checks out, its other tests check the days it rebuilt (the run parameters
     transform.CORE_SCOPE, in the producer's environment), and the producer expects no result from
     the column checks. A model task's retry is a build of its own with every test over whole tables."""
 
     def apply(context: Any) -> None:
         from ..transform import CORE_SCOPE, column_checks_left_out, is_column_check
 
-        landed = context["ti"].xcom_pull(task_ids=begun_task_id) or {}
+        landed = begin()
+        context["ti"].xcom_push(key=LANDED_XCOM, value=landed)
         scope = (landed.get("begun") or {}).get("test_scope", "all")
         producer = context["task"]
         if scope == "core":
