@@ -21,7 +21,16 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from support.collectors import TIERLENS, collector_stats, running_collector, start_collector, udp_socket, wait_until
+from support.collectors import (
+    TIERLENS,
+    collector_stats,
+    listen_command,
+    running_collector,
+    start_collector,
+    udp_socket,
+    wait_until,
+)
+from support.processes import free_port
 from tierlens.collector.synth import SimServer, close_record, open_record
 
 
@@ -186,22 +195,12 @@ def two_workers(tmp_path_factory):
     from their own sockets, and an outsider (127.0.0.2) sends too."""
     root = tmp_path_factory.mktemp("workers")
     out = root / "out"
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        metrics_port = probe.getsockname()[1]
+    port, metrics_port = free_port(socket.SOCK_DGRAM), free_port()
     log = open(root / "collector.log", "w")
     proc = subprocess.Popen(
-        [
-            TIERLENS,
-            "collect",
-            "xrootd",
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--out",
-            str(out),
+        listen_command(
+            port,
+            out,
             "--workers",
             "2",
             "--allow",
@@ -212,7 +211,7 @@ def two_workers(tmp_path_factory):
             f"127.0.0.1:{metrics_port}",
             "--cache-grace",
             "1",
-        ],
+        ),
         stdout=log,
         stderr=subprocess.STDOUT,
     )

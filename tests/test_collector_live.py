@@ -27,6 +27,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from slurm_fixtures import GENERATIONS, enter_generation
+from support.collectors import listen_command
+from support.processes import free_port
 
 pytestmark = [
     pytest.mark.integration,
@@ -38,12 +40,6 @@ VENV_BIN = Path(sys.executable).parent
 TIERLENS = str(VENV_BIN / "tierlens")
 DATA = Path(__file__).parent / "data"
 SYSTEM_PYTHON = "/usr/bin/python3"  # python3-xrootd is built for Debian's Python
-
-
-def _free_port(kind=socket.SOCK_STREAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_for(predicate, what: str, timeout: float = 60.0, detail=lambda: ""):
@@ -87,9 +83,9 @@ class Site:
         os.chmod(self.root, 0o755)
         self.servers = enter_generation(generation, [self.root])
         self.procs: list[subprocess.Popen] = []
-        self.udp = _free_port(socket.SOCK_DGRAM)
-        self.origin_port = _free_port()
-        self.cache_port = _free_port()
+        self.udp = free_port(socket.SOCK_DGRAM)
+        self.origin_port = free_port()
+        self.cache_port = free_port()
         self.out = self.root / "batches"
         self.pcap = self.root / "monitoring.pcap"
         for d in ("origin", "cache", "cache/data"):
@@ -98,19 +94,7 @@ class Site:
 
     def start_collector(self) -> None:
         self.collector = self._spawn(
-            [
-                TIERLENS,
-                "collect",
-                "xrootd",
-                "--listen",
-                f"127.0.0.1:{self.udp}",
-                "--out",
-                str(self.out),
-                "--max-seconds",
-                "1",
-                "--cache-grace",
-                "3",
-            ],
+            listen_command(self.udp, self.out, "--max-seconds", "1", "--cache-grace", "3"),
             "collector",
         )
         _wait_for(lambda: self.stats().get("state") == "listening", "the collector to listen")

@@ -18,6 +18,8 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
+from support.collectors import listen_command
+from support.processes import free_port
 from tierlens.collector.osg import osg_batches
 from tierlens.collector.service import Options, replay
 from tierlens.collector.synth import SimServer, close_record, open_record
@@ -108,31 +110,13 @@ def test_cli_replay_and_load(tmp_path):
         con.close()
 
 
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_flushes_everything_decoded(tmp_path, sig):
     """Rows still waiting (closed, and still open) are all written when the collector is stopped."""
-    port = _free_udp_port()
+    port = free_port(socket.SOCK_DGRAM)
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [
-            TIERLENS,
-            "collect",
-            "xrootd",
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--out",
-            str(out),
-            "--max-seconds",
-            "3600",
-            "--cache-grace",
-            "3600",
-        ],
+        listen_command(port, out, "--max-seconds", "3600", "--cache-grace", "3600"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

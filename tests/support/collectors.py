@@ -29,6 +29,11 @@ def udp_socket(rcvbuf: int) -> socket.socket:
     return sock
 
 
+def listen_command(port: int, out: Path, *extra: str) -> list[str]:
+    """The collector's command line when it binds loopback ``port`` itself (no socket handed over)."""
+    return [TIERLENS, "collect", "xrootd", "--listen", f"127.0.0.1:{port}", "--out", str(out), *extra]
+
+
 def start_collector(sock: socket.socket, out: Path, *extra: str) -> subprocess.Popen:
     """The collector with ``sock`` as fd 3 and LISTEN_PID set to its own pid (exec keeps it)."""
     fd = sock.fileno()

@@ -8,9 +8,10 @@ import socket
 from pathlib import Path
 
 
-def free_port() -> int:
-    """A loopback port nothing listens on now (the service started next takes it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+def free_port(kind: socket.SocketKind = socket.SOCK_STREAM) -> int:
+    """A loopback port nothing listens on now (the service started next takes it a moment later);
+    ``kind`` SOCK_DGRAM for a UDP one."""
+    with socket.socket(socket.AF_INET, kind) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
