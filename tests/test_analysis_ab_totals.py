@@ -18,6 +18,7 @@ import pytest
 
 from tierlens.analysis import ab_test, blocks_from_jobs
 from tierlens.analysis.ab import block_keys
+from tierlens.analysis.change import ChangeParams
 from tierlens.analysis.uncertainty import ABParams, ab_totals, ab_uncertainty, months_to_rebuild
 
 UTC = dt.timezone.utc
@@ -189,3 +190,13 @@ def test_a_back_fill_day_by_day_leaves_one_row_per_month_equal_to_a_full_build()
     assert stored[True].sort_by(key).equals(full.sort_by(key))
     # without the row key every chunk's month row stays beside the next one's
     assert stored[False].num_rows > full.num_rows
+
+
+@pytest.mark.parametrize(
+    ("make", "var"),
+    [(lambda b: ABParams(block=b), "ab_block"), (lambda b: ChangeParams(block=b), "change_block")],
+)
+def test_a_block_other_than_an_hour_or_a_day_is_refused_naming_its_var(make, var):
+    with pytest.raises(ValueError, match=f"var {var} must be 'hour' or 'day', not 'week'"):
+        make("week")
+    assert make("day").block == "day"

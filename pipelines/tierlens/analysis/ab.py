@@ -38,6 +38,8 @@ import numpy as np
 #: Resamples of the bootstrap and of the permutation test (scipy's defaults are 9999).
 N_RESAMPLES = 999
 CONFIDENCE = 0.95
+#: What a bootstrap block may be: an hour or a day of jobs.
+BLOCKS = ("hour", "day")
 #: Streams of a block's draws: its bootstrap weights and its arm swaps.
 _WEIGHTS, _SWAPS = 0, 1
 _MASK = (1 << 64) - 1
@@ -45,6 +47,12 @@ _MASK = (1 << 64) - 1
 _POISSON_CDF = np.cumsum([np.exp(-1.0) / float(np.prod(np.arange(1, k + 1))) for k in range(20)])
 #: |T_r| >= |T| up to this relative rounding: an exactly exchangeable resample counts as extreme.
 _TIE = 1e-12
+
+
+def check_block(block: str, var: str) -> None:
+    """Refuse a block that is not one of BLOCKS, naming the dbt ``var`` that set it."""
+    if block not in BLOCKS:
+        raise ValueError(f"var {var} must be 'hour' or 'day', not {block!r}")
 
 
 @dataclass(frozen=True)

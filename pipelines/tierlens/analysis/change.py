@@ -40,7 +40,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .ab import CONFIDENCE, N_RESAMPLES
+from .ab import CONFIDENCE, N_RESAMPLES, check_block
 
 GB = 1_000_000_000
 JOB_COLUMNS = (
@@ -88,8 +88,7 @@ class ChangeParams:
     min_stratum_jobs: int = 5
 
     def __post_init__(self) -> None:
-        if self.block not in ("hour", "day"):
-            raise ValueError(f"var change_block must be 'hour' or 'day', not {self.block!r}")
+        check_block(self.block, "change_block")
         if self.window_days <= 0:
             raise ValueError(f"var change_window_days must be positive, not {self.window_days}")
         if list(self.bin_edges_gb) != sorted(set(self.bin_edges_gb)) or any(e <= 0 for e in self.bin_edges_gb):

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .ab import Resamples, Totals, ab_test, resamples, result_from_totals
+from .ab import Resamples, Totals, ab_test, check_block, resamples, result_from_totals
 
 GROUPINGS = ("site", "storage_type", "job_class", "account", "vo")
 JOB_COLUMNS = (
@@ -75,8 +75,7 @@ class ABParams:
     high_hit_ratio: float = 0.8
 
     def __post_init__(self) -> None:
-        if self.block not in ("hour", "day"):
-            raise ValueError(f"var ab_block must be 'hour' or 'day', not {self.block!r}")
+        check_block(self.block, "ab_block")
 
 
 def _check_columns(name: str, table: pa.Table, needed: tuple[str, ...]) -> None:
