@@ -49,6 +49,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..durable import fsync_dir
 from .datagrams import DatagramBatch
 
 MAGIC = b"TLJRNL01"
@@ -109,14 +110,6 @@ def _addr_text(family: int, raw: bytes) -> str:
     return socket.inet_ntop(socket.AF_INET, raw[:4])
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class JournalWriter:
     """Appends records to the newest segment of one worker's folder (see the module docstring).
 
@@ -171,7 +164,7 @@ class JournalWriter:
         self._fd = fd
         self._view = memoryview(self._map)
         self.pos = SEG_HEADER.size
-        _fsync_dir(self.folder)
+        fsync_dir(self.folder)
 
     @property
     def path(self) -> Path:
@@ -226,7 +219,7 @@ class JournalWriter:
     def close(self) -> None:
         """Seal the live segment; the folder then holds only complete segments."""
         self._seal()
-        _fsync_dir(self.folder)
+        fsync_dir(self.folder)
 
 
 # ---- reading --------------------------------------------------------------------------------

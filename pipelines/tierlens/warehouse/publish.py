@@ -74,6 +74,8 @@ from pathlib import Path
 import duckdb
 import xxhash
 
+from ..durable import fsync_dir
+
 PUBLISHED_DIR = "published"
 SLOTS_DIR = ".slots"
 STATE_FILE = "state.json"
@@ -327,7 +329,7 @@ def _sync_blocks(source: Path, fd: int, index: Path) -> _Synced:
     write the slot's new index."""
     known = _read_index(index, fd)
     index.unlink(missing_ok=True)  # from here on the slot may change: no index to trust until rewritten
-    _fsync_dir(index.parent)
+    fsync_dir(index.parent)
     written = chunks = slot_read = 0
     digests: list[bytes] = []
     buffer = bytearray(CHUNK)  # one buffer for every block: no allocation per block
@@ -441,7 +443,7 @@ def _link_atomically(slot: Path, target: Path) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
 
 
 def _drop_old_slots(slots: Path, name: str, keep: set[str]) -> None:
@@ -451,7 +453,7 @@ def _drop_old_slots(slots: Path, name: str, keep: set[str]) -> None:
         if path.name not in keep:
             _index_path(path).unlink(missing_ok=True)
             path.unlink(missing_ok=True)
-    _fsync_dir(slots)
+    fsync_dir(slots)
 
 
 def _write_state(path: Path, stats: PublishStats) -> None:
@@ -472,11 +474,3 @@ def _write_aside(path: Path, data: bytes, what: str) -> None:
         tmp.unlink(missing_ok=True)
         raise OSError(e.errno, f"could not write the snapshot's {what} {path}: {e.strerror or e}", str(path)) from e
     os.replace(tmp, path)
-
-
-def _fsync_dir(folder: Path) -> None:
-    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
