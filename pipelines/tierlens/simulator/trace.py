@@ -196,18 +196,15 @@ def from_warehouse(
     }
     if not include_cache_fills and "server_pid" in cols:
         where.append(f"NOT (client_pid IS NOT NULL AND {_CACHE_FILL})")
-    if server:
-        where.append("server_host = ?")
-        params.append(server)
-    if role:
-        where.append("server_role = ?")
-        params.append(role)
-    if start:
-        where.append("start_time >= CAST(? AS TIMESTAMPTZ)")
-        params.append(start)
-    if end:
-        where.append("start_time < CAST(? AS TIMESTAMPTZ)")
-        params.append(end)
+    for value, clause in (
+        (server, "server_host = ?"),
+        (role, "server_role = ?"),
+        (start, "start_time >= CAST(? AS TIMESTAMPTZ)"),
+        (end, "start_time < CAST(? AS TIMESTAMPTZ)"),
+    ):
+        if value:
+            where.append(clause)
+            params.append(value)
     sql = (
         "SELECT file_lfn, file_size_bytes, start_time, read_bytes_at_close, read_bytes, readv_bytes, "
         "job_identity FROM raw_file_access"
