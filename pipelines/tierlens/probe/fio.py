@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from ..records import DEVICE_PROBE
 from . import under_write
-from .jobs import JOBS, ProbeJob, parse_fio
+from .jobs import JOBS, ProbeJob, parse_fio, run_fio
 from .sustained import BLOCK_BYTES, Budget, analyse, rows as sustained_rows
 
 WORKDIR_PREFIX = ".tierlens-probe-"
@@ -182,11 +182,7 @@ def run_probe(options: ProbeOptions, detect=None) -> pa.Table:
         for job in JOBS:
             args = fio_args(job, workdir, runtime, options.node_slots, options.file_bytes, direct, options.fio)
             began = time.perf_counter()
-            out = subprocess.run(args, capture_output=True, text=True, timeout=runtime * 4 + 120)
-            if out.returncode != 0:
-                raise RuntimeError(
-                    f"fio job {job.name} on {path} failed ({out.returncode}): {out.stderr.strip()[-500:]}"
-                )
+            out = run_fio(args, f"job {job.name}", path, timeout=runtime * 4 + 120)
             rows.append(
                 {
                     "probe_id": probe_id,
@@ -203,7 +199,7 @@ def run_probe(options: ProbeOptions, detect=None) -> pa.Table:
                     "processes": job.processes(options.node_slots),
                     "direct_io": direct,
                     "seconds": time.perf_counter() - began,
-                    **parse_fio(out.stdout, job),
+                    **parse_fio(out, job),
                     "probed_at": started,
                     **settings,
                 }
@@ -281,9 +277,7 @@ def run_sustained(workdir: Path, options: ProbeOptions, budget: Budget, direct: 
     ]
     if not direct:
         args.append("--end_fsync=1")
-    out = subprocess.run(args, capture_output=True, text=True, timeout=budget.max_seconds * 2 + 300)
-    if out.returncode != 0:
-        raise RuntimeError(f"fio sustained write in {workdir} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
+    out = run_fio(args, "sustained write", workdir, timeout=budget.max_seconds * 2 + 300)
     logs = sorted(workdir.glob("sustained_bw*.log"))
     if not logs:
         raise RuntimeError(f"fio wrote no bandwidth log in {workdir}")
@@ -291,7 +285,7 @@ def run_sustained(workdir: Path, options: ProbeOptions, budget: Budget, direct: 
     if not b:
         # fio logs its first sample after a second: a device that wrote the whole budget faster
         # has only the run's total, one window
-        write = json.loads(out.stdout)["jobs"][0]["write"]
+        write = json.loads(out)["jobs"][0]["write"]
         b, s = [float(write["io_bytes"])], [max(float(write["runtime"]) / 1000.0, 1e-3)]
     # windows of the budget's size: whole seconds summed until they hold window_bytes
     wb, ws, acc_b, acc_s = [], [], 0.0, 0.0
@@ -343,11 +337,9 @@ def read_under_write(workdir: Path, options: ProbeOptions, direct: bool, seconds
         *common,
     ]
     began = time.perf_counter()
-    out = subprocess.run(args, capture_output=True, text=True, timeout=seconds * 4 + 300)
-    if out.returncode != 0:
-        raise RuntimeError(f"fio read-under-write in {workdir} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
+    out = run_fio(args, "read-under-write", workdir, timeout=seconds * 4 + 300)
     return {
         "block_size_bytes": reader.block_size,
         "seconds": time.perf_counter() - began,
-        **parse_fio(out.stdout, reader),
+        **parse_fio(out, reader),
     }

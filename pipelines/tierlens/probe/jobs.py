@@ -16,7 +16,9 @@ The set is part of the ``device_probe`` contract: the device layer reads these n
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -42,6 +44,15 @@ JOBS: tuple[ProbeJob, ...] = (
     ProbeJob("rand_read_128k_node", "randread", 128 * KIB, True),
     ProbeJob("rand_read_1m", "randread", MIB, False),
 )
+
+
+def run_fio(args: list[str], what: str, where: Path, timeout: float) -> str:
+    """Run fio and return its JSON output; a failure names ``what`` ran (e.g. 'job randread_4k'),
+    the folder it ran in and the end of what fio said."""
+    out = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"fio {what} in {where} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
+    return out.stdout
 
 
 def parse_fio(text: str, job: ProbeJob) -> dict:

@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .jobs import ProbeJob, parse_fio
+from .jobs import ProbeJob, parse_fio, run_fio
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -142,11 +141,7 @@ def run(
         for job in points:
             args = fio_args(job, workdir, runtime_s, readers, file_bytes, write_bandwidth, fio)
             began = time.perf_counter()
-            res = subprocess.run(args, capture_output=True, text=True, timeout=runtime_s * 4 + 300)
-            if res.returncode != 0:
-                raise RuntimeError(
-                    f"fio job {job.name} in {workdir} failed ({res.returncode}): {res.stderr.strip()[-500:]}"
-                )
+            res = run_fio(args, f"job {job.name}", workdir, timeout=runtime_s * 4 + 300)
             out.append(
                 {
                     "job_name": job.name,
@@ -156,7 +151,7 @@ def run(
                     "processes": readers,
                     "direct_io": job.mode == "direct",
                     "seconds": time.perf_counter() - began,
-                    **parse(res.stdout, job, write_bandwidth),
+                    **parse(res, job, write_bandwidth),
                 }
             )
     finally:  # the shared files outlive each point, not the set
