@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from support.dbt import CATALOG_KEYS, NODE_KEYS, create_raw_tables, dict_rows, insert, rows, run_dbt
-from tierlens import records
+from support.rows import job_row, read_access
 from tierlens.records import RecordKind
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -84,12 +84,12 @@ POP_ACCESSES = [
 
 
 def _job(job_id, node, start, wall_s, cores, cpu_s, arm_tag=None, written=None):
-    return dict(
-        batch_system="synthetic",
-        cluster="seed",
-        job_id=job_id,
-        step_id="",
-        job_identity=records.job_identity("synthetic", "seed", job_id),
+    return job_row(
+        "synthetic",
+        "seed",
+        job_id,
+        start,
+        wall_s,
         user_name="u",
         account="atlas",
         vo="atlas",
@@ -97,22 +97,16 @@ def _job(job_id, node, start, wall_s, cores, cpu_s, arm_tag=None, written=None):
         partition="grid",
         node=node,
         node_list=node,
-        submit_time=start,
-        start_time=start,
-        end_time=start + timedelta(seconds=wall_s),
         allocated_cores=cores,
         cpu_user_seconds=cpu_s,
         cpu_system_seconds=0.0,
-        wall_seconds=float(wall_s),
-        state="COMPLETED",
-        exit_code=0,
-        bytes_read=None,
         bytes_written=written,
     )
 
 
 def _access(uid, server, role, lfn, start, end, read, size, client="c0", hit=None, miss=None):
-    return dict(
+    return read_access(
+        read,
         server_host=server,
         unique_id=uid,
         server_role=role,
@@ -120,25 +114,13 @@ def _access(uid, server, role, lfn, start, end, read, size, client="c0", hit=Non
         file_size_bytes=size,
         start_time=start,
         end_time=end,
-        read_single_average_bytes=None,
-        read_vector_average_bytes=None,
-        write_average_bytes=None,
-        read_bytes_at_close=read,
-        write_bytes_at_close=0,
-        read_bytes=read,
-        readv_bytes=0,
-        write_bytes=0,
         read_ops=1,
-        readv_ops=0,
-        write_ops=0,
         client_host=client,
         client_pid=1,
         app_name="athena",
-        job_identity=None,
         cache_hit_bytes=hit,
         cache_miss_bytes=miss,
         cache_bypass_bytes=0 if role == "cache" else None,
-        close_seen=True,
     )
 
 

@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 from support.dbt import CATALOG_KEYS, NODE_KEYS, REPO, create_raw_tables, dict_rows, insert, rows, run_dbt
-from tierlens import records
+from support.rows import job_row, read_access
 from tierlens.records import RecordKind
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -120,12 +120,13 @@ def job_rows() -> list[dict]:
     rows = []
     for job_id, step, node, account, part, jclass, start, wall, cores, user, sys_, ended in JOBS:
         rows.append(
-            dict(
-                batch_system="synthetic",
-                cluster="gla",
-                job_id=job_id,
+            job_row(
+                "synthetic",
+                "gla",
+                job_id,
+                start,
+                wall if ended else None,
                 step_id=step,
-                job_identity=records.job_identity("synthetic", "gla", job_id),
                 user_name="alice",
                 account=account,
                 vo="atlas",
@@ -134,14 +135,9 @@ def job_rows() -> list[dict]:
                 node=node,
                 node_list=node,
                 submit_time=start - timedelta(minutes=5),
-                start_time=start,
-                end_time=start + timedelta(seconds=wall) if ended else None,
                 allocated_cores=cores,
                 cpu_user_seconds=user,
                 cpu_system_seconds=sys_,
-                wall_seconds=float(wall) if wall is not None else None,
-                state="COMPLETED" if ended else "RUNNING",
-                exit_code=0 if ended else None,
                 bytes_read=10 * GB,
                 bytes_written=GB,
             )
@@ -174,7 +170,8 @@ def access_rows() -> list[dict]:
     for host, uid, role, ident, start, end, read, hit, miss, bypass in ACCESSES:
         cache = role == "cache"
         rows.append(
-            dict(
+            read_access(
+                read,
                 server_host=host,
                 unique_id=uid,
                 server_role=role,
@@ -183,16 +180,7 @@ def access_rows() -> list[dict]:
                 start_time=start,
                 end_time=end,
                 read_single_average_bytes=1e6,
-                read_vector_average_bytes=None,
-                write_average_bytes=None,
-                read_bytes_at_close=read,
-                write_bytes_at_close=0,
-                read_bytes=read,
-                readv_bytes=0,
-                write_bytes=0,
                 read_ops=read // 10**6,
-                readv_ops=0,
-                write_ops=0,
                 client_host="wn-hdd-01",
                 client_pid=4242,
                 app_name="athena",
