@@ -10,6 +10,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from support.rows import job_row
 from tierlens.collector.decoder import COLUMNS
 from tierlens.collector.service import Options, replay
 from tierlens.collector.writer import rows_to_table
@@ -28,30 +29,23 @@ def T(h: int, m: int = 0) -> datetime:
 
 
 def _job(job_id, node, start, end, identity=True, batch="slurm", cluster="c"):
-    return dict(
-        batch_system=batch,
-        cluster=cluster,
-        job_id=job_id,
-        step_id="",
-        job_identity=job_identity(batch, cluster, job_id) if identity else None,
+    wall = (end - start).total_seconds() if end else None
+    no_plugin = {} if identity else {"job_identity": None}
+    return job_row(
+        batch,
+        cluster,
+        job_id,
+        start,
+        wall,
         user_name="u",
         account="a",
-        vo=None,
-        job_class=None,
         partition="p",
         node=node,
         node_list=node,
-        submit_time=start,
-        start_time=start,
-        end_time=end,
         allocated_cores=1,
         cpu_user_seconds=1.0,
         cpu_system_seconds=0.0,
-        wall_seconds=(end - start).total_seconds() if end else None,
-        state="COMPLETED" if end else "RUNNING",
-        exit_code=0 if end else None,
-        bytes_read=None,
-        bytes_written=None,
+        **no_plugin,
     )
 
 
