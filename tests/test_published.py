@@ -19,6 +19,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
+from support.processes import python_session, read_twice
 from tierlens.warehouse.publish import publish, published_path, reader_path
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -76,13 +77,7 @@ def test_reader_session_on_published_file_blocks_neither_load_nor_transform(site
     published = published_path(wh)
     assert published == home / "published" / "warehouse.duckdb" and published.is_file()
 
-    reader = subprocess.Popen(
-        [sys.executable, "-c", READER, str(published)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    reader = python_session(READER, str(published))
     try:
         first = json.loads(reader.stdout.readline() or "null")
         assert first is not None, reader.stderr.read()
@@ -143,18 +138,6 @@ def _big_and_hourly(wh: Path, big: str) -> None:
     con.close()
 
 
-def _reader_session(snapshot: Path) -> subprocess.Popen:
-    """A reader's session on ``snapshot`` in its own process (READER_BIG): it prints what it sees,
-    waits for a line on stdin, and prints again from the same session."""
-    return subprocess.Popen(
-        [sys.executable, "-c", READER_BIG, str(snapshot)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def _sha(path: Path) -> str:
     import hashlib
 
@@ -177,7 +160,7 @@ def test_publish_writes_what_changed_and_never_rewrites_a_snapshot_a_reader_has_
         c.close()
 
     # a reader session on the first snapshot, in its own process
-    reader = _reader_session(target)
+    reader = read_twice(target, BIG_QUERY)
     try:
         assert reader.stdout.readline().strip() == "[2000000, 1]", reader.stderr.read()
         add_hour(2)
@@ -306,14 +289,7 @@ def test_a_block_digest_sees_words_swapped_within_the_block() -> None:
     assert _digest(memoryview(bytearray(block))) == _digest(block)
 
 
-READER_BIG = r"""
-import duckdb, json, sys
-con = duckdb.connect(sys.argv[1], read_only=True)
-q = "SELECT count(*), (SELECT max(hour) FROM hourly) FROM big"
-print(json.dumps(list(con.execute(q).fetchone())), flush=True)
-sys.stdin.readline()
-print(json.dumps(list(con.execute(q).fetchone())), flush=True)
-"""
+BIG_QUERY = "SELECT count(*), (SELECT max(hour) FROM hourly) FROM big"
 
 
 @pytest.fixture
@@ -361,7 +337,7 @@ def test_publish_on_a_filesystem_that_shares_blocks_clones_and_never_changes_a_s
     assert _extent_flags(target) and all("shared" in flags for flags in _extent_flags(target))
     first_digest = _sha(target)
 
-    reader = _reader_session(target)
+    reader = read_twice(target, BIG_QUERY)
     held = os.open(target, os.O_RDONLY)  # the first snapshot, whatever names it later
     try:
         assert reader.stdout.readline().strip() == "[4000000, 1]", reader.stderr.read()

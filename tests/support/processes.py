@@ -5,6 +5,8 @@ read from /proc), and a log's tail for a failure message."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 
@@ -14,6 +16,33 @@ def free_port(kind: socket.SocketKind = socket.SOCK_STREAM) -> int:
     with socket.socket(socket.AF_INET, kind) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def python_session(script: str, *args: str) -> subprocess.Popen:
+    """``script`` run by this Python in its own process with stdin, stdout and stderr piped as
+    text, so that a test drives it line by line (a reader's session held open across a change)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+_READ_TWICE = r"""
+import duckdb, json, sys
+con = duckdb.connect(sys.argv[1], read_only=True)
+print(json.dumps(list(con.execute(sys.argv[2]).fetchone())), flush=True)
+sys.stdin.readline()
+print(json.dumps(list(con.execute(sys.argv[2]).fetchone())), flush=True)
+"""
+
+
+def read_twice(db: Path, query: str) -> subprocess.Popen:
+    """A reader's session on the DuckDB file ``db`` in its own process: it prints ``query``'s row
+    as JSON, waits for a line on stdin, then prints it again from the same session."""
+    return python_session(_READ_TWICE, str(db), query)
 
 
 def port_open(port: int) -> bool:
