@@ -15,12 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from support.processes import read_twice
 from support.small_site import SmallSite, build_small_site, copy_warehouse, tierlens
 from support.warehouse_compare import differences
 from tierlens.transform import RECOVERED
@@ -174,26 +174,13 @@ def test_a_block_index_whose_digests_were_damaged_is_not_trusted(site: SmallSite
     assert _sha(snapshot) == _sha(pending)
 
 
-READER = r"""
-import duckdb, json, sys
-con = duckdb.connect(sys.argv[1], read_only=True)
-q = "SELECT sum(rows_loaded), (SELECT count(*) FROM marts.job_efficiency) FROM raw_batches"
-print(json.dumps(list(con.execute(q).fetchone())), flush=True)
-sys.stdin.readline()
-print(json.dumps(list(con.execute(q).fetchone())), flush=True)
-"""
+READER_QUERY = "SELECT sum(rows_loaded), (SELECT count(*) FROM marts.job_efficiency) FROM raw_batches"
 
 
 def test_a_snapshot_deleted_under_its_reader_is_published_again_and_the_reader_keeps_its_own(pending: Path) -> None:
     snapshot = publish(pending)
     slot = published_path(pending).parent / SLOTS_DIR / f"{pending.name}.0"
-    reader = subprocess.Popen(
-        [sys.executable, "-c", READER, str(snapshot)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    reader = read_twice(snapshot, READER_QUERY)
     try:
         seen = reader.stdout.readline()
         assert seen, reader.stderr.read()
