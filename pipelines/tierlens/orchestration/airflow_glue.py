@@ -359,7 +359,14 @@ def _node_build_trigger() -> type:
 
 def watch_node_build(*, dag: Any, task_group: Any, node: Any, task_args: dict[str, Any], **_: Any) -> Any:
     """Cosmos node converter (RenderConfig.node_converters): a ``<node>_build`` task watching the
-    node and its tests in the producer's ``dbt build``."""
+    node and its tests in the producer's ``dbt build``; an empty task for an ephemeral model."""
+    if node.has_ephemeral_materialization:
+        # an ephemeral model is a CTE of the models that select from it: the build writes nothing for
+        # it and records no result, so a watcher would wait for a verdict that never comes. An empty
+        # task keeps its place in the graph, as Cosmos' own rendering of ephemeral models does.
+        from airflow.providers.standard.operators.empty import EmptyOperator
+
+        return EmptyOperator(task_id=f"{node.name}_build", dag=dag, task_group=task_group)
     args = {
         **task_args,
         "select": f"fqn:{'.'.join(node.fqn)}" if node.fqn else node.resource_name,
