@@ -178,6 +178,7 @@ def test_the_options_of_each_built_in_source_import_only_dataclasses():
 
 REPO = PACKAGE.parents[1]
 
+
 def imported_test_modules(source: str) -> set[str]:
     """The test modules (``test_*``, ``tests.test_*``, conftest) a Python source imports, at its top
     or inside a function."""
