@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from ..durable import fsync_dir
 from ..records import COLLECTOR_STATS, Batch, RecordKind
 from . import journal as jr
 from .datagrams import DatagramBatch
@@ -302,7 +303,7 @@ class Engine:
             "totals": t.__dict__,
         }
         write_text_atomic(json.dumps(doc), self.out / CHECKPOINT)
-        jr._fsync_dir(self.out)
+        fsync_dir(self.out)
         for p in self.out.iterdir():
             m = _STATE_RE.match(p.name)
             if m and int(m.group(1)) != gen:
