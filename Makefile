@@ -9,7 +9,7 @@ export TIERLENS_HOME ?= $(CURDIR)/.tierlens
 export DBT_SEND_ANONYMOUS_USAGE_STATS := False
 export DO_NOT_TRACK := 1
 
-.PHONY: demo test bench bench-spark setup system-deps airflow-venv matrix-roots clean dbt-sources lint-sql lint
+.PHONY: demo test bench bench-spark setup system-deps python-venv airflow-venv matrix-roots clean dbt-sources lint-sql lint
 
 setup: $(VENV)/.installed
 
@@ -24,11 +24,15 @@ system-deps:
 	  else echo "not root: cannot install $$missing; the tests that need them will fail in CI"; fi; \
 	fi
 
-$(VENV)/.installed: pyproject.toml
+# A Python that can make virtualenvs (Debian ships `venv` apart, as python3-venv): checked before
+# either virtualenv is made, so the two can be made at once.
+python-venv:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "tierlens needs Python 3.11 or newer as $(PYTHON)"; exit 1; }
 	@$(PYTHON) -m venv --help >/dev/null 2>&1 && $(PYTHON) -c 'import ensurepip' 2>/dev/null || \
 	  { echo "installing python3-venv (needs root)"; apt-get update -q && apt-get install -y -q python3-venv; }
+
+$(VENV)/.installed: pyproject.toml | python-venv
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
@@ -36,7 +40,7 @@ $(VENV)/.installed: pyproject.toml
 
 airflow-venv: $(AIRFLOW_VENV)/.installed
 
-$(AIRFLOW_VENV)/.installed: pyproject.toml deploy/airflow/requirements.txt
+$(AIRFLOW_VENV)/.installed: pyproject.toml deploy/airflow/requirements.txt | python-venv
 	$(PYTHON) -m venv $(AIRFLOW_VENV)
 	$(AIRFLOW_VENV)/bin/pip install -q --upgrade pip
 	$(AIRFLOW_VENV)/bin/pip install -q -r deploy/airflow/requirements.txt -e .
@@ -54,7 +58,11 @@ matrix-roots: setup system-deps
 # Two pytest-xdist workers (the machine's two cores; TEST_WORKERS=0 runs serially): each test file, or
 # unit of files that share a resource, runs on one worker, longest first (tests/conftest.py).
 TEST_WORKERS ?= 2
-test: setup system-deps airflow-venv matrix-roots lint
+# The Debian packages first (apt takes one process at a time), then the two virtualenvs, the root
+# filesystems and the lint at once: on a new machine those are mostly downloads.
+test:
+	$(MAKE) system-deps python-venv
+	$(MAKE) -j3 --output-sync=target setup airflow-venv matrix-roots lint
 	$(BIN)/pytest --durations=40 $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # ruff over the Python code ([tool.ruff] in pyproject.toml): the format, then the checks; first in make

@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -126,6 +127,49 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     node.workerinput["tierlens_terminal"] = node.config.stash[_TERMINAL]
+
+
+# Where make test's time goes, per unit: its worker, when it started and ended (seconds after the
+# first test began) and its tests' own seconds. LONGEST_FIRST is kept from this table, and the idle
+# end of a worker shows as the gap between its last unit and the other's. Collected in the process
+# that writes the terminal (the controller under xdist), from the reports' own start/stop times.
+@dataclass
+class UnitTime:
+    worker: str
+    first: float
+    last: float
+    seconds: float = 0.0
+
+
+_UNIT_TIMES: dict[str, UnitTime] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    times = _UNIT_TIMES
+    unit = unit_of(report.nodeid)
+    worker = getattr(getattr(report, "node", None), "gateway", None)
+    got = times.setdefault(unit, UnitTime(worker.id if worker else "-", report.start, report.stop))
+    got.first, got.last = min(got.first, report.start), max(got.last, report.stop)
+    got.seconds += report.duration
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    times = _UNIT_TIMES
+    if not times or getattr(config, "workerinput", None) is not None:
+        return
+    began = min(t.first for t in times.values())
+    terminalreporter.write_sep("=", "units: worker, start and end (s after the first test), seconds of their tests")
+    for unit, t in sorted(times.items(), key=lambda kv: -kv[1].seconds)[:40]:
+        terminalreporter.write_line(
+            f"{t.seconds:8.1f} s  {t.worker:>4}  {t.first - began:7.0f}-{t.last - began:<7.0f} {unit}"
+        )
+    for worker in sorted({t.worker for t in times.values()}):
+        mine = [t for t in times.values() if t.worker == worker]
+        busy = sum(t.seconds for t in mine)
+        end = max(t.last for t in mine) - began
+        terminalreporter.write_line(
+            f"worker {worker}: {len(mine)} units, {busy:.0f} s of tests, last ended at {end:.0f} s"
+        )
 
 
 @pytest.hookimpl(trylast=True)
