@@ -192,3 +192,41 @@ def test_two_changes_an_hour_apart_are_named_apart_and_clear_of_the_data():
     # both stay down their lines, within the axes (neither pushed above them)
     frame = ax.get_window_extent()
     assert all(frame.y0 <= boxes[n].y0 and boxes[n].y1 <= frame.y1 for n in names), boxes
+
+
+def _whiskers(ax, rows):
+    """Each option's two interval whiskers as segments in pixels, from its rows alone: efficiency
+    low to high at its price, price low to high at its efficiency."""
+    segments = []
+    for r in rows:
+        e, p = r["efficiency"], r["price_per_1000_core_hours"]
+        for ends in (
+            [(r["efficiency_low"], p), (r["efficiency_high"], p)],
+            [(e, r["price_per_1000_core_hours_low"]), (e, r["price_per_1000_core_hours_high"])],
+        ):
+            segments.append((r["config_name"], Path(ax.transData.transform(ends))))
+    return segments
+
+
+def test_no_label_of_the_buying_guide_lies_on_an_error_bar():
+    """The probe-derived options' intervals cross the plot: a label drawn over a whisker hides
+    where an interval ends. Each label clear of every whisker (its own too) and of every marker."""
+    rows = [_option(*c) for c in CLUSTER] + [
+        _option("Consumer SSD", 16, 0.30, 95.0, "probe", 0.3),
+        _option("Consumer SSD", 8, 0.53, 92.0, "probe", 0.33),
+        _option("Consumer SSD", 1, 0.77, 182.0, "probe", 0.3),
+    ]
+    for r in rows[-3:]:
+        r["price_per_1000_core_hours_low"] = r["price_per_1000_core_hours"] * 0.6
+        r["price_per_1000_core_hours_high"] = r["price_per_1000_core_hours"] * 1.25
+    (ax,) = _figure(buying_plots.price_against_efficiency, rows).axes
+    boxes = dict(_text_boxes(ax))
+    names = [f"{r['config_name']} ×{r['jobs_per_node']:g}" for r in rows]
+    assert set(names) <= set(boxes), sorted(boxes)
+    whiskers = _whiskers(ax, rows)
+    on_a_whisker = [
+        (name, option) for name in names for option, path in whiskers if path.intersects_bbox(boxes[name], filled=False)
+    ]
+    assert not on_a_whisker, on_a_whisker
+    crossing = [(a, b) for a, b in combinations(names, 2) if boxes[a].overlaps(boxes[b])]
+    assert not crossing, crossing
