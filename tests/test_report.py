@@ -705,3 +705,67 @@ def test_a_section_table_outside_the_period_is_cut_to_it(tmp_path: Path):
     out = tmp_path / "out"
     build_report(make_warehouse(tmp_path / "w.duckdb"), out, specs=registry.REGISTRY + (spec,))
     assert read_csv(out / "daily_n.csv") == [{"day": str(min(days)), "n": "2"}]
+
+
+def _many_options(con: duckdb.DuckDBPyConnection, job_class: str, options: list[tuple]) -> None:
+    """``options`` (config, evidence, price per core-hour), cheapest first, as rows of the buying guide."""
+    con.execute(f"CREATE TABLE IF NOT EXISTS marts.hardware_options ({HARDWARE_OPTIONS_COLUMNS})")
+    for rank, (name, evidence, price) in enumerate(options, 1):
+        con.execute(
+            "INSERT INTO marts.hardware_options (job_class, price_rank, config_name, storage_type, evidence, "
+            "jobs_per_node, cache, currency, efficiency, efficiency_low, efficiency_high, price_per_core_hour, "
+            "price_per_core_hour_low, price_per_core_hour_high) "
+            "VALUES (?, ?, ?, 'hdd', ?, 8, 'none', 'GBP', 0.7, 0.65, 0.75, ?, ?, ?)",
+            [job_class, rank, name, evidence, price, price * 0.95, price * 1.05],
+        )
+
+
+def test_a_long_buying_guide_shows_its_cheapest_rows_and_says_where_the_rest_are(tmp_path: Path):
+    """24 options of one job class and 3 of another: the page shows each class's 10 cheapest, then
+    the cheapest of each configuration not measured here that ranks below them, says how many rows
+    it left out, and names the CSV file and the query that have every row; the CSV has them all."""
+    analysis = [(f"measured {i:02d}", "measured", 0.010 + 0.001 * i) for i in range(20)]
+    analysis += [
+        ("Probe NVMe", "probe", 0.040),
+        ("Datasheet SSD", "datasheet", 0.041),
+        ("Probe NVMe", "probe", 0.042),
+        ("Datasheet SSD", "datasheet", 0.043),
+    ]
+    production = [(f"production {i}", "measured", 0.02 + 0.001 * i) for i in range(3)]
+    warehouse = make_warehouse(tmp_path / "w.duckdb")
+    with duckdb.connect(str(warehouse)) as con:
+        _many_options(con, "analysis", analysis)
+        _many_options(con, "production", production)
+    result = build_report(warehouse, tmp_path / "out")
+    page = result.html_path.read_text(encoding="utf-8")
+    section = page[page.index('<section id="hardware"') :]
+    table = section[section.index("Candidate configurations") : section.index("</table>")]
+    shown = [
+        re.sub(r"<[^>]+>", "", cells[2]).strip()
+        for cells in (
+            re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)
+            for row in re.findall(r'<tr(?![^>]*class="details)[^>]*>(.*?)</tr>', table.split("<tbody>")[1], re.S)
+        )
+    ]
+    # independently: the 10 cheapest of analysis, the two derived configurations' cheapest rows,
+    # and production's three
+    expected = [a[0] for a in analysis[:10]] + ["Probe NVMe", "Datasheet SSD"] + [p[0] for p in production]
+    assert shown == expected
+    total = len(analysis) + len(production)
+    left_out = total - len(expected)
+    line = section[section.index("</table>") :]
+    line = re.sub(r"<[^>]+>", "", line[: line.index("</p>")])
+    assert f"{len(expected)} of {total} rows shown" in line and f"{left_out} left out" in line, line
+    assert "hardware_options.csv" in line and "cheapest_configuration_for_efficiency --param target=0" in line, line
+    assert len(read_csv(tmp_path / "out" / "hardware_options.csv")) == total
+    # the query the line names does list every row
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+
+    run = CliRunner().invoke(
+        app,
+        ["sql", "cheapest_configuration_for_efficiency", "--param", "target=0", "-w", str(warehouse), "--csv"],
+    )
+    assert run.exit_code == 0, run.output
+    assert len(list(csv.DictReader(run.stdout.splitlines()))) == total

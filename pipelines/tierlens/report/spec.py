@@ -31,6 +31,14 @@ class TableSpec:
     columns: tuple[Column, ...]
     shown: bool = True
     flag_key: str | None = None
+    #: A long table shows its first ``top`` rows (the body orders them best first, or picks them:
+    #: ``SectionOut.table(page_rows=...)``) and says how many it left out and where they are; the CSV
+    #: file keeps every row.
+    top: int | None = None
+    #: How the page's rows were picked, in words; ``{top}`` is filled in.
+    top_text: str = "the first {top}"
+    #: Where else every row is, besides the CSV file (a `tierlens sql` command), or "".
+    every_row_text: str = ""
 
     @property
     def csv_name(self) -> str:
@@ -119,11 +127,17 @@ class SectionOut:
         *,
         shown: bool | None = None,
         columns: Sequence[Column] | None = None,
+        page_rows: list[dict[str, Any]] | None = None,
         **fields: Any,
     ) -> None:
-        """Add the declared table ``name`` with ``rows``; ``fields`` fill its caption's and labels' placeholders."""
+        """Add the declared table ``name`` with ``rows``; ``fields`` fill its caption's and labels'
+        placeholders. A table with a ``top`` shows ``page_rows`` (default: its first ``top`` rows)."""
         t = self.spec.table_spec(name)
         rows = clip_data(self.period, rows)
+        if page_rows is not None:
+            page_rows = clip_data(self.period, page_rows)
+        elif t.top is not None and len(rows) > t.top:
+            page_rows = rows[: t.top]
         self.section.tables.append(
             Table(
                 t.name,
@@ -132,6 +146,9 @@ class SectionOut:
                 rows,
                 flag_key=t.flag_key,
                 shown=t.shown if shown is None else shown,
+                page_rows=page_rows,
+                page_rows_text=t.top_text.format(top=t.top),
+                every_row_text=t.every_row_text,
             )
         )
 
