@@ -769,3 +769,100 @@ def test_a_long_buying_guide_shows_its_cheapest_rows_and_says_where_the_rest_are
     )
     assert run.exit_code == 0, run.output
     assert len(list(csv.DictReader(run.stdout.splitlines()))) == total
+
+
+# --------------------------------------------------------------------------- site changes, plotted
+
+CHANGE_AT = dt.datetime(2026, 10, 4, tzinfo=dt.timezone.utc)
+#: (node, storage type, efficiency before the change, after): the NFS tuning helps the NFS nodes only
+NODES = (("wn1", "nfs", 0.60, 0.70), ("wn2", "nfs", 0.62, 0.71), ("wn3", "hdd", 0.85, 0.85), ("wn4", "hdd", 0.84, 0.84))
+
+
+def _site_jobs() -> list[dict]:
+    """Six days of jobs, three on each node every hour, each within its hour."""
+    jobs = []
+    for hour in range(6 * 24):
+        start = dt.datetime(2026, 10, 1, tzinfo=dt.timezone.utc) + dt.timedelta(hours=hour)
+        for node, storage, before, after in NODES:
+            for k in range(3):
+                wall = 1200.0 + 300 * k
+                cores = 1 + k % 2
+                eff = (after if start >= CHANGE_AT else before) + 0.01 * ((hour + k) % 3 - 1)
+                jobs.append(
+                    {
+                        "cluster": "t2",
+                        "node": node,
+                        "storage_type": storage,
+                        "ab_arm": "A",
+                        "job_class": "analysis",
+                        "start_time": start + dt.timedelta(minutes=5 * k),
+                        "end_time": start + dt.timedelta(minutes=5 * k, seconds=wall),
+                        "cpu_seconds": eff * wall * cores,
+                        "wall_seconds": wall,
+                        "core_wall_seconds": wall * cores,
+                        "bytes_read": 2_000_000_000,
+                        "bytes_read_remote": None,
+                    }
+                )
+    return jobs
+
+
+def test_the_before_after_plot_shows_the_changes_scope_and_agrees_with_its_effect(tmp_path: Path):
+    """An NFS-only tuning: its effect is measured on the NFS nodes' jobs, so the plotted line is
+    theirs (the site's, diluted by the HDD nodes, is faint context), the caption names them, and
+    the line's days before and after the change average to the table's before and after."""
+    import pyarrow as pa
+
+    from tierlens.analysis.change import ChangeParams, change_effects
+    from tierlens.records import SITE_CHANGE
+
+    jobs = _site_jobs()
+    record = {f.name: None for f in SITE_CHANGE} | {
+        "change_id": "nfs-tuning",
+        "changed_at": CHANGE_AT,
+        "description": "NFS rsize/wsize 1 MB",
+        "category": "filesystem",
+        "scope_storage_type": "nfs",
+    }
+    changes = pa.Table.from_pylist([record], schema=SITE_CHANGE)
+    mart = change_effects(pa.Table.from_pylist(jobs), changes, ChangeParams(window_days=3, n_resamples=200))
+    warehouse = tmp_path / "w.duckdb"
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("CREATE SCHEMA marts; CREATE SCHEMA staging")
+        con.register("mart", mart)
+        con.register("changes", changes)
+        con.register("jobs", pa.Table.from_pylist(jobs))
+        con.execute("CREATE TABLE marts.change_effects AS SELECT * FROM mart")
+        con.execute("CREATE TABLE staging.stg_site_change AS SELECT * FROM changes")
+        con.execute("""CREATE TABLE marts.job_efficiency AS SELECT *, cpu_seconds / core_wall_seconds AS efficiency,
+                       CAST(timezone('UTC', end_time) AS DATE) AS "day" FROM jobs""")
+    result = build_report(warehouse, tmp_path / "out")
+    assert "changes" in result.sections and "changes" not in result.no_data
+    daily = read_csv(tmp_path / "out" / "efficiency_daily.csv")
+    plotted = {(r["population"], r["day"]): r for r in daily}
+    # independently, from the jobs: each day's NFS jobs and all jobs
+    sums: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for j in jobs:
+        day = j["end_time"].date().isoformat()
+        for population in {"site", "storage type nfs"} if j["storage_type"] == "nfs" else {"site"}:
+            sums[(population, day)][0] += j["cpu_seconds"]
+            sums[(population, day)][1] += j["core_wall_seconds"]
+    assert set(plotted) == set(sums)
+    for key, (cpu, core_wall) in sums.items():
+        assert float(plotted[key]["efficiency"]) == pytest.approx(cpu / core_wall, rel=1e-9), key
+
+    def window(population: str, after: bool) -> float:
+        rows = [r for (p, d), r in plotted.items() if p == population and (d >= "2026-10-04") == after]
+        return sum(float(r["efficiency"]) * float(r["core_hours"]) for r in rows) / sum(
+            float(r["core_hours"]) for r in rows
+        )
+
+    (row,) = read_csv(tmp_path / "out" / "change_effects.csv")
+    for after, key in ((False, "efficiency_scope_before"), (True, "efficiency_scope_after")):
+        # the plotted line's days on each side are the table's before and after; the site's are not
+        assert window("storage type nfs", after) == pytest.approx(float(row[key]), rel=1e-9), key
+        assert abs(window("site", after) - float(row[key])) > 0.05, key
+    html = result.html_path.read_text(encoding="utf-8")
+    section = html[html.index('<section id="changes"') :]
+    caption = re.sub(r"\s+", " ", section[section.index("<figcaption>") : section.index("</figcaption>")])
+    assert "storage type nfs (nfs-tuning)" in caption and "whole site, for context" in caption, caption

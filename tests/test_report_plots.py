@@ -230,3 +230,27 @@ def test_no_label_of_the_buying_guide_lies_on_an_error_bar():
     assert not on_a_whisker, on_a_whisker
     crossing = [(a, b) for a, b in combinations(names, 2) if boxes[a].overlaps(boxes[b])]
     assert not crossing, crossing
+
+
+def test_the_changes_scope_is_the_plotted_line_and_the_site_only_faint_context():
+    """Days of the NFS jobs an NFS-only change applies to, and of the whole site: the NFS line is
+    drawn as the data (full colour, thicker, on top), the site's faint and said to be context."""
+    t0 = datetime(2026, 10, 1, tzinfo=timezone.utc)
+    nfs = [0.60, 0.61, 0.70, 0.71]
+    site = [0.78, 0.79, 0.81, 0.80]
+    days = [
+        {"population": p, "day": t0 + timedelta(days=i), "efficiency": e}
+        for p, series in (("site", site), ("storage type nfs", nfs))
+        for i, e in enumerate(series)
+    ]
+    changes = [{"changed_at": t0 + timedelta(days=2), "label": "nfs-tuning", "population": "storage type nfs"}]
+    (ax,) = _figure(plots.efficiency_timeline_with_changes, days, changes).axes
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    scope, context = lines["storage type nfs, per day"], lines["whole site, per day (context)"]
+    assert list(scope.get_ydata()) == nfs and list(context.get_ydata()) == site
+    assert (context.get_alpha() or 1.0) < 1.0 and context.get_linewidth() < scope.get_linewidth()
+    assert context.get_zorder() < scope.get_zorder()
+    # the change's name clear of both lines
+    ((_, box),) = [(t, b) for t, b in _text_boxes(ax) if t == "nfs-tuning"]
+    for line in (scope, context):
+        assert not Path(ax.transData.transform(line.get_xydata())).intersects_bbox(box, filled=False)

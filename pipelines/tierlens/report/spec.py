@@ -47,7 +47,8 @@ class TableSpec:
 
 @dataclass(frozen=True)
 class PlotSpec:
-    """A figure: the function of ``plots`` that draws it, its text, and the table holding its data."""
+    """A figure: the function of ``plots`` that draws it, its text, and the table holding its data.
+    The caption may hold ``{field}`` placeholders that the body fills in when it draws the figure."""
 
     name: str
     draw: Callable[..., str]
@@ -152,11 +153,13 @@ class SectionOut:
             )
         )
 
-    def figure(self, name: str, *data: Any) -> None:
-        """Draw the declared figure ``name`` from ``data`` (the arguments of its plot function)."""
+    def figure(self, name: str, *data: Any, **fields: Any) -> None:
+        """Draw the declared figure ``name`` from ``data`` (the arguments of its plot function);
+        ``fields`` fill its caption's placeholders."""
         p = self.spec.plot_spec(name)
         data = tuple(clip_data(self.period, d) for d in data)
-        self.section.figures.append(FigureBlock(p.draw(*data), p.alt, p.caption, f"{p.data}.csv"))
+        caption = p.caption.format(**fields) if fields else p.caption
+        self.section.figures.append(FigureBlock(p.draw(*data), p.alt, caption, f"{p.data}.csv"))
 
     def fact(self, label: str, shown: str, link: str | None = None) -> None:
         """A line of facts; ``link``: the id of the section with its detail (dropped when that
