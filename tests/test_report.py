@@ -866,3 +866,51 @@ def test_the_before_after_plot_shows_the_changes_scope_and_agrees_with_its_effec
     section = html[html.index('<section id="changes"') :]
     caption = re.sub(r"\s+", " ", section[section.index("<figcaption>") : section.index("</figcaption>")])
     assert "storage type nfs (nfs-tuning)" in caption and "whole site, for context" in caption, caption
+
+
+# --------------------------------------------------------------------------- what-if, a long table
+
+
+def test_a_long_what_if_table_shows_each_classes_highest_throughput_and_says_where_the_rest_are(tmp_path: Path):
+    """120 what-if configurations of two job classes: the page shows each class's 10 with the most
+    jobs per node-hour, best first, says how many it left out and names the CSV file with all."""
+    types = {"hdd": 0.55, "raid0": 0.7, "ssd": 0.8, "nvme": 0.9, "nfs": 0.5}
+    caches = {"none": 0.0, "lru": 0.03, "slac2": 0.05}
+    grid = []
+    for job_class, hours_per_job in (("analysis", 2.0), ("production", 5.0)):
+        for st, base in types.items():
+            for n in (1, 4, 8, 16):
+                for cache, gain in caches.items():
+                    eff = min(0.99, base + gain) * (1 - 0.02 * n)
+                    grid.append((job_class, st, float(n), cache, eff, eff - 0.05, eff + 0.05, n * eff / hours_per_job))
+    warehouse = make_warehouse(tmp_path / "w.duckdb")
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("""CREATE TABLE marts.efficiency_measured_vs_predicted AS SELECT * FROM (VALUES
+            ('analysis', 'hdd', 'A', 100, 0.55, 0.56, 0.53, 0.59, 0.57, 0.02, true, 7.5, 'v1'))
+            AS t(job_class, storage_type, ab_arm, measured_jobs, measured_efficiency, predicted_efficiency,
+                 efficiency_low, efficiency_high, loo_predicted_efficiency, loo_prediction_error,
+                 measured_within_interval, mean_concurrent_jobs, model_version)""")
+        con.execute("""CREATE TABLE marts.efficiency_what_if (job_class VARCHAR, storage_type VARCHAR,
+            jobs_per_node DOUBLE, cache VARCHAR, predicted_efficiency DOUBLE, efficiency_low DOUBLE,
+            efficiency_high DOUBLE, jobs_per_node_hour DOUBLE, extrapolated BOOLEAN)""")
+        con.executemany("INSERT INTO marts.efficiency_what_if VALUES (?, ?, ?, ?, ?, ?, ?, ?, false)", grid)
+    result = build_report(warehouse, tmp_path / "out")
+    assert "prediction" in result.sections and "prediction" not in result.no_data
+    page = result.html_path.read_text(encoding="utf-8")
+    section = page[page.index('<section id="prediction"') :]
+    start = section.index("What if:")
+    table = section[start : section.index("</table>", start)]
+    shown = [
+        tuple(re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)[:4])
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table.split("<tbody>")[1], re.S)
+    ]
+    expected = []
+    for job_class in ("analysis", "production"):
+        best = sorted((g for g in grid if g[0] == job_class), key=lambda g: -g[7])[:10]
+        expected += [(g[0], g[1], f"{g[2]:g}", g[3]) for g in best]
+    assert [(c, st, n.split(".")[0], cache) for c, st, n, cache in shown] == expected
+    line = section[section.index("</table>", start) :]
+    line = re.sub(r"<[^>]+>", "", line[: line.index("</p>")])
+    assert f"20 of {len(grid)} rows shown" in line and f"{len(grid) - 20} left out" in line, line
+    assert "efficiency_what_if.csv" in line, line
+    assert len(read_csv(tmp_path / "out" / "efficiency_what_if.csv")) == len(grid)

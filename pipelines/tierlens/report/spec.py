@@ -173,6 +173,18 @@ class SectionOut:
         self.section.no_data.append(reason)
 
 
+def first_of_each(rows: Sequence[dict[str, Any]], key: str, top: int) -> list[dict[str, Any]]:
+    """The first ``top`` rows of each value of ``key`` (rows ordered best first within it): a long
+    table's page rows when it answers its question once per group (per job class)."""
+    seen: dict[Any, int] = {}
+    page = []
+    for r in rows:
+        seen[r[key]] = seen.get(r[key], 0) + 1
+        if seen[r[key]] <= top:
+            page.append(r)
+    return page
+
+
 def run_section(spec: SectionSpec, wh: MartReader, period: ReportPeriod | None = None) -> Section:
     """The section of ``spec``: "no data" with the reason when a mart it needs is missing, empty
     or unreadable; otherwise whatever its body found, tables in the order the spec declares them."""
