@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import html as htmllib
 import math
 import re
 from collections import defaultdict
@@ -914,3 +915,20 @@ def test_a_long_what_if_table_shows_each_classes_highest_throughput_and_says_whe
     assert f"20 of {len(grid)} rows shown" in line and f"{len(grid) - 20} left out" in line, line
     assert "efficiency_what_if.csv" in line, line
     assert len(read_csv(tmp_path / "out" / "efficiency_what_if.csv")) == len(grid)
+
+
+def test_without_the_change_records_the_plot_says_it_shows_the_site_not_the_scope(tmp_path: Path):
+    """A warehouse without stg_site_change cannot tell whose jobs a change touched: the site's
+    line is drawn and the caption says the effect in the table is for the change's scope."""
+    test_the_before_after_plot_shows_the_changes_scope_and_agrees_with_its_effect(tmp_path)
+    warehouse = tmp_path / "w.duckdb"
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DROP TABLE staging.stg_site_change")
+    result = build_report(warehouse, tmp_path / "again")
+    assert {r["population"] for r in read_csv(tmp_path / "again" / "efficiency_daily.csv")} == {"site"}
+    html = result.html_path.read_text(encoding="utf-8")
+    section = html[html.index('<section id="changes"') :]
+    caption = re.sub(
+        r"\s+", " ", htmllib.unescape(section[section.index("<figcaption>") : section.index("</figcaption>")])
+    )
+    assert "The scope of nfs-tuning is not in this warehouse" in caption, caption

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...analysis import change
+from ...warehouse import QUERY_ERRORS
 from .. import bounds, plots
 from ..columns import interval
 from ..page import Column
@@ -21,9 +22,14 @@ def _records(wh: MartReader) -> dict[str, dict[str, Any]]:
     """The recorded changes' scopes (stg_site_change) by change id; {} when not in the warehouse."""
     if not wh.has("staging", "stg_site_change"):
         return {}
-    rows = wh.rows(
-        "SELECT change_id, cluster, scope_nodes, scope_storage_type, scope_ab_arm FROM staging.stg_site_change"
-    )
+    try:
+        rows = wh.rows(
+            "SELECT change_id, cluster, scope_nodes, scope_storage_type, scope_ab_arm FROM staging.stg_site_change"
+        )
+    except QUERY_ERRORS:
+        # records that cannot be read leave the plot on the site's line (and its caption says so),
+        # not the whole section without its table
+        return {}
     return {r["change_id"]: r for r in rows}
 
 
