@@ -775,6 +775,8 @@ def test_a_long_buying_guide_shows_its_cheapest_rows_and_says_where_the_rest_are
 # --------------------------------------------------------------------------- site changes, plotted
 
 CHANGE_AT = dt.datetime(2026, 10, 4, tzinfo=dt.timezone.utc)
+#: The jobs the change applies to, as the plot and its CSV name them.
+NFS_ON_T2 = "storage type nfs on cluster t2"
 #: (node, storage type, efficiency before the change, after): the NFS tuning helps the NFS nodes only
 NODES = (("wn1", "nfs", 0.60, 0.70), ("wn2", "nfs", 0.62, 0.71), ("wn3", "hdd", 0.85, 0.85), ("wn4", "hdd", 0.84, 0.84))
 
@@ -824,6 +826,7 @@ def test_the_before_after_plot_shows_the_changes_scope_and_agrees_with_its_effec
         "description": "NFS rsize/wsize 1 MB",
         "category": "filesystem",
         "scope_storage_type": "nfs",
+        "cluster": "t2",
     }
     changes = pa.Table.from_pylist([record], schema=SITE_CHANGE)
     mart = change_effects(pa.Table.from_pylist(jobs), changes, ChangeParams(window_days=3, n_resamples=200))
@@ -845,7 +848,7 @@ def test_the_before_after_plot_shows_the_changes_scope_and_agrees_with_its_effec
     sums: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
     for j in jobs:
         day = j["end_time"].date().isoformat()
-        for population in {"site", "storage type nfs"} if j["storage_type"] == "nfs" else {"site"}:
+        for population in {"site", NFS_ON_T2} if j["storage_type"] == "nfs" else {"site"}:
             sums[(population, day)][0] += j["cpu_seconds"]
             sums[(population, day)][1] += j["core_wall_seconds"]
     assert set(plotted) == set(sums)
@@ -861,12 +864,12 @@ def test_the_before_after_plot_shows_the_changes_scope_and_agrees_with_its_effec
     (row,) = read_csv(tmp_path / "out" / "change_effects.csv")
     for after, key in ((False, "efficiency_scope_before"), (True, "efficiency_scope_after")):
         # the plotted line's days on each side are the table's before and after; the site's are not
-        assert window("storage type nfs", after) == pytest.approx(float(row[key]), rel=1e-9), key
+        assert window(NFS_ON_T2, after) == pytest.approx(float(row[key]), rel=1e-9), key
         assert abs(window("site", after) - float(row[key])) > 0.05, key
     html = result.html_path.read_text(encoding="utf-8")
     section = html[html.index('<section id="changes"') :]
     caption = re.sub(r"\s+", " ", section[section.index("<figcaption>") : section.index("</figcaption>")])
-    assert "storage type nfs (nfs-tuning)" in caption and "whole site, for context" in caption, caption
+    assert f"{NFS_ON_T2} (nfs-tuning)" in caption and "whole site, for context" in caption, caption
 
 
 # --------------------------------------------------------------------------- what-if, a long table
@@ -917,18 +920,41 @@ def test_a_long_what_if_table_shows_each_classes_highest_throughput_and_says_whe
     assert len(read_csv(tmp_path / "out" / "efficiency_what_if.csv")) == len(grid)
 
 
-def test_without_the_change_records_the_plot_says_it_shows_the_site_not_the_scope(tmp_path: Path):
-    """A warehouse without stg_site_change cannot tell whose jobs a change touched: the site's
-    line is drawn and the caption says the effect in the table is for the change's scope."""
+def test_the_before_after_plot_needs_only_the_marts(tmp_path: Path):
+    """The published warehouse's staging views name the catalog dbt built them in, which the
+    report's connection does not have: the scope comes from the mart's own row (its cluster and
+    scope), so the plot is the same without stg_site_change. A scope the mart does not word as the
+    analysis does is read on the site's line, and the caption says so."""
     test_the_before_after_plot_shows_the_changes_scope_and_agrees_with_its_effect(tmp_path)
+    first = read_csv(tmp_path / "out" / "efficiency_daily.csv")
     warehouse = tmp_path / "w.duckdb"
     with duckdb.connect(str(warehouse)) as con:
         con.execute("DROP TABLE staging.stg_site_change")
-    result = build_report(warehouse, tmp_path / "again")
-    assert {r["population"] for r in read_csv(tmp_path / "again" / "efficiency_daily.csv")} == {"site"}
+    build_report(warehouse, tmp_path / "again")
+    assert read_csv(tmp_path / "again" / "efficiency_daily.csv") == first
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("UPDATE marts.change_effects SET scope = 'the NFS filer'")
+    result = build_report(warehouse, tmp_path / "unread")
+    assert {r["population"] for r in read_csv(tmp_path / "unread" / "efficiency_daily.csv")} == {"site"}
     html = result.html_path.read_text(encoding="utf-8")
     section = html[html.index('<section id="changes"') :]
     caption = re.sub(
         r"\s+", " ", htmllib.unescape(section[section.index("<figcaption>") : section.index("</figcaption>")])
     )
-    assert "The scope of nfs-tuning is not in this warehouse" in caption, caption
+    assert "The scope of nfs-tuning could not be read" in caption, caption
+    assert "the scope of every change" not in caption, caption
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [
+        {"scope_nodes": ["wn01", "wn02.t2.example.org"], "scope_storage_type": None, "scope_ab_arm": None},
+        {"scope_nodes": None, "scope_storage_type": "nfs", "scope_ab_arm": None},
+        {"scope_nodes": None, "scope_storage_type": None, "scope_ab_arm": "B"},
+        {"scope_nodes": None, "scope_storage_type": None, "scope_ab_arm": None},
+    ],
+)
+def test_a_scope_read_back_from_the_marts_words_is_the_recorded_one(scope):
+    from tierlens.analysis.change import scope_from_text, scope_text
+
+    assert scope_from_text(scope_text({"cluster": None, **scope})) == scope

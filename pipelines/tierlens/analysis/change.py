@@ -377,6 +377,19 @@ def scope_text(change: dict) -> str:
     return _scope(change)[1]
 
 
+def scope_from_text(text: str) -> dict | None:
+    """The scope fields (scope_nodes, scope_storage_type, scope_ab_arm) that ``scope_text`` words
+    as ``text``; None for a text it does not write. A reader of the mart alone (the report) finds
+    a change's jobs from its row's ``cluster`` and ``scope`` by the rule the mart applied."""
+    scope: dict = {"scope_nodes": None, "scope_storage_type": None, "scope_ab_arm": None}
+    for prefix, key in (("nodes ", "scope_nodes"), ("storage type ", "scope_storage_type"), ("arm ", "scope_ab_arm")):
+        if text.startswith(prefix) and len(text) > len(prefix):
+            value = text[len(prefix) :]
+            scope[key] = value.split(",") if key == "scope_nodes" else value
+            return scope
+    return scope if text == "site" else None
+
+
 def job_in_scope(
     change: dict, cluster: str | None, node: str | None, storage_type: str | None, ab_arm: str | None
 ) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ...analysis import change
-from ...warehouse import QUERY_ERRORS
 from .. import bounds, plots
 from ..columns import interval
 from ..page import Column
@@ -18,19 +17,12 @@ SITE = "site"
 PLACE = ("cluster", "node", "storage_type", "ab_arm")
 
 
-def _records(wh: MartReader) -> dict[str, dict[str, Any]]:
-    """The recorded changes' scopes (stg_site_change) by change id; {} when not in the warehouse."""
-    if not wh.has("staging", "stg_site_change"):
-        return {}
-    try:
-        rows = wh.rows(
-            "SELECT change_id, cluster, scope_nodes, scope_storage_type, scope_ab_arm FROM staging.stg_site_change"
-        )
-    except QUERY_ERRORS:
-        # records that cannot be read leave the plot on the site's line (and its caption says so),
-        # not the whole section without its table
-        return {}
-    return {r["change_id"]: r for r in rows}
+def _scope(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A change's scope as a stg_site_change record, from its mart row (``cluster`` and the
+    ``scope`` text the mart wrote from the record): the plot reads the jobs the table's row was
+    computed on. None for a scope text the analysis does not write."""
+    scope = change.scope_from_text(row["scope"] or "")
+    return None if scope is None else {"cluster": row["cluster"], **scope}
 
 
 def _population(record: dict[str, Any]) -> str:
@@ -48,7 +40,6 @@ def _daily_efficiency(wh: MartReader, s: SectionOut, changes: list[dict[str, Any
     a site-wide line would dilute an NFS effect by every other storage type's jobs."""
     if not wh.has("marts", "job_efficiency"):
         return
-    records = _records(wh)
     columns = wh.columns("marts", "job_efficiency")
     place = [c if c in columns else f"NULL AS {c}" for c in PLACE]
     groups = wh.rows(f"""
@@ -56,10 +47,13 @@ def _daily_efficiency(wh: MartReader, s: SectionOut, changes: list[dict[str, Any
                sum(core_wall_seconds) AS core_wall_seconds, count(*) AS jobs
         FROM marts.job_efficiency GROUP BY ALL ORDER BY "day"
     """)
-    # a change without its record (or with the whole site as its scope) is read on the site line
+    # a change whose scope cannot be read (or that is site-wide) is read on the site's line
     populations: dict[str, dict[str, Any]] = {}
+    unknown = []
     for c in changes:
-        record = records.get(c["change_id"])
+        record = _scope(c)
+        if record is None:
+            unknown.append(c["change_id"])
         c["population"] = _population(record) if record else SITE
         if c["population"] != SITE:
             populations.setdefault(c["population"], record)
@@ -69,15 +63,14 @@ def _daily_efficiency(wh: MartReader, s: SectionOut, changes: list[dict[str, Any
     days = [row for name, rows in members.items() for row in _per_day(name, rows)]
     if not days:
         return
-    unknown = [c["change_id"] for c in changes if c["change_id"] not in records]
     s.figure(
         "timeline",
         days,
         [{"changed_at": c["changed_at"], "label": c["change_id"], "population": c["population"]} for c in changes],
-        plotted=_plotted(changes, populations),
+        plotted=_plotted(changes, populations, unknown),
         unknown=(
-            f" The scope of {', '.join(unknown)} is not in this warehouse (staging.stg_site_change): it is read "
-            "on the site's line, while its effect in the table is for its scope."
+            f" The scope of {', '.join(unknown)} could not be read: it is on the site's line, while its "
+            "effect in the table is for its scope."
             if unknown
             else ""
         ),
@@ -104,10 +97,10 @@ def _per_day(population: str, groups: list[dict[str, Any]]) -> list[dict[str, An
     ]
 
 
-def _plotted(changes: list[dict[str, Any]], populations: dict[str, Any]) -> str:
+def _plotted(changes: list[dict[str, Any]], populations: dict[str, Any], unknown: list[str]) -> str:
     """The caption's words for what the lines are."""
     if not populations:
-        return "at the whole site, the scope of every change in the table"
+        return "at the whole site" + ("" if unknown else ", the scope of every change in the table")
     named = "; ".join(
         f"{name} ({', '.join(c['change_id'] for c in changes if c['population'] == name)})" for name in populations
     )
@@ -120,8 +113,10 @@ def _plotted(changes: list[dict[str, Any]], populations: dict[str, Any]) -> str:
 
 
 def body(wh: MartReader, s: SectionOut) -> None:
-    changes = wh.rows("""
-        SELECT change_id, changed_at, description, scope, comparison, jobs_scope_before, jobs_scope_after,
+    # a mart from before the cluster column: every change then reads as of every cluster
+    cluster = "cluster" if "cluster" in wh.columns("marts", "change_effects") else "NULL AS cluster"
+    changes = wh.rows(f"""
+        SELECT change_id, {cluster}, changed_at, description, scope, comparison, jobs_scope_before, jobs_scope_after,
                core_hours_scope_before + core_hours_scope_after AS core_hours_behind,
                efficiency_scope_before, efficiency_scope_after, efficiency_control_before,
                efficiency_control_after, effect, effect_ci_low, effect_ci_high, effect_unstratified,
