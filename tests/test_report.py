@@ -958,3 +958,22 @@ def test_a_scope_read_back_from_the_marts_words_is_the_recorded_one(scope):
     from tierlens.analysis.change import scope_from_text, scope_text
 
     assert scope_from_text(scope_text({"cluster": None, **scope})) == scope
+
+
+def test_a_staging_view_of_the_published_warehouse_is_read(tmp_path: Path):
+    """dbt's staging views name the catalog they were built in (``warehouse.main.raw_...``, the
+    file's stem); the report attaches the file under that name, so they read as they do in
+    `tierlens sql` (the buying guide's check of types left out is a staging view)."""
+    from tierlens.report.period import period_connection
+
+    path = tmp_path / "warehouse.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE main.raw_site_change AS SELECT 'c1' AS change_id, ' nfs ' AS scope_storage_type")
+        con.execute("CREATE SCHEMA staging")
+        con.execute(
+            "CREATE VIEW staging.stg_site_change AS SELECT change_id, trim(scope_storage_type) AS scope_storage_type "
+            "FROM warehouse.main.raw_site_change"
+        )
+    con, _ = period_connection(path)
+    with con:
+        assert con.execute("SELECT * FROM staging.stg_site_change").fetchall() == [("c1", "nfs")]
