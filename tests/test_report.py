@@ -977,3 +977,16 @@ def test_a_staging_view_of_the_published_warehouse_is_read(tmp_path: Path):
     con, _ = period_connection(path)
     with con:
         assert con.execute("SELECT * FROM staging.stg_site_change").fetchall() == [("c1", "nfs")]
+
+
+def test_a_marts_identifier_reads_as_words_and_a_day_never_breaks():
+    """'job_class' in a cell is the mart's spelling, not the reader's; a day in a narrow column
+    broke as '2026-' over '10-01'. The CSV keeps the mart's values."""
+    from tierlens.report.page import Column, Table
+
+    grouped = Column("grouping", "grouped by", "words")
+    day = Column("day", "day")
+    row = {"grouping": "storage_type", "day": D(2026, 10, 1)}
+    assert grouped.cell(row) == "storage type" and "num" not in grouped.css_class(row)
+    assert "date" in day.css_class(row) and "date" not in grouped.css_class(row)
+    assert "storage_type" in Table("t", "t", [grouped, day], [row]).csv_text()

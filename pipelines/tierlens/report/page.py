@@ -7,6 +7,7 @@ disagree; a figure names the CSV that holds its data.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -53,10 +54,13 @@ class Column:
 
     @property
     def numeric(self) -> bool:
-        return self.kind not in ("text", "flag")
+        return self.kind not in fmt.TEXT_KINDS
 
     def css_class(self, row: dict[str, Any]) -> str:
         classes = ["num"] if self.numeric else []
+        if isinstance(row.get(self.key), dt.date):
+            classes.append("date")  # a day reads whole: never '2026-' over '10-01'
+
         if row.get(self.key) is None and self.kind != "flag":
             classes.append("missing")
         return " ".join(classes)
