@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import html as htmllib
+import re
 import statistics
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from support.report_warehouse import make_warehouse
+from support.report_warehouse import JOBS, make_warehouse
 from tierlens.report import SECTION_IDS, build_report
 from tierlens.report.build import ANALYSIS_CSV_NAMES, ANALYSIS_SECTION_IDS
 
@@ -142,3 +144,33 @@ def test_a_missing_analysis_mart_says_no_data(tmp_path):
     result = build_report(warehouse, tmp_path / "out")
     assert result.no_data == ["fairness"]
     assert not (tmp_path / "out" / "client_fairness_by_server.csv").exists()
+
+
+def _fact_labels(html: str, section: str) -> list[str]:
+    part = html[html.index(f'id="{section}"') :]
+    part = part[: part.index("</section>")]
+    return [htmllib.unescape(m) for m in re.findall(r"<dt>([^<]*)</dt>", part)]
+
+
+def test_the_recent_window_is_named_by_the_days_the_report_covers(tmp_path):
+    """file_popularity counts the reads of its 5-day window; over a report of 3 days those are
+    3 days' reads, and the section must not say "the last 5 days"."""
+    warehouse = make_warehouse(tmp_path / "w.duckdb")
+    _add_analysis_marts(warehouse)
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("""DELETE FROM marts.job_efficiency WHERE "day" > DATE '2024-05-08'""")
+    days = sorted({j[-1] for j in JOBS if j[-1] <= dt.date(2024, 5, 8)})
+    covered = (days[-1] - days[0]).days + 1
+    assert covered == 3
+    result = build_report(warehouse, tmp_path / "out")
+    labels = _fact_labels(result.html_path.read_text(encoding="utf-8"), "popularity")
+    (files,) = [label for label in labels if label.startswith("Files read")]
+    assert f"last {covered} days" in files and "5-day window" in files, files
+    assert "last 5 days" not in files, files
+    # a period at least as long as the window keeps the window's own name
+    long = make_warehouse(tmp_path / "long.duckdb")
+    _add_analysis_marts(long)
+    assert (max(j[-1] for j in JOBS) - min(j[-1] for j in JOBS)).days + 1 >= 5
+    result = build_report(long, tmp_path / "long")
+    labels = _fact_labels(result.html_path.read_text(encoding="utf-8"), "popularity")
+    assert "Files read in the last 5 days" in labels, labels

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import html as htmllib
 import math
 import re
 from collections import defaultdict
@@ -705,3 +706,287 @@ def test_a_section_table_outside_the_period_is_cut_to_it(tmp_path: Path):
     out = tmp_path / "out"
     build_report(make_warehouse(tmp_path / "w.duckdb"), out, specs=registry.REGISTRY + (spec,))
     assert read_csv(out / "daily_n.csv") == [{"day": str(min(days)), "n": "2"}]
+
+
+def _many_options(con: duckdb.DuckDBPyConnection, job_class: str, options: list[tuple]) -> None:
+    """``options`` (config, evidence, price per core-hour), cheapest first, as rows of the buying guide."""
+    con.execute(f"CREATE TABLE IF NOT EXISTS marts.hardware_options ({HARDWARE_OPTIONS_COLUMNS})")
+    for rank, (name, evidence, price) in enumerate(options, 1):
+        con.execute(
+            "INSERT INTO marts.hardware_options (job_class, price_rank, config_name, storage_type, evidence, "
+            "jobs_per_node, cache, currency, efficiency, efficiency_low, efficiency_high, price_per_core_hour, "
+            "price_per_core_hour_low, price_per_core_hour_high) "
+            "VALUES (?, ?, ?, 'hdd', ?, 8, 'none', 'GBP', 0.7, 0.65, 0.75, ?, ?, ?)",
+            [job_class, rank, name, evidence, price, price * 0.95, price * 1.05],
+        )
+
+
+def test_a_long_buying_guide_shows_its_cheapest_rows_and_says_where_the_rest_are(tmp_path: Path):
+    """24 options of one job class and 3 of another: the page shows each class's 10 cheapest, then
+    the cheapest of each configuration not measured here that ranks below them, says how many rows
+    it left out, and names the CSV file and the query that have every row; the CSV has them all."""
+    analysis = [(f"measured {i:02d}", "measured", 0.010 + 0.001 * i) for i in range(20)]
+    analysis += [
+        ("Probe NVMe", "probe", 0.040),
+        ("Datasheet SSD", "datasheet", 0.041),
+        ("Probe NVMe", "probe", 0.042),
+        ("Datasheet SSD", "datasheet", 0.043),
+    ]
+    production = [(f"production {i}", "measured", 0.02 + 0.001 * i) for i in range(3)]
+    warehouse = make_warehouse(tmp_path / "w.duckdb")
+    with duckdb.connect(str(warehouse)) as con:
+        _many_options(con, "analysis", analysis)
+        _many_options(con, "production", production)
+    result = build_report(warehouse, tmp_path / "out")
+    page = result.html_path.read_text(encoding="utf-8")
+    section = page[page.index('<section id="hardware"') :]
+    table = section[section.index("Candidate configurations") : section.index("</table>")]
+    shown = [
+        re.sub(r"<[^>]+>", "", cells[2]).strip()
+        for cells in (
+            re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)
+            for row in re.findall(r'<tr(?![^>]*class="details)[^>]*>(.*?)</tr>', table.split("<tbody>")[1], re.S)
+        )
+    ]
+    # independently: the 10 cheapest of analysis, the two derived configurations' cheapest rows,
+    # and production's three
+    expected = [a[0] for a in analysis[:10]] + ["Probe NVMe", "Datasheet SSD"] + [p[0] for p in production]
+    assert shown == expected
+    total = len(analysis) + len(production)
+    left_out = total - len(expected)
+    line = section[section.index("</table>") :]
+    line = re.sub(r"<[^>]+>", "", line[: line.index("</p>")])
+    assert f"{len(expected)} of {total} rows shown" in line and f"{left_out} left out" in line, line
+    assert "hardware_options.csv" in line and "cheapest_configuration_for_efficiency --param target=0" in line, line
+    assert len(read_csv(tmp_path / "out" / "hardware_options.csv")) == total
+    # the query the line names does list every row
+    from typer.testing import CliRunner
+
+    from tierlens.cli import app
+
+    run = CliRunner().invoke(
+        app,
+        ["sql", "cheapest_configuration_for_efficiency", "--param", "target=0", "-w", str(warehouse), "--csv"],
+    )
+    assert run.exit_code == 0, run.output
+    assert len(list(csv.DictReader(run.stdout.splitlines()))) == total
+
+
+# --------------------------------------------------------------------------- site changes, plotted
+
+CHANGE_AT = dt.datetime(2026, 10, 4, tzinfo=dt.timezone.utc)
+#: The jobs the change applies to, as the plot and its CSV name them.
+NFS_ON_T2 = "storage type nfs on cluster t2"
+#: (node, storage type, efficiency before the change, after): the NFS tuning helps the NFS nodes only
+NODES = (("wn1", "nfs", 0.60, 0.70), ("wn2", "nfs", 0.62, 0.71), ("wn3", "hdd", 0.85, 0.85), ("wn4", "hdd", 0.84, 0.84))
+
+
+def _site_jobs() -> list[dict]:
+    """Six days of jobs, three on each node every hour, each within its hour."""
+    jobs = []
+    for hour in range(6 * 24):
+        start = dt.datetime(2026, 10, 1, tzinfo=dt.timezone.utc) + dt.timedelta(hours=hour)
+        for node, storage, before, after in NODES:
+            for k in range(3):
+                wall = 1200.0 + 300 * k
+                cores = 1 + k % 2
+                eff = (after if start >= CHANGE_AT else before) + 0.01 * ((hour + k) % 3 - 1)
+                jobs.append(
+                    {
+                        "cluster": "t2",
+                        "node": node,
+                        "storage_type": storage,
+                        "ab_arm": "A",
+                        "job_class": "analysis",
+                        "start_time": start + dt.timedelta(minutes=5 * k),
+                        "end_time": start + dt.timedelta(minutes=5 * k, seconds=wall),
+                        "cpu_seconds": eff * wall * cores,
+                        "wall_seconds": wall,
+                        "core_wall_seconds": wall * cores,
+                        "bytes_read": 2_000_000_000,
+                        "bytes_read_remote": None,
+                    }
+                )
+    return jobs
+
+
+def test_the_before_after_plot_shows_the_changes_scope_and_agrees_with_its_effect(tmp_path: Path):
+    """An NFS-only tuning: its effect is measured on the NFS nodes' jobs, so the plotted line is
+    theirs (the site's, diluted by the HDD nodes, is faint context), the caption names them, and
+    the line's days before and after the change average to the table's before and after."""
+    import pyarrow as pa
+
+    from tierlens.analysis.change import ChangeParams, change_effects
+    from tierlens.records import SITE_CHANGE
+
+    jobs = _site_jobs()
+    record = {f.name: None for f in SITE_CHANGE} | {
+        "change_id": "nfs-tuning",
+        "changed_at": CHANGE_AT,
+        "description": "NFS rsize/wsize 1 MB",
+        "category": "filesystem",
+        "scope_storage_type": "nfs",
+        "cluster": "t2",
+    }
+    changes = pa.Table.from_pylist([record], schema=SITE_CHANGE)
+    mart = change_effects(pa.Table.from_pylist(jobs), changes, ChangeParams(window_days=3, n_resamples=200))
+    warehouse = tmp_path / "w.duckdb"
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("CREATE SCHEMA marts; CREATE SCHEMA staging")
+        con.register("mart", mart)
+        con.register("changes", changes)
+        con.register("jobs", pa.Table.from_pylist(jobs))
+        con.execute("CREATE TABLE marts.change_effects AS SELECT * FROM mart")
+        con.execute("CREATE TABLE staging.stg_site_change AS SELECT * FROM changes")
+        con.execute("""CREATE TABLE marts.job_efficiency AS SELECT *, cpu_seconds / core_wall_seconds AS efficiency,
+                       CAST(timezone('UTC', end_time) AS DATE) AS "day" FROM jobs""")
+    result = build_report(warehouse, tmp_path / "out")
+    assert "changes" in result.sections and "changes" not in result.no_data
+    daily = read_csv(tmp_path / "out" / "efficiency_daily.csv")
+    plotted = {(r["population"], r["day"]): r for r in daily}
+    # independently, from the jobs: each day's NFS jobs and all jobs
+    sums: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for j in jobs:
+        day = j["end_time"].date().isoformat()
+        for population in {"site", NFS_ON_T2} if j["storage_type"] == "nfs" else {"site"}:
+            sums[(population, day)][0] += j["cpu_seconds"]
+            sums[(population, day)][1] += j["core_wall_seconds"]
+    assert set(plotted) == set(sums)
+    for key, (cpu, core_wall) in sums.items():
+        assert float(plotted[key]["efficiency"]) == pytest.approx(cpu / core_wall, rel=1e-9), key
+
+    def window(population: str, after: bool) -> float:
+        rows = [r for (p, d), r in plotted.items() if p == population and (d >= "2026-10-04") == after]
+        return sum(float(r["efficiency"]) * float(r["core_hours"]) for r in rows) / sum(
+            float(r["core_hours"]) for r in rows
+        )
+
+    (row,) = read_csv(tmp_path / "out" / "change_effects.csv")
+    for after, key in ((False, "efficiency_scope_before"), (True, "efficiency_scope_after")):
+        # the plotted line's days on each side are the table's before and after; the site's are not
+        assert window(NFS_ON_T2, after) == pytest.approx(float(row[key]), rel=1e-9), key
+        assert abs(window("site", after) - float(row[key])) > 0.05, key
+    html = result.html_path.read_text(encoding="utf-8")
+    section = html[html.index('<section id="changes"') :]
+    caption = re.sub(r"\s+", " ", section[section.index("<figcaption>") : section.index("</figcaption>")])
+    assert f"{NFS_ON_T2} (nfs-tuning)" in caption and "whole site, for context" in caption, caption
+
+
+# --------------------------------------------------------------------------- what-if, a long table
+
+
+def test_a_long_what_if_table_shows_each_classes_highest_throughput_and_says_where_the_rest_are(tmp_path: Path):
+    """120 what-if configurations of two job classes: the page shows each class's 10 with the most
+    jobs per node-hour, best first, says how many it left out and names the CSV file with all."""
+    types = {"hdd": 0.55, "raid0": 0.7, "ssd": 0.8, "nvme": 0.9, "nfs": 0.5}
+    caches = {"none": 0.0, "lru": 0.03, "slac2": 0.05}
+    grid = []
+    for job_class, hours_per_job in (("analysis", 2.0), ("production", 5.0)):
+        for st, base in types.items():
+            for n in (1, 4, 8, 16):
+                for cache, gain in caches.items():
+                    eff = min(0.99, base + gain) * (1 - 0.02 * n)
+                    grid.append((job_class, st, float(n), cache, eff, eff - 0.05, eff + 0.05, n * eff / hours_per_job))
+    warehouse = make_warehouse(tmp_path / "w.duckdb")
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("""CREATE TABLE marts.efficiency_measured_vs_predicted AS SELECT * FROM (VALUES
+            ('analysis', 'hdd', 'A', 100, 0.55, 0.56, 0.53, 0.59, 0.57, 0.02, true, 7.5, 'v1'))
+            AS t(job_class, storage_type, ab_arm, measured_jobs, measured_efficiency, predicted_efficiency,
+                 efficiency_low, efficiency_high, loo_predicted_efficiency, loo_prediction_error,
+                 measured_within_interval, mean_concurrent_jobs, model_version)""")
+        con.execute("""CREATE TABLE marts.efficiency_what_if (job_class VARCHAR, storage_type VARCHAR,
+            jobs_per_node DOUBLE, cache VARCHAR, predicted_efficiency DOUBLE, efficiency_low DOUBLE,
+            efficiency_high DOUBLE, jobs_per_node_hour DOUBLE, extrapolated BOOLEAN)""")
+        con.executemany("INSERT INTO marts.efficiency_what_if VALUES (?, ?, ?, ?, ?, ?, ?, ?, false)", grid)
+    result = build_report(warehouse, tmp_path / "out")
+    assert "prediction" in result.sections and "prediction" not in result.no_data
+    page = result.html_path.read_text(encoding="utf-8")
+    section = page[page.index('<section id="prediction"') :]
+    start = section.index("What if:")
+    table = section[start : section.index("</table>", start)]
+    shown = [
+        tuple(re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)[:4])
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table.split("<tbody>")[1], re.S)
+    ]
+    expected = []
+    for job_class in ("analysis", "production"):
+        best = sorted((g for g in grid if g[0] == job_class), key=lambda g: -g[7])[:10]
+        expected += [(g[0], g[1], f"{g[2]:g}", g[3]) for g in best]
+    assert [(c, st, n.split(".")[0], cache) for c, st, n, cache in shown] == expected
+    line = section[section.index("</table>", start) :]
+    line = re.sub(r"<[^>]+>", "", line[: line.index("</p>")])
+    assert f"20 of {len(grid)} rows shown" in line and f"{len(grid) - 20} left out" in line, line
+    assert "efficiency_what_if.csv" in line, line
+    assert len(read_csv(tmp_path / "out" / "efficiency_what_if.csv")) == len(grid)
+
+
+def test_the_before_after_plot_needs_only_the_marts(tmp_path: Path):
+    """The published warehouse's staging views name the catalog dbt built them in, which the
+    report's connection does not have: the scope comes from the mart's own row (its cluster and
+    scope), so the plot is the same without stg_site_change. A scope the mart does not word as the
+    analysis does is read on the site's line, and the caption says so."""
+    test_the_before_after_plot_shows_the_changes_scope_and_agrees_with_its_effect(tmp_path)
+    first = read_csv(tmp_path / "out" / "efficiency_daily.csv")
+    warehouse = tmp_path / "w.duckdb"
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("DROP TABLE staging.stg_site_change")
+    build_report(warehouse, tmp_path / "again")
+    assert read_csv(tmp_path / "again" / "efficiency_daily.csv") == first
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("UPDATE marts.change_effects SET scope = 'the NFS filer'")
+    result = build_report(warehouse, tmp_path / "unread")
+    assert {r["population"] for r in read_csv(tmp_path / "unread" / "efficiency_daily.csv")} == {"site"}
+    html = result.html_path.read_text(encoding="utf-8")
+    section = html[html.index('<section id="changes"') :]
+    caption = re.sub(
+        r"\s+", " ", htmllib.unescape(section[section.index("<figcaption>") : section.index("</figcaption>")])
+    )
+    assert "The scope of nfs-tuning could not be read" in caption, caption
+    assert "the scope of every change" not in caption, caption
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [
+        {"scope_nodes": ["wn01", "wn02.t2.example.org"], "scope_storage_type": None, "scope_ab_arm": None},
+        {"scope_nodes": None, "scope_storage_type": "nfs", "scope_ab_arm": None},
+        {"scope_nodes": None, "scope_storage_type": None, "scope_ab_arm": "B"},
+        {"scope_nodes": None, "scope_storage_type": None, "scope_ab_arm": None},
+    ],
+)
+def test_a_scope_read_back_from_the_marts_words_is_the_recorded_one(scope):
+    from tierlens.analysis.change import scope_from_text, scope_text
+
+    assert scope_from_text(scope_text({"cluster": None, **scope})) == scope
+
+
+def test_a_staging_view_of_the_published_warehouse_is_read(tmp_path: Path):
+    """dbt's staging views name the catalog they were built in (``warehouse.main.raw_...``, the
+    file's stem); the report attaches the file under that name, so they read as they do in
+    `tierlens sql` (the buying guide's check of types left out is a staging view)."""
+    from tierlens.report.period import period_connection
+
+    path = tmp_path / "warehouse.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE main.raw_site_change AS SELECT 'c1' AS change_id, ' nfs ' AS scope_storage_type")
+        con.execute("CREATE SCHEMA staging")
+        con.execute(
+            "CREATE VIEW staging.stg_site_change AS SELECT change_id, trim(scope_storage_type) AS scope_storage_type "
+            "FROM warehouse.main.raw_site_change"
+        )
+    con, _ = period_connection(path)
+    with con:
+        assert con.execute("SELECT * FROM staging.stg_site_change").fetchall() == [("c1", "nfs")]
+
+
+def test_a_marts_identifier_reads_as_words_and_a_day_never_breaks():
+    """'job_class' in a cell is the mart's spelling, not the reader's; a day in a narrow column
+    broke as '2026-' over '10-01'. The CSV keeps the mart's values."""
+    from tierlens.report.page import Column, Table
+
+    grouped = Column("grouping", "grouped by", "words")
+    day = Column("day", "day")
+    row = {"grouping": "storage_type", "day": D(2026, 10, 1)}
+    assert grouped.cell(row) == "storage type" and "num" not in grouped.css_class(row)
+    assert "date" in day.css_class(row) and "date" not in grouped.css_class(row)
+    assert "storage_type" in Table("t", "t", [grouped, day], [row]).csv_text()

@@ -192,3 +192,65 @@ def test_two_changes_an_hour_apart_are_named_apart_and_clear_of_the_data():
     # both stay down their lines, within the axes (neither pushed above them)
     frame = ax.get_window_extent()
     assert all(frame.y0 <= boxes[n].y0 and boxes[n].y1 <= frame.y1 for n in names), boxes
+
+
+def _whiskers(ax, rows):
+    """Each option's two interval whiskers as segments in pixels, from its rows alone: efficiency
+    low to high at its price, price low to high at its efficiency."""
+    segments = []
+    for r in rows:
+        e, p = r["efficiency"], r["price_per_1000_core_hours"]
+        for ends in (
+            [(r["efficiency_low"], p), (r["efficiency_high"], p)],
+            [(e, r["price_per_1000_core_hours_low"]), (e, r["price_per_1000_core_hours_high"])],
+        ):
+            segments.append((r["config_name"], Path(ax.transData.transform(ends))))
+    return segments
+
+
+def test_no_label_of_the_buying_guide_lies_on_an_error_bar():
+    """The probe-derived options' intervals cross the plot: a label drawn over a whisker hides
+    where an interval ends. Each label clear of every whisker (its own too) and of every marker."""
+    rows = [_option(*c) for c in CLUSTER] + [
+        _option("Consumer SSD", 16, 0.30, 95.0, "probe", 0.3),
+        _option("Consumer SSD", 8, 0.53, 92.0, "probe", 0.33),
+        _option("Consumer SSD", 1, 0.77, 182.0, "probe", 0.3),
+    ]
+    for r in rows[-3:]:
+        r["price_per_1000_core_hours_low"] = r["price_per_1000_core_hours"] * 0.6
+        r["price_per_1000_core_hours_high"] = r["price_per_1000_core_hours"] * 1.25
+    (ax,) = _figure(buying_plots.price_against_efficiency, rows).axes
+    boxes = dict(_text_boxes(ax))
+    names = [f"{r['config_name']} ×{r['jobs_per_node']:g}" for r in rows]
+    assert set(names) <= set(boxes), sorted(boxes)
+    whiskers = _whiskers(ax, rows)
+    on_a_whisker = [
+        (name, option) for name in names for option, path in whiskers if path.intersects_bbox(boxes[name], filled=False)
+    ]
+    assert not on_a_whisker, on_a_whisker
+    crossing = [(a, b) for a, b in combinations(names, 2) if boxes[a].overlaps(boxes[b])]
+    assert not crossing, crossing
+
+
+def test_the_changes_scope_is_the_plotted_line_and_the_site_only_faint_context():
+    """Days of the NFS jobs an NFS-only change applies to, and of the whole site: the NFS line is
+    drawn as the data (full colour, thicker, on top), the site's faint and said to be context."""
+    t0 = datetime(2026, 10, 1, tzinfo=timezone.utc)
+    nfs = [0.60, 0.61, 0.70, 0.71]
+    site = [0.78, 0.79, 0.81, 0.80]
+    days = [
+        {"population": p, "day": t0 + timedelta(days=i), "efficiency": e}
+        for p, series in (("site", site), ("storage type nfs", nfs))
+        for i, e in enumerate(series)
+    ]
+    changes = [{"changed_at": t0 + timedelta(days=2), "label": "nfs-tuning", "population": "storage type nfs"}]
+    (ax,) = _figure(plots.efficiency_timeline_with_changes, days, changes).axes
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    scope, context = lines["storage type nfs, per day"], lines["whole site, per day (context)"]
+    assert list(scope.get_ydata()) == nfs and list(context.get_ydata()) == site
+    assert (context.get_alpha() or 1.0) < 1.0 and context.get_linewidth() < scope.get_linewidth()
+    assert context.get_zorder() < scope.get_zorder()
+    # the change's name clear of both lines
+    ((_, box),) = [(t, b) for t, b in _text_boxes(ax) if t == "nfs-tuning"]
+    for line in (scope, context):
+        assert not Path(ax.transData.transform(line.get_xydata())).intersects_bbox(box, filled=False)

@@ -372,6 +372,42 @@ def _short(host: str) -> str:
     return host.split(".")[0].lower() if host and not host[0].isdigit() else (host or "").lower()
 
 
+def scope_text(change: dict) -> str:
+    """The change's scope as the mart's ``scope`` column words it ('storage type nfs')."""
+    return _scope(change)[1]
+
+
+def scope_from_text(text: str) -> dict | None:
+    """The scope fields (scope_nodes, scope_storage_type, scope_ab_arm) that ``scope_text`` words
+    as ``text``; None for a text it does not write. A reader of the mart alone (the report) finds
+    a change's jobs from its row's ``cluster`` and ``scope`` by the rule the mart applied."""
+    scope: dict = {"scope_nodes": None, "scope_storage_type": None, "scope_ab_arm": None}
+    for prefix, key in (("nodes ", "scope_nodes"), ("storage type ", "scope_storage_type"), ("arm ", "scope_ab_arm")):
+        if text.startswith(prefix) and len(text) > len(prefix):
+            value = text[len(prefix) :]
+            scope[key] = value.split(",") if key == "scope_nodes" else value
+            return scope
+    return scope if text == "site" else None
+
+
+def job_in_scope(
+    change: dict, cluster: str | None, node: str | None, storage_type: str | None, ab_arm: str | None
+) -> bool:
+    """Whether a job of ``cluster`` on ``node`` (its storage type and arm) is in the scope of
+    ``change`` (a stg_site_change row): the rule ``change_effects`` applies to its jobs, for a reader
+    that shows the same jobs (the report's before/after plot)."""
+    if change["cluster"] is not None and cluster != change["cluster"]:
+        return False
+    kind, _ = _scope(change)
+    if kind == "nodes":
+        return _short(node or "") in {_short(x) for x in change["scope_nodes"]}
+    if kind == "storage_type":
+        return storage_type == change["scope_storage_type"]
+    if kind == "arm":
+        return ab_arm == change["scope_ab_arm"]
+    return True
+
+
 def change_effects(
     job_efficiency: pa.Table,
     site_change: pa.Table,

@@ -114,8 +114,17 @@ def flag(value: Any) -> str:
     return "⚑ yes" if value else ""
 
 
+def words(value: Any) -> str:
+    """A mart's identifier in the reader's words: 'job_class' -> 'job class' (the CSV keeps it)."""
+    return text(value).replace("_", " ")
+
+
+#: Kinds that are text, not numbers: left-aligned and wrapped.
+TEXT_KINDS = ("text", "words", "flag")
+
 FORMATTERS = {
     "text": text,
+    "words": words,
     "int": integer,
     "pct": pct,
     "points": points,

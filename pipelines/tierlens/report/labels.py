@@ -5,8 +5,9 @@ A label at a fixed offset from its point collides with its neighbours' wherever 
 change's name drawn down its marker runs through the data line. So a label is placed after the
 figure is laid out: its text is measured with the canvas's renderer, and it goes at the nearest
 candidate position (rings of growing distance around its point) whose box lies within the axes and
-meets no other label, no marker, no legend and, where asked, no data line. A label set away from
-its point gets a thin leader line to it.
+meets no other label, no marker, no legend, no error bar (a point's interval whiskers and their
+caps: a label over a probe's wide interval hides where the interval ends) and, where asked, no data
+line. A label set away from its point gets a thin leader line to it.
 
 The layout is frozen once measured (``freeze``): constrained layout would otherwise move the axes
 again when the figure is saved, and every measured box with it.
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import RendererBase
+from matplotlib.container import ErrorbarContainer
 from matplotlib.path import Path
 from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
@@ -57,6 +59,30 @@ def taken_by(ax: Axes, renderer: RendererBase) -> list[Bbox]:
     if legend is not None:
         boxes.append(legend.get_window_extent(renderer))
     return boxes
+
+
+def error_bars(ax: Axes) -> tuple[list[Path], list[Bbox]]:
+    """The error bars drawn on ``ax``, in pixels: each whisker as a segment, each cap as the box
+    its marker covers."""
+    whiskers: list[Path] = []
+    caps: list[Bbox] = []
+    for container in ax.containers:
+        if not isinstance(container, ErrorbarContainer):
+            continue
+        _data_line, cap_lines, bar_collections = container.lines
+        for collection in bar_collections:
+            to_pixels = collection.get_transform()
+            for segment in collection.get_segments():
+                xy = to_pixels.transform(np.asarray(segment, dtype=float))
+                if np.isfinite(xy).all():
+                    whiskers.append(Path(xy))
+        for cap in cap_lines:
+            # a cap is a marker ('|' or '_') drawn at each whisker's end, markersize points long
+            half = cap.get_markersize() * ax.figure.dpi / 72 / 2 + cap.get_markeredgewidth()
+            for x, y in cap.get_transform().transform(cap.get_xydata()):
+                if np.isfinite(x) and np.isfinite(y):
+                    caps.append(Bbox.from_extents(x - half, y - half, x + half, y + half))
+    return whiskers, caps
 
 
 def _ring(px: float, py: float, w: float, h: float, distance: float) -> Iterable[Bbox]:
@@ -99,18 +125,19 @@ def label_points(
     avoid: Sequence[Bbox] = (),
     **style: object,
 ) -> list[Annotation]:
-    """Each label beside its point (xs, ys in data), none on another label, a marker, the legend
-    or ``avoid`` (other markers, in pixels); in the order given, so the first rows get the nearest
-    places."""
+    """Each label beside its point (xs, ys in data), none on another label, a marker, an error bar
+    drawn on ``ax``, the legend or ``avoid`` (other markers, in pixels); in the order given, so the
+    first rows get the nearest places."""
     frame = ax.get_window_extent(renderer)
-    taken = taken_by(ax, renderer) + marker_boxes(ax, xs, ys) + list(avoid)
+    whiskers, caps = error_bars(ax)
+    taken = taken_by(ax, renderer) + marker_boxes(ax, xs, ys) + caps + list(avoid)
     placed = []
     for x, y, label in zip(xs, ys, labels):
         if not (math.isfinite(x) and math.isfinite(y)):
             continue
         px, py = ax.transData.transform((x, y))
         w, h = text_size(ax, renderer, label, **style)
-        box, distance = _first_free(px, py, w, h, frame, taken)
+        box, distance = _first_free(px, py, w, h, frame, taken, whiskers)
         taken.append(box)
         placed.append(
             ax.annotate(
@@ -120,7 +147,8 @@ def label_points(
                 textcoords="offset pixels",
                 ha="left",
                 va="bottom",
-                # a light ground, so an error bar behind the text does not strike it through
+                # a light ground, so an error bar behind the text (where the error bars left no
+                # room clear of them) does not strike it through
                 bbox=dict(boxstyle="square,pad=0.05", facecolor="white", edgecolor="none", alpha=0.8),
                 arrowprops=(
                     dict(arrowstyle="-", color="#777777", linewidth=0.6, shrinkA=0, shrinkB=MARKER_HALF)
@@ -133,14 +161,18 @@ def label_points(
     return placed
 
 
-def _first_free(px: float, py: float, w: float, h: float, frame: Bbox, taken: Sequence[Bbox]) -> tuple[Bbox, float]:
-    """The nearest free box for a label of ``w`` x ``h`` at (px, py), and its distance; the
-    nearest box within the frame at all when every ring is full (no figure of the report has
-    that many labels)."""
-    for distance in RINGS:
-        for box in _ring(px, py, w, h, distance):
-            if _free(box, frame, taken, ()):
-                return box, distance
+def _first_free(
+    px: float, py: float, w: float, h: float, frame: Bbox, taken: Sequence[Bbox], lines: Sequence[Path] = ()
+) -> tuple[Bbox, float]:
+    """The nearest free box for a label of ``w`` x ``h`` at (px, py), and its distance. When the
+    ``lines`` (error bars) leave no room, the nearest box clear of everything else: a label over a
+    whisker is still read, a label over another label is not. The nearest box within the frame
+    at all when every ring is full (no figure of the report has that many labels)."""
+    for obstacles in (lines, ()):
+        for distance in RINGS:
+            for box in _ring(px, py, w, h, distance):
+                if _free(box, frame, taken, obstacles):
+                    return box, distance
     return _clamped(Bbox.from_bounds(px + RINGS[0], py, w, h), frame), RINGS[0]
 
 

@@ -7,6 +7,7 @@ disagree; a figure names the CSV that holds its data.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -53,10 +54,13 @@ class Column:
 
     @property
     def numeric(self) -> bool:
-        return self.kind not in ("text", "flag")
+        return self.kind not in fmt.TEXT_KINDS
 
     def css_class(self, row: dict[str, Any]) -> str:
         classes = ["num"] if self.numeric else []
+        if isinstance(row.get(self.key), dt.date):
+            classes.append("date")  # a day reads whole: never '2026-' over '10-01'
+
         if row.get(self.key) is None and self.kind != "flag":
             classes.append("missing")
         return " ".join(classes)
@@ -80,10 +84,25 @@ class Table:
     rows: list[dict[str, Any]]
     flag_key: str | None = None
     shown: bool = True
+    #: The rows the page shows when not all of them (a long table's best rows); the CSV has ``rows``.
+    page_rows: list[dict[str, Any]] | None = None
+    #: How ``page_rows`` were picked, in words ("the 10 cheapest").
+    page_rows_text: str = ""
+    #: Where else every row is, besides the CSV file (a `tierlens sql` command).
+    every_row_text: str = ""
 
     @property
     def csv_name(self) -> str:
         return f"{self.name}.csv"
+
+    @property
+    def shown_rows(self) -> list[dict[str, Any]]:
+        return self.rows if self.page_rows is None else self.page_rows
+
+    @property
+    def left_out(self) -> int:
+        """Rows in the CSV file that the page does not show."""
+        return len(self.rows) - len(self.shown_rows)
 
     @property
     def html_columns(self) -> list[Column]:
@@ -102,7 +121,7 @@ class Table:
                 # a value that says nothing (no warning, no flag) is left off the details line; a 0 stays
                 "details": [(c.label, c.cell(row)) for c in self.detail_columns if _says_something(row.get(c.key))],
             }
-            for row in self.rows
+            for row in self.shown_rows
         ]
 
     def csv_text(self) -> str:

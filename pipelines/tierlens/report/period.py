@@ -101,8 +101,20 @@ class ReportPeriod:
         return [r for r in rows if not self.holds(r)]
 
 
-#: The attached warehouse's name inside the report's connection.
+#: The attached warehouse's name inside the report's connection, when its file's own name cannot be.
 SOURCE = "report_source"
+#: Catalog names DuckDB keeps for itself, and schema names a catalog of that name would shadow.
+_RESERVED = {"memory", "system", "temp", "main", "information_schema", "pg_catalog", "marts", "staging", "raw"}
+
+
+def source_name(warehouse: Path) -> str:
+    """The name to attach ``warehouse`` under: its file's stem, the catalog dbt built its views in
+    (a staging view reads ``warehouse.main.raw_...``; attached under another name, it cannot be
+    read and the report loses what it holds); SOURCE when the stem is no plain name."""
+    stem = Path(warehouse).stem
+    return stem if stem.isidentifier() and stem.lower() not in _RESERVED else SOURCE
+
+
 #: data_completeness rows about the loading itself, kept whatever their day.
 LOADING_ROWS = "grain = 'source'"
 
@@ -144,21 +156,24 @@ def period_connection(warehouse: Path) -> tuple[duckdb.DuckDBPyConnection, Repor
     """An in-memory connection whose schemas hold views over ``warehouse`` (attached read-only),
     the marts limited to the report's period; and that period (None without jobs: no limit)."""
     con = duckdb.connect()
-    con.execute(f"ATTACH '{str(warehouse).replace(chr(39), chr(39) * 2)}' AS {SOURCE} (READ_ONLY)")
+    source = source_name(warehouse)
+    con.execute(f"ATTACH '{str(warehouse).replace(chr(39), chr(39) * 2)}' AS {_quote(source)} (READ_ONLY)")
     relations = con.execute(
-        "SELECT table_schema, table_name FROM information_schema.tables WHERE table_catalog = ?", [SOURCE]
+        "SELECT table_schema, table_name FROM information_schema.tables WHERE table_catalog = ?", [source]
     ).fetchall()
     columns: dict[tuple[str, str], dict[str, str]] = {}
     for schema, table, column, data_type in con.execute(
         "SELECT table_schema, table_name, column_name, data_type FROM information_schema.columns "
         "WHERE table_catalog = ?",
-        [SOURCE],
+        [source],
     ).fetchall():
         columns.setdefault((schema, table), {})[column] = data_type
     period = None
     if ("marts", "job_efficiency") in columns and "day" in columns[("marts", "job_efficiency")]:
         try:
-            first, last = con.execute(f'SELECT min("day"), max("day") FROM {SOURCE}.marts.job_efficiency').fetchone()
+            first, last = con.execute(
+                f'SELECT min("day"), max("day") FROM {_quote(source)}.marts.job_efficiency'
+            ).fetchone()
         except QUERY_ERRORS:
             first = last = None
         if first is not None and last is not None:
@@ -166,7 +181,9 @@ def period_connection(warehouse: Path) -> tuple[duckdb.DuckDBPyConnection, Repor
     for schema, table in relations:
         con.execute(f"CREATE SCHEMA IF NOT EXISTS memory.{_quote(schema)}")
         where = period_filter(columns.get((schema, table), {}), period) if period and schema == "marts" else None
-        query = f"SELECT * FROM {SOURCE}.{_quote(schema)}.{_quote(table)}" + (f" WHERE {where}" if where else "")
+        query = f"SELECT * FROM {_quote(source)}.{_quote(schema)}.{_quote(table)}" + (
+            f" WHERE {where}" if where else ""
+        )
         try:
             con.execute(f"CREATE VIEW memory.{_quote(schema)}.{_quote(table)} AS {query}")
         except QUERY_ERRORS:

@@ -443,12 +443,37 @@ def measured_vs_predicted(rows: Sequence[dict[str, Any]]) -> Figure:
     return ax.figure
 
 
+#: The whole site's line where it is context, not what a change's effect is measured on.
+CONTEXT_COLOUR = "#9aa0aa"
+
+
 @_png
 def efficiency_timeline_with_changes(days: Sequence[dict[str, Any]], changes: Sequence[dict[str, Any]]) -> Figure:
-    """Daily site efficiency (Σcpu / Σ(wall×cores)) with a vertical line at each recorded change."""
-    ax = _lines_over_time(
-        days, "day", (_Line("efficiency", "site, per day", BLUE),), ylabel="CPU efficiency", markersize=4
-    )
+    """Daily efficiency (Σcpu / Σ(wall×cores)) of each population in ``days`` (key ``population``:
+    the jobs a change applies to, 'site' for all) with a vertical line at each recorded change.
+    The site's line is drawn faint when other populations are plotted: it is context, while the
+    effect in the table is for the change's scope."""
+    populations = list(dict.fromkeys(r.get("population", "site") for r in days))
+    scoped = [p for p in populations if p != "site"]
+    ax = _axes(9.0, 3.8)
+    xs = sorted({r["day"] for r in days})
+    marker = _marker(len(xs))
+    for population in ["site", *scoped] if "site" in populations else scoped:
+        rows = [r for r in days if r.get("population", "site") == population]
+        if population == "site" and scoped:
+            style: dict[str, Any] = {
+                "color": CONTEXT_COLOUR,
+                "alpha": 0.7,
+                "linewidth": 1.0,
+                "label": "whole site, per day (context)",
+                "zorder": 1,
+            }
+        else:
+            colour = BLUE if not scoped else colours(len(scoped) + 1)[1 + scoped.index(population)]
+            style = {"color": colour, "linewidth": 1.8, "label": f"{population}, per day", "zorder": 3}
+        ax.plot([r["day"] for r in rows], [_f(r["efficiency"]) for r in rows], marker=marker, markersize=4, **style)
+    ax.set_ylabel("CPU efficiency")
+    _date_axis(ax, xs)
     data_lines = list(ax.get_lines())
     for i, c in enumerate(changes):
         ax.axvline(c["changed_at"], color=LIMIT_COLOUR, linestyle="--", linewidth=1, label="change" if i == 0 else None)

@@ -24,6 +24,15 @@ class MartReader:
     def has(self, schema: str, name: str) -> bool:
         return (schema.lower(), name.lower()) in self._relations
 
+    def columns(self, schema: str, name: str) -> set[str]:
+        """The column names of ``schema.name`` (lower case); empty when it is not there."""
+        found = self.con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_catalog = current_database() "
+            "AND lower(table_schema) = ? AND lower(table_name) = ?",
+            [schema.lower(), name.lower()],
+        ).fetchall()
+        return {c.lower() for (c,) in found}
+
     def rows(self, sql: str, params: Iterable[Any] | None = None) -> list[dict[str, Any]]:
         cur = self.con.execute(sql, list(params) if params is not None else None)
         names = [d[0] for d in cur.description]

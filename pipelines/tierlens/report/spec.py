@@ -31,6 +31,14 @@ class TableSpec:
     columns: tuple[Column, ...]
     shown: bool = True
     flag_key: str | None = None
+    #: A long table shows its first ``top`` rows (the body orders them best first, or picks them:
+    #: ``SectionOut.table(page_rows=...)``) and says how many it left out and where they are; the CSV
+    #: file keeps every row.
+    top: int | None = None
+    #: How the page's rows were picked, in words; ``{top}`` is filled in.
+    top_text: str = "the first {top}"
+    #: Where else every row is, besides the CSV file (a `tierlens sql` command), or "".
+    every_row_text: str = ""
 
     @property
     def csv_name(self) -> str:
@@ -39,7 +47,8 @@ class TableSpec:
 
 @dataclass(frozen=True)
 class PlotSpec:
-    """A figure: the function of ``plots`` that draws it, its text, and the table holding its data."""
+    """A figure: the function of ``plots`` that draws it, its text, and the table holding its data.
+    The caption may hold ``{field}`` placeholders that the body fills in when it draws the figure."""
 
     name: str
     draw: Callable[..., str]
@@ -119,11 +128,17 @@ class SectionOut:
         *,
         shown: bool | None = None,
         columns: Sequence[Column] | None = None,
+        page_rows: list[dict[str, Any]] | None = None,
         **fields: Any,
     ) -> None:
-        """Add the declared table ``name`` with ``rows``; ``fields`` fill its caption's and labels' placeholders."""
+        """Add the declared table ``name`` with ``rows``; ``fields`` fill its caption's and labels'
+        placeholders. A table with a ``top`` shows ``page_rows`` (default: its first ``top`` rows)."""
         t = self.spec.table_spec(name)
         rows = clip_data(self.period, rows)
+        if page_rows is not None:
+            page_rows = clip_data(self.period, page_rows)
+        elif t.top is not None and len(rows) > t.top:
+            page_rows = rows[: t.top]
         self.section.tables.append(
             Table(
                 t.name,
@@ -132,14 +147,19 @@ class SectionOut:
                 rows,
                 flag_key=t.flag_key,
                 shown=t.shown if shown is None else shown,
+                page_rows=page_rows,
+                page_rows_text=t.top_text.format(top=t.top),
+                every_row_text=t.every_row_text,
             )
         )
 
-    def figure(self, name: str, *data: Any) -> None:
-        """Draw the declared figure ``name`` from ``data`` (the arguments of its plot function)."""
+    def figure(self, name: str, *data: Any, **fields: Any) -> None:
+        """Draw the declared figure ``name`` from ``data`` (the arguments of its plot function);
+        ``fields`` fill its caption's placeholders."""
         p = self.spec.plot_spec(name)
         data = tuple(clip_data(self.period, d) for d in data)
-        self.section.figures.append(FigureBlock(p.draw(*data), p.alt, p.caption, f"{p.data}.csv"))
+        caption = p.caption.format(**fields) if fields else p.caption
+        self.section.figures.append(FigureBlock(p.draw(*data), p.alt, caption, f"{p.data}.csv"))
 
     def fact(self, label: str, shown: str, link: str | None = None) -> None:
         """A line of facts; ``link``: the id of the section with its detail (dropped when that
@@ -151,6 +171,18 @@ class SectionOut:
 
     def no_data(self, reason: str) -> None:
         self.section.no_data.append(reason)
+
+
+def first_of_each(rows: Sequence[dict[str, Any]], key: str, top: int) -> list[dict[str, Any]]:
+    """The first ``top`` rows of each value of ``key`` (rows ordered best first within it): a long
+    table's page rows when it answers its question once per group (per job class)."""
+    seen: dict[Any, int] = {}
+    page = []
+    for r in rows:
+        seen[r[key]] = seen.get(r[key], 0) + 1
+        if seen[r[key]] <= top:
+            page.append(r)
+    return page
 
 
 def run_section(spec: SectionSpec, wh: MartReader, period: ReportPeriod | None = None) -> Section:

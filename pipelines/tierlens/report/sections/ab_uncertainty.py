@@ -87,7 +87,7 @@ _DIFFERENCE = (
 
 _WHOLE_PERIOD = (
     Column("group_value", "group"),
-    Column("grouping", "grouped by"),
+    Column("grouping", "grouped by", "words"),
     *col.arms("jobs"),
     *col.arms("core_wall_hours", csv_only=True),
     *col.arms("efficiency"),

@@ -3,11 +3,35 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import bounds, buying_plots
 from ..columns import CURRENCY, interval, priced, priced_interval
 from ..page import Column
 from ..reader import MartReader
 from ..spec import HARDWARE, PlotSpec, SectionOut, SectionSpec, TableSpec
+
+#: The buying guide's rows on the page: the cheapest delivered core-hours of each job class (the
+#: CSV file and `tierlens sql cheapest_configuration_for_efficiency` have every row).
+TOP = 10
+
+
+def best_buys(options: list[dict[str, Any]], top: int = TOP) -> list[dict[str, Any]]:
+    """The ``top`` cheapest options of each job class (``options`` in price rank order), then the
+    cheapest of each configuration not measured here that fell below them: the candidate a site
+    probed to decide on is the one its manager looks for, even when it does not pay (the demo's
+    terminal table keeps the same rows)."""
+    page: list[dict[str, Any]] = []
+    for job_class in dict.fromkeys(r["job_class"] for r in options):
+        rows = [r for r in options if r["job_class"] == job_class]
+        shown = rows[:top]
+        names = {r["config_name"] for r in shown}
+        for r in rows[top:]:
+            if r["evidence"] != "measured" and r["config_name"] not in names:
+                shown.append(r)
+                names.add(r["config_name"])
+        page += shown
+    return page
 
 
 def body(wh: MartReader, s: SectionOut) -> None:
@@ -42,7 +66,7 @@ def body(wh: MartReader, s: SectionOut) -> None:
     ]
     if shown:
         s.figure("price_against_efficiency", shown)
-    s.table("hardware_options", options)
+    s.table("hardware_options", options, page_rows=best_buys(options))
     # the warning depends on the device and the jobs per node, not on the cache: one row each
     flagged = {(r["job_class"], r["config_name"], r["jobs_per_node"]): r for r in options if r["write_warning"]}
     if flagged:
@@ -154,6 +178,10 @@ SPEC = SectionSpec(
                 Column("write_warning", "write warning", detail=True),
                 Column("under_write_read_p99_ms", "read p99 under 50 % writes (ms)", "num", detail=True),
             ),
+            top=TOP,
+            top_text="the {top} cheapest of each job class, then the cheapest of each configuration not measured "
+            "here that ranks below them",
+            every_row_text="`tierlens sql cheapest_configuration_for_efficiency --param target=0`",
         ),
         TableSpec(
             "structural_errors",

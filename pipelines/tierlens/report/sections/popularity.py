@@ -4,11 +4,29 @@ from __future__ import annotations
 
 from .. import fmt, plots
 from ..page import Column
+from ..period import ReportPeriod
 from ..reader import MartReader
 from ..spec import ANALYSIS, PlotSpec, SectionOut, SectionSpec, TableSpec
 
 PERIODS = range(1, 11)
 TOP = 25
+
+
+def _days(n: int) -> str:
+    return f"{n} day{'s' if n != 1 else ''}"
+
+
+def _window_label(recent_days: int | None, period: ReportPeriod | None) -> str:
+    """The recent window as the data cover it: a 5-day window over a report of 3 days holds the
+    reads of those 3 days, and saying "the last 5 days" would claim two days nobody measured."""
+    if recent_days is None:
+        return "Files read in the recent window"
+    if period is None or period.days >= recent_days:
+        return f"Files read in the last {_days(recent_days)}"
+    return (
+        f"Files read in the last {_days(period.days)} (the report's whole period, shorter than the "
+        f"{recent_days}-day window)"
+    )
 
 
 def body(wh: MartReader, s: SectionOut) -> None:
@@ -27,7 +45,7 @@ def body(wh: MartReader, s: SectionOut) -> None:
     reads = sorted(counts, reverse=True)
     top_share = sum(reads[: max(1, len(reads) // 10)]) / (sum(reads) or 1)
     s.fact("As of", fmt.text(totals["reference_time"]))
-    s.fact(f"Files read in the last {totals['recent_days']} days", fmt.integer(totals["files"]))
+    s.fact(_window_label(totals["recent_days"], s.period), fmt.integer(totals["files"]))
     s.fact("Reads in that window", fmt.integer(totals["reads"]))
     s.fact("Share of reads going to the top 10 % of files", fmt.pct(top_share))
     s.figure("rank_frequency", counts)

@@ -6,7 +6,12 @@ from .. import bounds, plots
 from ..columns import interval
 from ..page import Column
 from ..reader import MartReader
-from ..spec import PREDICTION, PlotSpec, SectionOut, SectionSpec, TableSpec
+from ..spec import PREDICTION, PlotSpec, SectionOut, SectionSpec, TableSpec, first_of_each
+
+#: The what-if rows on the page, per job class: the configurations that get the most jobs through a
+#: node per hour. Ranked by throughput, not efficiency: one job on a node is the most efficient
+#: and the least useful configuration (efficiency counts the cores the jobs hold, not idle ones).
+WHAT_IF_TOP = 10
 
 
 def body(wh: MartReader, s: SectionOut) -> None:
@@ -24,11 +29,13 @@ def body(wh: MartReader, s: SectionOut) -> None:
     grid = wh.rows("""
         SELECT job_class, storage_type, jobs_per_node, cache, predicted_efficiency, efficiency_low,
                efficiency_high, jobs_per_node_hour, extrapolated
-        FROM marts.efficiency_what_if ORDER BY job_class, cache, jobs_per_node, predicted_efficiency DESC
+        FROM marts.efficiency_what_if
+        ORDER BY job_class, jobs_per_node_hour DESC NULLS LAST, predicted_efficiency DESC NULLS LAST,
+                 storage_type, cache, jobs_per_node
     """)
     cut += bounds.clip_interval(grid, "efficiency_low", "efficiency_high", bounds.EFFICIENCY, "predicted_efficiency")
     if grid:
-        s.table("efficiency_what_if", grid)
+        s.table("efficiency_what_if", grid, page_rows=first_of_each(grid, "job_class", WHAT_IF_TOP))
     s.note(
         "Model: each node is a closed queueing network (jobs alternate between their cores and the "
         "node's scratch device, solved by mean value analysis); remote bytes cost a fitted time per "
@@ -75,7 +82,7 @@ SPEC = SectionSpec(
         ),
         TableSpec(
             "efficiency_what_if",
-            "What if: predicted efficiency and throughput of configurations",
+            "What if: predicted efficiency and throughput of configurations, most jobs per node-hour first",
             (
                 _JOB_CLASS,
                 Column("storage_type", "storage type"),
@@ -87,6 +94,8 @@ SPEC = SectionSpec(
                 Column("extrapolated", "extrapolated", "flag"),
             ),
             flag_key="extrapolated",
+            top=WHAT_IF_TOP,
+            top_text="the {top} with the most jobs per node-hour of each job class",
         ),
     ),
     plots=(
