@@ -229,6 +229,7 @@ with tierlens_transform:
     af.watch_in_one_wave(_dbt_tasks)
     af.build_with_tests(_producer)  # the one build runs the tests too
     af.release_held_on_failure(_producer)  # the per-node XComs it held, when cut short
+    af.no_lineage_without_its_provider(_producer)
     af.mark_core_tests(_producer, _dbt_tasks)
     # Every model's task reads its node's result once the build has finished, in the triggerer
     # (ModelBuildWatcher starts from its trigger): the build has no CPU to spare for dozens of
