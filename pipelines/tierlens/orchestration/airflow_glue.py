@@ -19,14 +19,29 @@ RAW_ASSET_NAME, RAW_ASSET_URI = "tierlens_raw", "tierlens://warehouse/raw"
 _PRESETS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *"}
 
 
+#: Variables read in this process, with when: a task process parses the DAG file, which reads
+#: each setting once or more (the home behind every path), and each read of a Variable is a round
+#: trip through the task's supervisor to the API server (1-2 s of a parse on a busy 2-core host).
+_VARS: dict[str, tuple[float, str | None]] = {}
+#: How long a Variable read is reused: a task process lives for one task, the DAG processor parses
+#: each file in a process of its own; a longer-lived process reads a changed Variable after this.
+VAR_HELD_S = 60.0
+
+
 def airflow_var(key: str) -> str | None:
     """An Airflow Variable, or None (also when no metadata database is reachable)."""
+    now = time.monotonic()
+    held = _VARS.get(key)
+    if held is not None and now - held[0] < VAR_HELD_S:
+        return held[1]
     try:
         from airflow.sdk import Variable
 
-        return Variable.get(key, default=None)
+        value = Variable.get(key, default=None)
     except Exception:  # noqa: BLE001 - parsing outside a running Airflow: environment only
         return None
+    _VARS[key] = (now, value)
+    return value
 
 
 def dag_setting(name: str) -> str:
@@ -419,7 +434,8 @@ def begin_build(begin: Callable[[], dict]) -> Callable[[Any], None]:
     the column checks. A model task's retry is a build of its own with every test over whole tables."""
 
     def apply(context: Any) -> None:
-        from ..transform import CORE_SCOPE, column_checks_left_out, is_column_check
+        from ..column_checks import column_checks_left_out, is_column_check
+        from ..transform import CORE_SCOPE
 
         landed = begin()
         context["ti"].xcom_push(key=LANDED_XCOM, value=landed)
@@ -561,7 +577,8 @@ def watch_in_one_wave(watchers: list[Any]) -> None:
 
 def mark_core_tests(producer: Any, watchers: list[Any]) -> None:
     """Tell each model's task whether any of its tests runs in every build (not only column checks)."""
-    from ..transform import is_column_check
+    # (not from transform, which imports duckdb: every task process of a run parses the DAG file)
+    from ..column_checks import is_column_check
 
     tests_per_model = getattr(producer, "tests_per_model", None) or {}
     for task in watchers:
