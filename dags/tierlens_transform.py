@@ -26,6 +26,8 @@ os.environ.setdefault("AIRFLOW__COSMOS__ENABLE_TELEMETRY", "False")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "False")
+# (deploy/airflow sets it for every Airflow process, which may import Cosmos before this file)
+os.environ.setdefault("AIRFLOW__COSMOS__ENABLE_WATCHER_RELIABLE_RETRY", "False")
 
 from airflow.sdk import get_current_context, task  # noqa: E402
 from airflow.sdk.exceptions import AirflowSkipException  # noqa: E402
@@ -91,22 +93,28 @@ def hand_over_warnings(project_dir: str, context: Any = None, **_: Any) -> None:
         "error": None,
         "rows_unknown": None,
     }
-    if handed["run_results"]:  # dbt writes none when the project does not even parse
-        try:
-            warned = tasks.warned_tests(results)
-            handed["judged"] = tasks.judged_tests(results)
-            # every node's verdict in one XCom: the model tasks read it once per run
-            outcome = tasks.build_outcome(results, getattr(context["task"], "tests_per_model", None) or {})
-            context["ti"].xcom_push(key=af.BUILD_OUTCOME_XCOM, value=outcome)
-        except tasks.RunResultsError as e:  # the alert task fails with it; the build's own state stands
-            handed["error"] = str(e)
-            warned = []
-        if warned and _target == "duckdb":
-            warned, handed["rows_unknown"] = tasks.failing_rows(cfg.warehouse_path(var), warned)
-        elif warned:
-            handed["rows_unknown"] = f"dbt target {_target}: each warned test counts as one condition"
-        handed["tests"] = [asdict(w) | {"compiled_sql": ""} for w in warned]
-    context["ti"].xcom_push(key=WARNED_XCOM, value=handed)
+    outcome = None
+    try:
+        if handed["run_results"]:  # dbt writes none when the project does not even parse
+            try:
+                warned = tasks.warned_tests(results)
+                handed["judged"] = tasks.judged_tests(results)
+                # every node's verdict in one XCom: the model tasks read it once per run
+                outcome = tasks.build_outcome(results, getattr(context["task"], "tests_per_model", None) or {})
+                context["ti"].xcom_push(key=af.BUILD_OUTCOME_XCOM, value=outcome)
+            except tasks.RunResultsError as e:  # the alert task fails with it; the build's own state stands
+                handed["error"] = str(e)
+                warned = []
+            if warned and _target == "duckdb":
+                warned, handed["rows_unknown"] = tasks.failing_rows(cfg.warehouse_path(var), warned)
+            elif warned:
+                handed["rows_unknown"] = f"dbt target {_target}: each warned test counts as one condition"
+            handed["tests"] = [asdict(w) | {"compiled_sql": ""} for w in warned]
+        context["ti"].xcom_push(key=WARNED_XCOM, value=handed)
+    finally:
+        # the per-node XComs the producer held during the build: those of the nodes that did not
+        # pass (all of them without an outcome), for the workers that report those nodes
+        af.release_node_xcoms(context, outcome)
 
 
 def mark_run(run_id: str, build: dict[str, Any], ti: Any) -> dict[str, Any]:
@@ -220,6 +228,8 @@ with tierlens_transform:
     _dbt_tasks = [t for t in tierlens_transform.tasks if t is not _producer]  # a task per model and seed
     af.watch_in_one_wave(_dbt_tasks)
     af.build_with_tests(_producer)  # the one build runs the tests too
+    af.release_held_on_failure(_producer)  # the per-node XComs it held, when cut short
+    af.no_lineage_without_its_provider(_producer)
     af.mark_core_tests(_producer, _dbt_tasks)
     # Every model's task reads its node's result once the build has finished, in the triggerer
     # (ModelBuildWatcher starts from its trigger): the build has no CPU to spare for dozens of

@@ -219,3 +219,85 @@ def test_the_build_outcome_is_read_once_for_every_watcher_of_a_run():
 
     asyncio.run(watchers())
     airflow_glue._OUTCOME_READS.clear()
+
+
+class _FakeTI:
+    """What HeldNodeXComs needs of Airflow's task instance: XCom push and pull, and attributes."""
+
+    task_id = "dbt_producer_watcher"
+
+    def __init__(self) -> None:
+        self.pushed: list[str] = []
+        self.store: dict[str, object] = {}
+
+    def xcom_push(self, key, value):
+        self.pushed.append(key)
+        self.store[key] = value
+
+    def xcom_pull(self, task_ids=None, dag_id=None, key="return_value", **_):
+        return self.store.get(key)
+
+
+def _cosmos_pushes(ti) -> None:
+    """The pushes Cosmos' log parser makes for two models, one passed, one failed, and dbt's start."""
+    for event in ("MainReportVersion", "AdapterRegistered"):  # Cosmos reads the list, then appends
+        ti.xcom_push("dbt_startup_events", [*(ti.xcom_pull(key="dbt_startup_events") or []), event])
+    ti.xcom_push("model__p__good_status", {"status": "success", "outlet_uris": []})
+    ti.xcom_push("model__p__good_compiled_sql", "select 1")
+    ti.xcom_push("model__p__good_tests_status", "pass")
+    ti.xcom_push("model__p__bad_status", {"status": "error", "outlet_uris": []})
+    ti.xcom_push("model__p__bad_compiled_sql", "select x")
+    ti.xcom_push("model__p__bad_dbt_event", {"status": "error", "msg": "no such column x"})
+    ti.xcom_push("test__p__unique_bad_id__0a_dbt_event", {"status": "error"})
+
+
+def test_the_producer_pushes_only_the_node_xcoms_a_reader_needs():
+    from tierlens.orchestration import airflow_glue as af
+
+    ti = _FakeTI()
+    held = af.HeldNodeXComs(ti)
+    held.xcom_push("producer_cmd_flags", ["--threads", "2"])  # not a node's: pushed at once
+    _cosmos_pushes(held)
+    assert ti.pushed == ["producer_cmd_flags"]
+    assert held.xcom_pull(key="dbt_startup_events") == ["MainReportVersion", "AdapterRegistered"]
+    held._cosmos_xcom_backup_buffer = {}  # attributes are the task instance's
+    assert ti._cosmos_xcom_backup_buffer == {} and held.task_id == "dbt_producer_watcher"
+    # the outcome says which did not pass: their XComs (and the tests'), nothing of the one that did
+    outcome = {"model.p.good": af.NODE_PASSED, "model.p.bad": af.NODE_NOT_PASSED}
+    assert af.release_node_xcoms({"ti": held}, outcome) == 4
+    assert ti.pushed[1:] == [
+        "model__p__bad_status",
+        "model__p__bad_compiled_sql",
+        "model__p__bad_dbt_event",
+        "test__p__unique_bad_id__0a_dbt_event",
+    ]
+    assert af.release_node_xcoms({"ti": held}, None) == 0  # once
+    held.xcom_push("task_status", "completed")
+    held.xcom_push("model__p__late_status", {"status": "success"})  # released: straight through
+    assert ti.pushed[-2:] == ["task_status", "model__p__late_status"]
+    assert af.release_node_xcoms({"ti": ti}, outcome) == 0  # a task instance that holds nothing
+
+
+def test_a_build_without_an_outcome_pushes_every_node_xcom_before_its_end():
+    from tierlens.orchestration import airflow_glue as af
+
+    ti = _FakeTI()
+    held = af.HeldNodeXComs(ti)
+    _cosmos_pushes(held)
+    # Cosmos' last push, the build returned without results or raised: everything first
+    held.xcom_push("task_status", "completed")
+    assert ti.pushed[0] == "dbt_startup_events" and ti.pushed[-1] == "task_status" and len(ti.pushed) == 9
+    assert ti.store["model__p__good_status"] == {"status": "success", "outlet_uris": []}
+    # a producer cut short: its failure callback pushes them
+    ti2 = _FakeTI()
+    held2 = af.HeldNodeXComs(ti2)
+    _cosmos_pushes(held2)
+    af._release_on_failure({"ti": held2})
+    assert len(ti2.pushed) == 8
+
+    class Producer:
+        on_failure_callback = print
+
+    producer = Producer()
+    af.release_held_on_failure(producer)
+    assert producer.on_failure_callback == [af._release_on_failure, print]

@@ -26,6 +26,10 @@ export AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT=${AIRFLOW__DAG_PROCESS
 # longer than Airflow's 5 s, and a task whose start is not acknowledged is killed (ReadTimeout).
 export AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT=${AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT:-30}
 export AIRFLOW__COSMOS__ENABLE_TELEMETRY=False DO_NOT_TRACK=1 SCARF_NO_ANALYTICS=true
+# Cosmos' watcher producer otherwise rewrites an Airflow Variable holding every XCom it has pushed
+# so far, at each push (one a node, during the build); off, it writes that backup once, when the
+# build fails, which is when a retry of the producer restores it (tierlens never retries it).
+export AIRFLOW__COSMOS__ENABLE_WATCHER_RELIABLE_RETRY="${AIRFLOW__COSMOS__ENABLE_WATCHER_RELIABLE_RETRY:-False}"
 # Cosmos' cache of dbt ls and profiles beside the rest of tierlens' state, not in the system's
 # temporary folder (cleaned at boot, shared with every user).
 export AIRFLOW__COSMOS__CACHE_DIR="${AIRFLOW__COSMOS__CACHE_DIR:-$TIERLENS_HOME/cache/cosmos}"

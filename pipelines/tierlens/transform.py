@@ -15,6 +15,7 @@ from pathlib import Path
 
 import duckdb
 
+from .column_checks import COLUMN_CHECKS, column_checks_left_out, is_column_check  # noqa: F401
 from .resources import dbt_project_dir
 from .warehouse.history import RunRecord
 
@@ -274,12 +275,6 @@ def day_chunks(start: date, end: date, days: int = 1) -> list[tuple[date, date]]
 ChunkCallback = Callable[[int, int, date, date], None]
 
 
-#: dbt's generic column checks: a column's nulls, range and vocabulary. Five in six of the
-#: project's tests, and, at one query each, most of an hourly build's time at a year of history
-#: (docs/site-admin.md). They run when every test is due (:func:`scope_of_tests`) and at the end of
-#: every back-fill and full refresh. The others run every hour: unique keys, rows conserved, the
-#: completeness thresholds and the cross-model equalities guard the incremental state itself.
-COLUMN_CHECKS = ("not_null", "accepted_range", "accepted_values")
 #: Runs start a little earlier or later each hour; a run this much before the interval is up
 #: still runs every test, so "every 24 hours" stays at the same hour of the day.
 _SCOPE_SLACK = timedelta(minutes=30)
@@ -289,18 +284,6 @@ _SCOPE_SLACK = timedelta(minutes=30)
 #: days the build rebuilt, not the whole table (dbt/macros/test_scope.sql). Every other build
 #: (every test due, a back-fill, a full refresh) tests whole tables.
 CORE_SCOPE = RunParameters(test_scope="core")
-
-
-def column_checks_left_out() -> list[str]:
-    """dbt arguments that leave the column checks out of a build."""
-    return ["--exclude", *(f"test_name:{name}" for name in COLUMN_CHECKS)]
-
-
-def is_column_check(test_unique_id: str) -> bool:
-    """Whether a dbt test (``test.<package>.<name>.<hash>``) is one of the column checks: dbt
-    names a generic test after the test it instantiates unless the YAML gives it a name."""
-    parts = test_unique_id.split(".")
-    return len(parts) >= 3 and parts[2].startswith(tuple(f"{name}_" for name in COLUMN_CHECKS))
 
 
 def scope_of_tests(all_tests_passed_at: str | None, every_hours: float, now: datetime) -> str:

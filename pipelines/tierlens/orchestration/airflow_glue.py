@@ -19,14 +19,29 @@ RAW_ASSET_NAME, RAW_ASSET_URI = "tierlens_raw", "tierlens://warehouse/raw"
 _PRESETS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *"}
 
 
+#: Variables read in this process, with when: a task process parses the DAG file, which reads
+#: each setting once or more (the home behind every path), and each read of a Variable is a round
+#: trip through the task's supervisor to the API server (1-2 s of a parse on a busy 2-core host).
+_VARS: dict[str, tuple[float, str | None]] = {}
+#: How long a Variable read is reused: a task process lives for one task, the DAG processor parses
+#: each file in a process of its own; a longer-lived process reads a changed Variable after this.
+VAR_HELD_S = 60.0
+
+
 def airflow_var(key: str) -> str | None:
     """An Airflow Variable, or None (also when no metadata database is reachable)."""
+    now = time.monotonic()
+    held = _VARS.get(key)
+    if held is not None and now - held[0] < VAR_HELD_S:
+        return held[1]
     try:
         from airflow.sdk import Variable
 
-        return Variable.get(key, default=None)
+        value = Variable.get(key, default=None)
     except Exception:  # noqa: BLE001 - parsing outside a running Airflow: environment only
         return None
+    _VARS[key] = (now, value)
+    return value
 
 
 def dag_setting(name: str) -> str:
@@ -171,6 +186,12 @@ def _model_build_watcher() -> type:
             self.execute(context)
 
         def _get_node_status(self, ti: Any, context: Any) -> Any:
+            # the build's verdict on every node, one XCom: a node that passed (or was skipped) has
+            # no XComs of its own (the producer holds them back, HeldNodeXComs)
+            outcome = get_xcom_val(ti, self.producer_task_id, BUILD_OUTCOME_XCOM)
+            verdict = outcome.get(self.model_unique_id) if isinstance(outcome, dict) else None
+            if verdict in (NODE_PASSED, NODE_SKIPPED):
+                return "success" if verdict == NODE_PASSED else "skipped"
             status = super()._get_node_status(ti, context)
             if not self.has_tests or not is_dbt_node_status_success(status):
                 return status
@@ -413,7 +434,8 @@ def begin_build(begin: Callable[[], dict]) -> Callable[[Any], None]:
     the column checks. A model task's retry is a build of its own with every test over whole tables."""
 
     def apply(context: Any) -> None:
-        from ..transform import CORE_SCOPE, column_checks_left_out, is_column_check
+        from ..column_checks import column_checks_left_out, is_column_check
+        from ..transform import CORE_SCOPE
 
         landed = begin()
         context["ti"].xcom_push(key=LANDED_XCOM, value=landed)
@@ -427,8 +449,117 @@ def begin_build(begin: Callable[[], dict]) -> Callable[[Any], None]:
                 for model, tests in (producer.tests_per_model or {}).items()
             }
         context["ti"].xcom_push(key=TEST_SCOPE_XCOM, value=scope)
+        # from here on Cosmos' log parser pushes through a TI that holds each node's XComs until
+        # the build's outcome says which a reader needs (it reads the TI from this context)
+        context["ti"] = HeldNodeXComs(context["ti"])
 
     return apply
+
+
+# ---- the producer's per-node XComs -----------------------------------------------------------
+# Cosmos' producer pushes, as dbt reports each node, the node's status, its tests' aggregate, its
+# compiled SQL and its dbt events, and dbt's start-up lines (read, pushed again) : 150-200 XComs in
+# an hourly build, each a round trip through the task's supervisor to the API server (and, with
+# Cosmos' enable_watcher_reliable_retry, a rewrite of an Airflow Variable holding all of them so
+# far). dbt waits meanwhile: the producer reads its log lines one at a time. No task reads them
+# during the build (every model's task starts once the build is over), and once it is over the
+# build's outcome (BUILD_OUTCOME_XCOM, one XCom) gives every node's verdict: a node that passed or
+# was skipped needs none of its own. So the producer holds them and, when the build has returned,
+# pushes those of the nodes that did not pass (the worker that reports such a node reads them);
+# when there is no outcome (dbt wrote no results, or the task failed before it could read them),
+# all of them, as Cosmos would have.
+
+#: Cosmos' per-node XCom keys: ``<unique id, dots as __>`` + one of these
+_NODE_KEY_SUFFIXES = ("_tests_status", "_status", "_compiled_sql", "_dbt_event")
+_NODE_KEY_PREFIXES = ("model__", "seed__", "snapshot__", "test__", "source__")
+#: Cosmos' XCom of dbt's start-up lines (a consumer logs them at debug level; ModelBuildWatcher not)
+_STARTUP_EVENTS_KEY = "dbt_startup_events"
+#: Cosmos' last push of the producer, build returned or failed: anything still held goes first
+_PRODUCER_DONE_KEY = "task_status"
+
+
+def _node_of_key(key: str) -> str | None:
+    """The node (unique id with dots as ``__``) a per-node XCom key belongs to, else None."""
+    if not key.startswith(_NODE_KEY_PREFIXES):
+        return None
+    for suffix in _NODE_KEY_SUFFIXES:
+        if key.endswith(suffix):
+            return key[: -len(suffix)]
+    return None
+
+
+class HeldNodeXComs:
+    """The producer's task instance as Cosmos sees it during the build: every attribute and XCom
+    is the real one's, but per-node XComs (and dbt's start-up lines) are held here until
+    ``release``. Pulling a held key gives the held value."""
+
+    def __init__(self, ti: Any) -> None:
+        object.__setattr__(self, "_ti", ti)
+        object.__setattr__(self, "_held", {})
+        object.__setattr__(self, "released", False)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_ti"), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._ti, name, value)
+
+    def xcom_push(self, key: str, value: Any, *args: Any, **kwargs: Any) -> None:
+        if not self.released:
+            if key == _STARTUP_EVENTS_KEY or _node_of_key(key) is not None:
+                self._held[key] = value
+                return
+            if key == _PRODUCER_DONE_KEY:  # the build's end without an outcome read: all of them
+                self.release(None)
+        self._ti.xcom_push(key, value, *args, **kwargs)
+
+    def xcom_pull(self, task_ids: Any = None, *args: Any, key: str = "return_value", **kwargs: Any) -> Any:
+        if not args and task_ids in (None, self._ti.task_id):
+            if key in self._held:
+                return self._held[key]
+            if key == _STARTUP_EVENTS_KEY and not self.released:
+                return None  # Cosmos reads the list before it appends to it: held from the start
+        return self._ti.xcom_pull(task_ids, *args, key=key, **kwargs)
+
+    def release(self, outcome: dict[str, str] | None) -> int:
+        """Push the held XComs a reader may need: with the build's ``outcome`` (node unique id ->
+        verdict), those of the nodes that did not pass or skip (and of every test); without one,
+        all of them. Once; returns how many were pushed. Cosmos' backup of the producer's XComs
+        (the one it restores on a retry of the producer) has them all either way."""
+        if self.released:
+            return 0
+        object.__setattr__(self, "released", True)
+        settled = set()
+        if isinstance(outcome, dict):
+            settled = {uid.replace(".", "__") for uid, v in outcome.items() if v in (NODE_PASSED, NODE_SKIPPED)}
+        pushed = 0
+        for key, value in self._held.items():
+            if outcome is not None and (key == _STARTUP_EVENTS_KEY or _node_of_key(key) in settled):
+                continue
+            self._ti.xcom_push(key, value)
+            pushed += 1
+        self._held.clear()
+        return pushed
+
+
+def release_node_xcoms(context: Any, outcome: dict[str, str] | None) -> int:
+    """The producer's held per-node XComs pushed as ``outcome`` needs them (HeldNodeXComs.release);
+    0 when the producer does not hold them."""
+    ti = context.get("ti") if context is not None else None
+    return ti.release(outcome) if isinstance(ti, HeldNodeXComs) else 0
+
+
+def _release_on_failure(context: Any) -> None:
+    release_node_xcoms(context, None)
+
+
+def release_held_on_failure(producer: Any) -> None:
+    """The producer's on_failure_callback first pushes every per-node XCom it held: a build cut
+    short before its outcome was read (its execution_timeout) leaves each node's result as Cosmos
+    would have pushed it during the build. Cosmos' own callbacks (its XCom backup) follow."""
+    callbacks = producer.on_failure_callback
+    callbacks = list(callbacks) if isinstance(callbacks, (list, tuple)) else [c for c in [callbacks] if c]
+    producer.on_failure_callback = [_release_on_failure, *callbacks]
 
 
 def watch_in_one_wave(watchers: list[Any]) -> None:
@@ -446,7 +577,8 @@ def watch_in_one_wave(watchers: list[Any]) -> None:
 
 def mark_core_tests(producer: Any, watchers: list[Any]) -> None:
     """Tell each model's task whether any of its tests runs in every build (not only column checks)."""
-    from ..transform import is_column_check
+    # (not from transform, which imports duckdb: every task process of a run parses the DAG file)
+    from ..column_checks import is_column_check
 
     tests_per_model = getattr(producer, "tests_per_model", None) or {}
     for task in watchers:
@@ -455,6 +587,21 @@ def mark_core_tests(producer: Any, watchers: list[Any]) -> None:
             task.has_core_tests = any(not is_column_check(t) for t in tests_per_model.get(uid, []))
             if hasattr(task, "refresh_trigger_args"):
                 task.refresh_trigger_args()
+
+
+def no_lineage_without_its_provider(producer: Any) -> None:
+    """Cosmos parses the build's manifest and results into OpenLineage events after every build
+    (openlineage-integration-common, a Cosmos dependency: ~0.7 s of the producer's time on two
+    cores), which only Airflow's OpenLineage provider sends. Without that provider installed (the
+    case of deploy/airflow/requirements.txt) the producer skips the parse; with it, nothing changes."""
+    import importlib.util
+
+    try:
+        provider = importlib.util.find_spec("airflow.providers.openlineage") is not None
+    except (ImportError, ValueError):
+        provider = False
+    if not provider:
+        producer._get_dbt_local_artifact_processor = lambda: None
 
 
 def build_with_tests(producer: Any) -> None:
