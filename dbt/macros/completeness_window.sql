@@ -37,7 +37,7 @@
     {%- if not execute -%}{{ return(none) }}{%- endif -%}
     {%- set query -%}
         select cast(least(
-            (select min(day) from {{ relation or this }} where provisional),
+            (select min(day) from {{ relation or window_model() }} where provisional),
             (select cast({{ utc('newest') }} as date) - {{ completeness_longest_days_to_final() }}
              from ({{ completeness_horizon_sql() }}) as horizon)
         ) as {{ dbt.type_string() }})
