@@ -96,9 +96,10 @@
     window of a full build. An ephemeral part of an incremental model's query declares whose window
     it computes instead, by that model's name:
         {{ config(materialized='ephemeral', window_of='int_file_access_by_job') }}
-    and every macro below then reads that model's table and config (window_model). The owner is
-    compiled, its ephemeral parts with it, before its build writes anything, so both see the same
-    rows of it. -#}
+    and the window macros below (incremental_mode, model_newest_day, window_first_day, hence
+    in_window and the others built on them) read that model's table and config instead (window_model,
+    window_config). The ephemeral parts are compiled before the owner's build writes anything (with
+    the owner, or just before it as nodes of their own in its run), so both see the same rows of it. -#}
 
 {#- The graph node of the model whose window this one computes (its config window_of), or none
     for a model computing its own. -#}
