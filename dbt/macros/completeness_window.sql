@@ -37,7 +37,7 @@
     {%- if not execute -%}{{ return(none) }}{%- endif -%}
     {%- set query -%}
         select cast(least(
-            (select min(day) from {{ relation or this }} where provisional),
+            (select min(day) from {{ relation or window_model() }} where provisional),
             (select cast({{ utc('newest') }} as date) - {{ completeness_longest_days_to_final() }}
              from ({{ completeness_horizon_sql() }}) as horizon)
         ) as {{ dbt.type_string() }})
@@ -46,25 +46,6 @@
     {%- set value = result.columns[0].values()[0] if result and result.rows | length > 0 else none -%}
     {%- if value is none -%}{{ return(none) }}{%- endif -%}
     {{ return(modules.datetime.date.fromisoformat(value[:10])) }}
-{%- endmacro %}
-
-{#- The days data_completeness rebuilds in this run, (first, stop) as window_first_day /
-    window_end_day give them in its own build (datetime.date or none: no bound), for the ephemeral
-    models of its measures (int_completeness_*). Those are compiled as models of their own, for
-    which is_incremental() is false and `this` is not the mart, so a plain run's window is
-    computed here from the mart's relation (found in the graph: a ref() would be a cycle). The
-    mart has not been written yet when they compile (they are CTEs of its own query), so both
-    see the same rows. -#}
-{% macro completeness_window() -%}
-    {%- if not execute -%}{{ return((none, none)) }}{%- endif -%}
-    {%- set mode = incremental_mode() -%}
-    {%- if mode == 'backfill' -%}{{ return((window_first_day(0), window_end_day())) }}{%- endif -%}
-    {%- if flags.FULL_REFRESH -%}{{ return((none, none)) }}{%- endif -%}
-    {%- set node = graph.nodes['model.tierlens.data_completeness'] -%}
-    {%- set mart = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
-    {#- the mart's is_incremental(): it exists as a table -#}
-    {%- if mart is none or mart.type != 'table' -%}{{ return((none, none)) }}{%- endif -%}
-    {{ return((completeness_first_day(mart), none)) }}
 {%- endmacro %}
 
 {#- SQL: expr lies in [first - before days, stop + after days); first/stop are datetime.date or

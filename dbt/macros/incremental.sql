@@ -91,11 +91,58 @@
 {%- endmacro %}
 
 
-{#- full / incremental / backfill for the model being built. -#}
+{#- An ephemeral model is a CTE of the model reading it, but dbt compiles it as a model of its own:
+    is_incremental() is false for it and `this` is itself, so the macros here would give it the
+    window of a full build. An ephemeral part of an incremental model's query declares whose window
+    it computes instead, by that model's name:
+        {{ config(materialized='ephemeral', window_of='int_file_access_by_job') }}
+    and the window macros below (incremental_mode, model_newest_day, window_first_day, hence
+    in_window and the others built on them) read that model's table and config instead (window_model,
+    window_config). The ephemeral parts are compiled before the owner's build writes anything (with
+    the owner, or just before it as nodes of their own in its run), so both see the same rows of it. -#}
+
+{#- The graph node of the model whose window this one computes (its config window_of), or none
+    for a model computing its own. -#}
+{% macro window_owner() -%}
+    {%- set name = config.get('window_of') -%}
+    {%- if not name or not execute -%}{{ return(none) }}{%- endif -%}
+    {%- set node = graph.nodes.get('model.' ~ project_name ~ '.' ~ name) -%}
+    {%- if node is none -%}
+        {{ exceptions.raise_compiler_error(this.identifier ~ ": window_of '" ~ name ~ "' is not a model of this project") }}
+    {%- endif -%}
+    {{ return(node) }}
+{%- endmacro %}
+
+{#- The relation whose window this run rebuilds: `this`, or the window_of model's (which may not
+    exist yet: adapter.get_relation gives none then). -#}
+{% macro window_model() -%}
+    {%- set owner = window_owner() -%}
+    {%- if owner is none -%}{{ return(this) }}{%- endif -%}
+    {{ return(api.Relation.create(database=owner.database, schema=owner.schema, identifier=owner.alias)) }}
+{%- endmacro %}
+
+{#- A key of the incremental config of the model whose window this run rebuilds. -#}
+{% macro window_config(key) -%}
+    {%- set owner = window_owner() -%}
+    {%- if owner is none -%}{{ return(config.get(key)) }}{%- endif -%}
+    {{ return(owner.config.get(key)) }}
+{%- endmacro %}
+
+
+{#- full / incremental / backfill for the model being built (or the window_of model). -#}
 {% macro incremental_mode() -%}
     {%- if flags.FULL_REFRESH -%}{{ return('full') }}{%- endif -%}
     {%- if run_parameter('backfill_start') is not none -%}{{ return('backfill') }}{%- endif -%}
-    {%- if is_incremental() -%}{{ return('incremental') }}{%- endif -%}
+    {%- set owner = window_owner() -%}
+    {%- if owner is none and is_incremental() -%}{{ return('incremental') }}{%- endif -%}
+    {%- if owner is not none -%}
+        {#- the owner's is_incremental(): an incremental model that exists as a table -#}
+        {%- set held = window_model() -%}
+        {%- set relation = adapter.get_relation(database=held.database, schema=held.schema, identifier=held.identifier) -%}
+        {%- if relation is not none and relation.type == 'table' and owner.config.materialized == 'incremental' -%}
+            {{ return('incremental') }}
+        {%- endif -%}
+    {%- endif -%}
     {{ return('full') }}
 {%- endmacro %}
 
@@ -106,7 +153,7 @@
     before it: the window from this day minus the lookback holds every day such a record can
     change, however many hours or days of loads the run catches up on. -#}
 {% macro model_newest_day() -%}
-    {{ return(relation_newest_day(this, config.get('unique_key'))) }}
+    {{ return(relation_newest_day(window_model(), window_config('unique_key'))) }}
 {%- endmacro %}
 
 
@@ -128,7 +175,7 @@
     {%- set mode = incremental_mode() -%}
     {%- if mode == 'backfill' -%}
         {{ return(modules.datetime.date.fromisoformat(run_parameter('backfill_start') | string)) }}
-    {%- elif mode == 'incremental' and config.get('first_day_rule') == 'provisional' -%}
+    {%- elif mode == 'incremental' and window_config('first_day_rule') == 'provisional' -%}
         {{ return(completeness_first_day()) }}
     {%- elif mode == 'incremental' -%}
         {#- A lookback dbt could not find would read as 0 days: the delete and the rebuilt rows

@@ -2,12 +2,12 @@
 -- joined to a job exactly, by inference or not at all (accesses and bytes); accesses a cache made
 -- to stage a file in (client = a cache server: no job by nature, left out of the join shares);
 -- cache accesses by the evidence behind their hit/miss bytes. Ephemeral: a readable part of the
--- mart's one query, over the mart's window (completeness_window).
+-- mart's one query, over the mart's window (window_of).
 -- Built where data_completeness is: on DuckDB only (dbt_project.yml, marts/operations).
-{{ config(materialized='ephemeral', enabled=target.type != 'spark') }}
+{{ config(materialized='ephemeral', window_of='data_completeness', enabled=target.type != 'spark') }}
 -- The mart's window reads the newest data loaded (completeness_horizon_sql) in a plain run:
 -- depends_on: {{ ref('stg_job') }} {{ ref('stg_file_access') }}
-{%- set first, stop = completeness_window() %}
+{%- set first, stop = window_first_day(0), window_end_day() %}
 -- (int_file_access_by_job is read by each of the next two on its own, not through one CTE,
 -- so each reads only its own days and columns)
 -- the window's accesses by the day they opened

@@ -1,12 +1,12 @@
 -- data_completeness's 'source' measure intervals_loaded_nothing: scheduled ingest intervals that
 -- loaded nothing, by why (outcome, the row's detail), against the intervals the source ran that
 -- UTC day (day of the interval's start). Ephemeral: a readable part of the mart's one query, over
--- the mart's window (completeness_window).
+-- the mart's window (window_of).
 -- Built where data_completeness is: on DuckDB only (dbt_project.yml, marts/operations).
-{{ config(materialized='ephemeral', enabled=target.type != 'spark') }}
+{{ config(materialized='ephemeral', window_of='data_completeness', enabled=target.type != 'spark') }}
 -- The mart's window reads the newest data loaded (completeness_horizon_sql) in a plain run:
 -- depends_on: {{ ref('stg_job') }} {{ ref('stg_file_access') }}
-{%- set first, stop = completeness_window() %}
+{%- set first, stop = window_first_day(0), window_end_day() %}
 with intervals as (
     select * from (
         select cast({{ utc('interval_start') }} as date) as day, source, outcome

@@ -2,13 +2,13 @@
 -- many are in accounting and tagged by a plugin (and their CPU hours), and how many have file
 -- accesses matched exactly, only by inference, or none. A job is its whole-job row (step_id ''),
 -- else its first step, as in int_file_access_by_job. Ephemeral: a readable part of the mart's
--- one query, over the mart's window (completeness_window).
+-- one query, over the mart's window (window_of).
 -- Built where data_completeness is: on DuckDB only (dbt_project.yml, marts/operations).
-{{ config(materialized='ephemeral', enabled=target.type != 'spark') }}
+{{ config(materialized='ephemeral', window_of='data_completeness', enabled=target.type != 'spark') }}
 {%- set max_wall = var('max_wall_days', 7) | int %}
 -- The mart's window reads the newest data loaded (completeness_horizon_sql) in a plain run:
 -- depends_on: {{ ref('stg_job') }} {{ ref('stg_file_access') }}
-{%- set first, stop = completeness_window() %}
+{%- set first, stop = window_first_day(0), window_end_day() %}
 with job_rows as (
     -- jobs that ran: a launch failure has no CPU hours and is counted in efficiency_by_group.
     -- A job's rows (whole job, steps) end within its run, at most max_wall_days apart: read from

@@ -1,12 +1,12 @@
 -- data_completeness's 'source' measure rejected_records: per UTC day of loading, source and
 -- record kind, the records rejected for each reason against the records the source's batches
 -- brought. Ephemeral: a readable part of the mart's one query, over the mart's window
--- (completeness_window).
+-- (window_of).
 -- Built where data_completeness is: on DuckDB only (dbt_project.yml, marts/operations).
-{{ config(materialized='ephemeral', enabled=target.type != 'spark') }}
+{{ config(materialized='ephemeral', window_of='data_completeness', enabled=target.type != 'spark') }}
 -- The mart's window reads the newest data loaded (completeness_horizon_sql) in a plain run:
 -- depends_on: {{ ref('stg_job') }} {{ ref('stg_file_access') }}
-{%- set first, stop = completeness_window() %}
+{%- set first, stop = window_first_day(0), window_end_day() %}
 with batches as (
     select cast({{ utc('loaded_at') }} as date) as day, source, record_kind, sum(rows_in) as rows_in
     from {{ source('raw', 'raw_batches') }}

@@ -1,12 +1,12 @@
 -- data_completeness's 'cluster' measure tags_without_job: plugin spool records (job tags) whose
 -- job accounting never delivered (a tag of a job or step not in stg_job), by the UTC day the tag
 -- was written (a tag without a time: its job's start). Ephemeral: a readable part of the mart's
--- one query, over the mart's window (completeness_window).
+-- one query, over the mart's window (window_of).
 -- Built where data_completeness is: on DuckDB only (dbt_project.yml, marts/operations).
-{{ config(materialized='ephemeral', enabled=target.type != 'spark') }}
+{{ config(materialized='ephemeral', window_of='data_completeness', enabled=target.type != 'spark') }}
 -- The mart's window reads the newest data loaded (completeness_horizon_sql) in a plain run:
 -- depends_on: {{ ref('stg_job') }} {{ ref('stg_file_access') }}
-{%- set first, stop = completeness_window() %}
+{%- set first, stop = window_first_day(0), window_end_day() %}
 with window_tags as (
     -- tags written in the window, and those without a time (dated by their job's start)
     select * from {{ ref('stg_job_tag') }}

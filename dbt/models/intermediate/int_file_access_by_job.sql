@@ -21,25 +21,20 @@
 -- before its accounting record: a record arriving up to var job_lateness_days after the job ends
 -- changes the matches of accesses up to var max_wall_days before that, so the window is their
 -- sum. The window's accesses are matched against every job that can overlap them (ended on or
--- after the window's first day, or still running) and every access of the window's days and of
--- max_wall_days before (pid evidence from an exactly matched access of the same job).
+-- after the window's first day, or still running: int_access_match_jobs) and every access of the
+-- window's days and of max_wall_days before (pid evidence from an exactly matched access of the
+-- same job).
 --
--- A plain hourly run on DuckDB does not rebuild the whole window but only the accesses whose
--- match can have changed since the last build (access_match_by_key, dbt/README.md):
---   * accesses whose reconciled row is new or changed (int_file_access_reconciled rebuilt its
---     own, shorter window: compared with the rows held here), and every access without a day;
---   * accesses a new or changed job row can claim, or could claim in its previous version: the
---     job rows matched against now, compared with int_job_match_state (those of the last build):
---     exact: the job's identity; inferred: on the job's hosts within its start..end; and every
---     access held here as matched to such a job (a new job can take an access from an older one);
---   * accesses whose pid evidence can change: unidentified accesses from the same host and pid,
---     overlapping an identified access of the two sets above (in its current or previous form).
--- An access outside these sets has the same candidates and the same evidence as at the last
--- build, so its row stays; the rebuilt ones are matched exactly as in a full build.
--- Such a run records the jobs of the rows it replaces and inserts in int_job_match_changes (a
--- rebuild by day marks every job), so int_job_remote_bytes rebuilds those jobs only.
--- The state it reads (the job rows of its last build) and writes (the changed jobs):
+-- Which of the window's accesses a run matches is int_access_rematch's (with why): all of them,
+-- or on a plain hourly run on DuckDB only those whose match can have changed since the last build
+-- (access_match_by_key, dbt/README.md); replace_days then replaces those keys' rows. The rebuilt
+-- ones are matched here exactly as in a full build. Such a run records the jobs of the rows it
+-- replaces and inserts in int_job_match_changes (a rebuild by day marks every job), so
+-- int_job_remote_bytes rebuilds those jobs only.
+-- The state access_match_by_key reads (the job rows of the last build) and the one it writes (the
+-- changed jobs):
 -- depends_on: {{ source('state', 'int_job_match_state') }} {{ source('state', 'int_job_match_changes') }}
+-- depends_on: {{ ref('int_access_rematch') }}
 {%- set lookback = job_match_lookback_days() %}
 {%- set wall_days = var('max_wall_days', 7) | int %}
 {{ config(**incremental_by_day('day', lookback, event_time='start_time', grain=['server_host', 'unique_id'],
@@ -66,81 +61,7 @@ context_accesses as (
     where start_time is null
 ),
 
--- Each distinct job_identity value of the accesses read, with the tierlens identity it carries.
--- The identity is parsed by a regular expression; a job's accesses share one value, so parsing
--- each value once and joining by the value (exact, unidentified, scope) costs a fraction of
--- parsing every access of the window and its context. Read from the table, not from those CTEs:
--- DuckDB materializes a CTE read twice, every column (2.7 M rows at full size: it spilled).
--- The window's and the context's accesses open at most max_wall_days before the window (or
--- have no open), so these rows hold all their values; a value besides them joins nothing.
-identities as (
-    select job_identity, {{ tierlens_identity('job_identity') }} as identity
-    from (
-        select job_identity from {{ ref('int_file_access_reconciled') }}
-        where job_identity is not null
-          and {{ instant_after_window('start_time', lookback, wall_days) }}
-          and {{ instant_before_window_end('start_time') }}
-        union
-        select job_identity from {{ ref('int_file_access_reconciled') }}
-        where job_identity is not null and start_time is null
-    ) as raw_values
-),
-
-{%- if by_key %}
-{%- set reconciled_column_list = adapter.get_columns_in_relation(ref('int_file_access_reconciled'))
-                                 | map(attribute='quoted') | list %}
-{%- set reconciled_columns = reconciled_column_list | join(', ') %}
-{%- set state_first = day_start_instant(window_first_day(lookback)) %}
--- The accesses of the window, with what a match compares, read once.
-scope as materialized (
-    select
-        server_host,
-        unique_id,
-        day,
-        start_time,
-        coalesce(end_time, start_time)             as end_time,
-        client_pid,
-        job_identity,
-        -- false, not NULL, without a job_identity
-        coalesce(job_identity in (select i.job_identity from identities as i where i.identity is not null), false)
-                                                   as identified,
-        {{ short_host('client_host') }}            as host_key
-    from ({{ dated_rows(ref('int_file_access_reconciled'), 'day', in_window('day', lookback)) }}) as window_rows
-),
-
--- Reconciled rows new or changed since the last build, and rows held here that the reconciled
--- model no longer has in its window (their day moved): the difference both ways round, by a join
--- on the (unique) key comparing every column; an EXCEPT each way hashed all columns twice over.
-reconciled_now as (
-    {{ dated_rows(ref('int_file_access_reconciled'), 'day', in_window('day', access_lookback_days()), reconciled_columns) }}
-),
-
-reconciled_held as (
-    {{ dated_rows(this, 'day', in_window('day', access_lookback_days()), reconciled_columns) }}
-),
-
-changed_accesses as (
-    select
-        coalesce(now_rows.server_host, held_rows.server_host) as server_host,
-        coalesce(now_rows.unique_id, held_rows.unique_id)     as unique_id
-    from reconciled_now as now_rows
-    full outer join reconciled_held as held_rows
-        on now_rows.server_host = held_rows.server_host and now_rows.unique_id = held_rows.unique_id
-    where now_rows.server_host is null or held_rows.server_host is null
-    {%- for column in reconciled_column_list %}
-       or now_rows.{{ column }} is distinct from held_rows.{{ column }}
-    {%- endfor %}
-    union
-    select server_host, unique_id from scope where day is null
-),
-{% endif %}
--- One row per job: the whole-job row, else its first step.
-job_rows as (
-    select job_identity, {{ job_key() }}, node, node_list, start_time, end_time
-    from {{ one_row_per_job(ref('stg_job'),
-                            where="end_time is null or " ~ instant_after_window('end_time', lookback)) }} as first_rows
-),
-
+-- The job an identity names (of several job rows with one identity, the first by key).
 job_by_identity as (
     select job_identity, {{ job_key() }}
     from (
@@ -150,126 +71,20 @@ job_by_identity as (
                 partition by job_identity
                 order by batch_system, cluster, job_id
             ) as identity_rank
-        from job_rows
+        from {{ ref('int_access_match_jobs') }} as job_rows
         where job_identity is not null
     ) as ranked
     where identity_rank = 1
 ),
 {%- if by_key %}
 
--- The job rows the last build matched against, as far as they fall in this run's window.
-state_rows as (
-    select job_identity, {{ job_key() }}, node, node_list, start_time, end_time
-    from {{ job_match_state() }}
-    where end_time is null or end_time >= {{ state_first }}
-),
-
--- Job rows new or changed since then, in their new and their previous form.
-changed_jobs as (
-    select * from (select * from job_rows except select * from state_rows) as arrived
-    union all
-    select * from (select * from state_rows except select * from job_rows) as previous
-),
-
-changed_job_hosts as (
-    select distinct
-        {{ job_key(with_step=false) }},
-        start_time,
-        end_time,
-        {{ short_host('trim(h)') }} as host_key
-    from (
-        select
-            {{ job_key(with_step=false) }},
-            start_time,
-            end_time,
-            {{ explode_list(split_and_append("coalesce(node_list, node, '')", "','", "coalesce(node, '')")) }} as h
-        from changed_jobs
-        where start_time is not null
-    ) as exploded
-    where trim(h) <> ''
-),
-
--- What such a job can claim (by identity, by host and time) or held before.
-claimed_accesses as (
-    select s.server_host, s.unique_id
-    from scope as s
-    inner join (
-        select distinct i.job_identity
-        from identities as i
-        inner join (select distinct job_identity from changed_jobs where job_identity is not null) as c
-            on i.identity = c.job_identity
-    ) as j
-        on s.job_identity = j.job_identity
-    union
-    select s.server_host, s.unique_id
-    from scope as s
-    inner join changed_job_hosts as j
-        on j.host_key = s.host_key
-        and j.start_time <= s.end_time
-        and (j.end_time is null or j.end_time >= s.start_time)
-    where not s.identified and s.start_time is not null
-    union
-    select held.server_host, held.unique_id
-    from (
-        select server_host, unique_id, {{ job_key(with_step=false) }} from {{ this }}
-        where {{ in_window('day', lookback) }} and job_id is not null
-        union all
-        select server_host, unique_id, {{ job_key(with_step=false) }} from {{ this }}
-        where day is null and job_id is not null
-    ) as held
-    inner join (select distinct {{ job_key(with_step=false) }} from changed_jobs) as j
-        on {{ job_key_join('held', 'j', with_step=false) }}
-),
-
--- The held rows of the changed accesses that were matched exactly: only those gave pid evidence
--- at the last build (an identity naming no loaded job gives none). Selected by match_quality,
--- not by parsing the identity: DuckDB pushes a filter on the identity below the join into the
--- scan, parsing every held row of the window (9 s of the model's 27 s at a 10,000-core site).
-held_changed as materialized (
-    select held.client_host, held.client_pid, held.start_time, held.end_time
-    from ({{ dated_rows(this, 'day', in_window('day', lookback), 'server_host, unique_id, client_host, client_pid, start_time, end_time',
-                                "client_pid is not null and match_quality = 'exact'") }}) as held
-    semi join ({{ access_keys_as_list('changed_accesses') }}) as k
-        on k.server_host = held.server_host and k.unique_id = held.unique_id
-),
-
--- Identified accesses whose row or job changed, now and as held before: they give or take
--- pid evidence to the unidentified accesses of their host and pid that they overlap.
-moved_exact as (
-    select s.host_key, s.client_pid, s.start_time, s.end_time
-    from scope as s
-    inner join (select * from changed_accesses union select * from claimed_accesses) as k
-        on k.server_host = s.server_host and k.unique_id = s.unique_id
-    where s.identified and s.client_pid is not null
-    union all
-    select
-        {{ short_host('held.client_host') }}, held.client_pid, held.start_time,
-        coalesce(held.end_time, held.start_time)
-    from held_changed as held
-),
-
-
-evidence_accesses as (
-    select s.server_host, s.unique_id
-    from scope as s
-    inner join moved_exact as e
-        on e.host_key = s.host_key and e.client_pid = s.client_pid
-        and e.start_time <= s.end_time and e.end_time >= s.start_time
-    where not s.identified
-),
-
-rebuilt_keys as (
-    select server_host, unique_id from changed_accesses
-    union
-    select server_host, unique_id from claimed_accesses
-    union
-    select server_host, unique_id from evidence_accesses
-),
-
+-- The window's rows of the accesses to rematch, their keys handed to the join as one list so that
+-- DuckDB, which cannot estimate how many there are, builds its hash table on them and not on the
+-- window's rows.
 accesses as (
     select window_accesses.*
     from window_accesses
-    semi join ({{ access_keys_as_list('rebuilt_keys') }}) as k
+    semi join ({{ access_keys_as_list(ref('int_access_rematch')) }}) as k
         on k.server_host = window_accesses.server_host and k.unique_id = window_accesses.unique_id
 ),
 
@@ -288,6 +103,8 @@ evidence_context as (
 ),
 {%- else %}
 
+-- A rebuild by day matches every access of the window (int_access_rematch's 'window' rows, read
+-- here whole rather than joined to that list), with every access of the context as evidence.
 accesses as (
     select * from window_accesses
 ),
@@ -307,7 +124,7 @@ exact as (
         coalesce(accesses.end_time, accesses.start_time) as end_time,
         {{ job_key('job_by_identity') }}
     from evidence_context as accesses
-    inner join identities
+    inner join {{ ref('int_access_match_identities') }} as identities
         on identities.job_identity = accesses.job_identity
     inner join job_by_identity
         on job_by_identity.job_identity = identities.identity
@@ -320,7 +137,7 @@ job_host_names as (
         start_time,
         end_time,
         {{ explode_list(split_and_append("coalesce(node_list, node, '')", "','", "coalesce(node, '')")) }} as h
-    from job_rows
+    from {{ ref('int_access_match_jobs') }}
     where start_time is not null
 ),
 
@@ -344,7 +161,7 @@ unidentified as (
         {{ short_host('client_host') }} as host_key
     from accesses
     where (job_identity is null
-           or job_identity in (select i.job_identity from identities as i where i.identity is null))
+           or job_identity in (select i.job_identity from {{ ref('int_access_match_identities') }} as i where i.identity is null))
       and client_host is not null and start_time is not null
 ),
 

@@ -28,7 +28,7 @@
 --   collector, source  counters of their own day.
 -- The completeness tests (data_completeness.yml) judge closed rows only.
 -- One ephemeral model per kind of measure (int_completeness_*, each over this model's window:
--- completeness_window), unioned here, where the closing rule is applied.
+-- window_of), unioned here, where the closing rule is applied.
 -- Incremental by day (grain: day x grain x subject x measure x detail; event day: column day, as
 -- above): a plain run rebuilds the days that can still change, from the earliest day it holds a
 -- provisional row for, or the horizon's day minus the longest days-to-final if earlier
