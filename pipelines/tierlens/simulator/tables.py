@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 
 from ..console import print_rows
@@ -10,6 +12,19 @@ from .hardware import type_errors
 
 #: Where a table too wide for the terminal has the columns it leaves out.
 WIDER = "A wider terminal (COLUMNS=160) shows them"
+
+
+def cheapest_with_unmeasured(rows: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
+    """The first ``top`` of ``rows`` (buying-guide rows, cheapest first), then the cheapest row of
+    each configuration not measured here that fell below them: a derived option is the one a
+    newcomer looks for, even when it does not pay. The demo's terminal and the report show these."""
+    shown = rows[:top]
+    names = {r["config_name"] for r in shown}
+    for r in rows[top:]:
+        if r["evidence"] != "measured" and r["config_name"] not in names:
+            shown.append(r)
+            names.add(r["config_name"])
+    return shown
 
 
 def print_efficiency(run, run_id: str | None, console: Console) -> None:
@@ -106,13 +121,7 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
     if guide is None or guide.num_rows == 0:
         return
     rows = guide.to_pylist()
-    shown = rows[:limit]
-    # a derived option below the cut is the one a newcomer looks for: its cheapest row too
-    names = {r["config_name"] for r in shown}
-    for r in rows[limit:]:
-        if r["evidence"] != "measured" and r["config_name"] not in names:
-            shown.append(r)
-            names.add(r["config_name"])
+    shown = cheapest_with_unmeasured(rows, limit)
     currency = next((r["currency"] for r in rows if r["currency"]), "")
     # what a purchaser compares first (the configuration, its cache and jobs per node, the price,
     # the efficiency, what it rests on), then the rest: a narrow terminal keeps the first columns

@@ -21,16 +21,11 @@ def best_buys(options: list[dict[str, Any]], top: int = TOP) -> list[dict[str, A
     cheapest of each configuration not measured here that fell below them: the candidate a site
     probed to decide on is the one its manager looks for, even when it does not pay (the demo's
     terminal table keeps the same rows)."""
+    from ...simulator.tables import cheapest_with_unmeasured
+
     page: list[dict[str, Any]] = []
     for job_class in dict.fromkeys(r["job_class"] for r in options):
-        rows = [r for r in options if r["job_class"] == job_class]
-        shown = rows[:top]
-        names = {r["config_name"] for r in shown}
-        for r in rows[top:]:
-            if r["evidence"] != "measured" and r["config_name"] not in names:
-                shown.append(r)
-                names.add(r["config_name"])
-        page += shown
+        page += cheapest_with_unmeasured([r for r in options if r["job_class"] == job_class], top)
     return page
 
 
