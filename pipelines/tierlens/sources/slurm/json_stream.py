@@ -17,7 +17,7 @@ from .json_job import FieldError, json_job
 from .jsonscan import Stop, char_offsets, scan_array
 from .rows import JobBlock, Part, RowStream
 from .values import JOB_INDEX
-from .window import SACCT_VALUE, WindowReport
+from .window import SACCT_VALUE, WindowReport, output_broke_off
 
 _STEP_ID = JOB_INDEX["step_id"]
 
@@ -217,10 +217,9 @@ def _json_parts(
     try:
         yield from parts(f, source)
     except FieldError as e:
-        if report is not None:
-            report.fail(f"malformed document: {e}")
-        yield Reject(
-            RecordKind.JOB,
+        yield output_broke_off(
+            report,
+            f"malformed document: {e}",
             source,
             f"{source}:offset {e.offset}",
             e.field,

@@ -12,7 +12,7 @@ from typing import TextIO
 from ...records import RecordKind, Reject, job_identity
 from .rows import job_row
 from .values import SENTINELS, first_node
-from .window import SACCT_VALUE, WindowReport
+from .window import SACCT_VALUE, WindowReport, output_broke_off
 
 PARSABLE_FIELDS = (
     "JobIDRaw",
@@ -185,10 +185,9 @@ def iter_parsable2_rows(
             block, first = [], n
         block.append(line)
     if last and not last.endswith("\n"):
-        if report is not None:
-            report.fail(f"output ends inside line {n}")
-        yield Reject(
-            RecordKind.JOB,
+        yield output_broke_off(
+            report,
+            f"output ends inside line {n}",
             source,
             f"{source}:line {n}",
             "line",

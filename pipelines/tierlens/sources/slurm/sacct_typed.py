@@ -279,7 +279,10 @@ def job_rows(j: Job) -> list[tuple]:
     cluster = j.cluster or ""
     sluid = valid_sluid(j.sluid)
     ident = job_identity("slurm", cluster, jid, sluid)
-    user, account, partition, nodes = j.user, j.account, j.partition, j.nodes
+    nodes = j.nodes
+    # The columns after the step id that the job's row and each of its steps' rows hold alike
+    # (identity, user, account, no vo or job class from sacct, partition): made once per job.
+    owner = (ident, j.user, j.account, _NONE, _NONE, j.partition)
     submit = _us(t.submission)
     tres = j.tres
     cores = _tres(tres.allocated, "cpu") if tres is not None else None
@@ -306,12 +309,7 @@ def job_rows(j: Job) -> list[tuple]:
                 cluster,
                 jid,
                 sid,
-                ident,
-                user,
-                account,
-                _NONE,
-                _NONE,
-                partition,
+                *owner,
                 s_list[0] if s_list else _first_node(s_range or nodes),
                 s_range or nodes,
                 submit,
@@ -338,12 +336,7 @@ def job_rows(j: Job) -> list[tuple]:
         cluster,
         jid,
         "",
-        ident,
-        user,
-        account,
-        _NONE,
-        _NONE,
-        partition,
+        *owner,
         _first_node(nodes),
         nodes,
         submit,

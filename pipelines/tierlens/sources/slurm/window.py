@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...records import RecordKind, Reject
+
 #: What to do about a line or job of sacct's own output that tierlens cannot read (a reject's reason).
 SACCT_VALUE = (
     "run the sacct command of this reject's source by hand for the job; if sacct prints it so, "
@@ -32,3 +34,14 @@ class WindowReport:
 
     def describe(self) -> str:
         return f"{self.label}: {'; '.join(self.problems)}"
+
+
+def output_broke_off(
+    report: WindowReport | None, problem: str, source: str, location: str, field: str, reason: str, raw: str
+) -> Reject:
+    """The reject for where sacct's output broke off (slurmdbd or sacct stopped, a timeout, a full
+    disk), with the window's report told of it: a window whose output is cut short is incomplete,
+    so it is asked for again on the next run, while the jobs read before the cut are loaded."""
+    if report is not None:
+        report.fail(problem)
+    return Reject(RecordKind.JOB, source, location, field, reason, raw)
