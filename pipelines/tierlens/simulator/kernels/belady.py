@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .skeleton import NEVER, evict_min, keyed_heap, push_keyed, record_hit
+from .skeleton import NEVER, evict_min, keyed_heap_replay, push_keyed, record_hit
 
 
 @njit(cache=True, nogil=True)
@@ -25,10 +25,7 @@ def belady_kernel(obj, osize, read, hr, n_hours, cap, next_use, req_hit):
     """Belady's MIN with a lazy-deletion min-heap: key = -(next access index) (``next_use``,
     -1: never again), so the file used furthest ahead goes first. The requested file itself is
     a candidate: a file needed later than everything cached bypasses the cache."""
-    inc, key, hk, hv = keyed_heap(osize.shape[0])
-    size = 0
-    out = np.zeros((3, n_hours), np.int64)
-    used = np.int64(0)
+    inc, key, hk, hv, size, out, used = keyed_heap_replay(osize.shape[0], n_hours)
     for i in range(obj.shape[0]):
         o = obj[i]
         h = hr[i]

@@ -5,18 +5,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .skeleton import evict_min, keyed_heap, push_keyed, record_hit
+from .skeleton import evict_min, keyed_heap_replay, push_keyed, record_hit
 
 
 @njit(cache=True, nogil=True)
 def lfu_kernel(obj, osize, read, hr, n_hours, cap, req_hit):
     """LFU with a lazy-deletion min-heap: key = frequency * 2**40 + request index (least
     frequent, then least recent, goes first; frequency restarts at 1 on admission)."""
-    inc, key, hk, hv = keyed_heap(osize.shape[0])
+    inc, key, hk, hv, size, out, used = keyed_heap_replay(osize.shape[0], n_hours)
     freq = np.zeros(osize.shape[0], np.int64)
-    size = 0
-    out = np.zeros((3, n_hours), np.int64)
-    used = np.int64(0)
     for i in range(obj.shape[0]):
         o = obj[i]
         h = hr[i]

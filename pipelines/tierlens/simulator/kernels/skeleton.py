@@ -127,13 +127,19 @@ def compact(hk, hv, size, key, inc):
 
 
 @njit(cache=True, nogil=True)
-def keyed_heap(n_obj):
-    """Cached flags, current keys, and a min-heap of (key, object) with room for stale entries."""
+def keyed_heap_replay(n_obj, n_hours):
+    """What a replay that ranks files in a keyed heap (LFU, Belady) starts from: cached flags,
+    current keys, a min-heap of (key, object) with room for stale entries and its size, the
+    per-hour counts (hits, hit bytes, bytes staged in) and the bytes cached. One start for
+    every such policy, so that their results count the same things."""
     return (
         np.zeros(n_obj, np.bool_),
         np.zeros(n_obj, np.int64),
         np.empty(2 * n_obj + 1024, np.int64),
         np.empty(2 * n_obj + 1024, np.int32),
+        0,
+        np.zeros((3, n_hours), np.int64),
+        np.int64(0),
     )
 
 
