@@ -564,6 +564,26 @@ def _flags(context: dict, reasons: list[str], p: ChangeParams, kind: str) -> tup
     return short, notes
 
 
+@dataclass(frozen=True)
+class _Estimate:
+    """What one row of SCHEMA says of the effect: a change's over all its jobs (standardised over
+    strata, beside the plain ratio of sums) or one stratum's (the two are the same)."""
+
+    row_kind: str
+    job_class: str
+    bin_label: str
+    effect: Effect
+    unstratified: Effect
+    strata_used: int
+    share: float | None
+
+
+def _point(before: Cells, after: Cells, weights: np.ndarray | None, control: bool) -> float | None:
+    """The effect on the windows' own sums, not resampled: standardised over strata by ``weights``,
+    or one ratio of sums (None); None where a window has no core-hours to divide by."""
+    return _none(_effect(before.num.sum(0), before.den.sum(0), after.num.sum(0), after.den.sum(0), weights, control))
+
+
 def _change_row(
     before: Cells,
     after: Cells,
@@ -584,36 +604,19 @@ def _change_row(
     share = min(1.0, float(scope_den[usable].sum() / scope_den.sum())) if scope_den.sum() > 0 else 0.0
     weights = np.where(usable, scope_den, 0.0)
     weights = weights / weights.sum() if weights.sum() > 0 else None
-
-    def point(w):
-        return _none(_effect(before.num.sum(0), before.den.sum(0), after.num.sum(0), after.den.sum(0), w, control))
-
     unstrat = Effect(
-        point(None),
+        _point(before, after, None, control),
         *(_bootstrap(before, after, None, control, p, rng) if before.blocks and after.blocks else (None, None)),
     )
     if weights is not None and before.blocks and after.blocks:
-        strat = Effect(point(weights), *_bootstrap(before, after, weights, control, p, rng))
+        strat = Effect(_point(before, after, weights, control), *_bootstrap(before, after, weights, control, p, rng))
     else:
         strat = Effect(None, None, None)
     reasons = _enough(before, after, control, p, context)
     if weights is None:
         reasons.append("no stratum has enough jobs in every cell")
-    return _result_row(
-        before,
-        after,
-        control,
-        context,
-        _flags(context, reasons, p, kind),
-        not reasons,
-        row_kind="change",
-        job_class="all",
-        bin_label="all",
-        effect=strat,
-        unstratified=unstrat,
-        strata_used=int(usable.sum()),
-        share=share,
-    )
+    estimate = _Estimate("change", "all", "all", strat, unstrat, int(usable.sum()), share)
+    return _result_row(before, after, control, context, p, kind, estimate, reasons)
 
 
 def _stratum_row(
@@ -629,27 +632,13 @@ def _stratum_row(
 ) -> dict:
     # Blocks where this stratum had no job still count as blocks of the window (they were
     # hours of the window too); resampling them keeps the interval honest about sparse strata.
-    value = _none(_effect(before.num.sum(0), before.den.sum(0), after.num.sum(0), after.den.sum(0), None, control))
+    value = _point(before, after, None, control)
     lo, hi = (None, None)
     if value is not None:
         lo, hi = _bootstrap(before, after, None, control, p, rng)
     effect = Effect(value, lo, hi)
-    reasons = _enough(before, after, control, p, context)
-    return _result_row(
-        before,
-        after,
-        control,
-        context,
-        _flags(context, reasons, p, kind),
-        not reasons,
-        row_kind="stratum",
-        job_class=job_class,
-        bin_label=bin_label,
-        effect=effect,
-        unstratified=effect,
-        strata_used=1,
-        share=None,
-    )
+    estimate = _Estimate("stratum", job_class, bin_label, effect, effect, 1, None)
+    return _result_row(before, after, control, context, p, kind, estimate, _enough(before, after, control, p, context))
 
 
 def _result_row(
@@ -657,33 +646,31 @@ def _result_row(
     after: Cells,
     control: bool,
     context: dict,
-    flags: tuple[bool, list[str]],
-    enough: bool,
-    *,
-    row_kind: str,
-    job_class: str,
-    bin_label: str,
-    effect: Effect,
-    unstratified: Effect,
-    strata_used: int,
-    share: float | None,
+    p: ChangeParams,
+    kind: str,
+    estimate: _Estimate,
+    reasons: list[str],
 ) -> dict:
-    """One row of SCHEMA: a change's (all jobs, standardised over strata) or one stratum's."""
-    short, notes = flags
+    """One row of SCHEMA: the change, its windows' figures, the estimate and the words on it. A row
+    with ``reasons`` (why its data are too few) concludes nothing; its warning says why, and says
+    what else weakens it (a short window, overlapping changes, no control group)."""
+    short, notes = _flags(context, reasons, p, kind)
+    enough = not reasons
+    effect, unstratified = estimate.effect, estimate.unstratified
     return dict(
         context,
         **_describe(before, after, control),
-        row_kind=row_kind,
-        job_class=job_class,
-        bytes_read_bin=bin_label,
+        row_kind=estimate.row_kind,
+        job_class=estimate.job_class,
+        bytes_read_bin=estimate.bin_label,
         effect=effect.value,
         effect_ci_low=effect.ci_low,
         effect_ci_high=effect.ci_high,
         effect_unstratified=unstratified.value,
         effect_unstratified_ci_low=unstratified.ci_low,
         effect_unstratified_ci_high=unstratified.ci_high,
-        strata_used=strata_used,
-        strata_core_hours_share=share,
+        strata_used=estimate.strata_used,
+        strata_core_hours_share=estimate.share,
         blocks_before=before.blocks,
         blocks_after=after.blocks,
         short_window=short,
