@@ -58,6 +58,25 @@ FORMAT = "tierlens-collector-snapshot"
 VERSION = 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _TIMESTAMPS = frozenset(f.name for f in FILE_ACCESS if str(f.type).startswith("timestamp"))
+#: A server's plain values, written and read as they are, in the layout's order: one list for
+#: both directions, so a value the writer keeps is one the reader restores.
+_SERVER_VALUES = (
+    "ip",
+    "sid",
+    "stod",
+    "host",
+    "port",
+    "pid",
+    "inst",
+    "site",
+    "is_cache",
+    "retired",
+    "lost",
+    "duplicates",
+    "reordered",
+    "packets",
+    "last_time",
+)
 
 
 class SnapshotError(Exception):
@@ -122,21 +141,7 @@ def dump(c: Correlator) -> bytes:
     for srv in c._slots:
         servers.append(
             {
-                "ip": srv.ip,
-                "sid": srv.sid,
-                "stod": srv.stod,
-                "host": srv.host,
-                "port": srv.port,
-                "pid": srv.pid,
-                "inst": srv.inst,
-                "site": srv.site,
-                "is_cache": srv.is_cache,
-                "retired": srv.retired,
-                "lost": srv.lost,
-                "duplicates": srv.duplicates,
-                "reordered": srv.reordered,
-                "packets": srv.packets,
-                "last_time": srv.last_time,
+                **{name: getattr(srv, name) for name in _SERVER_VALUES},
                 "unknown": dict(srv.unknown),
                 "users": [[k, ref(u)] for k, u in srv.users.items()],
                 "users_by_id": [[k, ref(u)] for k, u in srv.users_by_id.items()],
@@ -217,24 +222,7 @@ def _load_v1(doc: dict, c: Correlator) -> None:
     users = [User(**u) for u in doc["users"]]
     c.servers, c._slots = {}, []
     for slot, d in enumerate(doc["servers"]):
-        srv = Server(
-            d["ip"],
-            d["sid"],
-            d["stod"],
-            slot,
-            host=d["host"],
-            port=d["port"],
-            pid=d["pid"],
-            inst=d["inst"],
-            site=d["site"],
-            is_cache=d["is_cache"],
-            retired=d["retired"],
-            lost=d["lost"],
-            duplicates=d["duplicates"],
-            reordered=d["reordered"],
-            packets=d["packets"],
-            last_time=d["last_time"],
-        )
+        srv = Server(slot=slot, **{name: d[name] for name in _SERVER_VALUES})
         srv.unknown = Counter(d["unknown"])
         srv.users = {int(k): users[i] for k, i in d["users"]}
         srv.users_by_id = {k: users[i] for k, i in d["users_by_id"]}
