@@ -2,61 +2,105 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..page import Column
 from ..reader import MartReader
 from ..spec import OPERATIONS, SectionOut, SectionSpec, TableSpec
 from .common import share_sql
 
-
-def _shares(*measures: str) -> str:
-    return ", ".join(f"{share_sql(m)} AS {m}" for m in measures)
-
-
 # A day is provisional while jobs that could still add to it may be running (the mart's final_from).
 _STATUS = "CASE WHEN bool_or(provisional) THEN 'provisional' ELSE 'final' END AS status"
 
 
+def _share(measure: str, label: str) -> Column:
+    """The column of a measure's share (numerator / denominator), keyed by the measure."""
+    return Column(measure, label, "pct")
+
+
+@dataclass(frozen=True)
+class _DailyShares:
+    """A table of one grain of marts.data_completeness, a row per day and subject (a cluster, a
+    server): what the shares are of (a measure's denominator), the shares, one count (a measure's
+    numerator) and whether the day's figures are final. Its query and its columns are both made
+    from here, so that each measure is named once."""
+
+    name: str
+    caption: str
+    grain: str
+    #: (measure, column): the measure's denominator, the total its share is of
+    totals: tuple[tuple[str, Column], ...]
+    #: each share's column, keyed by its measure
+    shares: tuple[Column, ...]
+    #: a measure's numerator alone, keyed by the measure
+    count: Column
+
+    def sql(self) -> str:
+        totals = "".join(
+            f"sum(denominator) FILTER (WHERE measure = '{m}') AS {c.key},\n               " for m, c in self.totals
+        )
+        shares = ", ".join(f"{share_sql(c.key)} AS {c.key}" for c in self.shares)
+        count = self.count.key
+        return f"""
+        SELECT "day", subject AS {self.grain},
+               {totals}{shares},
+               sum(numerator) FILTER (WHERE measure = '{count}') AS {count},
+               {_STATUS}
+        FROM marts.data_completeness WHERE grain = '{self.grain}' GROUP BY ALL ORDER BY "day", {self.grain}
+    """
+
+    def spec(self) -> TableSpec:
+        return TableSpec(
+            self.name,
+            self.caption,
+            (
+                Column("day", "day"),
+                Column(self.grain, self.grain),
+                *(c for _, c in self.totals),
+                *self.shares,
+                self.count,
+                Column("status", "figures"),
+            ),
+        )
+
+
+_BY_CLUSTER = _DailyShares(
+    "completeness_by_cluster",
+    "Jobs per day and cluster",
+    "cluster",
+    totals=(
+        ("jobs_tagged", Column("jobs", "jobs", "int")),
+        ("cpu_hours_tagged", Column("cpu_hours", "CPU hours", "hours")),
+    ),
+    shares=(
+        _share("jobs_tagged", "jobs tagged"),
+        _share("cpu_hours_tagged", "CPU hours tagged"),
+        _share("jobs_with_exact_accesses", "accesses exact"),
+        _share("jobs_with_inferred_accesses_only", "inferred only"),
+        _share("jobs_without_accesses", "no accesses"),
+    ),
+    count=Column("tags_without_job", "tags without job", "int"),
+)
+_BY_SERVER = _DailyShares(
+    "completeness_by_server",
+    "File accesses per day and server",
+    "server",
+    totals=(("accesses_exact", Column("accesses", "accesses", "int")),),
+    shares=(
+        _share("accesses_exact", "exact"),
+        _share("accesses_inferred", "inferred"),
+        _share("accesses_unmatched", "no job"),
+        _share("bytes_joined", "bytes joined"),
+        _share("cache_accesses_gstream_only", "cache: g-stream only"),
+        _share("sequence_gaps", "sequence gaps"),
+    ),
+    count=Column("cache_stage_in_accesses", "cache stage-in", "int"),
+)
+
+
 def body(wh: MartReader, s: SectionOut) -> None:
-    s.table(
-        "completeness_by_cluster",
-        wh.rows(f"""
-        SELECT "day", subject AS cluster,
-               sum(denominator) FILTER (WHERE measure = 'jobs_tagged') AS jobs,
-               sum(denominator) FILTER (WHERE measure = 'cpu_hours_tagged') AS cpu_hours,
-               {
-            _shares(
-                "jobs_tagged",
-                "cpu_hours_tagged",
-                "jobs_with_exact_accesses",
-                "jobs_with_inferred_accesses_only",
-                "jobs_without_accesses",
-            )
-        },
-               sum(numerator) FILTER (WHERE measure = 'tags_without_job') AS tags_without_job,
-               {_STATUS}
-        FROM marts.data_completeness WHERE grain = 'cluster' GROUP BY ALL ORDER BY "day", cluster
-    """),
-    )
-    s.table(
-        "completeness_by_server",
-        wh.rows(f"""
-        SELECT "day", subject AS server,
-               sum(denominator) FILTER (WHERE measure = 'accesses_exact') AS accesses,
-               {
-            _shares(
-                "accesses_exact",
-                "accesses_inferred",
-                "accesses_unmatched",
-                "bytes_joined",
-                "cache_accesses_gstream_only",
-                "sequence_gaps",
-            )
-        },
-               sum(numerator) FILTER (WHERE measure = 'cache_stage_in_accesses') AS cache_stage_in_accesses,
-               {_STATUS}
-        FROM marts.data_completeness WHERE grain = 'server' GROUP BY ALL ORDER BY "day", server
-    """),
-    )
+    for table in (_BY_CLUSTER, _BY_SERVER):
+        s.table(table.name, wh.rows(table.sql()))
     collector = wh.rows("""
         SELECT "day", subject AS collector, measure, numerator, denominator, share
         FROM marts.data_completeness WHERE grain = 'collector' ORDER BY "day", collector, measure
@@ -96,40 +140,8 @@ SPEC = SectionSpec(
     marts=("data_completeness",),
     group=OPERATIONS,
     tables=(
-        TableSpec(
-            "completeness_by_cluster",
-            "Jobs per day and cluster",
-            (
-                Column("day", "day"),
-                Column("cluster", "cluster"),
-                Column("jobs", "jobs", "int"),
-                Column("cpu_hours", "CPU hours", "hours"),
-                Column("jobs_tagged", "jobs tagged", "pct"),
-                Column("cpu_hours_tagged", "CPU hours tagged", "pct"),
-                Column("jobs_with_exact_accesses", "accesses exact", "pct"),
-                Column("jobs_with_inferred_accesses_only", "inferred only", "pct"),
-                Column("jobs_without_accesses", "no accesses", "pct"),
-                Column("tags_without_job", "tags without job", "int"),
-                Column("status", "figures"),
-            ),
-        ),
-        TableSpec(
-            "completeness_by_server",
-            "File accesses per day and server",
-            (
-                Column("day", "day"),
-                Column("server", "server"),
-                Column("accesses", "accesses", "int"),
-                Column("accesses_exact", "exact", "pct"),
-                Column("accesses_inferred", "inferred", "pct"),
-                Column("accesses_unmatched", "no job", "pct"),
-                Column("bytes_joined", "bytes joined", "pct"),
-                Column("cache_accesses_gstream_only", "cache: g-stream only", "pct"),
-                Column("sequence_gaps", "sequence gaps", "pct"),
-                Column("cache_stage_in_accesses", "cache stage-in", "int"),
-                Column("status", "figures"),
-            ),
-        ),
+        _BY_CLUSTER.spec(),
+        _BY_SERVER.spec(),
         TableSpec(
             "completeness_collector",
             "Collector losses",
