@@ -10,12 +10,12 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from support.dbt import build_with_upstream, table_rows
 from support.rows import job_row
 from tierlens.collector.decoder import COLUMNS
 from tierlens.collector.service import Options, replay
 from tierlens.collector.writer import rows_to_table
 from tierlens.records import FILE_ACCESS, JOB, Batch, RecordKind, job_identity
-from tierlens.transform import run_dbt
 from tierlens.warehouse import Warehouse
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -124,17 +124,8 @@ def joined(tmp_path_factory):
             import pyarrow.parquet as pq
 
             w.load(Batch(RecordKind.FILE_ACCESS, pq.read_table(p), f"capture:{p.name}"))
-    result = run_dbt(
-        wh, root / "dbt", "build", ["--select", "+int_file_access_by_job", "--indirect-selection", "cautious"]
-    )
-    assert result.success, result.failures
-    con = duckdb.connect(str(wh), read_only=True)
-    try:
-        cur = con.execute("select * from intermediate.int_file_access_by_job")
-        cols = [d[0] for d in cur.description]
-        yield [dict(zip(cols, r)) for r in cur.fetchall()]
-    finally:
-        con.close()
+    build_with_upstream(wh, root / "dbt", "int_file_access_by_job")
+    return table_rows(wh, "intermediate.int_file_access_by_job")
 
 
 def test_inferred_and_exact_matches(joined):
@@ -167,10 +158,7 @@ def _load_and_reconcile(wh, tmp_path, rows: list[dict], source: str) -> None:
     """Load file_access rows, then build int_file_access_reconciled and what it reads."""
     with Warehouse(wh) as w:
         w.load(Batch(RecordKind.FILE_ACCESS, pa.Table.from_pylist(rows, schema=FILE_ACCESS), source))
-    result = run_dbt(
-        wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled", "--indirect-selection", "cautious"]
-    )
-    assert result.success, result.failures
+    build_with_upstream(wh, tmp_path / "dbt", "int_file_access_reconciled")
 
 
 def test_cache_bytes_rest_on_the_origin_record_of_the_cache_own_read(joined):

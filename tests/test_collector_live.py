@@ -461,24 +461,13 @@ def test_cache_hits_and_misses_follow_the_origin_record_not_the_gstream(site_run
     """First read through the cache: a miss of the file's size (the origin recorded the cache
     fetching it; from xrootd 5.7 the cache's own b_todisk says so); second read: a hit; whatever
     the g-stream says (mostly hits, both times)."""
-    import duckdb
-
-    from tierlens.transform import run_dbt
+    from support.dbt import build_with_upstream, table_rows
 
     wh = tmp_path / "wh.duckdb"
     files = sorted(site_run["site"].out.glob("file_access-*.parquet"))
     subprocess.run([TIERLENS, "load", "file_access", *map(str, files), "-w", str(wh)], check=True, capture_output=True)
-    result = run_dbt(
-        wh, tmp_path / "dbt", "build", ["--select", "+int_file_access_reconciled", "--indirect-selection", "cautious"]
-    )
-    assert result.success, result.failures
-    con = duckdb.connect(str(wh), read_only=True)
-    try:
-        cur = con.execute("select * from intermediate.int_file_access_reconciled")
-        names = [d[0] for d in cur.description]
-        got = [dict(zip(names, r)) for r in cur.fetchall()]
-    finally:
-        con.close()
+    build_with_upstream(wh, tmp_path / "dbt", "int_file_access_reconciled")
+    got = table_rows(wh, "intermediate.int_file_access_reconciled")
     size = site_run["sizes"]["/cached.bin"]
     first = _client(got, site_run, "cache_first")
     second = _client(got, site_run, "cache_second")

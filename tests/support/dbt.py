@@ -65,6 +65,24 @@ def rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
+def build_with_upstream(warehouse: Path, state: Path, model: str) -> None:
+    """Build ``model`` and every model it reads, through tierlens' own dbt run (the tests of
+    models outside that set left out: cautious indirect selection); a failed build fails the test."""
+    from tierlens.transform import run_dbt as tierlens_run_dbt
+
+    result = tierlens_run_dbt(warehouse, state, "build", ["--select", f"+{model}", "--indirect-selection", "cautious"])
+    assert result.success, result.failures
+
+
+def table_rows(warehouse: Path, table: str) -> list[dict]:
+    """Every row of ``table`` (schema.name) as a dict, read from a read-only connection."""
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return rows(con, f"select * from {table}")
+    finally:
+        con.close()
+
+
 def dict_rows(keys: tuple[str, ...], values: list[tuple]) -> list[dict]:
     """Rows written as tuples in a test's table, as the dicts insert() takes."""
     return [dict(zip(keys, v)) for v in values]
