@@ -46,8 +46,10 @@ DEFAULT_WAREHOUSE = "/var/tmp/tierlens-scale-data/dev12m/warehouse.duckdb"
 DEFAULT_OLD_REF = "7c55680"
 DEFAULT_BASE_REF = "800caca"
 
-# What every child starts with: the warehouse read-only in UTC, and the window an hourly run of
-# the models would rebuild (the newest job day before `until`, minus the lookback).
+# What every child starts with: the warehouse read-only in UTC, the window an hourly run of the
+# models would rebuild (the newest job day before `until`, minus the lookback), what it reports,
+# and how it times one model's computation: its seconds, the rows it made, and the model's seconds
+# in all (the reads before it and the computation), the same keys in every child.
 PREAMBLE = r"""
 import datetime as dt, json, sys, time
 import duckdb
@@ -57,6 +59,15 @@ con.execute("set TimeZone = 'UTC'")
 until = args["until"]
 newest = con.sql(f"select max(day) from marts.job_efficiency where day < date '{until}'").fetchone()[0]
 window = newest - dt.timedelta(days=args["lookback"])
+out = {"code": args["code"], "until": until, "window_from": str(window)}
+def computed(step, seconds, rows, total=None, before=()):
+    t = time.perf_counter()
+    table = step()
+    out[seconds] = time.perf_counter() - t
+    out[rows] = table.num_rows
+    if total is not None:
+        out[total] = sum(out[k] for k in before) + out[seconds]
+    return table
 """
 
 CHILD = (
@@ -67,7 +78,6 @@ from tierlens.analysis import change as change_mod
 jobs_rel = f"(select * from marts.job_efficiency where day < date '{until}')"
 cache_rel = f"(select * from marts.cache_hourly where \"hour\" < timestamptz '{until} 00:00:00+00')"
 changes = con.sql(f"select * from staging.stg_site_change where changed_at < timestamptz '{until} 00:00:00+00'").to_arrow_table()
-out = {"code": args["code"], "until": until, "window_from": str(window)}
 t = time.perf_counter()
 if args["code"] == "old":
     jobs = con.sql(f"select * from {jobs_rel}").to_arrow_table()
@@ -77,11 +87,7 @@ else:
     cache = con.sql("select " + ", ".join(f'"{c}"' for c in CACHE_COLUMNS) + f" from {cache_rel}").to_arrow_table()
 out["ab_read_s"] = time.perf_counter() - t
 out["jobs"] = jobs.num_rows
-t = time.perf_counter()
-rows = ab_uncertainty(jobs, cache, None, window, None)
-out["ab_compute_s"] = time.perf_counter() - t
-out["ab_rows"] = rows.num_rows
-out["ab_s"] = out["ab_read_s"] + out["ab_compute_s"]
+computed(lambda: ab_uncertainty(jobs, cache, None, window, None), "ab_compute_s", "ab_rows", "ab_s", ["ab_read_s"])
 del jobs, cache
 # change_effects: its window is by inputs_until; an hourly run rebuilds from the newest one - lookback
 params = change_mod.ChangeParams()
@@ -93,11 +99,13 @@ else:
     cjobs = con.sql(change_mod.needed_jobs_sql(jobs_rel, since)).to_arrow_table()
 out["change_read_s"] = time.perf_counter() - t
 out["change_jobs_read"] = cjobs.num_rows
-t = time.perf_counter()
-crow = change_mod.change_effects(cjobs, changes, params, window, None)
-out["change_compute_s"] = time.perf_counter() - t
-out["change_rows"] = crow.num_rows
-out["change_s"] = out["change_read_s"] + out["change_compute_s"]
+computed(
+    lambda: change_mod.change_effects(cjobs, changes, params, window, None),
+    "change_compute_s",
+    "change_rows",
+    "change_s",
+    ["change_read_s"],
+)
 print(json.dumps(out))
 """
 )
@@ -107,17 +115,12 @@ CHILD_BASE = (
     PREAMBLE
     + r"""
 from tierlens.analysis.uncertainty import ab_uncertainty, JOB_COLUMNS, CACHE_COLUMNS
-out = {"code": "base", "until": until, "window_from": str(window)}
 t = time.perf_counter()
 jobs = con.sql("select " + ", ".join(f'"{c}"' for c in JOB_COLUMNS) + f" from marts.job_efficiency where day < date '{until}'").to_arrow_table()
 cache = con.sql("select " + ", ".join(f'"{c}"' for c in CACHE_COLUMNS) + f" from marts.cache_hourly where \"hour\" < timestamptz '{until} 00:00:00+00'").to_arrow_table()
 out["read_s"] = time.perf_counter() - t
 out["jobs_read"] = jobs.num_rows
-t = time.perf_counter()
-rows = ab_uncertainty(jobs, cache, None, window, None)
-out["compute_s"] = time.perf_counter() - t
-out["ab_rows"] = rows.num_rows
-out["ab_s"] = out["read_s"] + out["compute_s"]
+computed(lambda: ab_uncertainty(jobs, cache, None, window, None), "compute_s", "ab_rows", "ab_s", ["read_s"])
 print(json.dumps(out))
 """
 )
@@ -142,7 +145,6 @@ if args["code"] == "store":  # untimed: the month totals a previous build stored
     print(json.dumps({"code": "store", "until": until, "rows": totals.num_rows, "s": time.perf_counter() - t,
                       "bytes_arrow": totals.nbytes}))
     sys.exit(0)
-out = {"code": "totals", "until": until, "window_from": str(window)}
 # int_ab_totals: the months holding a window day, whole
 t = time.perf_counter()
 first, _ = months_to_rebuild(window, None, newest)
@@ -150,10 +152,7 @@ jobs = jobs_from(first)
 cache = cache_from(first)
 out["totals_read_s"] = time.perf_counter() - t
 out["totals_jobs_read"] = jobs.num_rows
-t = time.perf_counter()
-rebuilt = ab_totals(jobs, cache, None, window, None, newest)
-out["totals_compute_s"] = time.perf_counter() - t
-out["totals_rebuilt_rows"] = rebuilt.num_rows
+rebuilt = computed(lambda: ab_totals(jobs, cache, None, window, None, newest), "totals_compute_s", "totals_rebuilt_rows")
 del jobs, cache
 # replace_days: the stored rows of the window's rebuild days give way to the rebuilt ones
 t = time.perf_counter()
@@ -168,11 +167,13 @@ jobs = jobs_from(monday)
 cache = cache_from(monday)
 out["ab_read_s"] = time.perf_counter() - t
 out["jobs_read"] = jobs.num_rows
-t = time.perf_counter()
-rows = ab_uncertainty(jobs, cache, None, window, None, totals)
-out["ab_compute_s"] = time.perf_counter() - t
-out["ab_rows"] = rows.num_rows
-out["ab_s"] = out["totals_read_s"] + out["totals_compute_s"] + out["ab_read_s"] + out["ab_compute_s"]
+computed(
+    lambda: ab_uncertainty(jobs, cache, None, window, None, totals),
+    "ab_compute_s",
+    "ab_rows",
+    "ab_s",
+    ["totals_read_s", "totals_compute_s", "ab_read_s"],
+)
 print(json.dumps(out))
 """
 )
