@@ -13,6 +13,22 @@ from .hardware import type_errors
 #: Where a table too wide for the terminal has the columns it leaves out.
 WIDER = "A wider terminal (COLUMNS=160) shows them"
 
+#: The buying guide's columns on a terminal: what a purchaser compares first (the configuration,
+#: its cache and jobs per node, the price, the efficiency, what it rests on), then the rest; a
+#: narrow terminal keeps the first columns that fit (all six at 100 characters) and names the others.
+HARDWARE_GUIDE_COLUMNS = (
+    "configuration",
+    "cache",
+    "jobs/node",
+    "per 1000 core-hours",
+    "efficiency (%)",
+    "evidence",
+    "node",
+    "node + storage",
+    "SSD life (y)",
+    "rank",
+)
+
 
 def cheapest_with_unmeasured(rows: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
     """The first ``top`` of ``rows`` (buying-guide rows, cheapest first), then the cheapest row of
@@ -123,24 +139,10 @@ def print_hardware(run, console: Console, limit: int = 30) -> None:
     rows = guide.to_pylist()
     shown = cheapest_with_unmeasured(rows, limit)
     currency = next((r["currency"] for r in rows if r["currency"]), "")
-    # what a purchaser compares first (the configuration, its cache and jobs per node, the price,
-    # the efficiency, what it rests on), then the rest: a narrow terminal keeps the first columns
-    # that fit (all six at 100 characters) and names the others
     print_rows(
         f"Hardware you could buy: whole-node price per 1000 delivered CPU core-hours ({currency or 'price'}, "
         "95 % interval), cheapest first",
-        [
-            "configuration",
-            "cache",
-            "jobs/node",
-            "per 1000 core-hours",
-            "efficiency (%)",
-            "evidence",
-            "node",
-            "node + storage",
-            "SSD life (y)",
-            "rank",
-        ],
+        HARDWARE_GUIDE_COLUMNS,
         [
             [
                 r["config_name"],
