@@ -33,7 +33,7 @@ with contextlib.suppress(ImportError):
 
 # The Slurm cluster fixtures, shared by every module that needs the real cluster.
 # The equivalence fixture (one small site, one full refresh, every other build compared to it).
-pytest_plugins = ["slurm_fixtures", "support.equivalence", "support.demo"]
+pytest_plugins = ["slurm_fixtures", "support.equivalence", "support.demo", "support.spark_cluster"]
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

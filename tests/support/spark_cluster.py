@@ -19,9 +19,11 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,6 +94,17 @@ def _port_open(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(1.0)
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@dataclass
+class WorkerLoss:
+    """A worker killed while its executor ran tasks: which, how many tasks it held, when (seconds
+    after the watch began)."""
+
+    worker: int | None = None
+    executor: str | None = None
+    active_tasks: int = 0
+    at_seconds: float = 0.0
 
 
 @dataclass
@@ -224,6 +237,12 @@ class SparkCluster:
             # test reads to kill a worker while it runs tasks), on loopback like the rest
             "spark.ui.port": str(self.ui_port),
             "spark.ui.showConsoleProgress": "false",
+            # Each statement answered when it is done. dbt-spark runs a statement and then polls
+            # its state every poll_interval, a whole number of seconds: with the server's default
+            # (asynchronous) every statement of a build waited for a poll, 60 s of a 250 s build
+            # here. Synchronous needs nothing between dbt and the server that drops a connection
+            # idle for the length of the longest statement (deploy/spark/README.md).
+            "spark.sql.hive.thriftServer.async": "false",
         }
         argv = [
             str(spark_home() / "bin" / "spark-submit"),
@@ -279,6 +298,23 @@ class SparkCluster:
     def kill_worker(self, n: int) -> None:
         """Worker ``n`` and its executors killed at once (SIGKILL), as when its machine is lost."""
         stop_group(self.worker_daemons.pop(n), signal.SIGKILL)
+
+    def lose_a_busy_worker(self, done: threading.Event, after: float) -> WorkerLoss:
+        """Once ``after`` seconds have passed and until ``done`` is set: SIGKILL the worker of the
+        first executor seen running tasks, as a lost machine, then start that worker again as the
+        machine coming back. Returns what was lost (nothing if no executor was busy in time)."""
+        started = time.monotonic()
+        done.wait(after)
+        while not done.is_set():
+            busy = [e for e in self.executors() if e["isActive"] and e["activeTasks"] > 0]
+            if busy:
+                n = self.worker_of_executor(busy[0]["id"])
+                self.kill_worker(n)
+                loss = WorkerLoss(n, busy[0]["id"], busy[0]["activeTasks"], time.monotonic() - started)
+                self.start_worker(n)
+                return loss
+            done.wait(0.5)
+        return WorkerLoss()
 
     def start_thrift(self) -> None:
         """The Thrift server, ready for connections once its application holds an executor."""
@@ -351,10 +387,15 @@ class SparkCluster:
 
 
 @pytest.fixture(scope="module")
-def spark_cluster(tmp_path_factory) -> Iterator[SparkCluster]:
-    """A started cluster for a test module, stopped (every JVM, checked) after its last test."""
+def starting_spark_cluster(tmp_path_factory) -> Iterator[tuple[SparkCluster, Future]]:
+    """A cluster starting on a thread of its own, so that a module's other set-up runs while its
+    JVMs come up (``future.result()`` waits for it and raises what the start raised); stopped
+    (every JVM, checked) after the module's last test."""
     cluster = SparkCluster(tmp_path_factory.mktemp("spark-cluster"))
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
+    with ThreadPoolExecutor(1, thread_name_prefix="spark-cluster") as pool:
+        future = pool.submit(cluster.start)
+        try:
+            yield cluster, future
+        finally:
+            future.exception()  # a start still under way ends before its JVMs are stopped
+            cluster.stop()
