@@ -71,3 +71,36 @@ def test_retention_prunes_access_grain_tables_and_marts_keep_history(tmp_path: P
     mart_after = con.execute("select * from marts.file_reads").fetchall()
     con.close()
     assert sorted(map(repr, mart_after)) == sorted(map(repr, mart_before))
+
+
+def test_retention_cut_short_after_its_delete_still_records_what_it_deleted(tmp_path: Path, monkeypatch) -> None:
+    """The raw delete commits at once: a retention that dies right after it (here the access-grain
+    prune fails, as a SIGKILL there would stop it) must already have recorded pruned_before, or the
+    run again deletes nothing, records nothing, and a later back-fill is not refused."""
+    from tierlens.warehouse import history
+
+    warehouse = tmp_path / "warehouse.duckdb"
+    _load(warehouse)
+    con = duckdb.connect(str(warehouse))
+    con.execute(f"""insert into raw_file_access select * replace (unique_id || '-old' as unique_id,
+                      start_time - interval 90 day as start_time, end_time - interval 90 day as end_time)
+                    from (select * from raw_file_access where end_time is not null order by unique_id limit {OLD})""")
+    newest = con.execute("select max(end_time) from raw_file_access").fetchone()[0]
+    con.close()
+
+    def killed(con: duckdb.DuckDBPyConnection, cutoff: object) -> None:
+        raise KeyboardInterrupt("killed after the raw delete")
+
+    monkeypatch.setattr(history, "_prune_access_grain_tables", killed)
+    with pytest.raises(KeyboardInterrupt):
+        apply_retention(warehouse, 1)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    assert con.execute("select count(*) from raw_file_access where unique_id like '%-old'").fetchone()[0] == 0
+    con.close()
+    expected = history.retention_cutoff(newest, 1).isoformat()
+    assert history.load_history(warehouse).retention.pruned_before == expected
+    monkeypatch.undo()
+    again = apply_retention(warehouse, 1)
+    assert again.rows_deleted_last == 0 and again.pruned_before == expected
+    with pytest.raises(history.HistoryPruned):
+        history.refuse_if_pruned(warehouse, None, accept=False)

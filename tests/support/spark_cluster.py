@@ -121,6 +121,12 @@ class SparkCluster:
     #: The Master and Worker daemons themselves (Spark's default is 1g each).
     daemon_memory: str = "256m"
     shuffle_partitions: int = 4
+    #: Every JVM's options: on a small host, JIT compilation by C1 only and the serial collector.
+    #: Each of the cluster's JVMs (and each new executor) compiles the same Spark code again, and
+    #: on two cores C2's compiler threads and the parallel collector's threads took the CPU the
+    #: builds and the other tests needed; on queries over a day of one site C2's faster code does
+    #: not pay for its compiling. A site's cluster keeps the JVM defaults.
+    jvm_options: str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     master_port: int = field(default_factory=free_port)
     master_ui_port: int = field(default_factory=free_port)
     thrift_port: int = field(default_factory=free_port)
@@ -148,6 +154,7 @@ class SparkCluster:
         home = spark_home()
         env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1")
         env["SPARK_DAEMON_MEMORY"] = self.daemon_memory
+        env["SPARK_DAEMON_JAVA_OPTS"] = self.jvm_options
         # no spark-defaults.conf or spark-env.sh of the machine's: the cluster is what is written here
         env["SPARK_CONF_DIR"] = str(self.root / "conf")
         env.pop("PYSPARK_SUBMIT_ARGS", None)
@@ -227,7 +234,8 @@ class SparkCluster:
             "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={self.metastore};create=true",
             # Derby's log and Hive's scratch and operation-log folders in root, not the working
             # directory or /tmp/<user> (shared with whatever else runs there)
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={self.root} -Djava.io.tmpdir={tmp}",
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={self.root} -Djava.io.tmpdir={tmp} {self.jvm_options}",
+            "spark.executor.extraJavaOptions": self.jvm_options,
             # A Spark TIMESTAMP is an instant shown in the session zone: UTC cuts days and hours
             # as DuckDB's timezone('UTC', ...) does (the profile sets it per session too).
             "spark.sql.session.timeZone": "UTC",

@@ -248,14 +248,21 @@ def _apply_retention(warehouse: str | Path, months: int) -> Retention:
             newest = con.execute(f"SELECT max({PRUNED_COLUMN}) FROM {PRUNED_TABLE}").fetchone()[0]
             if newest is not None:
                 cutoff = retention_cutoff(newest, months)
+                older = con.execute(f"SELECT 1 FROM {PRUNED_TABLE} WHERE {PRUNED_COLUMN} < ? LIMIT 1", [cutoff])
+                if older.fetchone():
+                    # Recorded before the rows go. Recorded after, a retention killed between its
+                    # delete (committed at once) and the record would leave a history that never
+                    # admits the deletion: the run again deletes nothing, and a later back-fill
+                    # would rebuild the marts without those accesses, unrefused. Killed between
+                    # this record and the delete, the next run deletes them.
+                    previous = datetime.fromisoformat(r.pruned_before) if r.pruned_before else None
+                    r.pruned_before = max(cutoff, previous or cutoff).isoformat()
+                    save_history(warehouse, history)
                 deleted = con.execute(f"DELETE FROM {PRUNED_TABLE} WHERE {PRUNED_COLUMN} < ?", [cutoff]).fetchone()[0]
                 _prune_access_grain_tables(con, cutoff)
                 con.execute("CHECKPOINT")
                 r.rows_deleted_last = int(deleted)
                 r.rows_deleted_total += int(deleted)
-                if deleted:
-                    previous = datetime.fromisoformat(r.pruned_before) if r.pruned_before else None
-                    r.pruned_before = max(cutoff, previous or cutoff).isoformat()
         finally:
             con.close()
     r.applied_at = now_iso()
