@@ -35,6 +35,13 @@ def _load(warehouse: Path) -> None:
     ingest((Batch(kind, pa.concat_tables(tables), "retention-test") for kind, tables in parts.items()), warehouse)
 
 
+def _add_old_accesses(con: duckdb.DuckDBPyConnection) -> None:
+    """OLD accesses copied 90 days back: what a month's retention must delete."""
+    con.execute(f"""insert into raw_file_access select * replace (unique_id || '-old' as unique_id,
+                      start_time - interval 90 day as start_time, end_time - interval 90 day as end_time)
+                    from (select * from raw_file_access where end_time is not null order by unique_id limit {OLD})""")
+
+
 def _counts(con: duckdb.DuckDBPyConnection, relation: str) -> tuple[int, int]:
     """(rows copied three months back, other rows) of an access-grain relation."""
     return con.execute(
@@ -47,9 +54,7 @@ def test_retention_prunes_access_grain_tables_and_marts_keep_history(tmp_path: P
     warehouse = tmp_path / "warehouse.duckdb"
     _load(warehouse)
     con = duckdb.connect(str(warehouse))
-    con.execute(f"""insert into raw_file_access select * replace (unique_id || '-old' as unique_id,
-                      start_time - interval 90 day as start_time, end_time - interval 90 day as end_time)
-                    from (select * from raw_file_access where end_time is not null order by unique_id limit {OLD})""")
+    _add_old_accesses(con)
     raw_before = _counts(con, "raw_file_access")
     con.close()
     assert raw_before[0] == OLD
@@ -82,9 +87,7 @@ def test_retention_cut_short_after_its_delete_still_records_what_it_deleted(tmp_
     warehouse = tmp_path / "warehouse.duckdb"
     _load(warehouse)
     con = duckdb.connect(str(warehouse))
-    con.execute(f"""insert into raw_file_access select * replace (unique_id || '-old' as unique_id,
-                      start_time - interval 90 day as start_time, end_time - interval 90 day as end_time)
-                    from (select * from raw_file_access where end_time is not null order by unique_id limit {OLD})""")
+    _add_old_accesses(con)
     newest = con.execute("select max(end_time) from raw_file_access").fetchone()[0]
     con.close()
 
