@@ -6,8 +6,10 @@ of its own that shows its status and its tests' as dbt reported them, once the b
 a task starts in the triggerer and, when its node passed, ends there (no worker process); a failed
 node's task goes to a worker and fails there, and retrying it rebuilds that model alone. Scheduled by the ``tierlens_raw`` Asset that tierlens_ingest
 updates. The producer first loads what an ingest landed while the warehouse was busy (its
-pre_execute, begin_landed_build); the last task records the run in the warehouse's history,
-applies raw retention and publishes the snapshot that readers open. Only the producer and the
+pre_execute, begin_landed_build); publish_snapshot records the run in the warehouse's history,
+applies raw retention and (on DuckDB) publishes the snapshot that readers open; on a Spark
+target python_marts then computes the marts dbt-spark cannot build (the dbt Python models) by
+their CLI twins. Only the producer and the
 publish take the warehouse pool (one writer); the model tasks watch, they do not write. The dbt target (engine) comes from the ``dbt_target`` setting: duckdb (default),
 spark or spark_thrift. dbt runs as a subprocess of the dbt in tierlens' own virtualenv
 (``dbt_executable`` setting), so Airflow's and dbt's pins never meet.
@@ -216,8 +218,8 @@ with tierlens_transform:
 
     @task(task_id="publish_snapshot", pool=_pool)
     def publish_snapshot() -> dict:
-        if _target != "duckdb":
-            raise AirflowSkipException(f"dbt target {_target}: the DuckDB warehouse did not change")
+        """The run recorded in the warehouse's history (on every target: the next run's test scope
+        and new rows count from it), raw retention, and on DuckDB the snapshot readers open."""
         from tierlens.orchestration import tasks
 
         landed = get_current_context()["ti"].xcom_pull(task_ids=_producer.task_id, key=af.LANDED_XCOM)
@@ -261,4 +263,18 @@ with tierlens_transform:
     # published only once its task's retry rebuilt it, and trigger rules cannot say "after the
     # build when it passed, else after the retries" without a second task (a process more)
     # (the producer is no upstream: a build that failed leaves the publish to the retries)
-    _dbt_tasks >> publish_snapshot()
+    _published = publish_snapshot()
+    _dbt_tasks >> _published
+
+    @task(task_id="python_marts", pool="default_pool")
+    def python_marts() -> dict:
+        """On a Spark target, the marts dbt-spark cannot build (Python models): computed by their
+        CLI twins from the marts the build wrote (settings spark_warehouse, python_marts_dir).
+        After the publish: only from a build whose every model passed."""
+        if _target == "duckdb":
+            raise AirflowSkipException("dbt target duckdb: the build ran the Python models itself")
+        from tierlens.orchestration import spark_marts
+
+        return spark_marts.python_marts(var)
+
+    _published >> python_marts()

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from support.airflow import AIRFLOW_PY, AIRFLOW_VENV, DBT, DRIVER, airflow_env
+from support.airflow import AIRFLOW_PY, AIRFLOW_VENV, DBT, airflow_env, run_dags
 from tierlens.records import FILE_ACCESS, RecordKind
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -130,18 +130,7 @@ def airflow(tmp_path_factory):
 
 
 def drive(airflow, runs: list[dict] | None = None, timeout: float = 1200, **env) -> dict:
-    plan = {"dags": str(REPO / "dags"), "runs": runs or []}
-    r = subprocess.run(
-        [str(AIRFLOW_PY), "-c", DRIVER, json.dumps(plan)],
-        env={**airflow["env"], **env},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=airflow["home"],
-    )
-    lines = [x for x in r.stdout.splitlines() if x.startswith("DRIVER-RESULT ")]
-    assert r.returncode == 0 and lines, r.stdout[-6000:] + r.stderr[-6000:]
-    return json.loads(lines[-1].removeprefix("DRIVER-RESULT "))
+    return run_dags({**airflow["env"], **env}, airflow["home"], runs or [], timeout)
 
 
 def counts(warehouse: Path) -> dict[str, int]:
@@ -196,7 +185,8 @@ def test_dagbag_loads_without_import_errors(airflow):
     tasks = set(dags["tierlens_transform"]["tasks"])
     assert (
         seeds
-        and {f"{n}_build" for n in models | seeds} | {"dbt_producer_watcher", "completeness_alert", "publish_snapshot"}
+        and {f"{n}_build" for n in models | seeds}
+        | {"dbt_producer_watcher", "completeness_alert", "publish_snapshot", "python_marts"}
         == tasks
     )
     assert dags["tierlens_transform"]["timetable"] == "AssetTriggeredTimetable"
@@ -232,6 +222,8 @@ def test_dagbag_loads_without_import_errors(airflow):
     assert upstream["publish_snapshot"] == sorted({*started, *(f"{n}_build" for n in ephemeral)}), upstream[
         "publish_snapshot"
     ]
+    # the Spark targets' Python marts only from a build whose every model passed and was recorded
+    assert upstream["python_marts"] == ["publish_snapshot"], upstream["python_marts"]
 
 
 def test_the_render_saves_the_parse_the_hourly_build_reuses(airflow, tmp_path):
@@ -344,6 +336,8 @@ def test_transform_builds_the_marts(airflow):
     out = drive(airflow, [{"dag": "tierlens_transform"}])
     run = out["runs"][0]
     assert run["state"] == "success", run
+    # on DuckDB the build ran the Python marts itself: their Spark-only task skips
+    assert run["tasks"].pop("python_marts") == "skipped", run["tasks"]
     assert set(run["tasks"].values()) == {"success"}, run["tasks"]
     con = duckdb.connect(str(airflow["warehouse"]), read_only=True)
     try:
@@ -375,6 +369,7 @@ def test_transform_builds_the_marts(airflow):
     # the tasks of models whose only tests are column checks still report their model
     again = drive(airflow, [{"dag": "tierlens_transform"}])["runs"][0]
     assert again["state"] == "success", again
+    assert again["tasks"].pop("python_marts") == "skipped", again["tasks"]
     assert set(again["tasks"].values()) == {"success"}, again["tasks"]
     later = json.loads((airflow["home"] / "warehouse.duckdb.history.json").read_text())
     assert later["last_run"]["test_scope"] == "core"

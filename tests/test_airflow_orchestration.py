@@ -301,3 +301,28 @@ def test_a_build_without_an_outcome_pushes_every_node_xcom_before_its_end():
     producer = Producer()
     af.release_held_on_failure(producer)
     assert producer.on_failure_callback == [af._release_on_failure, print]
+
+
+def test_python_marts_take_the_ab_parameters_from_the_projects_vars(tmp_path):
+    """On a Spark target the transform DAG computes ab_uncertainty with the parameters the dbt
+    model would take from the project's vars (ab_uncertainty.yml's ab_params)."""
+    from tierlens.analysis.uncertainty import ABParams, ab_params_from_vars
+    from tierlens.orchestration.spark_marts import project_vars
+    from tierlens.resources import dbt_project_dir
+
+    # the shipped project sets the arms only, to ABParams' own defaults
+    assert ab_params_from_vars(project_vars(dbt_project_dir())) == ABParams()
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "dbt_project.yml").write_text(
+        "name: site\nvars:\n  arm_a: HDD\n  arm_b: SSD\n  ab_block: day\n  ab_seed: 7\n  high_hit_ratio: 0.9\n"
+    )
+    assert ab_params_from_vars(project_vars(site)) == ABParams(
+        arm_a="HDD", arm_b="SSD", block="day", seed=7, high_hit_ratio=0.9
+    )
+    (site / "dbt_project.yml").write_text("name: site\nvars:\n  ab_block: week\n")
+    with pytest.raises(ValueError, match="ab_block"):
+        ab_params_from_vars(project_vars(site))
+    (site / "dbt_project.yml").write_text("name: site\nvars: [arm_a\n")
+    with pytest.raises(ValueError, match="dbt_project.yml"):
+        project_vars(site)

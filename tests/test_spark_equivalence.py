@@ -10,9 +10,11 @@ as a site's hourly cycle would:
   running then have their file accesses in the lake but not yet their accounting record), while
   a worker is SIGKILLed with tasks running and then comes back;
 * the Thrift server restarted on the same metastore;
-* two hours: each hour's records loaded into the warehouse, appended to the lake by the ingest's
-  publish, and built incrementally (the first hour the incremental models and what they read, the
-  second the whole project).
+* two hours. The first hour's records are loaded into the warehouse, appended to the lake by the
+  ingest's publish, and the incremental models and what they read built incrementally. The second
+  runs through Airflow (``dag.test()`` in the Airflow virtualenv): tierlens_ingest loads it and
+  appends it to the lake, and tierlens_transform with dbt_target spark_thrift builds the whole
+  project on the cluster, records the run and computes the Python marts by their CLI twins.
 
 Every mart and intermediate table is then compared row for row with the reference: the Spark
 tables are read from the Parquet files the cluster wrote, the DuckDB ones from the DuckDB file.
@@ -23,8 +25,9 @@ tolerance). The run log and the partitions written show that the hours' builds r
 window, and the lake's partitions that each hour's append wrote only the hour's.
 
 marts.ab_uncertainty (a dbt Python model; dbt-spark cannot run those outside Databricks) is not
-built by dbt on Spark: `tierlens ab-uncertainty` computes it from the cluster's job_efficiency and
-cache_hourly, and that is compared to dbt-duckdb's model here too.
+built by dbt on Spark: `tierlens ab-uncertainty`, and the transform DAG's python_marts task,
+compute it from the cluster's job_efficiency and cache_hourly, and both are compared to
+dbt-duckdb's model here too.
 """
 
 from __future__ import annotations
@@ -46,20 +49,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from tierlens.orchestration.publish import publish
+from support.airflow import airflow_env, run_dags
+from tierlens.orchestration.publish import begin_transform, finish_transform, publish
 from tierlens.pipeline import ingest
 from tierlens.records import Batch, RecordKind
-from tierlens.sources.synthetic import SyntheticOptions, demo_site, generate
+from tierlens.sources.synthetic.stored import batches as stored_batches, synthetic_options
 from tierlens.transform import run_dbt
 from tierlens.warehouse import export_lake
+from tierlens.warehouse.history import load_history
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(1500)]
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "dbt" / "models"
 # One day of a site with one node per storage type: ~2,000 jobs and ~17,000 file accesses,
-# enough for every mart to have rows (cache hours, fairness windows, A/B arms, prices).
-SITE = dict(days=1.0, seed=23, nodes_per_type=1)
+# enough for every mart to have rows (cache hours, fairness windows, A/B arms, prices). As the
+# ingest DAG's synthetic source names it (its settings), so that the DAG's hour reads the same
+# stored simulation.
+SITE = dict(start="2026-10-01", days=1.0, seed=23, nodes_per_type=1)
 
 # Relative tolerance per float column, per table: |spark - duckdb| <= tol * max(1, |duckdb|).
 # Why not 0: the engines add a column's values in different orders (partitioned aggregation in
@@ -295,15 +302,18 @@ TOLERANCE: dict[str, dict[str, float]] = {
 
 # The hourly replay on the cluster: the first lake holds what had arrived by REPLAY_CUTOFF
 # (mid-day of the site's one day); then two hours arrive, each loaded, appended to the lake and
-# built, the second hour holding the rest of the site. Vars of every cluster build: cache events
-# and accesses arrive as the access closes, so access_lateness_days 0 is the truth for this lake
-# and leaves the day before the cutoff's day out of the window of the access-grain models (a
-# partition the incremental builds must leave untouched); the job lookbacks stay the defaults.
+# built. The first hour is loaded and built here, with these vars: cache events and accesses
+# arrive as the access closes, so access_lateness_days 0 is the truth for this lake and leaves the
+# day before the cutoff's day out of the window of the access-grain models (a partition the
+# incremental builds must leave untouched); the job lookbacks stay the defaults. The second runs
+# through Airflow as a site's would: tierlens_ingest (the synthetic source, its data interval from
+# AIRFLOW_INGEST_SCHEDULE: the rest of the site) and the tierlens_transform run it triggers, on
+# the cluster with the project's own vars.
 REPLAY_CUTOFF = dt.datetime(2026, 10, 1, 12, 0, tzinfo=dt.timezone.utc)
-HOURS = (
-    (REPLAY_CUTOFF, REPLAY_CUTOFF + dt.timedelta(hours=1)),
-    (REPLAY_CUTOFF + dt.timedelta(hours=1), dt.datetime.max.replace(tzinfo=dt.timezone.utc)),
-)
+FIRST_HOUR = (REPLAY_CUTOFF, REPLAY_CUTOFF + dt.timedelta(hours=1))
+#: A daily interval from 13:00: the run of FIRST_HOUR's end loads [13:00, 13:00 the next day),
+#: which holds every record left (the site's last arrives before midnight).
+AIRFLOW_INGEST_SCHEDULE = "0 13 * * *"
 REPLAY_VARS = "{access_lateness_days: 0}"
 #: When a record reaches the warehouse: a job's when it ends, an access's when it closes, a tag
 #: at the job's start (the columns, first not null, per raw table and record kind).
@@ -358,10 +368,10 @@ OUR_TESTS = {"accepted_range", "unique_combination_of_columns", "key_exists_in",
 #: other bounds, and they took a third of the cluster's first build (80 of 220 s on two cores);
 #: the data they bound is what the row-for-row comparison checks.
 RANGE_TESTS_ON = "model.tierlens.cache_hourly"
-#: What each hour builds, tests left out (they ran in the first build): the first hour the
-#: access-grain models (accesses move between days there, so theirs are the partitions a window
-#: must leave alone) with what they read and the run log; the second hour the whole project.
-HOUR_SELECT = (["+cache_hourly", "+int_file_access_by_job", RUN_LOG], [])
+#: What the first hour builds, tests left out (they ran in the first build): the access-grain
+#: models (accesses move between days there, so theirs are the partitions a window must leave
+#: alone) with what they read and the run log. The second hour's transform builds the project.
+FIRST_HOUR_SELECT = ["+cache_hourly", "+int_file_access_by_job", RUN_LOG]
 
 
 @pytest.fixture(scope="module")
@@ -370,8 +380,8 @@ def builds(starting_spark_cluster, tmp_path_factory) -> dict[str, Any]:
     from it, while the cluster's JVMs start (``starting_spark_cluster`` is asked for first)."""
     root = tmp_path_factory.mktemp("spark-equivalence")
     source = root / "source.duckdb"
-    opts = SyntheticOptions(days=SITE["days"], seed=SITE["seed"], site=demo_site(nodes_per_type=SITE["nodes_per_type"]))
-    batches = list(generate(opts))
+    # stored where the ingest DAG's synthetic source keeps it when the home is ``root``
+    batches = list(stored_batches(synthetic_options(**SITE), root / "synthetic"))
     ingest(batches, source)
     predict_efficiency(source, root / "dbt-source")
     lake = root / "lake"
@@ -456,9 +466,10 @@ def _range_tests_elsewhere(manifest: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def spark(starting_spark_cluster, builds) -> dict[str, Any]:
     """The cluster builds the whole project, tests included, from the site as it stood at
-    REPLAY_CUTOFF while one of its workers is lost; its Thrift server is restarted on the same
-    metastore; then each of HOURS is loaded into the warehouse, published (appended to the lake)
-    and built incrementally, as the hourly cycle does."""
+    REPLAY_CUTOFF while one of its workers is lost, recorded in the warehouse's history as the
+    transform DAG records a run; its Thrift server is restarted on the same metastore; then the
+    first hour is loaded into the warehouse, published (appended to the lake) and built
+    incrementally, and the second hour runs through the ingest and transform DAGs."""
     cluster, started = starting_spark_cluster
     started.result()
     root = builds["root"] / "cluster"
@@ -479,6 +490,7 @@ def spark(starting_spark_cluster, builds) -> dict[str, Any]:
         left_out += _range_tests_elsewhere(builds["root"] / "dbt-duckdb" / "target" / "manifest.json")
         first_args = [*build_vars, "--exclude", *left_out]
         done = threading.Event()
+        begun = begin_transform(early, settings.get)
         with ThreadPoolExecutor(1, thread_name_prefix="worker-loss") as pool:
             # well into the build, when the first tables exist and the models' stages run
             loss = pool.submit(cluster.lose_a_busy_worker, done, after=20.0)
@@ -488,6 +500,7 @@ def spark(starting_spark_cluster, builds) -> dict[str, Any]:
             done.set()
             lost = loss.result()
         assert first.success, "\n".join(first.failures)
+        finish_transform(early, begun, settings.get)
         first_tests = _tests_run(state)
         executors = cluster.executors()
         before = {
@@ -500,45 +513,36 @@ def spark(starting_spark_cluster, builds) -> dict[str, Any]:
         cluster.stop_thrift()
         cluster.start_thrift()
 
-        hours = []
-        for n, (after, until) in enumerate(HOURS, 1):
-            arriving = _arriving(builds["batches"], after, until) + (
-                [_resent(builds["batches"], untimed)] if n == 1 else []
-            )
-            ingest(arriving, early)
-            started_at = time.monotonic()
-            publish(early, settings.get)
-            append_seconds = time.monotonic() - started_at
-            lake_files.append(_partitions(lake / "raw_file_access"))
-            select = ["--select", *HOUR_SELECT[n - 1]] if HOUR_SELECT[n - 1] else []
-            started_at = time.monotonic()
-            built = run_dbt(
-                root / "unused.duckdb",
-                state,
-                "build",
-                [*build_vars, *select, "--exclude-resource-type", "test"],
-                target="spark_thrift",
-                lake=lake,
-            )
-            assert built.success, f"hour {n}: " + "\n".join(built.failures)
-            hours.append(
-                {
-                    "append_seconds": append_seconds,
-                    "build_seconds": time.monotonic() - started_at,
-                    "models": built.models,
-                }
-            )
-            if n == 1:
-                after_first_hour = {
-                    name: _partitions(cluster.warehouse / f"{INCREMENTAL[name][0]}.db" / name) for name in before
-                }
+        after, until = FIRST_HOUR
+        ingest(_arriving(builds["batches"], after, until) + [_resent(builds["batches"], untimed)], early)
+        started_at = time.monotonic()
+        publish(early, settings.get)
+        append_seconds = time.monotonic() - started_at
+        lake_files.append(_partitions(lake / "raw_file_access"))
+        started_at = time.monotonic()
+        built = run_dbt(
+            root / "unused.duckdb",
+            state,
+            "build",
+            [*build_vars, "--select", *FIRST_HOUR_SELECT, "--exclude-resource-type", "test"],
+            target="spark_thrift",
+            lake=lake,
+        )
+        assert built.success, "first hour: " + "\n".join(built.failures)
+        first_hour_seconds = time.monotonic() - started_at
+        after_first_hour = {
+            name: _partitions(cluster.warehouse / f"{INCREMENTAL[name][0]}.db" / name) for name in before
+        }
+
+    started_at = time.monotonic()
+    airflow = _airflow_hour(builds["root"], early, lake, cluster)
+    airflow_seconds = time.monotonic() - started_at
+    lake_files.append(_partitions(lake / "raw_file_access"))
     print(
         f"cluster: first build {first_seconds:.0f} s ({first.models} models, {first.tests} tests; worker "
-        f"{lost.worker} lost {lost.at_seconds:.0f} s in with {lost.active_tasks} tasks); "
-        + "; ".join(
-            f"hour {n}: append {h['append_seconds']:.1f} s, build {h['build_seconds']:.0f} s ({h['models']} models)"
-            for n, h in enumerate(hours, 1)
-        )
+        f"{lost.worker} lost {lost.at_seconds:.0f} s in with {lost.active_tasks} tasks); first hour: append "
+        f"{append_seconds:.1f} s, build {first_hour_seconds:.0f} s ({built.models} models); second hour "
+        f"through Airflow (both DAGs, Airflow's own start included): {airflow_seconds:.0f} s"
     )
     return {
         "warehouse": cluster.warehouse,
@@ -549,7 +553,42 @@ def spark(starting_spark_cluster, builds) -> dict[str, Any]:
         "before": before,
         "after_first_hour": after_first_hour,
         "lake_files": lake_files,
+        "airflow": airflow,
+        "history": load_history(early),
     }
+
+
+def _airflow_hour(home: Path, warehouse: Path, lake: Path, cluster: Any) -> dict[str, Any]:
+    """The second hour as a site's Airflow runs it on the cluster: tierlens_ingest for the interval
+    from FIRST_HOUR's end (the synthetic source from the simulation the reference was built from,
+    stored under ``home``; its publish appends to the lake), then tierlens_transform (one dbt
+    build on the cluster, a task per model, the run recorded, the Python marts computed). Both
+    by ``dag.test()`` in a child of the Airflow virtualenv, configured by its settings only."""
+    af_home = warehouse.parent / "airflow-home"
+    af_home.mkdir()
+    marts_out = warehouse.parent / "python-marts"
+    env = airflow_env(
+        af_home,
+        {
+            "TIERLENS_HOME": str(home),
+            "TIERLENS_WAREHOUSE": str(warehouse),
+            "TIERLENS_LAKE": str(lake),
+            "TIERLENS_DBT_TARGET": "spark_thrift",
+            "TIERLENS_SPARK_WAREHOUSE": str(cluster.warehouse),
+            "TIERLENS_PYTHON_MARTS_DIR": str(marts_out),
+            "TIERLENS_SOURCES": "synthetic",
+            "TIERLENS_INGEST_SCHEDULE": AIRFLOW_INGEST_SCHEDULE,
+            **{f"TIERLENS_SYNTHETIC_{k.upper()}": str(v) for k, v in SITE.items()},
+            **cluster.thrift_env(),
+        },
+    )
+    ran = run_dags(
+        env,
+        warehouse.parent,
+        [{"dag": "tierlens_ingest", "logical_date": FIRST_HOUR[1].isoformat()}, {"dag": "tierlens_transform"}],
+        timeout=1200,
+    )
+    return {"runs": {r["dag"]: r for r in ran["runs"]}, "import_errors": ran["import_errors"], "marts": marts_out}
 
 
 def predict_efficiency(warehouse: Path, state: Path) -> None:
@@ -593,9 +632,14 @@ def _parquet_rows(folder: Path) -> tuple[list[str], list[tuple]]:
         con.close()
 
 
-def _partitions(folder: Path) -> dict[str, set[str]]:
-    """A partitioned Spark table's partition folders and the data files in each."""
-    return {p.name: {f.name for f in p.glob("*.parquet")} for p in folder.iterdir() if p.is_dir() and "=" in p.name}
+def _partitions(folder: Path) -> dict[str, set[tuple[str, int]]]:
+    """A partitioned table's partition folders and the data files in each, by name and inode: a
+    rewrite that happens to reuse a name (a full export's data_0.parquet) is still a new file."""
+    return {
+        p.name: {(f.name, f.stat().st_ino) for f in p.glob("*.parquet")}
+        for p in folder.iterdir()
+        if p.is_dir() and "=" in p.name
+    }
 
 
 def _normal(value: Any) -> Any:
@@ -743,6 +787,43 @@ def test_ab_uncertainty_from_spark_marts_equals_the_dbt_python_model(builds, spa
         con.close()
     rows = compare_tables("ab_uncertainty", _duckdb_rows(builds["duckdb"], "marts", "ab_uncertainty"), spark_side)
     assert rows > 0
+
+
+def test_airflow_ran_the_second_hour_on_the_cluster(builds, spark):
+    """tierlens_ingest loaded the interval from 13:00 (the rest of the site) and appended it to the
+    lake; the tierlens_transform run built on the cluster with every model's task passing,
+    recorded the run (in the scope of tests of an hour after a run of all of them), and computed
+    marts.ab_uncertainty from the cluster's marts, equal to dbt-duckdb's Python model. (The
+    marts of that build are compared with DuckDB's above.)"""
+    airflow = spark["airflow"]
+    assert airflow["import_errors"] == {}, airflow["import_errors"]
+    ingest_run, transform = airflow["runs"]["tierlens_ingest"], airflow["runs"]["tierlens_transform"]
+    assert ingest_run["state"] == "success", ingest_run
+    assert (ingest_run["start"], ingest_run["end"]) == (
+        FIRST_HOUR[1].isoformat(),
+        (FIRST_HOUR[1] + dt.timedelta(days=1)).isoformat(),
+    ), ingest_run
+    assert ingest_run["tasks"]["ingest_synthetic"] == "success" and ingest_run["tasks"]["publish"] == "success"
+    assert transform["state"] == "success", transform
+    assert set(transform["tasks"].values()) == {"success"}, {
+        t: state for t, state in transform["tasks"].items() if state != "success"
+    }
+    models = {p.stem for p in MODELS.rglob("*") if p.suffix in (".sql", ".py")}
+    assert {"dbt_producer_watcher", "publish_snapshot", "python_marts"} | {
+        f"{m}_build" for m in ("job_efficiency", "cache_hourly", "int_file_access_reconciled")
+    } <= set(transform["tasks"]) and len(transform["tasks"]) > len(models) // 2, transform["tasks"]
+    # the run is in the history as on DuckDB: the first build ran every test, this one the core ones
+    history = spark["history"]
+    assert history.last_run.success and history.last_run.test_scope == "core", history.last_run
+    assert history.all_tests_passed_at is not None and history.all_tests_passed_at < history.last_run.started_at
+    out = airflow["marts"] / "ab_uncertainty.parquet"
+    con = duckdb.connect()
+    try:
+        cur = con.execute(f"select * from read_parquet('{out}')")
+        computed = ([d[0] for d in cur.description], cur.fetchall())
+    finally:
+        con.close()
+    assert compare_tables("ab_uncertainty", _duckdb_rows(builds["duckdb"], "marts", "ab_uncertainty"), computed) > 0
 
 
 def test_ab_uncertainty_command_rejects_bad_input(tmp_path):

@@ -35,6 +35,7 @@ LAYOUT: dict[str, str] = {
     "reports": "reports",
     "dbt_state": "dbt",  # dbt's target/ and logs/, kept out of the source tree
     "spark_warehouse": "spark-warehouse",  # spark.sql.warehouse.dir of the Airflow spark target
+    "python_marts": "python-marts",  # on a Spark target, the marts the dbt Python models build on DuckDB
     "state": "state",  # watermarks of incremental sources (HTCondor schedds)
     "xrootd_spool": "spool/xrootd",  # the collector's batches, stats and journal
     "synthetic": "synthetic",  # the synthetic site's simulations, one folder per options
@@ -50,6 +51,7 @@ class Paths:
     reports: Path = field(init=False)
     dbt_state: Path = field(init=False)
     spark_warehouse: Path = field(init=False)
+    python_marts: Path = field(init=False)
     state: Path = field(init=False)
     xrootd_spool: Path = field(init=False)
     synthetic: Path = field(init=False)

@@ -102,3 +102,22 @@ for run in plan.get("runs", []):
                         "tasks": {ti.task_id: str(ti.state) for ti in dr.get_task_instances()}})
 print("DRIVER-RESULT " + json.dumps(out))
 """
+
+
+def run_dags(env: dict[str, str], cwd: Path, runs: list[dict], timeout: float = 1200) -> dict:
+    """DRIVER in a child of the Airflow virtualenv: the DagBag's summary and each of ``runs``
+    ({"dag": id, "logical_date": iso, optional}) run by ``dag.test()``, one after the other."""
+    import json
+
+    plan = {"dags": str(REPO / "dags"), "runs": runs}
+    r = subprocess.run(
+        [str(AIRFLOW_PY), "-c", DRIVER, json.dumps(plan)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )
+    lines = [x for x in r.stdout.splitlines() if x.startswith("DRIVER-RESULT ")]
+    assert r.returncode == 0 and lines, r.stdout[-6000:] + r.stderr[-6000:]
+    return json.loads(lines[-1].removeprefix("DRIVER-RESULT "))

@@ -24,6 +24,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -574,3 +576,37 @@ TOTALS_SCHEMA = pa.schema(
         *[("swapped_" + SUMS[j], pa.list_(pa.float64())) for j in _EFFICIENCY],
     ]
 )
+
+
+#: The dbt vars the model's config passes as ABParams' fields (ab_uncertainty.yml, ab_params).
+AB_PARAM_VARS = {
+    "arm_a": "arm_a",
+    "arm_b": "arm_b",
+    "ab_block": "block",
+    "ab_seed": "seed",
+    "ab_min_jobs": "min_jobs",
+    "ab_min_core_hours": "min_core_hours",
+    "ab_min_blocks": "min_blocks",
+    "high_hit_ratio": "high_hit_ratio",
+}
+
+
+def ab_params_from_vars(dbt_vars: dict[str, Any]) -> ABParams:
+    """ABParams as the dbt model takes them from a project's vars (a var not set: the default)."""
+    from .dbt_window import params_from_config
+
+    given = {field: dbt_vars[var] for var, field in AB_PARAM_VARS.items() if var in dbt_vars}
+    return params_from_config(ABParams, given, "vars")
+
+
+def write_ab_uncertainty(marts: Path, out: Path, params: ABParams) -> pa.Table:
+    """marts.ab_uncertainty from another engine's marts folder (its job_efficiency/ and
+    cache_hourly/ as Parquet, e.g. <spark.sql.warehouse.dir>/marts.db), written to ``out`` whole
+    or not at all: the dbt Python model's twin for engines that cannot run it."""
+    from ..warehouse.lake import read_parquet_table, write_parquet_atomically
+
+    jobs = read_parquet_table(marts / "job_efficiency")
+    cache = read_parquet_table(marts / "cache_hourly")
+    table = ab_uncertainty(jobs, cache, params)
+    write_parquet_atomically(table, out)
+    return table

@@ -313,15 +313,10 @@ def ab_uncertainty(
     seed: Annotated[int, typer.Option(help="Random seed (dbt var ab_seed).")] = 42,
 ) -> None:
     """Build marts.ab_uncertainty from another engine's marts (Spark, Trino): the dbt Python model's twin."""
-    from ..analysis.uncertainty import ABParams, ab_uncertainty as build
-    from ..warehouse.lake import read_parquet_table, write_parquet_atomically
+    from ..analysis.uncertainty import ABParams, write_ab_uncertainty
 
     try:
-        params = ABParams(arm_a=arm_a, arm_b=arm_b, block=block, seed=seed)
-        jobs = read_parquet_table(marts / "job_efficiency")
-        cache = read_parquet_table(marts / "cache_hourly")
-        table = build(jobs, cache, params)
-        write_parquet_atomically(table, out)
+        table = write_ab_uncertainty(marts, out, ABParams(arm_a=arm_a, arm_b=arm_b, block=block, seed=seed))
     except (ValueError, FileNotFoundError) as e:
         fail(str(e), 2, e)
     console.print(f"ab_uncertainty: {table.num_rows:,} rows -> {out}")

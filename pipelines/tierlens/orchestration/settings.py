@@ -68,7 +68,16 @@ SETTINGS: dict[str, tuple[str, str]] = {
         "",
         "Parquet lake the spark targets read; the ingest DAG's publish task exports it for them; default <home>/lake",
     ),
-    "spark_warehouse": ("", "spark.sql.warehouse.dir of the spark (session) target; default <home>/spark-warehouse"),
+    "spark_warehouse": (
+        "",
+        "spark.sql.warehouse.dir of the Spark targets (the session's; for spark_thrift the cluster's, "
+        "as the Airflow worker sees it); default <home>/spark-warehouse",
+    ),
+    "python_marts_dir": (
+        "",
+        "folder where the transform DAG writes, on a Spark target, the marts dbt-spark cannot build "
+        "(ab_uncertainty.parquet), from the marts under spark_warehouse; default <home>/python-marts",
+    ),
     "dbt_select": (
         "",
         "dbt node selection rendered by Cosmos, comma-separated (e.g. +job_efficiency); default the whole project",
@@ -188,6 +197,10 @@ def report_dir(lookup: Lookup = None) -> Path:
 
 def spark_warehouse(lookup: Lookup = None) -> Path:
     return _path("spark_warehouse", paths(lookup).spark_warehouse, lookup)
+
+
+def python_marts_dir(lookup: Lookup = None) -> Path:
+    return _path("python_marts_dir", paths(lookup).python_marts, lookup)
 
 
 def dbt_project_dir(lookup: Lookup = None) -> Path:
