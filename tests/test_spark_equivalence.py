@@ -311,9 +311,10 @@ TOLERANCE: dict[str, dict[str, float]] = {
 # the cluster with the project's own vars.
 REPLAY_CUTOFF = dt.datetime(2026, 10, 1, 12, 0, tzinfo=dt.timezone.utc)
 FIRST_HOUR = (REPLAY_CUTOFF, REPLAY_CUTOFF + dt.timedelta(hours=1))
-#: A daily interval from 13:00: the run of FIRST_HOUR's end loads [13:00, 13:00 the next day),
-#: which holds every record left (the site's last arrives before midnight).
+#: A daily interval from 13:00: the run for [13:00, 13:00 the next day) loads every record left
+#: (the site's last arrives before midnight).
 AIRFLOW_INGEST_SCHEDULE = "0 13 * * *"
+AIRFLOW_INTERVAL = (FIRST_HOUR[1], FIRST_HOUR[1] + dt.timedelta(days=1))
 REPLAY_VARS = "{access_lateness_days: 0}"
 #: When a record reaches the warehouse: a job's when it ends, an access's when it closes, a tag
 #: at the job's start (the columns, first not null, per raw table and record kind).
@@ -585,7 +586,8 @@ def _airflow_hour(home: Path, warehouse: Path, lake: Path, cluster: Any) -> dict
     ran = run_dags(
         env,
         warehouse.parent,
-        [{"dag": "tierlens_ingest", "logical_date": FIRST_HOUR[1].isoformat()}, {"dag": "tierlens_transform"}],
+        # a manual run loads the interval that ends at its logical date
+        [{"dag": "tierlens_ingest", "logical_date": AIRFLOW_INTERVAL[1].isoformat()}, {"dag": "tierlens_transform"}],
         timeout=1200,
     )
     return {"runs": {r["dag"]: r for r in ran["runs"]}, "import_errors": ran["import_errors"], "marts": marts_out}
@@ -799,10 +801,7 @@ def test_airflow_ran_the_second_hour_on_the_cluster(builds, spark):
     assert airflow["import_errors"] == {}, airflow["import_errors"]
     ingest_run, transform = airflow["runs"]["tierlens_ingest"], airflow["runs"]["tierlens_transform"]
     assert ingest_run["state"] == "success", ingest_run
-    assert (ingest_run["start"], ingest_run["end"]) == (
-        FIRST_HOUR[1].isoformat(),
-        (FIRST_HOUR[1] + dt.timedelta(days=1)).isoformat(),
-    ), ingest_run
+    assert (ingest_run["start"], ingest_run["end"]) == tuple(t.isoformat() for t in AIRFLOW_INTERVAL), ingest_run
     assert ingest_run["tasks"]["ingest_synthetic"] == "success" and ingest_run["tasks"]["publish"] == "success"
     assert transform["state"] == "success", transform
     assert set(transform["tasks"].values()) == {"success"}, {
