@@ -397,7 +397,9 @@ def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floo
     clean_home = tmp_path / "clean"
     clean_home.mkdir()
     run = _transform(env, clean_home, complete)
-    assert run["state"] == "success" and set(run["tasks"].values()) == {"success"}, run
+    # python_marts: the Spark targets' task, skipped on DuckDB
+    assert run["state"] == "success" and run["tasks"].pop("python_marts") == "skipped", run
+    assert set(run["tasks"].values()) == {"success"}, run
     assert "completeness_alert" in run["tasks"]
     assert {n for n in _warned_rows(job_rows, set(), complete).values() if n} == set()  # the premise
     assert _alert(clean_home) is None  # above every threshold: no mark
