@@ -127,8 +127,9 @@ CHILDREN = {
 }
 
 
-def _child(args: argparse.Namespace, step: str, **kw: str) -> list[str]:
-    argv = [sys.executable, __file__, "--child", step, "--work", str(args.work)]
+def _child(args: argparse.Namespace, step: str, script: str = __file__, **kw: str) -> list[str]:
+    """The argv of a child step of ``script`` (this file, or a bench that reuses its children)."""
+    argv = [sys.executable, script, "--child", step, "--work", str(args.work)]
     argv += ["--jobs-per-day", str(args.jobs_per_day), "--cores", str(args.cores)]
     for k, v in kw.items():
         argv += [f"--{k.replace('_', '-')}", v] if v != "" else [f"--{k.replace('_', '-')}"]

@@ -37,7 +37,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from lake_hour_bench import START, child_append, child_export, child_load  # bench/, beside this script
+from lake_hour_bench import START, _child, child_append, child_export, child_load  # bench/, beside this script
 from proctree import tree_rss_kib
 from scale_bench import _load1, measure
 
@@ -106,20 +106,12 @@ class ClusterMemory:
         self._thread.join()
 
 
-def _child(args: argparse.Namespace, step: str, **kw: str) -> list[str]:
-    argv = [sys.executable, __file__, "--child", step, "--work", str(args.work)]
-    argv += ["--jobs-per-day", str(args.jobs_per_day), "--cores", str(args.cores)]
-    for k, v in kw.items():
-        argv += [f"--{k.replace('_', '-')}", v] if v != "" else [f"--{k.replace('_', '-')}"]
-    return argv
-
-
 def _step(args: argparse.Namespace, name: str, step: str, env: dict[str, str], jvms: ClusterMemory | None = None, **kw):
     logs = args.work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     if jvms is not None:
         jvms.reset()
-    m = measure(_child(args, step, **kw), env, logs / f"{name}.log")
+    m = measure(_child(args, step, __file__, **kw), env, logs / f"{name}.log")
     out = {"wall_s": m.wall_s, "peak_mib": m.peak_mib, "load_before": m.load_before, "load_after": m.load_after}
     out.update(m.detail)
     cluster = ""

@@ -634,6 +634,16 @@ def _parquet_rows(folder: Path) -> tuple[list[str], list[tuple]]:
         con.close()
 
 
+def _file_rows(path: Path) -> tuple[list[str], list[tuple]]:
+    """One Parquet file's columns and rows (what `tierlens ab-uncertainty` and the DAG write)."""
+    con = duckdb.connect()
+    try:
+        cur = con.execute(f"select * from read_parquet('{path}')")
+        return [d[0] for d in cur.description], cur.fetchall()
+    finally:
+        con.close()
+
+
 def _partitions(folder: Path) -> dict[str, set[tuple[str, int]]]:
     """A partitioned table's partition folders and the data files in each, by name and inode: a
     rewrite that happens to reuse a name (a full export's data_0.parquet) is still a new file."""
@@ -781,13 +791,7 @@ def test_ab_uncertainty_from_spark_marts_equals_the_dbt_python_model(builds, spa
         app, ["ab-uncertainty", "--marts", str(spark["warehouse"] / "marts.db"), "--out", str(out)]
     )
     assert result.exit_code == 0, result.output + repr(result.exception)
-    con = duckdb.connect()
-    try:
-        cur = con.execute(f"select * from read_parquet('{out}')")
-        spark_side = ([d[0] for d in cur.description], cur.fetchall())
-    finally:
-        con.close()
-    rows = compare_tables("ab_uncertainty", _duckdb_rows(builds["duckdb"], "marts", "ab_uncertainty"), spark_side)
+    rows = compare_tables("ab_uncertainty", _duckdb_rows(builds["duckdb"], "marts", "ab_uncertainty"), _file_rows(out))
     assert rows > 0
 
 
@@ -815,13 +819,7 @@ def test_airflow_ran_the_second_hour_on_the_cluster(builds, spark):
     history = spark["history"]
     assert history.last_run.success and history.last_run.test_scope == "core", history.last_run
     assert history.all_tests_passed_at is not None and history.all_tests_passed_at < history.last_run.started_at
-    out = airflow["marts"] / "ab_uncertainty.parquet"
-    con = duckdb.connect()
-    try:
-        cur = con.execute(f"select * from read_parquet('{out}')")
-        computed = ([d[0] for d in cur.description], cur.fetchall())
-    finally:
-        con.close()
+    computed = _file_rows(airflow["marts"] / "ab_uncertainty.parquet")
     assert compare_tables("ab_uncertainty", _duckdb_rows(builds["duckdb"], "marts", "ab_uncertainty"), computed) > 0
 
 
