@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 # Airflow has its own virtualenv (its pins are not dbt's); the DAG tests drive it from pytest.
 AIRFLOW_VENV ?= .venv-airflow
 export TIERLENS_HOME ?= $(CURDIR)/.tierlens
+# dbt's saved parse, shared by every home the demo and the tests make (pipelines/tierlens/saved_parse.py):
+# kept in the clone, so a run neither reads nor leaves one in ~/.cache
+export TIERLENS_DBT_PARSE_CACHE ?= $(CURDIR)/.tierlens/dbt-parse
 export DBT_SEND_ANONYMOUS_USAGE_STATS := False
 export DO_NOT_TRACK := 1
 

@@ -44,7 +44,12 @@ def test_backfill_by_day_retention_and_a_refused_full_refresh(tmp_path: Path) ->
     home = tmp_path / "home"
     wh = home / "warehouse.duckdb"
     env = {k: v for k, v in os.environ.items() if k != "TIERLENS_RAW_RETENTION_MONTHS"}
-    env |= {"TIERLENS_HOME": str(home), "DBT_SEND_ANONYMOUS_USAGE_STATS": "False"}
+    # a parse cache of its own, empty: the first chunk parses the project whole, whatever ran before
+    env |= {
+        "TIERLENS_HOME": str(home),
+        "DBT_SEND_ANONYMOUS_USAGE_STATS": "False",
+        "TIERLENS_DBT_PARSE_CACHE": str(tmp_path / "parse-cache"),
+    }
     rows = 0
     for kind in ("node", "job_tag", "job", "file_access"):
         run("load", kind, str(folder / f"{kind}.parquet"), "-w", str(wh), env=env)

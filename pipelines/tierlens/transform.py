@@ -17,6 +17,7 @@ import duckdb
 
 from .column_checks import COLUMN_CHECKS, column_checks_left_out, is_column_check  # noqa: F401
 from .resources import dbt_project_dir
+from .saved_parse import share, shared_slot, start_from_shared
 from .warehouse.history import RunRecord
 
 # dbt phones home unless told not to; a site's batch nodes often have no way out anyway.
@@ -142,6 +143,11 @@ def run_dbt(
     state_dir.mkdir(parents=True, exist_ok=True)
     target = state_dir / "target"
     _forget_parse_of_another_project(target, project_dir)
+    here, name = _warehouse_folder(warehouse)
+    # a run with --vars makes a parse no plain run can use: it neither takes nor leaves the shared one
+    with_vars = any(a == "--vars" or a.startswith("--vars=") for a in extra or [])
+    shared = None if with_vars else shared_slot(project_dir, name, target_name)
+    start_from_shared(target, shared)
     args = [
         *_dbt_executable(),
         command,
@@ -158,11 +164,16 @@ def run_dbt(
     if target_name:
         args += ["--target", target_name]
     env = dbt_environment(warehouse, parameters, lake=lake, spark_warehouse=spark_warehouse)
+    if here is not None:
+        # the profile's path is the file's name, dbt running in its folder: the connection dbt
+        # hashes into its saved parse is the same in every home (saved_parse.py)
+        env["TIERLENS_WAREHOUSE"] = name
     from .warehouse.lock import held_fds
 
     # dbt holds the writer lock with this process: a transform killed alone leaves its dbt running,
     # and the warehouse stays locked until that dbt has ended too
-    proc = subprocess.run(args, env=env, capture_output=True, text=True, pass_fds=held_fds(warehouse))
+    proc = subprocess.run(args, env=env, cwd=here, capture_output=True, text=True, pass_fds=held_fds(warehouse))
+    share(target, shared)
     result = TransformResult(success=proc.returncode == 0)
     run_results = target / "run_results.json"
     if run_results.exists():
@@ -179,6 +190,13 @@ def run_dbt(
     if not result.success and not result.failures:
         result.failures.append(f"dbt {command} exited {proc.returncode}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return result
+
+
+def _warehouse_folder(warehouse: Path) -> tuple[Path | None, str]:
+    """The folder dbt runs in and the name it opens the warehouse by: the file's own folder and
+    name, or (a folder that does not exist) no folder and the whole path."""
+    path = Path(warehouse).resolve()
+    return (path.parent, path.name) if path.parent.is_dir() else (None, str(path))
 
 
 #: Beside dbt's saved parse in the target folder: the project folder that parse was made from.

@@ -112,7 +112,15 @@ def dbt_executable() -> str:
 
 
 def run_dbt(warehouse: Path, state: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, TIERLENS_WAREHOUSE=str(warehouse), DBT_SEND_ANONYMOUS_USAGE_STATS="False", DO_NOT_TRACK="1")
+    """dbt itself with ``args`` on ``warehouse``, as tierlens.transform.run_dbt starts it: in the
+    warehouse's folder, the profile naming the file, from the host's shared parse (saved_parse.py)."""
+    from tierlens.saved_parse import share, shared_slot, start_from_shared
+
+    warehouse = warehouse.resolve()
+    env = dict(os.environ, TIERLENS_WAREHOUSE=warehouse.name, DBT_SEND_ANONYMOUS_USAGE_STATS="False", DO_NOT_TRACK="1")
+    target = args[args.index("--target") + 1] if "--target" in args else None
+    slot = None if any(a.startswith("--vars") for a in args) else shared_slot(DBT_DIR, warehouse.name, target)
+    start_from_shared(state / "target", slot)
     cmd = [
         dbt_executable(),
         *args,
@@ -125,4 +133,6 @@ def run_dbt(warehouse: Path, state: Path, *args: str) -> subprocess.CompletedPro
         "--log-path",
         str(state / "logs"),
     ]
-    return subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, env=env, cwd=warehouse.parent, capture_output=True, text=True, timeout=600)
+    share(state / "target", slot)
+    return proc
