@@ -380,7 +380,10 @@ def _warned(alert: dict) -> dict[str, int]:
 @pytest.mark.timeout(1800)
 def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floor(tmp_path):
     small = SyntheticOptions(days=1, seed=2, site=SITE)
-    complete, partial = tmp_path / "complete.duckdb", tmp_path / "partial.duckdb"
+    # one file name in two folders: dbt's saved parse of one serves the other (saved_parse.py)
+    complete, partial = tmp_path / "complete" / "warehouse.duckdb", tmp_path / "partial" / "warehouse.duckdb"
+    complete.parent.mkdir()
+    partial.parent.mkdir()
     batches = list(generate(small))
     ingest(batches, complete)
     degraded, job_rows, untagged, _ = _degrade(batches, np.random.default_rng(5))
@@ -389,7 +392,13 @@ def test_transform_dag_marks_a_run_below_the_thresholds_and_fails_below_the_floo
         _time_passes(wh, small.start.astimezone(UTC) + timedelta(days=12))
     for wh in (complete, partial):  # the mart's parents, so each DAG run is the mart and its tests
         proc = run_dbt(
-            wh, tmp_path / f"dbt-{wh.stem}", "run", "--select", "+data_completeness", "--exclude", "data_completeness"
+            wh,
+            tmp_path / f"dbt-{wh.parent.name}",
+            "run",
+            "--select",
+            "+data_completeness",
+            "--exclude",
+            "data_completeness",
         )
         assert proc.returncode == 0, proc.stdout[-4000:]
     env = _airflow_env(tmp_path)

@@ -380,7 +380,10 @@ def builds(starting_spark_cluster, tmp_path_factory) -> dict[str, Any]:
     """The reference: the site ingested into DuckDB, exported as a lake and built by dbt-duckdb
     from it, while the cluster's JVMs start (``starting_spark_cluster`` is asked for first)."""
     root = tmp_path_factory.mktemp("spark-equivalence")
-    source = root / "source.duckdb"
+    # each DuckDB warehouse in a folder of its own under one file name: dbt's saved parse of one
+    # serves the next (pipelines/tierlens/saved_parse.py)
+    source = root / "source" / "warehouse.duckdb"
+    source.parent.mkdir()
     # stored where the ingest DAG's synthetic source keeps it when the home is ``root``
     batches = list(stored_batches(synthetic_options(**SITE), root / "synthetic"))
     ingest(batches, source)
@@ -388,7 +391,8 @@ def builds(starting_spark_cluster, tmp_path_factory) -> dict[str, Any]:
     lake = root / "lake"
     export_lake(source, lake)
 
-    duck = root / "from-lake.duckdb"
+    duck = root / "from-lake" / "warehouse.duckdb"
+    duck.parent.mkdir()
     # models only: the project's tests on DuckDB run in the equivalence and demo fixtures, and here
     # each minute of the reference is a minute the cluster waits
     duck_result = run_dbt(

@@ -85,22 +85,16 @@ def _parse_lines(state: Path) -> list[str]:
 def test_a_new_home_starts_from_the_hosts_saved_parse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A home's first run takes the parse another home's run left in the host's cache (dbt opens the
     warehouse by its file name in its folder, so the connection dbt hashes is the same), and it
-    builds its own warehouse with it; a warehouse of another name, or the cache turned off, parses
-    the project whole."""
+    builds its own warehouse with it; with the cache turned off a home parses the project whole."""
     from tierlens.saved_parse import CACHE_VARIABLE
 
     monkeypatch.setenv(CACHE_VARIABLE, str(tmp_path / "parse-cache"))
     warehouses = {}
-    for name in (
-        "site-a/warehouse.duckdb",
-        "site-b/warehouse.duckdb",
-        "site-c/other.duckdb",
-        "site-d/warehouse.duckdb",
-    ):
-        path = tmp_path / name
+    for site in ("site-a", "site-b", "site-c"):
+        path = tmp_path / site / "warehouse.duckdb"
         path.parent.mkdir()
         duckdb.connect(str(path)).close()
-        warehouses[name.split("/")[0]] = path
+        warehouses[site] = path
 
     def seed(site: str) -> list[str]:
         result = run_dbt(warehouses[site], warehouses[site].parent / "dbt", "seed")
@@ -111,9 +105,8 @@ def test_a_new_home_starts_from_the_hosts_saved_parse(tmp_path: Path, monkeypatc
     assert any("saved manifest not found" in x for x in first), first
     second = seed("site-b")
     assert second and not any("Unable to do partial parsing" in x for x in second), second
-    assert any("saved manifest not found" in x for x in seed("site-c")), "another file name, another parse"
     monkeypatch.setenv(CACHE_VARIABLE, "off")
-    assert any("saved manifest not found" in x for x in seed("site-d")), "the cache turned off"
+    assert any("saved manifest not found" in x for x in seed("site-c")), "the cache turned off"
 
     with (dbt_project_dir() / "seeds" / "storage_catalog.csv").open() as f:
         rows = sum(1 for _ in csv.DictReader(f))

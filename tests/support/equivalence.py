@@ -370,6 +370,14 @@ def job_rows(con: duckdb.DuckDBPyConnection, key: tuple[str, str, str]) -> tuple
     return efficiency, nodes
 
 
+def _warehouse(root: Path, build: str) -> Path:
+    """A build's warehouse: a folder of its own, the file named as every other build's, so dbt's
+    saved parse of one build serves the next (pipelines/tierlens/saved_parse.py)."""
+    folder = root / build
+    folder.mkdir()
+    return folder / "warehouse.duckdb"
+
+
 def _dbt(warehouse: Path, state: Path, command: str, extra: list[str] | None = None) -> float:
     t = time.monotonic()
     result = run_dbt(warehouse, state, command, extra)
@@ -435,7 +443,7 @@ def _replay(root: Path, rng: random.Random, kills: KillTally) -> dict[str, Any]:
     replay.skew_job(start + 8 * day, start + 9 * day, "ends_before_start")
     replay.skew_job(last + 21 * hour, last + day, "clock_ahead")
 
-    warehouse = root / "incremental.duckdb"
+    warehouse = _warehouse(root, "incremental")
     state = root / "dbt-incremental"
     timings: dict[str, float] = {"generate and plant": time.monotonic() - t}
     # identity -> (accesses, exact) after build 2; (server_host, unique_id) -> job_id inferred after build 3
@@ -573,7 +581,7 @@ def _dbt_tests_left_out() -> Iterator[None]:
 
 def _full_refresh(root: Path, source: Path, timings: dict[str, float]) -> Path:
     """The reference: the raw records of ``source`` rebuilt with all history in one chunk."""
-    full = root / "full-refresh.duckdb"
+    full = _warehouse(root, "full-refresh")
     shutil.copyfile(source, full)
     t = time.monotonic()
     with _dbt_tests_left_out():
@@ -589,7 +597,7 @@ def _transform_killed_then_run(
     """A copy of ``source`` transformed by `tierlens transform ARGS` (without dbt's tests),
     SIGKILLed once at a random point within ``horizon`` seconds, then run to the end. Returns the
     copy and the last run's seconds."""
-    warehouse = root / f"{name}.duckdb"
+    warehouse = _warehouse(root, name)
     shutil.copyfile(source, warehouse)
     env = tierlens_env(root / f"home-{name}", dbt_tests=False)
     argv = [*TIERLENS, "transform", "-w", str(warehouse), *args]
