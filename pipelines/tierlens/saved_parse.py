@@ -54,6 +54,16 @@ def shared_slot(project_dir: Path, warehouse_name: str, target_name: str | None)
     return root / hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
 
 
+def slot_for_run(
+    project_dir: Path, warehouse_name: str, target_name: str | None, dbt_args: list[str] | tuple[str, ...]
+) -> Path | None:
+    """The shared slot of a dbt run with ``dbt_args``: none for a run with --vars, whose parse no
+    plain run can use (it neither takes nor leaves the shared one)."""
+    if any(a == "--vars" or a.startswith("--vars=") for a in dbt_args):
+        return None
+    return shared_slot(project_dir, warehouse_name, target_name)
+
+
 def start_from_shared(target: Path, slot: Path | None) -> bool:
     """Copy the shared parse into ``target`` when it holds none of its own; True if it did."""
     if slot is None or (target / PARSE_FILE).exists():

@@ -17,7 +17,7 @@ import duckdb
 
 from .column_checks import COLUMN_CHECKS, column_checks_left_out, is_column_check  # noqa: F401
 from .resources import dbt_project_dir
-from .saved_parse import share, shared_slot, start_from_shared
+from .saved_parse import share, slot_for_run, start_from_shared
 from .warehouse.history import RunRecord
 
 # dbt phones home unless told not to; a site's batch nodes often have no way out anyway.
@@ -144,9 +144,7 @@ def run_dbt(
     target = state_dir / "target"
     _forget_parse_of_another_project(target, project_dir)
     here, name = _warehouse_folder(warehouse)
-    # a run with --vars makes a parse no plain run can use: it neither takes nor leaves the shared one
-    with_vars = any(a == "--vars" or a.startswith("--vars=") for a in extra or [])
-    shared = None if with_vars else shared_slot(project_dir, name, target_name)
+    shared = slot_for_run(project_dir, name, target_name, extra or [])
     start_from_shared(target, shared)
     args = [
         *_dbt_executable(),

@@ -114,12 +114,12 @@ def dbt_executable() -> str:
 def run_dbt(warehouse: Path, state: Path, *args: str) -> subprocess.CompletedProcess:
     """dbt itself with ``args`` on ``warehouse``, as tierlens.transform.run_dbt starts it: in the
     warehouse's folder, the profile naming the file, from the host's shared parse (saved_parse.py)."""
-    from tierlens.saved_parse import share, shared_slot, start_from_shared
+    from tierlens.saved_parse import share, slot_for_run, start_from_shared
 
     warehouse = warehouse.resolve()
     env = dict(os.environ, TIERLENS_WAREHOUSE=warehouse.name, DBT_SEND_ANONYMOUS_USAGE_STATS="False", DO_NOT_TRACK="1")
     target = args[args.index("--target") + 1] if "--target" in args else None
-    slot = None if any(a.startswith("--vars") for a in args) else shared_slot(DBT_DIR, warehouse.name, target)
+    slot = slot_for_run(DBT_DIR, warehouse.name, target, args)
     start_from_shared(state / "target", slot)
     cmd = [
         dbt_executable(),
